@@ -1,0 +1,99 @@
+// Identifier derivations of the request-response protocol, byte-compatible with Airnode 0.15
+// (airnode-facts §1). Pure functions: no I/O, no providers.
+import { AbiCoder, keccak256, sha256, solidityPackedKeccak256, toUtf8Bytes } from 'ethers';
+
+const abi = AbiCoder.defaultAbiCoder();
+
+/** keccak256(abi.encode(string oisTitle, string endpointName)): standard, not packed, ABI encoding. */
+export function deriveEndpointId(oisTitle: string, endpointName: string): string {
+  return keccak256(abi.encode(['string', 'string'], [oisTitle, endpointName]));
+}
+
+/** RRP template id ("V0"): keccak256(abi.encodePacked(address node, bytes32 endpointId, bytes parameters)). */
+export function deriveTemplateIdV0(nodeAddress: string, endpointId: string, encodedParameters: string): string {
+  return solidityPackedKeccak256(['address', 'bytes32', 'bytes'], [nodeAddress, endpointId, encodedParameters]);
+}
+
+/** Signed-data and OEV template id ("V1"): keccak256(abi.encodePacked(bytes32 endpointId, bytes parameters)). */
+export function deriveTemplateIdV1(endpointId: string, encodedParameters: string): string {
+  return solidityPackedKeccak256(['bytes32', 'bytes'], [endpointId, encodedParameters]);
+}
+
+type RequestIdCommon = {
+  chainId: bigint | number | string;
+  rrpAddress: string;
+  requester: string;
+  requesterRequestCount: bigint | number | string;
+  sponsor: string;
+  sponsorWallet: string;
+  fulfillAddress: string;
+  fulfillFunctionId: string;
+  parameters: string;
+};
+
+/** requestId of makeFullRequest, as AirnodeRrpV0 computes it on chain. */
+export function deriveFullRequestId(input: RequestIdCommon & { nodeAddress: string; endpointId: string }): string {
+  return solidityPackedKeccak256(
+    [
+      'uint256',
+      'address',
+      'address',
+      'uint256',
+      'address',
+      'bytes32',
+      'address',
+      'address',
+      'address',
+      'bytes4',
+      'bytes',
+    ],
+    [
+      input.chainId,
+      input.rrpAddress,
+      input.requester,
+      input.requesterRequestCount,
+      input.nodeAddress,
+      input.endpointId,
+      input.sponsor,
+      input.sponsorWallet,
+      input.fulfillAddress,
+      input.fulfillFunctionId,
+      input.parameters,
+    ],
+  );
+}
+
+/** requestId of makeTemplateRequest, as AirnodeRrpV0 computes it on chain. */
+export function deriveTemplateRequestId(input: RequestIdCommon & { templateId: string }): string {
+  return solidityPackedKeccak256(
+    ['uint256', 'address', 'address', 'uint256', 'bytes32', 'address', 'address', 'address', 'bytes4', 'bytes'],
+    [
+      input.chainId,
+      input.rrpAddress,
+      input.requester,
+      input.requesterRequestCount,
+      input.templateId,
+      input.sponsor,
+      input.sponsorWallet,
+      input.fulfillAddress,
+      input.fulfillFunctionId,
+      input.parameters,
+    ],
+  );
+}
+
+export type CloudProviderIdentity = { type: string; region?: string | undefined; projectId?: string | undefined };
+
+/** deploymentId = type + first 8 hex chars of sha256(type ‖ region ‖ projectId ‖ nodeAddress ‖ stage ‖ nodeVersion). */
+export function deriveDeploymentId(
+  cloudProvider: CloudProviderIdentity,
+  nodeAddress: string,
+  stage: string,
+  nodeVersion: string,
+): string {
+  const parts = [cloudProvider.type];
+  if (cloudProvider.type !== 'local' && cloudProvider.region) parts.push(cloudProvider.region);
+  if (cloudProvider.type === 'gcp' && cloudProvider.projectId) parts.push(cloudProvider.projectId);
+  parts.push(nodeAddress, stage, nodeVersion);
+  return cloudProvider.type + sha256(toUtf8Bytes(parts.join(''))).slice(2, 10);
+}
