@@ -61,12 +61,21 @@ lint: install ## Lint, check formatting and type-check
 format: install ## Rewrite files with the formatter and safe lint fixes
 	$(BIN)/biome check --write .
 
+MOCHA := $(BIN)/mocha
+UNIT_TESTS := 'test/unit/**/*.test.ts'
+COMPONENT_TESTS := 'test/component/**/*.test.ts'
+
 .PHONY: test-unit
-test-unit: install ## Unit and property tests with coverage
-	$(BIN)/c8 $(BIN)/mocha 'test/unit/**/*.test.ts'
+test-unit: install ## Unit and property tests of pure code
+	$(MOCHA) $(UNIT_TESTS)
+
+.PHONY: test-component
+test-component: install ## Component tests: real HTTP servers on loopback and a real EVM devnet (anvil)
+	$(MOCHA) --timeout 120000 $(COMPONENT_TESTS)
 
 .PHONY: test
-test: test-unit ## All tests: unit, then integration when Go is available (always in CI)
+test: install ## All tests: unit + component with coverage, then integration when Go is available (always in CI)
+	$(BIN)/c8 $(MOCHA) --timeout 120000 $(UNIT_TESTS) $(COMPONENT_TESTS)
 	@if command -v go >/dev/null 2>&1; then $(MAKE) --no-print-directory test-integration; \
 	elif [ -n "$${CI:-}" ]; then echo "CI needs Go for the integration tier" >&2; exit 1; \
 	else echo "go not found: skipping the integration tier (make test-integration needs Go)"; fi
