@@ -1,0 +1,97 @@
+// The contract between the controller runtime (informers, work queue, leader election, rate-limited client,
+// events, metrics; src/operator/runtime/) and the OracleNode controller (src/operator/*.ts). The runtime plays the
+// part controller-runtime plays for Go operators; the controller only says what to watch and how to reconcile.
+import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
+import type { Logger } from 'pino';
+
+/** A resource kind the runtime can list, watch and write. `plural` and `namespaced` drive the REST paths. */
+export type ResourceKind = {
+  group: string; // '' for the core group
+  version: string;
+  kind: string;
+  plural: string;
+  namespaced: boolean;
+};
+
+export type ObjectKey = { namespace: string; name: string };
+
+/** What to watch: the primary kind, plus owned kinds whose events map to their owner's key. */
+export type WatchSpec = {
+  primary: ResourceKind;
+  /** Children are cached only when they carry this label selector (never cluster-wide caches of foreign objects). */
+  owned: { kind: ResourceKind; labelSelector: string }[];
+};
+
+/** Read-only view of the informer caches (objects have managedFields stripped). */
+export interface ObjectCache {
+  get<T extends KubernetesObject>(kind: ResourceKind, key: ObjectKey): T | undefined;
+  list<T extends KubernetesObject>(kind: ResourceKind, namespace?: string, labels?: Record<string, string>): T[];
+}
+
+export type ApplyOptions = { force?: boolean; dryRun?: boolean };
+
+/**
+ * Writes go through one client that enforces the client-side QPS/burst limit, counts requests for
+ * rest_client_requests_total, and uses one field manager for server-side apply.
+ */
+export interface KubeWriter {
+  /** Server-side apply of a full desired object (apiVersion/kind/metadata.name/namespace required). */
+  apply<T extends KubernetesObject>(kind: ResourceKind, object: T, options?: ApplyOptions): Promise<T>;
+  /** Server-side apply to the status subresource. */
+  applyStatus<T extends KubernetesObject>(kind: ResourceKind, object: T): Promise<T>;
+  /** Delete; a missing object is not an error. */
+  delete(
+    kind: ResourceKind,
+    key: ObjectKey,
+    options?: { propagationPolicy?: 'Background' | 'Foreground' },
+  ): Promise<void>;
+  /** Live read, bypassing the cache, for decisions that must not act on stale data. */
+  get<T extends KubernetesObject>(kind: ResourceKind, key: ObjectKey): Promise<T | undefined>;
+  list<T extends KubernetesObject>(kind: ResourceKind, namespace: string, labelSelector?: string): Promise<T[]>;
+}
+
+export type EventType = 'Normal' | 'Warning';
+
+/** Kubernetes Events, rate-limited and de-duplicated per (object, reason). */
+export interface EventRecorder {
+  record(object: KubernetesObject, type: EventType, reason: string, message: string): void;
+}
+
+export type ReconcileContext = {
+  logger: Logger; // carries namespace/name bindings on every line
+  cache: ObjectCache;
+  client: KubeWriter;
+  events: EventRecorder;
+  signal: AbortSignal; // aborted when leadership is lost or shutdown begins
+};
+
+/** `requeueAfterMs` schedules another reconcile; throwing requeues with per-object exponential backoff. */
+export type ReconcileResult = { requeueAfterMs?: number } | undefined;
+
+export interface Reconciler {
+  readonly name: string; // the controller label of controller_runtime_* metrics
+  readonly watches: WatchSpec;
+  reconcile(key: ObjectKey, context: ReconcileContext): Promise<ReconcileResult>;
+}
+
+export type ManagerOptions = {
+  kubeConfig: KubeConfig;
+  /** Empty: all namespaces. */
+  namespaces: string[];
+  leaderElection: { enabled: boolean; namespace: string; leaseName: string; identity: string };
+  workers: number;
+  qps: number;
+  burst: number;
+  metricsPort: number; // 0 disables
+  healthPort: number; // 0 disables
+  fieldManager: string;
+  logger: Logger;
+};
+
+export interface Manager {
+  /** Starts watches, the queue and (when elected) the workers; resolves when stopped. */
+  run(reconciler: Reconciler): Promise<void>;
+  /** Graceful stop: no new work, in-flight reconciles finish, the lease is released. */
+  stop(): Promise<void>;
+  isLeader(): boolean;
+}
