@@ -1,0 +1,133 @@
+import { expect } from 'chai';
+import {
+  clearSecrets,
+  counter,
+  createLogger,
+  createMetricsRegistry,
+  formatPlainLine,
+  histogram,
+  metricValue,
+  REDACTED,
+  redact,
+  registerSecret,
+  startObservabilityServer,
+} from '../../../src/observability/index.js';
+
+function capture() {
+  const lines: string[] = [];
+  return { lines, destination: { write: (line: string) => lines.push(line) } };
+}
+
+describe('observability', () => {
+  afterEach(() => clearSecrets());
+
+  describe('createLogger', () => {
+    it('writes one JSON object per line with the level name and bindings', () => {
+      const { lines, destination } = capture();
+      const logger = createLogger({ format: 'json', level: 'INFO', bindings: { component: 'gateway' }, destination });
+      logger.info({ endpointId: '0x12' }, 'request served');
+      logger.debug('hidden at INFO');
+      expect(lines).to.have.length(1);
+      const entry = JSON.parse(lines[0]!);
+      expect(entry).to.include({ level: 'INFO', component: 'gateway', endpointId: '0x12', msg: 'request served' });
+      expect(entry.time).to.match(/^\d{4}-\d\d-\d\dT/);
+    });
+
+    it('honours each level threshold', () => {
+      for (const [level, expected] of [
+        ['DEBUG', 4],
+        ['INFO', 3],
+        ['WARN', 2],
+        ['ERROR', 1],
+      ] as const) {
+        const { lines, destination } = capture();
+        const logger = createLogger({ level, destination });
+        logger.debug('d');
+        logger.info('i');
+        logger.warn('w');
+        logger.error('e');
+        expect(lines, level).to.have.length(expected);
+      }
+    });
+
+    it('writes plain lines: time, level, message, key=value, no newline inside', () => {
+      const { lines, destination } = capture();
+      const logger = createLogger({ format: 'plain', level: 'DEBUG', bindings: { component: 'gw' }, destination });
+      logger.warn({ status: 500, err: new Error('boom\nsecond line') }, 'API call\nfailed');
+      expect(lines).to.have.length(1);
+      const line = lines[0]!;
+      expect(line).to.match(/^\d{4}-\d\d-\d\dT\S+Z WARN {2}API call\\nfailed /);
+      expect(line).to.contain('component=gw').and.contain('status=500').and.contain('err="Error: boom\\nsecond line"');
+      expect(line.trimEnd()).not.to.contain('\n');
+    });
+
+    it('passes through lines that are not JSON', () => {
+      expect(formatPlainLine('not json')).to.equal('not json\n');
+    });
+
+    it('scrubs registered secrets from every line, in messages, fields and JSON-escaped form', () => {
+      const { lines, destination } = capture();
+      const logger = createLogger({ format: 'json', destination });
+      registerSecret('super-secret-key');
+      registerSecret('quote"and\\slash');
+      registerSecret('abc'); // too short to be scrubbed
+      logger.info({ url: 'https://api.example/x?key=super-secret-key' }, 'using super-secret-key');
+      logger.info({ value: 'quote"and\\slash' }, 'abc stays');
+      expect(lines.join('')).not.to.contain('super-secret-key');
+      expect(lines.join('')).not.to.contain('quote');
+      expect(lines[0]).to.contain(REDACTED);
+      expect(JSON.parse(lines[1]!).msg).to.equal('abc stays');
+    });
+
+    it('redact() scrubs arbitrary text and URI-encoded forms', () => {
+      registerSecret('p@ss word');
+      expect(redact('a p@ss word b p%40ss%20word')).to.equal(`a ${REDACTED} b ${REDACTED}`);
+    });
+  });
+
+  describe('metrics', () => {
+    it('creates collectors idempotently per registry', async () => {
+      const registry = createMetricsRegistry({ labels: { component: 'test' } });
+      const a = counter(registry, { name: 'x_total', help: 'x', labelNames: ['kind'] });
+      const b = counter(registry, { name: 'x_total', help: 'x', labelNames: ['kind'] });
+      expect(a).to.equal(b);
+      a.inc({ kind: 'k' }, 2);
+      expect(await metricValue(registry, 'x_total', { kind: 'k' })).to.equal(2);
+      const other = createMetricsRegistry();
+      expect(counter(other, { name: 'x_total', help: 'x' })).not.to.equal(a);
+      histogram(registry, { name: 'lat_seconds', help: 'l' }).observe(0.01);
+      const text = await registry.metrics();
+      expect(text).to.contain('x_total{kind="k",component="test"} 2').and.contain('lat_seconds_bucket');
+    });
+  });
+
+  describe('observability server', () => {
+    it('serves /metrics, /healthz, /readyz and 404 JSON elsewhere', async () => {
+      const registry = createMetricsRegistry();
+      counter(registry, { name: 'hits_total', help: 'h' }).inc();
+      let ready = false;
+      const server = await startObservabilityServer({
+        registry,
+        host: '127.0.0.1',
+        ready: () => ({ ready, reason: 'starting' }),
+      });
+      try {
+        const base = `http://127.0.0.1:${server.port}`;
+        const metrics = await fetch(`${base}/metrics`);
+        expect(metrics.status).to.equal(200);
+        expect(await metrics.text()).to.contain('hits_total 1');
+        expect(await (await fetch(`${base}/healthz`)).json()).to.deep.equal({ status: 'ok' });
+        const notReady = await fetch(`${base}/readyz`);
+        expect(notReady.status).to.equal(503);
+        expect(await notReady.json()).to.deep.equal({ status: 'not ready', reason: 'starting' });
+        ready = true;
+        expect((await fetch(`${base}/readyz`)).status).to.equal(200);
+        const missing = await fetch(`${base}/nope`);
+        expect(missing.status).to.equal(404);
+        expect(await missing.json()).to.deep.equal({ message: 'Not found' });
+      } finally {
+        await server.close();
+      }
+    });
+  });
+});
