@@ -1,0 +1,28 @@
+// The config model: zod schemas (single source of truth), inferred types, secrets and validation.
+// Parsed output uses the canonical names: nodeSettings.nodeWalletMnemonic and chains[].contracts.{NodeRrp,
+// NodeRrpDryRun}; the reference names (airnodeWalletMnemonic, AirnodeRrp, AirnodeRrpDryRun) are input aliases.
+export { configJsonSchema, oisJsonSchema } from './json-schema.js';
+export * from './ois.js';
+export { formatPath, type PathSegment } from './paths.js';
+export { PUBLIC_DEPLOYMENTS } from './references.js';
+export * from './schema.js';
+export {
+  checkSecretsRecord,
+  type Interpolation,
+  interpolateSecrets,
+  makeRedactor,
+  type ParsedSecrets,
+  parseSecretsEnv,
+  SECRET_NAME_PATTERN,
+} from './secrets.js';
+export {
+  describeJsonError,
+  type Issue,
+  MAX_CONFIG_BYTES,
+  MAX_NESTING_DEPTH,
+  type SecretsInput,
+  toIssues,
+  type ValidationResult,
+  validateConfig,
+  validateOis,
+} from './validate.js';

@@ -1,0 +1,465 @@
+// OIS 2.3.x (the API integration mapping) as zod 4 schemas. Field rules follow the spec
+// (oracle-node-config.md, "OIS object") and the reference OIS 2.3.2 package; cross-field rules run in
+// superRefine with paths relative to the OIS object so the config schema can prefix `ois[n]`.
+import { z } from 'zod';
+
+export const SUPPORTED_OIS_FORMAT = '2.3';
+
+export const RESERVED_PARAMETER_NAMES = ['_type', '_path', '_times', '_gasPrice', '_minConfirmations'] as const;
+
+export const RELAY_SCHEME_TYPES = [
+  'relayChainId',
+  'relayChainType',
+  'relayRequesterAddress',
+  'relaySponsorAddress',
+  'relaySponsorWalletAddress',
+  'relayRequestId',
+] as const;
+
+const semver = z
+  .string()
+  .regex(/^\d+\.\d+\.\d+$/, 'Expected semantic versioning "x.y.z"')
+  .describe('Semantic version x.y.z');
+
+const isAbsoluteUrl = (value: string) => URL.canParse(value);
+const urlString = z.string().refine(isAbsoluteUrl, 'Invalid URL: expected an absolute URL');
+
+export const methodSchema = z.enum(['get', 'post']).describe('HTTP method of the API operation: get or post');
+
+export const parameterTargetSchema = z
+  .enum(['path', 'query', 'header', 'cookie', 'processing'])
+  .describe(
+    'Where the value is placed in the API request: path, query, header or cookie (processing: only visible to processing code)',
+  );
+
+const isReservedName = (name: string) => (RESERVED_PARAMETER_NAMES as readonly string[]).includes(name);
+
+export const operationParameterSchema = z
+  .strictObject({
+    in: parameterTargetSchema,
+    name: z
+      .string()
+      .refine((name) => !isReservedName(name), {
+        message: 'The name of a reserved parameter cannot be used as an operation parameter name',
+      })
+      .describe('Name under which the value is sent to the API'),
+  })
+  .describe('An API operation parameter: {name, in}');
+
+export const fixedOperationParameterSchema = z
+  .strictObject({
+    operationParameter: operationParameterSchema,
+    value: z
+      .unknown()
+      .describe('Value always sent for the operation parameter (any JSON type); requesters cannot override it'),
+  })
+  .describe('An operation parameter with a value fixed by the endpoint');
+
+export const endpointOperationSchema = z
+  .strictObject({
+    method: methodSchema,
+    path: z
+      .string()
+      .regex(/^\/\S*$/, 'Path must start with "/" and contain no whitespace')
+      .describe('Path of an operation defined in apiSpecifications.paths'),
+  })
+  .describe('The API operation the endpoint calls; omitted when the value comes only from processing');
+
+export const endpointParameterSchema = z
+  .strictObject({
+    name: z
+      .string()
+      .regex(/^\S+$/, 'Parameter name must not contain whitespace')
+      .refine((name) => !name.startsWith('_'), {
+        message: 'Endpoint parameter names must not start with "_" (reserved for reserved parameters)',
+      })
+      .describe('Name under which the requester supplies the value; must not start with an underscore'),
+    operationParameter: operationParameterSchema
+      .optional()
+      .describe('Operation parameter the value is sent as; when omitted the value is not sent to the API'),
+    description: z.string().optional().describe('Documentation only'),
+    example: z.string().optional().describe('Documentation only'),
+    default: z.string().optional().describe('Value used when the requester supplies none'),
+    required: z.boolean().optional().describe('Whether the requester must supply the parameter (documentation only)'),
+  })
+  .describe('A parameter a requester may supply to the endpoint');
+
+const nonNegativeIntegerString = /^\d+$/;
+
+export const reservedParameterSchema = z
+  .strictObject({
+    name: z
+      .enum(RESERVED_PARAMETER_NAMES)
+      .describe('Reserved parameter name: _type, _path, _times, _gasPrice or _minConfirmations'),
+    default: z.string().optional().describe('Value used when the requester supplies none'),
+    fixed: z.string().optional().describe('Value that the requester cannot override'),
+  })
+  .superRefine((param, ctx) => {
+    if (param.fixed !== undefined && param.default !== undefined) {
+      ctx.addIssue({
+        code: 'custom',
+        message: 'Reserved parameter must use at most one of "default" and "fixed" properties',
+        path: [],
+      });
+    }
+    if (param.name === '_minConfirmations' || param.name === '_gasPrice') {
+      for (const key of ['fixed', 'default'] as const) {
+        const value = param[key];
+        if (value !== undefined && value !== '' && !nonNegativeIntegerString.test(value)) {
+          ctx.addIssue({
+            code: 'custom',
+            message: `Reserved parameter ${param.name} must be a non-negative integer if present`,
+            path: [key],
+          });
+        }
+      }
+    }
+  })
+  .describe('A reserved parameter (response encoding, gas price, confirmations); not sent to the API');
+
+export const processingSpecificationSchema = z
+  .strictObject({
+    environment: z.enum(['Node', 'Node async']).describe('Runtime of the code: Node or Node async'),
+    value: z.string().describe('The code; reads `input` and assigns `output`'),
+    timeoutMs: z.int().nonnegative().describe('Maximum run time in milliseconds'),
+  })
+  .describe('A deprecated (V1) processing step');
+
+export const processingSpecificationV2Schema = z
+  .strictObject({
+    environment: z.literal('Node').describe('Runtime of the code: Node'),
+    value: z
+      .string()
+      .describe('The code: a function of ({endpointParameters}) or ({response}) returning the same shape'),
+    timeoutMs: z.int().nonnegative().describe('Maximum run time in milliseconds'),
+  })
+  .describe('A V2 processing specification');
+
+export const serverSchema = z
+  .strictObject({ url: urlString.describe('Absolute base URL applied to all operations') })
+  .describe('API server');
+
+export const apiKeySecuritySchemeSchema = z.strictObject({
+  type: z.literal('apiKey').describe('apiKey: the credential is sent under `name` in `in`'),
+  name: z.string().describe('Name of the scheme variable'),
+  in: z.enum(['query', 'header', 'cookie']).describe('Where the credential is sent: query, header or cookie'),
+});
+
+export const httpSecuritySchemeSchema = z.strictObject({
+  type: z.literal('http').describe('http: the credential is sent in the Authorization header'),
+  scheme: z.enum(['basic', 'bearer']).describe('HTTP Authorization scheme (RFC 7235): basic or bearer'),
+});
+
+const relaySchemeSchemas = RELAY_SCHEME_TYPES.map((type) =>
+  z.strictObject({
+    type: z.literal(type).describe(`${type}: relays request metadata to the API`),
+    name: z.string().describe('Name of the scheme variable'),
+    in: z.enum(['query', 'header', 'cookie']).describe('Where the value is sent: query, header or cookie'),
+  }),
+);
+
+export const securitySchemeSchema = z
+  .discriminatedUnion('type', [apiKeySecuritySchemeSchema, httpSecuritySchemeSchema, ...relaySchemeSchemas], {
+    error: `Invalid security scheme: "type" must be one of apiKey, http, ${RELAY_SCHEME_TYPES.join(', ')}`,
+  })
+  .describe('A security scheme: apiKey, http or a relay* metadata scheme');
+
+export const operationSchema = z
+  .strictObject({
+    parameters: z.array(operationParameterSchema).describe('Parameters requesters supply or endpoints fix'),
+  })
+  .describe('An API operation (path + method)');
+
+export const pathItemSchema = z
+  .partialRecord(methodSchema, operationSchema)
+  .describe('Operations of one path, keyed by method (get, post)');
+
+const PATH_PARAMETER = /\{([^}]+)\}/g;
+
+export const pathsSchema = z
+  .record(z.string().regex(/^\/\S*$/, 'Path must start with "/" and contain no whitespace'), pathItemSchema)
+  .superRefine((paths, ctx) => {
+    for (const [rawPath, pathItem] of Object.entries(paths)) {
+      const declared = [...rawPath.matchAll(PATH_PARAMETER)].map((m) => m[1]!);
+      for (const [method, operation] of Object.entries(pathItem)) {
+        if (!operation) continue;
+        for (const name of declared) {
+          if (!operation.parameters.some((p) => p.in === 'path' && p.name === name)) {
+            ctx.addIssue({
+              code: 'custom',
+              message: `Path parameter "${name}" is not found in "parameters"`,
+              path: [rawPath, method, 'parameters'],
+            });
+          }
+        }
+        const seen = new Map<string, number>();
+        operation.parameters.forEach((p, index) => {
+          if (p.in === 'path' && !declared.includes(p.name)) {
+            ctx.addIssue({
+              code: 'custom',
+              message: `Parameter "${p.name}" is not found in the URL path`,
+              path: [rawPath, method, 'parameters', index],
+            });
+          }
+          const key = `${p.in}\u0000${p.name}`;
+          seen.set(key, (seen.get(key) ?? 0) + 1);
+        });
+        operation.parameters.forEach((p, index) => {
+          if ((seen.get(`${p.in}\u0000${p.name}`) ?? 0) > 1) {
+            ctx.addIssue({
+              code: 'custom',
+              message: `Parameter "${p.name}" in "${p.in}" is used multiple times`,
+              path: [rawPath, method, 'parameters', index],
+            });
+          }
+        });
+      }
+    }
+  })
+  .describe('API operations keyed by path (starting with "/"), then by method');
+
+export const apiSpecificationsSchema = z
+  .strictObject({
+    servers: z.array(serverSchema).describe('Exactly one server is used (servers[0]); more than one raises a warning'),
+    paths: pathsSchema,
+    components: z
+      .strictObject({
+        securitySchemes: z.record(z.string(), securitySchemeSchema).describe('Security schemes keyed by name'),
+      })
+      .describe('Holds securitySchemes'),
+    security: z
+      .record(z.string(), z.tuple([]).describe('Reserved for per-operation use: always []'))
+      .describe('Enabled security schemes keyed by name, each an empty array'),
+  })
+  .superRefine((spec, ctx) => {
+    for (const name of Object.keys(spec.security)) {
+      if (!Object.hasOwn(spec.components.securitySchemes, name)) {
+        ctx.addIssue({
+          code: 'custom',
+          message: `Security scheme "${name}" is not defined in "components.securitySchemes"`,
+          path: ['security', name],
+        });
+      }
+    }
+  })
+  .describe('The API: base URL, operations and security schemes (a simplified OpenAPI subset)');
+
+export const endpointSchema = z
+  .strictObject({
+    name: z.string().describe('Endpoint name, unique within the OIS'),
+    operation: endpointOperationSchema.optional(),
+    fixedOperationParameters: z
+      .array(fixedOperationParameterSchema)
+      .describe('Operation parameters with fixed values (may be empty)'),
+    reservedParameters: z
+      .array(reservedParameterSchema)
+      .describe('Reserved parameters; must include { "name": "_type" }'),
+    parameters: z.array(endpointParameterSchema).describe('Parameters requesters may supply'),
+    summary: z.string().optional().describe('Documentation only'),
+    description: z.string().optional().describe('Documentation only'),
+    externalDocs: z.string().optional().describe('Documentation only (URL)'),
+    preProcessingSpecifications: z
+      .array(processingSpecificationSchema)
+      .optional()
+      .describe('Deprecated: pre-processing steps run in order; use preProcessingSpecificationV2'),
+    postProcessingSpecifications: z
+      .array(processingSpecificationSchema)
+      .optional()
+      .describe('Deprecated: post-processing steps run in order; use postProcessingSpecificationV2'),
+    preProcessingSpecificationV2: processingSpecificationV2Schema
+      .optional()
+      .describe('Code that modifies endpoint parameters before the API request'),
+    postProcessingSpecificationV2: processingSpecificationV2Schema
+      .optional()
+      .describe('Code that modifies the API response'),
+  })
+  .superRefine((endpoint, ctx) => {
+    if (!endpoint.reservedParameters.some((p) => p.name === '_type')) {
+      ctx.addIssue({
+        code: 'custom',
+        message: 'Reserved parameters must contain object with { "name": "_type" }',
+        path: ['reservedParameters'],
+      });
+    }
+    const counts = new Map<string, number>();
+    for (const p of endpoint.parameters) counts.set(p.name, (counts.get(p.name) ?? 0) + 1);
+    endpoint.parameters.forEach((p, index) => {
+      if ((counts.get(p.name) ?? 0) > 1) {
+        ctx.addIssue({
+          code: 'custom',
+          message: `Parameter names must be unique, but parameter "${p.name}" is used multiple times`,
+          path: ['parameters', index, 'name'],
+        });
+      }
+    });
+    if (endpoint.preProcessingSpecificationV2 && endpoint.preProcessingSpecifications) {
+      ctx.addIssue({
+        code: 'custom',
+        message: 'Only one of "preProcessingSpecificationV2" and "preProcessingSpecifications" can be defined',
+        path: ['preProcessingSpecificationV2'],
+      });
+    }
+    if (endpoint.postProcessingSpecificationV2 && endpoint.postProcessingSpecifications) {
+      ctx.addIssue({
+        code: 'custom',
+        message: 'Only one of "postProcessingSpecificationV2" and "postProcessingSpecifications" can be defined',
+        path: ['postProcessingSpecificationV2'],
+      });
+    }
+    if (!endpoint.operation) {
+      if (endpoint.fixedOperationParameters.length > 0) {
+        ctx.addIssue({
+          code: 'custom',
+          message: '"fixedOperationParameters" must be empty array when "operation" is not specified.',
+          path: ['fixedOperationParameters'],
+        });
+      } else if (
+        !endpoint.preProcessingSpecifications?.length &&
+        !endpoint.postProcessingSpecifications?.length &&
+        !endpoint.preProcessingSpecificationV2 &&
+        !endpoint.postProcessingSpecificationV2
+      ) {
+        ctx.addIssue({
+          code: 'custom',
+          message:
+            'At least one processing schema must be defined when "operation" is not specified and "fixedOperationParameters" is empty array.',
+          path: [],
+        });
+      }
+    }
+  })
+  .describe('A node endpoint: maps requester parameters to an API operation');
+
+type OperationParameter = z.infer<typeof operationParameterSchema>;
+const sameParameter = (a: OperationParameter, b: OperationParameter) => a.in === b.in && a.name === b.name;
+
+type OisShape = {
+  title: string;
+  apiSpecifications: z.infer<typeof apiSpecificationsSchema>;
+  endpoints: z.infer<typeof endpointSchema>[];
+};
+
+/** Endpoint <-> apiSpecifications consistency (OIS 2.3 rules plus the spec's unique endpoint names). */
+function checkOisReferences(ois: OisShape, ctx: z.RefinementCtx): void {
+  const { apiSpecifications, endpoints } = ois;
+  const names = new Map<string, number>();
+  for (const e of endpoints) names.set(e.name, (names.get(e.name) ?? 0) + 1);
+  endpoints.forEach((endpoint, ei) => {
+    const at = ['endpoints', ei];
+    if ((names.get(endpoint.name) ?? 0) > 1) {
+      ctx.addIssue({
+        code: 'custom',
+        message: `Endpoint names must be unique within an OIS, but "${endpoint.name}" is used multiple times`,
+        path: [...at, 'name'],
+      });
+    }
+    const params = endpoint.parameters;
+    const fixed = endpoint.fixedOperationParameters;
+    for (const [section, list] of [
+      ['parameters', params.map((p) => p.operationParameter)],
+      ['fixedOperationParameters', fixed.map((p) => p.operationParameter)],
+    ] as const) {
+      list.forEach((op, index) => {
+        if (!op) return;
+        if (list.filter((other) => other && sameParameter(other, op)).length > 1) {
+          ctx.addIssue({
+            code: 'custom',
+            message: `Parameter "${op.name}" in "${op.in}" is used multiple times`,
+            path: [...at, section, index, 'operationParameter'],
+          });
+        }
+      });
+    }
+    params.forEach((p, pi) => {
+      const op = p.operationParameter;
+      if (!op) return;
+      const fi = fixed.findIndex((f) => sameParameter(f.operationParameter, op));
+      if (fi >= 0) {
+        const message = `Parameter "${op.name}" in "${op.in}" is used in both "parameters" and "fixedOperationParameters"`;
+        ctx.addIssue({ code: 'custom', message, path: [...at, 'parameters', pi, 'operationParameter'] });
+        ctx.addIssue({ code: 'custom', message, path: [...at, 'fixedOperationParameters', fi, 'operationParameter'] });
+      }
+    });
+    if (!endpoint.operation) return;
+    const { path, method } = endpoint.operation;
+    const operation = Object.hasOwn(apiSpecifications.paths, path)
+      ? apiSpecifications.paths[path]?.[method]
+      : undefined;
+    if (!operation) {
+      ctx.addIssue({
+        code: 'custom',
+        message: `No matching API specification found in "apiSpecifications" section for ${method.toUpperCase()} ${path}`,
+        path: [...at, 'operation'],
+      });
+      return;
+    }
+    params.forEach((p, pi) => {
+      const op = p.operationParameter;
+      if (op && !operation.parameters.some((a) => sameParameter(a, op))) {
+        ctx.addIssue({
+          code: 'custom',
+          message: `No matching API specification parameter found in "apiSpecifications" section for "${op.name}" in "${op.in}"`,
+          path: [...at, 'parameters', pi, 'operationParameter'],
+        });
+      }
+    });
+    fixed.forEach((f, fi) => {
+      const op = f.operationParameter;
+      if (!operation.parameters.some((a) => sameParameter(a, op))) {
+        ctx.addIssue({
+          code: 'custom',
+          message: `No matching API specification parameter found in "apiSpecifications" section for "${op.name}" in "${op.in}"`,
+          path: [...at, 'fixedOperationParameters', fi, 'operationParameter'],
+        });
+      }
+    });
+    for (const apiParam of operation.parameters) {
+      const covered =
+        params.some((p) => p.operationParameter && sameParameter(p.operationParameter, apiParam)) ||
+        fixed.some((f) => sameParameter(f.operationParameter, apiParam));
+      if (!covered) {
+        ctx.addIssue({
+          code: 'custom',
+          message: `Parameter "${apiParam.name}" not found in "fixedOperationParameters" or "parameters"`,
+          path: at,
+        });
+      }
+    }
+  });
+}
+
+export const oisSchema = z
+  .strictObject({
+    oisFormat: semver
+      .refine((v) => v.split('.').slice(0, 2).join('.') === SUPPORTED_OIS_FORMAT, {
+        message: `oisFormat major.minor version must be ${SUPPORTED_OIS_FORMAT} (OIS 2.3.x)`,
+      })
+      .describe('OIS format version; 2.3.x is supported'),
+    title: z
+      .string()
+      .regex(
+        /^[a-zA-Z0-9-_\s]{1,64}$/,
+        'Title must be 1-64 characters: alphanumerics, hyphens, underscores and whitespace only',
+      )
+      .describe(
+        'Unique identifier of the OIS within the node; at most 64 alphanumerics, hyphens, underscores, whitespace',
+      ),
+    version: semver.describe('User-defined version of this OIS (semver x.y.z)'),
+    apiSpecifications: apiSpecificationsSchema,
+    endpoints: z.array(endpointSchema).describe('Node endpoints'),
+  })
+  .superRefine(checkOisReferences)
+  .describe('An OIS object: maps API operations to node endpoints');
+
+export type Ois = z.output<typeof oisSchema>;
+export type OisInput = z.input<typeof oisSchema>;
+export type Endpoint = z.output<typeof endpointSchema>;
+export type EndpointParameter = z.output<typeof endpointParameterSchema>;
+export type ReservedParameter = z.output<typeof reservedParameterSchema>;
+export type FixedOperationParameter = z.output<typeof fixedOperationParameterSchema>;
+export type OperationParameterT = OperationParameter;
+export type ApiSpecifications = z.output<typeof apiSpecificationsSchema>;
+export type SecurityScheme = z.output<typeof securitySchemeSchema>;
+export type ProcessingSpecification = z.output<typeof processingSpecificationSchema>;
+export type ProcessingSpecificationV2 = z.output<typeof processingSpecificationV2Schema>;
+export type Method = z.output<typeof methodSchema>;

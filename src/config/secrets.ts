@@ -1,0 +1,186 @@
+// secrets.env parsing (dotenv-like) and `${NAME}` interpolation into the parsed config tree.
+// The reference interpolates into the stringified JSON; walking the tree gives the same result for
+// string values and keys, and lets us record which config paths use each secret (for errors and redaction).
+import { formatPath, type PathSegment } from './paths.js';
+
+export const SECRET_NAME_PATTERN = /^[A-Z][A-Z0-9_]*$/;
+
+export type Issue = { path: string; message: string };
+
+export type ParsedSecrets = { secrets: Record<string, string>; errors: Issue[] };
+
+const LINE = /^\s*(?:export\s+)?([^=\s#]+)\s*=\s*(.*)$/;
+
+/** Parses secrets.env: NAME=value lines, `#` comments, blank lines, '…' "…" `…` quotes (double quotes expand \n). */
+export function parseSecretsEnv(text: string): ParsedSecrets {
+  const secrets: Record<string, string> = Object.create(null);
+  const errors: Issue[] = [];
+  const lines = text.replace(/\r\n?/g, '\n').split('\n');
+  for (let i = 0; i < lines.length; i++) {
+    const lineNo = i + 1;
+    const line = lines[i]!;
+    if (/^\s*(#.*)?$/.test(line)) continue;
+    const match = LINE.exec(line);
+    if (!match) {
+      errors.push({ path: `secrets.env:${lineNo}`, message: 'Expected NAME=value' });
+      continue;
+    }
+    const name = match[1]!;
+    let rest = match[2]!;
+    let value: string;
+    const quote = rest[0];
+    if (quote === '"' || quote === "'" || quote === '`') {
+      // A quoted value may span lines until the closing quote.
+      let end = findClosingQuote(rest, quote);
+      while (end < 0 && i + 1 < lines.length) {
+        i++;
+        rest += `\n${lines[i]}`;
+        end = findClosingQuote(rest, quote);
+      }
+      if (end < 0) {
+        errors.push({ path: `secrets.env:${lineNo}`, message: `Unterminated ${quote} quote in the value of ${name}` });
+        continue;
+      }
+      value = rest.slice(1, end);
+      if (quote === '"') value = value.replace(/\\n/g, '\n').replace(/\\r/g, '\r');
+    } else {
+      value = rest.replace(/\s+#.*$/, '').trim();
+    }
+    if (!SECRET_NAME_PATTERN.test(name)) {
+      errors.push({
+        path: `secrets.env:${lineNo}`,
+        message: `Secret name "${name}" is not valid: it must match ${SECRET_NAME_PATTERN}`,
+      });
+      continue;
+    }
+    if (value === '') {
+      errors.push({ path: `secrets.env:${lineNo}`, message: `Secret ${name} cannot be empty` });
+      continue;
+    }
+    secrets[name] = value;
+  }
+  return { secrets, errors };
+}
+
+function findClosingQuote(text: string, quote: string): number {
+  for (let i = 1; i < text.length; i++) {
+    if (text[i] === '\\') i++;
+    else if (text[i] === quote) return i;
+  }
+  return -1;
+}
+
+/** Validates an already-parsed secrets record (names, non-empty values) as the reference does. */
+export function checkSecretsRecord(secrets: Record<string, string>): Issue[] {
+  const errors: Issue[] = [];
+  for (const [name, value] of Object.entries(secrets)) {
+    if (!SECRET_NAME_PATTERN.test(name)) {
+      errors.push({
+        path: 'secrets',
+        message: `Secret name "${name}" is not valid: it must match ${SECRET_NAME_PATTERN}`,
+      });
+    } else if (typeof value !== 'string' || value === '') {
+      errors.push({ path: 'secrets', message: `Secret ${name} cannot be empty` });
+    }
+  }
+  return errors;
+}
+
+export type Interpolation = {
+  value: unknown;
+  /** secret name -> config paths (rendered) that use it */
+  usages: Map<string, string[]>;
+  /** names used in the config but not defined */
+  missing: Map<string, string[]>;
+  /** interpolated string -> the raw text with ${NAME}, to redact messages */
+  redactions: Map<string, string>;
+  /** names inside ${…} that are not valid secret names */
+  invalid: Issue[];
+};
+
+// `${…}` not preceded by a backslash, as in the reference (ES template delimiter).
+const PLACEHOLDER = /(\\?)\$\{([^}]*)\}/g;
+
+/**
+ * Replaces `${NAME}` in every string (values and keys) of a parsed JSON tree; `\${…}` becomes a literal `${…}`.
+ * Iterative, so deep nesting cannot overflow the stack.
+ */
+export function interpolateSecrets(root: unknown, secrets: Record<string, string>): Interpolation {
+  const usages = new Map<string, string[]>();
+  const missing = new Map<string, string[]>();
+  const redactions = new Map<string, string>();
+  const invalid: Issue[] = [];
+
+  const replaceString = (text: string, path: PathSegment[]): string => {
+    if (!text.includes('${')) return text;
+    let usedSecret = false;
+    const result = text.replace(PLACEHOLDER, (whole, backslash: string, name: string) => {
+      if (backslash) return whole.slice(1);
+      const rendered = formatPath(path);
+      if (!SECRET_NAME_PATTERN.test(name)) {
+        invalid.push({
+          path: rendered,
+          message: `"\${${name}}" is not a valid secret reference (name must match ${SECRET_NAME_PATTERN}); escape a literal as \\\${`,
+        });
+        return whole;
+      }
+      if (!Object.hasOwn(secrets, name)) {
+        const list = missing.get(name) ?? [];
+        list.push(rendered);
+        missing.set(name, list);
+        return whole;
+      }
+      const list = usages.get(name) ?? [];
+      list.push(rendered);
+      usages.set(name, list);
+      usedSecret = true;
+      return secrets[name]!;
+    });
+    if (usedSecret) redactions.set(result, text);
+    return result;
+  };
+
+  type Frame = { source: unknown; path: PathSegment[]; assign: (v: unknown) => void };
+  let out: unknown;
+  const stack: Frame[] = [{ source: root, path: [], assign: (v) => (out = v) }];
+  while (stack.length > 0) {
+    const { source, path, assign } = stack.pop()!;
+    if (typeof source === 'string') assign(replaceString(source, path));
+    else if (Array.isArray(source)) {
+      const copy: unknown[] = new Array(source.length);
+      assign(copy);
+      source.forEach((item, index) => {
+        stack.push({ source: item, path: [...path, index], assign: (v) => (copy[index] = v) });
+      });
+    } else if (source !== null && typeof source === 'object') {
+      const copy: Record<string, unknown> = {};
+      assign(copy);
+      for (const [key, item] of Object.entries(source)) {
+        const newKey = replaceString(key, path);
+        stack.push({ source: item, path: [...path, key], assign: (v) => (copy[newKey] = v) });
+      }
+    } else assign(source);
+  }
+  return { value: out, usages, missing, redactions, invalid };
+}
+
+/** Replaces secret values in a message with their `${NAME}` origin. */
+export function makeRedactor(
+  interpolation: Pick<Interpolation, 'redactions' | 'usages'>,
+  secrets: Record<string, string>,
+) {
+  // Whole interpolated strings first (longest first), then the raw secret values themselves.
+  const pairs: [string, string][] = [...interpolation.redactions.entries()];
+  for (const name of interpolation.usages.keys()) {
+    const value = secrets[name];
+    if (value) pairs.push([value, `\${${name}}`]);
+  }
+  pairs.sort((a, b) => b[0].length - a[0].length);
+  return (text: string): string => {
+    let result = text;
+    for (const [secret, replacement] of pairs) {
+      if (secret.length > 0 && result.includes(secret)) result = result.split(secret).join(replacement);
+    }
+    return result;
+  };
+}
