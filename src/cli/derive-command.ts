@@ -1,0 +1,134 @@
+// `oracle-node derive <what>`: the protocol's identifiers and wallets, byte-compatible with the reference
+// (src/chain). Mnemonics come from --mnemonic, NODE_WALLET_MNEMONIC or standard input, and are never printed.
+import { parseArgs } from 'node:util';
+import { isAddress } from 'ethers';
+import { deriveEndpointId, deriveTemplateIdV0, deriveTemplateIdV1 } from '../chain/ids.js';
+import {
+  deriveNodeAddress,
+  deriveSponsorWallet,
+  deriveSponsorWalletAddressFromXpub,
+  deriveXpub,
+  isValidMnemonic,
+} from '../chain/wallet.js';
+import type { Subcommand } from './main.js';
+import { type CliIo, processIo, usageError } from './validate-io.js';
+
+const USAGE = `Usage: oracle-node derive <what> [options]
+
+  endpoint-id <oisTitle> <endpointName>
+  template-id --endpoint-id <bytes32> --parameters <hex> (--node-address <address> | --v1)
+  node-address   [--mnemonic <words>]
+  xpub           [--mnemonic <words>]
+  sponsor-wallet --sponsor <address> [--protocol-id 1] [--mnemonic <words> | --xpub <xpub>]
+
+The mnemonic is read from --mnemonic, else the NODE_WALLET_MNEMONIC environment variable, else standard input.`;
+
+const BYTES32 = /^0x[0-9a-fA-F]{64}$/;
+const HEX = /^0x([0-9a-fA-F]{2})*$/;
+
+type Values = {
+  'node-address'?: string | undefined;
+  'endpoint-id'?: string | undefined;
+  parameters?: string | undefined;
+  v1?: boolean | undefined;
+  mnemonic?: string | undefined;
+  xpub?: string | undefined;
+  sponsor?: string | undefined;
+  'protocol-id'?: string | undefined;
+  help?: boolean | undefined;
+};
+
+class UsageError extends Error {}
+
+async function mnemonicFrom(values: Values, io: CliIo): Promise<string> {
+  const source = values.mnemonic ?? io.env['NODE_WALLET_MNEMONIC'] ?? (await io.readStdin());
+  const mnemonic = source?.trim().split(/\s+/).join(' ');
+  if (!mnemonic) throw new UsageError('No mnemonic: pass --mnemonic, set NODE_WALLET_MNEMONIC or pipe it to stdin');
+  if (!isValidMnemonic(mnemonic)) throw new UsageError('The mnemonic is not a valid BIP-39 mnemonic');
+  return mnemonic;
+}
+
+function required(values: Values, name: keyof Values, check: (v: string) => boolean, what: string): string {
+  const value = values[name];
+  if (typeof value !== 'string') throw new UsageError(`Missing --${name}`);
+  if (!check(value)) throw new UsageError(`--${name} must be ${what}`);
+  return value;
+}
+
+async function derive(what: string | undefined, positionals: string[], values: Values, io: CliIo): Promise<string> {
+  switch (what) {
+    case 'endpoint-id': {
+      if (positionals.length !== 2) throw new UsageError('endpoint-id takes <oisTitle> <endpointName>');
+      return deriveEndpointId(positionals[0]!, positionals[1]!);
+    }
+    case 'template-id': {
+      const endpointId = required(values, 'endpoint-id', (v) => BYTES32.test(v), '0x + 64 hex characters');
+      const parameters = required(values, 'parameters', (v) => HEX.test(v), 'a 0x-prefixed hex string of even length');
+      if (values.v1) return deriveTemplateIdV1(endpointId, parameters);
+      const nodeAddress = required(values, 'node-address', (v) => isAddress(v), 'an address');
+      return deriveTemplateIdV0(nodeAddress, endpointId, parameters);
+    }
+    case 'node-address':
+      return deriveNodeAddress(await mnemonicFrom(values, io));
+    case 'xpub':
+      return deriveXpub(await mnemonicFrom(values, io));
+    case 'sponsor-wallet': {
+      const sponsor = required(values, 'sponsor', (v) => isAddress(v), 'an address');
+      const protocolId = values['protocol-id'] ?? '1';
+      if (!/^\d+$/.test(protocolId)) throw new UsageError('--protocol-id must be a non-negative integer');
+      if (values.xpub !== undefined) {
+        try {
+          return deriveSponsorWalletAddressFromXpub(values.xpub, sponsor, protocolId);
+        } catch {
+          throw new UsageError('--xpub is not a valid extended public key');
+        }
+      }
+      return deriveSponsorWallet(await mnemonicFrom(values, io), sponsor, protocolId).address;
+    }
+    default:
+      throw new UsageError(what ? `Unknown derivation: ${what}` : 'Missing what to derive');
+  }
+}
+
+export async function runDerive(argv: string[], io: CliIo = processIo): Promise<number> {
+  let values: Values;
+  let positionals: string[];
+  try {
+    ({ values, positionals } = parseArgs({
+      args: argv,
+      options: {
+        'node-address': { type: 'string' },
+        'endpoint-id': { type: 'string' },
+        parameters: { type: 'string' },
+        v1: { type: 'boolean' },
+        mnemonic: { type: 'string' },
+        xpub: { type: 'string' },
+        sponsor: { type: 'string' },
+        'protocol-id': { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+      },
+      strict: true,
+      allowPositionals: true,
+    }));
+  } catch (error) {
+    return usageError(io, (error as Error).message, USAGE);
+  }
+  if (values.help) {
+    io.stdout(`${USAGE}\n`);
+    return 0;
+  }
+  const [what, ...rest] = positionals;
+  try {
+    io.stdout(`${await derive(what, rest, values, io)}\n`);
+    return 0;
+  } catch (error) {
+    if (error instanceof UsageError) return usageError(io, error.message, USAGE);
+    io.stderr(`Error: ${error instanceof Error ? error.message : String(error)}\n`);
+    return 2;
+  }
+}
+
+export const deriveCommand: Subcommand = {
+  summary: 'Derive endpoint ids, template ids, the node address, xpub and sponsor wallets',
+  run: (argv) => runDerive(argv),
+};

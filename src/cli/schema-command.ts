@@ -1,0 +1,34 @@
+// `oracle-node schema [--ois]`: the JSON Schema generated from the zod schemas (input side).
+import { parseArgs } from 'node:util';
+import { configJsonSchema, oisJsonSchema } from '../config/index.js';
+import type { Subcommand } from './main.js';
+import { type CliIo, processIo, usageError } from './validate-io.js';
+
+const USAGE = `Usage: oracle-node schema [--ois]
+
+Prints the JSON Schema of config.json (or, with --ois, of one OIS object), generated from the zod schemas.`;
+
+export async function runSchema(argv: string[], io: CliIo = processIo): Promise<number> {
+  let values: { ois?: boolean | undefined; help?: boolean | undefined };
+  try {
+    ({ values } = parseArgs({
+      args: argv,
+      options: { ois: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
+      strict: true,
+      allowPositionals: false,
+    }));
+  } catch (error) {
+    return usageError(io, (error as Error).message, USAGE);
+  }
+  if (values.help) {
+    io.stdout(`${USAGE}\n`);
+    return 0;
+  }
+  io.stdout(`${JSON.stringify(values.ois ? oisJsonSchema() : configJsonSchema(), null, 2)}\n`);
+  return 0;
+}
+
+export const schemaCommand: Subcommand = {
+  summary: 'Print the JSON Schema of config.json (or --ois)',
+  run: (argv) => runSchema(argv),
+};
