@@ -1,0 +1,292 @@
+// Signing of the HTTP signed-data gateway and the OEV gateway, byte-compatible with Airnode 0.15
+// (airnode-facts §6; reference: airnode-node api/index.ts signWithTemplateId, workers/local-gateways/validation.ts
+// verifySignOevDataRequest, handlers/sign-oev-data.ts).
+//
+// The OEV checks hash caller-supplied values. The reference packs them with ethers 5, which is laxer than
+// ethers 6 (an "address" is any even-length hex, numbers may be hex strings, negative uint256 wrap to two's
+// complement), so the packing below reproduces ethers 5 rather than calling solidityPacked: otherwise the
+// same request would get a different data feed id or update hash, or a 400, from this node.
+import {
+  AbiCoder,
+  type BaseWallet,
+  concat,
+  getBytes,
+  hashMessage,
+  keccak256,
+  recoverAddress,
+  solidityPackedKeccak256,
+} from 'ethers';
+import { z } from 'zod';
+import { deriveTemplateIdV1 } from '../chain/ids.js';
+
+const abi = AbiCoder.defaultAbiCoder();
+
+/** The node key: anything that signs EIP-191 messages synchronously (ethers Wallet / HDNodeWallet). */
+export type NodeSigner = Pick<BaseWallet, 'address' | 'signMessageSync'>;
+
+export type SignedData = { timestamp: string; encodedValue: string; signature: string };
+
+// ---------------------------------------------------------------------------------------------------------------
+// Signed data
+
+/** keccak256(abi.encodePacked(bytes32 templateId, uint256 timestamp, bytes encodedValue)). */
+export function signedDataHash(templateId: string, timestamp: string | number | bigint, encodedValue: string): string {
+  return solidityPackedKeccak256(['bytes32', 'uint256', 'bytes'], [templateId, timestamp, encodedValue || '0x']);
+}
+
+/** EIP-191 signature over the 32 bytes of signedDataHash, as the reference's signWithTemplateId. */
+export function signWithTemplateId(
+  signer: NodeSigner,
+  templateId: string,
+  timestamp: string | number | bigint,
+  encodedValue: string,
+): string {
+  return signer.signMessageSync(getBytes(signedDataHash(templateId, timestamp, encodedValue)));
+}
+
+export type SignedDataInput = {
+  signer: NodeSigner;
+  endpointId: string;
+  /** Exactly as the requester sent them: the template id covers these bytes, not a re-encoding. */
+  encodedParameters: string;
+  encodedValue: string;
+  /** Post-processing V2 `timestamp`, when it returned one. */
+  timestamp?: number | undefined;
+  nowMs?: number;
+};
+
+/** The signed-data gateway answer: templateId V1, timestamp (post-processing or now), signature. */
+export function signHttpSignedData(input: SignedDataInput): SignedData & { templateId: string } {
+  const templateId = deriveTemplateIdV1(input.endpointId, input.encodedParameters);
+  const timestamp = String(input.timestamp ?? Math.floor((input.nowMs ?? Date.now()) / 1000));
+  const signature = signWithTemplateId(input.signer, templateId, timestamp, input.encodedValue);
+  return { templateId, timestamp, encodedValue: input.encodedValue, signature };
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// ethers 5 compatible packing of caller-supplied values
+
+const BIT_256 = 1n << 256n;
+
+/** ethers 5 arrayify of a string: 0x prefix, hex digits, even length; no checksum or length rule. */
+function hexBytes(value: unknown, what: string): Uint8Array {
+  if (typeof value !== 'string' || !/^0x[0-9A-Fa-f]*$/.test(value)) throw new Error(`invalid ${what}`);
+  if (value.length % 2 !== 0) throw new Error(`odd-length ${what}`);
+  return getBytes(value);
+}
+
+function bytes32(value: unknown, what: string): Uint8Array {
+  const bytes = hexBytes(value, what);
+  if (bytes.length !== 32) throw new Error(`invalid ${what}`);
+  return bytes;
+}
+
+/** ethers 5 BigNumber.from: decimal or (optionally negative) hex strings, safe integers as numbers. */
+export function bigNumberFrom(value: unknown): bigint {
+  if (typeof value === 'number') {
+    if (!Number.isFinite(value) || value % 1 !== 0) throw new Error('underflow');
+    if (value >= Number.MAX_SAFE_INTEGER || value <= -Number.MAX_SAFE_INTEGER) throw new Error('overflow');
+    return BigInt(value);
+  }
+  if (typeof value === 'string') {
+    if (/^-?0x[0-9a-f]+$/i.test(value)) {
+      const negative = value.startsWith('-');
+      const magnitude = BigInt(negative ? value.slice(1) : value);
+      return negative ? -magnitude : magnitude;
+    }
+    if (/^-?[0-9]+$/.test(value)) return BigInt(value);
+  }
+  throw new Error('invalid BigNumber value');
+}
+
+/** solidityPack uint256 as ethers 5 does it: negatives wrap to two's complement, more than 32 bytes throws. */
+function uint256(value: unknown): Uint8Array {
+  let number = bigNumberFrom(value);
+  if (number < 0n) number = BIT_256 + number;
+  if (number < 0n || number >= BIT_256) throw new Error('value out of range');
+  return getBytes(`0x${number.toString(16).padStart(64, '0')}`);
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// OEV
+
+const TIMESTAMP_DEVIATION_MS = 2 * 60 * 1000;
+export const INT224_MIN = -(2n ** 223n);
+export const INT224_MAX = 2n ** 223n - 1n;
+// 100 % as in DapiServer (1e8), so 1 % is 1e6.
+const HUNDRED_PERCENT = 100_000_000n;
+const ONE_PERCENT = HUNDRED_PERCENT / 100n;
+
+const beaconSchema = z.object({
+  airnodeAddress: z.string(),
+  templateId: z.string(),
+  // A beacon may come without data as long as a majority has it; every beacon counts for the data feed id.
+  signedData: z.object({ encodedValue: z.string(), timestamp: z.string(), signature: z.string() }).optional(),
+});
+
+// Extra fields are allowed, as in the reference (no .strict()).
+export const signOevDataBodySchema = z.object({
+  chainId: z.number().positive(),
+  api3ServerV1: z.string(),
+  oevProxyAddress: z.string(),
+  updateId: z.string(),
+  bidderAddress: z.string(),
+  bidAmount: z.string(),
+  // Order matters: it determines the beacon set id and the order of the signatures.
+  beacons: z.array(beaconSchema),
+});
+
+export type SignOevDataBody = z.infer<typeof signOevDataBodySchema>;
+export type OevBeacon = z.infer<typeof beaconSchema>;
+export type DecodedBeacon = OevBeacon & {
+  beaconId: string;
+  signedData: NonNullable<OevBeacon['signedData']>;
+  decodedValue: bigint;
+};
+
+export type GatewayFailure = { success: false; statusCode: number; error: { message: string }; reason?: string };
+export type OevVerification = { success: true; oevUpdateHash: string; beacons: DecodedBeacon[] } | GatewayFailure;
+
+function failure(message: string, reason?: string): GatewayFailure {
+  return { success: false, statusCode: 400, error: { message }, ...(reason ? { reason } : {}) };
+}
+
+/** keccak256(abi.encodePacked(address airnode, bytes32 templateId)). */
+export function deriveBeaconId(airnodeAddress: string, templateId: string): string {
+  return keccak256(concat([hexBytes(airnodeAddress, 'address'), bytes32(templateId, 'templateId')]));
+}
+
+/** keccak256(abi.encode(bytes32[] beaconIds)). */
+export function deriveBeaconSetId(beaconIds: string[]): string {
+  return keccak256(abi.encode(['bytes32[]'], [beaconIds]));
+}
+
+/** Median; an even count takes the mean of the middle two with integer division (truncating toward zero). */
+export function calculateMedian(values: bigint[]): bigint {
+  const sorted = [...values].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 !== 0 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2n;
+}
+
+/** floor(mean) of the timestamps read with parseInt, in JS numbers, as the reference does. */
+export function calculateUpdateTimestamp(timestamps: string[]): number {
+  const total = timestamps.reduce((sum, next) => sum + Number.parseInt(next, 10), 0);
+  return Math.floor(total / timestamps.length);
+}
+
+/**
+ * Every value within 1 % of the (truncated) mean. With a negative mean the allowed deviation is negative, so
+ * the check fails: the reference behaves the same way and data feeds are positive in practice.
+ */
+export function allBeaconsConsistent(values: bigint[]): boolean {
+  const average = values.reduce((sum, value) => sum + value, 0n) / BigInt(values.length);
+  const maxDeviation = (average * ONE_PERCENT) / HUNDRED_PERCENT;
+  return values.every((value) => {
+    const deviation = average - value;
+    return (deviation < 0n ? -deviation : deviation) <= maxDeviation;
+  });
+}
+
+/** Recovers the EIP-191 signer; v bytes are read like ethers 5 (0/1 and any value ≥ 27 by parity). */
+function recoverSigner(messageHash: string, signature: string): string {
+  const bytes = hexBytes(signature, 'signature');
+  if (bytes.length === 65) {
+    const v = bytes[64]!;
+    if (v < 27 && v !== 0 && v !== 1) throw new Error('signature invalid v byte');
+    const normalized = v < 27 ? v + 27 : 28 - (v % 2 === 0 ? 0 : 1);
+    return recoverAddress(hashMessage(getBytes(messageHash)), {
+      r: `0x${Buffer.from(bytes.subarray(0, 32)).toString('hex')}`,
+      s: `0x${Buffer.from(bytes.subarray(32, 64)).toString('hex')}`,
+      v: normalized,
+    });
+  }
+  if (bytes.length !== 64) throw new Error('invalid signature string');
+  return recoverAddress(hashMessage(getBytes(messageHash)), signature);
+}
+
+/** Checks one beacon's signed data; throws with the reason the reference logs. */
+function decodeBeacon(beacon: OevBeacon & { beaconId: string }, nowMs: number): DecodedBeacon {
+  const signedData = beacon.signedData!;
+  const { encodedValue, timestamp, signature } = signedData;
+  // NaN (e.g. "-0x10") passes this comparison, as with date-fns isBefore in the reference.
+  if (Number(timestamp) * 1000 < nowMs - TIMESTAMP_DEVIATION_MS) throw new Error('Beacon timestamp too old');
+  const messageHash = keccak256(
+    concat([bytes32(beacon.templateId, 'templateId'), uint256(timestamp), hexBytes(encodedValue, 'encodedValue')]),
+  );
+  if (beacon.airnodeAddress !== recoverSigner(messageHash, signature)) throw new Error('Invalid beacon signature');
+  const decodedValue = abi.decode(['int256'], hexBytes(encodedValue, 'encodedValue'))[0] as bigint;
+  if (decodedValue > INT224_MAX || decodedValue < INT224_MIN) throw new Error('Beacon value not within range');
+  return { ...beacon, signedData, decodedValue };
+}
+
+/**
+ * All checks of the OEV gateway, in the reference's order and with its messages. `nodeAddress` must be the
+ * checksummed node address: beacons are matched to it by exact string comparison, as in the reference.
+ */
+export function verifySignOevDataRequest(
+  body: SignOevDataBody,
+  nodeAddress: string,
+  nowMs = Date.now(),
+): OevVerification {
+  let beaconsWithIds: (OevBeacon & { beaconId: string })[];
+  try {
+    beaconsWithIds = body.beacons.map((beacon) => ({
+      ...beacon,
+      beaconId: deriveBeaconId(beacon.airnodeAddress, beacon.templateId),
+    }));
+  } catch (error) {
+    return failure('Some of the beacons are invalid', (error as Error).message);
+  }
+
+  const majority = Math.floor(beaconsWithIds.length / 2) + 1;
+  const beaconsWithData = beaconsWithIds.filter((beacon) => beacon.signedData);
+  if (beaconsWithData.length < majority) return failure('Not enough beacons with data to proceed');
+
+  if (!beaconsWithIds.some((beacon) => beacon.airnodeAddress === nodeAddress)) {
+    return failure('Missing beacon data from the Airnode requested for signing');
+  }
+
+  let decoded: DecodedBeacon[];
+  try {
+    decoded = beaconsWithData.map((beacon) => decodeBeacon(beacon, nowMs));
+  } catch (error) {
+    return failure('Not enough beacons with valid data to proceed', (error as Error).message);
+  }
+
+  const values = decoded.map((beacon) => beacon.decodedValue);
+  if (!allBeaconsConsistent(values)) return failure('Inconsistent beacon data');
+
+  const beaconIds = beaconsWithIds.map((beacon) => beacon.beaconId);
+  const dataFeedId = beaconIds.length === 1 ? beaconIds[0]! : deriveBeaconSetId(beaconIds);
+  const timestamp = calculateUpdateTimestamp(decoded.map((beacon) => beacon.signedData.timestamp));
+  const updateValue = calculateMedian(values);
+  try {
+    const oevUpdateHash = keccak256(
+      concat([
+        uint256(body.chainId),
+        hexBytes(body.api3ServerV1, 'api3ServerV1'),
+        hexBytes(body.oevProxyAddress, 'oevProxyAddress'),
+        bytes32(dataFeedId, 'dataFeedId'),
+        bytes32(body.updateId, 'updateId'),
+        uint256(timestamp),
+        getBytes(abi.encode(['int256'], [updateValue])),
+        hexBytes(body.bidderAddress, 'bidderAddress'),
+        uint256(body.bidAmount),
+      ]),
+    );
+    return { success: true, oevUpdateHash, beacons: decoded };
+  } catch (error) {
+    return failure('Error deriving OEV update hash', (error as Error).message);
+  }
+}
+
+/** One signature per beacon of this node (among the verified ones), in request order. */
+export function signOevData(signer: NodeSigner, beacons: DecodedBeacon[], oevUpdateHash: string): string[] {
+  return beacons
+    .filter((beacon) => beacon.airnodeAddress === signer.address)
+    .map((beacon) =>
+      signer.signMessageSync(
+        getBytes(solidityPackedKeccak256(['bytes32', 'bytes32'], [oevUpdateHash, beacon.templateId])),
+      ),
+    );
+}
