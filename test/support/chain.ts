@@ -1,0 +1,232 @@
+// A real EVM chain for tests, the demo and the benchmark: anvil on 127.0.0.1 with the real protocol
+// contracts of @api3/airnode-protocol@0.15.0 (bytecode as published) and our test requester compiled with solc.
+import { type ChildProcess, spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { createServer } from 'node:net';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { ContractFactory, type InterfaceAbi, JsonRpcProvider, NonceManager, Wallet } from 'ethers';
+
+const require = createRequire(import.meta.url);
+const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const cacheDir = join(repoRoot, '.cache', 'test-chain');
+
+export const ANVIL_BINARY = join(repoRoot, 'node_modules/@foundry-rs/anvil-linux-amd64/bin/anvil');
+export const CHAIN_ID = 31337;
+/** anvil's first default account (public, well-known test key); deploys everything. */
+export const DEPLOYER_PRIVATE_KEY = '0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80';
+/** The usual test mnemonic of the Airnode docs; never holds real funds. */
+export const TEST_MNEMONIC = 'achieve climb couple wait accident symbol spy blouse reduce foil echo label';
+
+type Artifact = { abi: InterfaceAbi; bytecode: string };
+
+function protocolArtifact(factoryPath: string, name: string): Artifact {
+  const module = require(`@api3/airnode-protocol/dist/src/contracts/factories/${factoryPath}`) as Record<
+    string,
+    { abi: InterfaceAbi; bytecode: string }
+  >;
+  const factory = module[`${name}__factory`];
+  if (!factory) throw new Error(`No factory ${name} in @api3/airnode-protocol`);
+  return { abi: factory.abi, bytecode: factory.bytecode };
+}
+
+export const protocolArtifacts = {
+  AccessControlRegistry: () =>
+    protocolArtifact('access-control-registry/AccessControlRegistry__factory.js', 'AccessControlRegistry'),
+  RequesterAuthorizerWithAirnode: () =>
+    protocolArtifact('authorizers/RequesterAuthorizerWithAirnode__factory.js', 'RequesterAuthorizerWithAirnode'),
+  AirnodeRrpV0: () => protocolArtifact('rrp/AirnodeRrpV0__factory.js', 'AirnodeRrpV0'),
+  AirnodeRrpV0DryRun: () => protocolArtifact('rrp/AirnodeRrpV0DryRun__factory.js', 'AirnodeRrpV0DryRun'),
+};
+
+/** Compiles test/support/contracts/Requester.sol with solc-js 0.8.9; the output is cached by source hash. */
+export function compileRequester(): Artifact {
+  const sourcePath = join(repoRoot, 'test/support/contracts/Requester.sol');
+  const source = readFileSync(sourcePath, 'utf8');
+  const hash = createHash('sha256').update(source).digest('hex').slice(0, 16);
+  const cached = join(cacheDir, `Requester-${hash}.json`);
+  if (existsSync(cached)) return JSON.parse(readFileSync(cached, 'utf8')) as Artifact;
+
+  const solc = require('solc') as { compile: (input: string, options: object) => string };
+  const input = {
+    language: 'Solidity',
+    sources: { 'Requester.sol': { content: source } },
+    settings: {
+      optimizer: { enabled: true, runs: 1000 },
+      outputSelection: { '*': { '*': ['abi', 'evm.bytecode.object'] } },
+    },
+  };
+  const findImports = (path: string) => {
+    try {
+      return { contents: readFileSync(require.resolve(path), 'utf8') };
+    } catch {
+      return { error: `File not found: ${path}` };
+    }
+  };
+  const output = JSON.parse(solc.compile(JSON.stringify(input), { import: findImports })) as {
+    errors?: { severity: string; formattedMessage: string }[];
+    contracts: Record<string, Record<string, { abi: InterfaceAbi; evm: { bytecode: { object: string } } }>>;
+  };
+  const errors = (output.errors ?? []).filter((e) => e.severity === 'error');
+  if (errors.length > 0) throw new Error(errors.map((e) => e.formattedMessage).join('\n'));
+  const contract = output.contracts['Requester.sol']?.['Requester'];
+  if (!contract) throw new Error('solc produced no Requester contract');
+  const artifact = { abi: contract.abi, bytecode: `0x${contract.evm.bytecode.object}` };
+  mkdirSync(cacheDir, { recursive: true });
+  writeFileSync(cached, JSON.stringify(artifact));
+  return artifact;
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolvePort, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      const port = typeof address === 'object' && address ? address.port : 0;
+      server.close(() => resolvePort(port));
+    });
+  });
+}
+
+export type Anvil = { url: string; port: number; process: ChildProcess; stop: () => Promise<void> };
+
+/** Starts anvil with instant mining on a free loopback port and waits until it answers. */
+export async function startAnvil(options: { port?: number; accounts?: number } = {}): Promise<Anvil> {
+  const port = options.port ?? (await freePort());
+  const child = spawn(
+    ANVIL_BINARY,
+    [
+      '--host',
+      '127.0.0.1',
+      '--port',
+      String(port),
+      '--chain-id',
+      String(CHAIN_ID),
+      '--accounts',
+      String(options.accounts ?? 10),
+      '--gas-limit',
+      '100000000',
+      '--silent',
+    ],
+    { stdio: ['ignore', 'ignore', 'pipe'] },
+  );
+  let stderr = '';
+  child.stderr?.on('data', (chunk: Buffer) => {
+    stderr += chunk.toString();
+  });
+  const url = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`anvil exited with ${child.exitCode}: ${stderr}`);
+    try {
+      const response = await fetch(url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'eth_chainId', params: [] }),
+      });
+      if (response.ok) break;
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > deadline) {
+      child.kill('SIGKILL');
+      throw new Error(`anvil did not start on ${url}: ${stderr}`);
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  const stop = async () => {
+    if (child.exitCode !== null) return;
+    const exited = new Promise((r) => child.once('exit', r));
+    child.kill('SIGTERM');
+    await exited;
+  };
+  return { url, port, process: child, stop };
+}
+
+export type Deployment = {
+  chainId: number;
+  url: string;
+  AccessControlRegistry: string;
+  RequesterAuthorizerWithAirnode: string;
+  AirnodeRrpV0: string;
+  AirnodeRrpV0DryRun: string;
+  Requester: string;
+};
+
+export function testProvider(url: string): JsonRpcProvider {
+  return new JsonRpcProvider(url, CHAIN_ID, { staticNetwork: true, batchMaxCount: 1, pollingInterval: 50 });
+}
+
+export function deployer(url: string): NonceManager {
+  return new NonceManager(new Wallet(DEPLOYER_PRIVATE_KEY, testProvider(url)));
+}
+
+/** Deploys the protocol contracts and one requester; returns their addresses. */
+export async function deployProtocol(url: string): Promise<Deployment> {
+  const signer = deployer(url);
+  const deploy = async (artifact: Artifact, ...args: unknown[]) => {
+    const contract = await new ContractFactory(artifact.abi, artifact.bytecode, signer).deploy(...args);
+    await contract.waitForDeployment();
+    return contract.getAddress();
+  };
+  const accessControlRegistry = await deploy(protocolArtifacts.AccessControlRegistry());
+  const requesterAuthorizer = await deploy(
+    protocolArtifacts.RequesterAuthorizerWithAirnode(),
+    accessControlRegistry,
+    'RequesterAuthorizerWithAirnode admin',
+  );
+  const rrp = await deploy(protocolArtifacts.AirnodeRrpV0());
+  const dryRun = await deploy(protocolArtifacts.AirnodeRrpV0DryRun());
+  const requester = await deploy(compileRequester(), rrp);
+  return {
+    chainId: CHAIN_ID,
+    url,
+    AccessControlRegistry: accessControlRegistry,
+    RequesterAuthorizerWithAirnode: requesterAuthorizer,
+    AirnodeRrpV0: rrp,
+    AirnodeRrpV0DryRun: dryRun,
+    Requester: requester,
+  };
+}
+
+/** Deploys one more requester contract (e.g. an unauthorized one). */
+export async function deployRequester(url: string, rrp: string): Promise<string> {
+  const artifact = compileRequester();
+  const contract = await new ContractFactory(artifact.abi, artifact.bytecode, deployer(url)).deploy(rrp);
+  await contract.waitForDeployment();
+  return contract.getAddress();
+}
+
+/** Starts anvil and deploys everything: the one call tests need. */
+export async function startTestChain(options: { port?: number; accounts?: number } = {}) {
+  const anvil = await startAnvil(options);
+  try {
+    const deployment = await deployProtocol(anvil.url);
+    return { anvil, deployment };
+  } catch (error) {
+    await anvil.stop();
+    throw error;
+  }
+}
+
+export async function rpc<T>(url: string, method: string, params: unknown[] = []): Promise<T> {
+  const response = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
+  });
+  const body = (await response.json()) as { result?: T; error?: { message: string } };
+  if (body.error) throw new Error(`${method}: ${body.error.message}`);
+  return body.result as T;
+}
+
+export async function mineBlocks(url: string, count: number): Promise<void> {
+  await rpc(url, 'anvil_mine', [`0x${count.toString(16)}`]);
+}
+
+export async function setBalance(url: string, address: string, wei: bigint): Promise<void> {
+  await rpc(url, 'anvil_setBalance', [address, `0x${wei.toString(16)}`]);
+}
