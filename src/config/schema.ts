@@ -13,13 +13,16 @@ const SECRET_REF = '$' + '{NAME}';
 
 export const SUPPORTED_NODE_VERSIONS = ['0.15.0'] as const;
 
+const BYTES32 = /^0x[a-fA-F0-9]{64}$/;
+const EVEN_HEX = /^0x([0-9a-fA-F]{2})*$/;
+
 export const evmAddressSchema = z
   .string()
   .regex(/^0x[a-fA-F0-9]{40}$/, 'Expected an EVM address: 0x followed by 40 hex characters')
   .describe('EVM address (0x + 40 hex characters)');
 export const bytes32Schema = z
   .string()
-  .regex(/^0x[a-fA-F0-9]{64}$/, 'Expected 0x followed by 64 hex characters')
+  .regex(BYTES32, 'Expected 0x followed by 64 hex characters')
   .describe('32-byte identifier (0x + 64 hex characters)');
 export const chainIdSchema = z
   .string()
@@ -488,7 +491,7 @@ export const templateSchema = z
     endpointId: bytes32Schema.describe('Identifier of the target endpoint'),
     encodedParameters: z
       .string()
-      .regex(/^0x([0-9a-fA-F]{2})*$/, 'encodedParameters must be a 0x-prefixed hex string of even length')
+      .regex(EVEN_HEX, 'encodedParameters must be a 0x-prefixed hex string of even length')
       .describe('Encoded request parameters (0x-prefixed, even-length hex)'),
   })
   .describe('A locally known request template');
@@ -510,6 +513,11 @@ type ConfigShape = {
   templates: z.output<typeof templateSchema>[];
   apiCredentials: z.output<typeof apiCredentialsSchema>[];
 };
+
+const CROSS_CHECKED_SECTIONS = new Set<PropertyKey>(['ois', 'triggers', 'templates', 'apiCredentials']);
+/** An aborting issue here leaves data the cross-section rules cannot read safely. */
+const blocksCrossChecks = (path: readonly PropertyKey[]) =>
+  path.length === 0 || CROSS_CHECKED_SECTIONS.has(path[0]!) || (path[0] === 'nodeSettings' && path.length === 1);
 
 /** Rules that span sections; paths are absolute from the config root. */
 function checkConfigReferences(config: ConfigShape, ctx: z.RefinementCtx): void {
@@ -555,10 +563,13 @@ function checkConfigReferences(config: ConfigShape, ctx: z.RefinementCtx): void 
     });
   }
 
+  // nodeSettings may be untransformed here (other errors in it), so read either name.
   const mnemonic = config.nodeSettings.nodeWalletMnemonic ?? config.nodeSettings.airnodeWalletMnemonic;
-  if (config.templates.length > 0 && mnemonic !== undefined && isValidMnemonic(mnemonic)) {
+  if (config.templates.length > 0 && typeof mnemonic === 'string' && isValidMnemonic(mnemonic)) {
     const nodeAddress = deriveNodeAddress(mnemonic);
     config.templates.forEach((template, index) => {
+      // Format issues of the fields are continuable in zod, so this runs on unchecked strings too.
+      if (!BYTES32.test(template.endpointId) || !EVEN_HEX.test(template.encodedParameters)) return;
       const expected = deriveTemplateIdV0(nodeAddress, template.endpointId, template.encodedParameters);
       if (expected !== template.templateId) {
         ctx.addIssue({
@@ -633,7 +644,10 @@ export const configSchema = z
       .array(apiCredentialsSchema)
       .describe('Credentials for security schemes (empty if no scheme is used)'),
   })
-  .superRefine((config, ctx) => checkConfigReferences(config as unknown as ConfigShape, ctx))
+  // Runs even when unrelated sections (chains, nodeSettings) have errors, so one run reports everything.
+  .superRefine((config, ctx) => checkConfigReferences(config as unknown as ConfigShape, ctx), {
+    when: (payload) => payload.issues.every((issue) => issue.continue === true || !blocksCrossChecks(issue.path ?? [])),
+  })
   .describe('config.json: one deployment of an oracle node');
 
 export type Config = z.output<typeof configSchema>;

@@ -149,16 +149,20 @@ export function interpolateSecrets(root: unknown, secrets: Record<string, string
     else if (Array.isArray(source)) {
       const copy: unknown[] = new Array(source.length);
       assign(copy);
-      source.forEach((item, index) => {
-        stack.push({ source: item, path: [...path, index], assign: (v) => (copy[index] = v) });
-      });
+      // Children are pushed in reverse so they are visited (and their paths recorded) in document order.
+      for (let index = source.length - 1; index >= 0; index--) {
+        stack.push({ source: source[index], path: [...path, index], assign: (v) => (copy[index] = v) });
+      }
     } else if (source !== null && typeof source === 'object') {
       const copy: Record<string, unknown> = {};
       assign(copy);
+      const frames: Frame[] = [];
       for (const [key, item] of Object.entries(source)) {
-        const newKey = replaceString(key, path);
-        stack.push({ source: item, path: [...path, key], assign: (v) => (copy[newKey] = v) });
+        const newKey = replaceString(key, [...path, key]);
+        copy[newKey] = undefined; // keeps the key order of the source
+        frames.push({ source: item, path: [...path, key], assign: (v) => (copy[newKey] = v) });
       }
+      for (let i = frames.length - 1; i >= 0; i--) stack.push(frames[i]!);
     } else assign(source);
   }
   return { value: out, usages, missing, redactions, invalid };

@@ -46,10 +46,10 @@ function nestingDepthExceeds(root: unknown, limit: number): boolean {
 }
 
 /** zod issues -> {path, message}, one per unknown key, with plainer wording for missing fields. */
-export function toIssues(issues: readonly z.core.$ZodIssue[], prefix: PropertyKey[] = []): Issue[] {
+export function toIssues(issues: readonly z.core.$ZodIssue[], input?: unknown): Issue[] {
   const out: Issue[] = [];
   for (const issue of issues) {
-    const path = [...prefix, ...issue.path];
+    const path = issue.path;
     if (issue.code === 'unrecognized_keys') {
       for (const key of issue.keys)
         out.push({ path: formatPath([...path, key]), message: `Unknown key "${key}" is not allowed here` });
@@ -58,10 +58,22 @@ export function toIssues(issues: readonly z.core.$ZodIssue[], prefix: PropertyKe
     let message = issue.message;
     if (issue.code === 'invalid_type' && / received undefined$/.test(message)) {
       message = `Required field is missing (expected ${issue.expected})`;
+    } else if (input !== undefined && path.length > 0 && isMissing(input, path)) {
+      message = `Required field is missing (${message})`;
     }
     out.push({ path: formatPath(path), message });
   }
   return out;
+}
+
+/** True when the parent at `path` exists but has no such key (a missing field, not a wrong value). */
+function isMissing(root: unknown, path: readonly PropertyKey[]): boolean {
+  let node: unknown = root;
+  for (const segment of path.slice(0, -1)) {
+    if (node === null || typeof node !== 'object') return false;
+    node = (node as Record<PropertyKey, unknown>)[segment];
+  }
+  return node !== null && typeof node === 'object' && !Object.hasOwn(node, path[path.length - 1]!);
 }
 
 function serverWarnings(config: unknown): Issue[] {
@@ -151,7 +163,7 @@ function validateWith<S extends z.ZodType>(
     warnings.push(...serverWarnings(interpolation.value));
     const result = schema.safeParse(interpolation.value);
     if (!result.success) {
-      for (const issue of toIssues(result.error.issues)) {
+      for (const issue of toIssues(result.error.issues, interpolation.value)) {
         if (placeholderPaths.has(issue.path)) continue; // already reported as a missing secret
         errors.push({ path: redact(issue.path), message: redact(issue.message) });
       }
