@@ -1,0 +1,67 @@
+// `oracle-node coordinator -c config.json -s secrets.env`: one request-response cycle, then exit.
+// Prints a JSON summary (counts) on stdout; logs go to stderr.
+import { parseArgs } from 'node:util';
+import { sponsorWallets } from '../chain/sponsor-wallets.js';
+import { FileResponseCache } from '../node/cache.js';
+import { ConfigLoadError, loadConfig } from '../node/config-loader.js';
+import { runCycle } from '../node/cycle.js';
+import { InProcessExecutor } from '../node/executor.js';
+import { createLogger } from '../node/logger.js';
+import type { Subcommand } from './main.js';
+
+export const DEFAULT_CACHE_DIR = '/tmp/oracle-node-cache';
+
+const HELP = `Usage: oracle-node coordinator -c config.json [-s secrets.env] [--cache-dir DIR] [--details]
+
+Runs one request-response cycle on every configured chain and exits.
+  -c, --config      config.json
+  -s, --secrets     secrets.env (values for \${NAME} in the config)
+      --cache-dir   directory of the response cache (default ${DEFAULT_CACHE_DIR})
+      --details     include every request outcome in the summary
+`;
+
+export const command: Subcommand = {
+  summary: 'Run one request-response cycle and exit',
+  async run(argv) {
+    let values: { config?: string; secrets?: string; 'cache-dir'?: string; details?: boolean; help?: boolean };
+    try {
+      ({ values } = parseArgs({
+        args: argv,
+        options: {
+          config: { type: 'string', short: 'c' },
+          secrets: { type: 'string', short: 's' },
+          'cache-dir': { type: 'string' },
+          details: { type: 'boolean' },
+          help: { type: 'boolean', short: 'h' },
+        },
+      }));
+    } catch (error) {
+      process.stderr.write(`${(error as Error).message}\n\n${HELP}`);
+      return 2;
+    }
+    if (values.help) {
+      process.stdout.write(HELP);
+      return 0;
+    }
+    if (!values.config) {
+      process.stderr.write(`Missing -c config.json\n\n${HELP}`);
+      return 2;
+    }
+    let config: Awaited<ReturnType<typeof loadConfig>>;
+    try {
+      config = await loadConfig(values.config, values.secrets);
+    } catch (error) {
+      process.stderr.write(`${(error as Error).message}\n`);
+      return error instanceof ConfigLoadError ? 1 : 2;
+    }
+    const logger = createLogger({ level: config.nodeSettings.logLevel });
+    const wallets = sponsorWallets(config.nodeSettings.nodeWalletMnemonic);
+    const cache = new FileResponseCache(values['cache-dir'] ?? DEFAULT_CACHE_DIR);
+    const executor = new InProcessExecutor({ config, wallets, logger, cache });
+    const summary = await runCycle(config, { executor, logger, wallets });
+    const { results, ...counts } = summary;
+    process.stdout.write(`${JSON.stringify(values.details ? summary : counts)}\n`);
+    void results;
+    return 0;
+  },
+};

@@ -1,0 +1,82 @@
+// `oracle-node worker --shard <file|-> -c config.json -s secrets.env`: runs one shard (the transactions
+// of one sponsor wallet) and prints its JSON output. The shard file carries no secrets; the worker reads
+// the mnemonic and provider URLs from its own config.
+import { readFile } from 'node:fs/promises';
+import { parseArgs } from 'node:util';
+import { sponsorWallets } from '../chain/sponsor-wallets.js';
+import { FileResponseCache } from '../node/cache.js';
+import { ConfigLoadError, loadConfig } from '../node/config-loader.js';
+import { createLogger } from '../node/logger.js';
+import { runShard, type ShardInput } from '../node/shard.js';
+import { DEFAULT_CACHE_DIR } from './coordinator.js';
+import type { Subcommand } from './main.js';
+
+const HELP = `Usage: oracle-node worker --shard <file|-> -c config.json [-s secrets.env] [--cache-dir DIR]
+
+Runs one shard produced by the coordinator and prints its outcome as JSON.
+`;
+
+async function readStdin(): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+export const command: Subcommand = {
+  summary: 'Run one shard of a cycle (one sponsor wallet)',
+  async run(argv) {
+    let values: { shard?: string; config?: string; secrets?: string; 'cache-dir'?: string; help?: boolean };
+    try {
+      ({ values } = parseArgs({
+        args: argv,
+        options: {
+          shard: { type: 'string' },
+          config: { type: 'string', short: 'c' },
+          secrets: { type: 'string', short: 's' },
+          'cache-dir': { type: 'string' },
+          help: { type: 'boolean', short: 'h' },
+        },
+      }));
+    } catch (error) {
+      process.stderr.write(`${(error as Error).message}\n\n${HELP}`);
+      return 2;
+    }
+    if (values.help) {
+      process.stdout.write(HELP);
+      return 0;
+    }
+    if (!values.shard || !values.config) {
+      process.stderr.write(`Missing --shard or -c\n\n${HELP}`);
+      return 2;
+    }
+    let shard: ShardInput;
+    try {
+      const text = values.shard === '-' ? await readStdin() : await readFile(values.shard, 'utf8');
+      shard = JSON.parse(text) as ShardInput;
+    } catch (error) {
+      process.stderr.write(`Cannot read the shard: ${(error as Error).message}\n`);
+      return 2;
+    }
+    let config: Awaited<ReturnType<typeof loadConfig>>;
+    try {
+      config = await loadConfig(values.config, values.secrets);
+    } catch (error) {
+      process.stderr.write(`${(error as Error).message}\n`);
+      return error instanceof ConfigLoadError ? 1 : 2;
+    }
+    const logger = createLogger({ level: config.nodeSettings.logLevel });
+    try {
+      const output = await runShard(shard, {
+        config,
+        wallets: sponsorWallets(config.nodeSettings.nodeWalletMnemonic),
+        logger,
+        cache: new FileResponseCache(values['cache-dir'] ?? DEFAULT_CACHE_DIR),
+      });
+      process.stdout.write(`${JSON.stringify(output)}\n`);
+      return 0;
+    } catch (error) {
+      process.stderr.write(`Shard failed: ${(error as Error).message}\n`);
+      return 1;
+    }
+  },
+};
