@@ -1,0 +1,217 @@
+// What every child shares: deterministic stage-qualified names, labels, the owner reference, the restricted pod
+// security settings, and the hashes that roll workloads when the config or the Secret changes.
+import { createHash } from 'node:crypto';
+import type {
+  KubernetesObject,
+  V1Container,
+  V1EnvVar,
+  V1OwnerReference,
+  V1PodSecurityContext,
+  V1PodSpec,
+  V1ResourceRequirements,
+  V1SecurityContext,
+} from '@kubernetes/client-node';
+import type { NodeConfig } from '../config.js';
+import {
+  ANNOTATIONS,
+  API_VERSION,
+  type Component,
+  DEFAULT_IMAGE,
+  KIND,
+  LABELS,
+  MANAGED_BY,
+  type OracleNode,
+} from '../resource.js';
+
+/** Settings of the operator itself (flags/environment of `oracle-node operator`). */
+export type OperatorSettings = {
+  /** Image used when spec.image is empty. */
+  defaultImage: string;
+  clusterDomain: string;
+};
+
+export const DEFAULT_SETTINGS: OperatorSettings = { defaultImage: DEFAULT_IMAGE, clusterDomain: 'cluster.local' };
+
+/** Everything a builder needs; builders are pure functions of it. */
+export type BuildInput = {
+  node: OracleNode;
+  /** The validated, interpolated config (read for chains, gateways, stage). */
+  config: NodeConfig;
+  /** spec.config as written, with `${NAME}` placeholders: this is what goes into the ConfigMap. */
+  rawConfig: Record<string, unknown>;
+  secretName?: string;
+  /** Hash of the Secret's data: part of the pod template so a rotation rolls the pods. */
+  secretHash: string;
+  settings: OperatorSettings;
+};
+
+export const CONFIG_DIR = '/etc/oracle-node';
+export const CONFIG_FILE = `${CONFIG_DIR}/config.json`;
+export const GATEWAY_CONTAINER_PORT_DEFAULT = 3000;
+
+/** Deterministic names: stage-qualified so two stages can run side by side during a blue/green rollout. */
+export function childNames(nodeName: string, stage: string) {
+  const base = `${nodeName}-${stage}`;
+  return {
+    config: `${base}-config`,
+    coordinator: `${base}-coordinator`,
+    worker: `${base}-worker`,
+    gateway: `${base}-gateway`,
+    /** Not stage-qualified: the response cache and the last cycle outlive a stage rollout. */
+    cache: `${nodeName}-cache`,
+    cycle: `${nodeName}-cycle`,
+  };
+}
+
+/** A short stable hash of any JSON value (keys sorted, so property order does not matter). */
+export function hashOf(value: unknown): string {
+  return createHash('sha256').update(canonicalJson(value)).digest('hex').slice(0, 16);
+}
+
+export function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (value && typeof value === 'object')
+    return `{${Object.keys(value)
+      .sort()
+      .filter((k) => (value as Record<string, unknown>)[k] !== undefined)
+      .map((k) => `${JSON.stringify(k)}:${canonicalJson((value as Record<string, unknown>)[k])}`)
+      .join(',')}}`;
+  return JSON.stringify(value) ?? 'null';
+}
+
+export function selectorLabels(node: OracleNode, stage: string, component: Component): Record<string, string> {
+  return { [LABELS.name]: node.metadata.name, [LABELS.stage]: stage, [LABELS.component]: component };
+}
+
+export function labels(node: OracleNode, stage: string, component: Component): Record<string, string> {
+  return {
+    [LABELS.managedBy]: MANAGED_BY,
+    [LABELS.partOf]: 'oracle-node',
+    [LABELS.instance]: node.metadata.name,
+    ...selectorLabels(node, stage, component),
+  };
+}
+
+export function ownerReference(node: OracleNode): V1OwnerReference {
+  return {
+    apiVersion: API_VERSION,
+    kind: KIND,
+    name: node.metadata.name,
+    uid: node.metadata.uid ?? '',
+    controller: true,
+    blockOwnerDeletion: true,
+  };
+}
+
+export function metadata(
+  input: BuildInput,
+  name: string,
+  component: Component,
+  stage = input.config.nodeSettings.stage,
+) {
+  return {
+    name,
+    namespace: input.node.metadata.namespace,
+    labels: labels(input.node, stage, component),
+    ownerReferences: [ownerReference(input.node)],
+  };
+}
+
+export const POD_SECURITY_CONTEXT: V1PodSecurityContext = {
+  runAsNonRoot: true,
+  runAsUser: 65532,
+  runAsGroup: 65532,
+  fsGroup: 65532,
+  seccompProfile: { type: 'RuntimeDefault' },
+};
+
+export const CONTAINER_SECURITY_CONTEXT: V1SecurityContext = {
+  allowPrivilegeEscalation: false,
+  readOnlyRootFilesystem: true,
+  runAsNonRoot: true,
+  capabilities: { drop: ['ALL'] },
+  seccompProfile: { type: 'RuntimeDefault' },
+};
+
+export function configHash(input: BuildInput): string {
+  return hashOf(input.rawConfig);
+}
+
+/** Pod template annotations: a changed config or Secret changes the template, which rolls the workload. */
+export function podAnnotations(input: BuildInput): Record<string, string> {
+  return { [ANNOTATIONS.configHash]: configHash(input), [ANNOTATIONS.secretHash]: input.secretHash };
+}
+
+export function image(input: BuildInput): string {
+  return input.node.spec.image || input.settings.defaultImage;
+}
+
+export function resourcesFor(input: BuildInput, specific: V1ResourceRequirements | undefined): V1ResourceRequirements {
+  return specific ?? input.node.spec.resources ?? {};
+}
+
+/** The environment every engine container gets: where the config is and who it runs for. */
+export function baseEnv(input: BuildInput, stage: string): V1EnvVar[] {
+  const names = childNames(input.node.metadata.name, stage);
+  return [
+    { name: 'ORACLE_NODE_CONFIG', value: CONFIG_FILE },
+    { name: 'ORACLE_NODE_NAME', value: input.node.metadata.name },
+    { name: 'ORACLE_NODE_STAGE', value: stage },
+    { name: 'ORACLE_NODE_CACHE_CONFIGMAP', value: names.cache },
+    { name: 'ORACLE_NODE_CYCLE_CONFIGMAP', value: names.cycle },
+    { name: 'POD_NAMESPACE', valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } } },
+  ];
+}
+
+/** One engine container running `oracle-node <args>` with the config mounted and the Secret as environment. */
+export function engineContainer(
+  input: BuildInput,
+  name: string,
+  args: string[],
+  resources: V1ResourceRequirements | undefined,
+  extraEnv: V1EnvVar[] = [],
+): V1Container {
+  const stage = input.config.nodeSettings.stage;
+  const container: V1Container = {
+    name,
+    image: image(input),
+    imagePullPolicy: input.node.spec.imagePullPolicy ?? 'IfNotPresent',
+    args,
+    env: [...baseEnv(input, stage), ...extraEnv],
+    resources: resourcesFor(input, resources),
+    securityContext: CONTAINER_SECURITY_CONTEXT,
+    volumeMounts: [
+      { name: 'config', mountPath: CONFIG_DIR, readOnly: true },
+      { name: 'tmp', mountPath: '/tmp' },
+    ],
+  };
+  if (input.secretName) container.envFrom = [{ secretRef: { name: input.secretName } }];
+  return container;
+}
+
+/** The pod-level fields shared by every engine pod (scheduling, security, volumes). */
+export function basePodSpec(input: BuildInput, containers: V1Container[], serviceAccountName?: string): V1PodSpec {
+  const names = childNames(input.node.metadata.name, input.config.nodeSettings.stage);
+  const spec: V1PodSpec = {
+    containers,
+    securityContext: POD_SECURITY_CONTEXT,
+    automountServiceAccountToken: serviceAccountName !== undefined,
+    enableServiceLinks: false,
+    volumes: [
+      { name: 'config', configMap: { name: names.config } },
+      { name: 'tmp', emptyDir: { sizeLimit: '64Mi' } },
+    ],
+  };
+  if (serviceAccountName) spec.serviceAccountName = serviceAccountName;
+  const { nodeSelector, tolerations, affinity } = input.node.spec;
+  if (nodeSelector && Object.keys(nodeSelector).length > 0) spec.nodeSelector = nodeSelector;
+  if (tolerations && tolerations.length > 0) spec.tolerations = tolerations;
+  if (affinity && Object.keys(affinity).length > 0) spec.affinity = affinity;
+  return spec;
+}
+
+export type Child = KubernetesObject & {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; namespace: string; labels: Record<string, string> };
+};

@@ -1,0 +1,109 @@
+// The gateway Deployment, its Service and (above one replica) a PodDisruptionBudget: created when any of the
+// config's gateways is enabled; one process serves all of them.
+import type { V1Deployment, V1PodDisruptionBudget, V1Service } from '@kubernetes/client-node';
+import { enabledGateways, gatewayServerPort } from '../config.js';
+import { DEFAULT_GATEWAY_PORT } from '../resource.js';
+import {
+  type BuildInput,
+  basePodSpec,
+  childNames,
+  engineContainer,
+  GATEWAY_CONTAINER_PORT_DEFAULT,
+  labels,
+  metadata,
+  podAnnotations,
+  selectorLabels,
+} from './common.js';
+
+type Named<T> = T & { metadata: { name: string } };
+
+export function gatewayEnabled(input: BuildInput): boolean {
+  return enabledGateways(input.config).length > 0;
+}
+
+export function gatewayContainerPort(input: BuildInput): number {
+  return gatewayServerPort(input.config) ?? GATEWAY_CONTAINER_PORT_DEFAULT;
+}
+
+export function gatewayReplicas(input: BuildInput): number {
+  return input.node.spec.gateway?.replicas ?? 1;
+}
+
+export function buildGatewayDeployment(input: BuildInput): Named<V1Deployment> {
+  const stage = input.config.nodeSettings.stage;
+  const names = childNames(input.node.metadata.name, stage);
+  const port = gatewayContainerPort(input);
+  const container = engineContainer(input, 'gateway', ['gateway'], input.node.spec.gateway?.resources, [
+    { name: 'PORT', value: String(port) },
+  ]);
+  container.ports = [{ name: 'http', containerPort: port, protocol: 'TCP' }];
+  container.livenessProbe = {
+    httpGet: { path: '/healthz', port: 'http' },
+    periodSeconds: 10,
+    timeoutSeconds: 2,
+    failureThreshold: 3,
+  };
+  container.readinessProbe = {
+    httpGet: { path: '/readyz', port: 'http' },
+    periodSeconds: 5,
+    timeoutSeconds: 2,
+    failureThreshold: 2,
+  };
+  return {
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
+    metadata: metadata(input, names.gateway, 'gateway'),
+    spec: {
+      replicas: gatewayReplicas(input),
+      selector: { matchLabels: selectorLabels(input.node, stage, 'gateway') },
+      // Never below the wanted capacity during a rollout of the gateway itself.
+      strategy: { type: 'RollingUpdate', rollingUpdate: { maxSurge: 1, maxUnavailable: 0 } },
+      revisionHistoryLimit: 3,
+      template: {
+        metadata: { labels: labels(input.node, stage, 'gateway'), annotations: podAnnotations(input) },
+        spec: basePodSpec(input, [container]),
+      },
+    },
+  };
+}
+
+export function buildGatewayService(input: BuildInput): Named<V1Service> {
+  const stage = input.config.nodeSettings.stage;
+  const names = childNames(input.node.metadata.name, stage);
+  return {
+    apiVersion: 'v1',
+    kind: 'Service',
+    metadata: metadata(input, names.gateway, 'gateway'),
+    spec: {
+      type: input.node.spec.gateway?.service?.type ?? 'ClusterIP',
+      selector: selectorLabels(input.node, stage, 'gateway'),
+      ports: [
+        {
+          name: 'http',
+          port: input.node.spec.gateway?.service?.port ?? DEFAULT_GATEWAY_PORT,
+          targetPort: 'http',
+          protocol: 'TCP',
+        },
+      ],
+    },
+  };
+}
+
+export function buildGatewayPdb(input: BuildInput): Named<V1PodDisruptionBudget> {
+  const stage = input.config.nodeSettings.stage;
+  const names = childNames(input.node.metadata.name, stage);
+  return {
+    apiVersion: 'policy/v1',
+    kind: 'PodDisruptionBudget',
+    metadata: metadata(input, names.gateway, 'gateway'),
+    spec: { maxUnavailable: 1, selector: { matchLabels: selectorLabels(input.node, stage, 'gateway') } },
+  };
+}
+
+/** In-cluster base URLs of the enabled gateways, for status. */
+export function gatewayUrls(input: BuildInput): Record<string, string> {
+  const names = childNames(input.node.metadata.name, input.config.nodeSettings.stage);
+  const port = input.node.spec.gateway?.service?.port ?? DEFAULT_GATEWAY_PORT;
+  const base = `http://${names.gateway}.${input.node.metadata.namespace}.svc.${input.settings.clusterDomain}:${port}`;
+  return Object.fromEntries(enabledGateways(input.config).map((gateway) => [gateway, base]));
+}

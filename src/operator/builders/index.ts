@@ -1,0 +1,40 @@
+// All desired children of one OracleNode for its current stage, in apply order.
+import { KINDS } from '../resource.js';
+import type { ResourceKind } from '../runtime/types.js';
+import type { BuildInput, Child } from './common.js';
+import { buildConfigMap, buildStateConfigMaps } from './config-map.js';
+import { buildCoordinatorCronJob, type CoordinatorOptions } from './coordinator.js';
+import {
+  buildGatewayDeployment,
+  buildGatewayPdb,
+  buildGatewayService,
+  gatewayEnabled,
+  gatewayReplicas,
+} from './gateway.js';
+import { buildRoleBindings, buildRoles, buildServiceAccounts } from './rbac.js';
+
+export * from './common.js';
+export * from './config-map.js';
+export * from './coordinator.js';
+export * from './gateway.js';
+export * from './rbac.js';
+export * from './worker.js';
+
+export type DesiredChild = { kind: ResourceKind; object: Child };
+
+export function buildChildren(input: BuildInput, options: CoordinatorOptions = {}): DesiredChild[] {
+  const children: DesiredChild[] = [];
+  const add = (kind: ResourceKind, object: unknown) => children.push({ kind, object: object as Child });
+  add(KINDS.configMap, buildConfigMap(input));
+  for (const cm of buildStateConfigMaps(input)) add(KINDS.configMap, cm);
+  for (const sa of buildServiceAccounts(input)) add(KINDS.serviceAccount, sa);
+  for (const role of buildRoles(input)) add(KINDS.role, role);
+  for (const binding of buildRoleBindings(input)) add(KINDS.roleBinding, binding);
+  if (gatewayEnabled(input)) {
+    add(KINDS.service, buildGatewayService(input));
+    add(KINDS.deployment, buildGatewayDeployment(input));
+    if (gatewayReplicas(input) > 1) add(KINDS.podDisruptionBudget, buildGatewayPdb(input));
+  }
+  add(KINDS.cronJob, buildCoordinatorCronJob(input, options));
+  return children;
+}

@@ -1,0 +1,68 @@
+// Least privilege for the coordinator (it creates the cycle's worker Jobs and their input ConfigMaps, reads and
+// writes its cache and cycle report) and for the workers (each writes its shard's result ConfigMap).
+import type { V1Role, V1RoleBinding, V1ServiceAccount } from '@kubernetes/client-node';
+import { type BuildInput, childNames, metadata } from './common.js';
+
+type Named<T> = T & { metadata: { name: string } };
+
+export function buildServiceAccounts(input: BuildInput): Named<V1ServiceAccount>[] {
+  const names = childNames(input.node.metadata.name, input.config.nodeSettings.stage);
+  return [
+    {
+      apiVersion: 'v1',
+      kind: 'ServiceAccount',
+      metadata: metadata(input, names.coordinator, 'coordinator'),
+      automountServiceAccountToken: false,
+    },
+    {
+      apiVersion: 'v1',
+      kind: 'ServiceAccount',
+      metadata: metadata(input, names.worker, 'worker'),
+      automountServiceAccountToken: false,
+    },
+  ];
+}
+
+export function buildRoles(input: BuildInput): Named<V1Role>[] {
+  const names = childNames(input.node.metadata.name, input.config.nodeSettings.stage);
+  return [
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'Role',
+      metadata: metadata(input, names.coordinator, 'coordinator'),
+      rules: [
+        // Worker Jobs: created suspended, un-suspended once their input exists, watched, cleaned up.
+        { apiGroups: ['batch'], resources: ['jobs'], verbs: ['create', 'get', 'list', 'watch', 'patch', 'delete'] },
+        // Shard inputs (created per cycle, owned by the Job) and the workers' results (read back).
+        { apiGroups: [''], resources: ['configmaps'], verbs: ['create', 'get', 'list', 'watch'] },
+        // Only its own cache and cycle report are writable.
+        {
+          apiGroups: [''],
+          resources: ['configmaps'],
+          resourceNames: [names.cache, names.cycle],
+          verbs: ['update', 'patch'],
+        },
+        // Why a worker failed.
+        { apiGroups: [''], resources: ['pods'], verbs: ['get', 'list'] },
+      ],
+    },
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'Role',
+      metadata: metadata(input, names.worker, 'worker'),
+      rules: [{ apiGroups: [''], resources: ['configmaps'], verbs: ['create'] }],
+    },
+  ];
+}
+
+export function buildRoleBindings(input: BuildInput): Named<V1RoleBinding>[] {
+  const names = childNames(input.node.metadata.name, input.config.nodeSettings.stage);
+  const binding = (name: string, component: 'coordinator' | 'worker'): Named<V1RoleBinding> => ({
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'RoleBinding',
+    metadata: metadata(input, name, component),
+    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name },
+    subjects: [{ kind: 'ServiceAccount', name, namespace: input.node.metadata.namespace }],
+  });
+  return [binding(names.coordinator, 'coordinator'), binding(names.worker, 'worker')];
+}

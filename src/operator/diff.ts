@@ -1,0 +1,86 @@
+// Whether a desired child must be applied: only when the cached object differs on the fields the operator sets.
+// A subset comparison catches drift (someone edited a field we own); the applied-hash annotation catches a field
+// we stopped setting (a subset check cannot see a removal). Anything else is left alone, so a resync with nothing
+// changed makes no write.
+import { type Child, canonicalJson, hashOf } from './builders/common.js';
+import { ANNOTATIONS } from './resource.js';
+
+/** Adds the applied-hash annotation (the hash of everything else in the desired object). */
+export function withAppliedHash<T extends Child>(desired: T): T {
+  const annotations = { ...(desired.metadata.annotations ?? {}) };
+  delete annotations[ANNOTATIONS.appliedHash];
+  const hash = hashOf({ ...desired, metadata: { ...desired.metadata, annotations } });
+  return {
+    ...desired,
+    metadata: { ...desired.metadata, annotations: { ...annotations, [ANNOTATIONS.appliedHash]: hash } },
+  };
+}
+
+const QUANTITY = /^([+-]?(?:\d+(?:\.\d*)?|\.\d+))([KMGTPE]i|[numkMGTPE]|)$/;
+const SUFFIX: Record<string, number> = {
+  '': 1,
+  n: 1e-9,
+  u: 1e-6,
+  m: 1e-3,
+  k: 1e3,
+  M: 1e6,
+  G: 1e9,
+  T: 1e12,
+  P: 1e15,
+  E: 1e18,
+  Ki: 2 ** 10,
+  Mi: 2 ** 20,
+  Gi: 2 ** 30,
+  Ti: 2 ** 40,
+  Pi: 2 ** 50,
+  Ei: 2 ** 60,
+};
+
+/** The apiserver canonicalises quantities ("1000m" comes back as "1"): compare their values. */
+function sameQuantity(a: unknown, b: unknown): boolean {
+  const value = (q: unknown) => {
+    const match = typeof q === 'number' ? [String(q), String(q), ''] : typeof q === 'string' ? QUANTITY.exec(q) : null;
+    return match ? Number(match[1]) * SUFFIX[match[2] ?? '']! : Number.NaN;
+  };
+  const x = value(a);
+  const y = value(b);
+  return !Number.isNaN(x) && Math.abs(x - y) <= Math.abs(x) * 1e-9;
+}
+
+const isEmpty = (value: unknown) =>
+  (Array.isArray(value) && value.length === 0) ||
+  (value !== null && typeof value === 'object' && Object.keys(value).length === 0);
+
+/** Every value in `desired` is present and equal in `actual` (objects recursively; arrays position by position). */
+export function isSubset(desired: unknown, actual: unknown): boolean {
+  if (desired === actual) return true;
+  if (actual === undefined || actual === null) return isEmpty(desired);
+  if (Array.isArray(desired)) {
+    if (!Array.isArray(actual) || actual.length !== desired.length) return false;
+    return desired.every((item, i) => isSubset(item, actual[i]));
+  }
+  if (desired !== null && typeof desired === 'object') {
+    if (typeof actual !== 'object' || Array.isArray(actual)) return false;
+    return Object.entries(desired).every(([key, value]) =>
+      value === undefined ? true : isSubset(value, (actual as Record<string, unknown>)[key]),
+    );
+  }
+  if ((typeof desired === 'string' || typeof desired === 'number') && desired !== actual)
+    return sameQuantity(desired, actual);
+  return false;
+}
+
+/** True when `desired` (with its applied-hash annotation) must be applied over `cached`. */
+export function needsApply(desired: Child, cached: Child | undefined): boolean {
+  if (!cached) return true;
+  const wantedHash = desired.metadata.annotations?.[ANNOTATIONS.appliedHash];
+  if (wantedHash && cached.metadata?.annotations?.[ANNOTATIONS.appliedHash] !== wantedHash) return true;
+  const { metadata, ...rest } = desired;
+  const { metadata: cachedMetadata, ...cachedRest } = cached as Child;
+  if (!isSubset(metadata.labels, cachedMetadata?.labels)) return true;
+  if (!isSubset(metadata.annotations, cachedMetadata?.annotations)) return true;
+  if (!isSubset(metadata.ownerReferences, cachedMetadata?.ownerReferences)) return true;
+  return !isSubset(rest, cachedRest);
+}
+
+export { canonicalJson };

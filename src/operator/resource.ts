@@ -1,0 +1,138 @@
+// The OracleNode resource: its API coordinates, the TypeScript shape of spec and status, the kinds of its
+// children, and the labels/annotations the operator puts on everything it manages.
+import type { KubernetesObject, V1Affinity, V1ResourceRequirements, V1Toleration } from '@kubernetes/client-node';
+import type { ResourceKind } from './runtime/types.js';
+
+export const GROUP = 'oracle-node.io';
+export const VERSION = 'v1alpha1';
+export const API_VERSION = `${GROUP}/${VERSION}`;
+export const KIND = 'OracleNode';
+export const PLURAL = 'oraclenodes';
+export const SINGULAR = 'oraclenode';
+export const SHORT_NAME = 'onode';
+export const FIELD_MANAGER = 'oracle-node-operator';
+export const CONTROLLER_NAME = 'oraclenode';
+
+export const DEFAULT_IMAGE = 'oracle-node:0.1.0';
+export const DEFAULT_SCHEDULE = '* * * * *';
+export const DEFAULT_GATEWAY_PORT = 3000;
+
+export const LABELS = {
+  managedBy: 'app.kubernetes.io/managed-by',
+  name: 'oracle-node.io/name',
+  stage: 'oracle-node.io/stage',
+  component: 'app.kubernetes.io/component',
+  partOf: 'app.kubernetes.io/part-of',
+  instance: 'app.kubernetes.io/instance',
+  cycle: 'oracle-node.io/cycle',
+} as const;
+export const MANAGED_BY = 'oracle-node-operator';
+export const MANAGED_SELECTOR = `${LABELS.managedBy}=${MANAGED_BY}`;
+
+export const ANNOTATIONS = {
+  paused: 'oracle-node.io/paused',
+  configHash: 'oracle-node.io/config-hash',
+  secretHash: 'oracle-node.io/secret-hash',
+  /** Hash of the desired object as last applied: tells a removed field apart from an unchanged one. */
+  appliedHash: 'oracle-node.io/applied-hash',
+} as const;
+
+export type Component = 'config' | 'coordinator' | 'gateway' | 'worker' | 'cache' | 'cycle';
+
+const kind = (group: string, version: string, kind: string, plural: string, namespaced = true): ResourceKind => ({
+  group,
+  version,
+  kind,
+  plural,
+  namespaced,
+});
+
+export const KINDS = {
+  oracleNode: kind(GROUP, VERSION, KIND, PLURAL),
+  secret: kind('', 'v1', 'Secret', 'secrets'),
+  configMap: kind('', 'v1', 'ConfigMap', 'configmaps'),
+  serviceAccount: kind('', 'v1', 'ServiceAccount', 'serviceaccounts'),
+  service: kind('', 'v1', 'Service', 'services'),
+  role: kind('rbac.authorization.k8s.io', 'v1', 'Role', 'roles'),
+  roleBinding: kind('rbac.authorization.k8s.io', 'v1', 'RoleBinding', 'rolebindings'),
+  cronJob: kind('batch', 'v1', 'CronJob', 'cronjobs'),
+  job: kind('batch', 'v1', 'Job', 'jobs'),
+  deployment: kind('apps', 'v1', 'Deployment', 'deployments'),
+  podDisruptionBudget: kind('policy', 'v1', 'PodDisruptionBudget', 'poddisruptionbudgets'),
+} as const;
+
+export const apiVersionOf = (k: ResourceKind): string => (k.group ? `${k.group}/${k.version}` : k.version);
+
+/** The kinds the operator creates (and so watches by label), in the order they are applied. */
+export const CHILD_KINDS: ResourceKind[] = [
+  KINDS.configMap,
+  KINDS.serviceAccount,
+  KINDS.role,
+  KINDS.roleBinding,
+  KINDS.service,
+  KINDS.deployment,
+  KINDS.podDisruptionBudget,
+  KINDS.cronJob,
+];
+
+export type OracleNodeSpec = {
+  /** The whole config.json; strings may hold `${NAME}` placeholders resolved from the Secret. */
+  config: Record<string, unknown>;
+  secretRef?: { name: string };
+  image?: string;
+  imagePullPolicy?: 'Always' | 'IfNotPresent' | 'Never';
+  resources?: V1ResourceRequirements;
+  nodeSelector?: Record<string, string>;
+  tolerations?: V1Toleration[];
+  affinity?: V1Affinity;
+  coordinator?: { schedule?: string; suspend?: boolean; resources?: V1ResourceRequirements };
+  gateway?: {
+    replicas?: number;
+    resources?: V1ResourceRequirements;
+    service?: { type?: 'ClusterIP' | 'NodePort' | 'LoadBalancer'; port?: number };
+  };
+  worker?: { resources?: V1ResourceRequirements; activeDeadlineSeconds?: number; ttlSecondsAfterFinished?: number };
+};
+
+export type Condition = {
+  type: ConditionType;
+  status: 'True' | 'False' | 'Unknown';
+  reason: string;
+  message: string;
+  lastTransitionTime: string;
+  observedGeneration?: number;
+};
+export type ConditionType = 'Ready' | 'ConfigValid' | 'Progressing' | 'Degraded';
+
+export type CycleStatus = {
+  job: string;
+  outcome: 'Running' | 'Succeeded' | 'Failed';
+  startTime?: string;
+  completionTime?: string;
+  /** Counts written by the coordinator at the end of its cycle (requests seen/fulfilled/failed, ...). */
+  counts?: Record<string, number>;
+};
+
+export type OracleNodeStatus = {
+  observedGeneration?: number;
+  conditions?: Condition[];
+  nodeAddress?: string;
+  stage?: string;
+  previousStage?: string;
+  chains?: number;
+  chainIds?: string[];
+  gatewayUrls?: Record<string, string>;
+  lastCycle?: CycleStatus;
+};
+
+export type OracleNode = KubernetesObject & {
+  apiVersion: typeof API_VERSION;
+  kind: typeof KIND;
+  metadata: NonNullable<KubernetesObject['metadata']> & { name: string; namespace: string };
+  spec: OracleNodeSpec;
+  status?: OracleNodeStatus;
+};
+
+export function isPaused(node: KubernetesObject): boolean {
+  return node.metadata?.annotations?.[ANNOTATIONS.paused] === 'true';
+}
