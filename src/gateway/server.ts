@@ -1,0 +1,575 @@
+// One express 5 server for the three gateways (airnode-facts §6): HTTP gateway, HTTP signed-data gateway and
+// OEV gateway, each only when enabled. Paths, bodies and error messages follow the reference's local server;
+// on top of it: in-flight limits per gateway (429), a body size limit (413), JSON for every error (never an
+// HTML page), /healthz /readyz /metrics, and a graceful shutdown that drains in-flight requests.
+import { randomUUID } from 'node:crypto';
+import type { Server } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+import express, { type NextFunction, type Request, type Response } from 'express';
+import type { Registry } from 'prom-client';
+import { z } from 'zod';
+import { nodeWallet } from '../chain/wallet.js';
+import type { Config } from '../config/index.js';
+import {
+  counter,
+  createLogger,
+  createMetricsRegistry,
+  gauge,
+  histogram,
+  type Logger,
+  observabilityHandler,
+  secondsSince,
+} from '../observability/index.js';
+import { decodeParameters } from '../ois/abi.js';
+import type { ApiCredential, Ois } from '../ois/types.js';
+import {
+  type NodeSigner,
+  signHttpSignedData,
+  signOevData,
+  signOevDataBodySchema,
+  verifySignOevDataRequest,
+} from './signing.js';
+
+export const DEFAULT_PORT = 3000;
+export const DEFAULT_PATH_KEY = '01234567-abcd-abcd-abcd-012345678abc';
+export const HTTP_BASE_PATH = '/http-data';
+export const HTTP_SIGNED_DATA_BASE_PATH = '/http-signed-data';
+export const OEV_BASE_PATH = '/sign-oev';
+export const DEFAULT_BODY_LIMIT_BYTES = 64 * 1024;
+export const DEFAULT_RETRY_AFTER_SECONDS = 1;
+export const DEFAULT_DRAIN_TIMEOUT_MS = 30_000;
+
+export type GatewayName = 'httpGateway' | 'httpSignedDataGateway' | 'oevGateway';
+export const GATEWAY_NAMES: readonly GatewayName[] = ['httpGateway', 'httpSignedDataGateway', 'oevGateway'];
+
+// ---------------------------------------------------------------------------------------------------------------
+// The engine interface (src/ois), injected so that tests and benchmarks can pass the real one or a stand-in.
+
+export type EndpointCall = {
+  ois: Ois;
+  endpointName: string;
+  parameters: Record<string, unknown>;
+  apiCredentials: ApiCredential[];
+  metadata?: Record<string, unknown> | null;
+  options?: Record<string, unknown>;
+};
+
+export type EndpointResult =
+  | { success: true; rawValue: unknown; encodedValue: string; values: unknown[]; timestamp?: number | undefined }
+  | { success: false; errorMessage: string; rawValue?: unknown };
+
+export type CallEndpoint = (call: EndpointCall) => Promise<EndpointResult>;
+
+// ---------------------------------------------------------------------------------------------------------------
+// Request validation, as the reference (workers/local-gateways/{server,validation}.ts)
+
+// Extra fields are allowed (no .strict()), as in the reference.
+const httpRequestBodySchema = z.object({ parameters: z.record(z.string(), z.any()) });
+const httpSignedDataBodySchema = z.object({ encodedParameters: z.string() });
+
+export type ErrorBody = { message: string };
+export type Validation<T> = ({ success: true } & T) | { success: false; statusCode: number; error: ErrorBody };
+
+type GatewayConfig = { enabled: true; maxConcurrency: number; corsOrigins: string[] } | { enabled: false };
+
+function findTrigger(config: Config, list: 'http' | 'httpSignedData', endpointId: string) {
+  return config.triggers[list].find((trigger) => trigger.endpointId === endpointId);
+}
+
+export function validateHttpRequest(
+  config: Config,
+  body: unknown,
+  endpointId: string,
+): Validation<{ parameters: Record<string, unknown>; trigger: Config['triggers']['http'][number] }> {
+  const parsed = httpRequestBodySchema.safeParse(body);
+  if (!parsed.success) return { success: false, statusCode: 400, error: { message: 'Invalid request body' } };
+  const trigger = findTrigger(config, 'http', endpointId);
+  if (!trigger) {
+    return { success: false, statusCode: 400, error: { message: `Unable to find endpoint with ID:'${endpointId}'` } };
+  }
+  return { success: true, parameters: parsed.data.parameters, trigger };
+}
+
+export function validateHttpSignedDataRequest(
+  config: Config,
+  body: unknown,
+  endpointId: string,
+): Validation<{
+  encodedParameters: string;
+  parameters: Record<string, unknown>;
+  trigger: Config['triggers']['httpSignedData'][number];
+}> {
+  const parsed = httpSignedDataBodySchema.safeParse(body);
+  if (!parsed.success) return { success: false, statusCode: 400, error: { message: 'Invalid request body' } };
+  const { encodedParameters } = parsed.data;
+  // The reference decodes before it looks the endpoint up, so a bad encoding wins over an unknown endpoint.
+  let parameters: Record<string, unknown>;
+  try {
+    parameters = decodeParameters(encodedParameters);
+  } catch {
+    return {
+      success: false,
+      statusCode: 400,
+      error: { message: `Request contains invalid encodedParameters: ${encodedParameters}` },
+    };
+  }
+  const trigger = findTrigger(config, 'httpSignedData', endpointId);
+  if (!trigger) {
+    return { success: false, statusCode: 400, error: { message: `Unable to find endpoint with ID:'${endpointId}'` } };
+  }
+  return { success: true, encodedParameters, parameters, trigger };
+}
+
+/** The reference's verifyRequestOrigin: "*" or the exact Origin; the matched entry is echoed. */
+export function verifyRequestOrigin(
+  allowedOrigins: readonly string[],
+  origin: string | undefined,
+): { success: true; headers: Record<string, string> } | { success: false; error: ErrorBody } {
+  const allowed =
+    allowedOrigins.find((entry) => entry === '*') || (origin && allowedOrigins.find((entry) => entry === origin));
+  if (allowed) {
+    return {
+      success: true,
+      headers: {
+        'Access-Control-Allow-Origin': allowed,
+        'Access-Control-Allow-Methods': 'OPTIONS,POST',
+        'Access-Control-Allow-Headers': 'Content-Type',
+      },
+    };
+  }
+  return { success: false, error: { message: 'CORS origin verification failed.' } };
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Metrics
+
+function gatewayMetrics(registry: Registry) {
+  const labels = ['gateway', 'endpoint', 'status'] as const;
+  return {
+    requests: counter(registry, {
+      name: 'gateway_requests_total',
+      help: 'Gateway requests by gateway, endpoint and HTTP status',
+      labelNames: labels,
+    }),
+    duration: histogram(registry, {
+      name: 'gateway_request_duration_seconds',
+      help: 'Gateway request latency by gateway, endpoint and HTTP status',
+      labelNames: labels,
+    }),
+    apiCall: histogram(registry, {
+      name: 'gateway_api_call_duration_seconds',
+      help: 'Latency of the endpoint call (processing, API call, encoding) by outcome',
+      labelNames: ['gateway', 'endpoint', 'outcome'] as const,
+    }),
+    failures: counter(registry, {
+      name: 'gateway_processing_failures_total',
+      help: 'Valid requests that failed in processing, by stage',
+      labelNames: ['gateway', 'endpoint', 'stage'] as const,
+    }),
+    inFlight: gauge(registry, {
+      name: 'gateway_in_flight_requests',
+      help: 'Requests being processed per gateway',
+      labelNames: ['gateway'] as const,
+    }),
+    rejected: counter(registry, {
+      name: 'gateway_rejected_requests_total',
+      help: 'Requests refused before processing, by reason',
+      labelNames: ['gateway', 'reason'] as const,
+    }),
+  };
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// The app
+
+export type GatewayAppOptions = {
+  config: Config;
+  callEndpoint: CallEndpoint;
+  /** The node key; derived from nodeSettings.nodeWalletMnemonic when absent. */
+  signer?: NodeSigner;
+  logger?: Logger;
+  registry?: Registry;
+  /** Path key in place of the reference's fixed one, e.g. taken from a secret. */
+  pathKey?: string;
+  bodyLimitBytes?: number;
+  retryAfterSeconds?: number;
+  /** Extra readiness condition (e.g. the engine warmed up). */
+  ready?: () => boolean;
+};
+
+export type GatewayApp = {
+  app: express.Express;
+  registry: Registry;
+  logger: Logger;
+  /** Requests in progress, all gateways together. */
+  inFlight(): number;
+  /** Refuse new gateway requests (503) and report not ready; in-flight ones complete. */
+  startDraining(): void;
+  enabledGateways: GatewayName[];
+  paths: Partial<Record<GatewayName, string>>;
+};
+
+type RequestContext = { gateway: GatewayName | 'none'; endpoint: string; requestId: string };
+
+function sendError(res: Response, status: number, message: string): void {
+  if (!res.headersSent) res.status(status).json({ message });
+}
+
+function errorText(error: unknown): string {
+  // Same rendering as the reference's `err.toString()` of an Error built from the message.
+  return `Error: ${error instanceof Error ? error.message : String(error)}`;
+}
+
+type BodyParserError = Error & { type?: string; status?: number };
+
+export function createGatewayApp(options: GatewayAppOptions): GatewayApp {
+  const { config, callEndpoint } = options;
+  const settings = config.nodeSettings;
+  const logger =
+    options.logger ??
+    createLogger({ format: settings.logFormat, level: settings.logLevel, bindings: { component: 'gateway' } });
+  const registry = options.registry ?? createMetricsRegistry({ defaultMetrics: true });
+  const metrics = gatewayMetrics(registry);
+  let signer = options.signer;
+  const nodeSigner = (): NodeSigner => {
+    signer ??= nodeWallet(settings.nodeWalletMnemonic!);
+    return signer;
+  };
+  const pathKey = options.pathKey ?? DEFAULT_PATH_KEY;
+  const retryAfter = String(options.retryAfterSeconds ?? DEFAULT_RETRY_AFTER_SECONDS);
+  const inFlight = new Map<GatewayName, number>(GATEWAY_NAMES.map((name) => [name, 0]));
+  let draining = false;
+
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('etag', false);
+
+  // Per-request bookkeeping: request id, metrics and a log line once the response is finished.
+  app.use((req: Request, res: Response, next: NextFunction) => {
+    const start = process.hrtime.bigint();
+    const context: RequestContext = { gateway: 'none', endpoint: '-', requestId: randomUUID() };
+    res.locals.context = context;
+    res.on('finish', () => {
+      if (context.gateway === 'none') return;
+      const labels = { gateway: context.gateway, endpoint: context.endpoint, status: String(res.statusCode) };
+      metrics.requests.inc(labels);
+      metrics.duration.observe(labels, secondsSince(start));
+      const entry = { requestId: context.requestId, ...labels, method: req.method };
+      if (res.statusCode >= 500) logger.error(entry, 'gateway request failed');
+      else logger.debug(entry, 'gateway request served');
+    });
+    next();
+  });
+
+  const health = observabilityHandler({
+    registry,
+    ready: () => {
+      if (draining) return { ready: false, reason: 'shutting down' };
+      if (options.ready && !options.ready()) return { ready: false, reason: 'not ready' };
+      return { ready: true };
+    },
+  });
+  app.use((req, res, next) => {
+    void health(req, res, next);
+  });
+
+  const jsonBody = express.json({ limit: options.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES });
+  const enabledGateways: GatewayName[] = [];
+  const paths: Partial<Record<GatewayName, string>> = {};
+
+  function mount(
+    gateway: GatewayName,
+    path: string,
+    handle: (req: Request, res: Response, context: RequestContext) => Promise<void>,
+  ): void {
+    const gatewayConfig = settings[gateway] as GatewayConfig;
+    if (!gatewayConfig.enabled) {
+      logger.info({ gateway }, 'gateway not enabled');
+      return;
+    }
+    enabledGateways.push(gateway);
+    paths[gateway] = path;
+    const { corsOrigins, maxConcurrency } = gatewayConfig;
+
+    app.all(path, (req: Request, res: Response, next: NextFunction) => {
+      const context = res.locals.context as RequestContext;
+      context.gateway = gateway;
+      if (req.method !== 'POST' && req.method !== 'OPTIONS') {
+        res.set('Allow', 'OPTIONS, POST');
+        sendError(res, 405, 'Method not allowed');
+        return;
+      }
+      const origin = verifyRequestOrigin(corsOrigins, req.headers.origin);
+      if (req.method === 'OPTIONS') {
+        if (!origin.success) {
+          res.status(400).json(origin.error);
+          return;
+        }
+        res.set(origin.headers).status(204).send('');
+        return;
+      }
+      // Not pre-flighted requests go through without CORS headers, so non-browser clients work.
+      if (origin.success) res.set(origin.headers);
+      if (draining) {
+        res.set('Connection', 'close');
+        metrics.rejected.inc({ gateway, reason: 'shutting_down' });
+        sendError(res, 503, 'Server is shutting down');
+        return;
+      }
+      const current = inFlight.get(gateway)!;
+      if (current >= maxConcurrency) {
+        metrics.rejected.inc({ gateway, reason: 'concurrency' });
+        res.set('Retry-After', retryAfter);
+        sendError(res, 429, 'Too many requests');
+        return;
+      }
+      inFlight.set(gateway, current + 1);
+      metrics.inFlight.inc({ gateway });
+      let released = false;
+      const release = () => {
+        if (released) return;
+        released = true;
+        inFlight.set(gateway, inFlight.get(gateway)! - 1);
+        metrics.inFlight.dec({ gateway });
+      };
+      res.on('finish', release);
+      res.on('close', release);
+      next();
+    });
+
+    app.post(path, jsonBody, async (req: Request, res: Response) => {
+      const context = res.locals.context as RequestContext;
+      try {
+        await handle(req, res, context);
+      } catch (error) {
+        // A bug of ours or an engine crash on a valid request: 500 in the reference's error shape.
+        metrics.failures.inc({ gateway, endpoint: context.endpoint, stage: 'internal' });
+        logger.error({ requestId: context.requestId, err: error }, 'gateway handler error');
+        sendError(res, 500, errorText(error));
+      }
+    });
+    logger.info({ gateway, path }, 'gateway listening');
+  }
+
+  async function runEndpoint(
+    gateway: GatewayName,
+    context: RequestContext,
+    trigger: { oisTitle: string; endpointName: string },
+    parameters: Record<string, unknown>,
+  ): Promise<EndpointResult> {
+    const ois = config.ois.find((candidate) => candidate.title === trigger.oisTitle);
+    if (!ois) return { success: false, errorMessage: `Unknown OIS title: ${trigger.oisTitle}` };
+    const apiCredentials = config.apiCredentials.filter((credential) => credential.oisTitle === trigger.oisTitle);
+    const start = process.hrtime.bigint();
+    let outcome = 'error';
+    try {
+      const result = await callEndpoint({
+        ois: ois as unknown as Ois,
+        endpointName: trigger.endpointName,
+        parameters,
+        apiCredentials: apiCredentials as ApiCredential[],
+        metadata: null,
+      });
+      outcome = result.success ? 'success' : result.rawValue !== undefined ? 'extraction_failed' : 'failed';
+      return result;
+    } finally {
+      metrics.apiCall.observe({ gateway, endpoint: context.endpoint, outcome }, secondsSince(start));
+    }
+  }
+
+  mount('httpGateway', `${HTTP_BASE_PATH}/${pathKey}/:endpointId`, async (req, res, context) => {
+    const endpointId = String(req.params.endpointId);
+    const validation = validateHttpRequest(config, req.body, endpointId);
+    if (!validation.success) {
+      res.status(validation.statusCode).json(validation.error);
+      return;
+    }
+    context.endpoint = endpointId;
+    const result = await runEndpoint('httpGateway', context, validation.trigger, validation.parameters);
+    if (result.success) {
+      res.status(200).json({ rawValue: result.rawValue, encodedValue: result.encodedValue, values: result.values });
+      return;
+    }
+    if (result.rawValue !== undefined) {
+      // The reference's special case: a successful API call whose extraction failed still answers 200.
+      logger.warn({ requestId: context.requestId, reason: result.errorMessage }, 'extraction failed after API call');
+      res.status(200).json({ rawValue: result.rawValue });
+      return;
+    }
+    metrics.failures.inc({ gateway: 'httpGateway', endpoint: endpointId, stage: 'endpoint' });
+    logger.warn({ requestId: context.requestId, reason: result.errorMessage }, 'endpoint call failed');
+    sendError(res, 500, errorText(result.errorMessage));
+  });
+
+  mount('httpSignedDataGateway', `${HTTP_SIGNED_DATA_BASE_PATH}/${pathKey}/:endpointId`, async (req, res, context) => {
+    const endpointId = String(req.params.endpointId);
+    const validation = validateHttpSignedDataRequest(config, req.body, endpointId);
+    if (!validation.success) {
+      res.status(validation.statusCode).json(validation.error);
+      return;
+    }
+    context.endpoint = endpointId;
+    const result = await runEndpoint('httpSignedDataGateway', context, validation.trigger, validation.parameters);
+    if (!result.success) {
+      metrics.failures.inc({ gateway: 'httpSignedDataGateway', endpoint: endpointId, stage: 'endpoint' });
+      logger.warn({ requestId: context.requestId, reason: result.errorMessage }, 'endpoint call failed');
+      sendError(res, 500, errorText(result.errorMessage));
+      return;
+    }
+    let signed: ReturnType<typeof signHttpSignedData>;
+    try {
+      signed = signHttpSignedData({
+        signer: nodeSigner(),
+        endpointId,
+        encodedParameters: validation.encodedParameters,
+        encodedValue: result.encodedValue,
+        timestamp: result.timestamp,
+      });
+    } catch (error) {
+      metrics.failures.inc({ gateway: 'httpSignedDataGateway', endpoint: endpointId, stage: 'signing' });
+      sendError(res, 500, errorText(error));
+      return;
+    }
+    res
+      .status(200)
+      .json({ timestamp: signed.timestamp, encodedValue: signed.encodedValue, signature: signed.signature });
+  });
+
+  mount('oevGateway', `${OEV_BASE_PATH}/${pathKey}`, async (req, res, context) => {
+    const parsed = signOevDataBodySchema.safeParse(req.body);
+    if (!parsed.success) {
+      sendError(res, 400, 'Invalid request body');
+      return;
+    }
+    const signerNow = nodeSigner();
+    const verification = verifySignOevDataRequest(parsed.data, signerNow.address);
+    if (!verification.success) {
+      logger.debug({ requestId: context.requestId, reason: verification.reason }, 'OEV request rejected');
+      res.status(verification.statusCode).json(verification.error);
+      return;
+    }
+    try {
+      res.status(200).json(signOevData(signerNow, verification.beacons, verification.oevUpdateHash));
+    } catch (error) {
+      metrics.failures.inc({ gateway: 'oevGateway', endpoint: '-', stage: 'signing' });
+      sendError(res, 500, `Error: Can't sign the data: ${errorText(error)}`);
+    }
+  });
+
+  // Everything else: JSON 404, never express's HTML page.
+  app.use((_req: Request, res: Response) => {
+    sendError(res, 404, 'Not found');
+  });
+
+  // Body parser and other errors: JSON with a stable shape; 4xx when the request was at fault.
+  app.use((error: BodyParserError, _req: Request, res: Response, _next: NextFunction) => {
+    const context = res.locals.context as RequestContext | undefined;
+    const gateway = context?.gateway ?? 'none';
+    switch (error.type) {
+      case 'entity.too.large':
+        if (gateway !== 'none') metrics.rejected.inc({ gateway, reason: 'body_too_large' });
+        sendError(res, 413, 'Request body too large');
+        return;
+      case 'entity.parse.failed':
+        sendError(res, 400, 'Invalid request body');
+        return;
+      case 'encoding.unsupported':
+      case 'charset.unsupported':
+        sendError(res, 415, 'Unsupported content encoding');
+        return;
+      case 'request.aborted':
+      case 'request.size.invalid':
+        sendError(res, 400, 'Invalid request body');
+        return;
+    }
+    const status = typeof error.status === 'number' && error.status >= 400 && error.status < 500 ? error.status : 500;
+    if (status >= 500) logger.error({ err: error }, 'unexpected gateway error');
+    sendError(res, status, status >= 500 ? 'Internal server error' : 'Invalid request');
+  });
+
+  return {
+    app,
+    registry,
+    logger,
+    inFlight: () => [...inFlight.values()].reduce((sum, value) => sum + value, 0),
+    startDraining: () => {
+      draining = true;
+    },
+    enabledGateways,
+    paths,
+  };
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// The server
+
+export type StartGatewayOptions = Omit<GatewayAppOptions, 'config' | 'callEndpoint'> & {
+  callEndpoint?: CallEndpoint;
+  /** Port; default gatewayServerPort of a local cloudProvider, else 3000. 0 picks a free port. */
+  port?: number;
+  host?: string;
+  drainTimeoutMs?: number;
+};
+
+export type GatewayServer = {
+  port: number;
+  server: Server;
+  gateway: GatewayApp;
+  /** Stops accepting, drains in-flight requests (up to drainTimeoutMs), then closes every connection. */
+  close(): Promise<void>;
+};
+
+export function configuredPort(config: Config): number {
+  const cloudProvider = config.nodeSettings.cloudProvider as { type: string; gatewayServerPort?: number };
+  return (cloudProvider.type === 'local' && cloudProvider.gatewayServerPort) || DEFAULT_PORT;
+}
+
+async function loadEngine(): Promise<CallEndpoint> {
+  // The engine is loaded lazily so that a gateway app with an injected engine does not pull it in.
+  const engineModule = '../ois/index.js';
+  const engine = (await import(engineModule)) as { callEndpoint?: CallEndpoint };
+  if (!engine.callEndpoint) throw new Error('The OIS engine (src/ois) does not export callEndpoint');
+  return engine.callEndpoint;
+}
+
+export async function startGatewayServer(config: Config, options: StartGatewayOptions = {}): Promise<GatewayServer> {
+  const callEndpoint = options.callEndpoint ?? (await loadEngine());
+  const gateway = createGatewayApp({ ...options, config, callEndpoint });
+  const { logger } = gateway;
+  if (gateway.enabledGateways.length === 0) logger.info('no gateway enabled: serving only /healthz, /readyz, /metrics');
+
+  const sockets = new Set<Socket>();
+  const server = gateway.app.listen(options.port ?? configuredPort(config), options.host ?? '0.0.0.0');
+  server.on('connection', (socket: Socket) => {
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('listening', resolve);
+    server.once('error', reject);
+  });
+  const port = (server.address() as AddressInfo).port;
+  logger.info({ port, gateways: gateway.enabledGateways }, 'gateway server running');
+
+  let closing: Promise<void> | undefined;
+  const close = (): Promise<void> => {
+    closing ??= (async () => {
+      gateway.startDraining();
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeIdleConnections();
+      const deadline = Date.now() + (options.drainTimeoutMs ?? DEFAULT_DRAIN_TIMEOUT_MS);
+      while (gateway.inFlight() > 0 && Date.now() < deadline) {
+        await new Promise((resolve) => setTimeout(resolve, 20));
+        // Keep-alive connections that finished their request become idle: close them as they do.
+        server.closeIdleConnections();
+      }
+      if (gateway.inFlight() > 0) logger.warn({ inFlight: gateway.inFlight() }, 'drain timeout: closing connections');
+      server.closeAllConnections();
+      for (const socket of sockets) socket.destroy();
+      await closed;
+      logger.info('gateway server stopped');
+    })();
+    return closing;
+  };
+  return { port, server, gateway, close };
+}

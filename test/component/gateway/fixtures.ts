@@ -1,0 +1,218 @@
+// Shared by the gateway component tests and the gateway benchmark: a loopback API, a config that points
+// at it (validated by the real config model) and the engine (src/ois) or, until it lands, the same
+// building blocks without processing.
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { deriveEndpointId } from '../../../src/chain/ids.js';
+import { type Config, validateConfig } from '../../../src/config/index.js';
+import type { CallEndpoint, EndpointResult } from '../../../src/gateway/server.js';
+import { callApi } from '../../../src/ois/api-client.js';
+import { buildRequest, findEndpoint } from '../../../src/ois/request.js';
+import { extractAndEncodeResponse, getReservedParameters } from '../../../src/ois/reserved.js';
+import { isReservedParameterName } from '../../../src/ois/types.js';
+
+export const MNEMONIC = 'test test test test test test test test test test test junk';
+export const NODE_ADDRESS = '0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266';
+export const API_KEY = 'loopback-api-key-7f3a9c';
+export const OIS_TITLE = 'Loopback API';
+
+/** A secrets.env reference (dollar, braces, name), interpolated by the config loader. */
+const secretRef = (name: string) => '$' + `{${name}}`;
+
+export const ENDPOINTS = {
+  price: deriveEndpointId(OIS_TITLE, 'price'),
+  status: deriveEndpointId(OIS_TITLE, 'status'),
+  text: deriveEndpointId(OIS_TITLE, 'text'),
+  object: deriveEndpointId(OIS_TITLE, 'object'),
+  slow: deriveEndpointId(OIS_TITLE, 'slow'),
+};
+
+export type LoopbackApi = { url: string; port: number; requests: number; close(): Promise<void> };
+
+/** A JSON API on 127.0.0.1 that checks its API key like a real one would. */
+export async function startLoopbackApi(): Promise<LoopbackApi> {
+  const state = { requests: 0 };
+  const handle = (req: IncomingMessage, res: ServerResponse) => {
+    state.requests++;
+    const url = new URL(req.url ?? '/', 'http://127.0.0.1');
+    const json = (status: number, body: unknown) => {
+      const text = JSON.stringify(body);
+      res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
+      res.end(text);
+    };
+    if (req.headers['x-api-key'] !== API_KEY) return json(401, { error: 'bad key' });
+    if (url.pathname === '/price') return json(200, { coin: url.searchParams.get('coin'), price: 1234.5678 });
+    if (url.pathname.startsWith('/status/')) return json(Number(url.pathname.slice(8)) || 500, { error: 'status' });
+    if (url.pathname === '/text') {
+      res.writeHead(200, { 'content-type': 'text/plain' });
+      res.end('not json');
+      return;
+    }
+    if (url.pathname === '/object') return json(200, { name: 'no number here' });
+    if (url.pathname === '/slow') {
+      setTimeout(() => json(200, { price: 1 }), Number(url.searchParams.get('ms') ?? 100));
+      return;
+    }
+    json(404, { error: 'not found' });
+  };
+  const server: Server = createServer(handle);
+  server.keepAliveTimeout = 30_000;
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as AddressInfo).port;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    port,
+    get requests() {
+      return state.requests;
+    },
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}
+
+type GatewaySettings = { enabled: true; maxConcurrency: number; corsOrigins: string[] } | { enabled: false };
+
+export type ConfigOverrides = {
+  httpGateway?: GatewaySettings;
+  httpSignedDataGateway?: GatewaySettings;
+  oevGateway?: GatewaySettings;
+  heartbeat?: { enabled: true; url: string; apiKey: string } | { enabled: false };
+  gatewayServerPort?: number;
+  logLevel?: 'DEBUG' | 'INFO' | 'WARN' | 'ERROR';
+};
+
+const reserved = (path: string) => [
+  { name: '_type', fixed: 'int256' },
+  { name: '_path', default: path },
+  { name: '_times', default: '100' },
+];
+
+export function configJson(apiUrl: string, overrides: ConfigOverrides = {}) {
+  const endpoint = (name: string, path: string, parameters: unknown[], valuePath = 'price') => ({
+    name,
+    operation: { method: 'get', path },
+    fixedOperationParameters: [],
+    reservedParameters: reserved(valuePath),
+    parameters,
+  });
+  const trigger = (endpointName: keyof typeof ENDPOINTS) => ({
+    endpointId: ENDPOINTS[endpointName],
+    oisTitle: OIS_TITLE,
+    endpointName,
+  });
+  return {
+    chains: [],
+    nodeSettings: {
+      cloudProvider: {
+        type: 'local',
+        ...(overrides.gatewayServerPort ? { gatewayServerPort: overrides.gatewayServerPort } : {}),
+      },
+      nodeWalletMnemonic: secretRef('NODE_WALLET_MNEMONIC'),
+      heartbeat: overrides.heartbeat ?? { enabled: false },
+      httpGateway: overrides.httpGateway ?? { enabled: true, maxConcurrency: 64, corsOrigins: ['https://app.example'] },
+      httpSignedDataGateway: overrides.httpSignedDataGateway ?? {
+        enabled: true,
+        maxConcurrency: 64,
+        corsOrigins: ['*'],
+      },
+      oevGateway: overrides.oevGateway ?? { enabled: true, maxConcurrency: 64, corsOrigins: [] },
+      logFormat: 'json',
+      logLevel: overrides.logLevel ?? 'ERROR',
+      nodeVersion: '0.15.0',
+      stage: 'test',
+    },
+    triggers: {
+      rrp: [],
+      http: [trigger('price'), trigger('status'), trigger('text'), trigger('object'), trigger('slow')],
+      httpSignedData: [trigger('price'), trigger('status'), trigger('slow')],
+    },
+    templates: [],
+    ois: [
+      {
+        oisFormat: '2.3.2',
+        title: OIS_TITLE,
+        version: '1.0.0',
+        apiSpecifications: {
+          servers: [{ url: apiUrl }],
+          paths: {
+            '/price': { get: { parameters: [{ in: 'query', name: 'coin' }] } },
+            '/status/{code}': { get: { parameters: [{ in: 'path', name: 'code' }] } },
+            '/text': { get: { parameters: [] } },
+            '/object': { get: { parameters: [] } },
+            '/slow': { get: { parameters: [{ in: 'query', name: 'ms' }] } },
+          },
+          components: { securitySchemes: { key: { type: 'apiKey', in: 'header', name: 'x-api-key' } } },
+          security: { key: [] },
+        },
+        endpoints: [
+          endpoint('price', '/price', [
+            { name: 'coin', operationParameter: { in: 'query', name: 'coin' }, default: 'eth' },
+          ]),
+          endpoint('status', '/status/{code}', [
+            { name: 'code', operationParameter: { in: 'path', name: 'code' }, required: true },
+          ]),
+          endpoint('text', '/text', []),
+          endpoint('object', '/object', [], 'name'),
+          endpoint('slow', '/slow', [{ name: 'ms', operationParameter: { in: 'query', name: 'ms' }, default: '100' }]),
+        ],
+      },
+    ],
+    apiCredentials: [{ oisTitle: OIS_TITLE, securitySchemeName: 'key', securitySchemeValue: secretRef('API_KEY') }],
+  };
+}
+
+export const SECRETS = { NODE_WALLET_MNEMONIC: MNEMONIC, API_KEY };
+
+export function buildConfig(apiUrl: string, overrides: ConfigOverrides = {}): Config {
+  const result = validateConfig(configJson(apiUrl, overrides), SECRETS);
+  if (!result.ok || !result.config) throw new Error(`test config invalid: ${JSON.stringify(result.errors)}`);
+  return result.config;
+}
+
+/**
+ * The same pipeline as the engine minus pre/post-processing: endpoint defaults, request building, the pooled
+ * API client, extraction and encoding. Used only while src/ois/index.ts has not landed.
+ */
+const buildingBlocksEngine: CallEndpoint = async (call): Promise<EndpointResult> => {
+  try {
+    const endpoint = findEndpoint(call.ois, call.endpointName);
+    const defaults = Object.fromEntries(
+      endpoint.parameters.filter((p) => p.default !== undefined).map((p) => [p.name, p.default]),
+    );
+    const parameters = { ...defaults, ...call.parameters };
+    const apiParameters = Object.fromEntries(
+      Object.entries(parameters).filter(([name]) => !isReservedParameterName(name)),
+    );
+    const request = buildRequest({
+      ois: call.ois,
+      endpointName: call.endpointName,
+      parameters: apiParameters,
+      apiCredentials: call.apiCredentials,
+    });
+    const response = await callApi(request);
+    if (!response.success) return { success: false, errorMessage: response.errorMessage };
+    try {
+      const extracted = extractAndEncodeResponse(response.data, getReservedParameters(endpoint, parameters));
+      return { success: true, ...extracted };
+    } catch (error) {
+      return { success: false, errorMessage: (error as Error).message, rawValue: response.data };
+    }
+  } catch (error) {
+    return { success: false, errorMessage: (error as Error).message };
+  }
+};
+
+/** The real engine when src/ois/index.ts exports callEndpoint, else the building-blocks stand-in. */
+export async function loadEngine(): Promise<{ callEndpoint: CallEndpoint; real: boolean }> {
+  const enginePath = '../../../src/ois/index.js';
+  try {
+    const engine = (await import(enginePath)) as { callEndpoint?: CallEndpoint };
+    if (engine.callEndpoint) return { callEndpoint: engine.callEndpoint, real: true };
+  } catch {
+    // not landed yet
+  }
+  return { callEndpoint: buildingBlocksEngine, real: false };
+}
