@@ -1,0 +1,88 @@
+// Discovery on one provider (airnode-facts §3 step 2): block number, logs, decoding, templates,
+// verification and authorization. Any RPC failure rejects; the caller isolates providers from each other.
+import { authorizeRequests } from './authorization.js';
+import { decodeLogs, fetchBlockNumber, fetchNodeLogs, logWindow } from './logs.js';
+import {
+  type DiscoveredApiCall,
+  type DroppedRequest,
+  discoverRequests,
+  pendingRequests,
+  type RrpTrigger,
+} from './requests.js';
+import type { RpcClient } from './rpc.js';
+import { type LocalTemplate, resolveTemplates } from './templates.js';
+import { type ChainConfig, DEFAULT_BLOCK_HISTORY_LIMIT, rrpAddressOf, type WithdrawalRequest } from './types.js';
+
+export type ProviderDiscovery = {
+  currentBlock: number;
+  apiCalls: DiscoveredApiCall[];
+  withdrawals: WithdrawalRequest[];
+  dropped: DroppedRequest[];
+  undecodableLogs: number;
+};
+
+export type DiscoveryOptions = {
+  chain: ChainConfig;
+  nodeAddress: string;
+  triggers: RrpTrigger[];
+  localTemplates: LocalTemplate[];
+  decodeParameters: (encoded: string) => Record<string, unknown>;
+  sponsorWalletOf: (sponsor: string) => string;
+  /** Largest block range per eth_getLogs request (for providers with a known limit). */
+  maxLogRange?: number;
+};
+
+export async function discoverOnProvider(client: RpcClient, options: DiscoveryOptions): Promise<ProviderDiscovery> {
+  const { chain } = options;
+  const rrpAddress = rrpAddressOf(chain);
+  const currentBlock = await fetchBlockNumber(client);
+  // All logs up to the current block: fulfilments in the newest blocks must be seen too, so a request is
+  // never served twice; confirmations are enforced per request afterwards (filterByMinConfirmations).
+  const window = logWindow(currentBlock, chain.blockHistoryLimit ?? DEFAULT_BLOCK_HISTORY_LIMIT);
+  const logs = await fetchNodeLogs(client, {
+    rrpAddress,
+    nodeAddress: options.nodeAddress,
+    ...window,
+    ...(options.maxLogRange ? { maxRange: options.maxLogRange } : {}),
+  });
+  const decoded = decodeLogs(logs, rrpAddress);
+  // Requests must name this node; a provider that returns other logs is lying.
+  decoded.apiCalls = decoded.apiCalls.filter((r) => r.nodeAddress === options.nodeAddress);
+  decoded.withdrawals = decoded.withdrawals.filter((w) => w.nodeAddress === options.nodeAddress);
+
+  const templateIds = pendingRequests(decoded)
+    .apiCalls.filter((r) => r.type === 'template')
+    .map((r) => r.templateId ?? '');
+  const templates =
+    templateIds.length === 0
+      ? new Map()
+      : await resolveTemplates(client, {
+          rrpAddress,
+          nodeAddress: options.nodeAddress,
+          templateIds,
+          localTemplates: options.localTemplates,
+        });
+  const discovered = discoverRequests({
+    decoded,
+    chainId: chain.id,
+    rrpAddress,
+    nodeAddress: options.nodeAddress,
+    templates,
+    triggers: options.triggers,
+    decodeParameters: options.decodeParameters,
+    sponsorWalletOf: options.sponsorWalletOf,
+  });
+  const authorized = await authorizeRequests(client, {
+    chain,
+    rrpAddress,
+    nodeAddress: options.nodeAddress,
+    requests: discovered.apiCalls,
+  });
+  const dropped = [...discovered.dropped];
+  const apiCalls = discovered.apiCalls.filter((call) => {
+    if (authorized.has(call.id)) return true;
+    dropped.push({ id: call.id, reason: 'requester is not authorized' });
+    return false;
+  });
+  return { currentBlock, apiCalls, withdrawals: discovered.withdrawals, dropped, undecodableLogs: decoded.undecodable };
+}

@@ -1,0 +1,264 @@
+// Fulfilment (airnode-facts §2, §3.2): signing the response with the node key, deciding between
+// `fulfill` and `fail` with a static call first, the gas limit (fixed or estimated with the EIP-150
+// reserve), and building/sending transactions from the sponsor wallet.
+import {
+  AbiCoder,
+  type BaseWallet,
+  concat,
+  getBytes,
+  hashMessage,
+  Interface,
+  solidityPackedKeccak256,
+  Transaction,
+} from 'ethers';
+import { estimateGas, ethCall } from './calls.js';
+import { dryRunInterface, rrpInterface } from './contracts.js';
+import type { GasTarget } from './gas-price.js';
+import { asData, type RpcClient, RpcError, RpcTransportError } from './rpc.js';
+import { MAXIMUM_ONCHAIN_ERROR_LENGTH } from './types.js';
+
+/** The response signature the contract checks: EIP-191 over keccak256(requestId ‖ data), by the node key. */
+export function signFulfillment(nodeKey: Pick<BaseWallet, 'signingKey'>, requestId: string, data: string): string {
+  const hash = solidityPackedKeccak256(['bytes32', 'bytes'], [requestId, data || '0x']);
+  return nodeKey.signingKey.sign(hashMessage(getBytes(hash))).serialized;
+}
+
+/** On-chain error messages are cut to 100 characters: 97 + "...". */
+export function truncateErrorMessage(message: string): string {
+  return message.length > MAXIMUM_ONCHAIN_ERROR_LENGTH
+    ? `${message.slice(0, MAXIMUM_ONCHAIN_ERROR_LENGTH - 3)}...`
+    : message;
+}
+
+const errorInterface = new Interface(['function Error(string)']);
+
+/** Decodes `Error(string)` revert data; "No revert string" otherwise (as the reference). */
+export function decodeRevertString(callData: string): string {
+  try {
+    if (callData.startsWith('0x08c379a0')) {
+      const [reason] = errorInterface.decodeFunctionData('Error', callData);
+      return String(reason);
+    }
+  } catch {
+    // fall through
+  }
+  return 'No revert string';
+}
+
+/** The reason of a failed eth_call/eth_estimateGas, from the revert data when present. */
+export function revertReasonOf(error: unknown): string {
+  if (error instanceof RpcError && typeof error.data === 'string' && error.data.startsWith('0x08c379a0')) {
+    return decodeRevertString(error.data);
+  }
+  return error instanceof Error ? error.message : String(error);
+}
+
+/** The request is no longer awaiting fulfilment (fulfilled, failed, or never ours): nothing to send. */
+export function isNotAwaiting(reason: string): boolean {
+  return /Invalid request fulfillment/.test(reason);
+}
+
+export type ApiResponse =
+  | { success: true; encodedValue: string; signature: string; gasPrice?: string }
+  | { success: false; errorMessage: string };
+
+export type FulfillmentRequest = {
+  id: string;
+  nodeAddress: string;
+  sponsorWallet: string;
+  fulfillAddress: string;
+  fulfillFunctionId: string;
+};
+
+/** What to send for one request, before nonce and signature. */
+export type PlannedTransaction =
+  | {
+      kind: 'fulfill' | 'fail';
+      requestId: string;
+      to: string;
+      data: string;
+      gasLimit: bigint;
+      gasTarget: GasTarget;
+      errorMessage?: string;
+    }
+  | { kind: 'skip'; requestId: string; reason: string };
+
+export type PlanContext = {
+  client: RpcClient;
+  rrpAddress: string;
+  dryRunAddress?: string;
+  fulfillmentGasLimit?: number;
+  gasTarget: GasTarget;
+};
+
+const abi = AbiCoder.defaultAbiCoder();
+
+function failData(request: FulfillmentRequest, message: string): string {
+  return rrpInterface.encodeFunctionData('fail', [
+    request.id,
+    request.nodeAddress,
+    request.fulfillAddress,
+    request.fulfillFunctionId,
+    truncateErrorMessage(message),
+  ]);
+}
+
+async function planFail(
+  context: PlanContext,
+  request: FulfillmentRequest,
+  message: string,
+): Promise<PlannedTransaction> {
+  const data = failData(request, message);
+  let gasLimit: bigint;
+  if (context.fulfillmentGasLimit !== undefined) {
+    gasLimit = BigInt(context.fulfillmentGasLimit);
+  } else {
+    try {
+      gasLimit = await estimateGas(context.client, { from: request.sponsorWallet, to: context.rrpAddress, data });
+    } catch (error) {
+      const reason = revertReasonOf(error);
+      if (isNotAwaiting(reason))
+        return { kind: 'skip', requestId: request.id, reason: 'no longer awaiting fulfilment' };
+      throw error;
+    }
+  }
+  const { gasLimit: _ignored, ...target } = context.gasTarget;
+  return {
+    kind: 'fail',
+    requestId: request.id,
+    to: context.rrpAddress,
+    data,
+    gasLimit,
+    gasTarget: target as GasTarget,
+    errorMessage: truncateErrorMessage(message),
+  };
+}
+
+/** Static call of `fulfill` from the sponsor wallet: null when the callback succeeds, else the failure reason. */
+async function staticFulfill(
+  context: PlanContext,
+  request: FulfillmentRequest,
+  data: string,
+  gas?: bigint,
+): Promise<{ ok: true } | { ok: false; reason: string }> {
+  try {
+    const raw = await ethCall(context.client, {
+      from: request.sponsorWallet,
+      to: context.rrpAddress,
+      data,
+      ...(gas === undefined ? {} : { gas }),
+    });
+    const [callSuccess, callData] = rrpInterface.decodeFunctionResult('fulfill', raw).toArray() as [boolean, string];
+    return callSuccess ? { ok: true } : { ok: false, reason: decodeRevertString(callData) };
+  } catch (error) {
+    if (error instanceof RpcError) return { ok: false, reason: revertReasonOf(error) };
+    throw error; // transport problem: let the caller try another provider
+  }
+}
+
+export async function planApiCallTransaction(
+  context: PlanContext,
+  request: FulfillmentRequest,
+  response: ApiResponse,
+): Promise<PlannedTransaction> {
+  if (!response.success) return planFail(context, request, response.errorMessage);
+  const data = rrpInterface.encodeFunctionData('fulfill', [
+    request.id,
+    request.nodeAddress,
+    request.fulfillAddress,
+    request.fulfillFunctionId,
+    response.encodedValue,
+    response.signature,
+  ]);
+  // `_gasPrice` replaces the price (legacy, in wei) but keeps the gas limit.
+  const gasTarget: GasTarget =
+    response.gasPrice !== undefined ? { type: 0, gasPrice: BigInt(response.gasPrice) } : { ...context.gasTarget };
+
+  if (context.fulfillmentGasLimit !== undefined) {
+    const gasLimit = BigInt(context.fulfillmentGasLimit);
+    const check = await staticFulfill(context, request, data, gasLimit);
+    if (!check.ok) {
+      if (isNotAwaiting(check.reason))
+        return { kind: 'skip', requestId: request.id, reason: 'no longer awaiting fulfilment' };
+      return planFail(context, request, check.reason);
+    }
+    return { kind: 'fulfill', requestId: request.id, to: context.rrpAddress, data, gasLimit, gasTarget };
+  }
+
+  let estimationError: string;
+  try {
+    if (!context.dryRunAddress) throw new Error('no NodeRrpDryRun address to estimate gas with');
+    const dryRunData = dryRunInterface.encodeFunctionData('fulfill', [
+      request.id,
+      request.nodeAddress,
+      request.fulfillAddress,
+      request.fulfillFunctionId,
+      response.encodedValue,
+      response.signature,
+    ]);
+    const callbackData = concat([
+      request.fulfillFunctionId,
+      abi.encode(['bytes32', 'bytes'], [request.id, response.encodedValue]),
+    ]);
+    const [overhead, callback] = await Promise.all([
+      estimateGas(context.client, { from: request.sponsorWallet, to: context.dryRunAddress, data: dryRunData }),
+      estimateGas(context.client, { from: context.rrpAddress, to: request.fulfillAddress, data: callbackData }),
+    ]);
+    const total = overhead + callback;
+    // EIP-150: a call forwards at most 63/64 of the remaining gas, so reserve 1/63 on top.
+    const gasLimit = total + total / 63n;
+    const check = await staticFulfill(context, request, data, gasLimit);
+    if (!check.ok) {
+      if (isNotAwaiting(check.reason))
+        return { kind: 'skip', requestId: request.id, reason: 'no longer awaiting fulfilment' };
+      return planFail(context, request, check.reason);
+    }
+    return { kind: 'fulfill', requestId: request.id, to: context.rrpAddress, data, gasLimit, gasTarget };
+  } catch (error) {
+    if (!(error instanceof RpcError) && !(error instanceof Error && /NodeRrpDryRun/.test(error.message))) throw error;
+    estimationError = `Gas estimation failed: ${revertReasonOf(error)}`;
+  }
+  const check = await staticFulfill(context, request, data);
+  if (!check.ok) {
+    if (isNotAwaiting(check.reason))
+      return { kind: 'skip', requestId: request.id, reason: 'no longer awaiting fulfilment' };
+    return planFail(context, request, check.reason);
+  }
+  return planFail(context, request, estimationError);
+}
+
+/** Signs a planned transaction with the sponsor wallet (local, no RPC). */
+export async function signPlanned(
+  wallet: Pick<BaseWallet, 'signTransaction'>,
+  planned: { to: string; data: string; gasLimit: bigint; gasTarget: GasTarget; value?: bigint },
+  nonce: number,
+  chainId: string,
+): Promise<string> {
+  const target = planned.gasTarget;
+  const tx = Transaction.from({
+    to: planned.to,
+    data: planned.data,
+    nonce,
+    gasLimit: planned.gasLimit,
+    chainId: BigInt(chainId),
+    value: planned.value ?? 0n,
+    ...(target.type === 0
+      ? { type: 0, gasPrice: target.gasPrice }
+      : { type: 2, maxFeePerGas: target.maxFeePerGas, maxPriorityFeePerGas: target.maxPriorityFeePerGas }),
+  });
+  return wallet.signTransaction(tx);
+}
+
+export async function sendRawTransaction(client: RpcClient, signed: string): Promise<string> {
+  // No retry here: a lost answer is resolved by the nonce check of the next attempt, not by resending blindly.
+  return asData(await client.request('eth_sendRawTransaction', [signed], { attempts: 1, timeoutMs: 10_000 }), 'txHash');
+}
+
+/** Transaction count of an address at a block tag. */
+export async function transactionCount(client: RpcClient, address: string, tag: 'latest' | 'pending'): Promise<number> {
+  const value = await client.request('eth_getTransactionCount', [address, tag]);
+  if (typeof value !== 'string' || !/^0x[0-9a-fA-F]+$/.test(value)) {
+    throw new RpcTransportError('eth_getTransactionCount: malformed answer');
+  }
+  return Number(BigInt(value));
+}

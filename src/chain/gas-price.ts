@@ -1,0 +1,174 @@
+// Gas price strategies (airnode-facts §9), tried in the configured order within 10 s; the constant
+// strategy is the last resort. The arithmetic is pure and exported for unit tests.
+import { parseUnits } from 'ethers';
+import { asQuantity, type RpcClient, type RpcOptions, toQuantity, withTimeout } from './rpc.js';
+import type { Amount, GasPriceStrategy } from './types.js';
+
+export type GasTarget =
+  | { type: 0; gasPrice: bigint; gasLimit?: bigint }
+  | { type: 2; maxFeePerGas: bigint; maxPriorityFeePerGas: bigint; gasLimit?: bigint };
+
+export type GasTargetJson =
+  | { type: 0; gasPrice: string; gasLimit?: string }
+  | { type: 2; maxFeePerGas: string; maxPriorityFeePerGas: string; gasLimit?: string };
+
+const GAS_RPC: RpcOptions = { timeoutMs: 2_000, attempts: 2, backoffMs: { min: 200, max: 2_500 } };
+const ORACLE_BUDGET_MS = 10_000;
+
+export function amountToWei(amount: Amount): bigint {
+  return parseUnits(String(amount.value), amount.unit);
+}
+
+/** `floor(n * p / 100)`-th smallest, as `ceil(n*p/100) - 1` in the reference. */
+export function percentile(prices: bigint[], percent: number): bigint | undefined {
+  if (prices.length === 0) return undefined;
+  const sorted = [...prices].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+  const index = Math.max(0, Math.ceil((sorted.length * percent) / 100) - 1);
+  return sorted[Math.min(index, sorted.length - 1)];
+}
+
+/** Accept the latest percentile L only when the reference R is within the deviation band. */
+export function withinDeviation(latest: bigint, reference: bigint, maxDeviationMultiplier: number): boolean {
+  const m = BigInt(Math.round(maxDeviationMultiplier * 100));
+  if (m === 0n) return false;
+  return (latest * 100n) / m < reference && reference < (latest * m) / 100n;
+}
+
+export function multiplyByPercentMultiplier(value: bigint, multiplier: number): bigint {
+  return (value * BigInt(Math.round(multiplier * 100))) / 100n;
+}
+
+type Block = {
+  baseFeePerGas?: string;
+  transactions: { gasPrice?: string; maxPriorityFeePerGas?: string; type?: string }[];
+};
+
+async function getBlock(client: RpcClient, tag: string, withTransactions: boolean): Promise<Block> {
+  const block = await client.request<Block | null>('eth_getBlockByNumber', [tag, withTransactions], GAS_RPC);
+  if (!block || typeof block !== 'object' || !Array.isArray(block.transactions))
+    throw new Error(`block ${tag} missing`);
+  return block;
+}
+
+export function blockTransactionPrices(block: Block): bigint[] {
+  const baseFee = block.baseFeePerGas ? asQuantity(block.baseFeePerGas, 'baseFeePerGas') : 0n;
+  const prices: bigint[] = [];
+  for (const tx of block.transactions) {
+    if (typeof tx !== 'object') continue;
+    if (tx.maxPriorityFeePerGas) prices.push(baseFee + asQuantity(tx.maxPriorityFeePerGas, 'maxPriorityFeePerGas'));
+    else if (tx.gasPrice) prices.push(asQuantity(tx.gasPrice, 'gasPrice'));
+  }
+  return prices;
+}
+
+async function latestBaseFee(client: RpcClient): Promise<bigint> {
+  const block = await getBlock(client, 'latest', false);
+  if (!block.baseFeePerGas) throw new Error('latest block has no baseFeePerGas');
+  return asQuantity(block.baseFeePerGas, 'baseFeePerGas');
+}
+
+async function providerGasPrice(client: RpcClient): Promise<bigint> {
+  return asQuantity(await client.request('eth_gasPrice', [], GAS_RPC), 'eth_gasPrice');
+}
+
+export async function runStrategy(client: RpcClient, strategy: GasPriceStrategy): Promise<GasTarget> {
+  switch (strategy.gasPriceStrategy) {
+    case 'latestBlockPercentileGasPrice': {
+      const latest = await getBlock(client, 'latest', true);
+      const latestNumber = asQuantity((latest as unknown as { number: string }).number, 'block.number');
+      const referenceNumber = latestNumber - BigInt(strategy.pastToCompareInBlocks);
+      if (referenceNumber < 0n) throw new Error('not enough blocks to compare');
+      const reference = await getBlock(client, toQuantity(referenceNumber), true);
+      const latestPrices = blockTransactionPrices(latest);
+      const referencePrices = blockTransactionPrices(reference);
+      if (latestPrices.length < strategy.minTransactionCount || referencePrices.length < strategy.minTransactionCount) {
+        throw new Error('not enough transactions in the compared blocks');
+      }
+      const l = percentile(latestPrices, strategy.percentile)!;
+      const r = percentile(referencePrices, strategy.percentile)!;
+      if (!withinDeviation(l, r, strategy.maxDeviationMultiplier)) throw new Error('gas price deviates too much');
+      return { type: 0, gasPrice: l };
+    }
+    case 'providerRecommendedGasPrice':
+      return {
+        type: 0,
+        gasPrice: multiplyByPercentMultiplier(await providerGasPrice(client), strategy.recommendedGasPriceMultiplier),
+      };
+    case 'sanitizedProviderRecommendedGasPrice': {
+      if (!Number.isInteger(strategy.baseFeeMultiplierThreshold) || !Number.isInteger(strategy.baseFeeMultiplier)) {
+        throw new Error('non-integer base fee multipliers are not supported'); // as the reference (BigNumber.mul)
+      }
+      const baseFee = await latestBaseFee(client);
+      const price = multiplyByPercentMultiplier(await providerGasPrice(client), strategy.recommendedGasPriceMultiplier);
+      const sanitized =
+        price > baseFee * BigInt(strategy.baseFeeMultiplierThreshold)
+          ? baseFee * BigInt(strategy.baseFeeMultiplier) + amountToWei(strategy.priorityFee)
+          : price;
+      return { type: 0, gasPrice: sanitized };
+    }
+    case 'providerRecommendedEip1559GasPrice': {
+      const baseFee = await latestBaseFee(client);
+      const priorityFee = amountToWei(strategy.priorityFee);
+      return {
+        type: 2,
+        maxPriorityFeePerGas: priorityFee,
+        maxFeePerGas: baseFee * BigInt(strategy.baseFeeMultiplier) + priorityFee,
+      };
+    }
+    case 'constantGasPrice':
+      return { type: 0, gasPrice: amountToWei(strategy.gasPrice) };
+  }
+}
+
+/** Tries non-constant strategies in order (10 s in total); falls back to the (last) constant one. */
+export async function getGasTarget(
+  client: RpcClient,
+  strategies: GasPriceStrategy[],
+  fulfillmentGasLimit?: number,
+): Promise<GasTarget> {
+  const constant = [...strategies].reverse().find((s) => s.gasPriceStrategy === 'constantGasPrice');
+  const deadline = Date.now() + ORACLE_BUDGET_MS;
+  let target: GasTarget | undefined;
+  for (const strategy of strategies) {
+    if (strategy.gasPriceStrategy === 'constantGasPrice') continue;
+    const left = deadline - Date.now();
+    if (left <= 0) break;
+    try {
+      target = await withTimeout(runStrategy(client, strategy), left, strategy.gasPriceStrategy);
+      break;
+    } catch {
+      // next strategy
+    }
+  }
+  if (!target) {
+    if (!constant) throw new Error('gasPriceOracle has no constantGasPrice strategy');
+    target = await runStrategy(client, constant);
+  }
+  if (fulfillmentGasLimit !== undefined) target.gasLimit = BigInt(fulfillmentGasLimit);
+  return target;
+}
+
+export function gasTargetToJson(target: GasTarget): GasTargetJson {
+  const gasLimit = target.gasLimit === undefined ? {} : { gasLimit: target.gasLimit.toString() };
+  return target.type === 0
+    ? { type: 0, gasPrice: target.gasPrice.toString(), ...gasLimit }
+    : {
+        type: 2,
+        maxFeePerGas: target.maxFeePerGas.toString(),
+        maxPriorityFeePerGas: target.maxPriorityFeePerGas.toString(),
+        ...gasLimit,
+      };
+}
+
+/** Cost ceiling per gas unit of a target (for withdrawals). */
+export function pricePerGas(target: GasTarget): bigint {
+  return target.type === 0 ? target.gasPrice : target.maxFeePerGas;
+}
+
+/** Raises a target by `percent` (replacing a stuck transaction needs a higher price). */
+export function bumpGasTarget(target: GasTarget, percent: number): GasTarget {
+  const bump = (v: bigint) => (v * BigInt(100 + percent)) / 100n;
+  return target.type === 0
+    ? { ...target, gasPrice: bump(target.gasPrice) }
+    : { ...target, maxFeePerGas: bump(target.maxFeePerGas), maxPriorityFeePerGas: bump(target.maxPriorityFeePerGas) };
+}

@@ -1,0 +1,235 @@
+// The pure part of request discovery (airnode-facts §3 2c–2g): drop finished requests, decode
+// parameters, apply templates, verify request ids, match triggers, verify sponsor wallets, block
+// sponsors with a pending withdrawal. No I/O: templates and wallet derivation come in as inputs.
+import { deriveFullRequestId, deriveTemplateIdV0, deriveTemplateRequestId } from './ids.js';
+import { byLogPosition, type DecodedLogs } from './logs.js';
+import type { Template } from './templates.js';
+import type { ApiCallRequest, ServableApiCall, WithdrawalRequest } from './types.js';
+
+export type RrpTrigger = { endpointId: string; oisTitle: string; endpointName: string; cacheResponses: boolean };
+
+export type DroppedRequest = { id: string; reason: string };
+
+/** A discovered request: either servable, or to be answered with `fail(errorMessage)`. */
+export type DiscoveredApiCall = ServableApiCall & { errorMessage?: string };
+
+export type DiscoveryResult = {
+  apiCalls: DiscoveredApiCall[];
+  withdrawals: WithdrawalRequest[];
+  dropped: DroppedRequest[];
+};
+
+export type DiscoveryInput = {
+  decoded: DecodedLogs;
+  chainId: string;
+  rrpAddress: string;
+  nodeAddress: string;
+  templates: Map<string, Template>;
+  triggers: RrpTrigger[];
+  decodeParameters: (encoded: string) => Record<string, unknown>;
+  sponsorWalletOf: (sponsor: string) => string;
+};
+
+/** Unfinished API calls and withdrawals, in log order. */
+export function pendingRequests(decoded: DecodedLogs): {
+  apiCalls: ApiCallRequest[];
+  withdrawals: WithdrawalRequest[];
+} {
+  return {
+    apiCalls: decoded.apiCalls.filter((r) => !decoded.finishedRequestIds.has(r.id)).sort(byLogPosition),
+    withdrawals: decoded.withdrawals.filter((w) => !decoded.fulfilledWithdrawalIds.has(w.id)).sort(byLogPosition),
+  };
+}
+
+export function verifyRequestId(request: ApiCallRequest, chainId: string, rrpAddress: string): boolean {
+  const common = {
+    chainId,
+    rrpAddress,
+    requester: request.requester,
+    requesterRequestCount: request.requesterRequestCount,
+    sponsor: request.sponsor,
+    sponsorWallet: request.sponsorWallet,
+    fulfillAddress: request.fulfillAddress,
+    fulfillFunctionId: request.fulfillFunctionId,
+    parameters: request.encodedParameters,
+  };
+  try {
+    const expected =
+      request.type === 'full'
+        ? deriveFullRequestId({ ...common, nodeAddress: request.nodeAddress, endpointId: request.endpointId ?? '' })
+        : deriveTemplateRequestId({ ...common, templateId: request.templateId ?? '' });
+    return expected.toLowerCase() === request.id.toLowerCase();
+  } catch {
+    return false;
+  }
+}
+
+export function discoverRequests(input: DiscoveryInput): DiscoveryResult {
+  const { apiCalls, withdrawals: pendingWithdrawals } = pendingRequests(input.decoded);
+  const dropped: DroppedRequest[] = [];
+  const result: DiscoveredApiCall[] = [];
+  const triggers = new Map(input.triggers.map((t) => [t.endpointId.toLowerCase(), t]));
+  const withdrawals: WithdrawalRequest[] = [];
+  const blockedSponsors = new Set<string>();
+  for (const withdrawal of pendingWithdrawals) {
+    if (input.sponsorWalletOf(withdrawal.sponsor) !== withdrawal.sponsorWallet) {
+      dropped.push({ id: withdrawal.id, reason: 'withdrawal sponsor wallet does not match the derived one' });
+      continue;
+    }
+    withdrawals.push(withdrawal);
+    blockedSponsors.add(withdrawal.sponsor);
+  }
+
+  for (const request of apiCalls) {
+    if (blockedSponsors.has(request.sponsor)) {
+      dropped.push({ id: request.id, reason: 'sponsor has a pending withdrawal' });
+      continue;
+    }
+    let requestParameters: Record<string, unknown>;
+    try {
+      requestParameters = input.decodeParameters(request.encodedParameters);
+    } catch {
+      dropped.push({ id: request.id, reason: 'request parameters cannot be decoded' });
+      continue;
+    }
+    let errorMessage: string | undefined;
+    let endpointId = request.endpointId;
+    let parameters = requestParameters;
+    let template: ApiCallRequest['template'];
+    if (request.type === 'template') {
+      const found = input.templates.get(request.templateId ?? '');
+      if (!found) {
+        dropped.push({ id: request.id, reason: 'template not found' });
+        continue;
+      }
+      let templateParameters: Record<string, unknown>;
+      try {
+        templateParameters = input.decodeParameters(found.encodedParameters);
+      } catch {
+        dropped.push({ id: request.id, reason: 'template parameters cannot be decoded' });
+        continue;
+      }
+      template = found;
+      endpointId = found.endpointId;
+      // Request parameters override template parameters (case-sensitive keys).
+      parameters = { ...templateParameters, ...requestParameters };
+      const expectedTemplateId = deriveTemplateIdV0(found.nodeAddress, found.endpointId, found.encodedParameters);
+      if (expectedTemplateId.toLowerCase() !== request.templateId) {
+        errorMessage = `Invalid template ID:${request.templateId} Expected template ID:${expectedTemplateId}`;
+      }
+    }
+    const trigger = triggers.get((endpointId ?? '').toLowerCase());
+    if (!trigger || !endpointId) {
+      dropped.push({ id: request.id, reason: `no rrp trigger for endpointId ${endpointId}` });
+      continue;
+    }
+    if (input.sponsorWalletOf(request.sponsor) !== request.sponsorWallet) {
+      dropped.push({ id: request.id, reason: 'sponsor wallet does not match the derived one' });
+      continue;
+    }
+    if (!verifyRequestId(request, input.chainId, input.rrpAddress)) {
+      errorMessage = `RequestId is invalid. Request ID:${request.id}`;
+    }
+    const call: DiscoveredApiCall = {
+      ...request,
+      endpointId: endpointId.toLowerCase(),
+      parameters,
+      oisTitle: trigger.oisTitle,
+      endpointName: trigger.endpointName,
+      cacheResponses: trigger.cacheResponses,
+    };
+    if (template) call.template = template;
+    if (errorMessage) call.errorMessage = errorMessage;
+    result.push(call);
+  }
+  return { apiCalls: result, withdrawals, dropped };
+}
+
+/**
+ * The chain limit (airnode-facts §3 step 4): `maxConcurrency` API calls + withdrawals per chain per cycle
+ * across providers. Providers sorted ascending by count each take an equal share of what remains.
+ */
+export function applyChainLimit<
+  T extends {
+    apiCalls: { blockNumber: number; logIndex: number }[];
+    withdrawals: { blockNumber: number; logIndex: number }[];
+  },
+>(providers: T[], maxConcurrency: number): T[] {
+  type Item = { kind: 'api' | 'withdrawal'; index: number; blockNumber: number; logIndex: number };
+  const order = providers
+    .map((provider, index) => ({ provider, index, count: provider.apiCalls.length + provider.withdrawals.length }))
+    .sort((a, b) => a.count - b.count);
+  let remaining = maxConcurrency;
+  const limited: T[] = new Array(providers.length);
+  order.forEach(({ provider, index, count }, position) => {
+    const providersLeft = order.length - position;
+    const take = Math.min(Math.floor(remaining / providersLeft), count);
+    remaining -= take;
+    const items: Item[] = [
+      ...provider.apiCalls.map((r, i) => ({
+        kind: 'api' as const,
+        index: i,
+        blockNumber: r.blockNumber,
+        logIndex: r.logIndex,
+      })),
+      ...provider.withdrawals.map((r, i) => ({
+        kind: 'withdrawal' as const,
+        index: i,
+        blockNumber: r.blockNumber,
+        logIndex: r.logIndex,
+      })),
+    ]
+      .sort(byLogPosition)
+      .slice(0, take);
+    const api = new Set(items.filter((i) => i.kind === 'api').map((i) => i.index));
+    const wd = new Set(items.filter((i) => i.kind === 'withdrawal').map((i) => i.index));
+    limited[index] = {
+      ...provider,
+      apiCalls: provider.apiCalls.filter((_, i) => api.has(i)),
+      withdrawals: provider.withdrawals.filter((_, i) => wd.has(i)),
+    };
+  });
+  return limited;
+}
+
+/**
+ * The `_minConfirmations` filter (§3 step 6): per sponsor, the required confirmations are the maximum of the
+ * valid requested values (0…300) or the chain default; once a request is too young, all later requests of the
+ * sponsor wait too, which keeps the nonce order.
+ */
+export function filterByMinConfirmations<T extends { sponsor: string; blockNumber: number; logIndex: number }>(
+  requests: T[],
+  input: { currentBlock: number; chainMinConfirmations: number; requestedMinConfirmations: (request: T) => unknown },
+): { kept: T[]; waiting: T[] } {
+  const bySponsor = new Map<string, T[]>();
+  for (const request of [...requests].sort(byLogPosition)) {
+    const list = bySponsor.get(request.sponsor) ?? [];
+    list.push(request);
+    bySponsor.set(request.sponsor, list);
+  }
+  const kept: T[] = [];
+  const waiting: T[] = [];
+  for (const list of bySponsor.values()) {
+    const requested = list
+      .map((r) => parseMinConfirmations(input.requestedMinConfirmations(r)))
+      .filter((v): v is number => v !== undefined);
+    const required = requested.length > 0 ? Math.max(...requested) : input.chainMinConfirmations;
+    let blocked = false;
+    for (const request of list) {
+      if (!blocked && input.currentBlock - request.blockNumber >= required) kept.push(request);
+      else {
+        blocked = true;
+        waiting.push(request);
+      }
+    }
+  }
+  return { kept, waiting };
+}
+
+export function parseMinConfirmations(value: unknown): number | undefined {
+  if (value === undefined || value === null || value === '') return undefined;
+  const text = String(value);
+  if (!/^\d+$/.test(text)) return undefined;
+  const n = Number(text);
+  return n >= 0 && n <= 300 ? n : undefined;
+}

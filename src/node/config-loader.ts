@@ -1,0 +1,41 @@
+// Loads config.json + secrets.env through the config package (validation and `${NAME}` interpolation).
+// Errors are collected into one readable message; no secret value ever appears in it.
+import { readFile } from 'node:fs/promises';
+import { type Config, validateConfig } from '../config/index.js';
+
+export class ConfigLoadError extends Error {
+  constructor(
+    message: string,
+    readonly issues: { path: string; message: string }[] = [],
+  ) {
+    super(message);
+    this.name = 'ConfigLoadError';
+  }
+}
+
+export async function loadConfig(configPath: string, secretsPath?: string): Promise<Config> {
+  let configText: string;
+  try {
+    configText = await readFile(configPath, 'utf8');
+  } catch (error) {
+    throw new ConfigLoadError(
+      `Cannot read config file ${configPath}: ${(error as NodeJS.ErrnoException).code ?? 'error'}`,
+    );
+  }
+  let secretsText: string | undefined;
+  if (secretsPath) {
+    try {
+      secretsText = await readFile(secretsPath, 'utf8');
+    } catch (error) {
+      throw new ConfigLoadError(
+        `Cannot read secrets file ${secretsPath}: ${(error as NodeJS.ErrnoException).code ?? 'error'}`,
+      );
+    }
+  }
+  const result = validateConfig(configText, secretsText ?? {});
+  if (!result.ok || !result.config) {
+    const lines = result.errors.map((issue) => `  ${issue.path || '(root)'}: ${issue.message}`);
+    throw new ConfigLoadError(`The configuration is not valid:\n${lines.join('\n')}`, result.errors);
+  }
+  return result.config;
+}

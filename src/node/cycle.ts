@@ -1,0 +1,245 @@
+// One coordinator cycle (airnode-facts §3): discovery on every (chain, provider) in parallel and
+// isolated, the chain limit, aggregation by requestId across providers, the confirmation filter, then
+// shards by sponsor wallet handed to an executor. Deliberate difference from the reference: each request
+// is submitted once, through one provider, instead of once per provider (see docs/chain-cycle.md).
+
+import { type DiscoveryOptions, discoverOnProvider, type ProviderDiscovery } from '../chain/discovery.js';
+import { byLogPosition } from '../chain/logs.js';
+import { applyChainLimit, type DiscoveredApiCall, filterByMinConfirmations } from '../chain/requests.js';
+import { RpcClient, withTimeout } from '../chain/rpc.js';
+import { type SponsorWallets, sponsorWallets } from '../chain/sponsor-wallets.js';
+import { DEFAULT_MIN_CONFIRMATIONS, type WithdrawalRequest } from '../chain/types.js';
+import type { Config } from '../config/index.js';
+import type { ShardExecutor, ShardResult } from './executor.js';
+import type { Logger } from './logger.js';
+import { decodeParameters } from './ois-adapter.js';
+import { requestedMinConfirmations, SHARD_FORMAT, type ShardInput } from './shard.js';
+
+/** Budget of one provider's discovery (the reference's initializeProvider worker). */
+export const PROVIDER_DISCOVERY_TIMEOUT_MS = 20_000;
+
+export type CycleDeps = {
+  executor: ShardExecutor;
+  logger: Logger;
+  wallets?: SponsorWallets;
+  rpcClient?: (url: string) => RpcClient;
+  /** Called with every client created, e.g. to count RPC calls. */
+  discoveryTimeoutMs?: number;
+  maxLogRange?: number;
+};
+
+export type ProviderSummary = {
+  chainId: string;
+  provider: string;
+  ok: boolean;
+  currentBlock?: number;
+  apiCalls?: number;
+  withdrawals?: number;
+  dropped?: number;
+  error?: string;
+  rpcCalls: number;
+};
+
+export type CycleSummary = {
+  providers: ProviderSummary[];
+  requests: { discovered: number; servable: number; waitingForConfirmations: number; overChainLimit: number };
+  shards: { total: number; failed: number };
+  transactions: { fulfilled: number; failed: number; withdrawn: number; skipped: number; errors: number };
+  apiCalls: number;
+  cacheHits: number;
+  rpcCalls: number;
+  results: ShardResult[];
+};
+
+type ProviderState = { name: string; discovery?: ProviderDiscovery; summary: ProviderSummary };
+
+export async function planChainShards(
+  config: Config,
+  chain: Config['chains'][number],
+  deps: CycleDeps & { wallets: SponsorWallets },
+): Promise<{
+  shards: ShardInput[];
+  providers: ProviderSummary[];
+  discovered: number;
+  waiting: number;
+  overLimit: number;
+}> {
+  const makeClient = deps.rpcClient ?? ((url: string) => new RpcClient(url));
+  const options: DiscoveryOptions = {
+    chain,
+    nodeAddress: deps.wallets.nodeAddress,
+    triggers: config.triggers.rrp,
+    localTemplates: config.templates,
+    decodeParameters,
+    sponsorWalletOf: deps.wallets.addressOf,
+    ...(deps.maxLogRange ? { maxLogRange: deps.maxLogRange } : {}),
+  };
+  const states: ProviderState[] = await Promise.all(
+    Object.entries(chain.providers).map(async ([name, provider]): Promise<ProviderState> => {
+      const client = makeClient(provider.url);
+      try {
+        const discovery = await withTimeout(
+          discoverOnProvider(client, options),
+          deps.discoveryTimeoutMs ?? PROVIDER_DISCOVERY_TIMEOUT_MS,
+          `discovery on ${name}`,
+        );
+        return {
+          name,
+          discovery,
+          summary: {
+            chainId: chain.id,
+            provider: name,
+            ok: true,
+            currentBlock: discovery.currentBlock,
+            apiCalls: discovery.apiCalls.length,
+            withdrawals: discovery.withdrawals.length,
+            dropped: discovery.dropped.length,
+            rpcCalls: client.calls,
+          },
+        };
+      } catch (error) {
+        deps.logger.warn(
+          { chainId: chain.id, provider: name, reason: (error as Error).message },
+          'provider unavailable this cycle',
+        );
+        return {
+          name,
+          summary: {
+            chainId: chain.id,
+            provider: name,
+            ok: false,
+            error: (error as Error).message,
+            rpcCalls: client.calls,
+          },
+        };
+      }
+    }),
+  );
+  const healthy = states.filter(
+    (s): s is ProviderState & { discovery: ProviderDiscovery } => s.discovery !== undefined,
+  );
+  if (healthy.length === 0)
+    return { shards: [], providers: states.map((s) => s.summary), discovered: 0, waiting: 0, overLimit: 0 };
+
+  const discovered = new Set(healthy.flatMap((s) => s.discovery.apiCalls.map((c) => c.id))).size;
+  const limited = applyChainLimit(
+    healthy.map((s) => s.discovery),
+    chain.maxConcurrency,
+  );
+  // Aggregate by id across providers: first occurrence (config order) wins, and the request is
+  // submitted once, however many providers saw it.
+  const apiCalls = new Map<string, DiscoveredApiCall>();
+  const withdrawals = new Map<string, WithdrawalRequest>();
+  let currentBlock = 0;
+  for (const discovery of limited) {
+    currentBlock = Math.max(currentBlock, discovery.currentBlock);
+    for (const call of discovery.apiCalls) if (!apiCalls.has(call.id)) apiCalls.set(call.id, call);
+    for (const withdrawal of discovery.withdrawals)
+      if (!withdrawals.has(withdrawal.id)) withdrawals.set(withdrawal.id, withdrawal);
+  }
+  const limitedCount = apiCalls.size;
+  // The confirmation filter uses the lowest current block among healthy providers: a provider that is
+  // ahead must not make a request look confirmed early.
+  const confirmedHead = Math.min(...healthy.map((s) => s.discovery.currentBlock));
+  const { kept, waiting } = filterByMinConfirmations([...apiCalls.values()], {
+    currentBlock: confirmedHead,
+    chainMinConfirmations: chain.minConfirmations ?? DEFAULT_MIN_CONFIRMATIONS,
+    requestedMinConfirmations: (call) => requestedMinConfirmations(config, call),
+  });
+
+  const bySponsorWallet = new Map<string, ShardInput>();
+  const shardOf = (sponsor: string, sponsorWallet: string) => {
+    let shard = bySponsorWallet.get(sponsorWallet);
+    if (!shard) {
+      shard = {
+        format: SHARD_FORMAT,
+        chainId: chain.id,
+        sponsor,
+        sponsorWallet,
+        providers: healthy.map((s) => s.name),
+        currentBlock,
+        apiCalls: [],
+        withdrawals: [],
+      };
+      bySponsorWallet.set(sponsorWallet, shard);
+    }
+    return shard;
+  };
+  for (const call of kept.sort(byLogPosition)) shardOf(call.sponsor, call.sponsorWallet).apiCalls.push(call);
+  for (const withdrawal of [...withdrawals.values()].sort(byLogPosition)) {
+    shardOf(withdrawal.sponsor, withdrawal.sponsorWallet).withdrawals.push(withdrawal);
+  }
+  return {
+    shards: [...bySponsorWallet.values()],
+    providers: states.map((s) => ({ ...s.summary })),
+    discovered,
+    waiting: waiting.length,
+    overLimit: discovered - limitedCount,
+  };
+}
+
+export async function runCycle(config: Config, deps: CycleDeps): Promise<CycleSummary> {
+  const wallets = deps.wallets ?? sponsorWallets(config.nodeSettings.nodeWalletMnemonic);
+  const summary: CycleSummary = {
+    providers: [],
+    requests: { discovered: 0, servable: 0, waitingForConfirmations: 0, overChainLimit: 0 },
+    shards: { total: 0, failed: 0 },
+    transactions: { fulfilled: 0, failed: 0, withdrawn: 0, skipped: 0, errors: 0 },
+    apiCalls: 0,
+    cacheHits: 0,
+    rpcCalls: 0,
+    results: [],
+  };
+  // Chains are independent: one failing chain never stops another.
+  const perChain = await Promise.all(
+    config.chains.map(async (chain) => {
+      try {
+        const planned = await planChainShards(config, chain, { ...deps, wallets });
+        const results = planned.shards.length
+          ? await deps.executor.run(planned.shards, { concurrency: chain.maxConcurrency })
+          : [];
+        return { planned, results };
+      } catch (error) {
+        deps.logger.error({ chainId: chain.id, reason: (error as Error).message }, 'chain cycle failed');
+        return undefined;
+      }
+    }),
+  );
+  for (const chain of perChain) {
+    if (!chain) continue;
+    const { planned, results } = chain;
+    summary.providers.push(...planned.providers);
+    summary.requests.discovered += planned.discovered;
+    summary.requests.waitingForConfirmations += planned.waiting;
+    summary.requests.overChainLimit += planned.overLimit;
+    summary.requests.servable += planned.shards.reduce((n, s) => n + s.apiCalls.length, 0);
+    summary.shards.total += planned.shards.length;
+    summary.rpcCalls += planned.providers.reduce((n, p) => n + p.rpcCalls, 0);
+    for (const result of results) {
+      summary.results.push(result);
+      if (!result.ok) {
+        summary.shards.failed++;
+        continue;
+      }
+      summary.apiCalls += result.output.apiCalls;
+      summary.cacheHits += result.output.cacheHits;
+      summary.rpcCalls += result.output.rpcCalls;
+      for (const outcome of result.output.outcomes) {
+        if (outcome.outcome === 'fulfilled') summary.transactions.fulfilled++;
+        else if (outcome.outcome === 'failed') summary.transactions.failed++;
+        else if (outcome.outcome === 'withdrawn') summary.transactions.withdrawn++;
+        else if (outcome.outcome === 'skipped') summary.transactions.skipped++;
+        else summary.transactions.errors++;
+      }
+    }
+  }
+  deps.logger.info(
+    {
+      requests: summary.requests,
+      transactions: summary.transactions,
+      providers: summary.providers.map((p) => ({ chainId: p.chainId, provider: p.provider, ok: p.ok })),
+    },
+    'cycle finished',
+  );
+  return summary;
+}

@@ -1,0 +1,325 @@
+// One shard = the work of one sponsor wallet on one chain in one cycle: call the APIs, sign, and submit
+// the sponsor's transactions in nonce order through ONE provider (the first healthy one), moving to the
+// next provider only when sending through the current one fails at transport level. Shards share no nonce
+// sequence, so they run independently (in-process here, as Kubernetes Jobs in the operator).
+// Input and output are plain JSON; secrets come from the worker's own config, never from the shard.
+
+import { callView } from '../chain/calls.js';
+import { rrpInterface } from '../chain/contracts.js';
+import {
+  type ApiResponse,
+  type PlannedTransaction,
+  planApiCallTransaction,
+  sendRawTransaction,
+  signFulfillment,
+  signPlanned,
+  transactionCount,
+} from '../chain/fulfillment.js';
+import { amountToWei, bumpGasTarget, type GasTarget, getGasTarget } from '../chain/gas-price.js';
+import type { DiscoveredApiCall } from '../chain/requests.js';
+import { RpcClient, RpcTransportError } from '../chain/rpc.js';
+import type { SponsorWallets } from '../chain/sponsor-wallets.js';
+import { dryRunAddressOf, rrpAddressOf, type WithdrawalRequest } from '../chain/types.js';
+import { type PlannedWithdrawal, planWithdrawal } from '../chain/withdrawals.js';
+import type { Config } from '../config/index.js';
+import { getReservedParameterValue } from '../ois/reserved.js';
+import type { Ois } from '../ois/types.js';
+import type { ResponseCache } from './cache.js';
+import type { Logger } from './logger.js';
+import { type CallEndpointInput, type CallEndpointResult, callEndpoint as defaultCallEndpoint } from './ois-adapter.js';
+
+export const SHARD_FORMAT = 'oracle-node/shard@1';
+
+export type ShardInput = {
+  format: typeof SHARD_FORMAT;
+  chainId: string;
+  sponsor: string;
+  sponsorWallet: string;
+  /** Provider names of the chain, most preferred first (healthy in discovery). */
+  providers: string[];
+  currentBlock: number;
+  apiCalls: DiscoveredApiCall[];
+  withdrawals: WithdrawalRequest[];
+};
+
+export type ShardOutcome = {
+  id: string;
+  kind: 'api' | 'withdrawal';
+  outcome: 'fulfilled' | 'failed' | 'withdrawn' | 'skipped' | 'error';
+  txHash?: string;
+  nonce?: number;
+  provider?: string;
+  reason?: string;
+};
+
+export type ShardOutput = {
+  chainId: string;
+  sponsorWallet: string;
+  outcomes: ShardOutcome[];
+  apiCalls: number;
+  cacheHits: number;
+  rpcCalls: number;
+};
+
+export type ShardContext = {
+  config: Config;
+  wallets: SponsorWallets;
+  logger: Logger;
+  cache?: ResponseCache;
+  callEndpoint?: (call: CallEndpointInput) => Promise<CallEndpointResult>;
+  rpcClient?: (url: string) => RpcClient;
+  /** Concurrent API calls inside one shard. */
+  apiConcurrency?: number;
+};
+
+export async function mapLimit<T, R>(
+  items: T[],
+  limit: number,
+  fn: (item: T, index: number) => Promise<R>,
+): Promise<R[]> {
+  const results = new Array<R>(items.length);
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) {
+      const index = next++;
+      results[index] = await fn(items[index]!, index);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.max(1, Math.min(limit, items.length)) }, worker));
+  return results;
+}
+
+function findEndpoint(config: Config, call: DiscoveredApiCall) {
+  const ois = config.ois.find((o) => o.title === call.oisTitle) as Ois | undefined;
+  const endpoint = ois?.endpoints.find((e) => e.name === call.endpointName);
+  return { ois, endpoint };
+}
+
+/** The reserved `_minConfirmations` of a request, honoured only when the endpoint lists it. */
+export function requestedMinConfirmations(config: Config, call: DiscoveredApiCall): string | undefined {
+  const { endpoint } = findEndpoint(config, call);
+  return endpoint ? getReservedParameterValue('_minConfirmations', endpoint, call.parameters) : undefined;
+}
+
+async function respond(
+  context: ShardContext,
+  chainId: string,
+  call: DiscoveredApiCall,
+): Promise<{ response: ApiResponse; cached: boolean }> {
+  if (call.errorMessage) return { response: { success: false, errorMessage: call.errorMessage }, cached: false };
+  const { ois, endpoint } = findEndpoint(context.config, call);
+  if (!ois || !endpoint) {
+    return {
+      response: { success: false, errorMessage: `No endpoint ${call.endpointName} in OIS ${call.oisTitle}` },
+      cached: false,
+    };
+  }
+  const gasPriceValue = getReservedParameterValue('_gasPrice', endpoint, call.parameters);
+  const gasPrice = gasPriceValue !== undefined && /^\d+$/.test(gasPriceValue) ? { gasPrice: gasPriceValue } : {};
+  if (call.cacheResponses && context.cache) {
+    const hit = await context.cache.get(call.id);
+    if (hit) return { response: { success: true, ...hit, ...gasPrice }, cached: true };
+  }
+  const result = await (context.callEndpoint ?? defaultCallEndpoint)({
+    ois,
+    endpointName: call.endpointName,
+    parameters: call.parameters,
+    apiCredentials: context.config.apiCredentials,
+    metadata: {
+      chainId,
+      chainType: 'evm',
+      requesterAddress: call.requester,
+      sponsorAddress: call.sponsor,
+      sponsorWalletAddress: call.sponsorWallet,
+      requestId: call.id,
+    },
+  });
+  if (!result.success) return { response: { success: false, errorMessage: result.errorMessage }, cached: false };
+  const signature = signFulfillment(context.wallets.node, call.id, result.encodedValue);
+  if (call.cacheResponses && context.cache) {
+    await context.cache.set(call.id, { encodedValue: result.encodedValue, signature });
+  }
+  return { response: { success: true, encodedValue: result.encodedValue, signature, ...gasPrice }, cached: false };
+}
+
+type WorkItem =
+  | { kind: 'api'; call: DiscoveredApiCall; response: ApiResponse }
+  | { kind: 'withdrawal'; withdrawal: WithdrawalRequest };
+
+function itemId(item: WorkItem): string {
+  return item.kind === 'api' ? item.call.id : item.withdrawal.id;
+}
+
+async function stillAwaiting(client: RpcClient, rrpAddress: string, requestId: string): Promise<boolean> {
+  const [awaiting] = await callView<[boolean]>(
+    client,
+    { address: rrpAddress, iface: rrpInterface },
+    'requestIsAwaitingFulfillment',
+    [requestId],
+  );
+  return awaiting;
+}
+
+export async function runShard(shard: ShardInput, context: ShardContext): Promise<ShardOutput> {
+  if (shard.format !== SHARD_FORMAT) throw new Error(`Unknown shard format ${String(shard.format)}`);
+  const chain = context.config.chains.find((c) => c.id === shard.chainId);
+  if (!chain) throw new Error(`Chain ${shard.chainId} is not in the config`);
+  const logger = context.logger.child({ chainId: shard.chainId, sponsorWallet: shard.sponsorWallet });
+  const wallet = context.wallets.walletOf(shard.sponsor);
+  if (wallet.address !== shard.sponsorWallet) throw new Error('Shard sponsor wallet does not match the node mnemonic');
+  const rrpAddress = rrpAddressOf(chain);
+  const dryRunAddress = dryRunAddressOf(chain);
+  const makeClient = context.rpcClient ?? ((url: string) => new RpcClient(url));
+  const outcomes: ShardOutcome[] = [];
+  let rpcCalls = 0;
+
+  // 1. API calls (cached responses reused), all before any transaction, as the reference.
+  let cacheHits = 0;
+  const responses = await mapLimit(shard.apiCalls, context.apiConcurrency ?? 16, async (call) => {
+    const { response, cached } = await respond(context, shard.chainId, call);
+    if (cached) cacheHits++;
+    return response;
+  });
+  let pending: WorkItem[] = [
+    ...shard.apiCalls.map((call, i) => ({ kind: 'api' as const, call, response: responses[i]! })),
+    ...shard.withdrawals.map((withdrawal) => ({ kind: 'withdrawal' as const, withdrawal })),
+  ];
+
+  // 2. Transactions through one provider at a time.
+  const providerNames = shard.providers.filter((name) => chain.providers[name]);
+  for (let p = 0; p < providerNames.length && pending.length > 0; p++) {
+    const providerName = providerNames[p]!;
+    const client = makeClient(chain.providers[providerName]!.url);
+    const resumed = p > 0;
+    try {
+      const [latestCount, pendingCount] = await Promise.all([
+        transactionCount(client, wallet.address, 'latest'),
+        transactionCount(client, wallet.address, 'pending'),
+      ]);
+      let gasTarget: GasTarget = await getGasTarget(
+        client,
+        chain.options.gasPriceOracle,
+        chain.options.fulfillmentGasLimit,
+      );
+      // Transactions still pending from an earlier cycle are replaced (same nonces): that needs a higher price.
+      if (pendingCount > latestCount) gasTarget = bumpGasTarget(gasTarget, 20);
+      let nonce = latestCount;
+
+      if (resumed) {
+        // The previous provider may have delivered a transaction before failing: never serve twice.
+        const checked = await mapLimit(pending, 8, async (item) =>
+          item.kind === 'api' ? stillAwaiting(client, rrpAddress, item.call.id) : true,
+        );
+        pending = pending.filter((item, i) => {
+          if (checked[i]) return true;
+          outcomes.push({
+            id: itemId(item),
+            kind: item.kind,
+            outcome: 'skipped',
+            reason: 'no longer awaiting fulfilment',
+          });
+          return false;
+        });
+      }
+
+      const remainder = chain.options.withdrawalRemainder ? amountToWei(chain.options.withdrawalRemainder) : 0n;
+      const plans = await mapLimit(pending, 8, async (item): Promise<PlannedTransaction | PlannedWithdrawal> => {
+        if (item.kind === 'api') {
+          return planApiCallTransaction(
+            {
+              client,
+              rrpAddress,
+              ...(dryRunAddress ? { dryRunAddress } : {}),
+              ...(chain.options.fulfillmentGasLimit !== undefined
+                ? { fulfillmentGasLimit: chain.options.fulfillmentGasLimit }
+                : {}),
+              gasTarget,
+            },
+            item.call,
+            item.response,
+          );
+        }
+        return planWithdrawal(client, {
+          id: item.withdrawal.id,
+          nodeAddress: item.withdrawal.nodeAddress,
+          sponsor: item.withdrawal.sponsor,
+          sponsorWallet: item.withdrawal.sponsorWallet,
+          rrpAddress,
+          gasTarget,
+          remainder,
+        });
+      });
+
+      // Send in nonce order; a transport failure hands the rest to the next provider, any other
+      // failure stops this sponsor for the cycle (later nonces would be stuck behind it).
+      let index = 0;
+      let stopped: string | undefined;
+      for (; index < pending.length; index++) {
+        const item = pending[index]!;
+        const plan = plans[index]!;
+        if (stopped) {
+          outcomes.push({ id: itemId(item), kind: item.kind, outcome: 'skipped', reason: stopped });
+          continue;
+        }
+        if (plan.kind === 'skip') {
+          outcomes.push({ id: itemId(item), kind: item.kind, outcome: 'skipped', reason: plan.reason });
+          continue;
+        }
+        const signed = await signPlanned(wallet, plan, nonce, shard.chainId);
+        try {
+          const txHash = await sendRawTransaction(client, signed);
+          outcomes.push({
+            id: itemId(item),
+            kind: item.kind,
+            outcome: plan.kind === 'fulfill' ? 'fulfilled' : plan.kind === 'fail' ? 'failed' : 'withdrawn',
+            txHash,
+            nonce,
+            provider: providerName,
+            ...(plan.kind === 'fail' && plan.errorMessage ? { reason: plan.errorMessage } : {}),
+          });
+          nonce++;
+        } catch (error) {
+          if (error instanceof RpcTransportError) throw error;
+          const message = (error as Error).message;
+          outcomes.push({
+            id: itemId(item),
+            kind: item.kind,
+            outcome: 'error',
+            reason: message,
+            nonce,
+            provider: providerName,
+          });
+          logger.warn(
+            { requestId: itemId(item), reason: message },
+            'transaction rejected; later ones wait for the next cycle',
+          );
+          stopped = 'skipped because one of the previous requests failed';
+        }
+      }
+      pending = [];
+    } catch (error) {
+      // Keep what was sent; the rest goes to the next provider.
+      const done = new Set(outcomes.map((o) => o.id));
+      pending = pending.filter((item) => !done.has(itemId(item)));
+      logger.warn({ provider: providerName, reason: (error as Error).message }, 'provider failed; trying the next one');
+    } finally {
+      rpcCalls += client.calls;
+    }
+  }
+  for (const item of pending) {
+    outcomes.push({
+      id: itemId(item),
+      kind: item.kind,
+      outcome: 'error',
+      reason: 'no provider could take the transaction',
+    });
+  }
+  return {
+    chainId: shard.chainId,
+    sponsorWallet: shard.sponsorWallet,
+    outcomes,
+    apiCalls: shard.apiCalls.length - cacheHits,
+    cacheHits,
+    rpcCalls,
+  };
+}

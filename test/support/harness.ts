@@ -1,0 +1,315 @@
+// End-to-end harness for the request-response cycle: an API stand-in (a real HTTP server on 127.0.0.1),
+// a node config pointing at the test chain, sponsors, requests, and event counting on chain.
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Contract, getBytes, keccak256, id as keccakId, toUtf8Bytes, Wallet, zeroPadValue } from 'ethers';
+import { deriveEndpointId, deriveTemplateIdV0 } from '../../src/chain/ids.js';
+import { sponsorWallets } from '../../src/chain/sponsor-wallets.js';
+import { type Config, validateConfig } from '../../src/config/index.js';
+import { encodeParameters } from '../../src/ois/abi.js';
+import {
+  compileRequester,
+  type Deployment,
+  deployer,
+  protocolArtifacts,
+  rpc,
+  setBalance,
+  TEST_MNEMONIC,
+  testProvider,
+} from './chain.js';
+
+export const OIS_TITLE = 'Test API';
+export const ENDPOINTS = {
+  price: deriveEndpointId(OIS_TITLE, 'price'),
+  broken: deriveEndpointId(OIS_TITLE, 'broken'),
+  counter: deriveEndpointId(OIS_TITLE, 'counter'),
+} as const;
+export const wallets = sponsorWallets(TEST_MNEMONIC);
+export const NODE_ADDRESS = wallets.nodeAddress;
+
+export type ApiServer = { url: string; calls: { path: string }[]; server: Server; close: () => Promise<void> };
+
+/** GET /price?coin=X -> {price}; GET /broken -> 500; GET /counter -> a value that changes on every call. */
+export async function startApiServer(): Promise<ApiServer> {
+  const calls: { path: string }[] = [];
+  let counter = 0;
+  const server = createServer((req, res) => {
+    const url = new URL(req.url ?? '/', 'http://127.0.0.1');
+    calls.push({ path: url.pathname });
+    res.setHeader('content-type', 'application/json');
+    if (url.pathname === '/price') {
+      const coin = url.searchParams.get('coin') ?? 'ETH';
+      res.end(JSON.stringify({ price: coin === 'BTC' ? 65000.5 : 3000.25 }));
+    } else if (url.pathname === '/counter') {
+      counter++;
+      res.end(JSON.stringify({ value: counter }));
+    } else {
+      res.statusCode = 500;
+      res.end(JSON.stringify({ error: 'broken on purpose' }));
+    }
+  });
+  server.keepAliveTimeout = 1000;
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    calls,
+    server,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+const reserved = [
+  { name: '_type', fixed: 'int256' },
+  { name: '_path', fixed: 'price' },
+  { name: '_times', default: '1000000' },
+  { name: '_gasPrice' },
+  { name: '_minConfirmations' },
+];
+
+export type ConfigOptions = {
+  providers: Record<string, string>;
+  deployment: Deployment;
+  apiUrl: string;
+  fulfillmentGasLimit?: number;
+  authorizers?: string[];
+  authorizations?: Record<string, string[]>;
+  templates?: { templateId: string; endpointId: string; encodedParameters: string }[];
+  minConfirmations?: number;
+  maxConcurrency?: number;
+  withdrawalRemainder?: { value: number; unit: 'wei' | 'gwei' | 'ether' };
+  gasPriceOracle?: unknown[];
+  blockHistoryLimit?: number;
+};
+
+/** A node config (our canonical names) for the test chain; providers given as secrets interpolation. */
+export function buildConfigJson(options: ConfigOptions): {
+  config: Record<string, unknown>;
+  secrets: Record<string, string>;
+} {
+  const secrets: Record<string, string> = { NODE_MNEMONIC: TEST_MNEMONIC };
+  const providers: Record<string, { url: string }> = {};
+  Object.entries(options.providers).forEach(([name, url], i) => {
+    secrets[`PROVIDER_URL_${i}`] = url;
+    providers[name] = { url: `\${PROVIDER_URL_${i}}` };
+  });
+  const config = {
+    chains: [
+      {
+        id: String(options.deployment.chainId),
+        type: 'evm',
+        providers,
+        contracts: { NodeRrp: options.deployment.AirnodeRrpV0, NodeRrpDryRun: options.deployment.AirnodeRrpV0DryRun },
+        authorizers: {
+          requesterEndpointAuthorizers: options.authorizers ?? [],
+          crossChainRequesterAuthorizers: [],
+          requesterAuthorizersWithErc721: [],
+          crossChainRequesterAuthorizersWithErc721: [],
+        },
+        authorizations: { requesterEndpointAuthorizations: options.authorizations ?? {} },
+        options: {
+          ...(options.fulfillmentGasLimit ? { fulfillmentGasLimit: options.fulfillmentGasLimit } : {}),
+          ...(options.withdrawalRemainder ? { withdrawalRemainder: options.withdrawalRemainder } : {}),
+          gasPriceOracle: options.gasPriceOracle ?? [
+            { gasPriceStrategy: 'providerRecommendedGasPrice', recommendedGasPriceMultiplier: 1.1 },
+            { gasPriceStrategy: 'constantGasPrice', gasPrice: { value: 10, unit: 'gwei' } },
+          ],
+        },
+        maxConcurrency: options.maxConcurrency ?? 100,
+        blockHistoryLimit: options.blockHistoryLimit ?? 300,
+        minConfirmations: options.minConfirmations ?? 0,
+      },
+    ],
+    nodeSettings: {
+      cloudProvider: { type: 'local' },
+      nodeWalletMnemonic: `\${NODE_MNEMONIC}`,
+      heartbeat: { enabled: false },
+      httpGateway: { enabled: false },
+      httpSignedDataGateway: { enabled: false },
+      oevGateway: { enabled: false },
+      logFormat: 'json',
+      logLevel: 'ERROR',
+      nodeVersion: '0.15.0',
+      stage: 'test',
+    },
+    triggers: {
+      rrp: [
+        { endpointId: ENDPOINTS.price, oisTitle: OIS_TITLE, endpointName: 'price', cacheResponses: false },
+        { endpointId: ENDPOINTS.broken, oisTitle: OIS_TITLE, endpointName: 'broken', cacheResponses: false },
+        { endpointId: ENDPOINTS.counter, oisTitle: OIS_TITLE, endpointName: 'counter', cacheResponses: true },
+      ],
+      http: [],
+      httpSignedData: [],
+    },
+    templates: options.templates ?? [],
+    ois: [
+      {
+        oisFormat: '2.3.2',
+        title: OIS_TITLE,
+        version: '1.0.0',
+        apiSpecifications: {
+          servers: [{ url: options.apiUrl }],
+          paths: {
+            '/price': { get: { parameters: [{ in: 'query', name: 'coin' }] } },
+            '/broken': { get: { parameters: [] } },
+            '/counter': { get: { parameters: [] } },
+          },
+          components: { securitySchemes: {} },
+          security: {},
+        },
+        endpoints: [
+          {
+            name: 'price',
+            operation: { method: 'get', path: '/price' },
+            fixedOperationParameters: [],
+            reservedParameters: reserved,
+            parameters: [{ name: 'coin', operationParameter: { in: 'query', name: 'coin' } }],
+          },
+          {
+            name: 'broken',
+            operation: { method: 'get', path: '/broken' },
+            fixedOperationParameters: [],
+            reservedParameters: reserved,
+            parameters: [],
+          },
+          {
+            name: 'counter',
+            operation: { method: 'get', path: '/counter' },
+            fixedOperationParameters: [],
+            reservedParameters: [
+              { name: '_type', fixed: 'uint256' },
+              { name: '_path', fixed: 'value' },
+            ],
+            parameters: [],
+          },
+        ],
+      },
+    ],
+    apiCredentials: [],
+  };
+  return { config, secrets };
+}
+
+export function buildConfig(options: ConfigOptions): Config {
+  const { config, secrets } = buildConfigJson(options);
+  const result = validateConfig(config, secrets);
+  if (!result.ok || !result.config) throw new Error(`test config invalid: ${JSON.stringify(result.errors)}`);
+  return result.config;
+}
+
+export function encodeCoin(coin: string, extra: { name: string; type: 'string' | 'uint256'; value: string }[] = []) {
+  return encodeParameters([{ type: 'string', name: 'coin', value: coin }, ...extra]);
+}
+
+const requesterAbi = () => compileRequester().abi;
+const rrpAbi = () => protocolArtifacts.AirnodeRrpV0().abi;
+
+/** A sponsor: a funded EOA that sponsors the requester; its sponsor wallet is funded too. */
+export async function createSponsor(
+  deployment: Deployment,
+  seed: string,
+  requesters: string[] = [deployment.Requester],
+) {
+  const wallet = new Wallet(keccak256(toUtf8Bytes(`sponsor:${seed}`)), testProvider(deployment.url));
+  await setBalance(deployment.url, wallet.address, 10n ** 20n);
+  const sponsorWallet = wallets.addressOf(wallet.address);
+  await setBalance(deployment.url, sponsorWallet, 10n ** 19n);
+  const rrp = new Contract(deployment.AirnodeRrpV0, rrpAbi(), wallet);
+  let nonce = await wallet.getNonce();
+  for (const requester of requesters) {
+    const tx = await rrp.getFunction('setSponsorshipStatus')(requester, true, { nonce: nonce++ });
+    await tx.wait();
+  }
+  return { wallet, address: wallet.address, sponsorWallet };
+}
+
+function requestIdFrom(receipt: { logs: readonly { topics: readonly string[] }[] } | null): string {
+  const topic = keccakId('RequestMade(bytes32)');
+  const log = receipt?.logs.find((l) => l.topics[0] === topic);
+  if (!log?.topics[1]) throw new Error('no RequestMade event');
+  return log.topics[1];
+}
+
+export async function makeFullRequest(
+  deployment: Deployment,
+  input: { requester?: string; endpointId: string; sponsor: string; sponsorWallet: string; parameters: string },
+): Promise<string> {
+  const requester = new Contract(input.requester ?? deployment.Requester, requesterAbi(), deployer(deployment.url));
+  const tx = await requester.getFunction('makeFull')(
+    NODE_ADDRESS,
+    input.endpointId,
+    input.sponsor,
+    input.sponsorWallet,
+    input.parameters,
+  );
+  return requestIdFrom(await tx.wait());
+}
+
+export async function makeTemplateRequest(
+  deployment: Deployment,
+  input: { requester?: string; templateId: string; sponsor: string; sponsorWallet: string; parameters: string },
+): Promise<string> {
+  const requester = new Contract(input.requester ?? deployment.Requester, requesterAbi(), deployer(deployment.url));
+  const tx = await requester.getFunction('makeTemplate')(
+    input.templateId,
+    input.sponsor,
+    input.sponsorWallet,
+    input.parameters,
+  );
+  return requestIdFrom(await tx.wait());
+}
+
+export async function createOnChainTemplate(
+  deployment: Deployment,
+  endpointId: string,
+  parameters: string,
+): Promise<string> {
+  const rrp = new Contract(deployment.AirnodeRrpV0, rrpAbi(), deployer(deployment.url));
+  const tx = await rrp.getFunction('createTemplate')(NODE_ADDRESS, endpointId, parameters);
+  await tx.wait();
+  return deriveTemplateIdV0(NODE_ADDRESS, endpointId, parameters);
+}
+
+export async function requesterCall<T>(
+  deployment: Deployment,
+  fn: string,
+  args: unknown[],
+  requester?: string,
+): Promise<T> {
+  const contract = new Contract(requester ?? deployment.Requester, requesterAbi(), deployer(deployment.url));
+  const result = await contract.getFunction(fn)(...args);
+  if (result && typeof result === 'object' && 'wait' in result)
+    await (result as { wait: () => Promise<unknown> }).wait();
+  return result as T;
+}
+
+export type RequestEvents = { fulfilled: { data: string }[]; failed: { message: string }[] };
+
+/** FulfilledRequest / FailedRequest events of a request on chain. */
+export async function requestEvents(deployment: Deployment, requestId: string): Promise<RequestEvents> {
+  const rrp = new Contract(deployment.AirnodeRrpV0, rrpAbi(), testProvider(deployment.url));
+  const logs = await rpc<{ topics: string[]; data: string }[]>(deployment.url, 'eth_getLogs', [
+    {
+      address: deployment.AirnodeRrpV0,
+      fromBlock: '0x0',
+      toBlock: 'latest',
+      topics: [null, zeroPadValue(NODE_ADDRESS, 32), requestId],
+    },
+  ]);
+  const events: RequestEvents = { fulfilled: [], failed: [] };
+  for (const log of logs) {
+    const parsed = rrp.interface.parseLog(log);
+    if (parsed?.name === 'FulfilledRequest') events.fulfilled.push({ data: String(parsed.args.getValue('data')) });
+    if (parsed?.name === 'FailedRequest') events.failed.push({ message: String(parsed.args.getValue('errorMessage')) });
+  }
+  return events;
+}
+
+export function int256(value: bigint): string {
+  return zeroPadValue(`0x${(value < 0n ? (1n << 256n) + value : value).toString(16)}`, 32);
+}
+
