@@ -1,0 +1,204 @@
+// Calls an API over pooled keep-alive connections (node:http/https). As the reference: attempt 1 gets
+// 10 s, attempt 2 gets 20 s, any failure is retried once, a non-2xx answer becomes
+// "API call failed with status code N" and no answer "API call failed with no response". Beyond it:
+// the answer must be JSON, its size is capped (also after decompression), and redirects are followed
+// only within the same origin so credentials never travel to another host. Error messages never
+// contain the URL, headers or body, so credentials cannot leak through them.
+import http from 'node:http';
+import https from 'node:https';
+import type { Readable } from 'node:stream';
+import zlib from 'node:zlib';
+import type { HttpRequest } from './request.js';
+
+export const DEFAULT_API_TIMEOUTS_MS: readonly number[] = [10_000, 20_000];
+export const DEFAULT_MAX_RESPONSE_BYTES = 4 * 1024 * 1024;
+export const MAX_REDIRECTS = 5;
+
+export type ApiCallOptions = {
+  /** One entry per attempt: the whole attempt (connect, headers, body) must finish within it. */
+  timeoutsMs?: readonly number[] | undefined;
+  maxResponseBytes?: number | undefined;
+};
+
+export type ApiCallResult = { success: true; data: unknown; status: number } | { success: false; errorMessage: string };
+
+const httpAgent = new http.Agent({ keepAlive: true, maxSockets: 256, maxFreeSockets: 32, timeout: 60_000 });
+const httpsAgent = new https.Agent({ keepAlive: true, maxSockets: 256, maxFreeSockets: 32, timeout: 60_000 });
+
+/** A failure with a message that is safe to show (no URL, no credentials). */
+class ApiCallError extends Error {}
+
+type Attempt = { request: HttpRequest; timeoutMs: number; maxResponseBytes: number };
+
+type RawResponse = { status: number; headers: http.IncomingHttpHeaders; body: Buffer };
+
+function hasHeader(headers: Record<string, string>, name: string): boolean {
+  return Object.keys(headers).some((key) => key.toLowerCase() === name);
+}
+
+function withDefaultHeaders(request: HttpRequest): Record<string, string> {
+  const headers = { ...request.headers };
+  if (!hasHeader(headers, 'accept')) headers['Accept'] = 'application/json, text/plain, */*';
+  if (!hasHeader(headers, 'accept-encoding')) headers['Accept-Encoding'] = 'gzip, deflate, br';
+  return headers;
+}
+
+function decoder(encoding: string | undefined): zlib.Gunzip | zlib.Inflate | zlib.BrotliDecompress | null {
+  switch ((encoding ?? '').trim().toLowerCase()) {
+    case 'gzip':
+    case 'x-gzip':
+      return zlib.createGunzip();
+    case 'deflate':
+      return zlib.createInflate();
+    case 'br':
+      return zlib.createBrotliDecompress();
+    default:
+      return null;
+  }
+}
+
+/** Reads at most `limit` bytes (after decompression) or fails, destroying the socket early. */
+function readBody(response: http.IncomingMessage, limit: number, signal: AbortSignal): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const declared = Number(response.headers['content-length']);
+    if (Number.isFinite(declared) && declared > limit) {
+      response.destroy();
+      reject(new ApiCallError(`API call failed with a response larger than ${limit} bytes`));
+      return;
+    }
+    const decompress = decoder(response.headers['content-encoding']);
+    const stream: Readable = decompress ? response.pipe(decompress) : response;
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const fail = (error: Error) => {
+      response.destroy();
+      decompress?.destroy();
+      reject(error);
+    };
+    const onAbort = () => fail(new ApiCallError('API call failed with no response'));
+    signal.addEventListener('abort', onAbort, { once: true });
+    stream.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > limit) {
+        signal.removeEventListener('abort', onAbort);
+        fail(new ApiCallError(`API call failed with a response larger than ${limit} bytes`));
+        return;
+      }
+      chunks.push(chunk);
+    });
+    stream.on('end', () => {
+      signal.removeEventListener('abort', onAbort);
+      resolve(Buffer.concat(chunks));
+    });
+    stream.on('error', () => {
+      signal.removeEventListener('abort', onAbort);
+      fail(new ApiCallError('API call failed with no response'));
+    });
+    response.on('error', () => stream.emit('error', new Error('response error')));
+  });
+}
+
+function send(
+  method: string,
+  url: URL,
+  headers: Record<string, string>,
+  body: string | undefined,
+  attempt: Attempt,
+  signal: AbortSignal,
+): Promise<RawResponse> {
+  return new Promise((resolve, reject) => {
+    const isHttps = url.protocol === 'https:';
+    if (!isHttps && url.protocol !== 'http:') {
+      reject(new ApiCallError('API call failed in building the HTTP request'));
+      return;
+    }
+    const requestHeaders = { ...headers };
+    if (body !== undefined) requestHeaders['Content-Length'] = String(Buffer.byteLength(body));
+    let request: http.ClientRequest;
+    try {
+      request = (isHttps ? https : http).request(url, {
+        method,
+        headers: requestHeaders,
+        agent: isHttps ? httpsAgent : httpAgent,
+        signal,
+      });
+    } catch {
+      // Invalid header names or values: node:http throws synchronously.
+      reject(new ApiCallError('API call failed in building the HTTP request'));
+      return;
+    }
+    request.on('error', () => reject(new ApiCallError('API call failed with no response')));
+    request.on('response', (response) => {
+      readBody(response, attempt.maxResponseBytes, signal).then(
+        (buffer) => resolve({ status: response.statusCode ?? 0, headers: response.headers, body: buffer }),
+        reject,
+      );
+    });
+    request.end(body);
+  });
+}
+
+async function runAttempt(attempt: Attempt): Promise<ApiCallResult> {
+  const controller = new AbortController();
+  const timer = setTimeout(() => controller.abort(), attempt.timeoutMs);
+  try {
+    let method: string = attempt.request.method;
+    let body = attempt.request.body;
+    let url: URL;
+    try {
+      url = new URL(attempt.request.url);
+    } catch {
+      throw new ApiCallError('API call failed in building the HTTP request');
+    }
+    const headers = withDefaultHeaders(attempt.request);
+    for (let redirects = 0; ; redirects++) {
+      const response = await send(method, url, headers, body, attempt, controller.signal);
+      const location = response.headers.location;
+      if (response.status >= 300 && response.status < 400 && location && redirects < MAX_REDIRECTS) {
+        let next: URL | null = null;
+        try {
+          next = new URL(location, url);
+        } catch {
+          next = null;
+        }
+        // Same origin only: a redirect elsewhere would carry credentials (headers, query) to another host.
+        if (next && next.origin === url.origin) {
+          if (response.status === 303 || ((response.status === 301 || response.status === 302) && method === 'POST')) {
+            method = 'GET';
+            body = undefined;
+            for (const key of Object.keys(headers)) {
+              if (key.toLowerCase() === 'content-type') delete headers[key];
+            }
+          }
+          url = next;
+          continue;
+        }
+      }
+      if (response.status < 200 || response.status >= 300) {
+        return { success: false, errorMessage: `API call failed with status code ${response.status}` };
+      }
+      try {
+        return { success: true, status: response.status, data: JSON.parse(response.body.toString('utf8')) };
+      } catch {
+        return { success: false, errorMessage: 'API call failed with a response that is not valid JSON' };
+      }
+    }
+  } catch (error) {
+    if (error instanceof ApiCallError) return { success: false, errorMessage: error.message };
+    return { success: false, errorMessage: 'API call failed with no response' };
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Calls the API with one attempt per timeout; the last failure's message is returned. */
+export async function callApi(request: HttpRequest, options: ApiCallOptions = {}): Promise<ApiCallResult> {
+  const timeouts = options.timeoutsMs && options.timeoutsMs.length > 0 ? options.timeoutsMs : DEFAULT_API_TIMEOUTS_MS;
+  const maxResponseBytes = options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
+  let result: ApiCallResult = { success: false, errorMessage: 'API call failed' };
+  for (const timeoutMs of timeouts) {
+    result = await runAttempt({ request, timeoutMs, maxResponseBytes });
+    if (result.success) return result;
+  }
+  return result;
+}

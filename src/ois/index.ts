@@ -1,0 +1,120 @@
+// The OIS engine's public entry: one endpoint call from request parameters to an encoded value.
+// Pipeline as the reference's callApi (airnode-facts §3 step 7, §5, §8): pre-processing -> defaults ->
+// HTTP request -> post-processing -> reserved-parameter extraction and encoding. Never throws: every
+// failure is { success: false, errorMessage }, with rawValue when the API answered but encoding failed.
+import { callApi } from './api-client.js';
+import { postProcessResponse, preProcessEndpointParameters } from './processing.js';
+import { buildRequest, findEndpoint, type RequestMetadata } from './request.js';
+import { extractAndEncodeResponse, getReservedParameters } from './reserved.js';
+import type { ApiCredential, Endpoint, Ois } from './types.js';
+import { isReservedParameterName } from './types.js';
+
+export type { AbiParameter, AbiParameterType, DecodedParameters } from './abi.js';
+export { decodeParameters, encodeParameters } from './abi.js';
+export type { HttpRequest, RequestMetadata } from './request.js';
+export { buildRequest } from './request.js';
+export { extractAndEncodeResponse, getReservedParameters } from './reserved.js';
+export type { ApiCredential, Endpoint, Ois } from './types.js';
+
+export type EndpointCall = {
+  ois: Ois;
+  endpointName: string;
+  parameters: Record<string, unknown>;
+  apiCredentials: ApiCredential[];
+  metadata?: RequestMetadata;
+  options?: { apiTimeoutsMs?: number[]; maxResponseBytes?: number; processingTimeoutMs?: number };
+};
+
+export type EndpointResult =
+  | { success: true; rawValue: unknown; encodedValue: string; values: unknown[]; timestamp?: number }
+  | { success: false; errorMessage: string; rawValue?: unknown };
+
+function errorMessage(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function defaultParameters(endpoint: Endpoint): Record<string, unknown> {
+  const defaults: Record<string, unknown> = {};
+  for (const parameter of endpoint.parameters) {
+    if (parameter.default !== undefined) defaults[parameter.name] = parameter.default;
+  }
+  return defaults;
+}
+
+function withoutReserved(parameters: Record<string, unknown>): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(parameters).filter(([key]) => !isReservedParameterName(key)));
+}
+
+/** Runs one endpoint call. Never throws. */
+export async function callEndpoint(call: EndpointCall): Promise<EndpointResult> {
+  try {
+    return await runEndpointCall(call);
+  } catch (error) {
+    return { success: false, errorMessage: errorMessage(error) };
+  }
+}
+
+async function runEndpointCall(call: EndpointCall): Promise<EndpointResult> {
+  if (!isRecord(call) || !isRecord(call.ois) || !Array.isArray(call.ois.endpoints)) {
+    return { success: false, errorMessage: 'Invalid endpoint call: an OIS is required' };
+  }
+  if (!isRecord(call.parameters)) return { success: false, errorMessage: 'Parameters must be an object' };
+  const endpoint = findEndpoint(call.ois, call.endpointName);
+  const processingOptions = { totalTimeoutMs: call.options?.processingTimeoutMs };
+
+  let processed: Record<string, unknown>;
+  try {
+    processed = await preProcessEndpointParameters(endpoint, call.parameters, processingOptions);
+  } catch (error) {
+    return { success: false, errorMessage: errorMessage(error) };
+  }
+
+  let apiResponse: unknown;
+  if (!endpoint.operation && endpoint.fixedOperationParameters.length === 0) {
+    // No API to call: the pre-processed parameters (reserved ones included) act as the response.
+    apiResponse = processed;
+  } else {
+    // Defaults are merged after pre-processing, as in the reference; reserved parameters never reach the API.
+    const parameters = withoutReserved({ ...defaultParameters(endpoint), ...processed });
+    const apiCredentials = (call.apiCredentials ?? []).filter((credential) => credential.oisTitle === call.ois.title);
+    const request = buildRequest({
+      ois: call.ois,
+      endpointName: call.endpointName,
+      parameters,
+      apiCredentials,
+      metadata: call.metadata,
+    });
+    const result = await callApi(request, {
+      timeoutsMs: call.options?.apiTimeoutsMs,
+      maxResponseBytes: call.options?.maxResponseBytes,
+    });
+    if (!result.success) return { success: false, errorMessage: result.errorMessage };
+    apiResponse = result.data;
+  }
+
+  let postProcessed: { response: unknown; timestamp?: number };
+  try {
+    postProcessed = await postProcessResponse(apiResponse, endpoint, call.parameters, processingOptions);
+  } catch (error) {
+    return { success: false, errorMessage: errorMessage(error) };
+  }
+
+  // Reserved values come from the request as sent (pre-processing cannot change them).
+  const reserved = getReservedParameters(endpoint, call.parameters);
+  try {
+    const encoded = extractAndEncodeResponse(postProcessed.response, reserved);
+    return {
+      success: true,
+      rawValue: encoded.rawValue,
+      encodedValue: encoded.encodedValue,
+      values: encoded.values,
+      ...(postProcessed.timestamp === undefined ? {} : { timestamp: postProcessed.timestamp }),
+    };
+  } catch (error) {
+    return { success: false, errorMessage: errorMessage(error), rawValue: apiResponse };
+  }
+}
