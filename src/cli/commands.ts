@@ -8,3 +8,4 @@ registerSubcommand('schema', async () => (await import('./schema-command.js')).s
 registerSubcommand('coordinator', async () => (await import('./coordinator.js')).command);
 registerSubcommand('worker', async () => (await import('./worker.js')).command);
 registerSubcommand('start', async () => (await import('./start.js')).command);
+registerSubcommand('gateway', async () => (await import('./gateway.js')).gatewayCommand);

@@ -55,7 +55,14 @@ export type EndpointCall = {
 };
 
 export type EndpointResult =
-  | { success: true; rawValue: unknown; encodedValue: string; values: unknown[]; timestamp?: number | undefined }
+  | {
+      success: true;
+      rawValue: unknown;
+      encodedValue: string;
+      values: unknown[];
+      /** Post-processing V2 `timestamp` (seconds), the signed-data timestamp when present. */
+      timestamp?: number | string | undefined;
+    }
   | { success: false; errorMessage: string; rawValue?: unknown };
 
 export type CallEndpoint = (call: EndpointCall) => Promise<EndpointResult>;
@@ -524,12 +531,20 @@ export function configuredPort(config: Config): number {
   return (cloudProvider.type === 'local' && cloudProvider.gatewayServerPort) || DEFAULT_PORT;
 }
 
+/**
+ * The engine is loaded lazily (so an app with an injected engine does not pull it in) and by a computed
+ * path: src/ois/index.ts when it exports callEndpoint, else the node's adapter over the engine's pieces.
+ */
 async function loadEngine(): Promise<CallEndpoint> {
-  // The engine is loaded lazily so that a gateway app with an injected engine does not pull it in.
-  const engineModule = '../ois/index.js';
-  const engine = (await import(engineModule)) as { callEndpoint?: CallEndpoint };
-  if (!engine.callEndpoint) throw new Error('The OIS engine (src/ois) does not export callEndpoint');
-  return engine.callEndpoint;
+  for (const candidate of ['../ois/index.js', '../node/ois-adapter.js']) {
+    try {
+      const engine = (await import(candidate)) as { callEndpoint?: CallEndpoint };
+      if (engine.callEndpoint) return engine.callEndpoint;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'ERR_MODULE_NOT_FOUND') throw error;
+    }
+  }
+  throw new Error('No OIS engine available: src/ois/index.ts does not export callEndpoint');
 }
 
 export async function startGatewayServer(config: Config, options: StartGatewayOptions = {}): Promise<GatewayServer> {

@@ -51,7 +51,7 @@ export type SignedDataInput = {
   encodedParameters: string;
   encodedValue: string;
   /** Post-processing V2 `timestamp`, when it returned one. */
-  timestamp?: number | undefined;
+  timestamp?: number | string | undefined;
   nowMs?: number;
 };
 

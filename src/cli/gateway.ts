@@ -1,0 +1,138 @@
+// `oracle-node gateway -c config.json -s secrets.env [--port N]`: the gateway server alone (HTTP,
+// signed-data and OEV gateways as enabled in nodeSettings), with /healthz, /readyz and /metrics. SIGTERM
+// or SIGINT drains in-flight requests before exit. Exit codes: 0 stopped cleanly, 1 invalid config or
+// server start failure, 2 usage or I/O error.
+import { readFile } from 'node:fs/promises';
+import { parseArgs } from 'node:util';
+import { parseSecretsEnv, validateConfig } from '../config/index.js';
+import { startGatewayServer } from '../gateway/server.js';
+import { createLogger, registerSecret, registerSecrets } from '../observability/index.js';
+import type { Subcommand } from './main.js';
+
+const USAGE = `Usage: oracle-node gateway -c <config.json> [-s <secrets.env>] [--port N] [--host H] [--path-key-secret NAME]
+
+Serves the gateways enabled in nodeSettings (HTTP, signed-data, OEV) on gatewayServerPort (default 3000).
+  -c, --config           path of config.json
+  -s, --secrets          path of secrets.env (NAME=value lines)
+      --port             port, overriding nodeSettings.cloudProvider.gatewayServerPort (0 = any free port)
+      --host             address to listen on (default 0.0.0.0)
+      --path-key-secret  name of a secret in secrets.env used as the path key instead of the public default
+Stops on SIGTERM/SIGINT after draining in-flight requests.`;
+
+export async function runGateway(argv: string[]): Promise<number> {
+  let values: {
+    config?: string | undefined;
+    secrets?: string | undefined;
+    port?: string | undefined;
+    host?: string | undefined;
+    'path-key-secret'?: string | undefined;
+    help?: boolean | undefined;
+  };
+  try {
+    ({ values } = parseArgs({
+      args: argv,
+      options: {
+        config: { type: 'string', short: 'c' },
+        secrets: { type: 'string', short: 's' },
+        port: { type: 'string' },
+        host: { type: 'string' },
+        'path-key-secret': { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+      },
+      strict: true,
+      allowPositionals: false,
+    }));
+  } catch (error) {
+    process.stderr.write(`${(error as Error).message}\n\n${USAGE}\n`);
+    return 2;
+  }
+  if (values.help) {
+    process.stdout.write(`${USAGE}\n`);
+    return 0;
+  }
+  if (!values.config) {
+    process.stderr.write(`Missing -c <config.json>\n\n${USAGE}\n`);
+    return 2;
+  }
+  const port = values.port === undefined ? undefined : Number(values.port);
+  if (port !== undefined && (!Number.isInteger(port) || port < 0 || port > 65535)) {
+    process.stderr.write('--port must be an integer between 0 and 65535\n');
+    return 2;
+  }
+
+  let configText: string;
+  let secrets: Record<string, string> = {};
+  try {
+    configText = await readFile(values.config, 'utf8');
+    if (values.secrets) secrets = parseSecretsEnv(await readFile(values.secrets, 'utf8')).secrets;
+  } catch (error) {
+    process.stderr.write(
+      `Cannot read ${(error as NodeJS.ErrnoException).path ?? 'file'}: ${(error as Error).message}\n`,
+    );
+    return 2;
+  }
+  // Every secret value is scrubbed from the logs from here on.
+  registerSecrets(secrets);
+  const result = validateConfig(configText, secrets);
+  if (!result.ok || !result.config) {
+    const lines = result.errors.map((issue) => `  ${issue.path || '(root)'}: ${issue.message}`);
+    process.stderr.write(`The configuration is not valid:\n${lines.join('\n')}\n`);
+    return 1;
+  }
+  const config = result.config;
+  registerSecret(config.nodeSettings.nodeWalletMnemonic);
+
+  let pathKey: string | undefined;
+  const pathKeySecret = values['path-key-secret'];
+  if (pathKeySecret) {
+    pathKey = secrets[pathKeySecret];
+    if (!pathKey || !/^[A-Za-z0-9._~-]{16,128}$/.test(pathKey)) {
+      process.stderr.write(
+        `Secret ${pathKeySecret} must exist and be 16-128 URL-safe characters (A-Z a-z 0-9 . _ ~ -)\n`,
+      );
+      return 1;
+    }
+  }
+
+  const logger = createLogger({
+    format: config.nodeSettings.logFormat,
+    level: config.nodeSettings.logLevel,
+    bindings: { component: 'gateway' },
+  });
+  let server: Awaited<ReturnType<typeof startGatewayServer>>;
+  try {
+    server = await startGatewayServer(config, {
+      logger,
+      ...(port === undefined ? {} : { port }),
+      ...(values.host ? { host: values.host } : {}),
+      ...(pathKey ? { pathKey } : {}),
+    });
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    process.stderr.write(
+      code === 'EADDRINUSE'
+        ? `Cannot start the gateway server: port ${port ?? 'configured'} is already in use\n`
+        : `Cannot start the gateway server: ${(error as Error).message}\n`,
+    );
+    return 1;
+  }
+
+  await new Promise<void>((resolve) => {
+    const stop = (signal: string) => {
+      logger.info({ signal }, 'draining in-flight requests');
+      process.off('SIGTERM', onTerm);
+      process.off('SIGINT', onInt);
+      void server.close().then(resolve);
+    };
+    const onTerm = () => stop('SIGTERM');
+    const onInt = () => stop('SIGINT');
+    process.on('SIGTERM', onTerm);
+    process.on('SIGINT', onInt);
+  });
+  return 0;
+}
+
+export const gatewayCommand: Subcommand = {
+  summary: 'Serve the HTTP, signed-data and OEV gateways',
+  run: runGateway,
+};
