@@ -4,6 +4,7 @@ import { DEFAULT_SCHEDULE } from '../resource.js';
 import {
   type BuildInput,
   basePodSpec,
+  CONFIG_FILE,
   canonicalJson,
   childNames,
   engineContainer,
@@ -29,9 +30,13 @@ export function buildCoordinatorCronJob(
 ): V1CronJob & { metadata: { name: string } } {
   const stage = input.config.nodeSettings.stage;
   const names = childNames(input.node.metadata.name, stage);
-  const container = engineContainer(input, 'coordinator', ['coordinator'], input.node.spec.coordinator?.resources, [
-    { name: WORKER_TEMPLATE_ENV, value: canonicalJson(buildWorkerTemplate(input)) },
-  ]);
+  const container = engineContainer(
+    input,
+    'coordinator',
+    ['coordinator', '-c', CONFIG_FILE],
+    input.node.spec.coordinator?.resources,
+    [{ name: WORKER_TEMPLATE_ENV, value: canonicalJson(buildWorkerTemplate(input)) }],
+  );
   const podSpec = basePodSpec(input, [container], names.coordinator);
   podSpec.restartPolicy = 'Never';
   const podLabels = labels(input.node, stage, 'coordinator');

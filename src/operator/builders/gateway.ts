@@ -6,6 +6,7 @@ import { DEFAULT_GATEWAY_PORT } from '../resource.js';
 import {
   type BuildInput,
   basePodSpec,
+  CONFIG_FILE,
   childNames,
   engineContainer,
   GATEWAY_CONTAINER_PORT_DEFAULT,
@@ -33,9 +34,13 @@ export function buildGatewayDeployment(input: BuildInput): Named<V1Deployment> {
   const stage = input.config.nodeSettings.stage;
   const names = childNames(input.node.metadata.name, stage);
   const port = gatewayContainerPort(input);
-  const container = engineContainer(input, 'gateway', ['gateway'], input.node.spec.gateway?.resources, [
-    { name: 'PORT', value: String(port) },
-  ]);
+  const container = engineContainer(
+    input,
+    'gateway',
+    ['gateway', '-c', CONFIG_FILE],
+    input.node.spec.gateway?.resources,
+    [{ name: 'PORT', value: String(port) }],
+  );
   container.ports = [{ name: 'http', containerPort: port, protocol: 'TCP' }];
   container.livenessProbe = {
     httpGet: { path: '/healthz', port: 'http' },

@@ -1,5 +1,5 @@
-// Least privilege for the coordinator (it creates the cycle's worker Jobs and their input ConfigMaps, reads and
-// writes its cache and cycle report) and for the workers (each writes its shard's result ConfigMap).
+// Least privilege for the coordinator (it creates the cycle's worker Jobs and their input ConfigMaps, reads the
+// workers' output from their logs, writes its cache and cycle report) and for the workers (the response cache).
 import type { V1Role, V1RoleBinding, V1ServiceAccount } from '@kubernetes/client-node';
 import { type BuildInput, childNames, metadata } from './common.js';
 
@@ -33,8 +33,8 @@ export function buildRoles(input: BuildInput): Named<V1Role>[] {
       rules: [
         // Worker Jobs: created suspended, un-suspended once their input exists, watched, cleaned up.
         { apiGroups: ['batch'], resources: ['jobs'], verbs: ['create', 'get', 'list', 'watch', 'patch', 'delete'] },
-        // Shard inputs (created per cycle, owned by the Job) and the workers' results (read back).
-        { apiGroups: [''], resources: ['configmaps'], verbs: ['create', 'get', 'list', 'watch'] },
+        // Shard inputs, created per cycle and owned by the cycle's Job.
+        { apiGroups: [''], resources: ['configmaps'], verbs: ['create', 'get'] },
         // Only its own cache and cycle report are writable.
         {
           apiGroups: [''],
@@ -42,15 +42,19 @@ export function buildRoles(input: BuildInput): Named<V1Role>[] {
           resourceNames: [names.cache, names.cycle],
           verbs: ['update', 'patch'],
         },
-        // Why a worker failed.
+        // Each worker prints its shard's output as the last line of its log.
         { apiGroups: [''], resources: ['pods'], verbs: ['get', 'list'] },
+        { apiGroups: [''], resources: ['pods/log'], verbs: ['get'] },
       ],
     },
     {
       apiVersion: 'rbac.authorization.k8s.io/v1',
       kind: 'Role',
       metadata: metadata(input, names.worker, 'worker'),
-      rules: [{ apiGroups: [''], resources: ['configmaps'], verbs: ['create'] }],
+      // The response cache of cacheResponses triggers, and nothing else.
+      rules: [
+        { apiGroups: [''], resources: ['configmaps'], resourceNames: [names.cache], verbs: ['get', 'update', 'patch'] },
+      ],
     },
   ];
 }

@@ -4,6 +4,7 @@ import type { V1ObjectMeta, V1OwnerReference, V1PodTemplateSpec } from '@kuberne
 import {
   type BuildInput,
   basePodSpec,
+  CONFIG_FILE,
   childNames,
   engineContainer,
   labels,
@@ -12,7 +13,9 @@ import {
 } from './common.js';
 
 export const WORKER_TEMPLATE_ENV = 'ORACLE_NODE_WORKER_TEMPLATE';
-export const SHARD_DIR = '/etc/oracle-node/shards';
+/** Not under the config mount: volumes cannot nest inside a ConfigMap volume. */
+export const SHARD_DIR = '/var/run/oracle-node/shards';
+export const SHARD_VOLUME = 'shards';
 export const DEFAULT_WORKER_DEADLINE_SECONDS = 50;
 export const DEFAULT_WORKER_TTL_SECONDS = 300;
 
@@ -30,16 +33,13 @@ export function buildWorkerTemplate(input: BuildInput): WorkerTemplate {
   const stage = input.config.nodeSettings.stage;
   const names = childNames(input.node.metadata.name, stage);
   const workerLabels = labels(input.node, stage, 'worker');
-  const container = engineContainer(input, 'worker', ['worker'], input.node.spec.worker?.resources, [
-    {
-      name: 'JOB_NAME',
-      valueFrom: { fieldRef: { fieldPath: "metadata.labels['batch.kubernetes.io/job-name']" } },
-    },
-    {
-      name: 'JOB_UID',
-      valueFrom: { fieldRef: { fieldPath: "metadata.labels['batch.kubernetes.io/controller-uid']" } },
-    },
-  ]);
+  // $(JOB_COMPLETION_INDEX) is expanded by the kubelet: the Job controller sets it in each Indexed Job pod.
+  const args = ['worker', '--shard', `${SHARD_DIR}/shard-$(JOB_COMPLETION_INDEX).json`, '-c', CONFIG_FILE];
+  const container = engineContainer(input, 'worker', args, input.node.spec.worker?.resources);
+  container.volumeMounts = [
+    ...(container.volumeMounts ?? []),
+    { name: SHARD_VOLUME, mountPath: SHARD_DIR, readOnly: true },
+  ];
   const spec = basePodSpec(input, [container], names.worker);
   spec.restartPolicy = 'Never';
   const metadata: V1ObjectMeta = { labels: workerLabels, annotations: podAnnotations(input) };
