@@ -9,3 +9,4 @@ registerSubcommand('coordinator', async () => (await import('./coordinator.js'))
 registerSubcommand('worker', async () => (await import('./worker.js')).command);
 registerSubcommand('start', async () => (await import('./start.js')).command);
 registerSubcommand('gateway', async () => (await import('./gateway.js')).gatewayCommand);
+registerSubcommand('operator', async () => (await import('./operator.js')).default);

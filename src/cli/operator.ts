@@ -1,0 +1,234 @@
+// `oracle-node operator`: runs the controller manager with the OracleNode reconciler. Every flag can also be set
+// through an ONO_* environment variable (the Helm chart's way); a flag wins over the environment.
+import { existsSync, readFileSync } from 'node:fs';
+import { hostname } from 'node:os';
+import { parseArgs } from 'node:util';
+import { KubeConfig } from '@kubernetes/client-node';
+import { pino } from 'pino';
+import type { Reconciler } from '../operator/runtime/types.js';
+import type { Subcommand } from './main.js';
+
+const IN_CLUSTER_TOKEN = '/var/run/secrets/kubernetes.io/serviceaccount/token';
+const IN_CLUSTER_NAMESPACE = '/var/run/secrets/kubernetes.io/serviceaccount/namespace';
+const LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal'] as const;
+
+const USAGE = `Usage: oracle-node operator [options]
+
+Runs the OracleNode controller. Each option can also be set by its environment variable.
+
+  --kubeconfig PATH                  ONO_KUBECONFIG       default: in-cluster, then KUBECONFIG / ~/.kube/config
+  --namespaces a,b                   ONO_NAMESPACES       namespaces to watch; empty: all namespaces
+  --leader-elect[=true|false]        ONO_LEADER_ELECT     default true
+  --leader-election-namespace NS     ONO_LEADER_ELECTION_NAMESPACE  default: POD_NAMESPACE, in-cluster namespace, "default"
+  --leader-election-id NAME          ONO_LEADER_ELECTION_ID  Lease name, default oracle-node-operator
+  --metrics-port N                   ONO_METRICS_PORT     default 8080 (0 disables)
+  --health-port N                    ONO_HEALTH_PORT      default 8081 (0 disables)
+  --workers N                        ONO_WORKERS          concurrent reconciles, default 2
+  --qps N                            ONO_QPS              client-side API rate, default 20
+  --burst N                          ONO_BURST            client-side API burst, default 30
+  --log-level LEVEL                  ONO_LOG_LEVEL        trace|debug|info|warn|error, default info
+`;
+
+export type OperatorFlags = {
+  kubeconfig?: string;
+  namespaces: string[];
+  leaderElect: boolean;
+  leaderElectionNamespace: string;
+  leaderElectionId: string;
+  metricsPort: number;
+  healthPort: number;
+  workers: number;
+  qps: number;
+  burst: number;
+  logLevel: (typeof LEVELS)[number];
+};
+
+export class UsageError extends Error {}
+
+function readNamespaceFile(): string | undefined {
+  try {
+    return existsSync(IN_CLUSTER_NAMESPACE)
+      ? readFileSync(IN_CLUSTER_NAMESPACE, 'utf8').trim() || undefined
+      : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function integer(name: string, value: string, min: number): number {
+  const parsed = Number(value);
+  if (!Number.isInteger(parsed) || parsed < min)
+    throw new UsageError(`--${name} must be an integer >= ${min}, got "${value}"`);
+  return parsed;
+}
+
+function positive(name: string, value: string): number {
+  const parsed = Number(value);
+  if (!Number.isFinite(parsed) || parsed <= 0) throw new UsageError(`--${name} must be a number > 0, got "${value}"`);
+  return parsed;
+}
+
+function boolean(name: string, value: string): boolean {
+  if (['true', '1', 'yes', ''].includes(value.toLowerCase())) return true;
+  if (['false', '0', 'no'].includes(value.toLowerCase())) return false;
+  throw new UsageError(`--${name} must be true or false, got "${value}"`);
+}
+
+/** Flags over environment over defaults. Throws UsageError on a bad value. */
+export function parseOperatorFlags(argv: string[], env: NodeJS.ProcessEnv = process.env): OperatorFlags {
+  // --leader-elect=false is the common form; parseArgs has no optional values, so split it off first.
+  const args: string[] = [];
+  let leaderElectFlag: string | undefined;
+  for (const arg of argv) {
+    if (arg === '--leader-elect') leaderElectFlag = 'true';
+    else if (arg.startsWith('--leader-elect=')) leaderElectFlag = arg.slice('--leader-elect='.length);
+    else if (arg === '--no-leader-elect') leaderElectFlag = 'false';
+    else args.push(arg);
+  }
+  const { values } = parseArgs({
+    args,
+    strict: true,
+    options: {
+      kubeconfig: { type: 'string' },
+      namespaces: { type: 'string' },
+      'leader-election-namespace': { type: 'string' },
+      'leader-election-id': { type: 'string' },
+      'metrics-port': { type: 'string' },
+      'health-port': { type: 'string' },
+      workers: { type: 'string' },
+      qps: { type: 'string' },
+      burst: { type: 'string' },
+      'log-level': { type: 'string' },
+    },
+  });
+  const pick = (flag: string | undefined, variable: string): string | undefined => flag ?? (env[variable] || undefined);
+  const namespaces = (pick(values.namespaces, 'ONO_NAMESPACES') ?? '')
+    .split(',')
+    .map((namespace) => namespace.trim())
+    .filter(Boolean);
+  const logLevel = (pick(values['log-level'], 'ONO_LOG_LEVEL') ?? 'info').toLowerCase();
+  if (!(LEVELS as readonly string[]).includes(logLevel))
+    throw new UsageError(`--log-level must be one of ${LEVELS.join(', ')}`);
+  const qps = positive('qps', pick(values.qps, 'ONO_QPS') ?? '20');
+  const burst = integer('burst', pick(values.burst, 'ONO_BURST') ?? '30', 1);
+  return {
+    kubeconfig: pick(values.kubeconfig, 'ONO_KUBECONFIG'),
+    namespaces,
+    leaderElect: boolean('leader-elect', leaderElectFlag ?? env.ONO_LEADER_ELECT ?? 'true'),
+    leaderElectionNamespace:
+      pick(values['leader-election-namespace'], 'ONO_LEADER_ELECTION_NAMESPACE') ??
+      (env.POD_NAMESPACE || readNamespaceFile() || 'default'),
+    leaderElectionId: pick(values['leader-election-id'], 'ONO_LEADER_ELECTION_ID') ?? 'oracle-node-operator',
+    metricsPort: integer('metrics-port', pick(values['metrics-port'], 'ONO_METRICS_PORT') ?? '8080', 0),
+    healthPort: integer('health-port', pick(values['health-port'], 'ONO_HEALTH_PORT') ?? '8081', 0),
+    workers: integer('workers', pick(values.workers, 'ONO_WORKERS') ?? '2', 1),
+    qps,
+    burst: Math.max(burst, 1),
+    logLevel: logLevel as OperatorFlags['logLevel'],
+  };
+}
+
+/** --kubeconfig, else in-cluster (service account), else KUBECONFIG / ~/.kube/config. */
+export function loadKubeConfig(path: string | undefined, env: NodeJS.ProcessEnv = process.env): KubeConfig {
+  const kubeConfig = new KubeConfig();
+  if (path) kubeConfig.loadFromFile(path);
+  else if (env.KUBERNETES_SERVICE_HOST && existsSync(IN_CLUSTER_TOKEN)) kubeConfig.loadFromCluster();
+  else kubeConfig.loadFromDefault();
+  if (!kubeConfig.getCurrentCluster())
+    throw new UsageError('no Kubernetes cluster configured (use --kubeconfig or KUBECONFIG)');
+  return kubeConfig;
+}
+
+async function loadReconciler(): Promise<Reconciler> {
+  let module: { createOracleNodeReconciler?: (options?: Record<string, unknown>) => Reconciler };
+  try {
+    // A variable specifier: the controller module is optional at build time.
+    const specifier = '../operator/controller.js';
+    module = await import(specifier);
+  } catch (error) {
+    throw new Error(
+      `the OracleNode controller (src/operator/controller.ts) could not be loaded: ${error instanceof Error ? error.message : String(error)}`,
+    );
+  }
+  if (typeof module.createOracleNodeReconciler !== 'function') {
+    throw new Error('src/operator/controller.ts does not export createOracleNodeReconciler(options)');
+  }
+  return module.createOracleNodeReconciler({});
+}
+
+export async function runOperator(argv: string[]): Promise<number> {
+  if (argv.includes('--help') || argv.includes('-h')) {
+    process.stdout.write(USAGE);
+    return 0;
+  }
+  let flags: OperatorFlags;
+  let kubeConfig: KubeConfig;
+  try {
+    flags = parseOperatorFlags(argv);
+    kubeConfig = loadKubeConfig(flags.kubeconfig);
+  } catch (error) {
+    process.stderr.write(`oracle-node operator: ${error instanceof Error ? error.message : String(error)}\n\n${USAGE}`);
+    return 2;
+  }
+  const logger = pino({
+    level: flags.logLevel,
+    base: { component: 'operator' },
+    timestamp: pino.stdTimeFunctions.isoTime,
+  });
+  let reconciler: Reconciler;
+  try {
+    reconciler = await loadReconciler();
+  } catch (error) {
+    logger.fatal({ err: error instanceof Error ? error.message : String(error) }, 'cannot start the operator');
+    return 1;
+  }
+  const { createManager } = await import('../operator/runtime/manager.js');
+  const identity = `${env('POD_NAME') ?? hostname()}_${Math.random().toString(16).slice(2, 10)}`;
+  const manager = createManager({
+    kubeConfig,
+    namespaces: flags.namespaces,
+    leaderElection: {
+      enabled: flags.leaderElect,
+      namespace: flags.leaderElectionNamespace,
+      leaseName: flags.leaderElectionId,
+      identity,
+    },
+    workers: flags.workers,
+    qps: flags.qps,
+    burst: flags.burst,
+    metricsPort: flags.metricsPort,
+    healthPort: flags.healthPort,
+    fieldManager: 'oracle-node-operator',
+    logger,
+  });
+  let signals = 0;
+  const onSignal = (signal: NodeJS.Signals) => {
+    signals++;
+    if (signals > 1) {
+      logger.warn({ signal }, 'second signal: exiting now');
+      process.exit(1);
+    }
+    logger.info({ signal }, 'shutting down');
+    void manager.stop();
+  };
+  process.on('SIGTERM', onSignal);
+  process.on('SIGINT', onSignal);
+  try {
+    await manager.run(reconciler);
+    return 0;
+  } catch (error) {
+    logger.fatal({ err: error instanceof Error ? error.message : String(error) }, 'operator failed');
+    await manager.stop().catch(() => {});
+    return 1;
+  } finally {
+    process.off('SIGTERM', onSignal);
+    process.off('SIGINT', onSignal);
+  }
+}
+
+function env(name: string): string | undefined {
+  return process.env[name] || undefined;
+}
+
+const command: Subcommand = { summary: 'Run the OracleNode operator (controller manager)', run: runOperator };
+export default command;

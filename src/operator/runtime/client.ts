@@ -1,0 +1,108 @@
+// The KubeWriter: server-side apply with one field manager, status apply through the /status subresource, delete
+// tolerant of 404, live get and paginated list. Everything goes through the RestClient (QPS/burst limit, metrics,
+// retries), and works the same for built-in kinds and CRDs because it only needs a ResourceKind.
+import type { KubernetesObject } from '@kubernetes/client-node';
+import { collectionPath, keyOf, objectPath } from './paths.js';
+import { isNotFound, type RestClient } from './rest.js';
+import type { ApplyOptions, KubeWriter, ObjectKey, ResourceKind } from './types.js';
+
+const APPLY_CONTENT_TYPE = 'application/apply-patch+yaml'; // PatchStrategy.ServerSideApply; JSON is valid YAML
+
+export type ListResult<T> = { items: T[]; metadata?: { resourceVersion?: string; continue?: string } };
+
+export class RuntimeClient implements KubeWriter {
+  constructor(
+    readonly rest: RestClient,
+    readonly fieldManager: string,
+    private readonly pageSize = 500,
+  ) {}
+
+  private requireKey(kind: ResourceKind, object: KubernetesObject): ObjectKey {
+    const key = keyOf(object);
+    if (!key.name) throw new Error(`apply ${kind.kind}: metadata.name is required`);
+    if (kind.namespaced && !key.namespace)
+      throw new Error(`apply ${kind.kind} ${key.name}: metadata.namespace is required`);
+    if (!object.apiVersion || !object.kind)
+      throw new Error(`apply ${kind.kind} ${key.name}: apiVersion and kind are required`);
+    return key;
+  }
+
+  async apply<T extends KubernetesObject>(kind: ResourceKind, object: T, options: ApplyOptions = {}): Promise<T> {
+    const key = this.requireKey(kind, object);
+    return this.rest.request<T>({
+      method: 'PATCH',
+      path: objectPath(kind, key),
+      query: {
+        fieldManager: this.fieldManager,
+        force: options.force ?? true,
+        dryRun: options.dryRun ? 'All' : undefined,
+      },
+      body: object,
+      contentType: APPLY_CONTENT_TYPE,
+    });
+  }
+
+  async applyStatus<T extends KubernetesObject>(kind: ResourceKind, object: T): Promise<T> {
+    const key = this.requireKey(kind, object);
+    return this.rest.request<T>({
+      method: 'PATCH',
+      path: `${objectPath(kind, key)}/status`,
+      query: { fieldManager: this.fieldManager, force: true },
+      body: object,
+      contentType: APPLY_CONTENT_TYPE,
+    });
+  }
+
+  async delete(
+    kind: ResourceKind,
+    key: ObjectKey,
+    options: { propagationPolicy?: 'Background' | 'Foreground' } = {},
+  ): Promise<void> {
+    try {
+      await this.rest.request({
+        method: 'DELETE',
+        path: objectPath(kind, key),
+        body: { apiVersion: 'v1', kind: 'DeleteOptions', propagationPolicy: options.propagationPolicy ?? 'Background' },
+      });
+    } catch (error) {
+      if (!isNotFound(error)) throw error;
+    }
+  }
+
+  async get<T extends KubernetesObject>(kind: ResourceKind, key: ObjectKey): Promise<T | undefined> {
+    try {
+      return await this.rest.request<T>({ method: 'GET', path: objectPath(kind, key) });
+    } catch (error) {
+      if (isNotFound(error)) return undefined;
+      throw error;
+    }
+  }
+
+  async list<T extends KubernetesObject>(kind: ResourceKind, namespace: string, labelSelector?: string): Promise<T[]> {
+    return (await this.listPaged<T>(kind, namespace, labelSelector)).items;
+  }
+
+  /** Lists every page; returns the items and the resourceVersion of the list to watch from. */
+  async listPaged<T extends KubernetesObject>(
+    kind: ResourceKind,
+    namespace: string | undefined,
+    labelSelector?: string,
+    signal?: AbortSignal,
+  ): Promise<{ items: T[]; resourceVersion: string }> {
+    const items: T[] = [];
+    let continueToken: string | undefined;
+    let resourceVersion = '';
+    do {
+      const page: ListResult<T> = await this.rest.request<ListResult<T>>({
+        method: 'GET',
+        path: collectionPath(kind, namespace),
+        query: { labelSelector: labelSelector || undefined, limit: this.pageSize, continue: continueToken },
+        signal,
+      });
+      for (const item of page.items ?? []) items.push(item);
+      continueToken = page.metadata?.continue || undefined;
+      resourceVersion = page.metadata?.resourceVersion ?? resourceVersion;
+    } while (continueToken);
+    return { items, resourceVersion };
+  }
+}

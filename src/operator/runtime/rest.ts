@@ -1,0 +1,335 @@
+// A small REST transport over node:http(s) for the Kubernetes API. Every call, watches and lists included, waits
+// on one client-side QPS/burst token bucket, is counted in rest_client_requests_total, and is retried with jittered
+// exponential backoff on 429, 5xx and connection errors (honouring Retry-After). Credentials come from the
+// KubeConfig on every request, so rotated in-cluster tokens are picked up.
+import http from 'node:http';
+import https from 'node:https';
+import type { KubeConfig } from '@kubernetes/client-node';
+import type { Logger } from 'pino';
+import { Backoff, TokenBucket } from './backoff.js';
+import { type Clock, systemClock } from './clock.js';
+import type { RuntimeMetrics } from './metrics.js';
+
+export type RestClientOptions = {
+  qps: number;
+  burst: number;
+  metrics?: RuntimeMetrics;
+  logger?: Logger;
+  clock?: Clock;
+  userAgent?: string;
+  /** Attempts after the first on a retryable failure. */
+  maxRetries?: number;
+  retryInitialMs?: number;
+  retryMaxMs?: number;
+  /** No response headers within this time aborts the attempt (watches use their own inactivity timeout). */
+  requestTimeoutMs?: number;
+};
+
+export type RequestOptions = {
+  method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+  path: string;
+  query?: Record<string, string | number | boolean | undefined>;
+  body?: unknown;
+  contentType?: string;
+  signal?: AbortSignal;
+  /** Retry 429/5xx/connection errors (default true). */
+  retry?: boolean;
+};
+
+export class ApiError extends Error {
+  constructor(
+    message: string,
+    /** HTTP status; 0 for a connection-level failure. */
+    readonly status: number,
+    readonly reason?: string,
+    readonly retryAfterMs?: number,
+    readonly body?: unknown,
+  ) {
+    super(message);
+    this.name = 'ApiError';
+  }
+
+  get retryable(): boolean {
+    return this.status === 0 || this.status === 429 || (this.status >= 500 && this.status !== 501);
+  }
+}
+
+export function isNotFound(error: unknown): boolean {
+  return error instanceof ApiError && error.status === 404;
+}
+
+export function isConflict(error: unknown): boolean {
+  return error instanceof ApiError && error.status === 409;
+}
+
+export function isGone(error: unknown): boolean {
+  return error instanceof ApiError && error.status === 410;
+}
+
+export type WatchEvent = {
+  type: 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK' | 'ERROR';
+  object: Record<string, unknown>;
+};
+
+export type WatchOptions = {
+  path: string;
+  query: Record<string, string | number | boolean | undefined>;
+  signal: AbortSignal;
+  /** Abort when nothing (not even a bookmark) arrives for this long. */
+  inactivityTimeoutMs: number;
+};
+
+const VERBS: Record<string, string> = { GET: 'GET', POST: 'POST', PUT: 'PUT', PATCH: 'PATCH', DELETE: 'DELETE' };
+
+function retryAfterMs(header: string | string[] | undefined): number | undefined {
+  const value = Array.isArray(header) ? header[0] : header;
+  if (!value) return undefined;
+  const seconds = Number(value);
+  if (Number.isFinite(seconds)) return Math.max(0, seconds * 1000);
+  const date = Date.parse(value);
+  return Number.isNaN(date) ? undefined : Math.max(0, date - Date.now());
+}
+
+export class RestClient {
+  readonly server: URL;
+  readonly host: string;
+  readonly limiter: TokenBucket;
+  private readonly clock: Clock;
+  private agent: http.Agent | undefined;
+  private readonly options: RestClientOptions;
+
+  constructor(
+    private readonly kubeConfig: KubeConfig,
+    options: RestClientOptions,
+  ) {
+    const cluster = kubeConfig.getCurrentCluster();
+    if (!cluster) throw new Error('the kubeconfig has no current cluster');
+    this.server = new URL(cluster.server);
+    this.host = this.server.host;
+    this.options = options;
+    this.clock = options.clock ?? systemClock;
+    this.limiter = new TokenBucket(options.qps, options.burst, this.clock);
+  }
+
+  /** Connection options and credentials from the kubeconfig; the agent (TLS material) is built once. */
+  private async connectionOptions(): Promise<https.RequestOptions> {
+    const options: https.RequestOptions = {};
+    await this.kubeConfig.applyToHTTPSOptions(options);
+    if (!this.agent) {
+      this.agent =
+        this.server.protocol === 'https:'
+          ? new https.Agent({
+              keepAlive: true,
+              maxSockets: 64,
+              ca: options.ca,
+              cert: options.cert,
+              key: options.key,
+              pfx: options.pfx,
+              passphrase: options.passphrase,
+              rejectUnauthorized: options.rejectUnauthorized,
+              servername: options.servername,
+            })
+          : new http.Agent({ keepAlive: true, maxSockets: 64 });
+    }
+    return { headers: { ...(options.headers as Record<string, string>) }, auth: options.auth };
+  }
+
+  private url(path: string, query?: RequestOptions['query']): URL {
+    const base = this.server.pathname.replace(/\/$/, '');
+    const url = new URL(base + path, this.server);
+    for (const [key, value] of Object.entries(query ?? {})) {
+      if (value !== undefined) url.searchParams.set(key, String(value));
+    }
+    return url;
+  }
+
+  private async throttle(verb: string, signal?: AbortSignal): Promise<void> {
+    const started = this.clock.now();
+    await this.limiter.take(signal);
+    const waited = (this.clock.now() - started) / 1000;
+    this.options.metrics?.restRateLimiterDuration.observe({ verb, host: this.host }, waited);
+    if (signal?.aborted) throw signal.reason ?? new Error('aborted');
+  }
+
+  private count(code: string, method: string, seconds: number): void {
+    this.options.metrics?.restRequests.inc({ code, method, host: this.host });
+    this.options.metrics?.restDuration.observe({ verb: method, host: this.host }, seconds);
+  }
+
+  /** One request with retries; resolves with the parsed JSON body (undefined for an empty one). */
+  async request<T = unknown>(request: RequestOptions): Promise<T> {
+    const maxRetries = request.retry === false ? 0 : (this.options.maxRetries ?? 5);
+    const backoff = new Backoff({
+      initialMs: this.options.retryInitialMs ?? 250,
+      maxMs: this.options.retryMaxMs ?? 30_000,
+    });
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return (await this.attempt(request)) as T;
+      } catch (error) {
+        if (!(error instanceof ApiError) || !error.retryable || attempt >= maxRetries || request.signal?.aborted)
+          throw error;
+        const delay = Math.min(Math.max(backoff.next(), error.retryAfterMs ?? 0), this.options.retryMaxMs ?? 30_000);
+        this.options.logger?.debug(
+          { method: request.method, path: request.path, status: error.status, attempt: attempt + 1, delayMs: delay },
+          'retrying Kubernetes API request',
+        );
+        await this.clock.sleep(delay, request.signal);
+        if (request.signal?.aborted) throw error;
+      }
+    }
+  }
+
+  private async attempt(request: RequestOptions): Promise<unknown> {
+    const verb = VERBS[request.method] ?? request.method;
+    await this.throttle(verb, request.signal);
+    const connection = await this.connectionOptions();
+    const url = this.url(request.path, request.query);
+    const payload = request.body === undefined ? undefined : Buffer.from(JSON.stringify(request.body));
+    const headers: Record<string, string | number> = {
+      ...(connection.headers as Record<string, string>),
+      accept: 'application/json',
+      'user-agent': this.options.userAgent ?? 'oracle-node-operator',
+    };
+    if (payload) {
+      headers['content-type'] = request.contentType ?? 'application/json';
+      headers['content-length'] = payload.length;
+    }
+    const started = process.hrtime.bigint();
+    const seconds = () => Number(process.hrtime.bigint() - started) / 1e9;
+    const transport = url.protocol === 'https:' ? https : http;
+    return await new Promise<unknown>((resolve, reject) => {
+      const req = transport.request(
+        url,
+        { method: request.method, headers, agent: this.agent, auth: connection.auth, signal: request.signal },
+        (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (chunk: Buffer) => chunks.push(chunk));
+          res.on('error', (error) => {
+            this.count('<error>', verb, seconds());
+            reject(new ApiError(`${request.method} ${request.path}: ${error.message}`, 0));
+          });
+          res.on('end', () => {
+            const status = res.statusCode ?? 0;
+            this.count(String(status), verb, seconds());
+            const text = Buffer.concat(chunks).toString('utf8');
+            let body: unknown;
+            try {
+              body = text ? JSON.parse(text) : undefined;
+            } catch {
+              body = text;
+            }
+            if (status >= 200 && status < 300) return resolve(body);
+            const statusBody = (body ?? {}) as { message?: string; reason?: string };
+            reject(
+              new ApiError(
+                `${request.method} ${request.path}: ${status} ${statusBody.message ?? (typeof body === 'string' ? body.slice(0, 200) : '')}`.trim(),
+                status,
+                statusBody.reason,
+                retryAfterMs(res.headers['retry-after']),
+                body,
+              ),
+            );
+          });
+        },
+      );
+      req.setTimeout(this.options.requestTimeoutMs ?? 30_000, () => req.destroy(new Error('request timed out')));
+      req.on('error', (error) => {
+        if (request.signal?.aborted) return reject(request.signal.reason ?? error);
+        this.count('<error>', verb, seconds());
+        reject(new ApiError(`${request.method} ${request.path}: ${error.message}`, 0));
+      });
+      req.end(payload);
+    });
+  }
+
+  /**
+   * Opens a watch and yields its events until the server closes it (a clean end), the signal aborts, or nothing
+   * arrives for `inactivityTimeoutMs` (an ApiError with status 0). Opening is rate-limited but not retried: the
+   * informer owns the reconnect policy.
+   */
+  async *watch(options: WatchOptions): AsyncGenerator<WatchEvent> {
+    await this.throttle('WATCH', options.signal);
+    const connection = await this.connectionOptions();
+    const url = this.url(options.path, { ...options.query, watch: true });
+    const headers = {
+      ...(connection.headers as Record<string, string>),
+      accept: 'application/json',
+      'user-agent': this.options.userAgent ?? 'oracle-node-operator',
+    };
+    const started = process.hrtime.bigint();
+    const transport = url.protocol === 'https:' ? https : http;
+    const abort = new AbortController();
+    const onAbort = () => abort.abort(options.signal.reason);
+    if (options.signal.aborted) return;
+    options.signal.addEventListener('abort', onAbort, { once: true });
+    let inactivity: NodeJS.Timeout | undefined;
+    let timedOut = false;
+    const arm = () => {
+      clearTimeout(inactivity);
+      inactivity = setTimeout(() => {
+        timedOut = true;
+        abort.abort(new Error('watch inactivity timeout'));
+      }, options.inactivityTimeoutMs);
+    };
+    try {
+      arm();
+      const res = await new Promise<http.IncomingMessage>((resolve, reject) => {
+        const req = transport.request(
+          url,
+          { method: 'GET', headers, agent: this.agent, auth: connection.auth, signal: abort.signal },
+          resolve,
+        );
+        req.on('error', reject);
+        req.end();
+      }).catch((error: Error) => {
+        this.count('<error>', 'WATCH', Number(process.hrtime.bigint() - started) / 1e9);
+        if (options.signal.aborted) throw error;
+        throw new ApiError(`watch ${options.path}: ${timedOut ? 'no response' : error.message}`, 0);
+      });
+      const status = res.statusCode ?? 0;
+      this.count(String(status), 'WATCH', Number(process.hrtime.bigint() - started) / 1e9);
+      if (status < 200 || status >= 300) {
+        const chunks: Buffer[] = [];
+        for await (const chunk of res) chunks.push(chunk as Buffer);
+        let body: { message?: string; reason?: string } = {};
+        try {
+          body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+        } catch {}
+        throw new ApiError(
+          `watch ${options.path}: ${status} ${body.message ?? ''}`,
+          status,
+          body.reason,
+          retryAfterMs(res.headers['retry-after']),
+          body,
+        );
+      }
+      let buffered = '';
+      try {
+        for await (const chunk of res) {
+          arm();
+          buffered += (chunk as Buffer).toString('utf8');
+          let newline = buffered.indexOf('\n');
+          while (newline >= 0) {
+            const line = buffered.slice(0, newline).trim();
+            buffered = buffered.slice(newline + 1);
+            if (line) yield JSON.parse(line) as WatchEvent;
+            newline = buffered.indexOf('\n');
+          }
+        }
+      } catch (error) {
+        if (options.signal.aborted) return;
+        throw new ApiError(`watch ${options.path}: ${timedOut ? 'inactivity timeout' : (error as Error).message}`, 0);
+      }
+      if (timedOut) throw new ApiError(`watch ${options.path}: inactivity timeout`, 0);
+    } finally {
+      clearTimeout(inactivity);
+      options.signal.removeEventListener('abort', onAbort);
+      if (!abort.signal.aborted) abort.abort();
+    }
+  }
+
+  close(): void {
+    this.agent?.destroy();
+  }
+}

@@ -1,0 +1,191 @@
+import { expect } from 'chai';
+import { pino } from 'pino';
+import { FakeClock } from '../../../../src/operator/runtime/clock.js';
+import { LeaderElector, type Lease, type LeaseStore } from '../../../../src/operator/runtime/leader.js';
+import { ApiError } from '../../../../src/operator/runtime/rest.js';
+
+const logger = pino({ level: 'silent' });
+
+/** An in-memory Lease API with the apiserver's optimistic concurrency, serializing times as JSON would. */
+class MemoryLeases {
+  lease: Lease | undefined;
+  private version = 0;
+  writes = 0;
+
+  private snapshot(lease: Lease): Lease {
+    return JSON.parse(JSON.stringify(lease)) as Lease;
+  }
+
+  client(): LeaseStore & { down: boolean } {
+    const store = {
+      down: false,
+      get: async () => {
+        if (store.down) throw new ApiError('connection refused', 0);
+        return this.lease && this.snapshot(this.lease);
+      },
+      create: async (lease: Lease) => {
+        if (store.down) throw new ApiError('connection refused', 0);
+        if (this.lease) throw new ApiError('already exists', 409, 'AlreadyExists');
+        this.writes++;
+        this.lease = this.snapshot({
+          ...lease,
+          metadata: { ...lease.metadata, resourceVersion: String(++this.version) },
+        });
+        return this.snapshot(this.lease);
+      },
+      update: async (lease: Lease) => {
+        if (store.down) throw new ApiError('connection refused', 0);
+        if (lease.metadata.resourceVersion !== this.lease?.metadata.resourceVersion)
+          throw new ApiError('conflict', 409, 'Conflict');
+        this.writes++;
+        this.lease = this.snapshot({
+          ...lease,
+          metadata: { ...lease.metadata, resourceVersion: String(++this.version) },
+        });
+        return this.snapshot(this.lease);
+      },
+    };
+    return store;
+  }
+}
+
+function candidate(leases: MemoryLeases, clock: FakeClock, identity: string) {
+  const store = leases.client();
+  const log: string[] = [];
+  let signal: AbortSignal | undefined;
+  const elector = new LeaderElector(
+    store,
+    { namespace: 'ns', name: 'lock', identity },
+    {
+      onStartedLeading: (s) => {
+        signal = s;
+        log.push('started');
+      },
+      onStoppedLeading: () => log.push('stopped'),
+    },
+    logger,
+    clock,
+  );
+  return { elector, store, log, signal: () => signal };
+}
+
+describe('operator runtime: leader election (client-go algorithm, fake clock)', () => {
+  it('creates the Lease and leads, renewing every retry period with 6-digit MicroTime', async () => {
+    const clock = new FakeClock();
+    const leases = new MemoryLeases();
+    const a = candidate(leases, clock, 'a');
+    a.elector.start();
+    await clock.advance(0);
+    expect(a.elector.isLeader()).to.equal(true);
+    expect(leases.lease?.spec?.holderIdentity).to.equal('a');
+    expect(leases.lease?.spec?.leaseDurationSeconds).to.equal(15);
+    expect(String(leases.lease?.spec?.renewTime)).to.match(/\.\d{6}Z$/);
+    const before = leases.writes;
+    await clock.advance(10_000);
+    expect(leases.writes - before).to.equal(5); // one renewal every 2 s
+    expect(leases.lease?.spec?.leaseTransitions).to.equal(0);
+    await a.elector.stop();
+  });
+
+  it('lets exactly one of two candidates lead', async () => {
+    const clock = new FakeClock();
+    const leases = new MemoryLeases();
+    const a = candidate(leases, clock, 'a');
+    const b = candidate(leases, clock, 'b');
+    a.elector.start();
+    b.elector.start();
+    for (let i = 0; i < 20; i++) {
+      await clock.advance(1000);
+      expect([a.elector.isLeader(), b.elector.isLeader()].filter(Boolean)).to.have.length(1);
+    }
+    await Promise.all([a.elector.stop(), b.elector.stop()]);
+  });
+
+  it('a crashed leader (no renewals, no release) is replaced after the lease duration, not before', async () => {
+    const clock = new FakeClock();
+    const leases = new MemoryLeases();
+    const a = candidate(leases, clock, 'a');
+    a.elector.start();
+    await clock.advance(0);
+    const b = candidate(leases, clock, 'b');
+    b.elector.start();
+    await clock.advance(3000);
+    expect(b.elector.isLeader()).to.equal(false);
+    a.store.down = true; // a is cut off: it can neither renew nor release
+    await clock.advance(10_000);
+    // a gave up within its renew deadline (10 s) and stopped leading; the lease is not yet expired for b.
+    expect(a.elector.isLeader()).to.equal(false);
+    expect(a.signal()?.aborted).to.equal(true);
+    expect(a.log).to.deep.equal(['started', 'stopped']);
+    expect(b.elector.isLeader()).to.equal(false);
+    await clock.advance(10_000);
+    expect(b.elector.isLeader()).to.equal(true);
+    expect(leases.lease?.spec?.holderIdentity).to.equal('b');
+    expect(leases.lease?.spec?.leaseTransitions).to.equal(1);
+    await Promise.all([a.elector.stop(), b.elector.stop()]);
+  });
+
+  it('a graceful stop releases the Lease (empty holder, 1 s) so the other takes over at its next try', async () => {
+    const clock = new FakeClock();
+    const leases = new MemoryLeases();
+    const a = candidate(leases, clock, 'a');
+    a.elector.start();
+    await clock.advance(0);
+    const b = candidate(leases, clock, 'b');
+    b.elector.start();
+    await clock.advance(2000);
+    await a.elector.stop();
+    expect(leases.lease?.spec?.holderIdentity).to.equal('');
+    expect(leases.lease?.spec?.leaseDurationSeconds).to.equal(1);
+    expect(a.log).to.deep.equal(['started', 'stopped']);
+    await clock.advance(4400); // at most one jittered retry period (2 s * 2.2)
+    expect(b.elector.isLeader()).to.equal(true);
+    await b.elector.stop();
+  });
+
+  it('keeps leading through an API outage shorter than the renew deadline', async () => {
+    const clock = new FakeClock();
+    const leases = new MemoryLeases();
+    const a = candidate(leases, clock, 'a');
+    a.elector.start();
+    await clock.advance(0);
+    a.store.down = true;
+    await clock.advance(6000);
+    a.store.down = false;
+    await clock.advance(6000);
+    expect(a.elector.isLeader()).to.equal(true);
+    expect(a.log).to.deep.equal(['started']);
+    await a.elector.stop();
+  });
+
+  it('loses a write race through resourceVersion conflicts rather than double-leading', async () => {
+    const clock = new FakeClock();
+    const leases = new MemoryLeases();
+    const a = candidate(leases, clock, 'a');
+    const b = candidate(leases, clock, 'b');
+    // Both see an expired lease held by a third replica, then race to take it.
+    await leases.client().create({
+      metadata: { name: 'lock', namespace: 'ns' },
+      spec: { holderIdentity: 'c', leaseDurationSeconds: 15, renewTime: new Date(clock.now()).toISOString() },
+    });
+    await a.elector.tryAcquireOrRenew();
+    await b.elector.tryAcquireOrRenew();
+    await clock.advance(16_000);
+    const results = await Promise.all([a.elector.tryAcquireOrRenew(), b.elector.tryAcquireOrRenew()]);
+    expect(results.filter(Boolean)).to.have.length(1);
+  });
+
+  it('rejects timings that cannot work', () => {
+    const leases = new MemoryLeases();
+    const callbacks = { onStartedLeading() {}, onStoppedLeading() {} };
+    expect(
+      () =>
+        new LeaderElector(
+          leases.client(),
+          { namespace: 'n', name: 'l', identity: 'x', leaseDurationMs: 5000, renewDeadlineMs: 5000 },
+          callbacks,
+          logger,
+        ),
+    ).to.throw(/leaseDuration/);
+  });
+});

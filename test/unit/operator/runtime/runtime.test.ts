@@ -1,0 +1,229 @@
+// The runtime against an in-memory API server: transport, informer, client and manager wiring.
+
+import type { KubernetesObject } from '@kubernetes/client-node';
+import { expect } from 'chai';
+import { pino } from 'pino';
+import { Registry } from 'prom-client';
+import { RuntimeClient } from '../../../../src/operator/runtime/client.js';
+import { Informer } from '../../../../src/operator/runtime/informer.js';
+import { createManager } from '../../../../src/operator/runtime/manager.js';
+import { RuntimeMetrics } from '../../../../src/operator/runtime/metrics.js';
+import { ApiError, RestClient } from '../../../../src/operator/runtime/rest.js';
+import type { ObjectKey, Reconciler, ResourceKind } from '../../../../src/operator/runtime/types.js';
+import { FakeApiServer } from './fake-apiserver.js';
+
+const logger = pino({ level: process.env.DEBUG_RUNTIME ? 'debug' : 'silent' });
+const CONFIGMAP: ResourceKind = { group: '', version: 'v1', kind: 'ConfigMap', plural: 'configmaps', namespaced: true };
+const SECRET: ResourceKind = { group: '', version: 'v1', kind: 'Secret', plural: 'secrets', namespaced: true };
+
+async function waitFor(check: () => boolean, what: string, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+function configMap(name: string, data: Record<string, string>, labels?: Record<string, string>) {
+  return { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace: 'ns1', labels }, data };
+}
+
+describe('operator runtime against an in-memory API server', () => {
+  let api: FakeApiServer;
+  beforeEach(async () => {
+    api = new FakeApiServer();
+    await api.start();
+  });
+  afterEach(async () => {
+    await api.stop();
+  });
+
+  function rest(options: Partial<ConstructorParameters<typeof RestClient>[1]> = {}) {
+    return new RestClient(api.kubeConfig(), { qps: 1000, burst: 1000, retryInitialMs: 5, retryMaxMs: 50, ...options });
+  }
+
+  it('informer: lists, then delivers add/update/delete from the watch with managedFields stripped', async () => {
+    api.upsert('configmaps', configMap('a', { v: '1' }));
+    const transport = rest();
+    const informer = new Informer({
+      kind: CONFIGMAP,
+      namespace: 'ns1',
+      client: new RuntimeClient(transport, 'test'),
+      rest: transport,
+      logger,
+    });
+    const seen: string[] = [];
+    informer.on((type, object) =>
+      seen.push(`${type}:${object.metadata?.name}:${(object as { data?: { v?: string } }).data?.v ?? ''}`),
+    );
+    informer.start();
+    await informer.waitForSync();
+    expect(informer.get('ns1', 'a')?.metadata?.managedFields).to.equal(undefined);
+    expect(informer.get('ns1', 'a')?.kind).to.equal('ConfigMap');
+    api.upsert('configmaps', configMap('b', { v: '1' }));
+    api.upsert('configmaps', configMap('a', { v: '2' }));
+    const b = api.objects.get('configmaps/ns1/b')!;
+    api.write('configmaps', 'DELETED', b);
+    await waitFor(() => seen.length === 4, 'four events');
+    expect(seen).to.deep.equal(['add:a:1', 'add:b:1', 'update:a:2', 'delete:b:1']);
+    expect(informer.size()).to.equal(1);
+    await informer.stop();
+  });
+
+  it('informer: a watch expiring (410) relists and misses no update made while it was away', async () => {
+    for (let i = 0; i < 5; i++) api.upsert('configmaps', configMap(`c${i}`, { v: '0' }));
+    const transport = rest();
+    const metrics = new RuntimeMetrics(new Registry());
+    const informer = new Informer({
+      kind: CONFIGMAP,
+      client: new RuntimeClient(transport, 'test'),
+      rest: transport,
+      logger,
+      metrics,
+      reconnectInitialMs: 200,
+    });
+    informer.start();
+    await informer.waitForSync();
+    // The watch drops; while it is away, objects change and history is compacted.
+    const inject = api.inject;
+    api.inject = (req) => (req.url?.includes('watch=true') ? { status: 503 } : undefined);
+    api.closeWatches();
+    api.upsert('configmaps', configMap('c1', { v: '1' }));
+    api.write('configmaps', 'DELETED', api.objects.get('configmaps/ns1/c2')!);
+    api.upsert('configmaps', configMap('c9', { v: '1' }));
+    api.compact();
+    api.inject = inject;
+    await waitFor(() => (informer.get('ns1', 'c1') as { data?: { v?: string } } | undefined)?.data?.v === '1', 'c1 v1');
+    await waitFor(
+      () => informer.get('ns1', 'c9') !== undefined && informer.get('ns1', 'c2') === undefined,
+      'c9 added, c2 gone',
+    );
+    const relists = await metrics.relists.get();
+    expect(relists.values.find((v) => v.labels.reason === 'gone')?.value).to.equal(1);
+    await informer.stop();
+  });
+
+  it('informer: the label selector keeps foreign objects out of the cache', async () => {
+    api.upsert('configmaps', configMap('mine', {}, { app: 'x' }));
+    api.upsert('configmaps', configMap('foreign', {}));
+    const transport = rest();
+    const informer = new Informer({
+      kind: CONFIGMAP,
+      labelSelector: 'app=x',
+      client: new RuntimeClient(transport, 't'),
+      rest: transport,
+      logger,
+    });
+    informer.start();
+    await informer.waitForSync();
+    expect(informer.list().map((o) => o.metadata?.name)).to.deep.equal(['mine']);
+    await informer.stop();
+  });
+
+  it('rest: retries 429 and 500 with backoff (honouring Retry-After), then gives up without a hot loop', async () => {
+    let failures = 2;
+    api.inject = () => (failures-- > 0 ? { status: 429, headers: { 'retry-after': '0' } } : undefined);
+    const transport = rest({ maxRetries: 3 });
+    const client = new RuntimeClient(transport, 'test');
+    expect(await client.get(CONFIGMAP, { namespace: 'ns1', name: 'none' })).to.equal(undefined);
+    expect(api.requests).to.have.length(3);
+    api.requests.length = 0;
+    api.inject = () => ({ status: 500 });
+    const error = await client.get(CONFIGMAP, { namespace: 'ns1', name: 'none' }).catch((e: unknown) => e);
+    expect(error).to.be.instanceOf(ApiError);
+    expect((error as ApiError).status).to.equal(500);
+    expect(api.requests).to.have.length(4); // the first try and maxRetries retries, no more
+  });
+
+  it('rest: the client-side QPS/burst limit holds back a burst of calls', async () => {
+    const transport = rest({ qps: 20, burst: 2 });
+    const client = new RuntimeClient(transport, 'test');
+    const started = Promise.all(
+      Array.from({ length: 6 }, (_, i) => client.get(CONFIGMAP, { namespace: 'ns1', name: `x${i}` })),
+    );
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(api.requests.length).to.be.at.most(3); // the burst, plus at most one refilled token
+    await started;
+    expect(api.requests).to.have.length(6);
+  });
+
+  it('client: server-side apply with the apply content type and field manager; delete tolerates 404', async () => {
+    const client = new RuntimeClient(rest(), 'my-manager');
+    const applied = await client.apply(CONFIGMAP, configMap('s', { k: 'v' }));
+    expect(applied.metadata?.name).to.equal('s');
+    const request = api.requests.at(-1)!;
+    expect(request.method).to.equal('PATCH');
+    expect(request.contentType).to.equal('application/apply-patch+yaml');
+    await client.applyStatus(CONFIGMAP, configMap('s', { k: 'v' }));
+    expect(api.requests.at(-1)!.path).to.equal('/api/v1/namespaces/ns1/configmaps/s/status');
+    await client.delete(CONFIGMAP, { namespace: 'ns1', name: 's' });
+    await client.delete(CONFIGMAP, { namespace: 'ns1', name: 's' });
+    expect(await client.get(CONFIGMAP, { namespace: 'ns1', name: 's' })).to.equal(undefined);
+    try {
+      await client.apply(CONFIGMAP, { metadata: { name: 'no-kind', namespace: 'ns1' } } as KubernetesObject);
+      expect.fail('apply without apiVersion/kind must throw');
+    } catch (error) {
+      expect(String(error)).to.match(/apiVersion and kind/);
+    }
+  });
+
+  it('manager: reconciles primaries and owned children map to their owner; errors back off and retry', async () => {
+    api.upsert('configmaps', configMap('p1', { v: '1' }));
+    const reconciled: string[] = [];
+    let failOnce = true;
+    const reconciler: Reconciler = {
+      name: 'test',
+      watches: { primary: CONFIGMAP, owned: [{ kind: SECRET, labelSelector: 'owned=yes' }] },
+      async reconcile(key: ObjectKey, context) {
+        reconciled.push(`${key.namespace}/${key.name}`);
+        expect(context.cache.get(CONFIGMAP, key) ?? null).to.not.equal(undefined);
+        if (key.name === 'p2' && failOnce) {
+          failOnce = false;
+          throw new Error('transient');
+        }
+        return undefined;
+      },
+    };
+    const registry = new Registry();
+    const manager = createManager({
+      kubeConfig: api.kubeConfig(),
+      namespaces: ['ns1'],
+      leaderElection: { enabled: true, namespace: 'ns1', leaseName: 'lock', identity: 'me' },
+      workers: 2,
+      qps: 1000,
+      burst: 1000,
+      metricsPort: 0,
+      healthPort: 0,
+      fieldManager: 'test',
+      logger,
+      tuning: { registry },
+    });
+    const running = manager.run(reconciler);
+    await waitFor(() => reconciled.includes('ns1/p1'), 'p1 reconciled');
+    expect(manager.isLeader()).to.equal(true);
+    expect(manager.readiness().ready).to.equal(true);
+    api.upsert('configmaps', configMap('p2', {}));
+    await waitFor(() => reconciled.filter((k) => k === 'ns1/p2').length === 2, 'p2 retried after its error');
+    const before = reconciled.filter((k) => k === 'ns1/p1').length;
+    api.upsert('secrets', {
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: {
+        name: 'child',
+        namespace: 'ns1',
+        labels: { owned: 'yes' },
+        ownerReferences: [{ apiVersion: 'v1', kind: 'ConfigMap', name: 'p1', uid: 'u' }],
+      },
+    } as never);
+    await waitFor(() => reconciled.filter((k) => k === 'ns1/p1').length === before + 1, 'p1 reconciled for its child');
+    const text = await registry.metrics();
+    expect(text).to.match(/controller_runtime_reconcile_total\{controller="test",result="error"\} 1/);
+    expect(text).to.match(/controller_runtime_reconcile_errors_total\{controller="test"\} 1/);
+    expect(text).to.match(/leader_election_master_status\{name="lock"\} 1/);
+    expect(text).to.match(/rest_client_requests_total\{code="200",method="GET",host="127.0.0.1:\d+"\}/);
+    await manager.stop();
+    await running;
+    const lease = api.objects.get('leases/ns1/lock') as { spec?: { holderIdentity?: string } };
+    expect(lease.spec?.holderIdentity).to.equal('');
+  });
+});
