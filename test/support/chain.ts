@@ -230,3 +230,14 @@ export async function mineBlocks(url: string, count: number): Promise<void> {
 export async function setBalance(url: string, address: string, wei: bigint): Promise<void> {
   await rpc(url, 'anvil_setBalance', [address, `0x${wei.toString(16)}`]);
 }
+
+/** Waits until anvil's pool is empty: automine mines each transaction, but not before answering. */
+export async function waitForMined(url: string, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const status = await rpc<{ pending: string; queued: string }>(url, 'txpool_status');
+    if (Number(status.pending) === 0) return;
+    if (Date.now() > deadline) throw new Error(`transactions still pending: ${JSON.stringify(status)}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}

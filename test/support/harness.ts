@@ -2,7 +2,7 @@
 // a node config pointing at the test chain, sponsors, requests, and event counting on chain.
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { Contract, getBytes, keccak256, id as keccakId, toUtf8Bytes, Wallet, zeroPadValue } from 'ethers';
+import { AbiCoder, Contract, keccak256, id as keccakId, toUtf8Bytes, Wallet, zeroPadValue } from 'ethers';
 import { deriveEndpointId, deriveTemplateIdV0 } from '../../src/chain/ids.js';
 import { sponsorWallets } from '../../src/chain/sponsor-wallets.js';
 import { type Config, validateConfig } from '../../src/config/index.js';
@@ -23,6 +23,7 @@ export const ENDPOINTS = {
   price: deriveEndpointId(OIS_TITLE, 'price'),
   broken: deriveEndpointId(OIS_TITLE, 'broken'),
   counter: deriveEndpointId(OIS_TITLE, 'counter'),
+  dynamic: deriveEndpointId(OIS_TITLE, 'dynamic'),
 } as const;
 export const wallets = sponsorWallets(TEST_MNEMONIC);
 export const NODE_ADDRESS = wallets.nodeAddress;
@@ -141,6 +142,7 @@ export function buildConfigJson(options: ConfigOptions): {
         { endpointId: ENDPOINTS.price, oisTitle: OIS_TITLE, endpointName: 'price', cacheResponses: false },
         { endpointId: ENDPOINTS.broken, oisTitle: OIS_TITLE, endpointName: 'broken', cacheResponses: false },
         { endpointId: ENDPOINTS.counter, oisTitle: OIS_TITLE, endpointName: 'counter', cacheResponses: true },
+        { endpointId: ENDPOINTS.dynamic, oisTitle: OIS_TITLE, endpointName: 'dynamic', cacheResponses: false },
       ],
       http: [],
       httpSignedData: [],
@@ -185,6 +187,14 @@ export function buildConfigJson(options: ConfigOptions): {
               { name: '_path', fixed: 'value' },
             ],
             parameters: [],
+          },
+          {
+            // _type and _path chosen by the requester
+            name: 'dynamic',
+            operation: { method: 'get', path: '/price' },
+            fixedOperationParameters: [],
+            reservedParameters: [{ name: '_type' }, { name: '_path' }, { name: '_times' }],
+            parameters: [{ name: 'coin', operationParameter: { in: 'query', name: 'coin' } }],
           },
         ],
       },
@@ -310,6 +320,5 @@ export async function requestEvents(deployment: Deployment, requestId: string): 
 }
 
 export function int256(value: bigint): string {
-  return zeroPadValue(`0x${(value < 0n ? (1n << 256n) + value : value).toString(16)}`, 32);
+  return AbiCoder.defaultAbiCoder().encode(['int256'], [value]);
 }
-

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { expect } from 'chai';
-import { startTestChain } from '../../support/chain.js';
+import { startTestChain, waitForMined } from '../../support/chain.js';
 import {
   type ApiServer,
   buildConfigJson,
@@ -73,6 +73,7 @@ describe('oracle-node coordinator (anvil, real AirnodeRrpV0)', () => {
       ],
       { cwd: repoRoot },
     );
+    await waitForMined(chain.anvil.url);
     const summary = JSON.parse(stdout) as { transactions: { fulfilled: number }; requests: { discovered: number } };
     expect(summary.requests.discovered).to.equal(1);
     expect(summary.transactions.fulfilled).to.equal(1);

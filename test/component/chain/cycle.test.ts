@@ -1,0 +1,403 @@
+// The request-response cycle end to end on anvil through the real AirnodeRrpV0: runCycle with the
+// in-process executor, an API stand-in on 127.0.0.1, and outcomes counted from on-chain events.
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { expect } from 'chai';
+import { Contract } from 'ethers';
+import { deriveTemplateIdV0 } from '../../../src/chain/ids.js';
+import { MemoryResponseCache } from '../../../src/node/cache.js';
+import { type CycleSummary, runCycle } from '../../../src/node/cycle.js';
+import { InProcessExecutor } from '../../../src/node/executor.js';
+import { silentLogger } from '../../../src/node/logger.js';
+import { encodeParameters } from '../../../src/ois/abi.js';
+import {
+  deployer,
+  deployRequester,
+  freePort,
+  mineBlocks,
+  protocolArtifacts,
+  rpc,
+  setBalance,
+  startTestChain,
+  waitForMined,
+} from '../../support/chain.js';
+import {
+  type ApiServer,
+  buildConfig,
+  type ConfigOptions,
+  createOnChainTemplate,
+  createSponsor,
+  ENDPOINTS,
+  encodeCoin,
+  int256,
+  makeFullRequest,
+  makeTemplateRequest,
+  NODE_ADDRESS,
+  requestEvents,
+  requesterCall,
+  startApiServer,
+  wallets,
+} from '../../support/harness.js';
+
+describe('request-response cycle on anvil (real AirnodeRrpV0)', () => {
+  let chain: Awaited<ReturnType<typeof startTestChain>>;
+  let api: ApiServer;
+  let cache: MemoryResponseCache;
+  let sponsorSeq = 0;
+
+  const base = (): ConfigOptions => ({
+    providers: { anvil: chain.anvil.url },
+    deployment: chain.deployment,
+    apiUrl: api.url,
+  });
+
+  async function cycle(
+    overrides: Partial<ConfigOptions> = {},
+    cacheOverride?: MemoryResponseCache,
+  ): Promise<CycleSummary> {
+    const config = buildConfig({ ...base(), ...overrides });
+    const executor = new InProcessExecutor({ config, wallets, logger: silentLogger, cache: cacheOverride ?? cache });
+    const summary = await runCycle(config, { executor, logger: silentLogger, wallets, discoveryTimeoutMs: 10_000 });
+    await waitForMined(chain.anvil.url);
+    return summary;
+  }
+
+  const newSponsor = (requesters?: string[]) => createSponsor(chain.deployment, `cycle-${sponsorSeq++}`, requesters);
+
+  async function fullRequest(
+    sponsor: { address: string; sponsorWallet: string },
+    parameters = encodeCoin('ETH'),
+    endpointId: string = ENDPOINTS.price,
+    requester?: string,
+  ) {
+    return makeFullRequest(chain.deployment, {
+      endpointId,
+      sponsor: sponsor.address,
+      sponsorWallet: sponsor.sponsorWallet,
+      parameters,
+      ...(requester ? { requester } : {}),
+    });
+  }
+
+  before(async () => {
+    chain = await startTestChain();
+    api = await startApiServer();
+    // The node wallet pays for whitelisting requesters on the authorizer contract.
+    await setBalance(chain.anvil.url, NODE_ADDRESS, 10n ** 20n);
+  });
+  beforeEach(() => {
+    cache = new MemoryResponseCache();
+  });
+  after(async () => {
+    await api?.close();
+    await chain?.anvil.stop();
+  });
+
+  describe('requests', () => {
+    it('fulfils a full request with the API value, signed by the node', async () => {
+      const sponsor = await newSponsor();
+      const requestId = await fullRequest(sponsor, encodeCoin('BTC'));
+      await cycle();
+      const events = await requestEvents(chain.deployment, requestId);
+      expect(events).to.deep.equal({ fulfilled: [{ data: int256(65000500000n) }], failed: [] });
+      const stored = await requesterCall<string>(chain.deployment, 'fulfilledData', [requestId]);
+      expect(stored).to.equal(int256(65000500000n));
+    });
+
+    it('fulfils template requests from a local template and from an on-chain template (request params override)', async () => {
+      const sponsor = await newSponsor();
+      const localParams = encodeCoin('BTC');
+      const localTemplateId = deriveTemplateIdV0(NODE_ADDRESS, ENDPOINTS.price, localParams);
+      const onChainTemplateId = await createOnChainTemplate(chain.deployment, ENDPOINTS.price, encodeCoin('BTC'));
+      // A local template that does not exist on chain: makeTemplateRequest needs the template on chain,
+      // so the local one is given the same content; the node must not fetch it.
+      expect(localTemplateId).to.equal(onChainTemplateId);
+      const otherOnChain = await createOnChainTemplate(
+        chain.deployment,
+        ENDPOINTS.price,
+        encodeParameters([
+          { type: 'string', name: 'coin', value: 'BTC' },
+          { type: 'string', name: '_times', value: '10' },
+        ]),
+      );
+      const fromLocal = await makeTemplateRequest(chain.deployment, {
+        templateId: localTemplateId,
+        sponsor: sponsor.address,
+        sponsorWallet: sponsor.sponsorWallet,
+        parameters: '0x',
+      });
+      const overridden = await makeTemplateRequest(chain.deployment, {
+        templateId: otherOnChain,
+        sponsor: sponsor.address,
+        sponsorWallet: sponsor.sponsorWallet,
+        parameters: encodeCoin('ETH'),
+      });
+      await cycle({
+        templates: [{ templateId: localTemplateId, endpointId: ENDPOINTS.price, encodedParameters: localParams }],
+      });
+      expect((await requestEvents(chain.deployment, fromLocal)).fulfilled).to.deep.equal([
+        { data: int256(65000500000n) },
+      ]);
+      // coin ETH from the request overrides BTC of the template; _times 10 from the template stays.
+      expect((await requestEvents(chain.deployment, overridden)).fulfilled).to.deep.equal([{ data: int256(30002n) }]);
+    });
+
+    it('answers an API error with fail and the message', async () => {
+      const sponsor = await newSponsor();
+      const requestId = await fullRequest(sponsor, encodeCoin('ETH'), ENDPOINTS.broken);
+      const summary = await cycle();
+      expect(summary.transactions.failed).to.be.at.least(1);
+      expect(await requestEvents(chain.deployment, requestId)).to.deep.equal({
+        fulfilled: [],
+        failed: [{ message: 'API call failed with status code 500' }],
+      });
+    });
+
+    it('fails a request whose callback reverts, with the revert reason (fixed gas limit and estimation)', async () => {
+      const requester = await deployRequester(chain.anvil.url, chain.deployment.AirnodeRrpV0);
+      await requesterCall(chain.deployment, 'setShouldRevert', [true], requester);
+      const sponsor = await newSponsor([requester]);
+      const first = await fullRequest(sponsor, encodeCoin('ETH'), ENDPOINTS.price, requester);
+      await cycle({ fulfillmentGasLimit: 500_000 });
+      const second = await fullRequest(sponsor, encodeCoin('ETH'), ENDPOINTS.price, requester);
+      await cycle();
+      for (const requestId of [first, second]) {
+        expect(await requestEvents(chain.deployment, requestId)).to.deep.equal({
+          fulfilled: [],
+          failed: [{ message: 'Requester reverted on purpose' }],
+        });
+      }
+    });
+
+    it('fails a request whose callback needs more gas than fulfillmentGasLimit', async () => {
+      const requester = await deployRequester(chain.anvil.url, chain.deployment.AirnodeRrpV0);
+      await requesterCall(chain.deployment, 'setBurnIterations', [2_000], requester);
+      const sponsor = await newSponsor([requester]);
+      const requestId = await fullRequest(sponsor, encodeCoin('ETH'), ENDPOINTS.price, requester);
+      await cycle({ fulfillmentGasLimit: 80_000 });
+      const events = await requestEvents(chain.deployment, requestId);
+      expect(events.fulfilled).to.deep.equal([]);
+      expect(events.failed).to.have.length(1);
+      // Without a fixed limit the estimate covers the callback (plus the EIP-150 reserve) and it succeeds.
+      const next = await fullRequest(sponsor, encodeCoin('ETH'), ENDPOINTS.price, requester);
+      await cycle();
+      expect((await requestEvents(chain.deployment, next)).fulfilled).to.have.length(1);
+    });
+
+    it('cuts long error messages to 100 characters on chain (97 + "...")', async () => {
+      const sponsor = await newSponsor();
+      const requestId = await fullRequest(
+        sponsor,
+        encodeParameters([
+          { type: 'string', name: 'coin', value: 'ETH' },
+          { type: 'string', name: '_type', value: 'int256' },
+          { type: 'string', name: '_path', value: 'x'.repeat(150) },
+        ]),
+        ENDPOINTS.dynamic,
+      );
+      await cycle();
+      const { failed } = await requestEvents(chain.deployment, requestId);
+      expect(failed).to.have.length(1);
+      const expected = `Unable to find value at path: '${'x'.repeat(150)}'`;
+      expect(failed[0]!.message).to.equal(`${expected.slice(0, 97)}...`);
+    });
+  });
+
+  describe('authorization', () => {
+    it('serves whitelisted requesters, drops others, and lets `authorizations` take precedence', async () => {
+      const authorizer = new Contract(
+        chain.deployment.RequesterAuthorizerWithAirnode,
+        protocolArtifacts.RequesterAuthorizerWithAirnode().abi,
+        wallets.node.connect(deployer(chain.anvil.url).provider),
+      );
+      const allowed = await deployRequester(chain.anvil.url, chain.deployment.AirnodeRrpV0);
+      const denied = await deployRequester(chain.anvil.url, chain.deployment.AirnodeRrpV0);
+      const offChain = await deployRequester(chain.anvil.url, chain.deployment.AirnodeRrpV0);
+      await (
+        await authorizer.getFunction('setIndefiniteWhitelistStatus')(NODE_ADDRESS, ENDPOINTS.price, allowed, true)
+      ).wait();
+      const sponsor = await newSponsor([allowed, denied, offChain]);
+      const a = await fullRequest(sponsor, encodeCoin('ETH'), ENDPOINTS.price, allowed);
+      const d = await fullRequest(sponsor, encodeCoin('ETH'), ENDPOINTS.price, denied);
+      const o = await fullRequest(sponsor, encodeCoin('ETH'), ENDPOINTS.price, offChain);
+      await cycle({
+        authorizers: [chain.deployment.RequesterAuthorizerWithAirnode],
+        authorizations: { [ENDPOINTS.price]: [offChain] },
+      });
+      expect((await requestEvents(chain.deployment, a)).fulfilled).to.have.length(1);
+      expect((await requestEvents(chain.deployment, o)).fulfilled).to.have.length(1);
+      expect(await requestEvents(chain.deployment, d)).to.deep.equal({ fulfilled: [], failed: [] });
+      // With all authorizer lists empty the node is open: the denied request is served next cycle.
+      await cycle();
+      expect((await requestEvents(chain.deployment, d)).fulfilled).to.have.length(1);
+    });
+  });
+
+  describe('confirmations', () => {
+    it('waits for minConfirmations, and `_minConfirmations` overrides it per request', async () => {
+      const sponsor = await newSponsor();
+      const slow = await fullRequest(sponsor);
+      const other = await newSponsor();
+      const fast = await fullRequest(
+        other,
+        encodeCoin('ETH', [{ name: '_minConfirmations', type: 'string', value: '0' }]),
+      );
+      await cycle({ minConfirmations: 3 });
+      expect(await requestEvents(chain.deployment, slow)).to.deep.equal({ fulfilled: [], failed: [] });
+      expect((await requestEvents(chain.deployment, fast)).fulfilled).to.have.length(1);
+      await mineBlocks(chain.anvil.url, 3);
+      await cycle({ minConfirmations: 3 });
+      expect((await requestEvents(chain.deployment, slow)).fulfilled).to.have.length(1);
+    });
+  });
+
+  describe('providers', () => {
+    let garbage: Server;
+    let garbageUrl: string;
+    before(async () => {
+      // A lying provider: well-formed JSON-RPC with nonsense results.
+      garbage = createServer((req, res) => {
+        let body = '';
+        req.on('data', (c) => {
+          body += c;
+        });
+        req.on('end', () => {
+          const id = (() => {
+            try {
+              return (JSON.parse(body) as { id: number }).id;
+            } catch {
+              return 1;
+            }
+          })();
+          res.setHeader('content-type', 'application/json');
+          res.end(JSON.stringify({ jsonrpc: '2.0', id, result: [{ address: 'nonsense', topics: 7 }] }));
+        });
+      });
+      await new Promise<void>((resolve) => garbage.listen(0, '127.0.0.1', resolve));
+      garbageUrl = `http://127.0.0.1:${(garbage.address() as AddressInfo).port}`;
+    });
+    after(() => {
+      garbage.closeAllConnections();
+      garbage.close();
+    });
+
+    it('serves with a dead and a lying provider next to a good one, and submits once with two good ones', async () => {
+      const deadUrl = `http://127.0.0.1:${await freePort()}`;
+      const sponsor = await newSponsor();
+      const requestId = await fullRequest(sponsor);
+      const second = await fullRequest(sponsor);
+      const summary = await cycle({
+        providers: { dead: deadUrl, liar: garbageUrl, good: chain.anvil.url, good2: chain.anvil.url },
+      });
+      const byName = Object.fromEntries(summary.providers.map((p) => [p.provider, p.ok]));
+      expect(byName).to.deep.equal({ dead: false, liar: false, good: true, good2: true });
+      for (const id of [requestId, second]) {
+        expect((await requestEvents(chain.deployment, id)).fulfilled).to.have.length(1);
+      }
+      // One transaction per request: the sponsor wallet's nonce is exactly 2.
+      const nonce = await rpc<string>(chain.anvil.url, 'eth_getTransactionCount', [sponsor.sponsorWallet, 'latest']);
+      expect(Number(nonce)).to.equal(2);
+    });
+
+    it('logs an unreachable chain and carries on (no provider at all)', async () => {
+      const summary = await cycle({ providers: { dead: `http://127.0.0.1:${await freePort()}` } });
+      expect(summary.providers).to.have.length(1);
+      expect(summary.providers[0]!.ok).to.equal(false);
+      expect(summary.shards.total).to.equal(0);
+    });
+  });
+
+  describe('sponsors and nonces', () => {
+    it('serves several sponsors, each in request order with consecutive nonces', async () => {
+      const sponsors = await Promise.all([newSponsor(), newSponsor(), newSponsor()]);
+      const requests: { sponsor: (typeof sponsors)[number]; id: string }[] = [];
+      for (let round = 0; round < 3; round++) {
+        for (const sponsor of sponsors) requests.push({ sponsor, id: await fullRequest(sponsor) });
+      }
+      const summary = await cycle();
+      for (const sponsor of sponsors) {
+        const mine = requests.filter((r) => r.sponsor === sponsor).map((r) => r.id);
+        const outcomes = summary.results
+          .flatMap((r) => (r.ok ? r.output.outcomes : []))
+          .filter((o) => mine.includes(o.id));
+        expect(outcomes.map((o) => o.id)).to.deep.equal(mine);
+        expect(outcomes.map((o) => o.nonce)).to.deep.equal([0, 1, 2]);
+        const nonce = await rpc<string>(chain.anvil.url, 'eth_getTransactionCount', [sponsor.sponsorWallet, 'latest']);
+        expect(Number(nonce)).to.equal(3);
+      }
+      for (const { id } of requests) expect((await requestEvents(chain.deployment, id)).fulfilled).to.have.length(1);
+    });
+
+    it('uses the `_gasPrice` of a request and EIP-1559 transactions from the oracle', async () => {
+      const sponsor = await newSponsor();
+      const priced = await fullRequest(
+        sponsor,
+        encodeCoin('ETH', [{ name: '_gasPrice', type: 'string', value: '7000000000' }]),
+      );
+      const plain = await fullRequest(sponsor);
+      const summary = await cycle({
+        gasPriceOracle: [
+          {
+            gasPriceStrategy: 'providerRecommendedEip1559GasPrice',
+            baseFeeMultiplier: 2,
+            priorityFee: { value: 1, unit: 'gwei' },
+          },
+          { gasPriceStrategy: 'constantGasPrice', gasPrice: { value: 10, unit: 'gwei' } },
+        ],
+      });
+      const outcome = (id: string) =>
+        summary.results.flatMap((r) => (r.ok ? r.output.outcomes : [])).find((o) => o.id === id)!;
+      const pricedTx = await rpc<{ type: string; gasPrice: string }>(chain.anvil.url, 'eth_getTransactionByHash', [
+        outcome(priced).txHash,
+      ]);
+      const plainTx = await rpc<{ type: string; maxPriorityFeePerGas: string }>(
+        chain.anvil.url,
+        'eth_getTransactionByHash',
+        [outcome(plain).txHash],
+      );
+      expect(pricedTx.type).to.equal('0x0');
+      expect(BigInt(pricedTx.gasPrice)).to.equal(7_000_000_000n);
+      expect(plainTx.type).to.equal('0x2');
+      expect(BigInt(plainTx.maxPriorityFeePerGas)).to.equal(1_000_000_000n);
+    });
+  });
+
+  describe('withdrawals', () => {
+    it('sends the sponsor wallet balance minus cost and remainder back, and holds the sponsor requests meanwhile', async () => {
+      const sponsor = await newSponsor();
+      const blocked = await fullRequest(sponsor);
+      const rrp = new Contract(chain.deployment.AirnodeRrpV0, protocolArtifacts.AirnodeRrpV0().abi, sponsor.wallet);
+      await (await rrp.getFunction('requestWithdrawal')(NODE_ADDRESS, sponsor.sponsorWallet)).wait();
+      const before = BigInt(await rpc<string>(chain.anvil.url, 'eth_getBalance', [sponsor.address, 'latest']));
+      const summary = await cycle({ withdrawalRemainder: { value: 1, unit: 'gwei' } });
+      expect(summary.transactions.withdrawn).to.equal(1);
+      expect(await requestEvents(chain.deployment, blocked)).to.deep.equal({ fulfilled: [], failed: [] });
+      const after = BigInt(await rpc<string>(chain.anvil.url, 'eth_getBalance', [sponsor.address, 'latest']));
+      const left = BigInt(await rpc<string>(chain.anvil.url, 'eth_getBalance', [sponsor.sponsorWallet, 'latest']));
+      expect(after - before > 9n * 10n ** 18n).to.equal(true);
+      expect(left >= 1_000_000_000n).to.equal(true);
+      expect(left < 10n ** 16n).to.equal(true);
+    });
+  });
+
+  describe('response cache', () => {
+    it('reuses a cached response instead of calling the API again', async () => {
+      const sponsor = await newSponsor();
+      // An empty sponsor wallet: the API is called and cached, but no transaction can be paid for.
+      await setBalance(chain.anvil.url, sponsor.sponsorWallet, 0n);
+      const requestId = await fullRequest(sponsor, '0x', ENDPOINTS.counter);
+      const shared = new MemoryResponseCache();
+      await cycle({ fulfillmentGasLimit: 200_000 }, shared);
+      expect(await requestEvents(chain.deployment, requestId)).to.deep.equal({ fulfilled: [], failed: [] });
+      const cached = await shared.get(requestId);
+      expect(cached).to.not.equal(undefined);
+      const counterCalls = api.calls.filter((c) => c.path === '/counter').length;
+      await setBalance(chain.anvil.url, sponsor.sponsorWallet, 10n ** 18n);
+      await cycle({ fulfillmentGasLimit: 200_000 }, shared);
+      expect(api.calls.filter((c) => c.path === '/counter').length).to.equal(counterCalls);
+      expect((await requestEvents(chain.deployment, requestId)).fulfilled).to.deep.equal([
+        { data: cached!.encodedValue },
+      ]);
+    });
+  });
+});
