@@ -31,15 +31,17 @@ export const NODE_ADDRESS = wallets.nodeAddress;
 export type ApiServer = { url: string; calls: { path: string }[]; server: Server; close: () => Promise<void> };
 
 /** GET /price?coin=X -> {price}; GET /broken -> 500; GET /counter -> a value that changes on every call. */
-export async function startApiServer(): Promise<ApiServer> {
+export async function startApiServer(options: { delayMs?: (coin: string) => number } = {}): Promise<ApiServer> {
   const calls: { path: string }[] = [];
   let counter = 0;
-  const server = createServer((req, res) => {
+  const server = createServer(async (req, res) => {
     const url = new URL(req.url ?? '/', 'http://127.0.0.1');
     calls.push({ path: url.pathname });
     res.setHeader('content-type', 'application/json');
     if (url.pathname === '/price') {
       const coin = url.searchParams.get('coin') ?? 'ETH';
+      const delay = options.delayMs?.(coin) ?? 0;
+      if (delay > 0) await new Promise((resolve) => setTimeout(resolve, delay));
       res.end(JSON.stringify({ price: coin === 'BTC' ? 65000.5 : 3000.25 }));
     } else if (url.pathname === '/counter') {
       counter++;

@@ -1,0 +1,133 @@
+// A coordinator process killed in the middle of a cycle, then run again: every request ends fulfilled
+// or failed exactly once on chain, and no sponsor wallet spends a transaction on an already-served request.
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { expect } from 'chai';
+import { zeroPadValue } from 'ethers';
+import { rpc, startTestChain, waitForMined } from '../../support/chain.js';
+import {
+  type ApiServer,
+  buildConfigJson,
+  createSponsor,
+  ENDPOINTS,
+  encodeCoin,
+  makeFullRequest,
+  NODE_ADDRESS,
+  requestEvents,
+  startApiServer,
+} from '../../support/harness.js';
+
+const repoRoot = resolve(import.meta.dirname, '../../..');
+const SPONSORS = 5;
+const REQUESTS_PER_SPONSOR = 6;
+
+function coordinator(dir: string): ChildProcess {
+  return spawn(
+    process.execPath,
+    [
+      '--import',
+      'tsx',
+      'src/cli/index.ts',
+      'coordinator',
+      '-c',
+      join(dir, 'config.json'),
+      '-s',
+      join(dir, 'secrets.env'),
+      '--cache-dir',
+      join(dir, 'cache'),
+    ],
+    { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+}
+
+async function exited(child: ChildProcess): Promise<number | null> {
+  if (child.exitCode !== null || child.signalCode !== null) return child.exitCode;
+  return new Promise((resolve) => child.once('exit', (code) => resolve(code)));
+}
+
+describe('coordinator killed mid-cycle, then restarted (anvil)', () => {
+  let chain: Awaited<ReturnType<typeof startTestChain>>;
+  let api: ApiServer;
+  let dir: string;
+
+  before(async () => {
+    chain = await startTestChain();
+    // Sponsors' API answers arrive at different times, so some shards send while others still wait.
+    api = await startApiServer({ delayMs: (coin) => (coin.startsWith('S') ? Number(coin.slice(1)) * 400 : 0) });
+    dir = mkdtempSync(join(tmpdir(), 'restart-'));
+    const { config, secrets } = buildConfigJson({
+      providers: { anvil: chain.anvil.url },
+      deployment: chain.deployment,
+      apiUrl: api.url,
+    });
+    writeFileSync(join(dir, 'config.json'), JSON.stringify(config));
+    writeFileSync(
+      join(dir, 'secrets.env'),
+      Object.entries(secrets)
+        .map(([k, v]) => `${k}="${v}"`)
+        .join('\n'),
+    );
+  });
+  after(async () => {
+    await api?.close();
+    await chain?.anvil.stop();
+  });
+
+  it('ends with every request answered exactly once', async () => {
+    const sponsors = [];
+    for (let i = 0; i < SPONSORS; i++) sponsors.push(await createSponsor(chain.deployment, `restart-${i}`));
+    const requests: string[] = [];
+    for (let r = 0; r < REQUESTS_PER_SPONSOR; r++) {
+      for (const [i, sponsor] of sponsors.entries()) {
+        requests.push(
+          await makeFullRequest(chain.deployment, {
+            endpointId: ENDPOINTS.price,
+            sponsor: sponsor.address,
+            sponsorWallet: sponsor.sponsorWallet,
+            parameters: encodeCoin(`S${i}`),
+          }),
+        );
+      }
+    }
+
+    // Kill the first coordinator as soon as the first answer lands on chain.
+    const first = coordinator(dir);
+    const topics = [null, zeroPadValue(NODE_ADDRESS, 32)];
+    let answered = 0;
+    for (;;) {
+      const logs = await rpc<unknown[]>(chain.anvil.url, 'eth_getLogs', [
+        { address: chain.deployment.AirnodeRrpV0, fromBlock: '0x0', toBlock: 'latest', topics },
+      ]);
+      // Made*Request logs are there from the start; anything beyond them is an answer.
+      answered = logs.length - requests.length;
+      if (answered > 0 || first.exitCode !== null) break;
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    first.kill('SIGKILL');
+    await exited(first);
+    await waitForMined(chain.anvil.url);
+    let answeredBeforeRestart = 0;
+    for (const id of requests) {
+      const events = await requestEvents(chain.deployment, id);
+      answeredBeforeRestart += events.fulfilled.length + events.failed.length;
+    }
+    expect(answeredBeforeRestart, 'killed after the first answer').to.be.greaterThan(0);
+    expect(answeredBeforeRestart, 'killed before finishing').to.be.lessThan(requests.length);
+
+    const second = coordinator(dir);
+    expect(await exited(second)).to.equal(0);
+    await waitForMined(chain.anvil.url);
+
+    for (const id of requests) {
+      const events = await requestEvents(chain.deployment, id);
+      expect(events.fulfilled.length + events.failed.length, id).to.equal(1);
+      expect(events.failed).to.deep.equal([]);
+    }
+    for (const sponsor of sponsors) {
+      const nonce = await rpc<string>(chain.anvil.url, 'eth_getTransactionCount', [sponsor.sponsorWallet, 'latest']);
+      expect(Number(nonce)).to.equal(REQUESTS_PER_SPONSOR);
+    }
+  });
+});
