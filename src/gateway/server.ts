@@ -21,7 +21,7 @@ import {
   secondsSince,
 } from '../observability/index.js';
 import { decodeParameters } from '../ois/abi.js';
-import type { ApiCredential, Ois } from '../ois/types.js';
+import type { ApiCredential, EndpointCall, EndpointResult, Ois } from '../ois/index.js';
 import {
   type NodeSigner,
   signHttpSignedData,
@@ -43,28 +43,9 @@ export type GatewayName = 'httpGateway' | 'httpSignedDataGateway' | 'oevGateway'
 export const GATEWAY_NAMES: readonly GatewayName[] = ['httpGateway', 'httpSignedDataGateway', 'oevGateway'];
 
 // ---------------------------------------------------------------------------------------------------------------
-// The engine interface (src/ois), injected so that tests and benchmarks can pass the real one or a stand-in.
+// The engine (src/ois) is injected, so that tests and benchmarks can pass the real one or a stand-in.
 
-export type EndpointCall = {
-  ois: Ois;
-  endpointName: string;
-  parameters: Record<string, unknown>;
-  apiCredentials: ApiCredential[];
-  metadata?: Record<string, unknown> | null;
-  options?: Record<string, unknown>;
-};
-
-export type EndpointResult =
-  | {
-      success: true;
-      rawValue: unknown;
-      encodedValue: string;
-      values: unknown[];
-      /** Post-processing V2 `timestamp` (seconds), the signed-data timestamp when present. */
-      timestamp?: number | string | undefined;
-    }
-  | { success: false; errorMessage: string; rawValue?: unknown };
-
+export type { EndpointCall, EndpointResult };
 export type CallEndpoint = (call: EndpointCall) => Promise<EndpointResult>;
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -375,7 +356,6 @@ export function createGatewayApp(options: GatewayAppOptions): GatewayApp {
         endpointName: trigger.endpointName,
         parameters,
         apiCredentials: apiCredentials as ApiCredential[],
-        metadata: null,
       });
       outcome = result.success ? 'success' : result.rawValue !== undefined ? 'extraction_failed' : 'failed';
       return result;
@@ -531,20 +511,9 @@ export function configuredPort(config: Config): number {
   return (cloudProvider.type === 'local' && cloudProvider.gatewayServerPort) || DEFAULT_PORT;
 }
 
-/**
- * The engine is loaded lazily (so an app with an injected engine does not pull it in) and by a computed
- * path: src/ois/index.ts when it exports callEndpoint, else the node's adapter over the engine's pieces.
- */
+/** The real engine, loaded on first use so that an app with an injected engine does not pull it in. */
 async function loadEngine(): Promise<CallEndpoint> {
-  for (const candidate of ['../ois/index.js', '../node/ois-adapter.js']) {
-    try {
-      const engine = (await import(candidate)) as { callEndpoint?: CallEndpoint };
-      if (engine.callEndpoint) return engine.callEndpoint;
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'ERR_MODULE_NOT_FOUND') throw error;
-    }
-  }
-  throw new Error('No OIS engine available: src/ois/index.ts does not export callEndpoint');
+  return (await import('../ois/index.js')).callEndpoint;
 }
 
 export async function startGatewayServer(config: Config, options: StartGatewayOptions = {}): Promise<GatewayServer> {

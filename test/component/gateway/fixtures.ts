@@ -1,15 +1,10 @@
 // Shared by the gateway component tests and the gateway benchmark: a loopback API, a config that points
-// at it (validated by the real config model) and the engine (src/ois) or, until it lands, the same
-// building blocks without processing.
+// at it (validated by the real config model) and the real engine (src/ois).
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { deriveEndpointId } from '../../../src/chain/ids.js';
 import { type Config, validateConfig } from '../../../src/config/index.js';
-import type { CallEndpoint, EndpointResult } from '../../../src/gateway/server.js';
-import { callApi } from '../../../src/ois/api-client.js';
-import { buildRequest, findEndpoint } from '../../../src/ois/request.js';
-import { extractAndEncodeResponse, getReservedParameters } from '../../../src/ois/reserved.js';
-import { isReservedParameterName } from '../../../src/ois/types.js';
+import type { CallEndpoint } from '../../../src/gateway/server.js';
 
 export const MNEMONIC = 'test test test test test test test test test test test junk';
 export const NODE_ADDRESS = '0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266';
@@ -25,6 +20,8 @@ export const ENDPOINTS = {
   text: deriveEndpointId(OIS_TITLE, 'text'),
   object: deriveEndpointId(OIS_TITLE, 'object'),
   slow: deriveEndpointId(OIS_TITLE, 'slow'),
+  stamped: deriveEndpointId(OIS_TITLE, 'stamped'),
+  crashing: deriveEndpointId(OIS_TITLE, 'crashing'),
 };
 
 export type LoopbackApi = { url: string; port: number; requests: number; close(): Promise<void> };
@@ -91,12 +88,17 @@ const reserved = (path: string) => [
 ];
 
 export function configJson(apiUrl: string, overrides: ConfigOverrides = {}) {
-  const endpoint = (name: string, path: string, parameters: unknown[], valuePath = 'price') => ({
+  const endpoint = (name: string, path: string, parameters: unknown[], valuePath = 'price', extra = {}) => ({
     name,
     operation: { method: 'get', path },
     fixedOperationParameters: [],
     reservedParameters: reserved(valuePath),
     parameters,
+    ...extra,
+  });
+  const postProcessing = (value: string) => ({
+    fixedOperationParameters: [{ operationParameter: { in: 'query', name: 'coin' }, value: 'eth' }],
+    postProcessingSpecificationV2: { environment: 'Node', value, timeoutMs: 5000 },
   });
   const trigger = (endpointName: keyof typeof ENDPOINTS) => ({
     endpointId: ENDPOINTS[endpointName],
@@ -126,8 +128,16 @@ export function configJson(apiUrl: string, overrides: ConfigOverrides = {}) {
     },
     triggers: {
       rrp: [],
-      http: [trigger('price'), trigger('status'), trigger('text'), trigger('object'), trigger('slow')],
-      httpSignedData: [trigger('price'), trigger('status'), trigger('slow')],
+      http: [
+        trigger('price'),
+        trigger('status'),
+        trigger('text'),
+        trigger('object'),
+        trigger('slow'),
+        trigger('stamped'),
+        trigger('crashing'),
+      ],
+      httpSignedData: [trigger('price'), trigger('status'), trigger('slow'), trigger('stamped'), trigger('crashing')],
     },
     templates: [],
     ois: [
@@ -157,6 +167,20 @@ export function configJson(apiUrl: string, overrides: ConfigOverrides = {}) {
           endpoint('text', '/text', []),
           endpoint('object', '/object', [], 'name'),
           endpoint('slow', '/slow', [{ name: 'ms', operationParameter: { in: 'query', name: 'ms' }, default: '100' }]),
+          endpoint(
+            'stamped',
+            '/price',
+            [],
+            'value',
+            postProcessing('({ response }) => ({ response: { value: response.price * 2 }, timestamp: 1700000000 })'),
+          ),
+          endpoint(
+            'crashing',
+            '/price',
+            [],
+            'price',
+            postProcessing('() => { throw new Error("post-processing broke"); }'),
+          ),
         ],
       },
     ],
@@ -172,47 +196,8 @@ export function buildConfig(apiUrl: string, overrides: ConfigOverrides = {}): Co
   return result.config;
 }
 
-/**
- * The same pipeline as the engine minus pre/post-processing: endpoint defaults, request building, the pooled
- * API client, extraction and encoding. Used only while src/ois/index.ts has not landed.
- */
-const buildingBlocksEngine: CallEndpoint = async (call): Promise<EndpointResult> => {
-  try {
-    const endpoint = findEndpoint(call.ois, call.endpointName);
-    const defaults = Object.fromEntries(
-      endpoint.parameters.filter((p) => p.default !== undefined).map((p) => [p.name, p.default]),
-    );
-    const parameters = { ...defaults, ...call.parameters };
-    const apiParameters = Object.fromEntries(
-      Object.entries(parameters).filter(([name]) => !isReservedParameterName(name)),
-    );
-    const request = buildRequest({
-      ois: call.ois,
-      endpointName: call.endpointName,
-      parameters: apiParameters,
-      apiCredentials: call.apiCredentials,
-    });
-    const response = await callApi(request);
-    if (!response.success) return { success: false, errorMessage: response.errorMessage };
-    try {
-      const extracted = extractAndEncodeResponse(response.data, getReservedParameters(endpoint, parameters));
-      return { success: true, ...extracted };
-    } catch (error) {
-      return { success: false, errorMessage: (error as Error).message, rawValue: response.data };
-    }
-  } catch (error) {
-    return { success: false, errorMessage: (error as Error).message };
-  }
-};
-
-/** The real engine when src/ois/index.ts exports callEndpoint, else the building-blocks stand-in. */
+/** The real engine (src/ois). */
 export async function loadEngine(): Promise<{ callEndpoint: CallEndpoint; real: boolean }> {
-  const enginePath = '../../../src/ois/index.js';
-  try {
-    const engine = (await import(enginePath)) as { callEndpoint?: CallEndpoint };
-    if (engine.callEndpoint) return { callEndpoint: engine.callEndpoint, real: true };
-  } catch {
-    // not landed yet
-  }
-  return { callEndpoint: buildingBlocksEngine, real: false };
+  const engine = await import('../../../src/ois/index.js');
+  return { callEndpoint: engine.callEndpoint, real: true };
 }

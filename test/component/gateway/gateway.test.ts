@@ -77,9 +77,7 @@ describe('gateway server (component)', function () {
 
   before(async () => {
     api = await startLoopbackApi();
-    const loaded = await loadEngine();
-    engine = loaded.callEndpoint;
-    if (!loaded.real) console.log('    (src/ois/index.ts not available: using the engine building blocks)');
+    engine = (await loadEngine()).callEndpoint;
   });
   after(async () => {
     for (const server of servers) await server.close();
@@ -197,6 +195,29 @@ describe('gateway server (component)', function () {
         [templateId, body.timestamp, body.encodedValue],
       );
       expect(verifyMessage(getBytes(hash), body.signature)).to.equal(NODE_ADDRESS);
+    });
+
+    it('signs with the post-processing timestamp when post-processing returns one', async () => {
+      const reply = await post(gw.signed(ENDPOINTS.stamped), { encodedParameters: '0x' });
+      expect(reply.status, reply.text).to.equal(200);
+      const body = reply.body as { timestamp: string; encodedValue: string; signature: string };
+      expect(body.timestamp).to.equal('1700000000');
+      expect(body.encodedValue).to.equal(abi.encode(['int256'], [246913n]));
+      const templateId = deriveTemplateIdV1(ENDPOINTS.stamped, '0x');
+      const hash = solidityPackedKeccak256(
+        ['bytes32', 'uint256', 'bytes'],
+        [templateId, 1700000000, body.encodedValue],
+      );
+      expect(verifyMessage(getBytes(hash), body.signature)).to.equal(NODE_ADDRESS);
+    });
+
+    it('answers 500 "Error: …" when post-processing fails, in both gateways', async () => {
+      const signed = await post(gw.signed(ENDPOINTS.crashing), { encodedParameters: '0x' });
+      expect(signed.status).to.equal(500);
+      expect((signed.body as { message: string }).message).to.match(/^Error: .*post-processing broke/);
+      const http = await post(gw.http(ENDPOINTS.crashing), { parameters: {} });
+      expect(http.status).to.equal(500);
+      expect((http.body as { message: string }).message).to.match(/^Error: .*post-processing broke/);
     });
 
     it('answers 400 for invalid encodedParameters, echoing them', async () => {

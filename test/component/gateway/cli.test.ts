@@ -1,0 +1,97 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { expect } from 'chai';
+import { DEFAULT_PATH_KEY } from '../../../src/gateway/server.js';
+import { API_KEY, configJson, ENDPOINTS, type LoopbackApi, MNEMONIC, startLoopbackApi } from './fixtures.js';
+
+// `oracle-node gateway` as a real process: config + secrets from files, logs on stdout, SIGTERM drains.
+describe('oracle-node gateway (process)', function () {
+  this.timeout(60_000);
+  let api: LoopbackApi;
+  let dir: string;
+  let child: ChildProcess | undefined;
+
+  before(async () => {
+    api = await startLoopbackApi();
+    dir = await mkdtemp(join(tmpdir(), 'gateway-cli-'));
+  });
+  after(async () => {
+    if (child && child.exitCode === null) child.kill('SIGKILL');
+    await api.close();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('serves with the configured log format, redacts secrets, and drains on SIGTERM', async () => {
+    const config = configJson(api.url, { logLevel: 'DEBUG' });
+    config.nodeSettings.logFormat = 'plain';
+    await writeFile(join(dir, 'config.json'), JSON.stringify(config));
+    await writeFile(
+      join(dir, 'secrets.env'),
+      `NODE_WALLET_MNEMONIC=${MNEMONIC}\nAPI_KEY=${API_KEY}\nGATEWAY_PATH_KEY=abcdefghijklmnop-0123\n`,
+    );
+    child = spawn(
+      process.execPath,
+      [
+        '--import',
+        'tsx',
+        'src/cli/index.ts',
+        'gateway',
+        '-c',
+        join(dir, 'config.json'),
+        '-s',
+        join(dir, 'secrets.env'),
+        '--port',
+        '0',
+        '--host',
+        '127.0.0.1',
+        '--path-key-secret',
+        'GATEWAY_PATH_KEY',
+      ],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    let output = '';
+    child.stdout!.on('data', (chunk) => {
+      output += chunk;
+    });
+    child.stderr!.on('data', (chunk) => {
+      output += chunk;
+    });
+    const exited = new Promise<number | null>((resolve) => child!.on('exit', (code) => resolve(code)));
+    const deadline = Date.now() + 30_000;
+    let port: number | undefined;
+    while (!port && Date.now() < deadline) {
+      port = Number(/gateway server running .*?port=(\d+)/.exec(output)?.[1]) || undefined;
+      if (!port) await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    expect(port, output).to.be.a('number');
+    const base = `http://127.0.0.1:${port}`;
+    const ok = await fetch(`${base}/http-data/abcdefghijklmnop-0123/${ENDPOINTS.price}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ parameters: { coin: API_KEY } }),
+    });
+    expect(ok.status).to.equal(200);
+    const publicKey = await fetch(`${base}/http-data/${DEFAULT_PATH_KEY}/${ENDPOINTS.price}`, { method: 'POST' });
+    expect(publicKey.status).to.equal(404);
+
+    const slow = fetch(`${base}/http-data/abcdefghijklmnop-0123/${ENDPOINTS.slow}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ parameters: { ms: '800' } }),
+    });
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    child.kill('SIGTERM');
+    const slowReply = await slow;
+    expect(slowReply.status).to.equal(200);
+    expect(await exited).to.equal(0);
+    // Plain lines, one per entry, with the DEBUG request lines and no secret value.
+    expect(output).to.match(/^\d{4}-\d\d-\d\dT\S+Z INFO {2}gateway listening/m);
+    expect(output).to.contain('DEBUG gateway request served');
+    expect(output).to.contain('draining in-flight requests');
+    expect(output).not.to.contain(API_KEY);
+    expect(output).not.to.contain('abcdefghijklmnop-0123');
+    expect(output).not.to.contain(MNEMONIC);
+  });
+});
