@@ -514,6 +514,18 @@ type ConfigShape = {
   apiCredentials: z.output<typeof apiCredentialsSchema>[];
 };
 
+// Deriving the address runs PBKDF2 (2048 rounds); validating the same config again should not pay it again.
+const nodeAddressCache = new Map<string, string>();
+function cachedNodeAddress(mnemonic: string): string {
+  let address = nodeAddressCache.get(mnemonic);
+  if (address === undefined) {
+    address = deriveNodeAddress(mnemonic);
+    if (nodeAddressCache.size >= 8) nodeAddressCache.clear();
+    nodeAddressCache.set(mnemonic, address);
+  }
+  return address;
+}
+
 const CROSS_CHECKED_SECTIONS = new Set<PropertyKey>(['ois', 'triggers', 'templates', 'apiCredentials']);
 /** An aborting issue here leaves data the cross-section rules cannot read safely. */
 const blocksCrossChecks = (path: readonly PropertyKey[]) =>
@@ -566,7 +578,7 @@ function checkConfigReferences(config: ConfigShape, ctx: z.RefinementCtx): void 
   // nodeSettings may be untransformed here (other errors in it), so read either name.
   const mnemonic = config.nodeSettings.nodeWalletMnemonic ?? config.nodeSettings.airnodeWalletMnemonic;
   if (config.templates.length > 0 && typeof mnemonic === 'string' && isValidMnemonic(mnemonic)) {
-    const nodeAddress = deriveNodeAddress(mnemonic);
+    const nodeAddress = cachedNodeAddress(mnemonic);
     config.templates.forEach((template, index) => {
       // Format issues of the fields are continuable in zod, so this runs on unchecked strings too.
       if (!BYTES32.test(template.endpointId) || !EVEN_HEX.test(template.encodedParameters)) return;

@@ -101,17 +101,27 @@ export type Interpolation = {
 // `${…}` not preceded by a backslash, as in the reference (ES template delimiter).
 const PLACEHOLDER = /(\\?)\$\{([^}]*)\}/g;
 
+/** Thrown when the tree is nested deeper than the caller allows (checked during the same walk). */
+export class NestingTooDeepError extends Error {}
+
 /**
  * Replaces `${NAME}` in every string (values and keys) of a parsed JSON tree; `\${…}` becomes a literal `${…}`.
- * Iterative, so deep nesting cannot overflow the stack.
+ * Recursive with a depth limit (default 256), so hostile nesting ends in NestingTooDeepError, not a stack overflow.
  */
-export function interpolateSecrets(root: unknown, secrets: Record<string, string>): Interpolation {
+export function interpolateSecrets(root: unknown, secrets: Record<string, string>, maxDepth = 256): Interpolation {
   const usages = new Map<string, string[]>();
   const missing = new Map<string, string[]>();
   const redactions = new Map<string, string>();
   const invalid: Issue[] = [];
+  const path: PathSegment[] = [];
 
-  const replaceString = (text: string, path: PathSegment[]): string => {
+  const record = (map: Map<string, string[]>, name: string, rendered: string) => {
+    const list = map.get(name);
+    if (list) list.push(rendered);
+    else map.set(name, [rendered]);
+  };
+
+  const replaceString = (text: string): string => {
     if (!text.includes('${')) return text;
     let usedSecret = false;
     const result = text.replace(PLACEHOLDER, (whole, backslash: string, name: string) => {
@@ -125,14 +135,10 @@ export function interpolateSecrets(root: unknown, secrets: Record<string, string
         return whole;
       }
       if (!Object.hasOwn(secrets, name)) {
-        const list = missing.get(name) ?? [];
-        list.push(rendered);
-        missing.set(name, list);
+        record(missing, name, rendered);
         return whole;
       }
-      const list = usages.get(name) ?? [];
-      list.push(rendered);
-      usages.set(name, list);
+      record(usages, name, rendered);
       usedSecret = true;
       return secrets[name]!;
     });
@@ -140,32 +146,31 @@ export function interpolateSecrets(root: unknown, secrets: Record<string, string
     return result;
   };
 
-  type Frame = { source: unknown; path: PathSegment[]; assign: (v: unknown) => void };
-  let out: unknown;
-  const stack: Frame[] = [{ source: root, path: [], assign: (v) => (out = v) }];
-  while (stack.length > 0) {
-    const { source, path, assign } = stack.pop()!;
-    if (typeof source === 'string') assign(replaceString(source, path));
-    else if (Array.isArray(source)) {
-      const copy: unknown[] = new Array(source.length);
-      assign(copy);
-      // Children are pushed in reverse so they are visited (and their paths recorded) in document order.
-      for (let index = source.length - 1; index >= 0; index--) {
-        stack.push({ source: source[index], path: [...path, index], assign: (v) => (copy[index] = v) });
+  const walk = (node: unknown, depth: number): unknown => {
+    if (typeof node === 'string') return replaceString(node);
+    if (node === null || typeof node !== 'object') return node;
+    if (depth >= maxDepth) throw new NestingTooDeepError(`nested deeper than ${maxDepth} levels`);
+    if (Array.isArray(node)) {
+      const copy: unknown[] = new Array(node.length);
+      for (let i = 0; i < node.length; i++) {
+        path.push(i);
+        copy[i] = walk(node[i], depth + 1);
+        path.pop();
       }
-    } else if (source !== null && typeof source === 'object') {
-      const copy: Record<string, unknown> = {};
-      assign(copy);
-      const frames: Frame[] = [];
-      for (const [key, item] of Object.entries(source)) {
-        const newKey = replaceString(key, [...path, key]);
-        copy[newKey] = undefined; // keeps the key order of the source
-        frames.push({ source: item, path: [...path, key], assign: (v) => (copy[newKey] = v) });
-      }
-      for (let i = frames.length - 1; i >= 0; i--) stack.push(frames[i]!);
-    } else assign(source);
-  }
-  return { value: out, usages, missing, redactions, invalid };
+      return copy;
+    }
+    const copy: Record<string, unknown> = {};
+    for (const key of Object.keys(node)) {
+      path.push(key);
+      const newKey = key.includes('${') ? replaceString(key) : key;
+      copy[newKey] = walk((node as Record<string, unknown>)[key], depth + 1);
+      path.pop();
+    }
+    return copy;
+  };
+
+  const value = walk(root, 0);
+  return { value, usages, missing, redactions, invalid };
 }
 
 /** Replaces secret values in a message with their `${NAME}` origin. */

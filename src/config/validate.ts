@@ -4,7 +4,14 @@ import type { z } from 'zod';
 import { oisSchema } from './ois.js';
 import { formatPath } from './paths.js';
 import { type Config, configSchema } from './schema.js';
-import { checkSecretsRecord, type Issue, interpolateSecrets, makeRedactor, parseSecretsEnv } from './secrets.js';
+import {
+  checkSecretsRecord,
+  type Issue,
+  interpolateSecrets,
+  makeRedactor,
+  NestingTooDeepError,
+  parseSecretsEnv,
+} from './secrets.js';
 
 export type { Issue } from './secrets.js';
 
@@ -24,25 +31,89 @@ export const MAX_NESTING_DEPTH = 256;
 export function describeJsonError(text: string, error: unknown): string {
   const reason = error instanceof Error ? error.message : String(error);
   const position = /at position (\d+)/.exec(reason);
-  const cleaned = reason.replace(/\s*(in JSON )?at position \d+( \(line \d+ column \d+\))?/, '');
-  if (!position) return `Malformed JSON: ${cleaned}`;
-  const offset = Number(position[1]);
+  // V8 quotes a snippet of the text; the line and column say where, so drop it.
+  const cleaned = reason
+    .replace(/\s*(in JSON )?at position \d+( \(line \d+ column \d+\))?/, '')
+    .replace(/, ".*" is not valid JSON$/s, '');
+  const offset = position ? Number(position[1]) : locateJsonError(text);
+  if (offset === undefined) return `Malformed JSON: ${cleaned}`;
   const before = text.slice(0, offset);
   const line = before.split('\n').length;
   const column = offset - before.lastIndexOf('\n');
   return `Malformed JSON at line ${line}, column ${column}: ${cleaned}`;
 }
 
-function nestingDepthExceeds(root: unknown, limit: number): boolean {
-  const stack: [unknown, number][] = [[root, 0]];
-  while (stack.length > 0) {
-    const [value, depth] = stack.pop()!;
-    if (value === null || typeof value !== 'object') continue;
-    if (depth >= limit) return true;
-    for (const child of Object.values(value))
-      if (child !== null && typeof child === 'object') stack.push([child, depth + 1]);
+/**
+ * Offset of the first syntax error in JSON text (V8's messages do not always carry one). An iterative
+ * scanner: a stack of open containers, so deep nesting cannot overflow.
+ */
+export function locateJsonError(text: string): number | undefined {
+  const stack: ('{' | '[')[] = [];
+  let i = 0;
+  // expect: 'value' | 'key' | 'colon' | 'commaOrEnd' | 'valueOrEnd' | 'keyOrEnd'
+  let expect = 'value';
+  const ws = /[ \t\n\r]/;
+  const literal = /^(true|false|null)/;
+  const number = /^-?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?/;
+  const afterValue = () => (expect = stack.length === 0 ? 'end' : 'commaOrEnd');
+  while (i < text.length) {
+    const c = text[i]!;
+    if (ws.test(c)) {
+      i++;
+      continue;
+    }
+    if (expect === 'end') return i;
+    if (expect === 'colon') {
+      if (c !== ':') return i;
+      i++;
+      expect = 'value';
+      continue;
+    }
+    if (expect === 'commaOrEnd') {
+      const top = stack[stack.length - 1];
+      if (c === ',') expect = top === '{' ? 'key' : 'value';
+      else if ((c === '}' && top === '{') || (c === ']' && top === '[')) {
+        stack.pop();
+        afterValue();
+      } else return i;
+      i++;
+      continue;
+    }
+    if ((expect === 'keyOrEnd' && c === '}') || (expect === 'valueOrEnd' && c === ']')) {
+      stack.pop();
+      i++;
+      afterValue();
+      continue;
+    }
+    if (expect === 'key' || expect === 'keyOrEnd') {
+      if (c !== '"') return i;
+    }
+    if (c === '"') {
+      let j = i + 1;
+      while (j < text.length && text[j] !== '"') {
+        const code = text.charCodeAt(j);
+        if (code < 0x20) return j;
+        j += text[j] === '\\' ? 2 : 1;
+      }
+      if (j >= text.length) return text.length;
+      i = j + 1;
+      if (expect === 'key' || expect === 'keyOrEnd') expect = 'colon';
+      else afterValue();
+      continue;
+    }
+    if (c === '{' || c === '[') {
+      stack.push(c);
+      i++;
+      expect = c === '{' ? 'keyOrEnd' : 'valueOrEnd';
+      continue;
+    }
+    const rest = text.slice(i, i + 400);
+    const match = literal.exec(rest) ?? number.exec(rest);
+    if (!match) return i;
+    i += match[0].length;
+    afterValue();
   }
-  return false;
+  return expect === 'end' ? undefined : text.length;
 }
 
 /** zod issues -> {path, message}, one per unknown key, with plainer wording for missing fields. */
@@ -129,13 +200,6 @@ function validateWith<S extends z.ZodType>(
     if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) {
       return { ok: false, errors: [{ path: '', message: `${what} must be a JSON object` }], warnings };
     }
-    if (nestingDepthExceeds(raw, MAX_NESTING_DEPTH)) {
-      return {
-        ok: false,
-        errors: [{ path: '', message: `${what} is nested deeper than ${MAX_NESTING_DEPTH} levels` }],
-        warnings,
-      };
-    }
 
     let secrets: Record<string, string> = {};
     if (typeof secretsInput === 'string') {
@@ -147,7 +211,14 @@ function validateWith<S extends z.ZodType>(
       secrets = Object.fromEntries(Object.entries(secretsInput).filter(([, v]) => typeof v === 'string' && v !== ''));
     }
 
-    const interpolation = interpolateSecrets(raw, secrets);
+    let interpolation: ReturnType<typeof interpolateSecrets>;
+    try {
+      interpolation = interpolateSecrets(raw, secrets, MAX_NESTING_DEPTH);
+    } catch (error) {
+      if (!(error instanceof NestingTooDeepError)) throw error;
+      errors.push({ path: '', message: `${what} is nested deeper than ${MAX_NESTING_DEPTH} levels` });
+      return { ok: false, errors, warnings };
+    }
     const redact = makeRedactor(interpolation, secrets);
     errors.push(...interpolation.invalid);
     const placeholderPaths = new Set<string>();

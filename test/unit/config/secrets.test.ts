@@ -59,7 +59,7 @@ describe('${NAME} interpolation', () => {
       { A: 'alpha', B: 'beta' },
     );
     expect(value).to.deep.equal({ a: ['x-alpha-y', { deep: { k: 'beta' } }], alpha: 1 });
-    expect(usages.get('A')).to.deep.equal(['["${A}"]', 'a[0]']);
+    expect(usages.get('A')).to.deep.equal(['a[0]', '["${A}"]']);
     expect(usages.get('B')).to.deep.equal(['a[1].deep.k']);
     expect(missing.size).to.equal(0);
   });
