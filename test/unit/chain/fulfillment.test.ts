@@ -1,0 +1,106 @@
+import { expect } from 'chai';
+import { AbiCoder, getBytes, HDNodeWallet, solidityPackedKeccak256, Transaction, verifyMessage } from 'ethers';
+import {
+  decodeRevertString,
+  revertReasonOf,
+  signFulfillment,
+  signPlanned,
+  truncateErrorMessage,
+} from '../../../src/chain/fulfillment.js';
+import {
+  amountToWei,
+  blockTransactionPrices,
+  bumpGasTarget,
+  multiplyByPercentMultiplier,
+  percentile,
+  withinDeviation,
+} from '../../../src/chain/gas-price.js';
+import { RpcError } from '../../../src/chain/rpc.js';
+import { withdrawalValue } from '../../../src/chain/withdrawals.js';
+
+const MNEMONIC = 'achieve climb couple wait accident symbol spy blouse reduce foil echo label';
+const node = HDNodeWallet.fromPhrase(MNEMONIC);
+
+describe('fulfilment helpers', () => {
+  it('signs keccak256(requestId ‖ data) with EIP-191 by the node key', () => {
+    const requestId = `0x${'12'.repeat(32)}`;
+    const data = AbiCoder.defaultAbiCoder().encode(['int256'], [42]);
+    const signature = signFulfillment(node, requestId, data);
+    const hash = solidityPackedKeccak256(['bytes32', 'bytes'], [requestId, data]);
+    expect(verifyMessage(getBytes(hash), signature)).to.equal(node.address);
+  });
+
+  it('cuts on-chain error messages to 100 characters', () => {
+    expect(truncateErrorMessage('short')).to.equal('short');
+    expect(truncateErrorMessage('x'.repeat(100))).to.equal('x'.repeat(100));
+    expect(truncateErrorMessage('x'.repeat(101))).to.equal(`${'x'.repeat(97)}...`);
+  });
+
+  it('decodes Error(string) revert data, else "No revert string"', () => {
+    const data = `0x08c379a0${AbiCoder.defaultAbiCoder().encode(['string'], ['Nope']).slice(2)}`;
+    expect(decodeRevertString(data)).to.equal('Nope');
+    expect(decodeRevertString('0x')).to.equal('No revert string');
+    expect(decodeRevertString('0x12345678')).to.equal('No revert string');
+    expect(revertReasonOf(new RpcError('eth_call: execution reverted', 3, data))).to.equal('Nope');
+    expect(revertReasonOf(new RpcError('eth_call: execution reverted: out of gas'))).to.equal(
+      'eth_call: execution reverted: out of gas',
+    );
+  });
+
+  it('signs legacy and EIP-1559 transactions with the given nonce', async () => {
+    const base = { to: node.address, data: '0x1234', gasLimit: 100_000n };
+    const legacy = Transaction.from(
+      await signPlanned(node, { ...base, gasTarget: { type: 0, gasPrice: 5n } }, 7, '31337'),
+    );
+    expect(legacy.type).to.equal(0);
+    expect(legacy.nonce).to.equal(7);
+    expect(legacy.gasPrice).to.equal(5n);
+    expect(legacy.chainId).to.equal(31337n);
+    const eip1559 = Transaction.from(
+      await signPlanned(node, { ...base, gasTarget: { type: 2, maxFeePerGas: 9n, maxPriorityFeePerGas: 2n } }, 8, '1'),
+    );
+    expect(eip1559.type).to.equal(2);
+    expect(eip1559.maxFeePerGas).to.equal(9n);
+    expect(eip1559.from).to.equal(node.address);
+  });
+});
+
+describe('gas price arithmetic (airnode-facts §9)', () => {
+  it('takes the ceil(n*p/100)-th smallest price', () => {
+    const prices = [5n, 1n, 4n, 2n, 3n];
+    expect(percentile(prices, 60)).to.equal(3n);
+    expect(percentile(prices, 100)).to.equal(5n);
+    expect(percentile(prices, 1)).to.equal(1n);
+    expect(percentile([], 50)).to.equal(undefined);
+  });
+
+  it('accepts the latest percentile only within the deviation band (integer math)', () => {
+    expect(withinDeviation(100n, 150n, 2)).to.equal(true);
+    expect(withinDeviation(100n, 200n, 2)).to.equal(false);
+    expect(withinDeviation(100n, 50n, 2)).to.equal(false);
+    expect(withinDeviation(100n, 51n, 2)).to.equal(true);
+  });
+
+  it('multiplies by round(multiplier*100)/100 and converts amounts', () => {
+    expect(multiplyByPercentMultiplier(1000n, 1.234)).to.equal(1230n);
+    expect(amountToWei({ value: 10, unit: 'gwei' })).to.equal(10_000_000_000n);
+    expect(amountToWei({ value: 3.12, unit: 'gwei' })).to.equal(3_120_000_000n);
+    expect(bumpGasTarget({ type: 0, gasPrice: 100n }, 20)).to.deep.equal({ type: 0, gasPrice: 120n });
+  });
+
+  it('prices transactions as gasPrice or baseFee + priority fee', () => {
+    expect(
+      blockTransactionPrices({
+        baseFeePerGas: '0x10',
+        transactions: [{ gasPrice: '0x5' }, { maxPriorityFeePerGas: '0x2', gasPrice: '0x99' }],
+      }),
+    ).to.deep.equal([5n, 18n]);
+  });
+
+  it('computes the withdrawal value, or nothing when the balance does not cover it', () => {
+    expect(withdrawalValue(1_000_000n, 1000n, { type: 0, gasPrice: 10n }, 5n)).to.equal(989_995n);
+    expect(withdrawalValue(10_000n, 1000n, { type: 2, maxFeePerGas: 10n, maxPriorityFeePerGas: 1n }, 0n)).to.equal(
+      null,
+    );
+  });
+});
