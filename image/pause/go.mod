@@ -1,0 +1,3 @@
+module oracle-node-operator.local/image/pause
+
+go 1.24
