@@ -208,7 +208,10 @@ build_engine_script() {
   cp -a "$IMAGE_OUT/npm-prod/node_modules" "$stage/app/app/node_modules"
   rm -f "$stage/app/app/node_modules/.package-lock.json"
   cp -f "$ROOT/package.json" "$stage/app/app/package.json"
-  [[ -d $ROOT/crds ]] && cp -a "$ROOT/crds" "$stage/app/app/crds"
+  if compgen -G "$ROOT/crds/*.yaml" >/dev/null; then
+    mkdir -p "$stage/app/app/crds"
+    cp -f "$ROOT"/crds/*.yaml "$stage/app/app/crds/"
+  fi
   chmod 0755 "$stage/app/app/dist/cli/index.js"
   ln -s /app/dist/cli/index.js "$stage/app/usr/local/bin/oracle-node"
 
