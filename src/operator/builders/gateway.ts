@@ -34,13 +34,8 @@ export function buildGatewayDeployment(input: BuildInput): Named<V1Deployment> {
   const stage = input.config.nodeSettings.stage;
   const names = childNames(input.node.metadata.name, stage);
   const port = gatewayContainerPort(input);
-  const container = engineContainer(
-    input,
-    'gateway',
-    ['gateway', '-c', CONFIG_FILE],
-    input.node.spec.gateway?.resources,
-    [{ name: 'PORT', value: String(port) }],
-  );
+  const args = ['gateway', '-c', CONFIG_FILE, '--port', String(port)];
+  const container = engineContainer(input, 'gateway', args, input.node.spec.gateway?.resources);
   container.ports = [{ name: 'http', containerPort: port, protocol: 'TCP' }];
   container.livenessProbe = {
     httpGet: { path: '/healthz', port: 'http' },

@@ -1,0 +1,238 @@
+import type { V1CronJob, V1Deployment, V1Role, V1Service } from '@kubernetes/client-node';
+import { expect } from 'chai';
+import {
+  type BuildInput,
+  buildChildren,
+  buildWorkerTemplate,
+  type Child,
+  DEFAULT_SETTINGS,
+  hashOf,
+} from '../../../../src/operator/builders/index.js';
+import { validateNodeConfig } from '../../../../src/operator/config.js';
+import { buildWorkerJob, workerJobName } from '../../../../src/operator/job-executor.js';
+import type { OracleNode } from '../../../../src/operator/resource.js';
+import { loadSample } from '../fake-kube.js';
+
+function inputFor(
+  name: 'minimal' | 'full-multi-chain' | 'gateways-only',
+  edit?: (node: OracleNode) => void,
+  secretHash = 'secret-hash-1',
+): BuildInput {
+  const { node, secret } = loadSample(name);
+  edit?.(node);
+  const values = Object.fromEntries(
+    Object.entries((secret as { data?: Record<string, string> }).data ?? {}).map(([k, v]) => [
+      k,
+      Buffer.from(v, 'base64').toString(),
+    ]),
+  );
+  const result = validateNodeConfig(node.spec.config, values);
+  if (!result.ok) throw new Error(JSON.stringify(result.errors));
+  return {
+    node,
+    config: result.config,
+    rawConfig: node.spec.config,
+    secretName: secret.metadata!.name!,
+    secretHash,
+    settings: DEFAULT_SETTINGS,
+  };
+}
+
+const byKind = (children: { object: Child }[], kind: string) =>
+  children.filter((c) => c.object.kind === kind).map((c) => c.object);
+const one = <T>(children: { object: Child }[], kind: string, name?: string): T =>
+  byKind(children, kind).find((o) => !name || o.metadata.name === name) as unknown as T;
+
+describe('operator builders', () => {
+  it('minimal: ConfigMaps, RBAC and the coordinator, no gateway', () => {
+    const children = buildChildren(inputFor('minimal'));
+    const names = children.map((c) => `${c.object.kind}/${c.object.metadata.name}`);
+    expect(names).to.deep.equal([
+      'ConfigMap/minimal-dev-config',
+      'ConfigMap/minimal-cache',
+      'ConfigMap/minimal-cycle',
+      'ServiceAccount/minimal-dev-coordinator',
+      'ServiceAccount/minimal-dev-worker',
+      'Role/minimal-dev-coordinator',
+      'Role/minimal-dev-worker',
+      'RoleBinding/minimal-dev-coordinator',
+      'RoleBinding/minimal-dev-worker',
+      'CronJob/minimal-dev-coordinator',
+    ]);
+  });
+
+  it('full: a gateway Deployment, Service and PodDisruptionBudget (2 replicas)', () => {
+    const children = buildChildren(inputFor('full-multi-chain'));
+    expect(byKind(children, 'Deployment')).to.have.length(1);
+    expect(byKind(children, 'Service')).to.have.length(1);
+    expect(byKind(children, 'PodDisruptionBudget')).to.have.length(1);
+    const single = buildChildren(inputFor('gateways-only'));
+    expect(byKind(single, 'Deployment')).to.have.length(1);
+    expect(byKind(single, 'PodDisruptionBudget')).to.have.length(0);
+  });
+
+  it('every child has the labels and a controller owner reference', () => {
+    for (const sample of ['minimal', 'full-multi-chain', 'gateways-only'] as const) {
+      const input = inputFor(sample);
+      for (const { object } of buildChildren(input)) {
+        expect(object.metadata.labels, object.metadata.name).to.include({
+          'app.kubernetes.io/managed-by': 'oracle-node-operator',
+          'oracle-node.io/name': input.node.metadata.name,
+        });
+        expect(object.metadata.labels['app.kubernetes.io/component'], object.metadata.name).to.be.a('string');
+        if (!['cache', 'cycle'].includes(object.metadata.labels['app.kubernetes.io/component']!))
+          expect(object.metadata.labels['oracle-node.io/stage']).to.match(/^[a-z0-9-]+$/);
+        const owners = object.metadata.ownerReferences ?? [];
+        expect(owners).to.have.length(1);
+        expect(owners[0]).to.include({ kind: 'OracleNode', controller: true, uid: `uid-${sample}` });
+      }
+    }
+  });
+
+  it('the ConfigMap keeps the placeholders: no secret value leaves the Secret', () => {
+    const input = inputFor('full-multi-chain');
+    const configMap = one<{ data: Record<string, string> }>(buildChildren(input), 'ConfigMap', 'full-prod-a-config');
+    expect(configMap.data['config.json']).to.contain(`$${'{'}NODE_WALLET_MNEMONIC}`);
+    expect(configMap.data['config.json']).not.to.contain('test test test');
+    expect(JSON.parse(configMap.data['config.json']!)).to.deep.equal(input.rawConfig);
+  });
+
+  it('coordinator CronJob: Forbid, deadlines inside the minute, history limits, secrets as env, config mounted', () => {
+    const cronJob = one<V1CronJob>(buildChildren(inputFor('minimal')), 'CronJob');
+    const spec = cronJob.spec!;
+    expect(spec).to.include({ schedule: '* * * * *', concurrencyPolicy: 'Forbid', suspend: false });
+    expect(spec.startingDeadlineSeconds).to.be.lessThan(60);
+    expect(spec.jobTemplate.spec!.activeDeadlineSeconds).to.be.lessThan(60);
+    expect(spec.successfulJobsHistoryLimit).to.be.a('number');
+    expect(spec.failedJobsHistoryLimit).to.be.a('number');
+    const pod = spec.jobTemplate.spec!.template.spec!;
+    const container = pod.containers[0]!;
+    expect(container.args!.slice(0, 1)).to.deep.equal(['coordinator']);
+    expect(container.envFrom).to.deep.equal([{ secretRef: { name: 'minimal-secrets' } }]);
+    expect(container.volumeMounts!.map((m) => m.mountPath)).to.include('/etc/oracle-node');
+    expect(pod.serviceAccountName).to.equal('minimal-dev-coordinator');
+    expect(pod.restartPolicy).to.equal('Never');
+    expect(
+      buildChildren(inputFor('minimal'), { holdForRollout: true }).some(
+        (c) => (c.object as V1CronJob).spec?.suspend === true,
+      ),
+    ).to.equal(true);
+  });
+
+  it('every pod runs with the restricted pod security settings', () => {
+    const children = buildChildren(inputFor('full-multi-chain'));
+    const cronJob = one<V1CronJob>(children, 'CronJob');
+    const deployment = one<V1Deployment>(children, 'Deployment');
+    const worker = buildWorkerTemplate(inputFor('full-multi-chain')).template;
+    for (const pod of [cronJob.spec!.jobTemplate.spec!.template.spec!, deployment.spec!.template.spec!, worker.spec!]) {
+      expect(pod.securityContext).to.include({ runAsNonRoot: true });
+      expect(pod.securityContext!.seccompProfile).to.deep.equal({ type: 'RuntimeDefault' });
+      for (const container of pod.containers) {
+        expect(container.securityContext).to.include({ readOnlyRootFilesystem: true, allowPrivilegeEscalation: false });
+        expect(container.securityContext!.capabilities).to.deep.equal({ drop: ['ALL'] });
+      }
+    }
+  });
+
+  it('gateway: probes on /healthz and /readyz, Service type and port from the spec', () => {
+    const children = buildChildren(inputFor('full-multi-chain'));
+    const container = one<V1Deployment>(children, 'Deployment').spec!.template.spec!.containers[0]!;
+    expect(container.livenessProbe!.httpGet!.path).to.equal('/healthz');
+    expect(container.readinessProbe!.httpGet!.path).to.equal('/readyz');
+    const service = one<V1Service>(children, 'Service');
+    expect(service.spec).to.include({ type: 'ClusterIP' });
+    expect(service.spec!.ports![0]).to.include({ port: 8080, targetPort: 'http' });
+    expect(one<V1Deployment>(children, 'Deployment').spec!.replicas).to.equal(2);
+  });
+
+  it('least privilege: namespaced Roles, no wildcards, writes only to its own cache and cycle ConfigMaps', () => {
+    const roles = byKind(buildChildren(inputFor('minimal')), 'Role') as unknown as V1Role[];
+    for (const role of roles)
+      for (const rule of role.rules ?? []) {
+        expect(rule.verbs).not.to.include('*');
+        expect(rule.resources).not.to.include('*');
+        expect(rule.resources).not.to.include('secrets');
+      }
+    const coordinator = roles.find((r) => r.metadata!.name === 'minimal-dev-coordinator')!;
+    const updates = coordinator.rules!.filter((r) => r.verbs.includes('update'));
+    expect(updates).to.have.length(1);
+    expect(updates[0]!.resourceNames).to.deep.equal(['minimal-cache', 'minimal-cycle']);
+    expect(coordinator.rules!.find((r) => r.resources!.includes('jobs'))!.verbs).to.include.members([
+      'create',
+      'delete',
+      'watch',
+    ]);
+  });
+
+  it('pod template hashes change when the config or the Secret changes, and only then', () => {
+    const template = (input: BuildInput) =>
+      one<V1CronJob>(buildChildren(input), 'CronJob').spec!.jobTemplate.spec!.template.metadata!.annotations!;
+    const base = template(inputFor('minimal'));
+    expect(template(inputFor('minimal'))).to.deep.equal(base);
+    const edited = template(
+      inputFor('minimal', (node) => {
+        (node.spec.config.nodeSettings as { logLevel: string }).logLevel = 'DEBUG';
+      }),
+    );
+    expect(edited['oracle-node.io/config-hash']).not.to.equal(base['oracle-node.io/config-hash']);
+    expect(edited['oracle-node.io/secret-hash']).to.equal(base['oracle-node.io/secret-hash']);
+    const rotated = template(inputFor('minimal', undefined, 'secret-hash-2'));
+    expect(rotated['oracle-node.io/secret-hash']).not.to.equal(base['oracle-node.io/secret-hash']);
+    expect(rotated['oracle-node.io/config-hash']).to.equal(base['oracle-node.io/config-hash']);
+  });
+
+  it('names are stage-qualified, so two stages never collide', () => {
+    const names = (stage: string) =>
+      buildChildren(
+        inputFor('minimal', (node) => {
+          (node.spec.config.nodeSettings as { stage: string }).stage = stage;
+        }),
+      )
+        .filter((c) => c.object.metadata.labels['oracle-node.io/stage'])
+        .map((c) => `${c.object.kind}/${c.object.metadata.name}`);
+    const blue = names('blue');
+    const green = names('green');
+    expect(blue.filter((n) => green.includes(n))).to.deep.equal([]);
+  });
+
+  describe('worker Jobs', () => {
+    const template = buildWorkerTemplate(inputFor('full-multi-chain'));
+
+    it('Indexed, parallelism never above maxConcurrency, completions = shards, TTL cleanup', () => {
+      for (const [shards, concurrency] of [
+        [10, 4],
+        [3, 4],
+        [1, 100],
+        [250, 100],
+      ] as const) {
+        const job = buildWorkerJob(template, { name: 'x-1', shardCount: shards, concurrency, chainId: '1' });
+        expect(job.spec!.completionMode).to.equal('Indexed');
+        expect(job.spec!.completions).to.equal(shards);
+        expect(job.spec!.parallelism).to.be.at.most(concurrency);
+        expect(job.spec!.parallelism).to.equal(Math.min(shards, concurrency));
+        expect(job.spec!.ttlSecondsAfterFinished).to.equal(600);
+        expect(job.spec!.activeDeadlineSeconds).to.equal(45);
+        expect(job.spec!.suspend).to.equal(true);
+      }
+    });
+
+    it('workers run `oracle-node worker --shard` on their index, with the shard inputs mounted', () => {
+      const job = buildWorkerJob(template, { name: 'x-1', shardCount: 2, concurrency: 2, chainId: '1' });
+      const pod = job.spec!.template.spec!;
+      expect(pod.containers[0]!.args).to.include('worker');
+      expect(pod.containers[0]!.args!.join(' ')).to.contain('shard-$(JOB_COMPLETION_INDEX).json');
+      expect(pod.volumes!.find((v) => v.name === 'shards')!.configMap!.name).to.equal('x-1');
+      expect(job.metadata!.labels).to.include({
+        'app.kubernetes.io/component': 'worker',
+        'oracle-node.io/name': 'full',
+      });
+    });
+
+    it('Job names stay within 63 characters', () => {
+      const long = workerJobName(`${'a'.repeat(60)}-prod-worker`, 'abc123-31337');
+      expect(long.length).to.be.at.most(63);
+      expect(workerJobName('n-dev-worker', 'c1')).to.equal('n-dev-worker-c1');
+      expect(hashOf({ a: 1, b: 2 })).to.equal(hashOf({ b: 2, a: 1 }));
+    });
+  });
+});

@@ -1,0 +1,253 @@
+import type { V1CronJob, V1Deployment } from '@kubernetes/client-node';
+import { expect } from 'chai';
+import { createOracleNodeReconciler } from '../../../src/operator/controller.js';
+import { KINDS, type OracleNode } from '../../../src/operator/resource.js';
+import { FakeKube, loadSample } from './fake-kube.js';
+
+// The public development mnemonic's first account (m/44'/60'/0'/0/0).
+const DEV_ADDRESS = '0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266';
+
+function setup(sample: 'minimal' | 'full-multi-chain' | 'gateways-only', withSecret = true) {
+  const kube = new FakeKube();
+  const { node, secret } = loadSample(sample);
+  kube.put(KINDS.oracleNode, node);
+  if (withSecret) kube.put(KINDS.secret, secret);
+  let clock = Date.parse('2026-01-01T00:00:00Z');
+  const tick = () => {
+    clock += 1000;
+    return new Date(clock);
+  };
+  const reconciler = createOracleNodeReconciler({ now: tick });
+  const key = { namespace: 'default', name: node.metadata.name };
+  const reconcile = () => reconciler.reconcile(key, kube.context());
+  const current = () => kube.get<OracleNode>(KINDS.oracleNode, key)!;
+  const condition = (type: string) => current().status?.conditions?.find((c) => c.type === type);
+  return { kube, node, secret, key, reconcile, current, condition };
+}
+
+const childWrites = (kube: FakeKube) => kube.writes.filter((w) => w.verb !== 'applyStatus');
+
+describe('operator controller (reconcile against an in-memory cluster)', () => {
+  it('creates every child, then a resync with nothing changed makes zero writes', async () => {
+    const { kube, reconcile, current, condition } = setup('minimal');
+    await reconcile();
+    expect(childWrites(kube).map((w) => `${w.kind}/${w.name}`)).to.have.length(10);
+    const status = current().status!;
+    expect(status).to.include({ observedGeneration: 1, nodeAddress: DEV_ADDRESS, stage: 'dev', chains: 1 });
+    expect(condition('Ready')).to.include({ status: 'True' });
+    expect(condition('ConfigValid')).to.include({ status: 'True' });
+    expect(condition('Degraded')).to.include({ status: 'False' });
+    kube.writes.length = 0;
+    await reconcile();
+    await reconcile();
+    expect(kube.writes).to.deep.equal([]);
+  });
+
+  it('a config edit re-applies the ConfigMap and the CronJob (new hash) and nothing else', async () => {
+    const { kube, key, reconcile, current } = setup('minimal');
+    await reconcile();
+    const before = kube.get<V1CronJob>(KINDS.cronJob, { namespace: 'default', name: 'minimal-dev-coordinator' })!;
+    const hash = before.spec!.jobTemplate.spec!.template.metadata!.annotations!['oracle-node.io/config-hash'];
+    kube.writes.length = 0;
+    kube.editNode(
+      key,
+      (node) => ((node.spec.config.nodeSettings as { logLevel: string }).logLevel = 'DEBUG'),
+      KINDS.oracleNode,
+    );
+    await reconcile();
+    expect(childWrites(kube).map((w) => w.name)).to.deep.equal(['minimal-dev-config', 'minimal-dev-coordinator']);
+    const after = kube.get<V1CronJob>(KINDS.cronJob, { namespace: 'default', name: 'minimal-dev-coordinator' })!;
+    expect(after.spec!.jobTemplate.spec!.template.metadata!.annotations!['oracle-node.io/config-hash']).not.to.equal(
+      hash,
+    );
+    expect(current().status!.observedGeneration).to.equal(2);
+  });
+
+  it('a Secret rotation rolls the pods (secret hash) without touching the ConfigMap', async () => {
+    const { kube, secret, reconcile } = setup('minimal');
+    await reconcile();
+    kube.writes.length = 0;
+    const rotated = structuredClone(secret);
+    (rotated as { data: Record<string, string> }).data.PROVIDER_URL =
+      Buffer.from('http://other:8545').toString('base64');
+    kube.put(KINDS.secret, rotated);
+    await reconcile();
+    expect(childWrites(kube).map((w) => w.name)).to.deep.equal(['minimal-dev-coordinator']);
+  });
+
+  it('an invalid config sets ConfigValid=False with the path, records an Event and leaves the workloads alone', async () => {
+    const { kube, key, reconcile, condition } = setup('minimal');
+    await reconcile();
+    const snapshot = JSON.stringify([...kube.objects.entries()].filter(([k]) => !k.startsWith('oraclenodes')));
+    kube.writes.length = 0;
+    kube.editNode(
+      key,
+      (node) => ((node.spec.config.chains as { maxConcurrency: number }[])[0]!.maxConcurrency = 0),
+      KINDS.oracleNode,
+    );
+    await reconcile();
+    expect(childWrites(kube)).to.deep.equal([]);
+    expect(JSON.stringify([...kube.objects.entries()].filter(([k]) => !k.startsWith('oraclenodes')))).to.equal(
+      snapshot,
+    );
+    expect(condition('ConfigValid')).to.include({ status: 'False', reason: 'ValidationFailed' });
+    expect(condition('ConfigValid')!.message).to.contain('chains[0].maxConcurrency');
+    expect(condition('Degraded')).to.include({ status: 'True', reason: 'ConfigInvalid' });
+    expect(kube.events.some((e) => e.type === 'Warning' && e.reason === 'ValidationFailed')).to.equal(true);
+    // Fixing it brings everything back to Ready, with ConfigValid's transition time moved once.
+    const invalidSince = condition('ConfigValid')!.lastTransitionTime;
+    kube.editNode(
+      key,
+      (node) => ((node.spec.config.chains as { maxConcurrency: number }[])[0]!.maxConcurrency = 10),
+      KINDS.oracleNode,
+    );
+    await reconcile();
+    expect(condition('ConfigValid')).to.include({ status: 'True' });
+    expect(condition('ConfigValid')!.lastTransitionTime).not.to.equal(invalidSince);
+    expect(condition('Ready')).to.include({ status: 'True' });
+  });
+
+  it('a missing Secret says SecretNotFound and recovers when the Secret appears', async () => {
+    const { kube, secret, reconcile, condition } = setup('minimal', false);
+    const result = await reconcile();
+    expect(condition('ConfigValid')).to.include({ status: 'False', reason: 'SecretNotFound' });
+    expect(condition('ConfigValid')!.message).to.contain('minimal-secrets');
+    expect(childWrites(kube)).to.deep.equal([]);
+    expect(result?.requeueAfterMs).to.be.a('number');
+    kube.put(KINDS.secret, secret);
+    await reconcile();
+    expect(condition('ConfigValid')).to.include({ status: 'True' });
+    expect(childWrites(kube)).to.have.length(10);
+  });
+
+  it('a Secret without a key the config uses says which key and where', async () => {
+    const { kube, secret, reconcile, condition } = setup('minimal', false);
+    const partial = structuredClone(secret) as { data: Record<string, string> };
+    delete partial.data.PROVIDER_URL;
+    kube.put(KINDS.secret, partial as never);
+    await reconcile();
+    expect(condition('ConfigValid')).to.include({ status: 'False', reason: 'SecretKeyMissing' });
+    expect(condition('ConfigValid')!.message).to.contain('PROVIDER_URL').and.contain('chains[0].providers.local.url');
+  });
+
+  it('the pause annotation stops reconciliation and says so', async () => {
+    const { kube, key, reconcile, condition } = setup('minimal');
+    await reconcile();
+    kube.writes.length = 0;
+    kube.editNode(
+      key,
+      (node) => {
+        node.metadata.annotations = { 'oracle-node.io/paused': 'true' };
+        (node.spec.config.nodeSettings as { logLevel: string }).logLevel = 'DEBUG';
+      },
+      KINDS.oracleNode,
+    );
+    await reconcile();
+    expect(childWrites(kube)).to.deep.equal([]);
+    expect(condition('Progressing')).to.include({ status: 'False', reason: 'Paused' });
+  });
+
+  it('drift is repaired: an edited child is re-applied, a deleted one re-created, nothing else written', async () => {
+    const { kube, reconcile } = setup('full-multi-chain');
+    await reconcile();
+    const cronJobKey = { namespace: 'default', name: 'full-prod-a-coordinator' };
+    kube.get<V1CronJob>(KINDS.cronJob, cronJobKey)!.spec!.schedule = '*/5 * * * *';
+    kube.remove(KINDS.service, { namespace: 'default', name: 'full-prod-a-gateway' });
+    kube.writes.length = 0;
+    await reconcile();
+    expect(
+      childWrites(kube)
+        .map((w) => `${w.kind}/${w.name}`)
+        .sort(),
+    ).to.deep.equal(['CronJob/full-prod-a-coordinator', 'Service/full-prod-a-gateway']);
+    expect(kube.get<V1CronJob>(KINDS.cronJob, cronJobKey)!.spec!.schedule).to.equal('* * * * *');
+  });
+
+  it('gateways are reported by URL, and Ready waits for the gateway Deployment', async () => {
+    const { kube, reconcile, current, condition } = setup('gateways-only');
+    await reconcile();
+    expect(condition('Ready')).to.include({ status: 'False', reason: 'GatewayNotReady' });
+    expect(current().status!.gatewayUrls).to.deep.equal({
+      httpGateway: 'http://gateways-dev-gateway.default.svc.cluster.local:3000',
+      httpSignedDataGateway: 'http://gateways-dev-gateway.default.svc.cluster.local:3000',
+    });
+    const deployment = kube.get<V1Deployment>(KINDS.deployment, {
+      namespace: 'default',
+      name: 'gateways-dev-gateway',
+    })!;
+    deployment.status = {
+      observedGeneration: 1,
+      replicas: 1,
+      updatedReplicas: 1,
+      availableReplicas: 1,
+      readyReplicas: 1,
+    };
+    await reconcile();
+    expect(condition('Ready')).to.include({ status: 'True' });
+  });
+
+  it('stage rollout: new stage up, old coordinator suspended and drained, gateway Ready, then old stage removed', async () => {
+    const { kube, key, reconcile, current, condition } = setup('full-multi-chain');
+    const cronJob = (stage: string) =>
+      kube.get<V1CronJob>(KINDS.cronJob, { namespace: 'default', name: `full-${stage}-coordinator` });
+    const deployment = (stage: string) =>
+      kube.get<V1Deployment>(KINDS.deployment, { namespace: 'default', name: `full-${stage}-gateway` });
+    const ready = (stage: string) => {
+      deployment(stage)!.status = { observedGeneration: 1, replicas: 2, updatedReplicas: 2, availableReplicas: 2 };
+    };
+    /** The two coordinators are never both able to run. */
+    const assertExclusive = () => {
+      const running = ['prod-a', 'prod-b'].filter((s) => cronJob(s) && cronJob(s)!.spec!.suspend !== true);
+      expect(running.length, `running coordinators: ${running}`).to.be.at.most(1);
+    };
+    await reconcile();
+    ready('prod-a');
+    // The old coordinator has a cycle in flight.
+    cronJob('prod-a')!.status = { active: [{ name: 'full-prod-a-coordinator-1', namespace: 'default' }] };
+    await reconcile();
+    expect(condition('Ready')).to.include({ status: 'True' });
+
+    kube.editNode(
+      key,
+      (node) => ((node.spec.config.nodeSettings as { stage: string }).stage = 'prod-b'),
+      KINDS.oracleNode,
+    );
+    await reconcile();
+    assertExclusive();
+    expect(cronJob('prod-b')!.spec!.suspend).to.equal(true);
+    expect(cronJob('prod-a')!.spec!.suspend).to.equal(true);
+    expect(deployment('prod-a')).to.not.equal(undefined);
+    expect(condition('Progressing')).to.include({ status: 'True', reason: 'StageRollout' });
+    expect(current().status).to.include({ stage: 'prod-b', previousStage: 'prod-a' });
+
+    await reconcile();
+    assertExclusive();
+    expect(condition('Progressing')!.message).to.contain('active Jobs of full-prod-a-coordinator');
+    expect(deployment('prod-a')).to.not.equal(undefined);
+
+    // The old cycle ends; the new gateway is not Ready yet: the old stage stays.
+    cronJob('prod-a')!.status = {};
+    await reconcile();
+    assertExclusive();
+    expect(condition('Progressing')!.message).to.contain('gateway full-prod-b-gateway');
+    expect(deployment('prod-a')).to.not.equal(undefined);
+
+    ready('prod-b');
+    await reconcile();
+    assertExclusive();
+    expect(deployment('prod-a')).to.equal(undefined);
+    expect(cronJob('prod-a')).to.equal(undefined);
+    expect(kube.list(KINDS.configMap, 'default').map((c) => c.metadata!.name)).to.not.include('full-prod-a-config');
+    // The cache and the cycle report are the node's, not the stage's: they stay.
+    expect(kube.list(KINDS.configMap, 'default').map((c) => c.metadata!.name)).to.include('full-cache');
+
+    await reconcile();
+    assertExclusive();
+    expect(cronJob('prod-b')!.spec!.suspend).to.equal(false);
+    expect(condition('Ready')).to.include({ status: 'True' });
+    expect(current().status!.previousStage).to.equal(undefined);
+    kube.writes.length = 0;
+    await reconcile();
+    expect(kube.writes).to.deep.equal([]);
+  });
+});

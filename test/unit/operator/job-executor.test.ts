@@ -1,0 +1,162 @@
+import type { V1ConfigMap, V1Job, V1Pod } from '@kubernetes/client-node';
+import { expect } from 'chai';
+import type { ShardInput } from '../../../src/node/shard.js';
+import type { WorkerTemplate } from '../../../src/operator/builders/worker.js';
+import {
+  ConfigMapResponseCache,
+  type ConfigMapStore,
+  KubernetesJobExecutor,
+  parseShardOutput,
+  type WorkerJobApi,
+} from '../../../src/operator/job-executor.js';
+
+const template: WorkerTemplate = {
+  namePrefix: 'n-dev-worker',
+  labels: { 'oracle-node.io/name': 'n' },
+  ownerReferences: [],
+  activeDeadlineSeconds: 50,
+  ttlSecondsAfterFinished: 300,
+  template: { metadata: { labels: {} }, spec: { containers: [{ name: 'worker', image: 'i' }] } },
+};
+
+const shard = (i: number): ShardInput =>
+  ({
+    format: 'oracle-node/shard@1',
+    chainId: '31337',
+    sponsor: `0x${String(i).padStart(40, '0')}`,
+    sponsorWallet: `0x${String(i + 1).padStart(40, '0')}`,
+    providers: ['local'],
+    currentBlock: 1,
+    apiCalls: [],
+    withdrawals: [],
+  }) as ShardInput;
+
+/** Plays the Job controller: the Job completes; pods exist for each index; some print an output. */
+function fakeApi(outputs: (string | undefined)[]) {
+  const calls: string[] = [];
+  let job: V1Job | undefined;
+  const configMaps: V1ConfigMap[] = [];
+  const api: WorkerJobApi = {
+    async createJob(body) {
+      calls.push('createJob');
+      job = { ...body, metadata: { ...body.metadata, uid: 'job-uid' } };
+      return job;
+    },
+    async unsuspendJob() {
+      calls.push('unsuspendJob');
+      job!.status = { conditions: [{ type: 'Complete', status: 'True' }] };
+    },
+    async readJob() {
+      return job;
+    },
+    async createConfigMap(body) {
+      calls.push('createConfigMap');
+      configMaps.push(body);
+    },
+    async listJobPods(): Promise<V1Pod[]> {
+      return outputs.map((output, index) => ({
+        metadata: { name: `pod-${index}`, annotations: { 'batch.kubernetes.io/job-completion-index': String(index) } },
+        status: { phase: output === undefined ? 'Failed' : 'Succeeded' },
+      }));
+    },
+    async readPodLog(name) {
+      return outputs[Number(name.split('-')[1])];
+    },
+  };
+  return { api, calls, configMaps, job: () => job };
+}
+
+describe('KubernetesJobExecutor', () => {
+  it('creates one suspended Indexed Job, its owned input, releases it, and maps outputs back by index', async () => {
+    const output = (i: number) =>
+      `log line\n${JSON.stringify({ chainId: '31337', sponsorWallet: shard(i).sponsorWallet, outcomes: [], apiCalls: 0, cacheHits: 0, rpcCalls: 0 })}\n`;
+    const fake = fakeApi([output(0), undefined, output(2)]);
+    const executor = new KubernetesJobExecutor({ api: fake.api, template, sleep: async () => {} });
+    const results = await executor.run([shard(0), shard(1), shard(2)], { concurrency: 2 });
+    expect(fake.calls).to.deep.equal(['createJob', 'createConfigMap', 'unsuspendJob']);
+    expect(fake.job()!.spec).to.include({ completions: 3, parallelism: 2, completionMode: 'Indexed' });
+    expect(Object.keys(fake.configMaps[0]!.data!)).to.deep.equal(['shard-0.json', 'shard-1.json', 'shard-2.json']);
+    expect(fake.configMaps[0]!.metadata!.ownerReferences![0]).to.include({ kind: 'Job', uid: 'job-uid' });
+    expect(results.map((r) => r.ok)).to.deep.equal([true, false, true]);
+    expect(results[1]).to.include({ sponsorWallet: shard(1).sponsorWallet });
+  });
+
+  it('no shards, no Job', async () => {
+    const fake = fakeApi([]);
+    expect(await new KubernetesJobExecutor({ api: fake.api, template }).run([], { concurrency: 3 })).to.deep.equal([]);
+    expect(fake.calls).to.deep.equal([]);
+  });
+
+  it('a Job that never finishes fails its shards after the deadline', async () => {
+    const fake = fakeApi([undefined]);
+    fake.api.unsuspendJob = async () => {};
+    let now = 0;
+    const executor = new KubernetesJobExecutor({
+      api: fake.api,
+      template,
+      now: () => now,
+      sleep: async (ms) => {
+        now += ms;
+      },
+    });
+    const [result] = await executor.run([shard(0)], { concurrency: 1 });
+    expect(result).to.include({ ok: false });
+    expect((result as { error: string }).error).to.contain('did not finish');
+  });
+
+  it('reads the output line among log lines', () => {
+    expect(parseShardOutput(undefined)).to.equal(undefined);
+    expect(parseShardOutput('{"level":30}\nplain')).to.equal(undefined);
+    expect(parseShardOutput('{"chainId":"1","outcomes":[]}\n{"level":30}\n')).to.deep.equal({
+      chainId: '1',
+      outcomes: [],
+    });
+  });
+});
+
+describe('ConfigMapResponseCache', () => {
+  const id = (n: number) => `0x${n.toString(16).padStart(64, '0')}`;
+  function store(): ConfigMapStore & { configMap: V1ConfigMap; conflicts: number } {
+    const s = {
+      configMap: { metadata: { name: 'n-cache', resourceVersion: '1' }, data: {} } as V1ConfigMap,
+      conflicts: 0,
+      async read() {
+        return structuredClone(s.configMap);
+      },
+      async replace(next: V1ConfigMap) {
+        if (s.conflicts > 0) {
+          s.conflicts--;
+          throw Object.assign(new Error('conflict'), { code: 409 });
+        }
+        s.configMap = {
+          ...next,
+          metadata: { ...next.metadata, resourceVersion: String(Number(next.metadata!.resourceVersion) + 1) },
+        };
+        return s.configMap;
+      },
+    };
+    return s;
+  }
+
+  it('stores by requestId across instances (cycles), retries conflicts, prunes by TTL and size', async () => {
+    const backing = store();
+    let now = 1000;
+    const cache = new ConfigMapResponseCache({ store: backing, ttlMs: 10_000, maxEntries: 3, now: () => now });
+    await cache.set(id(1), { encodedValue: '0x01', signature: '0xs1' });
+    backing.conflicts = 2;
+    await cache.set(id(2), { encodedValue: '0x02', signature: '0xs2' });
+    const nextCycle = new ConfigMapResponseCache({ store: backing, ttlMs: 10_000, maxEntries: 3, now: () => now });
+    expect(await nextCycle.get(id(1))).to.deep.equal({ encodedValue: '0x01', signature: '0xs1' });
+    expect(await nextCycle.get(id(9))).to.equal(undefined);
+    now += 1;
+    await cache.set(id(3), { encodedValue: '0x03', signature: '0xs3' });
+    now += 1;
+    await cache.set(id(4), { encodedValue: '0x04', signature: '0xs4' });
+    expect(Object.keys(backing.configMap.data!)).to.have.length(3);
+    expect(await cache.get(id(1))).to.equal(undefined);
+    now += 20_000;
+    expect(await cache.get(id(4))).to.equal(undefined);
+    await cache.set(id(5), { encodedValue: '0x05', signature: '0xs5' });
+    expect(Object.keys(backing.configMap.data!)).to.deep.equal([`requestId-${id(5)}`]);
+  });
+});

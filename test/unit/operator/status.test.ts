@@ -1,0 +1,110 @@
+import type { V1Job } from '@kubernetes/client-node';
+import { expect } from 'chai';
+import type { Child } from '../../../src/operator/builders/common.js';
+import { isSubset, needsApply, withAppliedHash } from '../../../src/operator/diff.js';
+import {
+  deploymentReady,
+  lastCycle,
+  mergeConditions,
+  parseCycleReport,
+  setCondition,
+  statusEqual,
+} from '../../../src/operator/status.js';
+
+describe('operator status', () => {
+  it('keeps lastTransitionTime while the status holds, moves it on a flip', () => {
+    const first = setCondition(undefined, { type: 'Ready', status: 'False', reason: 'A', message: 'a' }, 'T1');
+    const same = setCondition([first], { type: 'Ready', status: 'False', reason: 'B', message: 'b' }, 'T2');
+    expect(same.lastTransitionTime).to.equal('T1');
+    expect(same.reason).to.equal('B');
+    const flipped = setCondition([same], { type: 'Ready', status: 'True', reason: 'C', message: 'c' }, 'T3');
+    expect(flipped.lastTransitionTime).to.equal('T3');
+  });
+
+  it('orders conditions and compares statuses regardless of key order', () => {
+    const conditions = mergeConditions(
+      undefined,
+      [
+        { type: 'Degraded', status: 'False', reason: 'x', message: '' },
+        { type: 'Ready', status: 'True', reason: 'x', message: '' },
+      ],
+      'T',
+    );
+    expect(conditions.map((c) => c.type)).to.deep.equal(['Ready', 'Degraded']);
+    expect(statusEqual({ stage: 'a', chains: 1 }, { chains: 1, stage: 'a' })).to.equal(true);
+    expect(statusEqual({ stage: 'a' }, { stage: 'b' })).to.equal(false);
+  });
+
+  it('a Deployment is Ready when its generation is rolled out with every replica available', () => {
+    const deployment = (status: object, replicas = 2) => ({ metadata: { generation: 2 }, spec: { replicas }, status });
+    expect(deploymentReady(undefined)).to.equal(false);
+    expect(
+      deploymentReady(deployment({ observedGeneration: 1, updatedReplicas: 2, availableReplicas: 2 }) as never),
+    ).to.equal(false);
+    expect(
+      deploymentReady(deployment({ observedGeneration: 2, updatedReplicas: 2, availableReplicas: 1 }) as never),
+    ).to.equal(false);
+    expect(
+      deploymentReady(deployment({ observedGeneration: 2, updatedReplicas: 2, availableReplicas: 2 }) as never),
+    ).to.equal(true);
+    expect(deploymentReady(deployment({ observedGeneration: 2 }, 0) as never)).to.equal(true);
+  });
+
+  it('the last cycle is the newest coordinator Job, with the counts the coordinator reported for it', () => {
+    const job = (name: string, start: string, condition?: string): V1Job => ({
+      metadata: { name },
+      status: {
+        startTime: new Date(start),
+        ...(condition ? { conditions: [{ type: condition, status: 'True' }] } : {}),
+      },
+    });
+    const report = parseCycleReport({
+      'cycle.json': JSON.stringify({ job: 'c-2', counts: { fulfilled: 3, bad: 1.5 } }),
+    });
+    const cycle = lastCycle(
+      [job('c-1', '2026-01-01T00:00:00Z', 'Complete'), job('c-2', '2026-01-01T00:01:00.250Z', 'Failed')],
+      report,
+    );
+    expect(cycle).to.deep.equal({
+      job: 'c-2',
+      outcome: 'Failed',
+      startTime: '2026-01-01T00:01:00Z',
+      counts: { fulfilled: 3 },
+    });
+    expect(lastCycle([job('c-3', '2026-01-01T00:02:00Z')], report)).to.deep.equal({
+      job: 'c-3',
+      outcome: 'Running',
+      startTime: '2026-01-01T00:02:00Z',
+    });
+    expect(parseCycleReport({ 'cycle.json': '{not json' })).to.equal(undefined);
+  });
+});
+
+describe('operator apply diff', () => {
+  const desired = withAppliedHash({
+    apiVersion: 'v1',
+    kind: 'ConfigMap',
+    metadata: { name: 'c', namespace: 'n', labels: { a: 'b' } },
+    data: { k: 'v' },
+  } as Child);
+
+  it('applies when missing, when a field we own drifted, or when the desired object changed', () => {
+    expect(needsApply(desired, undefined)).to.equal(true);
+    const live = {
+      ...structuredClone(desired),
+      metadata: { ...structuredClone(desired.metadata), uid: 'u', labels: { a: 'b', extra: 'x' } },
+    };
+    expect(needsApply(desired, live)).to.equal(false);
+    expect(needsApply(desired, { ...live, data: { k: 'edited' } } as Child)).to.equal(true);
+    const removedField = withAppliedHash({ ...desired, data: {} } as Child);
+    expect(needsApply(removedField, live)).to.equal(true);
+  });
+
+  it('compares quantities by value and treats server defaults as not ours', () => {
+    expect(isSubset({ cpu: '1000m', memory: '1Gi' }, { cpu: '1', memory: '1024Mi' })).to.equal(true);
+    expect(isSubset({ cpu: '500m' }, { cpu: '1' })).to.equal(false);
+    expect(isSubset([{ name: 'a' }], [{ name: 'a', imagePullPolicy: 'IfNotPresent' }])).to.equal(true);
+    expect(isSubset([{ name: 'a' }], [{ name: 'a' }, { name: 'b' }])).to.equal(false);
+    expect(isSubset({ tolerations: [] }, {})).to.equal(true);
+  });
+});
