@@ -41,7 +41,7 @@ type Values = {
 class UsageError extends Error {}
 
 async function mnemonicFrom(values: Values, io: CliIo): Promise<string> {
-  const source = values.mnemonic ?? io.env['NODE_WALLET_MNEMONIC'] ?? (await io.readStdin());
+  const source = values.mnemonic ?? (io.env['NODE_WALLET_MNEMONIC'] || undefined) ?? (await io.readStdin());
   const mnemonic = source?.trim().split(/\s+/).join(' ');
   if (!mnemonic) throw new UsageError('No mnemonic: pass --mnemonic, set NODE_WALLET_MNEMONIC or pipe it to stdin');
   if (!isValidMnemonic(mnemonic)) throw new UsageError('The mnemonic is not a valid BIP-39 mnemonic');

@@ -49,8 +49,10 @@ export const operationParameterSchema = z
 export const fixedOperationParameterSchema = z
   .strictObject({
     operationParameter: operationParameterSchema,
+    // Optional like the reference's z.any(); a missing value is sent as undefined.
     value: z
       .unknown()
+      .optional()
       .describe('Value always sent for the operation parameter (any JSON type); requesters cannot override it'),
   })
   .describe('An operation parameter with a value fixed by the endpoint');
