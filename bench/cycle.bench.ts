@@ -69,7 +69,7 @@ async function runChild(kind: string, configPath: string): Promise<void> {
     });
     const summary = await runCycle(config, { executor, logger: silentLogger, wallets: nodeWallets });
     wallMs = performance.now() - start;
-    process.stderr.write(`ours: ${JSON.stringify(summary.transactions)}\n`);
+    process.stderr.write(`ours: ${JSON.stringify({ ...summary.transactions, ...summary.timings })}\n`);
   } else {
     // The reference reads config.json from its own package directory; point it at ours instead.
     const require = createRequire(import.meta.url);
@@ -163,6 +163,7 @@ async function runNode(kind: 'ours' | 'reference', configPath: string): Promise<
   const code = await new Promise<number | null>((r) => child.once('exit', r));
   const line = stdout.split('\n').find((l) => l.startsWith('RESULT '));
   if (code !== 0 || !line) throw new Error(`${kind} child failed (${code}): ${stderr.slice(-2000)}`);
+  if (stderr.trim()) process.stderr.write(`${stderr.trim().split('\n').slice(-3).join('\n')}\n`);
   return JSON.parse(line.slice(7)) as ChildResult;
 }
 

@@ -48,6 +48,8 @@ export type CycleSummary = {
   apiCalls: number;
   cacheHits: number;
   rpcCalls: number;
+  /** Slowest chain's discovery and shard phases. */
+  timings: { discoveryMs: number; shardsMs: number };
   results: ShardResult[];
 };
 
@@ -188,17 +190,21 @@ export async function runCycle(config: Config, deps: CycleDeps): Promise<CycleSu
     apiCalls: 0,
     cacheHits: 0,
     rpcCalls: 0,
+    timings: { discoveryMs: 0, shardsMs: 0 },
     results: [],
   };
   // Chains are independent: one failing chain never stops another.
   const perChain = await Promise.all(
     config.chains.map(async (chain) => {
       try {
+        const started = performance.now();
         const planned = await planChainShards(config, chain, { ...deps, wallets });
+        const discovered = performance.now();
         const results = planned.shards.length
           ? await deps.executor.run(planned.shards, { concurrency: chain.maxConcurrency })
           : [];
-        return { planned, results };
+        const timings = { discoveryMs: discovered - started, shardsMs: performance.now() - discovered };
+        return { planned, results, timings };
       } catch (error) {
         deps.logger.error({ chainId: chain.id, reason: (error as Error).message }, 'chain cycle failed');
         return undefined;
@@ -207,7 +213,9 @@ export async function runCycle(config: Config, deps: CycleDeps): Promise<CycleSu
   );
   for (const chain of perChain) {
     if (!chain) continue;
-    const { planned, results } = chain;
+    const { planned, results, timings } = chain;
+    summary.timings.discoveryMs = Math.max(summary.timings.discoveryMs, Math.round(timings.discoveryMs));
+    summary.timings.shardsMs = Math.max(summary.timings.shardsMs, Math.round(timings.shardsMs));
     summary.providers.push(...planned.providers);
     summary.requests.discovered += planned.discovered;
     summary.requests.waitingForConfirmations += planned.waiting;
