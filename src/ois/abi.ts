@@ -1,7 +1,9 @@
 // Node ABI: the self-describing parameter encoding of on-chain requests (airnode-facts §4).
 // Layout: abi.encode(bytes32 header, bytes32 name1, T1 value1, …) with header = short string "1" + one type
-// char per parameter. Byte-compatible with @api3/airnode-abi 0.15.
-import { AbiCoder, decodeBytes32String, encodeBytes32String, getAddress, hexlify } from 'ethers';
+// char per parameter. Byte-compatible with @api3/airnode-abi 0.15. The layout is fixed (one static head
+// word per name and value, tails for bytes/string), so it is encoded by hand on hex strings, which is
+// faster than a general ABI coder; decoding re-encodes and compares exactly, as the reference does.
+import { getAddress } from 'ethers';
 
 export type AbiParameterType = 'bytes' | 'bytes32' | 'string' | 'string32' | 'address' | 'int256' | 'uint256' | 'bool';
 
@@ -29,66 +31,166 @@ const CHAR_BY_TYPE = Object.fromEntries(Object.entries(TYPE_BY_CHAR).map(([char,
   string
 >;
 
-const coder = AbiCoder.defaultAbiCoder();
+const WORD = 64; // hex characters per 32-byte word
+const TWO_256 = 1n << 256n;
+const INT256_MIN = -(1n << 255n);
+const INT256_MAX = (1n << 255n) - 1n;
+const ZERO_WORD = '0'.repeat(WORD);
+const utf8 = new TextDecoder('utf-8', { fatal: true });
 
-/** string32 is not a Solidity type: it travels as a bytes32 short string. */
-function solidityType(type: AbiParameterType): string {
-  return type === 'string32' ? 'bytes32' : type;
+function utf8Bytes(text: string, what: string): Buffer {
+  if (typeof text !== 'string') throw new Error(`${what} must be a string`);
+  // Lone surrogates cannot be encoded faithfully; ethers rejects them too.
+  if (!text.isWellFormed()) throw new Error(`${what} is not a well-formed string`);
+  return Buffer.from(text, 'utf8');
 }
 
-function bytes32Name(name: string): string {
-  if (typeof name !== 'string') throw new Error('Parameter name must be a string');
-  try {
-    return encodeBytes32String(name);
-  } catch {
-    throw new Error(`Parameter name "${name}" is longer than 31 bytes`);
+/** A bytes32 short string: at most 31 UTF-8 bytes, zero padded (so a terminator always remains). */
+function shortStringWord(text: string, what: string): string {
+  const bytes = utf8Bytes(text, what);
+  if (bytes.length > 31) throw new Error(`${what} is longer than 31 bytes`);
+  return bytes.toString('hex').padEnd(WORD, '0');
+}
+
+function parseShortString(word: string, what: string): string {
+  if (!word.endsWith('00')) throw new Error(`Invalid ${what}: no null terminator`);
+  let end = WORD - 2;
+  while (end > 0 && word.slice(end - 2, end) === '00') end -= 2;
+  return utf8.decode(Buffer.from(word.slice(0, end), 'hex'));
+}
+
+function toBigInt(value: unknown, what: string): bigint {
+  if (typeof value === 'bigint') return value;
+  if (typeof value === 'number') {
+    if (!Number.isSafeInteger(value)) throw new Error(`${what} must be an integer`);
+    return BigInt(value);
   }
+  if (typeof value === 'string') {
+    if (/^-?[0-9]+$/.test(value)) return BigInt(value);
+    if (/^-?0x[0-9a-fA-F]+$/.test(value)) return value.startsWith('-') ? -BigInt(value.slice(1)) : BigInt(value);
+  }
+  throw new Error(`${what} must be an integer`);
 }
 
-function encodeValue(parameter: AbiParameter): unknown {
-  if (parameter.type !== 'string32') return parameter.value;
-  if (typeof parameter.value !== 'string') throw new Error(`Value of "${parameter.name}" must be a string`);
-  try {
-    return encodeBytes32String(parameter.value);
-  } catch {
-    throw new Error(`Value of string32 parameter "${parameter.name}" is longer than 31 bytes`);
+function integerWord(value: bigint, signed: boolean, what: string): string {
+  const [min, max] = signed ? [INT256_MIN, INT256_MAX] : [0n, TWO_256 - 1n];
+  if (value < min || value > max) throw new Error(`${what} is out of range for ${signed ? 'int256' : 'uint256'}`);
+  return (value < 0n ? value + TWO_256 : value).toString(16).padStart(WORD, '0');
+}
+
+function hexBody(value: unknown, what: string): string {
+  if (value instanceof Uint8Array) return Buffer.from(value).toString('hex');
+  // As ethers' arrayify: a non-negative safe integer becomes its minimal big-endian bytes (0 -> 0x00).
+  if (typeof value === 'number' && Number.isSafeInteger(value) && value >= 0) {
+    const hex = value.toString(16);
+    return hex.length % 2 ? `0${hex}` : hex;
+  }
+  if (typeof value === 'string' && /^0x([0-9a-fA-F]{2})*$/.test(value)) return value.slice(2).toLowerCase();
+  throw new Error(`${what} must be 0x-prefixed hex bytes`);
+}
+
+function dynamicTail(bytesHex: string): string {
+  const length = bytesHex.length / 2;
+  const padded = length % 32 === 0 ? bytesHex : bytesHex.padEnd(bytesHex.length + (64 - (bytesHex.length % 64)), '0');
+  return length.toString(16).padStart(WORD, '0') + padded;
+}
+
+/** Head word of a static value, or the tail of a dynamic one. */
+function encodeValue(type: AbiParameterType, value: unknown, name: string): { head?: string; tail?: string } {
+  const what = `Value of "${name}"`;
+  switch (type) {
+    case 'int256':
+      return { head: integerWord(toBigInt(value, what), true, what) };
+    case 'uint256':
+      return { head: integerWord(toBigInt(value, what), false, what) };
+    case 'bool':
+      return { head: value ? `${'0'.repeat(WORD - 1)}1` : ZERO_WORD };
+    case 'address': {
+      let address: string;
+      try {
+        address = getAddress(value as string);
+      } catch {
+        throw new Error(`${what} is not an address`);
+      }
+      return { head: address.slice(2).toLowerCase().padStart(WORD, '0') };
+    }
+    case 'bytes32': {
+      const body = hexBody(value, what);
+      if (body.length !== WORD) throw new Error(`${what} must be exactly 32 bytes`);
+      return { head: body };
+    }
+    case 'string32':
+      return { head: shortStringWord(value as string, `Value of string32 parameter "${name}"`) };
+    case 'bytes':
+      return { tail: dynamicTail(hexBody(value, what)) };
+    case 'string':
+      return { tail: dynamicTail(utf8Bytes(value as string, what).toString('hex')) };
   }
 }
 
 /** Encodes a parameter list; throws on unknown types, too many parameters, long names or bad values. */
 export function encodeParameters(parameters: readonly AbiParameter[]): string {
+  if (!Array.isArray(parameters)) throw new Error('Parameters must be an array');
   if (parameters.length > MAX_PARAMETERS) {
     throw new Error(`Too many parameters: at most ${MAX_PARAMETERS} can be encoded, got ${parameters.length}`);
   }
-  const types = ['bytes32'];
-  const values: unknown[] = [];
   let header = VERSION;
+  let head = '';
+  let tails = '';
+  const headBytes = 32 * (1 + 2 * parameters.length);
   for (const parameter of parameters) {
     const char = CHAR_BY_TYPE[parameter.type];
     if (char === undefined) throw new Error(`Unknown parameter type: ${String(parameter.type)}`);
     header += char;
-    types.push('bytes32', solidityType(parameter.type));
-    values.push(bytes32Name(parameter.name), encodeValue(parameter));
+    head += shortStringWord(parameter.name, `Parameter name "${parameter.name}"`);
+    const encoded = encodeValue(parameter.type, parameter.value, parameter.name);
+    if (encoded.head !== undefined) {
+      head += encoded.head;
+    } else {
+      head += (headBytes + tails.length / 2).toString(16).padStart(WORD, '0');
+      tails += encoded.tail;
+    }
   }
-  return coder.encode(types, [encodeBytes32String(header), ...values]);
+  return `0x${shortStringWord(header, 'Header')}${head}${tails}`;
 }
 
-function toDecodedValue(type: AbiParameterType, value: unknown): string | boolean {
+function readWord(hex: string, byteOffset: number): string {
+  const start = 2 + byteOffset * 2;
+  if (byteOffset < 0 || start + WORD > hex.length) throw new Error('Unable to decode parameters: data too short');
+  return hex.slice(start, start + WORD);
+}
+
+function readDynamic(hex: string, offsetWord: string): string {
+  const offset = BigInt(`0x${offsetWord}`);
+  if (offset > BigInt(hex.length)) throw new Error('Unable to decode parameters: offset out of bounds');
+  const length = BigInt(`0x${readWord(hex, Number(offset))}`);
+  const start = 2 + (Number(offset) + 32) * 2;
+  if (length > BigInt(hex.length) || start + Number(length) * 2 > hex.length) {
+    throw new Error('Unable to decode parameters: length out of bounds');
+  }
+  return hex.slice(start, start + Number(length) * 2);
+}
+
+function decodeValue(type: AbiParameterType, hex: string, word: string): string | boolean {
   switch (type) {
-    case 'string32':
-      return decodeBytes32String(value as string);
-    case 'int256':
+    case 'int256': {
+      const value = BigInt(`0x${word}`);
+      return (value > INT256_MAX ? value - TWO_256 : value).toString();
+    }
     case 'uint256':
-      return (value as bigint).toString();
-    case 'address':
-      return getAddress(value as string);
+      return BigInt(`0x${word}`).toString();
     case 'bool':
-      return value as boolean;
-    case 'bytes':
+      return BigInt(`0x${word}`) !== 0n;
+    case 'address':
+      return getAddress(`0x${word.slice(24)}`);
     case 'bytes32':
-      return hexlify(value as string);
+      return `0x${word}`;
+    case 'string32':
+      return parseShortString(word, 'string32 value');
+    case 'bytes':
+      return `0x${readDynamic(hex, word)}`;
     case 'string':
-      return value as string;
+      return utf8.decode(Buffer.from(readDynamic(hex, word), 'hex'));
   }
 }
 
@@ -98,46 +200,50 @@ function toDecodedValue(type: AbiParameterType, value: unknown): string | boolea
  */
 export function decodeParameters(encodedData: string): DecodedParameters {
   if (encodedData === '0x') return {};
-  if (typeof encodedData !== 'string' || !/^0x([0-9a-fA-F]{2})*$/.test(encodedData) || encodedData.length < 66) {
+  if (typeof encodedData !== 'string' || !/^0x([0-9a-fA-F]{2})*$/.test(encodedData) || encodedData.length < 2 + WORD) {
     throw new Error('Invalid encoded parameters: expected 0x-prefixed hex of at least 32 bytes');
   }
   let header: string;
   try {
-    header = decodeBytes32String(encodedData.slice(0, 66));
+    header = parseShortString(encodedData.slice(2, 2 + WORD), 'header');
   } catch {
     throw new Error('Unknown ABI schema version: invalid header');
   }
   const version = header.substring(0, 1);
   if (version !== VERSION) throw new Error(`Unknown ABI schema version: ${version}`);
-  const parameterTypes = Array.from(header.substring(1)).map((char) => {
+  const types = Array.from(header.substring(1)).map((char) => {
     const type = TYPE_BY_CHAR[char];
     if (type === undefined) throw new Error(`Unknown parameter type character: ${char}`);
     return type;
   });
-  const abiTypes = ['bytes32', ...parameterTypes.flatMap((type) => ['bytes32', solidityType(type)])];
-  let decoded: unknown[];
+
+  const decoded: AbiParameter[] = [];
   try {
-    decoded = [...coder.decode(abiTypes, encodedData)];
+    types.forEach((type, index) => {
+      const name = parseShortString(readWord(encodedData, 32 * (1 + 2 * index)), 'parameter name');
+      const value = decodeValue(type, encodedData, readWord(encodedData, 32 * (2 + 2 * index)));
+      decoded.push({ type, name, value });
+    });
   } catch {
     throw new Error('Unable to decode parameters');
   }
-  if (coder.encode(abiTypes, decoded) !== encodedData) throw new Error('Re-encoding mismatch');
+  let reEncoded: string;
+  try {
+    reEncoded = encodeParameters(decoded);
+  } catch {
+    throw new Error('Re-encoding mismatch');
+  }
+  if (reEncoded !== encodedData) throw new Error('Re-encoding mismatch');
 
   const result: DecodedParameters = {};
-  parameterTypes.forEach((type, index) => {
-    let name: string;
-    try {
-      name = decodeBytes32String(decoded[1 + 2 * index] as string);
-    } catch {
-      throw new Error('Invalid parameter name');
-    }
+  for (const { name, value } of decoded) {
     // defineProperty keeps names like "__proto__" as plain data keys.
     Object.defineProperty(result, name, {
-      value: toDecodedValue(type, decoded[2 + 2 * index]),
+      value: value as string | boolean,
       enumerable: true,
       writable: true,
       configurable: true,
     });
-  });
+  }
   return result;
 }

@@ -135,6 +135,40 @@ describe('ois/abi: Node ABI parameters', () => {
       );
     });
 
+    it('encoding agrees on loosely typed and invalid values (both accept the same, or both reject)', () => {
+      const looseValue = fc.oneof(
+        fc.integer().map((n) => n),
+        fc
+          .bigInt({ min: -(2n ** 257n), max: 2n ** 257n })
+          .map((n) => `${n < 0n ? '-' : ''}0x${(n < 0n ? -n : n).toString(16)}`),
+        fc.bigInt({ min: -(2n ** 257n), max: 2n ** 257n }).map(String),
+        fc.constantFrom('', '1.5', '0x', '0x123', 'abc', ' 12', '0x8f0633d80be1ea5b5df1909b64f2573622290576'),
+        fc.constantFrom('0x8F0633D80BE1EA5B5DF1909B64F2573622290576', '0x8f0633d80Be1EA5B5DF1909b64f2573622290577'),
+        fc.boolean(),
+        fc.constant(null),
+      );
+      const type = fc.constantFrom('bytes', 'bytes32', 'string', 'string32', 'address', 'int256', 'uint256', 'bool');
+      fc.assert(
+        fc.property(type, looseValue, (t, value) => {
+          const parameters = [{ type: t as AbiParameter['type'], name: 'x', value }];
+          if ((t === 'string' || t === 'string32') && typeof value !== 'string') {
+            // Deliberate difference: the reference silently encodes a non-string as "" (data loss); we reject it.
+            expect(() => encodeParameters(parameters)).to.throw('must be a string');
+            return;
+          }
+          let theirs: string | undefined;
+          try {
+            theirs = referenceAbi.encode(parameters);
+          } catch {
+            theirs = undefined;
+          }
+          if (theirs === undefined) expect(() => encodeParameters(parameters), `${t} ${String(value)}`).to.throw();
+          else expect(encodeParameters(parameters), `${t} ${String(value)}`).to.equal(theirs);
+        }),
+        { numRuns: 1000 },
+      );
+    });
+
     it('decoding agrees on mutated encodings (both accept or both reject)', () => {
       fc.assert(
         fc.property(parameterList, fc.nat(), fc.integer({ min: 0, max: 255 }), (parameters, position, byte) => {
