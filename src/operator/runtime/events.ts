@@ -29,7 +29,7 @@ export type EventRecorderOptions = {
 type Pending = { object: KubernetesObject; type: EventType; reason: string; message: string; at: number };
 type Sent = { namespace: string; name: string; count: number; firstAt: number; lastAt: number };
 
-function microTime(ms: number): string {
+function eventTime(ms: number): string {
   return new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z'); // core/v1 Time has second precision
 }
 
@@ -106,7 +106,7 @@ export class KubeEventRecorder implements EventRecorder {
         await this.rest.request({
           method: 'PATCH',
           path: `/api/v1/namespaces/${encodeURIComponent(previous.namespace)}/events/${encodeURIComponent(previous.name)}`,
-          body: { count: previous.count + 1, lastTimestamp: microTime(at) },
+          body: { count: previous.count + 1, lastTimestamp: eventTime(at) },
           contentType: 'application/merge-patch+json',
           retry: false,
         });
@@ -139,8 +139,8 @@ export class KubeEventRecorder implements EventRecorder {
         reason,
         message,
         count: 1,
-        firstTimestamp: microTime(at),
-        lastTimestamp: microTime(at),
+        firstTimestamp: eventTime(at),
+        lastTimestamp: eventTime(at),
         source: { component: this.options.component, host: hostname() },
         reportingComponent: this.options.component,
         reportingInstance: this.options.instance ?? hostname(),

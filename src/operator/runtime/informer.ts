@@ -222,7 +222,6 @@ export class Informer {
   }
 
   private async relist(reason: string): Promise<void> {
-    this.relistDue = false;
     this.options.metrics?.relists.inc({ resource: this.resource, reason });
     const { items, resourceVersion } = await this.options.client.listPaged(
       this.kind,
@@ -254,6 +253,7 @@ export class Informer {
       this.emit('delete', old);
     }
     this.resourceVersion = resourceVersion;
+    this.relistDue = false; // only now: a failed relist is retried, not replaced by a watch from the old version
     this.logger.debug({ reason, items: items.length, changes, resourceVersion }, 'listed');
     if (!this.synced) {
       this.synced = true;
