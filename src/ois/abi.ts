@@ -37,11 +37,12 @@ const INT256_MIN = -(1n << 255n);
 const INT256_MAX = (1n << 255n) - 1n;
 const ZERO_WORD = '0'.repeat(WORD);
 const utf8 = new TextDecoder('utf-8', { fatal: true });
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
 function utf8Bytes(text: string, what: string): Buffer {
   if (typeof text !== 'string') throw new Error(`${what} must be a string`);
   // Lone surrogates cannot be encoded faithfully; ethers rejects them too.
-  if (!text.isWellFormed()) throw new Error(`${what} is not a well-formed string`);
+  if (LONE_SURROGATE.test(text)) throw new Error(`${what} is not a well-formed string`);
   return Buffer.from(text, 'utf8');
 }
 
@@ -129,8 +130,9 @@ function encodeValue(type: AbiParameterType, value: unknown, name: string): { he
 }
 
 /** Encodes a parameter list; throws on unknown types, too many parameters, long names or bad values. */
-export function encodeParameters(parameters: readonly AbiParameter[]): string {
-  if (!Array.isArray(parameters)) throw new Error('Parameters must be an array');
+export function encodeParameters(list: readonly AbiParameter[]): string {
+  if (!Array.isArray(list)) throw new Error('Parameters must be an array');
+  const parameters: readonly AbiParameter[] = list;
   if (parameters.length > MAX_PARAMETERS) {
     throw new Error(`Too many parameters: at most ${MAX_PARAMETERS} can be encoded, got ${parameters.length}`);
   }
