@@ -273,6 +273,5 @@ describe('differential test against @api3/airnode-validator 0.15.0', function ()
       // DIFF_RUNS raises the count for a longer local search (1500 runs passed when this was written).
       { numRuns: Number(process.env['DIFF_RUNS'] ?? 200) },
     );
-    expect(differing).to.be.at.least(0);
   });
 });
