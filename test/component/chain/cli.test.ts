@@ -1,13 +1,18 @@
-// A full request served end to end through the `oracle-node coordinator` command on anvil.
-import { execFile } from 'node:child_process';
+// The node's commands end to end on anvil: `coordinator` (one cycle), `worker` (one shard, from a file
+// and from stdin) and `start` (the local deployment: cycles on an interval, graceful shutdown, start-up errors).
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { expect } from 'chai';
-import { startTestChain, waitForMined } from '../../support/chain.js';
+import { planChainShards } from '../../../src/node/cycle.js';
+import { silentLogger } from '../../../src/node/logger.js';
+import { freePort, startTestChain, waitForMined } from '../../support/chain.js';
 import {
   type ApiServer,
+  buildConfig,
   buildConfigJson,
   createSponsor,
   ENDPOINTS,
@@ -16,12 +21,13 @@ import {
   makeFullRequest,
   requestEvents,
   startApiServer,
+  wallets,
 } from '../../support/harness.js';
 
 const run = promisify(execFile);
 const repoRoot = resolve(import.meta.dirname, '../../..');
 
-describe('oracle-node coordinator (anvil, real AirnodeRrpV0)', () => {
+describe('oracle-node coordinator, worker and start (anvil, real AirnodeRrpV0)', () => {
   let chain: Awaited<ReturnType<typeof startTestChain>>;
   let api: ApiServer;
   let dir: string;
@@ -44,6 +50,37 @@ describe('oracle-node coordinator (anvil, real AirnodeRrpV0)', () => {
     );
   });
 
+  const configArgs = () => ['-c', join(dir, 'config.json'), '-s', join(dir, 'secrets.env')];
+  const cli = (...args: string[]) =>
+    run(process.execPath, ['--import', 'tsx', 'src/cli/index.ts', ...args], { cwd: repoRoot });
+  const spawnCli = (...args: string[]) =>
+    spawn(process.execPath, ['--import', 'tsx', 'src/cli/index.ts', ...args], {
+      cwd: repoRoot,
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+  const exited = (child: ChildProcess) =>
+    new Promise<number | null>((resolve) => {
+      if (child.exitCode !== null) resolve(child.exitCode);
+      else child.once('exit', (code) => resolve(code));
+    });
+  const output = (child: ChildProcess) => {
+    const text = { stdout: '', stderr: '' };
+    child.stdout?.on('data', (c) => {
+      text.stdout += c;
+    });
+    child.stderr?.on('data', (c) => {
+      text.stderr += c;
+    });
+    return text;
+  };
+  async function until(condition: () => Promise<boolean>, what: string): Promise<void> {
+    for (let i = 0; i < 600; i++) {
+      if (await condition()) return;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    throw new Error(`timed out waiting for ${what}`);
+  }
+
   after(async () => {
     await api?.close();
     await chain?.anvil.stop();
@@ -57,22 +94,7 @@ describe('oracle-node coordinator (anvil, real AirnodeRrpV0)', () => {
       sponsorWallet: sponsor.sponsorWallet,
       parameters: encodeCoin('ETH'),
     });
-    const { stdout } = await run(
-      process.execPath,
-      [
-        '--import',
-        'tsx',
-        'src/cli/index.ts',
-        'coordinator',
-        '-c',
-        join(dir, 'config.json'),
-        '-s',
-        join(dir, 'secrets.env'),
-        '--cache-dir',
-        join(dir, 'cache'),
-      ],
-      { cwd: repoRoot },
-    );
+    const { stdout } = await cli('coordinator', ...configArgs(), '--cache-dir', join(dir, 'cache'));
     await waitForMined(chain.anvil.url);
     const summary = JSON.parse(stdout) as { transactions: { fulfilled: number }; requests: { discovered: number } };
     expect(summary.requests.discovered).to.equal(1);
@@ -81,5 +103,124 @@ describe('oracle-node coordinator (anvil, real AirnodeRrpV0)', () => {
     expect(events.failed).to.deep.equal([]);
     expect(events.fulfilled).to.have.length(1);
     expect(events.fulfilled[0]!.data).to.equal(int256(3000250000n));
+  });
+
+  it('runs one shard with `worker`, from a file and from stdin; the shard is plain JSON without secrets', async () => {
+    const sponsor = await createSponsor(chain.deployment, 'worker');
+    const first = await makeFullRequest(chain.deployment, {
+      endpointId: ENDPOINTS.price,
+      sponsor: sponsor.address,
+      sponsorWallet: sponsor.sponsorWallet,
+      parameters: encodeCoin('BTC'),
+    });
+    const config = buildConfig({
+      providers: { anvil: chain.anvil.url },
+      deployment: chain.deployment,
+      apiUrl: api.url,
+    });
+    const plan = async () =>
+      (
+        await planChainShards(config, config.chains[0]!, {
+          executor: { run: async () => [] },
+          logger: silentLogger,
+          wallets,
+        })
+      ).shards.find((s) => s.sponsorWallet === sponsor.sponsorWallet)!;
+    const shard = await plan();
+    const text = JSON.stringify(shard);
+    expect(text).to.not.include(chain.anvil.url);
+    expect(text).to.not.include('achieve climb');
+    writeFileSync(join(dir, 'shard.json'), text);
+    const { stdout } = await cli('worker', '--shard', join(dir, 'shard.json'), ...configArgs());
+    const result = JSON.parse(stdout) as { outcomes: { id: string; outcome: string; nonce: number }[] };
+    expect(result.outcomes).to.deep.equal([
+      { ...result.outcomes[0], id: first, outcome: 'fulfilled', nonce: 0, provider: 'anvil' },
+    ]);
+    await waitForMined(chain.anvil.url);
+    expect((await requestEvents(chain.deployment, first)).fulfilled).to.deep.equal([{ data: int256(65000500000n) }]);
+
+    const second = await makeFullRequest(chain.deployment, {
+      endpointId: ENDPOINTS.price,
+      sponsor: sponsor.address,
+      sponsorWallet: sponsor.sponsorWallet,
+      parameters: encodeCoin('ETH'),
+    });
+    const child = spawnCli('worker', '--shard', '-', ...configArgs());
+    const io = output(child);
+    child.stdin?.end(JSON.stringify(await plan()));
+    expect(await exited(child)).to.equal(0);
+    expect(JSON.parse(io.stdout).outcomes.map((o: { outcome: string }) => o.outcome)).to.deep.equal(['fulfilled']);
+    await waitForMined(chain.anvil.url);
+    expect((await requestEvents(chain.deployment, second)).fulfilled).to.have.length(1);
+  });
+
+  it('`start` serves requests on its interval, survives a dead provider and stops on SIGTERM', async () => {
+    const deadUrl = `http://127.0.0.1:${await freePort()}`;
+    const { config, secrets } = buildConfigJson({
+      providers: { dead: deadUrl, anvil: chain.anvil.url },
+      deployment: chain.deployment,
+      apiUrl: api.url,
+    });
+    (config['nodeSettings'] as { logLevel: string }).logLevel = 'INFO';
+    writeFileSync(join(dir, 'start-config.json'), JSON.stringify(config));
+    writeFileSync(
+      join(dir, 'start-secrets.env'),
+      Object.entries(secrets)
+        .map(([k, v]) => `${k}="${v}"`)
+        .join('\n'),
+    );
+    const child = spawnCli(
+      'start',
+      '-c',
+      join(dir, 'start-config.json'),
+      '-s',
+      join(dir, 'start-secrets.env'),
+      '--interval-ms',
+      '300',
+      '--port',
+      '0',
+      '--cache-dir',
+      join(dir, 'cache'),
+    );
+    const io = output(child);
+    try {
+      const sponsor = await createSponsor(chain.deployment, 'start');
+      const requestId = await makeFullRequest(chain.deployment, {
+        endpointId: ENDPOINTS.price,
+        sponsor: sponsor.address,
+        sponsorWallet: sponsor.sponsorWallet,
+        parameters: encodeCoin('ETH'),
+      });
+      await until(
+        async () => (await requestEvents(chain.deployment, requestId)).fulfilled.length === 1,
+        'the fulfilment',
+      );
+      await until(async () => /provider unavailable this cycle/.test(io.stderr), 'the dead provider log');
+    } finally {
+      child.kill('SIGTERM');
+    }
+    expect(await exited(child)).to.equal(0);
+    expect(io.stderr).to.include('node stopped');
+    expect(io.stderr).to.not.include('achieve climb');
+  });
+
+  it('`start` refuses a bad config and a gateway port in use with a clear message', async () => {
+    writeFileSync(join(dir, 'bad.json'), JSON.stringify({ chains: [] }));
+    const bad = spawnCli('start', '-c', join(dir, 'bad.json'));
+    const badIo = output(bad);
+    expect(await exited(bad)).to.equal(1);
+    expect(badIo.stderr).to.include('The configuration is not valid');
+
+    const blocker = createServer();
+    await new Promise<void>((resolve) => blocker.listen(0, '0.0.0.0', resolve));
+    const port = (blocker.address() as { port: number }).port;
+    try {
+      const busy = spawnCli('start', ...configArgs(), '--port', String(port));
+      const busyIo = output(busy);
+      expect(await exited(busy)).to.equal(1);
+      expect(busyIo.stderr).to.include(`port ${port} is already in use`);
+    } finally {
+      blocker.close();
+    }
   });
 });
