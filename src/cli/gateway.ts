@@ -80,7 +80,10 @@ export async function runGateway(argv: string[]): Promise<number> {
     return 1;
   }
   const config = result.config;
+  // Values that are secret even when written inline in config.json rather than taken from secrets.env.
   registerSecret(config.nodeSettings.nodeWalletMnemonic);
+  if (config.nodeSettings.heartbeat.enabled) registerSecret(config.nodeSettings.heartbeat.apiKey);
+  for (const credential of config.apiCredentials) registerSecret(credential.securitySchemeValue);
 
   let pathKey: string | undefined;
   const pathKeySecret = values['path-key-secret'];
