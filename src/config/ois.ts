@@ -332,7 +332,7 @@ export const endpointSchema = z
   })
   .describe('A node endpoint: maps requester parameters to an API operation');
 
-type OperationParameter = z.infer<typeof operationParameterSchema>;
+export type OperationParameter = z.infer<typeof operationParameterSchema>;
 const sameParameter = (a: OperationParameter, b: OperationParameter) => a.in === b.in && a.name === b.name;
 
 type OisShape = {
@@ -459,7 +459,6 @@ export type Endpoint = z.output<typeof endpointSchema>;
 export type EndpointParameter = z.output<typeof endpointParameterSchema>;
 export type ReservedParameter = z.output<typeof reservedParameterSchema>;
 export type FixedOperationParameter = z.output<typeof fixedOperationParameterSchema>;
-export type OperationParameterT = OperationParameter;
 export type ApiSpecifications = z.output<typeof apiSpecificationsSchema>;
 export type SecurityScheme = z.output<typeof securitySchemeSchema>;
 export type ProcessingSpecification = z.output<typeof processingSpecificationSchema>;
