@@ -1,4 +1,5 @@
 import { createServer, type IncomingMessage, type Server } from 'node:http';
+import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
 import { AbiCoder, getBytes, keccak256, solidityPackedKeccak256, verifyMessage } from 'ethers';
@@ -578,6 +579,44 @@ describe('heartbeat (component)', function () {
         '"oev_gateway_url":"http://localhost:8765/sign-oev"}',
     );
     expect(verifyMessage(parsed.payload, parsed.signature)).to.equal(NODE_ADDRESS);
+  });
+
+  it('sends the same request as the reference reportHeartbeat (differential)', async () => {
+    mode = 'ok';
+    process.env.AIRNODE_WALLET_PRIVATE_KEY = node.privateKey;
+    const require = createRequire(import.meta.url);
+    const reference = require('@api3/airnode-node/dist/src/reporting/heartbeat.js') as {
+      reportHeartbeat(state: unknown): Promise<unknown>;
+    };
+    for (const cloudProvider of [
+      { type: 'local', gatewayServerPort: 8765 },
+      { type: 'aws', region: 'us-east-1', disableConcurrencyReservations: false },
+    ]) {
+      const env = { HTTP_GATEWAY_URL: 'https://gw.example/uuid-1', OEV_GATEWAY_URL: 'https://gw.example/uuid-2' };
+      Object.assign(process.env, env);
+      const ours = config();
+      const referenceConfig = { nodeSettings: { ...ours.nodeSettings, cloudProvider } };
+      const oursConfig = { ...ours, nodeSettings: { ...ours.nodeSettings, cloudProvider } } as unknown as Config;
+      received.length = 0;
+      const log = console.log;
+      console.log = () => {};
+      try {
+        await reference.reportHeartbeat({ config: referenceConfig, settings: { deploymentId: 'aws12345678' } });
+      } finally {
+        console.log = log;
+      }
+      await sendHeartbeat(oursConfig, { deploymentId: 'aws12345678', env });
+      expect(received).to.have.length(2);
+      const [theirs, mine] = received.map((entry) => ({
+        header: entry.headers['airnode-heartbeat-api-key'],
+        body: JSON.parse(entry.body) as { payload: string; signature: string },
+      }));
+      expect(mine!.header).to.equal(theirs!.header);
+      const withoutTime = (payload: string) => payload.replace(/"timestamp":\d+/, '"timestamp":0');
+      expect(withoutTime(mine!.body.payload)).to.equal(withoutTime(theirs!.body.payload));
+      expect(verifyMessage(theirs!.body.payload, theirs!.body.signature)).to.equal(NODE_ADDRESS);
+      for (const name of Object.keys(env)) delete process.env[name];
+    }
   });
 
   it('derives the deployment id when the caller gives none', async () => {
