@@ -18,6 +18,7 @@ import {
   histogram,
   type Logger,
   observabilityHandler,
+  registerSecret,
   secondsSince,
 } from '../observability/index.js';
 import { decodeParameters } from '../ois/abi.js';
@@ -224,6 +225,8 @@ export function createGatewayApp(options: GatewayAppOptions): GatewayApp {
     return signer;
   };
   const pathKey = options.pathKey ?? DEFAULT_PATH_KEY;
+  // A private path key is a credential: keep it out of the logs (the public default is not).
+  if (options.pathKey && options.pathKey !== DEFAULT_PATH_KEY) registerSecret(options.pathKey);
   const retryAfter = String(options.retryAfterSeconds ?? DEFAULT_RETRY_AFTER_SECONDS);
   const inFlight = new Map<GatewayName, number>(GATEWAY_NAMES.map((name) => [name, 0]));
   let draining = false;
