@@ -4,6 +4,7 @@
 // word per name and value, tails for bytes/string), so it is encoded by hand on hex strings, which is
 // faster than a general ABI coder; decoding re-encodes and compares exactly, as the reference does.
 import { getAddress } from 'ethers';
+import { dynamicTail, utf8Bytes as ethersUtf8Bytes, INT256_MAX, integerWord, TWO_256, WORD } from './abi-words.js';
 
 export type AbiParameterType = 'bytes' | 'bytes32' | 'string' | 'string32' | 'address' | 'int256' | 'uint256' | 'bool';
 
@@ -31,19 +32,16 @@ const CHAR_BY_TYPE = Object.fromEntries(Object.entries(TYPE_BY_CHAR).map(([char,
   string
 >;
 
-const WORD = 64; // hex characters per 32-byte word
-const TWO_256 = 1n << 256n;
-const INT256_MIN = -(1n << 255n);
-const INT256_MAX = (1n << 255n) - 1n;
 const ZERO_WORD = '0'.repeat(WORD);
 const utf8 = new TextDecoder('utf-8', { fatal: true });
-const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
 function utf8Bytes(text: string, what: string): Buffer {
   if (typeof text !== 'string') throw new Error(`${what} must be a string`);
-  // Lone surrogates cannot be encoded faithfully; ethers rejects them too.
-  if (LONE_SURROGATE.test(text)) throw new Error(`${what} is not a well-formed string`);
-  return Buffer.from(text, 'utf8');
+  try {
+    return ethersUtf8Bytes(text);
+  } catch {
+    throw new Error(`${what} is not a well-formed string`);
+  }
 }
 
 /** A bytes32 short string: at most 31 UTF-8 bytes, zero padded (so a terminator always remains). */
@@ -73,10 +71,12 @@ function toBigInt(value: unknown, what: string): bigint {
   throw new Error(`${what} must be an integer`);
 }
 
-function integerWord(value: bigint, signed: boolean, what: string): string {
-  const [min, max] = signed ? [INT256_MIN, INT256_MAX] : [0n, TWO_256 - 1n];
-  if (value < min || value > max) throw new Error(`${what} is out of range for ${signed ? 'int256' : 'uint256'}`);
-  return (value < 0n ? value + TWO_256 : value).toString(16).padStart(WORD, '0');
+function checkedIntegerWord(value: bigint, signed: boolean, what: string): string {
+  try {
+    return integerWord(value, signed);
+  } catch {
+    throw new Error(`${what} is out of range for ${signed ? 'int256' : 'uint256'}`);
+  }
 }
 
 function hexBody(value: unknown, what: string): string {
@@ -90,20 +90,14 @@ function hexBody(value: unknown, what: string): string {
   throw new Error(`${what} must be 0x-prefixed hex bytes`);
 }
 
-function dynamicTail(bytesHex: string): string {
-  const length = bytesHex.length / 2;
-  const padded = length % 32 === 0 ? bytesHex : bytesHex.padEnd(bytesHex.length + (64 - (bytesHex.length % 64)), '0');
-  return length.toString(16).padStart(WORD, '0') + padded;
-}
-
 /** Head word of a static value, or the tail of a dynamic one. */
 function encodeValue(type: AbiParameterType, value: unknown, name: string): { head?: string; tail?: string } {
   const what = `Value of "${name}"`;
   switch (type) {
     case 'int256':
-      return { head: integerWord(toBigInt(value, what), true, what) };
+      return { head: checkedIntegerWord(toBigInt(value, what), true, what) };
     case 'uint256':
-      return { head: integerWord(toBigInt(value, what), false, what) };
+      return { head: checkedIntegerWord(toBigInt(value, what), false, what) };
     case 'bool':
       return { head: value ? `${'0'.repeat(WORD - 1)}1` : ZERO_WORD };
     case 'address': {

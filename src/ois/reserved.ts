@@ -3,7 +3,8 @@
 // @api3/airnode-adapter 0.15 where the reference is right; deliberate differences are listed in
 // docs/ois-engine.md (array leaves are cast by their declared type, the size limit applies to every
 // response, path segments only read own properties, "-0" is printed "0").
-import { AbiCoder, encodeBytes32String, getAddress, isAddress, toUtf8Bytes } from 'ethers';
+import { encodeBytes32String, isAddress, toUtf8Bytes } from 'ethers';
+import { encodeAbi } from './abi-words.js';
 import { type Decimal, multiply, parseDecimalLike, truncateToIntegerString } from './decimal.js';
 import type { Endpoint } from './types.js';
 
@@ -278,26 +279,11 @@ export function splitReservedParameters(parameters: ReservedParameterValues): Si
   return types.map((type, i) => ({ _type: type, _path: paths?.[i], _times: timeses?.[i] }));
 }
 
-const coder = AbiCoder.defaultAbiCoder();
-
-function normalizeForEncoding(value: unknown, type: string): unknown {
-  const arrayType = parseArrayType(type);
-  const baseType = arrayType?.baseType ?? type;
-  if (baseType !== 'address') return value;
-  return arrayType
-    ? mapArray(value, arrayType.dimensions, (leaf) => getAddress(leaf as string))
-    : getAddress(value as string);
-}
-
 function encode(types: string[], values: unknown[]): string {
   try {
-    return coder.encode(
-      types.map(solidityType),
-      values.map((value, i) => normalizeForEncoding(value, types[i]!)),
-    );
+    return encodeAbi(types.map(solidityType), values);
   } catch (error) {
-    const reason = (error as { shortMessage?: string }).shortMessage ?? (error as Error).message;
-    throw new Error(`Unable to encode the value as ${types.join(',')}: ${reason}`);
+    throw new Error(`Unable to encode the value as ${types.join(',')}: ${(error as Error).message}`);
   }
 }
 
