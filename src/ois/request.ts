@@ -48,14 +48,18 @@ const RELAY_METADATA_KEYS: Readonly<Record<string, keyof RequestMetadata>> = {
   relayRequestId: 'requestId',
 };
 
+// Null-prototype records: a parameter named "__proto__" stays a plain key (spreading copies it as data).
+function record(): Record<string, unknown> {
+  return Object.create(null) as Record<string, unknown>;
+}
+
 function emptySections(): Sections {
-  return { path: {}, query: {}, header: {}, cookie: {} };
+  return { path: record(), query: record(), header: record(), cookie: record() };
 }
 
 function put(sections: Sections, target: string, name: string, value: unknown): void {
   if (target === 'path' || target === 'query' || target === 'header' || target === 'cookie') {
-    // defineProperty keeps names such as "__proto__" as plain keys.
-    Object.defineProperty(sections[target], name, { value, enumerable: true, writable: true, configurable: true });
+    sections[target][name] = value;
   }
 }
 
@@ -191,7 +195,16 @@ function mergeHeaders(...sources: Record<string, unknown>[]): Record<string, str
       const lower = name.toLowerCase();
       const key = spelling.get(lower) ?? name;
       spelling.set(lower, key);
-      headers[key] = stringify(value);
+      if (key === '__proto__') {
+        Object.defineProperty(headers, key, {
+          value: stringify(value),
+          enumerable: true,
+          writable: true,
+          configurable: true,
+        });
+      } else {
+        headers[key] = stringify(value);
+      }
     }
   }
   return headers;
