@@ -213,6 +213,16 @@ describe('differential test against @api3/airnode-validator 0.15.0', function ()
         (c) => c.apiCredentials.push({ oisTitle: 'Other', securitySchemeName: 'x', securitySchemeValue: 'y' }),
         false,
       ],
+      [
+        'credentials-match-ois-title',
+        (c) => {
+          // A second OIS with the same scheme name: the reference is satisfied by the first OIS's credential.
+          const other = structuredClone(c.ois[0]);
+          other.title = 'Other API';
+          c.ois.push(other);
+        },
+        false,
+      ],
       ['unique-ois-titles', (c) => c.ois.push(structuredClone(c.ois[0])), false],
       ['at-least-one-provider', (c) => (c.chains[0].providers = {}), false],
       [
