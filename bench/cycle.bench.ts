@@ -29,6 +29,8 @@ const { values: args } = parseArgs({
     sponsors: { type: 'string', default: '50' },
     runs: { type: 'string', default: '3' },
     'no-reference': { type: 'boolean', default: false },
+    only: { type: 'string' },
+    'reference-logs': { type: 'string' },
     child: { type: 'string' },
     config: { type: 'string' },
   },
@@ -81,7 +83,7 @@ async function runChild(kind: string, configPath: string): Promise<void> {
     };
     const original = configModule.loadTrustedConfig;
     configModule.loadTrustedConfig = (_path, env) => original(referencePath, env);
-    process.env['SILENCE_LOGGER'] = 'true';
+    if (!process.env['REFERENCE_LOGS']) process.env['SILENCE_LOGGER'] = 'true';
     const local = require('@api3/airnode-node/dist/src/workers/local-handlers') as {
       startCoordinator: () => Promise<unknown>;
     };
@@ -161,6 +163,7 @@ async function runNode(kind: 'ours' | 'reference', configPath: string): Promise<
     stderr += c;
   });
   const code = await new Promise<number | null>((r) => child.once('exit', r));
+  if (args['reference-logs'] && kind === 'reference') writeFileSync(args['reference-logs'], stdout + stderr);
   const line = stdout.split('\n').find((l) => l.startsWith('RESULT '));
   if (code !== 0 || !line) throw new Error(`${kind} child failed (${code}): ${stderr.slice(-2000)}`);
   if (stderr.trim()) process.stderr.write(`${stderr.trim().split('\n').slice(-3).join('\n')}\n`);
@@ -272,10 +275,10 @@ async function main(): Promise<void> {
       return results;
     };
 
-    const ours = await measure('ours');
+    const ours = args.only === 'reference' ? [] : await measure('ours');
     let reference: Awaited<ReturnType<typeof measure>> | undefined;
     let referenceError: string | undefined;
-    if (!args['no-reference']) {
+    if (!args['no-reference'] && args.only !== 'ours') {
       try {
         reference = await measure('reference');
       } catch (error) {
@@ -305,7 +308,7 @@ async function main(): Promise<void> {
       ...(reference ? { reference: summarize(reference) } : {}),
       ...(referenceError ? { referenceError } : {}),
     };
-    if (reference) {
+    if (reference && ours.length > 0) {
       const o = summarize(ours);
       const r = summarize(reference);
       Object.assign(report, {

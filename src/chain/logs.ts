@@ -1,7 +1,7 @@
 // Reading the protocol's event logs: block number, eth_getLogs over the history window (split into
 // smaller ranges when a provider refuses a large one) and decoding into requests (airnode-facts §3 2a–2c).
 import { getAddress, zeroPadValue } from 'ethers';
-import { rrpInterface, topics } from './contracts.js';
+import { topics } from './contracts.js';
 import { asQuantity, type RpcClient, RpcError, toQuantity } from './rpc.js';
 import type { ApiCallRequest, LogPosition, WithdrawalRequest } from './types.js';
 
@@ -77,6 +77,54 @@ function positionOf(log: RawLog): LogPosition {
   };
 }
 
+// Word-level decoding of the protocol's events: ethers' generic ABI decoder costs about a millisecond per
+// request log, which dominated discovery with a thousand pending requests. The layouts are fixed by the
+// contract (airnode-facts §2); anything that does not fit them exactly is rejected as undecodable.
+const WORD = 64; // hex characters
+
+function word(data: string, index: number): string {
+  const start = 2 + index * WORD;
+  if (data.length < start + WORD) throw new Error('log data too short');
+  return data.slice(start, start + WORD);
+}
+
+function topicWord(topic: unknown): string {
+  if (typeof topic !== 'string' || !/^0x[0-9a-fA-F]{64}$/.test(topic)) throw new Error('bad topic');
+  return topic.slice(2).toLowerCase();
+}
+
+function addressFromWord(hex: string): string {
+  if (!/^0{24}[0-9a-fA-F]{40}$/.test(hex)) throw new Error('not an address word');
+  return getAddress(`0x${hex.slice(24)}`);
+}
+
+function uintFromWord(hex: string): string {
+  return BigInt(`0x${hex}`).toString();
+}
+
+/** Made{Full,Template}Request data: 8 static words, then the `parameters` bytes at offset 0x120. */
+function decodeRequestData(data: string) {
+  if (!/^0x([0-9a-fA-F]{2})*$/.test(data)) throw new Error('log data is not hex');
+  const selectorWord = word(data, 7);
+  if (!/^[0-9a-fA-F]{8}0{56}$/.test(selectorWord)) throw new Error('not a bytes4 word');
+  if (BigInt(`0x${word(data, 8)}`) !== 0x120n) throw new Error('unexpected parameters offset');
+  const length = Number(BigInt(`0x${word(data, 9)}`));
+  const start = 2 + 10 * WORD;
+  const padded = Math.ceil(length / 32) * WORD;
+  if (data.length !== start + padded) throw new Error('parameters length mismatch');
+  return {
+    requesterRequestCount: uintFromWord(word(data, 0)),
+    chainId: uintFromWord(word(data, 1)),
+    requester: addressFromWord(word(data, 2)),
+    idWord: `0x${word(data, 3).toLowerCase()}`,
+    sponsor: addressFromWord(word(data, 4)),
+    sponsorWallet: addressFromWord(word(data, 5)),
+    fulfillAddress: addressFromWord(word(data, 6)),
+    fulfillFunctionId: `0x${selectorWord.slice(0, 8).toLowerCase()}`,
+    encodedParameters: `0x${data.slice(start, start + length * 2).toLowerCase()}`,
+  };
+}
+
 /** Decodes raw logs; logs from another address than `rrpAddress` or malformed ones are counted and skipped. */
 export function decodeLogs(logs: RawLog[], rrpAddress: string): DecodedLogs {
   const decoded: DecodedLogs = {
@@ -89,49 +137,54 @@ export function decodeLogs(logs: RawLog[], rrpAddress: string): DecodedLogs {
   const rrp = rrpAddress.toLowerCase();
   for (const log of logs) {
     try {
+      if (typeof log !== 'object' || log === null) throw new Error('not a log');
       if (log.removed) continue;
       if (typeof log.address !== 'string' || log.address.toLowerCase() !== rrp) throw new Error('foreign address');
-      const parsed = rrpInterface.parseLog({ topics: log.topics, data: log.data });
-      if (!parsed) throw new Error('unknown event');
-      const args = parsed.args;
-      switch (parsed.topic) {
+      if (!Array.isArray(log.topics) || typeof log.data !== 'string') throw new Error('malformed log');
+      const topic0 = String(log.topics[0]).toLowerCase();
+      switch (topic0) {
         case topics.MadeFullRequest:
         case topics.MadeTemplateRequest: {
-          const isFull = parsed.topic === topics.MadeFullRequest;
+          if (log.topics.length !== 3) throw new Error('wrong topic count');
+          const isFull = topic0 === topics.MadeFullRequest;
+          const fields = decodeRequestData(log.data);
           decoded.apiCalls.push({
             ...positionOf(log),
             type: isFull ? 'full' : 'template',
-            id: String(args.getValue('requestId')).toLowerCase(),
-            nodeAddress: getAddress(args.getValue('airnode')),
-            requesterRequestCount: String(args.getValue('requesterRequestCount')),
-            chainId: String(args.getValue('chainId')),
-            requester: getAddress(args.getValue('requester')),
-            endpointId: isFull ? String(args.getValue('endpointId')).toLowerCase() : null,
-            templateId: isFull ? null : String(args.getValue('templateId')).toLowerCase(),
-            sponsor: getAddress(args.getValue('sponsor')),
-            sponsorWallet: getAddress(args.getValue('sponsorWallet')),
-            fulfillAddress: getAddress(args.getValue('fulfillAddress')),
-            fulfillFunctionId: String(args.getValue('fulfillFunctionId')).toLowerCase(),
-            encodedParameters: String(args.getValue('parameters')),
+            id: `0x${topicWord(log.topics[2])}`,
+            nodeAddress: addressFromWord(topicWord(log.topics[1])),
+            requesterRequestCount: fields.requesterRequestCount,
+            chainId: fields.chainId,
+            requester: fields.requester,
+            endpointId: isFull ? fields.idWord : null,
+            templateId: isFull ? null : fields.idWord,
+            sponsor: fields.sponsor,
+            sponsorWallet: fields.sponsorWallet,
+            fulfillAddress: fields.fulfillAddress,
+            fulfillFunctionId: fields.fulfillFunctionId,
+            encodedParameters: fields.encodedParameters,
             parameters: {},
           });
           break;
         }
         case topics.FulfilledRequest:
         case topics.FailedRequest:
-          decoded.finishedRequestIds.add(String(args.getValue('requestId')).toLowerCase());
+          if (log.topics.length !== 3) throw new Error('wrong topic count');
+          decoded.finishedRequestIds.add(`0x${topicWord(log.topics[2])}`);
           break;
         case topics.RequestedWithdrawal:
+          if (log.topics.length !== 4 || log.data.length !== 2 + WORD) throw new Error('malformed withdrawal');
           decoded.withdrawals.push({
             ...positionOf(log),
-            id: String(args.getValue('withdrawalRequestId')).toLowerCase(),
-            nodeAddress: getAddress(args.getValue('airnode')),
-            sponsor: getAddress(args.getValue('sponsor')),
-            sponsorWallet: getAddress(args.getValue('sponsorWallet')),
+            id: `0x${topicWord(log.topics[3])}`,
+            nodeAddress: addressFromWord(topicWord(log.topics[1])),
+            sponsor: addressFromWord(topicWord(log.topics[2])),
+            sponsorWallet: addressFromWord(word(log.data, 0)),
           });
           break;
         case topics.FulfilledWithdrawal:
-          decoded.fulfilledWithdrawalIds.add(String(args.getValue('withdrawalRequestId')).toLowerCase());
+          if (log.topics.length !== 4) throw new Error('wrong topic count');
+          decoded.fulfilledWithdrawalIds.add(`0x${topicWord(log.topics[3])}`);
           break;
         default:
           // Other events of the contract (e.g. CreatedTemplate is not indexed by node) are not ours.

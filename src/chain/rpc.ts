@@ -54,16 +54,52 @@ const fetchTransport: RpcTransport = async (url, body, timeoutMs) => {
 
 const DEFAULTS: Required<RpcOptions> = { timeoutMs: 5_000, attempts: 2, backoffMs: { min: 200, max: 1_000 } };
 
+/**
+ * In-flight requests per provider URL, shared by every client of the process: fifty shards planning at
+ * once must queue here rather than flood one provider (and then time out against it). The timeout of a
+ * call starts when it leaves the queue.
+ */
+export const MAX_IN_FLIGHT_PER_PROVIDER = 32;
+
+class Gate {
+  private active = 0;
+  private readonly waiting: (() => void)[] = [];
+  constructor(readonly limit: number) {}
+  async acquire(): Promise<() => void> {
+    if (this.active >= this.limit) await new Promise<void>((resolve) => this.waiting.push(resolve));
+    this.active++;
+    return () => {
+      this.active--;
+      this.waiting.shift()?.();
+    };
+  }
+}
+
+const gates = new Map<string, Gate>();
+function gateFor(url: string, limit: number): Gate {
+  let gate = gates.get(url);
+  if (!gate) {
+    gate = new Gate(limit);
+    gates.set(url, gate);
+  }
+  return gate;
+}
+
 export class RpcClient {
   private nextId = 1;
   /** Number of JSON-RPC requests sent, retries included (for the benchmark and tests). */
   calls = 0;
 
+  private readonly gate: Gate;
+
   constructor(
     readonly url: string,
     private readonly defaults: RpcOptions = {},
     private readonly transport: RpcTransport = fetchTransport,
-  ) {}
+    maxInFlight = MAX_IN_FLIGHT_PER_PROVIDER,
+  ) {
+    this.gate = gateFor(url, maxInFlight);
+  }
 
   async request<T = unknown>(method: string, params: unknown[], options: RpcOptions = {}): Promise<T> {
     const { timeoutMs, attempts, backoffMs } = { ...DEFAULTS, ...this.defaults, ...options };
@@ -88,7 +124,13 @@ export class RpcClient {
     const id = this.nextId++;
     this.calls++;
     const body = JSON.stringify({ jsonrpc: '2.0', id, method, params });
-    const answer = await withTimeout(this.transport(this.url, body, timeoutMs), timeoutMs, method);
+    const release = await this.gate.acquire();
+    let answer: unknown;
+    try {
+      answer = await withTimeout(this.transport(this.url, body, timeoutMs), timeoutMs, method);
+    } finally {
+      release();
+    }
     if (typeof answer !== 'object' || answer === null || Array.isArray(answer)) {
       throw new RpcTransportError(`${method}: malformed JSON-RPC answer`);
     }

@@ -154,3 +154,83 @@ describe('fetchNodeLogs', () => {
     expect(String(error)).to.match(/not an array/);
   });
 });
+
+describe('decodeLogs against ethers (word-level decoder)', () => {
+  it('decodes every event field exactly as the ABI decoder does, with any parameter length', () => {
+    for (let length = 0; length < 70; length += 7) {
+      const parameters = `0x${'ab'.repeat(length)}`;
+      for (const name of ['MadeFullRequest', 'MadeTemplateRequest'] as const) {
+        const event = rrpInterface.getEvent(name)!;
+        const values = [
+          NODE,
+          `0x${'12'.repeat(32)}`,
+          2n ** 200n + BigInt(length),
+          137,
+          '0x00000000000000000000000000000000000000A1',
+          `0x${'34'.repeat(32)}`,
+          '0x00000000000000000000000000000000000000b2',
+          '0x00000000000000000000000000000000000000C3',
+          '0x00000000000000000000000000000000000000d4',
+          '0xdeadbeef',
+          parameters,
+        ];
+        const encoded = rrpInterface.encodeEventLog(event, values);
+        const log = { address: RRP, ...encoded, blockNumber: '0x1', logIndex: '0x2', transactionHash: '0x' };
+        const parsed = rrpInterface.parseLog(encoded)!;
+        const [request] = decodeLogs([log], RRP).apiCalls;
+        expect(request).to.include({
+          id: String(parsed.args.getValue('requestId')),
+          nodeAddress: parsed.args.getValue('airnode'),
+          requesterRequestCount: String(parsed.args.getValue('requesterRequestCount')),
+          chainId: '137',
+          requester: parsed.args.getValue('requester'),
+          sponsor: parsed.args.getValue('sponsor'),
+          sponsorWallet: parsed.args.getValue('sponsorWallet'),
+          fulfillAddress: parsed.args.getValue('fulfillAddress'),
+          fulfillFunctionId: '0xdeadbeef',
+          encodedParameters: parameters,
+        });
+        expect(name === 'MadeFullRequest' ? request!.endpointId : request!.templateId).to.equal(`0x${'34'.repeat(32)}`);
+        // Trailing garbage, a short word or a wrong offset are rejected.
+        expect(decodeLogs([{ ...log, data: `${log.data}00` }], RRP).undecodable).to.equal(1);
+        expect(decodeLogs([{ ...log, data: log.data.slice(0, 200) }], RRP).undecodable).to.equal(1);
+      }
+    }
+  });
+
+  it('decodes withdrawal events', () => {
+    const requested = rrpInterface.encodeEventLog(rrpInterface.getEvent('RequestedWithdrawal')!, [
+      NODE,
+      '0x00000000000000000000000000000000000000A1',
+      `0x${'56'.repeat(32)}`,
+      '0x00000000000000000000000000000000000000b2',
+    ]);
+    const fulfilled = rrpInterface.encodeEventLog(rrpInterface.getEvent('FulfilledWithdrawal')!, [
+      NODE,
+      '0x00000000000000000000000000000000000000A1',
+      `0x${'56'.repeat(32)}`,
+      '0x00000000000000000000000000000000000000b2',
+      5,
+    ]);
+    const position = { blockNumber: '0x1', logIndex: '0x0', transactionHash: '0x' };
+    const decoded = decodeLogs(
+      [
+        { address: RRP, ...requested, ...position },
+        { address: RRP, ...fulfilled, ...position },
+      ],
+      RRP,
+    );
+    expect(decoded.withdrawals).to.deep.equal([
+      {
+        blockNumber: 1,
+        logIndex: 0,
+        transactionHash: '0x',
+        id: `0x${'56'.repeat(32)}`,
+        nodeAddress: NODE,
+        sponsor: '0x00000000000000000000000000000000000000A1',
+        sponsorWallet: '0x00000000000000000000000000000000000000b2',
+      },
+    ]);
+    expect([...decoded.fulfilledWithdrawalIds]).to.deep.equal([`0x${'56'.repeat(32)}`]);
+  });
+});

@@ -217,3 +217,46 @@ describe('filterByMinConfirmations', () => {
     expect(parseMinConfirmations(undefined)).to.equal(undefined);
   });
 });
+
+describe('expectedRequestId', () => {
+  it('equals the ids.ts derivations for full and template requests', async () => {
+    const { expectedRequestId } = await import('../../../src/chain/requests.js');
+    for (let i = 0; i < 20; i++) {
+      const parameters = encodeParameters([{ type: 'string', name: 'coin', value: 'X'.repeat(i * 7) }]);
+      const request = fullRequest({
+        requesterRequestCount: String(2n ** BigInt(i * 12) + 1n),
+        encodedParameters: parameters,
+      });
+      const full = deriveFullRequestId({
+        chainId: String(1 + i * 1000),
+        rrpAddress: RRP,
+        requester: request.requester,
+        requesterRequestCount: request.requesterRequestCount,
+        nodeAddress: NODE,
+        endpointId: ENDPOINT,
+        sponsor: SPONSOR,
+        sponsorWallet: SPONSOR_WALLET,
+        fulfillAddress: FULFILL,
+        fulfillFunctionId: '0xaabbccdd',
+        parameters,
+      });
+      expect(expectedRequestId(request, String(1 + i * 1000), RRP)).to.equal(full.toLowerCase());
+      const templateId = `0x${String(i).padStart(2, '0').repeat(32)}`;
+      const template = deriveTemplateRequestId({
+        chainId: '5',
+        rrpAddress: RRP,
+        requester: request.requester,
+        requesterRequestCount: request.requesterRequestCount,
+        templateId,
+        sponsor: SPONSOR,
+        sponsorWallet: SPONSOR_WALLET,
+        fulfillAddress: FULFILL,
+        fulfillFunctionId: '0xaabbccdd',
+        parameters,
+      });
+      expect(expectedRequestId({ ...request, type: 'template', templateId }, '5', RRP)).to.equal(
+        template.toLowerCase(),
+      );
+    }
+  });
+});

@@ -59,3 +59,22 @@ describe('RpcClient', () => {
     expect(await rejection(client.request('eth_blockNumber', []))).to.be.instanceOf(RpcTransportError);
   });
 });
+
+describe('RpcClient in-flight limit', () => {
+  it('queues calls beyond the per-provider limit, shared by clients of the same URL', async () => {
+    let active = 0;
+    let peak = 0;
+    const transport = async (_url: string, body: string) => {
+      active++;
+      peak = Math.max(peak, active);
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      active--;
+      return { jsonrpc: '2.0', id: JSON.parse(body).id, result: '0x1' };
+    };
+    const url = 'http://127.0.0.1:2/limited';
+    const a = new RpcClient(url, {}, transport, 3);
+    const b = new RpcClient(url, {}, transport, 3);
+    await Promise.all(Array.from({ length: 20 }, (_, i) => (i % 2 ? a : b).request('eth_blockNumber', [])));
+    expect(peak).to.equal(3);
+  });
+});
