@@ -160,9 +160,21 @@ function stringify(value: unknown): string {
   return typeof value === 'object' && value !== null ? JSON.stringify(value) : String(value);
 }
 
+const AXIOS_UNESCAPES: Readonly<Record<string, string>> = {
+  '%3A': ':',
+  '%3a': ':',
+  '%24': '$',
+  '%2C': ',',
+  '%2c': ',',
+  '%20': '+',
+};
+
 /** axios' query encoding, so the API sees the same query string as from the reference. */
 function encodeQueryComponent(text: string): string {
-  return encodeURIComponent(text).replace(/%3A/gi, ':').replace(/%24/g, '$').replace(/%2C/gi, ',').replace(/%20/g, '+');
+  const encoded = encodeURIComponent(text);
+  return encoded.includes('%')
+    ? encoded.replace(/%3A|%24|%2C|%20/gi, (match) => AXIOS_UNESCAPES[match] ?? match)
+    : encoded;
 }
 
 function isFlatArray(value: unknown[]): boolean {
