@@ -6,7 +6,7 @@ import { FileResponseCache } from '../node/cache.js';
 import { ConfigLoadError, loadConfig } from '../node/config-loader.js';
 import { runCycle } from '../node/cycle.js';
 import { InProcessExecutor } from '../node/executor.js';
-import { createLogger } from '../node/logger.js';
+import { createNodeLogger } from '../node/logger.js';
 import type { Subcommand } from './main.js';
 
 export const DEFAULT_CACHE_DIR = '/tmp/oracle-node-cache';
@@ -54,7 +54,7 @@ export const command: Subcommand = {
       process.stderr.write(`${(error as Error).message}\n`);
       return error instanceof ConfigLoadError ? 1 : 2;
     }
-    const logger = createLogger({ level: config.nodeSettings.logLevel });
+    const logger = createNodeLogger(config.nodeSettings);
     const wallets = sponsorWallets(config.nodeSettings.nodeWalletMnemonic);
     const cache = new FileResponseCache(values['cache-dir'] ?? DEFAULT_CACHE_DIR);
     const executor = new InProcessExecutor({ config, wallets, logger, cache });

@@ -9,8 +9,10 @@ import { FileResponseCache } from '../node/cache.js';
 import { ConfigLoadError, loadConfig } from '../node/config-loader.js';
 import { runCycle } from '../node/cycle.js';
 import { InProcessExecutor } from '../node/executor.js';
-import { createLogger } from '../node/logger.js';
+import { createNodeLogger } from '../node/logger.js';
+import { cycleMetrics } from '../node/metrics.js';
 import { callEndpoint } from '../node/ois-adapter.js';
+import { createMetricsRegistry, type Registry } from '../observability/index.js';
 import { DEFAULT_CACHE_DIR } from './coordinator.js';
 import type { Subcommand } from './main.js';
 
@@ -22,11 +24,9 @@ Runs the node locally: gateway server and a request-response cycle every minute 
 Stops gracefully on SIGTERM or SIGINT.
 `;
 
+type GatewayHandle = { port: number; close(): Promise<void>; gateway?: { registry?: Registry } };
 type GatewayModule = {
-  startGatewayServer: (
-    config: Config,
-    options: Record<string, unknown>,
-  ) => Promise<{ port: number; close(): Promise<void> }>;
+  startGatewayServer: (config: Config, options: Record<string, unknown>) => Promise<GatewayHandle>;
 };
 type HeartbeatModule = {
   sendHeartbeat: (
@@ -102,12 +102,12 @@ export const command: Subcommand = {
       );
       return 1;
     }
-    const logger = createLogger({ level: config.nodeSettings.logLevel });
+    const logger = createNodeLogger(config.nodeSettings);
     const wallets = sponsorWallets(config.nodeSettings.nodeWalletMnemonic);
     const cache = new FileResponseCache(values['cache-dir'] ?? DEFAULT_CACHE_DIR);
     const executor = new InProcessExecutor({ config, wallets, logger, cache });
 
-    let gateway: { port: number; close(): Promise<void> } | undefined;
+    let gateway: GatewayHandle | undefined;
     if (!values['no-gateway']) {
       const gatewayModule = await optionalModule<GatewayModule>('../gateway/server.js');
       if (!gatewayModule) {
@@ -130,6 +130,8 @@ export const command: Subcommand = {
       }
     }
     const heartbeat = await optionalModule<HeartbeatModule>('../gateway/heartbeat.js');
+    // Cycle metrics join the gateway's /metrics; without a gateway they are kept but not served.
+    const metrics = cycleMetrics(gateway?.gateway?.registry ?? createMetricsRegistry());
 
     let stopping = false;
     let wake: (() => void) | undefined;
@@ -147,10 +149,11 @@ export const command: Subcommand = {
       const started = Date.now();
       try {
         const summary = await runCycle(config, { executor, logger, wallets });
-        void summary;
+        metrics.observe(summary, (Date.now() - started) / 1000);
       } catch (error) {
         // runCycle isolates chains and providers; anything reaching here is a bug, never fatal for the loop.
         logger.error({ reason: (error as Error).message }, 'cycle failed');
+        metrics.observe(undefined, (Date.now() - started) / 1000);
       }
       if (heartbeat) {
         try {

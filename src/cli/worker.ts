@@ -6,7 +6,7 @@ import { parseArgs } from 'node:util';
 import { sponsorWallets } from '../chain/sponsor-wallets.js';
 import { FileResponseCache } from '../node/cache.js';
 import { ConfigLoadError, loadConfig } from '../node/config-loader.js';
-import { createLogger } from '../node/logger.js';
+import { createNodeLogger } from '../node/logger.js';
 import { runShard, type ShardInput } from '../node/shard.js';
 import { DEFAULT_CACHE_DIR } from './coordinator.js';
 import type { Subcommand } from './main.js';
@@ -64,7 +64,7 @@ export const command: Subcommand = {
       process.stderr.write(`${(error as Error).message}\n`);
       return error instanceof ConfigLoadError ? 1 : 2;
     }
-    const logger = createLogger({ level: config.nodeSettings.logLevel });
+    const logger = createNodeLogger(config.nodeSettings);
     try {
       const output = await runShard(shard, {
         config,

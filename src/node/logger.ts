@@ -1,31 +1,24 @@
-// pino JSON logging for the cycle. Secrets never reach a log line: the cycle logs ids, addresses,
-// counts and reasons only, and these paths are redacted as a second line of defence.
-import { type Logger, pino } from 'pino';
+// Logging for the cycle: the shared pino logger of src/observability (config's logFormat and logLevel),
+// written to stderr so that stdout stays free for the commands' JSON output. The cycle logs ids,
+// addresses, counts and reasons only: never mnemonics, keys or provider URLs (which may carry API keys).
+import pino from 'pino';
+import {
+  createLogger,
+  type LogFormat,
+  type Logger,
+  type LogLevel,
+  silentLogger as silent,
+} from '../observability/index.js';
 
 export type { Logger };
 
-export function createLogger(options: { level?: string; name?: string; destination?: number } = {}): Logger {
-  const level = (options.level ?? process.env['LOG_LEVEL'] ?? 'info').toLowerCase();
-  return pino(
-    {
-      name: options.name ?? 'oracle-node',
-      level,
-      redact: {
-        paths: [
-          'mnemonic',
-          '*.mnemonic',
-          'nodeWalletMnemonic',
-          '*.nodeWalletMnemonic',
-          'privateKey',
-          '*.privateKey',
-          'url',
-          '*.url',
-        ],
-        censor: '[redacted]',
-      },
-    },
-    pino.destination({ fd: options.destination ?? 2, sync: true }),
-  );
+export function createNodeLogger(settings: { logFormat?: LogFormat; logLevel?: LogLevel } = {}): Logger {
+  return createLogger({
+    format: settings.logFormat ?? 'json',
+    level: settings.logLevel ?? 'INFO',
+    bindings: { component: 'node' },
+    destination: pino.destination({ dest: 2, sync: true }),
+  });
 }
 
-export const silentLogger: Logger = pino({ level: 'silent' });
+export const silentLogger: Logger = silent();

@@ -1,0 +1,38 @@
+// Prometheus metrics of the cycle, registered on the registry the gateway server exposes at /metrics.
+import type { Registry } from '../observability/index.js';
+import { counter, gauge, histogram } from '../observability/index.js';
+import type { CycleSummary } from './cycle.js';
+
+export function cycleMetrics(registry: Registry) {
+  const cycles = counter(registry, {
+    name: 'node_cycles_total',
+    help: 'Request-response cycles by outcome',
+    labelNames: ['outcome'] as const,
+  });
+  const transactions = counter(registry, {
+    name: 'node_cycle_transactions_total',
+    help: 'Request outcomes of the cycles (fulfilled, failed, withdrawn, skipped, errors)',
+    labelNames: ['outcome'] as const,
+  });
+  const duration = histogram(registry, {
+    name: 'node_cycle_duration_seconds',
+    help: 'Wall time of a request-response cycle',
+    buckets: [0.1, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120],
+  });
+  const providerUp = gauge(registry, {
+    name: 'node_provider_up',
+    help: '1 when the provider answered in the last cycle, else 0',
+    labelNames: ['chain_id', 'provider'] as const,
+  });
+  return {
+    observe(summary: CycleSummary | undefined, seconds: number) {
+      duration.observe(seconds);
+      cycles.inc({ outcome: summary ? 'completed' : 'error' });
+      if (!summary) return;
+      for (const [outcome, count] of Object.entries(summary.transactions)) transactions.inc({ outcome }, count);
+      for (const provider of summary.providers) {
+        providerUp.set({ chain_id: provider.chainId, provider: provider.provider }, provider.ok ? 1 : 0);
+      }
+    },
+  };
+}
