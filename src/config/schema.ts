@@ -544,6 +544,8 @@ function checkConfigReferences(config: ConfigShape, ctx: z.RefinementCtx): void 
     } else oisByTitle.set(ois.title, ois);
   });
 
+  // The same endpoint is often listed in several trigger lists; derive each endpointId once per validation.
+  const endpointIds = new Map<string, string>();
   for (const section of ['rrp', 'http', 'httpSignedData'] as const) {
     config.triggers[section].forEach((trigger, index) => {
       const at = ['triggers', section, index];
@@ -564,7 +566,12 @@ function checkConfigReferences(config: ConfigShape, ctx: z.RefinementCtx): void 
         });
         return;
       }
-      const expected = deriveEndpointId(trigger.oisTitle, trigger.endpointName);
+      const key = JSON.stringify([trigger.oisTitle, trigger.endpointName]);
+      let expected = endpointIds.get(key);
+      if (expected === undefined) {
+        expected = deriveEndpointId(trigger.oisTitle, trigger.endpointName);
+        endpointIds.set(key, expected);
+      }
       if (expected !== trigger.endpointId) {
         ctx.addIssue({
           code: 'custom',
