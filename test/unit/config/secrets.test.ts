@@ -42,6 +42,21 @@ describe('secrets.env parsing', () => {
     expect(JSON.stringify(errors)).to.not.include('supersecretvalue');
   });
 
+  it('fails on the reference invalid-secrets and missing-secrets fixtures', () => {
+    const config = readFixture('validator/config.valid.json');
+    const invalid = validateConfig(config, readFixture('validator/invalid-secrets.env'));
+    expect(invalid.ok).to.equal(false);
+    expect(invalid.errors[0]).to.deep.equal({ path: 'secrets.env:1', message: 'Expected NAME=value' });
+    const missing = validateConfig(config, readFixture('validator/missing-secrets.env'));
+    expect(missing.errors).to.deep.equal([
+      {
+        path: 'chains[0].providers.exampleProvider.url',
+        message:
+          'Secret "PROVIDER_URL" is not defined in secrets.env; it is used at: chains[0].providers.exampleProvider.url',
+      },
+    ]);
+  });
+
   it('fails on the reference invalid-secret-name fixture', () => {
     const result = validateConfig(
       readFixture('validator/invalid-secret-name/config.json'),
