@@ -127,6 +127,11 @@ export function toIssues(issues: readonly z.core.$ZodIssue[], input?: unknown): 
       continue;
     }
     let message = issue.message;
+    if (issue.code === 'invalid_key') {
+      // zod says only "Invalid key in record"; the nested issue says why.
+      const reasons = issue.issues.map((inner) => inner.message).join('; ');
+      message = `Invalid key ${JSON.stringify(String(path[path.length - 1]))}: ${reasons}`;
+    }
     if (issue.code === 'invalid_type' && / received undefined$/.test(message)) {
       message = `Required field is missing (expected ${issue.expected})`;
     } else if (input !== undefined && path.length > 0 && isMissing(input, path)) {

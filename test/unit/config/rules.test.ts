@@ -473,6 +473,13 @@ describe('config rules (negative tests: path and message)', () => {
       );
       expect(check((c) => (apiSpec(c).paths['/convert'].put = { parameters: [] })).ok).to.equal(false);
     });
+    it('requires paths to start with "/"', () => {
+      expectError(
+        check((c) => (apiSpec(c).paths['convert'] = { get: { parameters: [] } })),
+        'ois[0].apiSpecifications.paths.convert',
+        /Invalid key "convert": Path must start with "\/"/,
+      );
+    });
     it('requires operations to exist in apiSpecifications', () => {
       expectError(
         check((c) => (endpoint(c).operation.path = '/other')),
