@@ -101,7 +101,7 @@ describe('validator property test (fast-check)', function () {
           expectStructured(validateConfig(JSON.stringify(mutated), base.secrets));
         },
       ),
-      { numRuns: 600 },
+      { numRuns: 1000 },
     );
   });
 
