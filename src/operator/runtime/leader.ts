@@ -102,6 +102,8 @@ export class LeaderElector {
   private leadership: AbortController | undefined;
   private loop: Promise<void> | undefined;
   private knownLeader = '';
+  /** When the current (other) holder's lease runs out by our clock, if it is held. */
+  private expiresAt: number | undefined;
 
   constructor(
     private readonly store: LeaseStore,
@@ -174,7 +176,10 @@ export class LeaderElector {
   private async acquire(stopSignal: AbortSignal): Promise<boolean> {
     while (!stopSignal.aborted) {
       if (await this.tryAcquireOrRenew(stopSignal)) return true;
-      await this.clock.sleep(jitter(this.retryPeriodMs, 1.2), stopSignal);
+      // Wake at the jittered retry period, or right when the holder's lease runs out by our clock if sooner.
+      const untilExpiry =
+        this.expiresAt === undefined ? Number.POSITIVE_INFINITY : this.expiresAt - this.clock.now() + 1;
+      await this.clock.sleep(Math.max(0, Math.min(jitter(this.retryPeriodMs, 1.2), untilExpiry)), stopSignal);
     }
     return false;
   }
@@ -232,6 +237,7 @@ export class LeaderElector {
       const isMine = holder === this.config.identity;
       const durationMs = (current.spec?.leaseDurationSeconds ?? 0) * 1000;
       const expired = !holder || this.observed!.at + durationMs <= now;
+      this.expiresAt = isMine || expired ? undefined : this.observed!.at + durationMs;
       if (!isMine && !expired) return false;
       const transitions = current.spec?.leaseTransitions ?? 0;
       const updated = await this.store.update(
