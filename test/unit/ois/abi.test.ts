@@ -8,6 +8,7 @@ type AbiVector = {
   encoded: string;
   input_order?: [AbiParameter['type'], string, unknown][];
   note?: string;
+  source?: string;
 };
 const vectors = readVectors<{ vectors: AbiVector[]; must_fail_to_decode: { encoded: string; why: string }[] }>(
   'abi-vectors.json',
@@ -16,7 +17,7 @@ const vectors = readVectors<{ vectors: AbiVector[]; must_fail_to_decode: { encod
 describe('ois/abi: Node ABI parameters', () => {
   describe('reference vectors', () => {
     for (const [index, vector] of vectors.vectors.entries()) {
-      it(`vector ${index}: ${vector.note ?? Object.keys(vector.decoded ?? {}).join(',')}`, () => {
+      it(`vector ${index}: ${vector.note ?? vector.source ?? Object.keys(vector.decoded ?? {}).join(',')}`, () => {
         const decoded = decodeParameters(vector.encoded);
         if (vector.decoded) expect(decoded).to.deep.equal(vector.decoded);
         expect(decoded).to.deep.equal(referenceAbi.decode(vector.encoded));

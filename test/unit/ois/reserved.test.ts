@@ -8,6 +8,7 @@ import {
   escapeAwareSplit,
   extractAndEncodeResponse,
   extractValue,
+  getReservedParameters,
   getReservedParameterValue,
   MAX_ENCODED_RESPONSE_SIZE,
   multiplyValue,
@@ -130,6 +131,19 @@ describe('ois/reserved: extraction and encoding', () => {
       // An empty fixed value is falsy: the requester can override it, as in the reference.
       expect(getReservedParameterValue('_times', endpoint, { _times: '100' })).to.equal('100');
       expect(getReservedParameterValue('_gasPrice', endpoint, { _gasPrice: '1' })).to.equal(undefined);
+    });
+
+    it('reads _gasPrice and _minConfirmations for the chain cycle', () => {
+      const listed = {
+        reservedParameters: [{ name: '_type' }, { name: '_gasPrice' }, { name: '_minConfirmations', default: '2' }],
+      };
+      expect(getReservedParameters(listed, { _gasPrice: '1000', _type: 'int256' })).to.deep.equal({
+        _type: 'int256',
+        _path: undefined,
+        _times: undefined,
+        _gasPrice: '1000',
+        _minConfirmations: '2',
+      });
     });
   });
 
