@@ -116,13 +116,15 @@ const PRELUDE = `
   const log = globalThis.__hostLog;
   const hostTimer = globalThis.__hostTimer;
   const hostClear = globalThis.__hostClear;
+  // Captured before user code runs, so a snippet replacing JSON.stringify cannot forge the transfer format.
+  const stringify = JSON.stringify;
   delete globalThis.__hostSettle;
   delete globalThis.__hostLog;
   delete globalThis.__hostTimer;
   delete globalThis.__hostClear;
   const format = (value) => {
     if (typeof value === 'string') return value;
-    try { const json = JSON.stringify(value); return json === undefined ? String(value) : json; } catch { return String(value); }
+    try { const json = stringify(value); return json === undefined ? String(value) : json; } catch { return String(value); }
   };
   const write = (...args) => log(args.map(format).join(' '));
   globalThis.console = { log: write, info: write, warn: write, error: write, debug: write, trace: write };
@@ -156,7 +158,7 @@ const PRELUDE = `
     if (settled) return;
     settled = true;
     let json;
-    try { json = JSON.stringify(value); } catch (error) { settle('error', 'Processing output is not JSON-serializable: ' + describe(error)); return; }
+    try { json = stringify(value); } catch (error) { settle('error', 'Processing output is not JSON-serializable: ' + describe(error)); return; }
     if (json === undefined) settle('undefined', ''); else settle('ok', json);
   };
   globalThis.__fail = (error) => {
@@ -395,5 +397,9 @@ export async function runInSandbox(options: SandboxOptions): Promise<unknown> {
   }
   if (outcome.kind === 'error') throw new SandboxError(outcome.message);
   if (outcome.kind === 'undefined') return undefined;
-  return JSON.parse(outcome.json);
+  try {
+    return JSON.parse(outcome.json);
+  } catch {
+    throw new SandboxError('Processing output is not valid JSON');
+  }
 }

@@ -154,6 +154,10 @@ describe('ois/processing: sandboxed pre/post-processing', function () {
       expect(logs).to.deep.equal(['a {"b":1}', 'c']);
     });
 
+    it('cannot be fooled by a snippet that replaces JSON.stringify', async () => {
+      expect(await run('JSON.stringify = () => "not json"; const output = { a: 1 };', 'sync')).to.deep.equal({ a: 1 });
+    });
+
     it('isolates executions from each other', async () => {
       await run('globalThis.leak = 42; const output = 1', 'sync');
       expect(await run('const output = typeof leak', 'sync')).to.equal('undefined');
