@@ -1,0 +1,322 @@
+// The OracleNode operator against the real test control plane (apiserver, controller-manager with the garbage
+// collector and the Job/CronJob/Deployment controllers, scheduler, kwok playing the pods), driven through the real
+// runtime manager in this process.
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import {
+  BatchV1Api,
+  type V1ConfigMap,
+  type V1CronJob,
+  type V1Deployment,
+  type V1Job,
+  type V1PodDisruptionBudget,
+  type V1Service,
+} from '@kubernetes/client-node';
+import { expect } from 'chai';
+import { API_VERSION, KIND, type OracleNode } from '../../../src/operator/resource.js';
+import { api, apply, kc, kubeconfigPath, objects, sleep, useNamespace, waitFor } from '../support/cluster.js';
+import {
+  condition,
+  installCrd,
+  type RunningOperator,
+  read,
+  readNode,
+  type SampleName,
+  sampleDocs,
+  startOperator,
+} from './support.js';
+
+const run = promisify(execFile);
+const DEV_ADDRESS = '0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266';
+
+describe('OracleNode operator (integration)', function () {
+  this.timeout(180_000);
+  const namespace = useNamespace('onode');
+  let operator: RunningOperator;
+
+  before(async () => {
+    await installCrd();
+    operator = startOperator(namespace.name);
+  });
+  after(async () => {
+    await operator?.stop();
+  });
+
+  const ns = () => namespace.name;
+  const cronJob = (name: string) => read<V1CronJob>('batch/v1', 'CronJob', ns(), name);
+  const deployment = (name: string) => read<V1Deployment>('apps/v1', 'Deployment', ns(), name);
+  const configMap = (name: string) => read<V1ConfigMap>('v1', 'ConfigMap', ns(), name);
+
+  async function applySample(sample: SampleName, edit?: (node: OracleNode) => void) {
+    const { node, secret } = sampleDocs(sample, ns());
+    edit?.(node);
+    await apply(secret);
+    await apply(node);
+    return node;
+  }
+
+  async function editNode(name: string, edit: (node: OracleNode) => void) {
+    const live = (await readNode(ns(), name))!;
+    const desired = {
+      apiVersion: API_VERSION,
+      kind: KIND,
+      metadata: { name, namespace: ns() },
+      spec: live.spec,
+    } as OracleNode;
+    edit(desired);
+    await apply(desired);
+  }
+
+  const readyNode = (name: string) =>
+    waitFor(
+      async () => {
+        const node = await readNode(ns(), name);
+        return condition(node, 'Ready')?.status === 'True' &&
+          node?.status?.observedGeneration === node?.metadata.generation
+          ? node
+          : undefined;
+      },
+      120_000,
+      { description: `OracleNode ${name} to be Ready`, intervalMs: 500 },
+    );
+
+  it('minimal sample: ConfigMap, RBAC and coordinator CronJob with the expected specs; status Ready', async () => {
+    await applySample('minimal');
+    const node = await readyNode('minimal');
+    expect(node.status).to.include({ nodeAddress: DEV_ADDRESS, stage: 'dev', chains: 1 });
+    expect(condition(node, 'ConfigValid')).to.include({ status: 'True' });
+    const coordinator = (await cronJob('minimal-dev-coordinator'))!;
+    expect(coordinator.spec).to.include({ schedule: '* * * * *', concurrencyPolicy: 'Forbid', suspend: false });
+    expect(coordinator.metadata!.ownerReferences![0]).to.include({
+      kind: 'OracleNode',
+      name: 'minimal',
+      controller: true,
+    });
+    const config = (await configMap('minimal-dev-config'))!;
+    expect(JSON.parse(config.data!['config.json']!).nodeSettings.stage).to.equal('dev');
+    for (const [apiVersion, kind] of [
+      ['v1', 'ServiceAccount'],
+      ['rbac.authorization.k8s.io/v1', 'Role'],
+      ['rbac.authorization.k8s.io/v1', 'RoleBinding'],
+    ] as const)
+      expect(await read(apiVersion, kind, ns(), 'minimal-dev-coordinator'), kind).to.not.equal(undefined);
+    expect(await deployment('minimal-dev-gateway')).to.equal(undefined);
+  });
+
+  it('full sample: gateway Deployment (Ready through kwok), Service, PodDisruptionBudget; multi-chain status', async () => {
+    await applySample('full-multi-chain');
+    const node = await readyNode('full');
+    expect(node.status).to.include({ stage: 'prod-a', chains: 2 });
+    expect(node.status!.chainIds).to.deep.equal(['31337', '11155111']);
+    expect(Object.keys(node.status!.gatewayUrls!)).to.have.members([
+      'httpGateway',
+      'httpSignedDataGateway',
+      'oevGateway',
+    ]);
+    const gateway = (await deployment('full-prod-a-gateway'))!;
+    expect(gateway.spec!.replicas).to.equal(2);
+    expect(gateway.status!.availableReplicas).to.equal(2);
+    const service = (await read<V1Service>('v1', 'Service', ns(), 'full-prod-a-gateway'))!;
+    expect(service.spec!.ports![0]).to.include({ port: 8080 });
+    const pdb = await read<V1PodDisruptionBudget>('policy/v1', 'PodDisruptionBudget', ns(), 'full-prod-a-gateway');
+    expect(pdb!.spec!.maxUnavailable).to.equal(1);
+  });
+
+  it('gateways-only sample: a gateway and a coordinator, no chain', async () => {
+    await applySample('gateways-only');
+    const node = await readyNode('gateways');
+    expect(node.status).to.include({ chains: 0 });
+    expect(await deployment('gateways-dev-gateway')).to.not.equal(undefined);
+    expect(await cronJob('gateways-dev-coordinator')).to.not.equal(undefined);
+  });
+
+  it('a no-op resync makes zero API writes', async () => {
+    await Promise.all(['minimal', 'full', 'gateways'].map(readyNode));
+    // Let in-flight events (pod/Deployment status churn from kwok) settle, then resync every node by hand.
+    await sleep(3000);
+    const writesBefore = await operator.writes();
+    const reconcilesBefore = await operator.reconciles();
+    for (const name of ['minimal', 'full', 'gateways']) operator.manager.enqueue({ namespace: ns(), name });
+    await waitFor(async () => (await operator.reconciles()) >= reconcilesBefore + 3, 30_000, {
+      description: 'three resync reconciles',
+    });
+    expect((await operator.writes()) - writesBefore).to.equal(0);
+  });
+
+  it('a config edit rolls the workloads (the pod template hash changes)', async () => {
+    const before = (await cronJob('minimal-dev-coordinator'))!;
+    const hashOf = (c: V1CronJob) =>
+      c.spec!.jobTemplate.spec!.template.metadata!.annotations!['oracle-node.io/config-hash'];
+    await editNode('minimal', (node) => {
+      (node.spec.config.nodeSettings as { logLevel: string }).logLevel = 'DEBUG';
+    });
+    const after = await waitFor(
+      async () => {
+        const live = await cronJob('minimal-dev-coordinator');
+        return live && hashOf(live) !== hashOf(before) ? live : undefined;
+      },
+      60_000,
+      { description: 'a new config hash on the CronJob' },
+    );
+    expect(hashOf(after)).to.not.equal(hashOf(before));
+    const config = (await configMap('minimal-dev-config'))!;
+    expect(JSON.parse(config.data!['config.json']!).nodeSettings.logLevel).to.equal('DEBUG');
+  });
+
+  it('an invalid config: ConfigValid=False with the path, a Warning Event, workloads untouched', async () => {
+    const before = (await cronJob('minimal-dev-coordinator'))!;
+    const configBefore = (await configMap('minimal-dev-config'))!;
+    await editNode('minimal', (node) => {
+      (node.spec.config.triggers as { rrp: { endpointName: string }[] }).rrp[0]!.endpointName = 'noSuchEndpoint';
+    });
+    const node = await waitFor(
+      async () => {
+        const live = await readNode(ns(), 'minimal');
+        return condition(live, 'ConfigValid')?.status === 'False' ? live : undefined;
+      },
+      60_000,
+      { description: 'ConfigValid=False' },
+    );
+    expect(condition(node, 'ConfigValid')!.message).to.contain('triggers.rrp[0]');
+    expect(condition(node, 'Degraded')).to.include({ status: 'True', reason: 'ConfigInvalid' });
+    await sleep(2000);
+    expect((await cronJob('minimal-dev-coordinator'))!.metadata!.resourceVersion).to.equal(
+      before.metadata!.resourceVersion,
+    );
+    expect((await configMap('minimal-dev-config'))!.metadata!.resourceVersion).to.equal(
+      configBefore.metadata!.resourceVersion,
+    );
+    const events = await waitFor(
+      async () => {
+        const list = (await objects.list('v1', 'Event', ns())) as { items: { reason?: string; type?: string }[] };
+        return list.items.find((e) => e.reason === 'ValidationFailed' && e.type === 'Warning');
+      },
+      30_000,
+      { description: 'a Warning Event' },
+    );
+    expect(events).to.not.equal(undefined);
+    await editNode('minimal', (node) => {
+      (node.spec.config.triggers as { rrp: { endpointName: string }[] }).rrp[0]!.endpointName = 'convertToUSD';
+    });
+    await readyNode('minimal');
+  });
+
+  it('a missing Secret: SecretNotFound, and recovery once the Secret appears', async () => {
+    const { node, secret } = sampleDocs('minimal', ns());
+    node.metadata.name = 'late';
+    node.spec.secretRef = { name: 'late-secrets' };
+    await apply(node);
+    const waiting = await waitFor(
+      async () => {
+        const live = await readNode(ns(), 'late');
+        return condition(live, 'ConfigValid')?.reason === 'SecretNotFound' ? live : undefined;
+      },
+      60_000,
+      { description: 'SecretNotFound' },
+    );
+    expect(condition(waiting, 'ConfigValid')!.message).to.contain('late-secrets');
+    expect(await cronJob('late-dev-coordinator')).to.equal(undefined);
+    secret.metadata!.name = 'late-secrets';
+    await apply(secret);
+    await readyNode('late');
+    expect(await cronJob('late-dev-coordinator')).to.not.equal(undefined);
+  });
+
+  it('drift is repaired: an edited CronJob is set back, a deleted Service is re-created', async () => {
+    const drifted = (await cronJob('full-prod-a-coordinator'))!;
+    await apply(
+      {
+        apiVersion: 'batch/v1',
+        kind: 'CronJob',
+        metadata: { name: drifted.metadata!.name!, namespace: ns() },
+        spec: { schedule: '*/7 * * * *' },
+      } as V1CronJob & { metadata: { name: string } },
+      'someone-else',
+    );
+    await objects.delete({
+      apiVersion: 'v1',
+      kind: 'Service',
+      metadata: { name: 'full-prod-a-gateway', namespace: ns() },
+    });
+    await waitFor(async () => (await cronJob('full-prod-a-coordinator'))?.spec?.schedule === '* * * * *', 60_000, {
+      description: 'the schedule set back',
+    });
+    await waitFor(async () => read('v1', 'Service', ns(), 'full-prod-a-gateway'), 60_000, {
+      description: 'the Service re-created',
+    });
+  });
+
+  it('a stage rollout is blue/green: the new gateway is Ready before the old stage goes; coordinators never overlap', async () => {
+    await readyNode('full');
+    const overlaps: string[] = [];
+    let watching = true;
+    const watcher = (async () => {
+      while (watching) {
+        const [a, b] = await Promise.all([cronJob('full-prod-a-coordinator'), cronJob('full-prod-b-coordinator')]);
+        const [gatewayA, gatewayB] = await Promise.all([
+          deployment('full-prod-a-gateway'),
+          deployment('full-prod-b-gateway'),
+        ]);
+        if (a && b && a.spec!.suspend !== true && b.spec!.suspend !== true) overlaps.push('both CronJobs unsuspended');
+        if (a && b && (a.status?.active?.length ?? 0) > 0 && b.spec!.suspend !== true)
+          overlaps.push('new coordinator released while the old had an active Job');
+        if (!gatewayA && gatewayB && (gatewayB.status?.availableReplicas ?? 0) < 2)
+          overlaps.push('old gateway removed before the new one was available');
+        await sleep(100);
+      }
+    })();
+    await editNode('full', (node) => {
+      (node.spec.config.nodeSettings as { stage: string }).stage = 'prod-b';
+    });
+    const transition = await waitFor(
+      async () => {
+        const live = await readNode(ns(), 'full');
+        return live?.status?.previousStage === 'prod-a' ? live : undefined;
+      },
+      60_000,
+      { description: 'status showing the transition', intervalMs: 100 },
+    );
+    expect(condition(transition, 'Progressing')).to.include({ status: 'True', reason: 'StageRollout' });
+    const node = await readyNode('full');
+    watching = false;
+    await watcher;
+    expect(overlaps).to.deep.equal([]);
+    expect(node.status).to.include({ stage: 'prod-b' });
+    expect(node.status!.previousStage).to.equal(undefined);
+    expect(await cronJob('full-prod-a-coordinator')).to.equal(undefined);
+    expect(await deployment('full-prod-a-gateway')).to.equal(undefined);
+    expect((await cronJob('full-prod-b-coordinator'))!.spec!.suspend).to.equal(false);
+    expect(await configMap('full-cache')).to.not.equal(undefined);
+  });
+
+  it('the coordinator executor, run as a process, creates an Indexed worker Job within maxConcurrency that kwok completes', async () => {
+    // minimal: chain 31337 has maxConcurrency 10; 12 shards must run at most 10 at a time.
+    const { stdout } = await run(
+      process.execPath,
+      ['--import', 'tsx', 'test/integration/operator/run-executor.ts', ns(), 'minimal-dev-coordinator', '12', '10'],
+      { env: { ...process.env, KUBECONFIG: kubeconfigPath }, timeout: 150_000 },
+    );
+    const { jobs, results } = JSON.parse(stdout.trim().split('\n').pop()!) as { jobs: string[]; results: unknown[] };
+    expect(jobs).to.have.length(1);
+    expect(results).to.have.length(12);
+    const job: V1Job = await api(BatchV1Api).readNamespacedJob({ name: jobs[0]!, namespace: ns() });
+    expect(job.spec).to.include({ completionMode: 'Indexed', completions: 12, parallelism: 10 });
+    expect(job.status!.conditions!.some((c) => c.type === 'Complete' && c.status === 'True')).to.equal(true);
+    expect(job.metadata!.ownerReferences![0]).to.include({ kind: 'OracleNode', name: 'minimal' });
+    const input = (await configMap(jobs[0]!))!;
+    expect(Object.keys(input.data!)).to.have.length(12);
+  });
+
+  it('deleting an OracleNode garbage-collects its children', async () => {
+    await objects.delete({ apiVersion: API_VERSION, kind: KIND, metadata: { name: 'gateways', namespace: ns() } });
+    await waitFor(
+      async () =>
+        !(await deployment('gateways-dev-gateway')) &&
+        !(await cronJob('gateways-dev-coordinator')) &&
+        !(await configMap('gateways-dev-config')),
+      120_000,
+      { description: 'the children to be garbage-collected' },
+    );
+    void kc;
+  });
+});

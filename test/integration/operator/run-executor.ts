@@ -1,0 +1,34 @@
+// Runs the coordinator's Kubernetes executor as its own process, with the environment the operator gives the
+// coordinator pod (read from the live CronJob), the way `oracle-node coordinator` does inside that pod.
+//   node --import tsx test/integration/operator/run-executor.ts <namespace> <cronjob> <shards> <concurrency>
+import type { V1CronJob } from '@kubernetes/client-node';
+import { BatchV1Api, KubeConfig } from '@kubernetes/client-node';
+import type { ShardInput } from '../../../src/node/shard.js';
+import { kubernetesCoordinatorDeps } from '../../../src/operator/job-executor.js';
+
+const [namespace, cronJobName, shardCount, concurrency] = process.argv.slice(2);
+const kubeConfig = new KubeConfig();
+kubeConfig.loadFromDefault();
+const cronJob: V1CronJob = await kubeConfig
+  .makeApiClient(BatchV1Api)
+  .readNamespacedCronJob({ name: cronJobName!, namespace: namespace! });
+const env: NodeJS.ProcessEnv = { POD_NAMESPACE: namespace };
+for (const variable of cronJob.spec!.jobTemplate.spec!.template.spec!.containers[0]!.env ?? [])
+  if (variable.value !== undefined) env[variable.name] = variable.value;
+const deps = kubernetesCoordinatorDeps(kubeConfig, env);
+if (!deps) throw new Error('the CronJob does not carry the worker template');
+const shards = Array.from(
+  { length: Number(shardCount) },
+  (_, i): ShardInput => ({
+    format: 'oracle-node/shard@1',
+    chainId: '31337',
+    sponsor: `0x${(i + 1).toString(16).padStart(40, '0')}`,
+    sponsorWallet: `0x${(i + 101).toString(16).padStart(40, '0')}`,
+    providers: ['local'],
+    currentBlock: 1,
+    apiCalls: [],
+    withdrawals: [],
+  }),
+);
+const results = await deps.executor.run(shards, { concurrency: Number(concurrency) });
+process.stdout.write(`${JSON.stringify({ jobs: deps.executor.jobs, results })}\n`);
