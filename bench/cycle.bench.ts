@@ -109,7 +109,11 @@ function toReferenceConfig(config: Record<string, unknown>, secrets: Record<stri
     chains: { contracts: Record<string, string> }[];
   };
   const { nodeWalletMnemonic, ...settings } = parsed.nodeSettings;
-  parsed.nodeSettings = { ...settings, airnodeWalletMnemonic: nodeWalletMnemonic, logLevel: 'ERROR' };
+  parsed.nodeSettings = {
+    ...settings,
+    airnodeWalletMnemonic: nodeWalletMnemonic,
+    logLevel: process.env['REFERENCE_LOGS'] ? 'INFO' : 'ERROR',
+  };
   for (const chain of parsed.chains) {
     chain.contracts = { AirnodeRrp: chain.contracts['NodeRrp']!, AirnodeRrpDryRun: chain.contracts['NodeRrpDryRun']! };
   }
@@ -152,6 +156,7 @@ async function runNode(kind: 'ours' | 'reference', configPath: string): Promise<
     {
       cwd: repoRoot,
       stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, ...(args['reference-logs'] && kind === 'reference' ? { REFERENCE_LOGS: '1' } : {}) },
     },
   );
   let stdout = '';
