@@ -5,6 +5,8 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import {
   BatchV1Api,
+  PatchStrategy,
+  setHeaderOptions,
   type V1ConfigMap,
   type V1CronJob,
   type V1Deployment,
@@ -265,18 +267,46 @@ describe('OracleNode operator (integration)', function () {
         await sleep(100);
       }
     })();
+    // A coordinator cycle of the old stage still in flight (suspended, so it stays active until released).
+    const blocker = await api(BatchV1Api).createNamespacedJob({
+      namespace: ns(),
+      body: {
+        metadata: {
+          name: 'full-prod-a-coordinator-inflight',
+          labels: {
+            'app.kubernetes.io/managed-by': 'oracle-node-operator',
+            'oracle-node.io/name': 'full',
+            'oracle-node.io/stage': 'prod-a',
+            'app.kubernetes.io/component': 'coordinator',
+          },
+        },
+        spec: {
+          suspend: true,
+          template: { spec: { restartPolicy: 'Never', containers: [{ name: 'c', image: 'oracle-node:0.1.0' }] } },
+        },
+      },
+    });
     await editNode('full', (node) => {
       (node.spec.config.nodeSettings as { stage: string }).stage = 'prod-b';
     });
-    const transition = await waitFor(
+    const held = await waitFor(
       async () => {
         const live = await readNode(ns(), 'full');
-        return live?.status?.previousStage === 'prod-a' ? live : undefined;
+        return condition(live, 'Progressing')?.message.includes('full-prod-a-coordinator-inflight') ? live : undefined;
       },
       60_000,
-      { description: 'status showing the transition', intervalMs: 100 },
+      { description: 'the rollout waiting for the in-flight Job', intervalMs: 200 },
     );
-    expect(condition(transition, 'Progressing')).to.include({ status: 'True', reason: 'StageRollout' });
+    expect(held.status).to.include({ stage: 'prod-b', previousStage: 'prod-a' });
+    expect(condition(held, 'Progressing')).to.include({ status: 'True', reason: 'StageRollout' });
+    expect((await cronJob('full-prod-b-coordinator'))!.spec!.suspend).to.equal(true);
+    expect((await cronJob('full-prod-a-coordinator'))!.spec!.suspend).to.equal(true);
+    expect(await deployment('full-prod-a-gateway')).to.not.equal(undefined);
+    // The cycle ends (kwok runs its pod to completion): the rollout goes on.
+    await api(BatchV1Api).patchNamespacedJob(
+      { name: blocker.metadata!.name!, namespace: ns(), body: { spec: { suspend: false } } },
+      setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+    );
     const node = await readyNode('full');
     watching = false;
     await watcher;
