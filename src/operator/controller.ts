@@ -166,13 +166,27 @@ export class OracleNodeReconciler implements Reconciler {
     const rollout = this.rolloutState(node, config, context);
     const children = buildChildren(input, { holdForRollout: rollout.oldStages.length > 0 });
     try {
-      for (const { kind, object } of children) {
-        const desired = withAppliedHash(object);
-        const cached = context.cache.get<Child>(kind, { namespace: key.namespace, name: desired.metadata.name });
-        if (needsApply(desired, cached)) {
-          context.logger.debug({ kind: kind.kind, child: desired.metadata.name }, 'applying child');
-          await context.client.apply(kind, desired, { force: true });
-        }
+      const pending = children
+        .map(({ kind, object }) => ({ kind, desired: withAppliedHash(object) }))
+        .filter(({ kind, desired }) =>
+          needsApply(
+            desired,
+            context.cache.get<Child>(kind, { namespace: key.namespace, name: desired.metadata.name }),
+          ),
+        );
+      // Everything the coordinator needs goes first, together; the CronJob last, so it never starts a cycle
+      // without its config, RBAC or cache in place.
+      const [first, last] = [
+        pending.filter((c) => c.kind !== KINDS.cronJob),
+        pending.filter((c) => c.kind === KINDS.cronJob),
+      ];
+      for (const batch of [first, last]) {
+        await Promise.all(
+          batch.map(({ kind, desired }) => {
+            context.logger.debug({ kind: kind.kind, child: desired.metadata.name }, 'applying child');
+            return context.client.apply(kind, desired, { force: true });
+          }),
+        );
       }
     } catch (error) {
       status.conditions = mergeConditions(
