@@ -25,6 +25,7 @@ BIN := node_modules/.bin
 include test/cluster/cluster.mk
 include image/image.mk
 include crds/crds.mk
+include charts/charts.mk
 include test/soak/soak.mk
 
 .PHONY: help
