@@ -37,7 +37,7 @@ export function getReservedParameterValue(
   if (!reserved) return undefined;
   const requested = Object.hasOwn(requestParameters, name) ? requestParameters[name] : undefined;
   const value = reserved.fixed || requested || reserved.default;
-  return value === undefined || value === null || value === '' ? (value as string | undefined) : String(value);
+  return value === undefined || value === null ? undefined : String(value);
 }
 
 export function getReservedParameters(
@@ -55,8 +55,8 @@ export function getReservedParameters(
 
 /**
  * Splits on `delimiter` honouring backslash escapes: `\<delimiter>` becomes the delimiter itself, any other
- * escape is kept verbatim (for a later split on another delimiter) and a trailing lone backslash ends a
- * token, as the reference's regular-expression split does.
+ * escaped pair is kept verbatim (for a later split on another delimiter), a trailing backslash is a plain
+ * character — as the reference's regular-expression split does.
  */
 export function escapeAwareSplit(value: string, delimiter: string): string[] {
   const tokens: string[] = [];
@@ -66,8 +66,7 @@ export function escapeAwareSplit(value: string, delimiter: string): string[] {
     if (char === '\\') {
       const next = value[i + 1];
       if (next === undefined) {
-        tokens.push(current);
-        current = '';
+        current += char;
       } else {
         current += next === delimiter ? next : char + next;
         i++;

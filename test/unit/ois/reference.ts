@@ -3,6 +3,8 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 
 const require = createRequire(import.meta.url);
+/** CommonJS require for deep paths of the reference packages. */
+export const referenceRequire = require;
 
 type Json = unknown;
 export type ReferenceAbi = {

@@ -15,7 +15,7 @@ import {
   parseArrayType,
   type ReservedParameterValues,
 } from '../../../src/ois/reserved.js';
-import { readVectors, referenceAdapter } from './reference.js';
+import { readVectors, referenceAdapter, referenceRequire } from './reference.js';
 
 type Params = ReservedParameterValues;
 const vectors = readVectors<{
@@ -107,6 +107,23 @@ describe('ois/reserved: extraction and encoding', () => {
         expect(reference(data, vector.params).ok).to.equal(false);
       });
     }
+
+    it('splits on delimiters with escapes exactly as the reference (property)', () => {
+      const referenceExtraction = referenceRequire('@api3/airnode-adapter/dist/response-processing/extraction.js') as {
+        escapeAwareSplit(value: string, delimiter: string): string[];
+      };
+      const text = fc
+        .array(fc.constantFrom('a', 'b', ',', '.', '\\'), { maxLength: 12 })
+        .map((chars) => chars.join(''));
+      fc.assert(
+        fc.property(text, fc.constantFrom(',', '.'), (value, delimiter) => {
+          expect(escapeAwareSplit(value, delimiter)).to.deep.equal(
+            referenceExtraction.escapeAwareSplit(value, delimiter),
+          );
+        }),
+        { numRuns: 2000 },
+      );
+    });
 
     it('splits and escapes paths as the reference', () => {
       for (const vector of vectors.pathEscaping) {
@@ -324,6 +341,50 @@ describe('ois/reserved: extraction and encoding', () => {
           expect(ours!.values).to.deep.equal(theirs.values);
         }),
         { numRuns: 1500 },
+      );
+    });
+
+    it('paths with escaped "." and "," over awkward keys: same results (several values)', () => {
+      const key = fc
+        .array(fc.constantFrom('a', 'b', '.', ',', '0', '1'), { minLength: 1, maxLength: 4 })
+        .map((c) => c.join(''));
+      const escape = (segment: string) => segment.replaceAll('.', '\\.').replaceAll(',', '\\,');
+      fc.assert(
+        fc.property(
+          fc.array(key, { minLength: 1, maxLength: 3 }),
+          fc.array(key, { minLength: 1, maxLength: 3 }),
+          (p1, p2) => {
+            const data: Record<string, unknown> = {};
+            for (const [path, value] of [
+              [p1, 7],
+              [p2, 9],
+            ] as const) {
+              let node = data;
+              path.forEach((segment, i) => {
+                if (i === path.length - 1) {
+                  if (!(segment in node)) node[segment] = value;
+                } else {
+                  if (typeof node[segment] !== 'object' || node[segment] === null) node[segment] = {};
+                  node = node[segment] as Record<string, unknown>;
+                }
+              });
+            }
+            const params = { _type: 'int256,int256', _path: `${p1.map(escape).join('.')},${p2.map(escape).join('.')}` };
+            const theirs = reference(data, params);
+            let ours: ReturnType<typeof extractAndEncodeResponse> | undefined;
+            try {
+              ours = extractAndEncodeResponse(data, params);
+            } catch {
+              ours = undefined;
+            }
+            if (!theirs.ok) {
+              expect(ours).to.equal(undefined);
+              return;
+            }
+            expect(ours?.values).to.deep.equal(theirs.values);
+          },
+        ),
+        { numRuns: 500 },
       );
     });
 
