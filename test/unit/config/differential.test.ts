@@ -132,7 +132,8 @@ function compare(config: Json, secretsText: string): { same: boolean; explained:
 }
 
 describe('differential test against @api3/airnode-validator 0.15.0', function () {
-  this.timeout(180_000);
+  const runs = Number(process.env['DIFF_RUNS'] ?? 200);
+  this.timeout(Math.max(180_000, runs * 300));
 
   describe('fixtures: same verdict', () => {
     for (const pair of fixturePairs()) {
@@ -281,7 +282,7 @@ describe('differential test against @api3/airnode-validator 0.15.0', function ()
         },
       ),
       // DIFF_RUNS raises the count for a longer local search (1500 runs passed when this was written).
-      { numRuns: Number(process.env['DIFF_RUNS'] ?? 200) },
+      { numRuns: runs },
     );
   });
 });
