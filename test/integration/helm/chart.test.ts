@@ -1,0 +1,213 @@
+// The Helm chart against the real test control plane: lint, server-side dry-run of the rendered manifests,
+// install (kwok makes the operator pods Ready), least-privilege RBAC, upgrade, and an uninstall that leaves no
+// orphans and no stuck finalizers.
+import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { AppsV1Api, CoreV1Api, PolicyV1Api, RbacAuthorizationV1Api } from '@kubernetes/client-node';
+import { expect } from 'chai';
+import { api, kubeconfigPath, statusOf, uniqueName, useNamespace, waitFor } from '../support/cluster.js';
+
+const run = promisify(execFile);
+const repoRoot = new URL('../../../', import.meta.url).pathname;
+const binDir = process.env['CLUSTER_BIN_DIR'] ?? join(repoRoot, '.cache/cluster/bin');
+const helmBin = join(binDir, 'helm');
+const kubectlBin = join(binDir, 'kubectl');
+const chart = join(repoRoot, 'charts/oracle-node-operator');
+
+async function helm(...args: string[]): Promise<string> {
+  const { stdout } = await run(helmBin, args, {
+    env: { ...process.env, KUBECONFIG: kubeconfigPath, HELM_CACHE_HOME: join(repoRoot, '.cache/helm') },
+    maxBuffer: 32 * 1024 * 1024,
+  });
+  return stdout;
+}
+
+async function kubectl(input: string | undefined, ...args: string[]): Promise<string> {
+  const child = execFile(kubectlBin, ['--kubeconfig', kubeconfigPath, ...args], { maxBuffer: 32 * 1024 * 1024 });
+  const output = new Promise<string>((resolve, reject) => {
+    let stdout = '';
+    let stderr = '';
+    child.stdout?.on('data', (chunk) => {
+      stdout += chunk;
+    });
+    child.stderr?.on('data', (chunk) => {
+      stderr += chunk;
+    });
+    child.on('close', (code) => (code === 0 ? resolve(stdout) : reject(new Error(`kubectl ${args[0]}: ${stderr}`))));
+  });
+  child.stdin?.end(input ?? '');
+  return output;
+}
+
+/** `kubectl auth can-i` as the chart's ServiceAccount; exits non-zero on "no", so read the answer text. */
+async function serviceAccountCan(namespace: string, sa: string, verb: string, resource: string, inNamespace: string) {
+  const answer = await kubectl(
+    undefined,
+    'auth',
+    'can-i',
+    verb,
+    resource,
+    '-n',
+    inNamespace,
+    `--as=system:serviceaccount:${namespace}:${sa}`,
+  ).catch((err: Error) => err.message);
+  return answer.trim().endsWith('yes');
+}
+
+async function notFound(read: () => Promise<unknown>): Promise<boolean> {
+  try {
+    await read();
+    return false;
+  } catch (err) {
+    if (statusOf(err) === 404) return true;
+    throw err;
+  }
+}
+
+describe('Helm chart charts/oracle-node-operator', function () {
+  this.timeout(240_000);
+  const ns = useNamespace('helm-chart');
+  const release = uniqueName('ono');
+  const fullname = `${release}-oracle-node-operator`;
+
+  before(() => {
+    if (!existsSync(helmBin) || !existsSync(kubectlBin))
+      throw new Error(`helm/kubectl missing in ${binDir}: run make cluster-bins`);
+  });
+
+  it('lints strictly with default and alternative values', async () => {
+    await helm('lint', '--strict', chart);
+    await helm(
+      'lint',
+      '--strict',
+      chart,
+      '--set',
+      'watchNamespaces={a,b}',
+      '--set',
+      'metrics.serviceMonitor.enabled=true',
+      '--set',
+      'metrics.prometheusRule.enabled=true',
+    );
+  });
+
+  it('rejects values that break values.schema.json', async () => {
+    const failure = await helm('template', 'x', chart, '--set', 'operator.workers=0').then(
+      () => undefined,
+      (err: Error) => err.message,
+    );
+    expect(failure, 'workers=0 must be refused')
+      .to.be.a('string')
+      .and.match(/workers/);
+  });
+
+  it('renders manifests that the apiserver accepts in a server-side dry-run', async () => {
+    const rendered = await helm('template', release, chart, '--namespace', ns.name, '--include-crds');
+    const out = await kubectl(rendered, 'apply', '--server-side', '--force-conflicts', '--dry-run=server', '-f', '-');
+    for (const kind of ['deployment.apps', 'serviceaccount', 'clusterrole', 'clusterrolebinding', 'service']) {
+      expect(out).to.include(kind);
+    }
+  });
+
+  it('installs: the operator Deployment becomes Available with two replicas and the RBAC is least privilege', async () => {
+    await helm('install', release, chart, '--namespace', ns.name, '--wait', '--timeout', '180s');
+    const apps = api(AppsV1Api);
+    const deployment = await waitFor(
+      async () => {
+        const d = await apps.readNamespacedDeployment({ name: fullname, namespace: ns.name });
+        return (d.status?.availableReplicas ?? 0) >= 2 ? d : undefined;
+      },
+      120_000,
+      { description: 'operator Deployment available' },
+    );
+    const pod = deployment.spec?.template.spec;
+    expect(pod?.securityContext?.runAsNonRoot).to.equal(true);
+    expect(pod?.containers[0]?.securityContext?.readOnlyRootFilesystem).to.equal(true);
+    expect(pod?.containers[0]?.args).to.include('--leader-elect=true');
+    expect(await api(PolicyV1Api).readNamespacedPodDisruptionBudget({ name: fullname, namespace: ns.name })).to.be.an(
+      'object',
+    );
+    await api(CoreV1Api).readNamespacedService({ name: `${fullname}-metrics`, namespace: ns.name });
+
+    expect(await serviceAccountCan(ns.name, fullname, 'watch', 'oraclenodes.oracle-node.io', 'default')).to.equal(true);
+    expect(await serviceAccountCan(ns.name, fullname, 'create', 'cronjobs.batch', 'default')).to.equal(true);
+    expect(await serviceAccountCan(ns.name, fullname, 'get', 'leases.coordination.k8s.io', ns.name)).to.equal(true);
+    // Least privilege: secrets are read, never written; nothing outside what it manages.
+    expect(await serviceAccountCan(ns.name, fullname, 'create', 'secrets', 'default')).to.equal(false);
+    expect(await serviceAccountCan(ns.name, fullname, 'delete', 'nodes', 'default')).to.equal(false);
+    expect(await serviceAccountCan(ns.name, fullname, 'create', 'clusterroles', 'default')).to.equal(false);
+    expect(await serviceAccountCan(ns.name, fullname, 'get', 'leases.coordination.k8s.io', 'default')).to.equal(false);
+  });
+
+  it('upgrades to namespaced RBAC: the ClusterRole goes, a Role appears in the watched namespace', async () => {
+    await helm(
+      'upgrade',
+      release,
+      chart,
+      '--namespace',
+      ns.name,
+      '--set',
+      `watchNamespaces={${ns.name}}`,
+      '--set',
+      'replicaCount=3',
+      '--wait',
+      '--timeout',
+      '180s',
+    );
+    const rbac = api(RbacAuthorizationV1Api);
+    expect(await notFound(() => rbac.readClusterRole({ name: fullname }))).to.equal(true);
+    await rbac.readNamespacedRole({ name: fullname, namespace: ns.name });
+    const d = await api(AppsV1Api).readNamespacedDeployment({ name: fullname, namespace: ns.name });
+    expect(d.spec?.replicas).to.equal(3);
+    expect(d.spec?.template.spec?.containers[0]?.args).to.include(`--namespaces=${ns.name}`);
+    expect(await serviceAccountCan(ns.name, fullname, 'watch', 'oraclenodes.oracle-node.io', 'default')).to.equal(
+      false,
+    );
+    expect(await serviceAccountCan(ns.name, fullname, 'watch', 'oraclenodes.oracle-node.io', ns.name)).to.equal(true);
+  });
+
+  it('uninstalls without orphans or stuck finalizers (the CRD stays, as Helm does for crds/)', async () => {
+    await helm('uninstall', release, '--namespace', ns.name, '--wait', '--timeout', '120s');
+    const selector = `app.kubernetes.io/instance=${release}`;
+    await waitFor(
+      async () => {
+        const leftovers = await kubectl(
+          undefined,
+          'get',
+          'deployments,services,serviceaccounts,roles,rolebindings,poddisruptionbudgets,pods,configmaps',
+          '-n',
+          ns.name,
+          '-l',
+          selector,
+          '-o',
+          'name',
+        );
+        const clusterLeftovers = await kubectl(
+          undefined,
+          'get',
+          'clusterroles,clusterrolebindings',
+          '-l',
+          selector,
+          '-o',
+          'name',
+        );
+        return leftovers.trim() === '' && clusterLeftovers.trim() === '';
+      },
+      120_000,
+      { description: 'no objects of the release left' },
+    );
+    const withFinalizers = await kubectl(
+      undefined,
+      'get',
+      'all',
+      '-n',
+      ns.name,
+      '-o',
+      'jsonpath={range .items[?(@.metadata.finalizers)]}{.kind}/{.metadata.name} {end}',
+    );
+    expect(withFinalizers.trim()).to.equal('');
+    const crd = await kubectl(undefined, 'get', 'crd', 'oraclenodes.oracle-node.io', '-o', 'name');
+    expect(crd.trim()).to.equal('customresourcedefinition.apiextensions.k8s.io/oraclenodes.oracle-node.io');
+  });
+});
