@@ -397,4 +397,15 @@ export function kubernetesCoordinatorDeps(
   };
 }
 
+/** The response cache a worker pod uses (its ServiceAccount may read and update only that ConfigMap). */
+export function kubernetesWorkerCache(
+  kubeConfig: KubeConfig,
+  env: NodeJS.ProcessEnv = process.env,
+): ConfigMapResponseCache | undefined {
+  const name = env.ORACLE_NODE_CACHE_CONFIGMAP;
+  const namespace = env.POD_NAMESPACE;
+  if (!name || !namespace) return undefined;
+  return new ConfigMapResponseCache({ store: kubeConfigMapStore(kubeConfig, namespace, name) });
+}
+
 export { SHARD_DIR };

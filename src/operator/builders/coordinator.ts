@@ -35,7 +35,11 @@ export function buildCoordinatorCronJob(
     'coordinator',
     ['coordinator', '-c', CONFIG_FILE],
     input.node.spec.coordinator?.resources,
-    [{ name: WORKER_TEMPLATE_ENV, value: canonicalJson(buildWorkerTemplate(input)) }],
+    [
+      { name: WORKER_TEMPLATE_ENV, value: canonicalJson(buildWorkerTemplate(input)) },
+      // The cycle report names its Job, so status.lastCycle pairs the counts with the right cycle.
+      { name: 'JOB_NAME', valueFrom: { fieldRef: { fieldPath: "metadata.labels['batch.kubernetes.io/job-name']" } } },
+    ],
   );
   const podSpec = basePodSpec(input, [container], names.coordinator);
   podSpec.restartPolicy = 'Never';
