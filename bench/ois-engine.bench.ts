@@ -233,6 +233,15 @@ function cpuModel(): string {
   return os.cpus()[0]?.model ?? 'unknown';
 }
 
+/** A Markdown table padded the way the repository's formatter (Biome) lays tables out. */
+function table(header: string[], alignRight: boolean[], rows: string[][]): string[] {
+  const widths = header.map((cell, i) => Math.max(3, cell.length, ...rows.map((row) => row[i]!.length)));
+  const line = (cells: string[]) =>
+    `| ${cells.map((cell, i) => (alignRight[i] ? cell.padStart(widths[i]!) : cell.padEnd(widths[i]!))).join(' | ')} |`;
+  const rule = `| ${widths.map((w, i) => (alignRight[i] ? `${'-'.repeat(w - 1)}:` : '-'.repeat(w))).join(' | ')} |`;
+  return [line(header), rule, ...rows.map(line)];
+}
+
 function writeSection(
   rows: Row[],
   processing: { oursMedian: number; oursP99: number; referenceMedian: number; referenceP99: number },
@@ -247,20 +256,28 @@ function writeSection(
     '',
     'Throughput: median ops/s over timed batches (best of two interleaved rounds per side); reference = `@api3/airnode-adapter` / `@api3/airnode-abi` 0.15.0 (ethers 5, bignumber.js) on the same inputs.',
     '',
-    '| operation | ours (ops/s) | reference (ops/s) | ours / reference |',
-    '| --- | ---: | ---: | ---: |',
-    ...rows.map(
-      (row) =>
-        `| ${row.name} | ${Math.round(row.ours).toLocaleString('en-US')} | ${Math.round(row.reference).toLocaleString('en-US')} | ${(row.ours / row.reference).toFixed(2)}× |`,
+    ...table(
+      ['operation', 'ours (ops/s)', 'reference (ops/s)', 'ours / reference'],
+      [false, true, true, true],
+      rows.map((row) => [
+        row.name,
+        Math.round(row.ours).toLocaleString('en-US'),
+        Math.round(row.reference).toLocaleString('en-US'),
+        `${(row.ours / row.reference).toFixed(2)}×`,
+      ]),
     ),
     '',
     `Processing latency, V2 post-processing snippet over a 10-element response (${runs} sequential runs): ours runs each call in a fresh QuickJS runtime/context inside a pooled WebAssembly instance (memory-capped, interruptible); the reference runs \`vm.runInNewContext\` (\`@api3/commons\`), which is no sandbox.`,
     '',
-    '| | median (ms) | p99 (ms) |',
-    '| --- | ---: | ---: |',
-    `| ours (QuickJS sandbox) | ${processing.oursMedian.toFixed(3)} | ${processing.oursP99.toFixed(3)} |`,
-    `| reference (Node vm) | ${processing.referenceMedian.toFixed(3)} | ${processing.referenceP99.toFixed(3)} |`,
-    `| ratio ours / reference (median) | ${(processing.oursMedian / processing.referenceMedian).toFixed(2)}× | |`,
+    ...table(
+      ['processing', 'median (ms)', 'p99 (ms)'],
+      [false, true, true],
+      [
+        ['ours (QuickJS sandbox)', processing.oursMedian.toFixed(3), processing.oursP99.toFixed(3)],
+        ['reference (Node vm)', processing.referenceMedian.toFixed(3), processing.referenceP99.toFixed(3)],
+        ['ratio ours / reference (median)', `${(processing.oursMedian / processing.referenceMedian).toFixed(2)}×`, ''],
+      ],
+    ),
     '',
   ];
   const section = lines.join('\n');

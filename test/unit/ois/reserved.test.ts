@@ -348,7 +348,7 @@ describe('ois/reserved: extraction and encoding', () => {
       const key = fc
         .array(fc.constantFrom('a', 'b', '.', ',', '0', '1'), { minLength: 1, maxLength: 4 })
         .map((c) => c.join(''));
-      const escape = (segment: string) => segment.replaceAll('.', '\\.').replaceAll(',', '\\,');
+      const escapeSegment = (segment: string) => segment.replaceAll('.', '\\.').replaceAll(',', '\\,');
       fc.assert(
         fc.property(
           fc.array(key, { minLength: 1, maxLength: 3 }),
@@ -369,7 +369,10 @@ describe('ois/reserved: extraction and encoding', () => {
                 }
               });
             }
-            const params = { _type: 'int256,int256', _path: `${p1.map(escape).join('.')},${p2.map(escape).join('.')}` };
+            const params = {
+              _type: 'int256,int256',
+              _path: `${p1.map(escapeSegment).join('.')},${p2.map(escapeSegment).join('.')}`,
+            };
             const theirs = reference(data, params);
             let ours: ReturnType<typeof extractAndEncodeResponse> | undefined;
             try {
