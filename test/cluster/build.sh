@@ -1,0 +1,173 @@
+#!/usr/bin/env bash
+# Builds the test control plane's binaries from the pinned Go modules under test/cluster/ into
+# $CLUSTER_BIN_DIR (default .cache/cluster/bin). A binary whose --version already reports the pinned
+# version is skipped, so a warm run costs a few seconds. Go's build and module caches stay where
+# `go env` puts them (by default under $HOME), so a fresh clone on the same machine only relinks; on top of
+# that, every built binary is also kept in $CLUSTER_SHARED_BIN_DIR (default ~/.cache/oracle-node-operator/
+# cluster-bin/, keyed by the helper module's go.mod/go.sum and this script), from where a fresh clone copies it
+# instead of relinking. CLUSTER_SHARED_BIN_DIR= (empty) turns that off.
+#
+# Usage: test/cluster/build.sh [all|k8s|etcd|kwok|helm]...   (default: all)
+set -euo pipefail
+
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+ROOT="$(cd "$HERE/../.." && pwd)"
+BIN_DIR="${CLUSTER_BIN_DIR:-$ROOT/.cache/cluster/bin}"
+SHARED_DIR="${CLUSTER_SHARED_BIN_DIR-${XDG_CACHE_HOME:-$HOME/.cache}/oracle-node-operator/cluster-bin}"
+
+die() {
+  echo "cluster-bins: $*" >&2
+  exit 1
+}
+log() { echo "cluster-bins: $*"; }
+
+command -v go >/dev/null 2>&1 || die "go not found on PATH: the test control plane is built from Go modules (Go >= 1.24)"
+
+# The pinned versions come from the committed go.mod files, so there is one place to bump them.
+mod_version() { # <dir> <module path>
+  awk -v m="$2" '($1 == m || ($1 == "require" && $2 == m)) && !/=>/ { print ($1 == "require" ? $3 : $2); exit }' "$HERE/$1/go.mod"
+}
+K8S_VERSION="$(mod_version k8s k8s.io/kubernetes)"
+ETCD_VERSION="$(mod_version etcd go.etcd.io/etcd/server/v3)"
+KWOK_VERSION="$(mod_version kwok sigs.k8s.io/kwok)"
+HELM_VERSION="$(mod_version helm helm.sh/helm/v3)"
+[[ -n $K8S_VERSION && -n $ETCD_VERSION && -n $KWOK_VERSION && -n $HELM_VERSION ]] || die "cannot read the pinned versions from test/cluster/*/go.mod"
+K8S_MINOR="$(echo "$K8S_VERSION" | cut -d. -f2)"
+
+export CGO_ENABLED=0
+# Two parallel compiles per core is what go picks anyway; `nice` keeps an interactive machine usable.
+GO_BUILD=(nice -n 10 go build -trimpath)
+
+mkdir -p "$BIN_DIR"
+
+# The shared copy of a binary lives under a key of everything that decides its bytes.
+shared_path() { # <binary> <module dir>
+  local key
+  key="$(cat "$HERE/$2/go.mod" "$HERE/$2/go.sum" "$HERE/build.sh" | cksum | cut -d' ' -f1)"
+  echo "$SHARED_DIR/$2-$key/$1"
+}
+restore() { # <binary> <module dir>: copy a previously built binary from the shared cache
+  [[ -n $SHARED_DIR ]] || return 1
+  local src
+  src="$(shared_path "$1" "$2")"
+  [[ -x $src ]] || return 1
+  cp -f "$src" "$BIN_DIR/$1.tmp" && mv -f "$BIN_DIR/$1.tmp" "$BIN_DIR/$1" && log "$1: copied from $(dirname "$src")"
+}
+publish() { # <binary> <module dir>: keep a copy for other clones on this machine (best effort)
+  [[ -n $SHARED_DIR ]] || return 0
+  local dst
+  dst="$(shared_path "$1" "$2")"
+  cmp -s "$BIN_DIR/$1" "$dst" && return 0
+  mkdir -p "$(dirname "$dst")" && cp -f "$BIN_DIR/$1" "$dst.tmp.$$" && mv -f "$dst.tmp.$$" "$dst" || true
+}
+
+# have <binary> <expected substring> <version command...>: true when the binary reports the pinned version.
+have() {
+  local bin="$BIN_DIR/$1" want="$2"
+  shift 2
+  [[ -x $bin ]] || return 1
+  local out
+  out="$("$bin" "$@" 2>/dev/null)" || return 1
+  [[ $out == *"$want"* ]]
+}
+
+timed() { # <label> <command...>
+  local label="$1" start
+  shift
+  start=$(date +%s)
+  log "building $label"
+  "$@"
+  log "built $label in $(($(date +%s) - start)) s"
+}
+
+k8s_ok() {
+  if [[ $1 == kubectl ]]; then have kubectl "Client Version: $K8S_VERSION" version --client; else have "$1" "Kubernetes $K8S_VERSION" --version; fi
+}
+
+build_k8s() {
+  local missing=() b
+  for b in kube-apiserver kube-controller-manager kube-scheduler kubectl; do
+    k8s_ok "$b" || { restore "$b" k8s && k8s_ok "$b"; } || missing+=("k8s.io/kubernetes/cmd/$b")
+  done
+  if ((${#missing[@]} == 0)); then
+    log "kube-apiserver, kube-controller-manager, kube-scheduler, kubectl $K8S_VERSION: up to date"
+    for b in kube-apiserver kube-controller-manager kube-scheduler kubectl; do publish "$b" k8s; done
+    return
+  fi
+  # Without these stamps /version reports v0.0.0-master and clients (kubectl, Helm, kwok) misread the server.
+  local ldflags="-s -w"
+  ldflags+=" -X k8s.io/component-base/version.gitVersion=$K8S_VERSION"
+  ldflags+=" -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$K8S_MINOR"
+  ldflags+=" -X k8s.io/component-base/version.gitTreeState=clean"
+  ldflags+=" -X k8s.io/component-base/version.buildDate=1970-01-01T00:00:00Z"
+  ldflags+=" -X k8s.io/client-go/pkg/version.gitVersion=$K8S_VERSION"
+  ldflags+=" -X k8s.io/client-go/pkg/version.gitMajor=1 -X k8s.io/client-go/pkg/version.gitMinor=$K8S_MINOR"
+  (cd "$HERE/k8s" && timed "${missing[*]##*/} $K8S_VERSION" "${GO_BUILD[@]}" -ldflags "$ldflags" -o "$BIN_DIR/" "${missing[@]}")
+  for b in "${missing[@]##*/}"; do
+    k8s_ok "$b" || die "$BIN_DIR/$b does not report $K8S_VERSION after the build"
+    publish "$b" k8s
+  done
+}
+
+etcd_ok() { have etcd "etcd Version: ${ETCD_VERSION#v}" --version; }
+build_etcd() {
+  if etcd_ok || { restore etcd etcd && etcd_ok; }; then
+    log "etcd $ETCD_VERSION: up to date"
+    publish etcd etcd
+    return
+  fi
+  # The version is a compiled-in constant of go.etcd.io/etcd/api/v3/version; no stamping needed.
+  (cd "$HERE/etcd" && timed "etcd $ETCD_VERSION" "${GO_BUILD[@]}" -ldflags "-s -w" -o "$BIN_DIR/etcd" go.etcd.io/etcd/server/v3)
+  etcd_ok || die "$BIN_DIR/etcd does not report $ETCD_VERSION after the build"
+  publish etcd etcd
+}
+
+kwok_ok() { have kwok "${KWOK_VERSION#v}" --version; }
+build_kwok() {
+  if kwok_ok || { restore kwok kwok && kwok_ok; }; then
+    log "kwok $KWOK_VERSION: up to date"
+    publish kwok kwok
+    return
+  fi
+  (cd "$HERE/kwok" && timed "kwok $KWOK_VERSION" "${GO_BUILD[@]}" \
+    -ldflags "-s -w -X sigs.k8s.io/kwok/pkg/consts.Version=${KWOK_VERSION#v} -X sigs.k8s.io/kwok/pkg/consts.KubeVersion=${K8S_VERSION#v}" \
+    -o "$BIN_DIR/kwok" sigs.k8s.io/kwok/cmd/kwok)
+  kwok_ok || die "$BIN_DIR/kwok does not report $KWOK_VERSION after the build"
+  publish kwok kwok
+}
+
+# Helm must report its release and assume the pinned Kubernetes minor when rendering without a cluster.
+helm_ok() {
+  have helm "Version:\"$HELM_VERSION\"" version \
+    && [[ "$("$BIN_DIR/helm" template x "$HERE/helm/capabilities-chart" 2>/dev/null)" == *"kube=v1.$K8S_MINOR.0"* ]]
+}
+build_helm() {
+  if helm_ok || { restore helm helm && helm_ok; }; then
+    log "helm $HELM_VERSION: up to date"
+    publish helm helm
+    return
+  fi
+  # As helm's own Makefile does: stamp the release version, and make `helm template`/lint assume the
+  # Kubernetes minor this repository tests against instead of helm's built-in v1.20.
+  local ldflags="-s -w"
+  ldflags+=" -X helm.sh/helm/v3/internal/version.version=$HELM_VERSION"
+  ldflags+=" -X helm.sh/helm/v3/internal/version.gitTreeState=clean"
+  ldflags+=" -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=$K8S_MINOR"
+  ldflags+=" -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMinor=$K8S_MINOR"
+  (cd "$HERE/helm" && timed "helm $HELM_VERSION" "${GO_BUILD[@]}" -ldflags "$ldflags" -o "$BIN_DIR/helm" helm.sh/helm/v3/cmd/helm)
+  helm_ok || die "$BIN_DIR/helm does not report $HELM_VERSION with Kubernetes v1.$K8S_MINOR capabilities after the build"
+  publish helm helm
+}
+
+what=("$@")
+((${#what[@]})) || what=(all)
+for w in "${what[@]}"; do
+  case "$w" in
+  all) build_k8s && build_etcd && build_kwok && build_helm ;;
+  k8s) build_k8s ;;
+  etcd) build_etcd ;;
+  kwok) build_kwok ;;
+  helm) build_helm ;;
+  *) die "unknown component '$w' (all|k8s|etcd|kwok|helm)" ;;
+  esac
+done
