@@ -11,6 +11,8 @@
 # $CLUSTER_RUN_DIR (default .cache/cluster/run): pki/, logs/, pids/, ports.env, *.kubeconfig.
 # etcd's data dir is on tmpfs (/dev/shm) when available. Ports default to non-standard ones and move
 # up to the next free port when taken by something else (e.g. a second checkout's cluster).
+# Extra flags per component (space-separated): CLUSTER_ETCD_ARGS, CLUSTER_APISERVER_ARGS, CLUSTER_KCM_ARGS,
+# CLUSTER_SCHEDULER_ARGS, CLUSTER_KWOK_ARGS, e.g. CLUSTER_APISERVER_ARGS=--feature-gates=SomeGate=true.
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -27,6 +29,11 @@ RESTRICTED_USER="oracle-test-restricted"
 RESTRICTED_GROUP="oracle-test:restricted"
 COMPONENTS=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok)
 START_TIMEOUT="${CLUSTER_START_TIMEOUT:-120}"
+read -ra ETCD_ARGS <<<"${CLUSTER_ETCD_ARGS:-}"
+read -ra APISERVER_ARGS <<<"${CLUSTER_APISERVER_ARGS:-}"
+read -ra KCM_ARGS <<<"${CLUSTER_KCM_ARGS:-}"
+read -ra SCHEDULER_ARGS <<<"${CLUSTER_SCHEDULER_ARGS:-}"
+read -ra KWOK_ARGS <<<"${CLUSTER_KWOK_ARGS:-}"
 
 if [[ -d /dev/shm && -w /dev/shm ]]; then
   ETCD_DATA="/dev/shm/oracle-node-operator-etcd-$(printf '%s' "$RUN_DIR" | cksum | cut -d' ' -f1)"
@@ -275,7 +282,7 @@ up() {
     --listen-client-urls="http://127.0.0.1:$ETCD_PORT" --advertise-client-urls="http://127.0.0.1:$ETCD_PORT" \
     --listen-peer-urls="http://127.0.0.1:$ETCD_PEER_PORT" --initial-advertise-peer-urls="http://127.0.0.1:$ETCD_PEER_PORT" \
     --initial-cluster="test=http://127.0.0.1:$ETCD_PEER_PORT" --initial-cluster-state=new \
-    --unsafe-no-fsync=true --quota-backend-bytes=$((2 * 1024 * 1024 * 1024)) --log-level=warn
+    --unsafe-no-fsync=true --quota-backend-bytes=$((2 * 1024 * 1024 * 1024)) --log-level=warn "${ETCD_ARGS[@]}"
   wait_until etcd "etcd /readyz" curl -sf --max-time 2 "http://127.0.0.1:$ETCD_PORT/readyz"
 
   # The apiserver refuses a loopback advertise address for the `kubernetes` Service endpoints; with a
@@ -291,7 +298,7 @@ up() {
     --service-account-issuer=https://kubernetes.default.svc.cluster.local \
     --service-account-key-file="$PKI/sa.pub" --service-account-signing-key-file="$PKI/sa.key" \
     --service-cluster-ip-range=10.96.0.0/16 \
-    --authorization-mode=Node,RBAC --allow-privileged=true --profiling=false --v=1
+    --authorization-mode=Node,RBAC --allow-privileged=true --profiling=false --v=1 "${APISERVER_ARGS[@]}"
   wait_until kube-apiserver "kube-apiserver /readyz" https_ok "$APISERVER_PORT" /readyz
 
   local auth=(--kubeconfig="$ADMIN_KUBECONFIG" --authentication-kubeconfig="$ADMIN_KUBECONFIG"
@@ -300,14 +307,15 @@ up() {
   start kube-controller-manager "${auth[@]}" --secure-port="$KCM_PORT" \
     --service-account-private-key-file="$PKI/sa.key" --root-ca-file="$PKI/ca.crt" \
     --cluster-signing-cert-file="$PKI/ca.crt" --cluster-signing-key-file="$PKI/ca.key" \
-    --controllers='*' --kube-api-qps=100 --kube-api-burst=200 --profiling=false --v=1
-  start kube-scheduler "${auth[@]}" --secure-port="$SCHEDULER_PORT" --kube-api-qps=100 --kube-api-burst=200 --profiling=false --v=1
+    --controllers='*' --kube-api-qps=100 --kube-api-burst=200 --profiling=false --v=1 "${KCM_ARGS[@]}"
+  start kube-scheduler "${auth[@]}" --secure-port="$SCHEDULER_PORT" --kube-api-qps=100 --kube-api-burst=200 \
+    --profiling=false --v=1 "${SCHEDULER_ARGS[@]}"
   wait_until kube-controller-manager "kube-controller-manager /healthz" insecure_ok "$KCM_PORT" /healthz
   wait_until kube-scheduler "kube-scheduler /healthz" insecure_ok "$SCHEDULER_PORT" /healthz
 
   say "starting kwok and registering node kwok-node-0"
   start kwok --kubeconfig="$ADMIN_KUBECONFIG" --manage-all-nodes=true \
-    --cidr=10.244.0.1/16 --node-ip=10.243.0.1 --node-lease-duration-seconds=40
+    --cidr=10.244.0.1/16 --node-ip=10.243.0.1 --node-lease-duration-seconds=40 "${KWOK_ARGS[@]}"
   kubectl_admin apply -f "$HERE/kwok-node.yaml" >>"$LOGS/kwok.log" 2>&1 || fail kwok "could not create the fake Node"
   wait_until kwok "node kwok-node-0 Ready" node_ready
   # The default ServiceAccount shows the controller-manager's controllers are running (pods need it).
