@@ -70,7 +70,10 @@ function readBody(response: http.IncomingMessage, limit: number, signal: AbortSi
     const stream: Readable = decompress ? response.pipe(decompress) : response;
     const chunks: Buffer[] = [];
     let size = 0;
+    let settled = false;
     const fail = (error: Error) => {
+      if (settled) return;
+      settled = true;
       response.destroy();
       decompress?.destroy();
       reject(error);
@@ -88,13 +91,17 @@ function readBody(response: http.IncomingMessage, limit: number, signal: AbortSi
     });
     stream.on('end', () => {
       signal.removeEventListener('abort', onAbort);
+      if (settled) return;
+      settled = true;
       resolve(Buffer.concat(chunks));
     });
-    stream.on('error', () => {
+    const onError = (message: string) => () => {
       signal.removeEventListener('abort', onAbort);
-      fail(new ApiCallError('API call failed with no response'));
-    });
-    response.on('error', () => stream.emit('error', new Error('response error')));
+      fail(new ApiCallError(message));
+    };
+    // A broken connection is "no response"; a body that does not decompress is the API's fault.
+    response.on('error', onError('API call failed with no response'));
+    decompress?.on('error', onError('API call failed with a response that could not be decompressed'));
   });
 }
 

@@ -135,6 +135,18 @@ describe('ois/api-client against loopback APIs', function () {
     expect(await get('/gzip')).to.deep.include({ success: true, data: { z: [1, 2] } });
   });
 
+  it('reports a body that does not decompress', async () => {
+    api.route('/corrupt', (_request, _body, response) =>
+      response
+        .writeHead(200, { 'content-type': 'application/json', 'content-encoding': 'gzip' })
+        .end('not gzip at all'),
+    );
+    expect(await get('/corrupt', { timeoutsMs: [2_000] })).to.deep.equal({
+      success: false,
+      errorMessage: 'API call failed with a response that could not be decompressed',
+    });
+  });
+
   it('follows same-origin redirects only', async () => {
     api.route('/moved', (_request, _body, response) => response.writeHead(302, { location: '/target' }).end());
     api.json('/target', { here: true });
