@@ -11,7 +11,7 @@ import type { AddressInfo } from 'node:net';
 import { cpus, tmpdir, totalmem } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { Contract, NonceManager, Wallet, zeroPadValue } from 'ethers';
+import { AbiCoder, Contract, NonceManager, Wallet, zeroPadValue } from 'ethers';
 import { rpc, startTestChain, testProvider, waitForMined } from '../test/support/chain.js';
 import {
   buildConfigJson,
@@ -181,15 +181,24 @@ const median = (values: number[]) => {
   return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
 };
 
-async function answeredCount(url: string, rrp: string): Promise<{ fulfilled: number; failed: number }> {
-  const logs = await rpc<{ topics: string[] }[]>(url, 'eth_getLogs', [
+async function answeredCount(
+  url: string,
+  rrp: string,
+): Promise<{ fulfilled: number; failed: number; failures: Record<string, number> }> {
+  const logs = await rpc<{ topics: string[]; data: string }[]>(url, 'eth_getLogs', [
     { address: rrp, fromBlock: '0x0', toBlock: 'latest', topics: [null, zeroPadValue(NODE_ADDRESS, 32)] },
   ]);
   const fulfilled = '0xc0977dab79883641ece94bb6a932ca83049f561ffff8d8daaeafdbc1acce9e0a';
   const failed = '0xc7143b2270cddda57e0087ca5e2a4325657dcab10d10f6b1f9d5ce6b41cb97fc';
+  const failures: Record<string, number> = {};
+  for (const log of logs.filter((l) => l.topics[0] === failed)) {
+    const [message] = AbiCoder.defaultAbiCoder().decode(['string'], log.data);
+    failures[String(message)] = (failures[String(message)] ?? 0) + 1;
+  }
   return {
     fulfilled: logs.filter((l) => l.topics[0] === fulfilled).length,
     failed: logs.filter((l) => l.topics[0] === failed).length,
+    failures,
   };
 }
 
@@ -264,6 +273,7 @@ async function main(): Promise<void> {
         byMethod: Record<string, number>;
         fulfilled: number;
         failed: number;
+        failures: Record<string, number>;
       })[] = [];
       for (let run = 0; run < runs; run++) {
         const snapshot = await rpc<string>(anvil.url, 'evm_snapshot');
@@ -297,6 +307,7 @@ async function main(): Promise<void> {
       heapPeakMb: Math.round(median(results.map((r) => r.heapPeakMb))),
       fulfilled: median(results.map((r) => r.fulfilled)),
       failed: median(results.map((r) => r.failed)),
+      failuresPerRun: results.map((r) => r.failures),
       byMethod: results[0]?.byMethod,
     });
     const report = {
