@@ -33,7 +33,26 @@ export class PrivateCluster {
     this.script('up');
   }
 
-  down(): void {
+  /**
+   * Stops the recorded processes first, then lets cluster.sh clean up. The processes it starts inherit its lock
+   * file descriptor, so `cluster.sh down` alone would wait for that lock until they exit.
+   */
+  async down(): Promise<void> {
+    for (const component of ['kwok', 'kube-scheduler', 'kube-controller-manager', 'kube-apiserver', 'etcd']) {
+      const file = resolve(this.runDir, 'pids', component);
+      if (!existsSync(file)) continue;
+      const pid = Number(readFileSync(file, 'utf8').trim());
+      let exe = '';
+      try {
+        exe = readlinkSync(`/proc/${pid}/exe`);
+      } catch {
+        continue; // not running
+      }
+      if (!exe.endsWith(`/${component}`)) continue; // the pid was reused by something else
+      process.kill(pid, 'SIGTERM');
+      for (let i = 0; i < 100 && existsSync(`/proc/${pid}`); i++) await new Promise((r) => setTimeout(r, 100));
+      if (existsSync(`/proc/${pid}`)) process.kill(pid, 'SIGKILL');
+    }
     this.script('down');
   }
 
