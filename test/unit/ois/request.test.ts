@@ -219,32 +219,52 @@ describe('ois/request: building the HTTP request', () => {
     ).to.equal('http://h/?a=b+c&d%5B%5D=1&d%5B%5D=x&t=true&e=');
   });
 
-  it('builds the example integrations as the reference does', () => {
-    for (const example of [
-      'coingecko',
-      'authenticated-coinmarketcap',
-      'weather-multi-value',
-      'relay-security-schemes',
+  it('builds every OIS of the fixture configs as the reference does', () => {
+    const sources: Ois[] = [readExample<Ois>('ois/ois-2.3.2.fixture.json')];
+    for (const file of [
+      'node/config.example.json',
+      'node/test-fixture.config.valid.json',
+      'validator/interpolated-config.valid.json',
+      'deployer/config.example.json',
+      ...[
+        'coingecko',
+        'coingecko-template',
+        'coingecko-http-gateways',
+        'coingecko-cross-chain-authorizer',
+        'authenticated-coinmarketcap',
+        'weather-multi-value',
+        'relay-security-schemes',
+        'failing-example',
+      ].map((example) => `examples/${example}/config.example.json`),
     ]) {
-      const config = readExample<{ ois: Ois[] }>(`examples/${example}/config.example.json`);
-      for (const ois of config.ois) {
-        for (const endpoint of ois.endpoints) {
-          const parameters = Object.fromEntries(endpoint.parameters.map((p) => [p.name, `v-${p.name}`]));
-          const apiCredentials = Object.keys(ois.apiSpecifications.components.securitySchemes).map((name) => ({
-            oisTitle: ois.title,
-            securitySchemeName: name,
-            securitySchemeValue: `secret-${name}`,
-          }));
-          const options = { ois, endpointName: endpoint.name, parameters, apiCredentials, metadata };
-          const ours = buildRequest(options);
-          const theirs = referenceAdapter.buildRequest(options);
+      sources.push(...readExample<{ ois: Ois[] }>(file).ois);
+    }
+    let built = 0;
+    for (const ois of sources) {
+      for (const endpoint of ois.endpoints) {
+        if (!endpoint.operation) continue;
+        const parameters = Object.fromEntries(endpoint.parameters.map((p) => [p.name, `v-${p.name}`]));
+        const apiCredentials = Object.keys(ois.apiSpecifications.components.securitySchemes).map((name) => ({
+          oisTitle: ois.title,
+          securitySchemeName: name,
+          securitySchemeValue: `secret-${name}`,
+        }));
+        const options = { ois, endpointName: endpoint.name, parameters, apiCredentials, metadata };
+        const ours = buildRequest(options);
+        const theirs = referenceAdapter.buildRequest(options);
+        if (ours.method === 'GET') {
           expect(ours.url).to.equal(
             referenceAxios.getUri({ url: `${theirs.baseUrl}${theirs.path}`, params: theirs.data }),
           );
           expect(ours.headers).to.deep.equal(theirs.headers);
+        } else {
+          expect(ours.url).to.equal(`${theirs.baseUrl}${theirs.path}`);
+          expect(JSON.parse(ours.body!)).to.deep.equal(theirs.data);
         }
+        built++;
       }
     }
+    expect(built).to.be.greaterThan(10);
   });
 
   describe('property: same request as @api3/airnode-adapter buildRequest', () => {
