@@ -88,6 +88,21 @@ describe('ois/processing: sandboxed pre/post-processing', function () {
           /not defined|undefined|not a function|cannot read|not supported|not found|could not load/i,
         );
       }
+      const globals = (await run('const output = Object.getOwnPropertyNames(globalThis)', 'sync')) as string[];
+      for (const name of [
+        'process',
+        'require',
+        'module',
+        'Buffer',
+        'fetch',
+        'std',
+        'os',
+        'print',
+        'WebAssembly',
+        'performance',
+      ]) {
+        expect(globals, name).to.not.include(name);
+      }
       const dynamicImport = await sandboxError(run('import("fs").then(resolve, reject)', 'callback'));
       expect(dynamicImport).to.match(/could not load|not supported|not found|import/i);
       expect(
