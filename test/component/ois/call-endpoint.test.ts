@@ -147,14 +147,12 @@ describe('ois/callEndpoint against loopback APIs', function () {
   it('relays request metadata to the API only when given (never for gateways)', async () => {
     api.route('/get', (request, _body, response) => {
       const url = new URL(request.url!, 'http://x');
-      response
-        .writeHead(200, { 'content-type': 'application/json' })
-        .end(
-          JSON.stringify({
-            args: Object.fromEntries(url.searchParams),
-            headers: { Requesteraddress: request.headers.requesteraddress, Cookie: request.headers.cookie },
-          }),
-        );
+      response.writeHead(200, { 'content-type': 'application/json' }).end(
+        JSON.stringify({
+          args: Object.fromEntries(url.searchParams),
+          headers: { Requesteraddress: request.headers.requesteraddress, Cookie: request.headers.cookie },
+        }),
+      );
     });
     const config = example('relay-security-schemes', api.url);
     const call = {
