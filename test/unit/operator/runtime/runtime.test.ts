@@ -103,6 +103,67 @@ describe('operator runtime against an in-memory API server', () => {
     await informer.stop();
   });
 
+  it('informer: a watch that goes silent is cut by the inactivity timeout and reconnected', async () => {
+    api.upsert('configmaps', configMap('a', { v: '1' }));
+    const transport = rest();
+    const metrics = new RuntimeMetrics(new Registry());
+    const informer = new Informer({
+      kind: CONFIGMAP,
+      namespace: 'ns1',
+      client: new RuntimeClient(transport, 'test'),
+      rest: transport,
+      logger,
+      metrics,
+      watchTimeoutMinSeconds: 0,
+      watchTimeoutMaxSeconds: 0,
+      watchInactivityGraceMs: 150,
+      reconnectInitialMs: 10,
+    });
+    informer.start();
+    await informer.waitForSync();
+    const watches = () => api.requests.filter((r) => r.method === 'GET' && r.path.endsWith('/configmaps')).length;
+    await waitFor(() => watches() >= 4, 'the silent watch to be replaced a few times');
+    // Reconnecting from the last resourceVersion, not relisting: still one list.
+    expect((await metrics.relists.get()).values.reduce((sum, v) => sum + v.value, 0)).to.equal(1);
+    api.upsert('configmaps', configMap('a', { v: '2' }));
+    await waitFor(
+      () => (informer.get('ns1', 'a') as { data?: { v?: string } }).data?.v === '2',
+      'the update after reconnects',
+    );
+    await informer.stop();
+  });
+
+  it('manager: /readyz fails when a watch has been silent too long, and recovers with the next sign of life', async () => {
+    const manager = createManager({
+      kubeConfig: api.kubeConfig(),
+      namespaces: ['ns1'],
+      leaderElection: { enabled: false, namespace: 'ns1', leaseName: 'lock', identity: 'me' },
+      workers: 1,
+      qps: 1000,
+      burst: 1000,
+      metricsPort: 0,
+      healthPort: 0,
+      fieldManager: 'test',
+      logger,
+      tuning: { registry: new Registry(), watchStaleAfterMs: 300 },
+    });
+    const reconciler: Reconciler = {
+      name: 'quiet',
+      watches: { primary: CONFIGMAP, owned: [] },
+      reconcile: async () => undefined,
+    };
+    expect(manager.readiness()).to.deep.include({ ready: false, reason: 'caches not synced' });
+    const running = manager.run(reconciler);
+    await waitFor(() => manager.readiness().ready, 'ready after sync');
+    await waitFor(() => !manager.readiness().ready, 'not ready once the watch is silent');
+    expect(manager.readiness().reason).to.match(/silent/);
+    api.upsert('configmaps', configMap('wake', {}));
+    await waitFor(() => manager.readiness().ready, 'ready again after an event');
+    await manager.stop();
+    await running;
+    expect(manager.readiness()).to.deep.include({ ready: false, reason: 'shutting down' });
+  });
+
   it('informer: the label selector keeps foreign objects out of the cache', async () => {
     api.upsert('configmaps', configMap('mine', {}, { app: 'x' }));
     api.upsert('configmaps', configMap('foreign', {}));
