@@ -22,8 +22,14 @@ export async function ethCall(
   return asData(await client.request('eth_call', [txObject(call), tag], options), 'eth_call');
 }
 
-export async function estimateGas(client: RpcClient, call: CallRequest, options?: RpcOptions): Promise<bigint> {
-  return asQuantity(await client.request('eth_estimateGas', [txObject(call)], options), 'eth_estimateGas');
+export async function estimateGas(
+  client: RpcClient,
+  call: CallRequest,
+  options?: RpcOptions,
+  block?: number,
+): Promise<bigint> {
+  const params: unknown[] = block === undefined ? [txObject(call)] : [txObject(call), toQuantity(block)];
+  return asQuantity(await client.request('eth_estimateGas', params, options), 'eth_estimateGas');
 }
 
 /** Calls a view function and decodes its result. */

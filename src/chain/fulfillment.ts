@@ -11,7 +11,7 @@ import {
   solidityPackedKeccak256,
   Transaction,
 } from 'ethers';
-import { estimateGas, ethCall } from './calls.js';
+import { type CallRequest, estimateGas, ethCall } from './calls.js';
 import { dryRunInterface, rrpInterface } from './contracts.js';
 import type { GasTarget } from './gas-price.js';
 import { asData, type RpcClient, RpcError, RpcTransportError } from './rpc.js';
@@ -89,6 +89,13 @@ export type PlanContext = {
   dryRunAddress?: string;
   fulfillmentGasLimit?: number;
   gasTarget: GasTarget;
+  /**
+   * Block of the cycle's discovery: static calls run against its state. Some providers (anvil without
+   * automine, for one) answer `latest` calls with pending state, where our own unmined transaction from the
+   * previous cycle already consumed the request; at this block the request is still open, so it is planned
+   * again and its transaction replaced (same nonce, higher price) instead of being skipped.
+   */
+  stateBlock?: number;
 };
 
 const abi = AbiCoder.defaultAbiCoder();
@@ -103,6 +110,25 @@ function failData(request: FulfillmentRequest, message: string): string {
   ]);
 }
 
+// Providers that reject a block argument for eth_estimateGas say so in a params error, not a revert.
+const UNSUPPORTED_BLOCK_ARGUMENT = /invalid (params|argument)|too many arguments|expected 1 argument/i;
+
+/**
+ * eth_estimateGas against the discovery block's state (see PlanContext.stateBlock): against pending state
+ * our own unmined transaction would already have run the callback and made it look cheaper.
+ */
+async function estimateAtStateBlock(context: PlanContext, call: CallRequest): Promise<bigint> {
+  if (context.stateBlock === undefined) return estimateGas(context.client, call);
+  try {
+    return await estimateGas(context.client, call, undefined, context.stateBlock);
+  } catch (error) {
+    if (error instanceof RpcError && UNSUPPORTED_BLOCK_ARGUMENT.test(error.message)) {
+      return estimateGas(context.client, call);
+    }
+    throw error;
+  }
+}
+
 async function planFail(
   context: PlanContext,
   request: FulfillmentRequest,
@@ -114,7 +140,7 @@ async function planFail(
     gasLimit = BigInt(context.fulfillmentGasLimit);
   } else {
     try {
-      gasLimit = await estimateGas(context.client, { from: request.sponsorWallet, to: context.rrpAddress, data });
+      gasLimit = await estimateAtStateBlock(context, { from: request.sponsorWallet, to: context.rrpAddress, data });
     } catch (error) {
       const reason = revertReasonOf(error);
       if (isNotAwaiting(reason))
@@ -142,12 +168,11 @@ async function staticFulfill(
   gas?: bigint,
 ): Promise<{ ok: true } | { ok: false; reason: string }> {
   try {
-    const raw = await ethCall(context.client, {
-      from: request.sponsorWallet,
-      to: context.rrpAddress,
-      data,
-      ...(gas === undefined ? {} : { gas }),
-    });
+    const raw = await ethCall(
+      context.client,
+      { from: request.sponsorWallet, to: context.rrpAddress, data, ...(gas === undefined ? {} : { gas }) },
+      context.stateBlock ?? 'latest',
+    );
     const [callSuccess, callData] = rrpInterface.decodeFunctionResult('fulfill', raw).toArray() as [boolean, string];
     return callSuccess ? { ok: true } : { ok: false, reason: decodeRevertString(callData) };
   } catch (error) {
@@ -201,8 +226,8 @@ export async function planApiCallTransaction(
       abi.encode(['bytes32', 'bytes'], [request.id, response.encodedValue]),
     ]);
     const [overhead, callback] = await Promise.all([
-      estimateGas(context.client, { from: request.sponsorWallet, to: context.dryRunAddress, data: dryRunData }),
-      estimateGas(context.client, { from: context.rrpAddress, to: request.fulfillAddress, data: callbackData }),
+      estimateAtStateBlock(context, { from: request.sponsorWallet, to: context.dryRunAddress, data: dryRunData }),
+      estimateAtStateBlock(context, { from: context.rrpAddress, to: request.fulfillAddress, data: callbackData }),
     ]);
     const total = overhead + callback;
     // EIP-150: a call forwards at most 63/64 of the remaining gas, so reserve 1/63 on top.

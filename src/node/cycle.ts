@@ -132,9 +132,7 @@ export async function planChainShards(
   // submitted once, however many providers saw it.
   const apiCalls = new Map<string, DiscoveredApiCall>();
   const withdrawals = new Map<string, WithdrawalRequest>();
-  let currentBlock = 0;
   for (const discovery of limited) {
-    currentBlock = Math.max(currentBlock, discovery.currentBlock);
     for (const call of discovery.apiCalls) if (!apiCalls.has(call.id)) apiCalls.set(call.id, call);
     for (const withdrawal of discovery.withdrawals)
       if (!withdrawals.has(withdrawal.id)) withdrawals.set(withdrawal.id, withdrawal);
@@ -159,7 +157,8 @@ export async function planChainShards(
         sponsor,
         sponsorWallet,
         providers: healthy.map((s) => s.name),
-        currentBlock,
+        // The lowest head among healthy providers: every provider a shard may use knows this block.
+        currentBlock: confirmedHead,
         apiCalls: [],
         withdrawals: [],
       };

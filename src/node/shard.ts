@@ -234,6 +234,7 @@ export async function runShard(shard: ShardInput, context: ShardContext): Promis
                 ? { fulfillmentGasLimit: chain.options.fulfillmentGasLimit }
                 : {}),
               gasTarget,
+              stateBlock: shard.currentBlock,
             },
             item.call,
             item.response,

@@ -362,6 +362,40 @@ describe('request-response cycle on anvil (real AirnodeRrpV0)', () => {
     });
   });
 
+  describe('stuck transactions', () => {
+    it('replaces a transaction still pending from the previous cycle (same nonce, higher price)', async () => {
+      const sponsor = await newSponsor();
+      const requestId = await fullRequest(sponsor);
+      const config = buildConfig({
+        ...base(),
+        gasPriceOracle: [{ gasPriceStrategy: 'constantGasPrice', gasPrice: { value: 10, unit: 'gwei' } }],
+      });
+      const run = () =>
+        runCycle(config, {
+          executor: new InProcessExecutor({ config, wallets, logger: silentLogger, cache }),
+          logger: silentLogger,
+          wallets,
+        });
+      await rpc(chain.anvil.url, 'evm_setAutomine', [false]);
+      try {
+        const first = await run();
+        const second = await run();
+        const outcome = (summary: CycleSummary) =>
+          summary.results.flatMap((r) => (r.ok ? r.output.outcomes : [])).find((o) => o.id === requestId)!;
+        expect(outcome(first).nonce).to.equal(0);
+        expect(outcome(second).nonce).to.equal(0);
+        expect(outcome(second).txHash).to.not.equal(outcome(first).txHash);
+        await rpc(chain.anvil.url, 'evm_mine', []);
+      } finally {
+        await rpc(chain.anvil.url, 'evm_setAutomine', [true]);
+      }
+      await waitForMined(chain.anvil.url);
+      expect((await requestEvents(chain.deployment, requestId)).fulfilled).to.have.length(1);
+      const nonce = await rpc<string>(chain.anvil.url, 'eth_getTransactionCount', [sponsor.sponsorWallet, 'latest']);
+      expect(Number(nonce)).to.equal(1);
+    });
+  });
+
   describe('withdrawals', () => {
     it('sends the sponsor wallet balance minus cost and remainder back, and holds the sponsor requests meanwhile', async () => {
       const sponsor = await newSponsor();
