@@ -71,7 +71,11 @@ async function runChild(kind: string, configPath: string): Promise<void> {
     });
     const summary = await runCycle(config, { executor, logger: silentLogger, wallets: nodeWallets });
     wallMs = performance.now() - start;
-    process.stderr.write(`ours: ${JSON.stringify({ ...summary.transactions, ...summary.timings })}\n`);
+    const shardTimings = summary.results.flatMap((r) => (r.ok ? [r.output.timings] : []));
+    const slowest = (key: 'apiMs' | 'planMs' | 'sendMs') => Math.max(0, ...shardTimings.map((t) => t[key]));
+    process.stderr.write(
+      `ours: ${JSON.stringify({ ...summary.transactions, ...summary.timings, slowestShard: { api: slowest('apiMs'), plan: slowest('planMs'), send: slowest('sendMs') } })}\n`,
+    );
   } else {
     // The reference reads config.json from its own package directory; point it at ours instead.
     const require = createRequire(import.meta.url);

@@ -59,6 +59,8 @@ export type ShardOutput = {
   apiCalls: number;
   cacheHits: number;
   rpcCalls: number;
+  /** Milliseconds spent calling APIs, planning (static calls, estimates) and sending. */
+  timings: { apiMs: number; planMs: number; sendMs: number };
 };
 
 export type ShardContext = {
@@ -175,11 +177,14 @@ export async function runShard(shard: ShardInput, context: ShardContext): Promis
 
   // 1. API calls (cached responses reused), all before any transaction, as the reference.
   let cacheHits = 0;
+  const timings = { apiMs: 0, planMs: 0, sendMs: 0 };
+  let phaseStart = performance.now();
   const responses = await mapLimit(shard.apiCalls, context.apiConcurrency ?? 16, async (call) => {
     const { response, cached } = await respond(context, shard.chainId, call);
     if (cached) cacheHits++;
     return response;
   });
+  timings.apiMs = performance.now() - phaseStart;
   let pending: WorkItem[] = [
     ...shard.apiCalls.map((call, i) => ({ kind: 'api' as const, call, response: responses[i]! })),
     ...shard.withdrawals.map((withdrawal) => ({ kind: 'withdrawal' as const, withdrawal })),
@@ -223,6 +228,7 @@ export async function runShard(shard: ShardInput, context: ShardContext): Promis
       }
 
       const remainder = chain.options.withdrawalRemainder ? amountToWei(chain.options.withdrawalRemainder) : 0n;
+      phaseStart = performance.now();
       const plans = await mapLimit(pending, 8, async (item): Promise<PlannedTransaction | PlannedWithdrawal> => {
         if (item.kind === 'api') {
           return planApiCallTransaction(
@@ -253,6 +259,8 @@ export async function runShard(shard: ShardInput, context: ShardContext): Promis
 
       // Send in nonce order; a transport failure hands the rest to the next provider, any other
       // failure stops this sponsor for the cycle (later nonces would be stuck behind it).
+      timings.planMs += performance.now() - phaseStart;
+      phaseStart = performance.now();
       let index = 0;
       let stopped: string | undefined;
       for (; index < pending.length; index++) {
@@ -297,6 +305,7 @@ export async function runShard(shard: ShardInput, context: ShardContext): Promis
           stopped = 'skipped because one of the previous requests failed';
         }
       }
+      timings.sendMs += performance.now() - phaseStart;
       pending = [];
     } catch (error) {
       // Keep what was sent; the rest goes to the next provider.
@@ -322,5 +331,10 @@ export async function runShard(shard: ShardInput, context: ShardContext): Promis
     apiCalls: shard.apiCalls.length - cacheHits,
     cacheHits,
     rpcCalls,
+    timings: {
+      apiMs: Math.round(timings.apiMs),
+      planMs: Math.round(timings.planMs),
+      sendMs: Math.round(timings.sendMs),
+    },
   };
 }
