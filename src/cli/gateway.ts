@@ -4,7 +4,7 @@
 // server start failure, 2 usage or I/O error.
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
-import { parseSecretsEnv, validateConfig } from '../config/index.js';
+import { parseSecretsEnv, secretsFromEnvironment, validateConfig } from '../config/index.js';
 import { startGatewayServer } from '../gateway/server.js';
 import { createLogger, registerSecret, registerSecrets } from '../observability/index.js';
 import type { Subcommand } from './main.js';
@@ -13,7 +13,7 @@ const USAGE = `Usage: oracle-node gateway -c <config.json> [-s <secrets.env>] [-
 
 Serves the gateways enabled in nodeSettings (HTTP, signed-data, OEV) on gatewayServerPort (default 3000).
   -c, --config           path of config.json
-  -s, --secrets          path of secrets.env (NAME=value lines)
+  -s, --secrets          path of secrets.env (NAME=value lines); default: the environment's variables
       --port             port, overriding nodeSettings.cloudProvider.gatewayServerPort (0 = any free port)
       --host             address to listen on (default 0.0.0.0)
       --path-key-secret  name of a secret in secrets.env used as the path key instead of the public default
@@ -64,7 +64,10 @@ export async function runGateway(argv: string[]): Promise<number> {
   let secrets: Record<string, string> = {};
   try {
     configText = await readFile(values.config, 'utf8');
-    if (values.secrets) secrets = parseSecretsEnv(await readFile(values.secrets, 'utf8')).secrets;
+    // Without -s the secrets come from the environment, as in a pod whose Secret is mounted with envFrom.
+    secrets = values.secrets
+      ? parseSecretsEnv(await readFile(values.secrets, 'utf8')).secrets
+      : secretsFromEnvironment(configText);
   } catch (error) {
     process.stderr.write(
       `Cannot read ${(error as NodeJS.ErrnoException).path ?? 'file'}: ${(error as Error).message}\n`,

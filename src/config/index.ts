@@ -13,7 +13,9 @@ export {
   makeRedactor,
   type ParsedSecrets,
   parseSecretsEnv,
+  referencedSecretNames,
   SECRET_NAME_PATTERN,
+  secretsFromEnvironment,
 } from './secrets.js';
 export {
   describeJsonError,

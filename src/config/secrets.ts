@@ -193,3 +193,50 @@ export function makeRedactor(
     return result;
   };
 }
+
+/** Names of the `${NAME}` references in a parsed config (escaped `\${…}` and invalid names excluded). */
+export function referencedSecretNames(root: unknown, maxDepth = 256): Set<string> {
+  const names = new Set<string>();
+  const scan = (text: string) => {
+    if (!text.includes('${')) return;
+    for (const match of text.matchAll(PLACEHOLDER)) {
+      if (!match[1] && SECRET_NAME_PATTERN.test(match[2]!)) names.add(match[2]!);
+    }
+  };
+  const walk = (node: unknown, depth: number): void => {
+    if (typeof node === 'string') return scan(node);
+    if (node === null || typeof node !== 'object' || depth >= maxDepth) return;
+    if (Array.isArray(node)) {
+      for (const item of node) walk(item, depth + 1);
+      return;
+    }
+    for (const [key, value] of Object.entries(node)) {
+      scan(key);
+      walk(value, depth + 1);
+    }
+  };
+  walk(root, 0);
+  return names;
+}
+
+/**
+ * The secrets a config references, taken from the environment. In a pod the Secret named by the OracleNode's
+ * `secretRef` arrives as environment variables; only the names the config uses are picked, so unrelated variables
+ * (PATH, KUBERNETES_*) never become secrets. Text that is not JSON yields no secrets: validation reports it.
+ */
+export function secretsFromEnvironment(config: unknown, env: NodeJS.ProcessEnv = process.env): Record<string, string> {
+  let root = config;
+  if (typeof config === 'string') {
+    try {
+      root = JSON.parse(config);
+    } catch {
+      return {};
+    }
+  }
+  const secrets: Record<string, string> = {};
+  for (const name of referencedSecretNames(root)) {
+    const value = env[name];
+    if (value !== undefined) secrets[name] = value;
+  }
+  return secrets;
+}
