@@ -41,7 +41,7 @@ test-integration: install ## Integration tests: cluster-up, mocha on test/integr
 	  exec $(BIN)/mocha --timeout 120000 '$(INTEGRATION_SPEC)'; \
 	fi; \
 	$(CLUSTER_DIR)/build.sh all; \
-	trap '$(CLUSTER_DIR)/cluster.sh down' EXIT; \
+	trap '$(CLUSTER_DIR)/cluster.sh down' EXIT; trap 'exit 130' INT TERM; \
 	$(CLUSTER_DIR)/cluster.sh up; \
 	export KUBECONFIG=$(CLUSTER_RUN_DIR)/admin.kubeconfig CLUSTER_RESTRICTED_KUBECONFIG=$(CLUSTER_RUN_DIR)/restricted.kubeconfig; \
 	rc=0; $(BIN)/mocha --timeout 120000 '$(INTEGRATION_SPEC)' || rc=$$?; \

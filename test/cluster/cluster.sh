@@ -81,31 +81,39 @@ start() { # <component> <args...>
   echo $! >"$PIDS/$name"
 }
 
-stop_one() {
-  local name="$1" pid i
-  pid="$(pid_of "$name")" || return 0
-  if alive "$name"; then
-    kill -TERM "$pid" 2>/dev/null || true
+# stop_group <component>...: SIGTERM to all of them at once, SIGKILL for whatever still runs after 5 s.
+stop_group() {
+  local c pid i entry waiting=()
+  for c in "$@"; do
+    pid="$(pid_of "$c")" || continue
+    if alive "$c"; then
+      kill -TERM "$pid" 2>/dev/null || true
+      waiting+=("$c:$pid")
+    elif [[ -n $pid ]]; then
+      say "$c (recorded pid $pid) is not running"
+    fi
+  done
+  for entry in "${waiting[@]}"; do
+    c="${entry%%:*}" pid="${entry##*:}"
     for ((i = 0; i < 50; i++)); do
       kill -0 "$pid" 2>/dev/null || break
       sleep 0.1
     done
     if kill -0 "$pid" 2>/dev/null; then
-      say "$name (pid $pid) did not exit within 5 s of SIGTERM: sending SIGKILL"
+      say "$c (pid $pid) did not exit within 5 s of SIGTERM: sending SIGKILL"
       kill -KILL "$pid" 2>/dev/null || true
     fi
-    say "stopped $name (pid $pid)"
-  elif [[ -n $pid ]]; then
-    say "$name (recorded pid $pid) is not running"
-  fi
-  rm -f "$PIDS/$name"
+    say "stopped $c (pid $pid)"
+  done
 }
 
+# Clients first (together), then the apiserver, then etcd: each exits quickly once nothing talks to it.
 stop_all() {
-  local i
-  for ((i = ${#COMPONENTS[@]} - 1; i >= 0; i--)); do
-    stop_one "${COMPONENTS[$i]}"
-  done
+  local c
+  stop_group kwok kube-scheduler kube-controller-manager
+  stop_group kube-apiserver
+  stop_group etcd
+  for c in "${COMPONENTS[@]}"; do rm -f "$PIDS/$c"; done
   rm -rf "$ETCD_DATA" "$PKI" "$RUN_DIR/ports.env" "$RUN_DIR/env" "$ADMIN_KUBECONFIG" "$RESTRICTED_KUBECONFIG"
 }
 
