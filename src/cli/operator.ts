@@ -4,13 +4,13 @@ import { existsSync, readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { parseArgs } from 'node:util';
 import { KubeConfig } from '@kubernetes/client-node';
-import { pino } from 'pino';
+import { createLogger, type LogLevel } from '../observability/logger.js';
 import type { Reconciler } from '../operator/runtime/types.js';
 import type { Subcommand } from './main.js';
 
 const IN_CLUSTER_TOKEN = '/var/run/secrets/kubernetes.io/serviceaccount/token';
 const IN_CLUSTER_NAMESPACE = '/var/run/secrets/kubernetes.io/serviceaccount/namespace';
-const LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal'] as const;
+const LEVELS = ['debug', 'info', 'warn', 'error'] as const;
 
 const USAGE = `Usage: oracle-node operator [options]
 
@@ -26,7 +26,7 @@ Runs the OracleNode controller. Each option can also be set by its environment v
   --workers N                        ONO_WORKERS          concurrent reconciles, default 2
   --qps N                            ONO_QPS              client-side API rate, default 20
   --burst N                          ONO_BURST            client-side API burst, default 30
-  --log-level LEVEL                  ONO_LOG_LEVEL        trace|debug|info|warn|error, default info
+  --log-level LEVEL                  ONO_LOG_LEVEL        debug|info|warn|error, default info
 `;
 
 export type OperatorFlags = {
@@ -170,16 +170,13 @@ export async function runOperator(argv: string[]): Promise<number> {
     process.stderr.write(`oracle-node operator: ${error instanceof Error ? error.message : String(error)}\n\n${USAGE}`);
     return 2;
   }
-  const logger = pino({
-    level: flags.logLevel,
-    base: { component: 'operator' },
-    timestamp: pino.stdTimeFunctions.isoTime,
-  });
+  // JSON lines through the shared factory (secret redaction, the config's level names).
+  const logger = createLogger({ level: flags.logLevel.toUpperCase() as LogLevel, bindings: { component: 'operator' } });
   let reconciler: Reconciler;
   try {
     reconciler = await loadReconciler();
   } catch (error) {
-    logger.fatal({ err: error instanceof Error ? error.message : String(error) }, 'cannot start the operator');
+    logger.error({ err: error instanceof Error ? error.message : String(error) }, 'cannot start the operator');
     return 1;
   }
   const { createManager } = await import('../operator/runtime/manager.js');
@@ -217,7 +214,7 @@ export async function runOperator(argv: string[]): Promise<number> {
     await manager.run(reconciler);
     return 0;
   } catch (error) {
-    logger.fatal({ err: error instanceof Error ? error.message : String(error) }, 'operator failed');
+    logger.error({ err: error instanceof Error ? error.message : String(error) }, 'operator failed');
     await manager.stop().catch(() => {});
     return 1;
   } finally {

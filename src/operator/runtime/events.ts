@@ -77,7 +77,11 @@ export class KubeEventRecorder implements EventRecorder {
   /** Sends what is queued (bounded by timeoutMs), then drops the rest. */
   async stop(timeoutMs = 2000): Promise<void> {
     this.stopped = true;
-    if (this.draining) await Promise.race([this.draining, this.clock.sleep(timeoutMs)]);
+    if (this.draining) {
+      const timer = new AbortController();
+      await Promise.race([this.draining, this.clock.sleep(timeoutMs, timer.signal)]);
+      timer.abort();
+    }
     this.queue.length = 0;
   }
 

@@ -3,11 +3,10 @@
 // that only run while this replica leads, /metrics and /healthz + /readyz, Kubernetes Events, and a graceful stop
 // (no new work, in-flight reconciles finish within a bound, the lease is released).
 import { randomUUID } from 'node:crypto';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import type { KubernetesObject } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { Registry } from 'prom-client';
+import { type ObservabilityServer, startObservabilityServer } from '../../observability/http.js';
 import { InformerCache } from './cache.js';
 import { RuntimeClient } from './client.js';
 import { type Clock, systemClock } from './clock.js';
@@ -69,7 +68,7 @@ export class RuntimeManager implements Manager {
   private leading = false;
   private workSignal: AbortController | undefined;
   private workers: Promise<void>[] = [];
-  private servers: Server[] = [];
+  private servers: ObservabilityServer[] = [];
   private boundPorts: { metrics?: number; health?: number } = {};
   private stopping: Promise<void> | undefined;
   private resolveRun: (() => void) | undefined;
@@ -209,7 +208,7 @@ export class RuntimeManager implements Manager {
             onStoppedLeading: () => this.stopLeading(),
             onNewLeader: (holder) => this.logger.info({ leader: holder }, 'observed leader'),
           },
-          this.logger.child({ component: 'leader-election' }),
+          this.logger.child({ subsystem: 'leader-election' }),
           this.clock,
         );
         this.elector.start();
@@ -341,41 +340,23 @@ export class RuntimeManager implements Manager {
     }
   }
 
+  /** /metrics on metricsPort; /healthz and /readyz on healthPort (the shared observability handler). */
   private async startServers(): Promise<void> {
     const host = this.tuning.listenHost ?? '0.0.0.0';
-    const listen = async (port: number, handler: Parameters<typeof createServer>[1]) => {
-      const server = createServer(handler);
-      await new Promise<void>((resolve, reject) => {
-        server.once('error', reject);
-        server.listen(port, host, () => resolve());
-      });
-      this.servers.push(server);
-      return (server.address() as AddressInfo).port;
-    };
     if (this.options.metricsPort > 0) {
-      this.boundPorts.metrics = await listen(this.options.metricsPort, (req, res) => {
-        if ((req.url ?? '').split('?')[0] !== '/metrics') {
-          res.writeHead(404).end();
-          return;
-        }
-        this.registry.metrics().then(
-          (text) => res.writeHead(200, { 'content-type': this.registry.contentType }).end(text),
-          (error) => res.writeHead(500).end(String(error)),
-        );
-      });
+      const server = await startObservabilityServer({ registry: this.registry, port: this.options.metricsPort, host });
+      this.servers.push(server);
+      this.boundPorts.metrics = server.port;
     }
     if (this.options.healthPort > 0) {
-      this.boundPorts.health = await listen(this.options.healthPort, (req, res) => {
-        const path = (req.url ?? '').split('?')[0];
-        if (path === '/healthz') {
-          res.writeHead(200, { 'content-type': 'text/plain' }).end('ok');
-        } else if (path === '/readyz') {
-          const { ready, reason } = this.readiness();
-          res.writeHead(ready ? 200 : 503, { 'content-type': 'text/plain' }).end(ready ? 'ok' : `not ready: ${reason}`);
-        } else {
-          res.writeHead(404).end();
-        }
+      const server = await startObservabilityServer({
+        registry: this.registry,
+        port: this.options.healthPort,
+        host,
+        ready: () => this.readiness(),
       });
+      this.servers.push(server);
+      this.boundPorts.health = server.port;
     }
   }
 
@@ -392,7 +373,12 @@ export class RuntimeManager implements Manager {
     this.workSignal?.abort(new Error('shutting down'));
     const workers = Promise.all(this.workers);
     const timeoutMs = this.tuning.shutdownTimeoutMs ?? 30_000;
-    const finished = await Promise.race([workers.then(() => true), this.clock.sleep(timeoutMs).then(() => false)]);
+    const timer = new AbortController(); // cancels the bound's timer so it does not keep the process alive
+    const finished = await Promise.race([
+      workers.then(() => true),
+      this.clock.sleep(timeoutMs, timer.signal).then(() => false),
+    ]);
+    timer.abort();
     if (!finished)
       this.logger.warn({ inFlight: queue?.inFlight(), timeoutMs }, 'in-flight reconciles did not finish in time');
     // Only now release the lease, so the next leader never overlaps with our last reconciles.
@@ -400,15 +386,7 @@ export class RuntimeManager implements Manager {
     else if (this.leading) this.stopLeading();
     await Promise.all(this.cache.informers().map((informer) => informer.stop()));
     await this.events.stop();
-    await Promise.all(
-      this.servers.map(
-        (server) =>
-          new Promise<void>((resolve) => {
-            server.close(() => resolve());
-            server.closeAllConnections();
-          }),
-      ),
-    );
+    await Promise.all(this.servers.map((server) => server.close()));
     this.rest.close();
     this.logger.info('manager stopped');
     this.resolveRun?.();
