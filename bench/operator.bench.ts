@@ -7,6 +7,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
+import { loadavg } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -241,7 +242,9 @@ function writeSection(rows: string[]): void {
     `Measured by \`bench/operator.bench.ts\` on ${new Date().toISOString().slice(0, 10)} against the test control plane ` +
       '(`make cluster-up`: etcd, kube-apiserver, controller-manager, scheduler and kwok as local processes) on a ' +
       '2-core machine; the operator ran as `oracle-node operator --workers=8 --qps=300 --burst=600` in its own process. ' +
-      'The OracleNodes are the minimal sample (10 children each) with their coordinator suspended.',
+      'The OracleNodes are the minimal sample (10 children each) with their coordinator suspended. ' +
+      `The machine was shared with other work (1-minute load average ${loadavg()[0]!.toFixed(1)} at the end of the run), ` +
+      'so the times are an upper bound.',
     '',
     '| Measure | Result |',
     '|---|---|',

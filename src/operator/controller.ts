@@ -200,7 +200,7 @@ export class OracleNodeReconciler implements Reconciler {
       throw error;
     }
 
-    const rolloutMessage = await this.advanceRollout(node, config, rollout, children, context);
+    const rolloutMessage = await this.advanceRollout(node, rollout, children, context);
     const stage = config.nodeSettings.stage;
     const names = childNames(node.metadata.name, stage);
     const gatewayWanted = gatewayEnabled(input);
@@ -337,7 +337,6 @@ export class OracleNodeReconciler implements Reconciler {
    */
   private async advanceRollout(
     node: OracleNode,
-    config: NodeConfig,
     rollout: { stage: string; oldStages: string[] },
     children: { object: Child }[],
     context: ReconcileContext,
@@ -390,7 +389,6 @@ export class OracleNodeReconciler implements Reconciler {
       'StageRolledOut',
       `Stage ${rollout.stage} replaced ${rollout.oldStages.join(',')}`,
     );
-    void config;
     // The new coordinator is released on the next reconcile, once the deletions reach the cache.
     return `Stage ${rollout.oldStages.join(',')} -> ${rollout.stage}: removing the old stage`;
   }

@@ -2,6 +2,7 @@
 // collector and the Job/CronJob/Deployment controllers, scheduler, kwok playing the pods), driven through the real
 // runtime manager in this process.
 import { execFile } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import {
   BatchV1Api,
@@ -16,7 +17,17 @@ import {
 } from '@kubernetes/client-node';
 import { expect } from 'chai';
 import { API_VERSION, KIND, type OracleNode } from '../../../src/operator/resource.js';
-import { api, apply, kc, kubeconfigPath, objects, sleep, useNamespace, waitFor } from '../support/cluster.js';
+import {
+  api,
+  apply,
+  expectStatus,
+  kc,
+  kubeconfigPath,
+  objects,
+  sleep,
+  useNamespace,
+  waitFor,
+} from '../support/cluster.js';
 import {
   condition,
   installCrd,
@@ -81,6 +92,21 @@ describe('OracleNode operator (integration)', function () {
       120_000,
       { description: `OracleNode ${name} to be Ready`, intervalMs: 500 },
     );
+
+  it('the apiserver rejects wrong types, enums and stage formats (the CRD schema comes from the config model)', async () => {
+    const invalid: [string, (node: OracleNode) => void][] = [
+      ['stage format', (node) => ((node.spec.config.nodeSettings as { stage: string }).stage = 'Not_A_Stage')],
+      ['enum', (node) => ((node.spec.config.nodeSettings as { logLevel: string }).logLevel = 'LOUD')],
+      ['type', (node) => ((node.spec.config.chains as { maxConcurrency: unknown }[])[0]!.maxConcurrency = 'ten')],
+    ];
+    for (const [what, edit] of invalid) {
+      const { node } = sampleDocs('minimal', ns());
+      node.metadata.name = 'rejected';
+      edit(node);
+      const error = await expectStatus(objects.create(node, undefined, 'All'), 422);
+      expect(String(error.body), what).to.contain('spec.config');
+    }
+  });
 
   it('minimal sample: ConfigMap, RBAC and coordinator CronJob with the expected specs; status Ready', async () => {
     await applySample('minimal');
@@ -336,7 +362,15 @@ describe('OracleNode operator (integration)', function () {
     // minimal: chain 31337 has maxConcurrency 10; 12 shards must run at most 10 at a time.
     const { stdout } = await run(
       process.execPath,
-      ['--import', 'tsx', 'test/integration/operator/run-executor.ts', ns(), 'minimal-dev-coordinator', '12', '10'],
+      [
+        '--import',
+        'tsx',
+        fileURLToPath(new URL('./run-executor.ts', import.meta.url)),
+        ns(),
+        'minimal-dev-coordinator',
+        '12',
+        '10',
+      ],
       { env: { ...process.env, KUBECONFIG: kubeconfigPath }, timeout: 150_000 },
     );
     const { jobs, results } = JSON.parse(stdout.trim().split('\n').pop()!) as { jobs: string[]; results: unknown[] };
