@@ -42,7 +42,8 @@ test-e2e: install image image-pause ## End-to-end: real pods on a real node (NOD
 	  eval "$$(test/cluster/real-node.sh env)"; \
 	  exec $(BIN)/mocha --timeout 300000 '$(E2E_SPEC)'; \
 	fi; \
-	$(CLUSTER_DIR)/build.sh k8s; \
+	$(CLUSTER_DIR)/build.sh k8s etcd kwok; \
+	test/cluster/real-node.sh build; \
 	trap 'test/cluster/real-node.sh down' EXIT; \
 	test/cluster/real-node.sh up; \
 	eval "$$(test/cluster/real-node.sh env)"; \

@@ -1,0 +1,153 @@
+// Support for the e2e tier: a real node (test/cluster/real-node.sh, `NODE=real make cluster-up`) whose
+// pods really run the engine image. `make test-e2e` starts that cluster and exports what these helpers
+// read: KUBECONFIG, REAL_NODE_NAME, REAL_NODE_GATEWAY (the host's address on the pod bridge) and
+// REAL_NODE_IMAGE (the engine image imported into the node's containerd).
+
+import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { appendFileSync, mkdirSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { ApiException, BatchV1Api, CoreV1Api, KubeConfig, type V1Job, type V1Pod } from '@kubernetes/client-node';
+
+export const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+export const kubectlBinary = resolve(
+  process.env['CLUSTER_BIN_DIR'] ?? resolve(repoRoot, '.cache/cluster/bin'),
+  'kubectl',
+);
+
+export type RealNode = { kubeconfig: string; nodeName: string; gateway: string; image: string };
+
+/** The real-node cluster from the environment, or the reason it is missing (suites then skip). */
+export function realNode(): RealNode | string {
+  const kubeconfig = process.env['KUBECONFIG'];
+  const nodeName = process.env['REAL_NODE_NAME'];
+  const gateway = process.env['REAL_NODE_GATEWAY'];
+  const image = process.env['REAL_NODE_IMAGE'];
+  if (!kubeconfig || !nodeName || !gateway || !image) {
+    return 'no real node: run `make test-e2e`, or `NODE=real make cluster-up` and eval "$(test/cluster/real-node.sh env)"';
+  }
+  return { kubeconfig, nodeName, gateway, image };
+}
+
+let kubeConfig: KubeConfig | undefined;
+export function kc(): KubeConfig {
+  if (!kubeConfig) {
+    kubeConfig = new KubeConfig();
+    kubeConfig.loadFromDefault();
+  }
+  return kubeConfig;
+}
+export const core = (): CoreV1Api => kc().makeApiClient(CoreV1Api);
+export const batch = (): BatchV1Api => kc().makeApiClient(BatchV1Api);
+
+export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+export function describeError(err: unknown): string {
+  if (err instanceof ApiException) {
+    const body = typeof err.body === 'string' ? err.body : JSON.stringify(err.body);
+    return `HTTP ${err.code}: ${body?.slice(0, 500)}`;
+  }
+  return err instanceof Error ? err.message : String(err);
+}
+
+/** Polls until `condition` returns something other than undefined/null/false; errors count as "not yet". */
+export async function waitFor<T>(
+  condition: () => Promise<T | undefined | null | false>,
+  timeoutMs: number,
+  description: string,
+  intervalMs = 250,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last = '';
+  for (;;) {
+    try {
+      const value = await condition();
+      if (value !== undefined && value !== null && value !== false) return value;
+    } catch (err) {
+      last = describeError(err);
+    }
+    if (Date.now() >= deadline) {
+      throw new Error(
+        `timed out after ${timeoutMs} ms waiting for ${description}${last ? ` (last error: ${last})` : ''}`,
+      );
+    }
+    await sleep(intervalMs);
+  }
+}
+
+/** A fresh namespace for a suite, deleted afterwards (KEEP_TEST_NAMESPACES=1 keeps it). */
+export function useNamespace(prefix: string): { readonly name: string } {
+  const state = { name: '' };
+  before(async function () {
+    if (typeof realNode() === 'string') return;
+    this.timeout(90_000);
+    const name = `${prefix}-${randomBytes(4).toString('hex')}`;
+    await core().createNamespace({
+      body: { metadata: { name, labels: { 'oracle-node-operator.test/suite': 'e2e' } } },
+    });
+    await waitFor(
+      () => core().readNamespacedServiceAccount({ name: 'default', namespace: name }),
+      60_000,
+      `ServiceAccount default in ${name}`,
+    );
+    state.name = name;
+  });
+  after(async function () {
+    this.timeout(60_000);
+    if (!state.name || process.env['KEEP_TEST_NAMESPACES'] === '1') return;
+    await core()
+      .deleteNamespace({ name: state.name })
+      .catch(() => undefined);
+  });
+  return {
+    get name(): string {
+      if (!state.name) throw new Error('useNamespace(): the namespace exists only inside hooks and tests');
+      return state.name;
+    },
+  };
+}
+
+/** The hardening every engine container gets in these tests (and in the operator's workloads). */
+export const restricted = {
+  runAsNonRoot: true,
+  allowPrivilegeEscalation: false,
+  readOnlyRootFilesystem: true,
+  capabilities: { drop: ['ALL'] },
+  seccompProfile: { type: 'RuntimeDefault' },
+};
+
+export const jobDone = (job: V1Job): 'Complete' | 'Failed' | undefined =>
+  job.status?.conditions?.find((c) => (c.type === 'Complete' || c.type === 'Failed') && c.status === 'True')?.type as
+    | 'Complete'
+    | 'Failed'
+    | undefined;
+
+export async function podsOf(namespace: string, labelSelector: string): Promise<V1Pod[]> {
+  return (await core().listNamespacedPod({ namespace, labelSelector })).items;
+}
+
+/** ms from the pod's creation to its first container having started (from the API's timestamps). */
+export function podStartMs(pod: V1Pod): number | undefined {
+  const created = pod.metadata?.creationTimestamp;
+  const status = pod.status?.containerStatuses?.[0];
+  const started = status?.state?.running?.startedAt ?? status?.state?.terminated?.startedAt;
+  if (!created || !started) return undefined;
+  return new Date(started).getTime() - new Date(created).getTime();
+}
+
+const execFileP = promisify(execFile);
+/** Runs the test cluster's kubectl against KUBECONFIG. */
+export async function kubectl(...args: string[]): Promise<string> {
+  const { stdout } = await execFileP(kubectlBinary, args, { env: process.env, maxBuffer: 16 * 1024 * 1024 });
+  return stdout;
+}
+
+/** Records a measured duration for docs/benchmarks.md (.cache/e2e/timings.txt and the test output). */
+export function recordTiming(name: string, ms: number): void {
+  const dir = resolve(repoRoot, '.cache/e2e');
+  mkdirSync(dir, { recursive: true });
+  appendFileSync(resolve(dir, 'timings.txt'), `${new Date().toISOString()} ${name}=${Math.round(ms)}\n`);
+  console.log(`      timing: ${name} = ${Math.round(ms)} ms`);
+}
