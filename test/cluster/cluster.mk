@@ -16,17 +16,22 @@ INTEGRATION_SPEC ?= test/integration/**/*.test.ts
 cluster-bins: ## Build kube-apiserver, kcm, scheduler, kubectl, etcd, kwok, helm into .cache/cluster/bin (skips up-to-date ones)
 	@$(CLUSTER_DIR)/build.sh all
 
+# NODE=real: a real node (containerd + runc + kubelet) in place of kwok's fake one, in its own run dir
+# (.cache/cluster/real); see test/cluster/real-node.sh and docs/real-pods.md.
+NODE ?= kwok
+CLUSTER_SH = $(if $(filter real,$(NODE)),$(CLUSTER_DIR)/real-node.sh,$(CLUSTER_DIR)/cluster.sh)
+
 .PHONY: cluster-up
-cluster-up: cluster-bins ## Start (or reuse) the test control plane on 127.0.0.1 and print `export KUBECONFIG=...`
-	@$(CLUSTER_DIR)/cluster.sh up
+cluster-up: cluster-bins ## Start (or reuse) the test control plane on 127.0.0.1 and print `export KUBECONFIG=...` (NODE=real: a real node)
+	@$(CLUSTER_SH) up
 
 .PHONY: cluster-down
-cluster-down: ## Stop the test control plane's recorded processes and remove its state
-	@$(CLUSTER_DIR)/cluster.sh down
+cluster-down: ## Stop the test control plane's recorded processes and remove its state (NODE=real: the real-node one)
+	@$(CLUSTER_SH) down
 
 .PHONY: cluster-status
 cluster-status: ## Show whether each test control plane process is running
-	@$(CLUSTER_DIR)/cluster.sh status
+	@$(CLUSTER_SH) status
 
 .PHONY: test-integration
 test-integration: install ## Integration tests: cluster-up, mocha on test/integration, cluster-down (USE_EXISTING_CLUSTER=1 to reuse KUBECONFIG's)
