@@ -246,10 +246,10 @@ export class RestClient {
   /**
    * Opens a watch and yields its events until the server closes it (a clean end), the signal aborts, or nothing
    * arrives for `inactivityTimeoutMs` (an ApiError with status 0). Opening is rate-limited but not retried: the
-   * informer owns the reconnect policy.
+   * informer owns the reconnect policy. Counted as method GET (the HTTP method), as client-go does.
    */
   async *watch(options: WatchOptions): AsyncGenerator<WatchEvent> {
-    await this.throttle('WATCH', options.signal);
+    await this.throttle('GET', options.signal);
     const connection = await this.connectionOptions();
     const url = this.url(options.path, { ...options.query, watch: true });
     const headers = {
@@ -283,12 +283,12 @@ export class RestClient {
         req.on('error', reject);
         req.end();
       }).catch((error: Error) => {
-        this.count('<error>', 'WATCH', Number(process.hrtime.bigint() - started) / 1e9);
+        this.count('<error>', 'GET', Number(process.hrtime.bigint() - started) / 1e9);
         if (options.signal.aborted) throw error;
         throw new ApiError(`watch ${options.path}: ${timedOut ? 'no response' : error.message}`, 0);
       });
       const status = res.statusCode ?? 0;
-      this.count(String(status), 'WATCH', Number(process.hrtime.bigint() - started) / 1e9);
+      this.count(String(status), 'GET', Number(process.hrtime.bigint() - started) / 1e9);
       if (status < 200 || status >= 300) {
         const chunks: Buffer[] = [];
         for await (const chunk of res) chunks.push(chunk as Buffer);
