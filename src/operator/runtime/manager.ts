@@ -372,7 +372,8 @@ export class RuntimeManager implements Manager {
     // In-flight reconciles see their signal abort and get shutdownTimeoutMs to finish.
     this.workSignal?.abort(new Error('shutting down'));
     const workers = Promise.all(this.workers);
-    const timeoutMs = this.tuning.shutdownTimeoutMs ?? 30_000;
+    // 20 s leaves time to release the Lease within the default 30 s terminationGracePeriodSeconds.
+    const timeoutMs = this.tuning.shutdownTimeoutMs ?? 20_000;
     const timer = new AbortController(); // cancels the bound's timer so it does not keep the process alive
     const finished = await Promise.race([
       workers.then(() => true),
