@@ -4,8 +4,8 @@
 # version is skipped, so a warm run costs a few seconds. Go's build and module caches stay where
 # `go env` puts them (by default under $HOME), so a fresh clone on the same machine only relinks; on top of
 # that, every built binary is also kept in $CLUSTER_SHARED_BIN_DIR (default ~/.cache/oracle-node-operator/
-# cluster-bin/, keyed by the helper module's go.mod/go.sum and this script), from where a fresh clone copies it
-# instead of relinking. CLUSTER_SHARED_BIN_DIR= (empty) turns that off.
+# cluster-bin/, keyed by the helper module's go.mod/go.sum, the Go version and RECIPE), from where a fresh
+# clone copies it instead of relinking. CLUSTER_SHARED_BIN_DIR= (empty) turns that off.
 #
 # Usage: test/cluster/build.sh [all|k8s|etcd|kwok|helm]...   (default: all)
 set -euo pipefail
@@ -40,10 +40,13 @@ GO_BUILD=(nice -n 10 go build -trimpath)
 
 mkdir -p "$BIN_DIR"
 
-# The shared copy of a binary lives under a key of everything that decides its bytes.
+# The shared copy of a binary lives under a key of what decides its bytes: the module's go.mod/go.sum, the Go
+# toolchain and the build recipe below. Bump RECIPE when the flags change (the version checks catch most of it).
+RECIPE=1
+GO_VERSION="$(go env GOVERSION)"
 shared_path() { # <binary> <module dir>
   local key
-  key="$(cat "$HERE/$2/go.mod" "$HERE/$2/go.sum" "$HERE/build.sh" | cksum | cut -d' ' -f1)"
+  key="$({ cat "$HERE/$2/go.mod" "$HERE/$2/go.sum"; echo "$GO_VERSION recipe $RECIPE"; } | cksum | cut -d' ' -f1)"
   echo "$SHARED_DIR/$2-$key/$1"
 }
 restore() { # <binary> <module dir>: copy a previously built binary from the shared cache
@@ -58,7 +61,7 @@ publish() { # <binary> <module dir>: keep a copy for other clones on this machin
   local dst
   dst="$(shared_path "$1" "$2")"
   cmp -s "$BIN_DIR/$1" "$dst" && return 0
-  mkdir -p "$(dirname "$dst")" && cp -f "$BIN_DIR/$1" "$dst.tmp.$$" && mv -f "$dst.tmp.$$" "$dst" || true
+  { mkdir -p "$(dirname "$dst")" && cp -f "$BIN_DIR/$1" "$dst.tmp.$$" && mv -f "$dst.tmp.$$" "$dst"; } || rm -f "$dst.tmp.$$"
 }
 
 # have <binary> <expected substring> <version command...>: true when the binary reports the pinned version.

@@ -270,6 +270,7 @@ up() {
   command -v curl >/dev/null || { echo "cluster: curl is needed for the readiness checks" >&2; exit 1; }
 
   if any_recorded; then
+    # shellcheck source=/dev/null
     if all_alive && [[ -f "$RUN_DIR/ports.env" ]] && source "$RUN_DIR/ports.env" && https_ok "$APISERVER_PORT" /readyz >/dev/null 2>&1; then
       say "already running (apiserver https://127.0.0.1:$APISERVER_PORT)"
       print_env
