@@ -62,6 +62,10 @@ publish() { # <binary> <module dir>: keep a copy for other clones on this machin
   dst="$(shared_path "$1" "$2")"
   cmp -s "$BIN_DIR/$1" "$dst" && return 0
   { mkdir -p "$(dirname "$dst")" && cp -f "$BIN_DIR/$1" "$dst.tmp.$$" && mv -f "$dst.tmp.$$" "$dst"; } || rm -f "$dst.tmp.$$"
+  # Keep the two most recently filled keys per module (e.g. two branches); older ones are dead weight.
+  local old
+  # shellcheck disable=SC2012
+  while IFS= read -r old; do rm -rf -- "$old"; done < <(ls -1dt -- "$SHARED_DIR/$2-"* 2>/dev/null | tail -n +3)
 }
 
 # have <binary> <expected substring> <version command...>: true when the binary reports the pinned version.
