@@ -16,6 +16,7 @@ import {
   KubeConfig,
   type KubernetesObject,
   KubernetesObjectApi,
+  loadYaml,
   PatchStrategy,
   Watch,
 } from '@kubernetes/client-node';
@@ -96,7 +97,8 @@ async function main(): Promise<void> {
     objects.patch(object, undefined, undefined, FIELD_MANAGER, true, PatchStrategy.ServerSideApply);
 
   // CRD, namespace, one shared Secret.
-  const crd = yaml.load(readFileSync(join(root, 'crds/oracle-node.io_oraclenodes.yaml'), 'utf8')) as KubernetesObject;
+  // Typed (loadYaml): client-node's serializer drops untyped keys such as enum and x-kubernetes-validations.
+  const crd = loadYaml<KubernetesObject>(readFileSync(join(root, 'crds/oracle-node.io_oraclenodes.yaml'), 'utf8'));
   await apply(crd);
   await sleep(2000);
   const namespace = `onode-bench-${Date.now().toString(36)}`;

@@ -1,7 +1,7 @@
 // The operator's integration support: install the CRD, run the real runtime manager in-process with the OracleNode
 // reconciler (one per suite, scoped to its namespace), load the samples, read objects, count API writes.
 import { readFileSync } from 'node:fs';
-import type { KubernetesObject } from '@kubernetes/client-node';
+import { type KubernetesObject, loadYaml } from '@kubernetes/client-node';
 import yaml from 'js-yaml';
 import { pino } from 'pino';
 import { Registry } from 'prom-client';
@@ -14,7 +14,9 @@ export const CRD_PATH = new URL('../../../crds/oracle-node.io_oraclenodes.yaml',
 
 /** Applies the generated CRD and waits until it is Established. */
 export async function installCrd(): Promise<void> {
-  const crd = yaml.load(readFileSync(CRD_PATH, 'utf8')) as KubernetesObject;
+  // loadYaml deserializes into client-node's typed model: its serializer would otherwise drop the keys whose JSON
+  // names differ from the model's (enum, x-kubernetes-validations, x-kubernetes-preserve-unknown-fields, ...).
+  const crd = loadYaml<KubernetesObject>(readFileSync(CRD_PATH, 'utf8'));
   await apply(crd);
   await waitFor(
     async () => {
