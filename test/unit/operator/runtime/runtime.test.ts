@@ -228,6 +228,51 @@ describe('operator runtime against an in-memory API server', () => {
     }
   });
 
+  it('manager: losing the Lease aborts in-flight reconciles at once and stops taking work until re-elected', async () => {
+    api.upsert('configmaps', configMap('held', {}));
+    const started: string[] = [];
+    let aborted = 0;
+    const reconciler: Reconciler = {
+      name: 'blocking',
+      watches: { primary: CONFIGMAP, owned: [] },
+      async reconcile(key, context) {
+        started.push(key.name);
+        if (key.name !== 'held') return undefined;
+        // Holds on until leadership goes away.
+        await new Promise<void>((resolve) => context.signal.addEventListener('abort', () => resolve(), { once: true }));
+        aborted++;
+        throw new Error('aborted');
+      },
+    };
+    const manager = createManager({
+      kubeConfig: api.kubeConfig(),
+      namespaces: ['ns1'],
+      leaderElection: { enabled: true, namespace: 'ns1', leaseName: 'lock', identity: 'me' },
+      workers: 2,
+      qps: 1000,
+      burst: 1000,
+      metricsPort: 0,
+      healthPort: 0,
+      fieldManager: 'test',
+      logger,
+      tuning: { registry: new Registry(), leaseDurationMs: 1500, renewDeadlineMs: 1000, retryPeriodMs: 200 },
+    });
+    const running = manager.run(reconciler);
+    await waitFor(() => started.includes('held'), 'the blocking reconcile');
+    api.inject = (req) => (req.url?.includes('/leases') ? { status: 500 } : undefined);
+    await waitFor(() => aborted === 1, 'the reconcile signal to abort when the Lease cannot be renewed');
+    expect(manager.isLeader()).to.equal(false);
+    const before = started.length;
+    api.upsert('configmaps', configMap('while-not-leading', {}));
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(started.length).to.equal(before); // no work without the Lease
+    api.inject = undefined;
+    await waitFor(() => manager.isLeader(), 're-election', 15_000);
+    await waitFor(() => started.includes('while-not-leading'), 'work resumed after re-election');
+    await manager.stop();
+    await running;
+  });
+
   it('manager: reconciles primaries and owned children map to their owner; errors back off and retry', async () => {
     api.upsert('configmaps', configMap('p1', { v: '1' }));
     const reconciled: string[] = [];
