@@ -123,9 +123,10 @@ describe('operator CRD', () => {
 
   it('is what crds/ holds (make generate was run)', () => {
     const committed = readFileSync(new URL('../../../crds/oracle-node.io_oraclenodes.yaml', import.meta.url), 'utf8');
-    expect(yaml.load(committed)).to.deep.equal(JSON.parse(JSON.stringify(crd)));
+    const stale = 'the config model changed: run `make generate` and commit crds/ and docs/crd-reference.md';
+    expect(yaml.load(committed), stale).to.deep.equal(JSON.parse(JSON.stringify(crd)));
     const reference = readFileSync(new URL('../../../docs/crd-reference.md', import.meta.url), 'utf8');
-    expect(reference).to.equal(renderCrdReference(crd));
+    expect(reference === renderCrdReference(crd), stale).to.equal(true);
   });
 
   describe('JSON Schema to structural conversion', () => {
