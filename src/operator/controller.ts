@@ -401,6 +401,18 @@ export class OracleNodeReconciler implements Reconciler {
       metadata: { name: node.metadata.name, namespace: node.metadata.namespace },
       status,
     });
+    // An Event on every Ready transition, so `kubectl describe` tells the node's story.
+    const wasReady = node.status?.conditions?.find((c) => c.type === 'Ready');
+    const ready = status.conditions?.find((c) => c.type === 'Ready');
+    if (ready && ready.status !== wasReady?.status) {
+      const type = ready.status === 'True' ? 'Normal' : 'Warning';
+      context.events.record(
+        node,
+        type,
+        ready.status === 'True' ? 'Ready' : 'NotReady',
+        `${ready.reason}: ${ready.message}`,
+      );
+    }
   }
 }
 
