@@ -16,6 +16,7 @@ import {
   type V1Service,
 } from '@kubernetes/client-node';
 import { expect } from 'chai';
+import { kubeConfigMapStore, writeCycleReport } from '../../../src/operator/job-executor.js';
 import { API_VERSION, KIND, type OracleNode } from '../../../src/operator/resource.js';
 import {
   api,
@@ -382,6 +383,43 @@ describe('OracleNode operator (integration)', function () {
     expect(job.metadata!.ownerReferences![0]).to.include({ kind: 'OracleNode', name: 'minimal' });
     const input = (await configMap(jobs[0]!))!;
     expect(Object.keys(input.data!)).to.have.length(12);
+  });
+
+  it('status.lastCycle shows the last coordinator Job (run by the CronJob, completed by kwok) and its reported counts', async function () {
+    this.timeout(300_000);
+    const job = await waitFor(
+      async () => {
+        const jobs = (await objects.list(
+          'batch/v1',
+          'Job',
+          ns(),
+          undefined,
+          undefined,
+          undefined,
+          undefined,
+          'oracle-node.io/name=minimal,app.kubernetes.io/component=coordinator',
+        )) as { items: V1Job[] };
+        return jobs.items.find((j) => j.status?.conditions?.some((c) => c.type === 'Complete' && c.status === 'True'));
+      },
+      150_000,
+      { description: 'a completed coordinator Job (the CronJob fires every minute)', intervalMs: 1000 },
+    );
+    // What the coordinator writes at the end of its cycle.
+    await writeCycleReport(kubeConfigMapStore(kc, ns(), 'minimal-cycle'), {
+      job: job.metadata!.name!,
+      counts: { requests: 3, fulfilled: 2, failed: 1 },
+    });
+    const node = await waitFor(
+      async () => {
+        const live = await readNode(ns(), 'minimal');
+        const cycle = live?.status?.lastCycle;
+        return cycle?.job === job.metadata!.name && cycle?.counts ? live : undefined;
+      },
+      120_000,
+      { description: 'status.lastCycle with the counts', intervalMs: 500 },
+    );
+    expect(node.status!.lastCycle).to.include({ outcome: 'Succeeded' });
+    expect(node.status!.lastCycle!.counts).to.deep.equal({ requests: 3, fulfilled: 2, failed: 1 });
   });
 
   it('deleting an OracleNode garbage-collects its children', async () => {
