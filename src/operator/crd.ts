@@ -285,6 +285,18 @@ const STAGE_RULE = {
   message: `stage must be 1-16 characters of lowercase a-z, 0-9 and hyphen (and cannot be a ${NAME_PLACEHOLDER} placeholder)`,
 };
 
+/**
+ * Children are named `<name>-<stage>-coordinator` and the CronJob controller appends 11 characters to a CronJob's
+ * name for its Jobs, so CronJob names are limited to 52: name + stage must stay within 52 - 13.
+ */
+export const MAX_NAME_AND_STAGE = 39;
+const NAME_LENGTH_RULE = {
+  rule:
+    '!has(self.spec.config) || !has(self.spec.config.nodeSettings) || !has(self.spec.config.nodeSettings.stage) || ' +
+    `size(self.metadata.name) + size(self.spec.config.nodeSettings.stage) <= ${MAX_NAME_AND_STAGE}`,
+  message: `metadata.name and nodeSettings.stage together must be at most ${MAX_NAME_AND_STAGE} characters (child names are <name>-<stage>-coordinator, a CronJob name of at most 52)`,
+};
+
 /** Converts the config model's JSON Schema (zod 4 `z.toJSONSchema`) into the structural schema of spec.config. */
 export function configJsonSchemaToStructural(jsonSchema: JsonSchema | undefined): StructuralSchema {
   const description =
@@ -591,6 +603,7 @@ export function buildCrd(configJsonSchema?: JsonSchema): CustomResourceDefinitio
                 'its workers as Indexed Jobs and its gateways as a Deployment.',
               type: 'object',
               required: ['spec'],
+              'x-kubernetes-validations': [NAME_LENGTH_RULE],
               properties: {
                 apiVersion: { description: 'APIVersion of this representation of the object.', type: 'string' },
                 kind: { description: 'Kind of the object: OracleNode.', type: 'string' },

@@ -107,6 +107,10 @@ describe('OracleNode operator (integration)', function () {
       const error = await expectStatus(objects.create(node, undefined, 'All'), 422);
       expect(String(error.body), what).to.contain('spec.config');
     }
+    const { node } = sampleDocs('minimal', ns());
+    node.metadata.name = 'a-name-long-enough-to-overflow-the-cronjob-limit';
+    const error = await expectStatus(objects.create(node, undefined, 'All'), 422);
+    expect(String(error.body)).to.contain('at most 39 characters');
   });
 
   it('minimal sample: ConfigMap, RBAC and coordinator CronJob with the expected specs; status Ready', async () => {
