@@ -3,7 +3,7 @@
 // (own ports, PKI, etcd data); the apiserver is stopped by its recorded pid and restarted with the exact command
 // line it was started with (read from /proc before stopping it).
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, openSync, readFileSync, readlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, openSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { repoRoot } from './harness.js';
 
@@ -12,7 +12,8 @@ export class PrivateCluster {
   private apiserverCommand: { exe: string; args: string[] } | undefined;
 
   constructor(name: string) {
-    this.runDir = resolve(repoRoot, '.cache/cluster', `run-${name}`);
+    // One directory per test process: two runs at once (e.g. two checkouts' CI) get separate clusters.
+    this.runDir = resolve(repoRoot, '.cache/cluster', `run-${name}-${process.pid}`);
   }
 
   get kubeconfig(): string {
@@ -54,6 +55,7 @@ export class PrivateCluster {
       if (existsSync(`/proc/${pid}`)) process.kill(pid, 'SIGKILL');
     }
     this.script('down');
+    rmSync(this.runDir, { recursive: true, force: true });
   }
 
   private pidFile(): string {
