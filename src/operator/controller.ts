@@ -36,6 +36,7 @@ import type { ObjectKey, ReconcileContext, ReconcileResult, Reconciler, WatchSpe
 import {
   type ConditionInput,
   cronJobHasActiveJobs,
+  deploymentAvailable,
   deploymentReady,
   jobActive,
   lastCycle,
@@ -234,7 +235,12 @@ export class OracleNodeReconciler implements Reconciler {
     } else if (!gatewayIsReady) {
       const message = `Gateway Deployment ${names.gateway} is rolling out`;
       conditions.push({ type: 'Progressing', status: 'True', reason: 'GatewayRollingOut', message });
-      conditions.push({ type: 'Ready', status: 'False', reason: 'GatewayNotReady', message });
+      // A rolling update keeps every replica available (maxUnavailable 0): still serving, so still Ready.
+      conditions.push(
+        deploymentAvailable(gateway)
+          ? { type: 'Ready', status: 'True', reason: 'Ready', message: `Stage ${stage} is serving; ${message}` }
+          : { type: 'Ready', status: 'False', reason: 'GatewayNotReady', message },
+      );
     } else {
       conditions.push({
         type: 'Progressing',

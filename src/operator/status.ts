@@ -66,6 +66,13 @@ export function deploymentReady(deployment: V1Deployment | undefined): boolean {
 }
 
 /** RFC 3339 in whole seconds, as the apiserver writes it, whether the client gave a Date or a string. */
+/** Every wanted replica available, whichever revision: the gateway serves (e.g. during a rolling update). */
+export function deploymentAvailable(deployment: V1Deployment | undefined): boolean {
+  if (!deployment) return false;
+  const wanted = deployment.spec?.replicas ?? 1;
+  return wanted === 0 || (deployment.status?.availableReplicas ?? 0) >= wanted;
+}
+
 const toIso = (value: Date | string | undefined): string | undefined => {
   if (value === undefined) return undefined;
   const date = value instanceof Date ? value : new Date(value);

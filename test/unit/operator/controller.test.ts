@@ -184,6 +184,12 @@ describe('operator controller (reconcile against an in-memory cluster)', () => {
     };
     await reconcile();
     expect(condition('Ready')).to.include({ status: 'True' });
+    expect(condition('Progressing')).to.include({ status: 'False' });
+    // A new revision rolling out while the old pods serve: Progressing, and still Ready.
+    deployment.metadata!.generation = 2;
+    await reconcile();
+    expect(condition('Progressing')).to.include({ status: 'True', reason: 'GatewayRollingOut' });
+    expect(condition('Ready')).to.include({ status: 'True' });
   });
 
   it('stage rollout: new stage up, old coordinator suspended and drained, gateway Ready, then old stage removed', async () => {

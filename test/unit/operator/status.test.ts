@@ -3,6 +3,7 @@ import { expect } from 'chai';
 import type { Child } from '../../../src/operator/builders/common.js';
 import { isSubset, needsApply, withAppliedHash } from '../../../src/operator/diff.js';
 import {
+  deploymentAvailable,
   deploymentReady,
   lastCycle,
   mergeConditions,
@@ -48,6 +49,11 @@ describe('operator status', () => {
       deploymentReady(deployment({ observedGeneration: 2, updatedReplicas: 2, availableReplicas: 2 }) as never),
     ).to.equal(true);
     expect(deploymentReady(deployment({ observedGeneration: 2 }, 0) as never)).to.equal(true);
+    // Rolling out a new revision with every replica still available: serving, not yet rolled out.
+    const rolling = deployment({ observedGeneration: 2, updatedReplicas: 1, availableReplicas: 2 }) as never;
+    expect(deploymentReady(rolling)).to.equal(false);
+    expect(deploymentAvailable(rolling)).to.equal(true);
+    expect(deploymentAvailable(deployment({ observedGeneration: 2, availableReplicas: 1 }) as never)).to.equal(false);
   });
 
   it('the last cycle is the newest coordinator Job, with the counts the coordinator reported for it', () => {
