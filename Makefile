@@ -88,6 +88,14 @@ test: install ## All tests: unit + component with coverage, then integration whe
 bench: build ## Benchmarks; results go to docs/benchmarks.md by hand
 	@for b in bench/*.bench.ts; do echo "== $$b"; node --import tsx --expose-gc $$b; done
 
+.PHONY: demo
+demo: build ## One-command demo: control plane, test chain, API, operator, an OracleNode, a request fulfilled
+	@up_here=0; if ! $(CLUSTER_SH) env >/dev/null 2>&1; then up_here=1; fi; \
+	$(MAKE) --no-print-directory cluster-up; \
+	rc=0; node --import tsx scripts/demo.ts || rc=$$?; \
+	if [ $$up_here = 1 ] && [ -z "$${KEEP_CLUSTER:-}" ]; then $(MAKE) --no-print-directory cluster-down; fi; \
+	exit $$rc
+
 .PHONY: clean
 clean: ## Remove build outputs (keeps .cache)
 	rm -rf dist coverage
