@@ -170,6 +170,7 @@ export class Informer {
       maxMs: this.options.reconnectMaxMs ?? 30_000,
     });
     let relistReason = 'initial';
+    let goneInARow = 0;
     while (!signal.aborted) {
       try {
         if (this.resourceVersion === undefined || this.relistDue) {
@@ -184,6 +185,7 @@ export class Informer {
           continue;
         }
         this.options.metrics?.watchRestarts.inc({ resource: this.resource, reason: 'timeout' });
+        goneInARow = 0;
         // A watch closing at once with nothing delivered is a broken server or proxy: back off, never spin.
         if (events === 0 && this.clock.now() - started < 1000) {
           await this.clock.sleep(backoff.next(), signal);
@@ -197,7 +199,8 @@ export class Informer {
           this.options.metrics?.watchRestarts.inc({ resource: this.resource, reason: 'gone' });
           this.resourceVersion = undefined;
           relistReason = 'gone';
-          // A relist right away is what client-go does; the QPS limiter still bounds it.
+          // A relist right away is what client-go does; 410 again straight after a relist backs off instead.
+          if (++goneInARow > 1) await this.clock.sleep(backoff.next(), signal);
           continue;
         }
         const delay = backoff.next();

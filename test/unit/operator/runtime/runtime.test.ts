@@ -103,6 +103,27 @@ describe('operator runtime against an in-memory API server', () => {
     await informer.stop();
   });
 
+  it('informer: a server answering every watch with 410 gets relists with backoff, not a relist storm', async () => {
+    api.upsert('configmaps', configMap('a', {}));
+    api.inject = (req) => (req.url?.includes('watch=true') ? { status: 410 } : undefined);
+    const transport = rest();
+    const informer = new Informer({
+      kind: CONFIGMAP,
+      namespace: 'ns1',
+      client: new RuntimeClient(transport, 'test'),
+      rest: transport,
+      logger,
+      reconnectInitialMs: 100,
+      reconnectMaxMs: 400,
+    });
+    informer.start();
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    await informer.stop();
+    const listsAndWatches = api.requests.filter((r) => r.method === 'GET' && r.path.endsWith('/configmaps')).length;
+    // 1000 qps would allow ~1000 requests; backoff (100, 200, 400, 400 ms ...) allows about a dozen.
+    expect(listsAndWatches).to.be.within(4, 30);
+  });
+
   it('informer: a watch that goes silent is cut by the inactivity timeout and reconnected', async () => {
     api.upsert('configmaps', configMap('a', { v: '1' }));
     const transport = rest();
