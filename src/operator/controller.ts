@@ -32,7 +32,14 @@ import {
   type OracleNode,
   type OracleNodeStatus,
 } from './resource.js';
-import type { ObjectKey, ReconcileContext, ReconcileResult, Reconciler, WatchSpec } from './runtime/types.js';
+import type {
+  ObjectKey,
+  ReconcileContext,
+  ReconcileResult,
+  Reconciler,
+  ResourceKind,
+  WatchSpec,
+} from './runtime/types.js';
 import {
   type ConditionInput,
   cronJobHasActiveJobs,
@@ -201,6 +208,7 @@ export class OracleNodeReconciler implements Reconciler {
       throw error;
     }
 
+    await this.pruneUnwanted(node, config.nodeSettings.stage, children, context);
     const rolloutMessage = await this.advanceRollout(node, rollout, children, context);
     const stage = config.nodeSettings.stage;
     const names = childNames(node.metadata.name, stage);
@@ -322,6 +330,27 @@ export class OracleNodeReconciler implements Reconciler {
       };
     }
     return { ok: true, values: decodeSecret(secret), hash: hashOf(secret.data ?? {}), name };
+  }
+
+  /** Children of the current stage that the spec no longer asks for (gateways disabled, PDB at one replica). */
+  private async pruneUnwanted(
+    node: OracleNode,
+    stage: string,
+    children: { kind: ResourceKind; object: Child }[],
+    context: ReconcileContext,
+  ): Promise<void> {
+    const namespace = node.metadata.namespace;
+    const wanted = new Set(children.map(({ kind, object }) => `${kind.plural}/${object.metadata.name}`));
+    for (const kind of CHILD_KINDS)
+      for (const child of context.cache.list(kind, namespace, {
+        [LABELS.name]: node.metadata.name,
+        [LABELS.stage]: stage,
+      })) {
+        const name = child.metadata!.name!;
+        if (wanted.has(`${kind.plural}/${name}`)) continue;
+        context.logger.info({ kind: kind.kind, child: name }, 'deleting a child the spec no longer asks for');
+        await context.client.delete(kind, { namespace, name }, { propagationPolicy: 'Background' });
+      }
   }
 
   private rolloutState(node: OracleNode, config: NodeConfig, context: ReconcileContext) {

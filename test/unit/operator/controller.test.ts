@@ -163,6 +163,31 @@ describe('operator controller (reconcile against an in-memory cluster)', () => {
     expect(kube.get<V1CronJob>(KINDS.cronJob, cronJobKey)!.spec!.schedule).to.equal('* * * * *');
   });
 
+  it('children the spec no longer asks for are deleted (gateways disabled, one replica: no PDB)', async () => {
+    const { kube, key, reconcile, current } = setup('full-multi-chain');
+    await reconcile();
+    const names = (kind: typeof KINDS.service) => kube.list(kind, 'default').map((o) => o.metadata!.name);
+    expect(names(KINDS.podDisruptionBudget)).to.deep.equal(['full-prod-a-gateway']);
+    kube.editNode(key, (node) => (node.spec.gateway!.replicas = 1), KINDS.oracleNode);
+    await reconcile();
+    expect(names(KINDS.podDisruptionBudget)).to.deep.equal([]);
+    kube.editNode(
+      key,
+      (node) => {
+        const settings = node.spec.config.nodeSettings as Record<string, { enabled: boolean }>;
+        for (const gateway of ['httpGateway', 'httpSignedDataGateway', 'oevGateway'])
+          settings[gateway] = { enabled: false };
+        node.spec.config.triggers = { ...(node.spec.config.triggers as object), http: [], httpSignedData: [] };
+      },
+      KINDS.oracleNode,
+    );
+    await reconcile();
+    expect(current().status!.conditions!.find((c) => c.type === 'ConfigValid')).to.include({ status: 'True' });
+    expect(names(KINDS.deployment)).to.deep.equal([]);
+    expect(names(KINDS.service)).to.deep.equal([]);
+    expect(names(KINDS.cronJob)).to.deep.equal(['full-prod-a-coordinator']);
+  });
+
   it('gateways are reported by URL, and Ready waits for the gateway Deployment', async () => {
     const { kube, reconcile, current, condition } = setup('gateways-only');
     await reconcile();
