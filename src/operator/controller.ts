@@ -109,6 +109,13 @@ function reapplyable<T extends Child>(cached: T): T {
   return { ...rest, metadata: { name, namespace, labels, annotations, ownerReferences } } as unknown as T;
 }
 
+/** The child's controller is this OracleNode (by uid, so a re-created namesake does not count). */
+function controlledBy(child: KubernetesObject, node: OracleNode): boolean {
+  return (child.metadata?.ownerReferences ?? []).some(
+    (ref) => ref.controller === true && ref.uid === node.metadata.uid,
+  );
+}
+
 export class OracleNodeReconciler implements Reconciler {
   readonly name = CONTROLLER_NAME;
   readonly watches = WATCHES;
@@ -347,7 +354,8 @@ export class OracleNodeReconciler implements Reconciler {
         [LABELS.stage]: stage,
       })) {
         const name = child.metadata!.name!;
-        if (wanted.has(`${kind.plural}/${name}`)) continue;
+        // Only what the operator made: a worker Job's input ConfigMap carries the labels but is the Job's.
+        if (wanted.has(`${kind.plural}/${name}`) || !controlledBy(child, node)) continue;
         context.logger.info({ kind: kind.kind, child: name }, 'deleting a child the spec no longer asks for');
         await context.client.delete(kind, { namespace, name }, { propagationPolicy: 'Background' });
       }
@@ -412,11 +420,12 @@ export class OracleNodeReconciler implements Reconciler {
       const selector = { [LABELS.name]: node.metadata.name, [LABELS.stage]: oldStage };
       for (const kind of CHILD_KINDS)
         for (const child of context.cache.list<KubernetesObject>(kind, namespace, selector))
-          await context.client.delete(
-            kind,
-            { namespace, name: child.metadata!.name! },
-            { propagationPolicy: 'Background' },
-          );
+          if (controlledBy(child, node))
+            await context.client.delete(
+              kind,
+              { namespace, name: child.metadata!.name! },
+              { propagationPolicy: 'Background' },
+            );
     }
     context.events.record(
       node,

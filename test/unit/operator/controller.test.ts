@@ -168,6 +168,19 @@ describe('operator controller (reconcile against an in-memory cluster)', () => {
     await reconcile();
     const names = (kind: typeof KINDS.service) => kube.list(kind, 'default').map((o) => o.metadata!.name);
     expect(names(KINDS.podDisruptionBudget)).to.deep.equal(['full-prod-a-gateway']);
+    // A worker Job's shard input carries the node's labels but belongs to the Job: never pruned.
+    kube.put(KINDS.configMap, {
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: {
+        name: 'full-prod-a-worker-abc',
+        namespace: 'default',
+        labels: { 'oracle-node.io/name': 'full', 'oracle-node.io/stage': 'prod-a' },
+        ownerReferences: [
+          { apiVersion: 'batch/v1', kind: 'Job', name: 'full-prod-a-worker-abc', uid: 'job', controller: true },
+        ],
+      },
+    });
     kube.editNode(key, (node) => (node.spec.gateway!.replicas = 1), KINDS.oracleNode);
     await reconcile();
     expect(names(KINDS.podDisruptionBudget)).to.deep.equal([]);
@@ -186,6 +199,7 @@ describe('operator controller (reconcile against an in-memory cluster)', () => {
     expect(names(KINDS.deployment)).to.deep.equal([]);
     expect(names(KINDS.service)).to.deep.equal([]);
     expect(names(KINDS.cronJob)).to.deep.equal(['full-prod-a-coordinator']);
+    expect(names(KINDS.configMap)).to.include('full-prod-a-worker-abc');
   });
 
   it('gateways are reported by URL, and Ready waits for the gateway Deployment', async () => {
