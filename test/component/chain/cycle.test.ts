@@ -299,6 +299,63 @@ describe('request-response cycle on anvil (real AirnodeRrpV0)', () => {
       expect(Number(nonce)).to.equal(2);
     });
 
+    it('splits eth_getLogs ranges for a provider that limits them', async () => {
+      // A provider in front of anvil that refuses eth_getLogs over more than 8 blocks, as hosted providers do.
+      const ranges: number[] = [];
+      const limited = createServer((req, res) => {
+        let body = '';
+        req.on('data', (c) => {
+          body += c;
+        });
+        req.on('end', async () => {
+          const request = JSON.parse(body) as {
+            id: number;
+            method: string;
+            params: { fromBlock: string; toBlock: string }[];
+          };
+          res.setHeader('content-type', 'application/json');
+          if (request.method === 'eth_getLogs') {
+            const span = Number(request.params[0]!.toBlock) - Number(request.params[0]!.fromBlock) + 1;
+            ranges.push(span);
+            if (span > 8) {
+              res.end(
+                JSON.stringify({
+                  jsonrpc: '2.0',
+                  id: request.id,
+                  error: { code: -32005, message: 'query exceeds max block range 8' },
+                }),
+              );
+              return;
+            }
+          }
+          const upstream = await fetch(chain.anvil.url, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json' },
+            body,
+          });
+          res.end(await upstream.text());
+        });
+      });
+      await new Promise<void>((resolve) => limited.listen(0, '127.0.0.1', resolve));
+      try {
+        await mineBlocks(chain.anvil.url, 120);
+        const sponsor = await newSponsor();
+        const requestId = await fullRequest(sponsor);
+        const summary = await cycle({
+          providers: { limited: `http://127.0.0.1:${(limited.address() as AddressInfo).port}` },
+          blockHistoryLimit: 100,
+        });
+        expect(summary.providers[0]!.ok).to.equal(true);
+        expect(ranges[0]).to.equal(101);
+        expect(Math.max(...ranges.slice(1))).to.be.at.most(101);
+        expect(ranges.filter((r) => r <= 8).length).to.be.at.least(13);
+        expect((await requestEvents(chain.deployment, requestId)).fulfilled).to.have.length(1);
+      } finally {
+        limited.closeAllConnections();
+        limited.close();
+      }
+    });
+
     it('logs an unreachable chain and carries on (no provider at all)', async () => {
       const summary = await cycle({ providers: { dead: `http://127.0.0.1:${await freePort()}` } });
       expect(summary.providers).to.have.length(1);
