@@ -6,6 +6,7 @@ import { FileResponseCache } from '../node/cache.js';
 import { ConfigLoadError, loadConfig } from '../node/config-loader.js';
 import { runCycle } from '../node/cycle.js';
 import { InProcessExecutor } from '../node/executor.js';
+import { coordinatorEnvironment } from '../node/kubernetes.js';
 import { createNodeLogger } from '../node/logger.js';
 import type { Subcommand } from './main.js';
 
@@ -15,7 +16,7 @@ const HELP = `Usage: oracle-node coordinator -c config.json [-s secrets.env] [--
 
 Runs one request-response cycle on every configured chain and exits.
   -c, --config      config.json
-  -s, --secrets     secrets.env (values for \${NAME} in the config)
+  -s, --secrets     secrets.env (values for \${NAME} in the config); default: the environment
       --cache-dir   directory of the response cache (default ${DEFAULT_CACHE_DIR})
       --details     include every request outcome in the summary
 `;
@@ -52,13 +53,22 @@ export const command: Subcommand = {
       config = await loadConfig(values.config, values.secrets);
     } catch (error) {
       process.stderr.write(`${(error as Error).message}\n`);
-      return error instanceof ConfigLoadError ? 1 : 2;
+      return error instanceof ConfigLoadError && !error.unreadable ? 1 : 2;
     }
     const logger = createNodeLogger(config.nodeSettings);
     const wallets = sponsorWallets(config.nodeSettings.nodeWalletMnemonic);
-    const cache = new FileResponseCache(values['cache-dir'] ?? DEFAULT_CACHE_DIR);
-    const executor = new InProcessExecutor({ config, wallets, logger, cache });
+    // In a coordinator pod made by the operator: shards as Jobs, the ConfigMap cache, a cycle report.
+    const kubernetes = await coordinatorEnvironment();
+    const cache = kubernetes?.cache ?? new FileResponseCache(values['cache-dir'] ?? DEFAULT_CACHE_DIR);
+    const executor = kubernetes?.executor ?? new InProcessExecutor({ config, wallets, logger, cache });
     const summary = await runCycle(config, { executor, logger, wallets });
+    if (kubernetes) {
+      try {
+        await kubernetes.report(summary);
+      } catch (error) {
+        logger.warn({ reason: (error as Error).message }, 'could not write the cycle report');
+      }
+    }
     const { results, ...counts } = summary;
     process.stdout.write(`${JSON.stringify(values.details ? summary : counts)}\n`);
     void results;

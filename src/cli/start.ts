@@ -94,7 +94,7 @@ export const command: Subcommand = {
       config = await loadConfig(values.config, values.secrets);
     } catch (error) {
       process.stderr.write(`${(error as Error).message}\n`);
-      return error instanceof ConfigLoadError ? 1 : 2;
+      return error instanceof ConfigLoadError && !error.unreadable ? 1 : 2;
     }
     if (config.nodeSettings.cloudProvider.type !== 'local') {
       process.stderr.write(

@@ -6,12 +6,15 @@ import { parseArgs } from 'node:util';
 import { sponsorWallets } from '../chain/sponsor-wallets.js';
 import { FileResponseCache } from '../node/cache.js';
 import { ConfigLoadError, loadConfig } from '../node/config-loader.js';
+import { workerCache } from '../node/kubernetes.js';
 import { createNodeLogger } from '../node/logger.js';
 import { runShard, type ShardInput } from '../node/shard.js';
 import { DEFAULT_CACHE_DIR } from './coordinator.js';
 import type { Subcommand } from './main.js';
 
 const HELP = `Usage: oracle-node worker --shard <file|-> -c config.json [-s secrets.env] [--cache-dir DIR]
+
+Without -s, the \${NAME} values of the config come from the environment.
 
 Runs one shard produced by the coordinator and prints its outcome as JSON.
 `;
@@ -62,7 +65,7 @@ export const command: Subcommand = {
       config = await loadConfig(values.config, values.secrets);
     } catch (error) {
       process.stderr.write(`${(error as Error).message}\n`);
-      return error instanceof ConfigLoadError ? 1 : 2;
+      return error instanceof ConfigLoadError && !error.unreadable ? 1 : 2;
     }
     const logger = createNodeLogger(config.nodeSettings);
     try {
@@ -70,7 +73,7 @@ export const command: Subcommand = {
         config,
         wallets: sponsorWallets(config.nodeSettings.nodeWalletMnemonic),
         logger,
-        cache: new FileResponseCache(values['cache-dir'] ?? DEFAULT_CACHE_DIR),
+        cache: (await workerCache()) ?? new FileResponseCache(values['cache-dir'] ?? DEFAULT_CACHE_DIR),
       });
       process.stdout.write(`${JSON.stringify(output)}\n`);
       return 0;

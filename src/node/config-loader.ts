@@ -1,18 +1,21 @@
 // Loads config.json + secrets.env through the config package (validation and `${NAME}` interpolation).
 // Errors are collected into one readable message; no secret value ever appears in it.
 import { readFile } from 'node:fs/promises';
-import { type Config, validateConfig } from '../config/index.js';
+import { type Config, secretsFromEnvironment, validateConfig } from '../config/index.js';
 
 export class ConfigLoadError extends Error {
   constructor(
     message: string,
     readonly issues: { path: string; message: string }[] = [],
+    /** The file could not be read (a usage or I/O error rather than an invalid config). */
+    readonly unreadable = false,
   ) {
     super(message);
     this.name = 'ConfigLoadError';
   }
 }
 
+/** Without `secretsPath`, `${NAME}` values are taken from the environment. */
 export async function loadConfig(configPath: string, secretsPath?: string): Promise<Config> {
   let configText: string;
   try {
@@ -20,6 +23,8 @@ export async function loadConfig(configPath: string, secretsPath?: string): Prom
   } catch (error) {
     throw new ConfigLoadError(
       `Cannot read config file ${configPath}: ${(error as NodeJS.ErrnoException).code ?? 'error'}`,
+      [],
+      true,
     );
   }
   let secretsText: string | undefined;
@@ -29,10 +34,14 @@ export async function loadConfig(configPath: string, secretsPath?: string): Prom
     } catch (error) {
       throw new ConfigLoadError(
         `Cannot read secrets file ${secretsPath}: ${(error as NodeJS.ErrnoException).code ?? 'error'}`,
+        [],
+        true,
       );
     }
   }
-  const result = validateConfig(configText, secretsText ?? {});
+  // Without a secrets file the values come from the environment (a pod with its Secret as envFrom), only
+  // for the names the config references.
+  const result = validateConfig(configText, secretsText ?? secretsFromEnvironment(configText));
   if (!result.ok || !result.config) {
     const lines = result.errors.map((issue) => `  ${issue.path || '(root)'}: ${issue.message}`);
     throw new ConfigLoadError(`The configuration is not valid:\n${lines.join('\n')}`, result.errors);

@@ -105,6 +105,45 @@ describe('oracle-node coordinator, worker and start (anvil, real AirnodeRrpV0)',
     expect(events.fulfilled[0]!.data).to.equal(int256(3000250000n));
   });
 
+  it('takes secret values from the environment without -s, and exits 2 on an unreadable config', async () => {
+    const sponsor = await createSponsor(chain.deployment, 'env-secrets');
+    const requestId = await makeFullRequest(chain.deployment, {
+      endpointId: ENDPOINTS.price,
+      sponsor: sponsor.address,
+      sponsorWallet: sponsor.sponsorWallet,
+      parameters: encodeCoin('ETH'),
+    });
+    const { secrets } = buildConfigJson({
+      providers: { anvil: chain.anvil.url },
+      deployment: chain.deployment,
+      apiUrl: api.url,
+    });
+    const child = spawn(
+      process.execPath,
+      [
+        '--import',
+        'tsx',
+        'src/cli/index.ts',
+        'coordinator',
+        '-c',
+        join(dir, 'config.json'),
+        '--cache-dir',
+        join(dir, 'cache'),
+      ],
+      { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...secrets } },
+    );
+    const io = output(child);
+    expect(await exited(child)).to.equal(0);
+    expect(JSON.parse(io.stdout).transactions.fulfilled).to.equal(1);
+    await waitForMined(chain.anvil.url);
+    expect((await requestEvents(chain.deployment, requestId)).fulfilled).to.have.length(1);
+
+    const missing = spawnCli('coordinator', '-c', join(dir, 'does-not-exist.json'));
+    const missingIo = output(missing);
+    expect(await exited(missing)).to.equal(2);
+    expect(missingIo.stderr).to.include('Cannot read config file');
+  });
+
   it('runs one shard with `worker`, from a file and from stdin; the shard is plain JSON without secrets', async () => {
     const sponsor = await createSponsor(chain.deployment, 'worker');
     const first = await makeFullRequest(chain.deployment, {
