@@ -1,0 +1,290 @@
+// The product end to end on a real node: the operator installed from manifests/install.yaml runs as a pod
+// (in-cluster config through the `kubernetes` Service), reconciles an OracleNode into a coordinator
+// CronJob whose pod really runs a cycle against anvil, worker Jobs really call the API stand-in, and an
+// on-chain request is fulfilled. anvil and the API stand-in listen on the host's address on the pod
+// bridge (REAL_NODE_GATEWAY), which the pods reach directly.
+
+import { type ChildProcess, spawn } from 'node:child_process';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { resolve } from 'node:path';
+import { AppsV1Api, CustomObjectsApi, RbacAuthorizationV1Api, type V1Job } from '@kubernetes/client-node';
+import { expect } from 'chai';
+import { DEFAULT_PATH_KEY } from '../../src/gateway/server.js';
+import { ANVIL_BINARY, CHAIN_ID, type Deployment, deployProtocol } from '../support/chain.js';
+import {
+  buildConfigJson,
+  createSponsor,
+  ENDPOINTS,
+  encodeCoin,
+  makeFullRequest,
+  OIS_TITLE,
+  requestEvents,
+} from '../support/harness.js';
+import {
+  batch,
+  core,
+  kc,
+  kubectl,
+  podsOf,
+  type RealNode,
+  realNode,
+  recordTiming,
+  repoRoot,
+  useNamespace,
+  waitFor,
+} from './support.js';
+
+const node = realNode();
+const real = (): RealNode => {
+  if (typeof node === 'string') throw new Error(node);
+  return node;
+};
+const OPERATOR_NS = 'oracle-node-system';
+const MAX_CONCURRENCY = 2;
+
+describe('e2e: the operator reconciles an OracleNode into real workloads', function () {
+  this.timeout(420_000);
+  let anvil: ChildProcess | undefined;
+  let api: Server | undefined;
+  let apiCalls = 0;
+  let deployment: Deployment;
+  let apiUrl = '';
+
+  before(async function () {
+    if (typeof node === 'string') {
+      console.log(`      skipped: ${node}`);
+      this.skip();
+    }
+    this.timeout(180_000);
+    const gw = real().gateway;
+    const port = 19545 + Math.floor(Math.random() * 1000);
+    const rpcUrl = `http://${gw}:${port}`;
+    anvil = spawn(
+      ANVIL_BINARY,
+      ['--host', gw, '--port', String(port), '--chain-id', String(CHAIN_ID), '--gas-limit', '100000000', '--silent'],
+      { stdio: 'ignore' },
+    );
+    await waitFor(
+      async () =>
+        (
+          await fetch(rpcUrl, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json' },
+            body: '{"jsonrpc":"2.0","id":1,"method":"eth_chainId","params":[]}',
+          })
+        ).ok,
+      30_000,
+      `anvil on ${rpcUrl}`,
+    );
+    deployment = await deployProtocol(rpcUrl);
+
+    api = createServer((req, res) => {
+      apiCalls++;
+      const url = new URL(req.url ?? '/', 'http://x');
+      res.setHeader('content-type', 'application/json');
+      if (url.pathname === '/price')
+        res.end(JSON.stringify({ price: url.searchParams.get('coin') === 'BTC' ? 65000.5 : 3000.25 }));
+      else {
+        res.statusCode = 500;
+        res.end('{"error":"broken on purpose"}');
+      }
+    });
+    await new Promise<void>((r) => api?.listen(0, gw, r));
+    apiUrl = `http://${gw}:${(api.address() as AddressInfo).port}`;
+
+    // The product's install manifest as it is (CRD, RBAC, operator Deployment with oracle-node:<version>,
+    // IfNotPresent): the image is already in the node's containerd.
+    await kubectl('apply', '--server-side', '-f', resolve(repoRoot, 'manifests/install.yaml'));
+  });
+
+  after(async () => {
+    anvil?.kill('SIGTERM');
+    api?.closeAllConnections();
+    api?.close();
+    if (process.env['KEEP_TEST_NAMESPACES'] !== '1') {
+      await kubectl('delete', '--ignore-not-found', 'clusterrolebinding,clusterrole', 'e2e-operator-pods-log').catch(
+        () => '',
+      );
+      await kubectl(
+        'delete',
+        '--ignore-not-found',
+        '--wait=false',
+        '-f',
+        resolve(repoRoot, 'manifests/install.yaml'),
+      ).catch(() => undefined);
+    }
+  });
+
+  const ns = useNamespace('e2e-operator');
+  let requestId = '';
+  let appliedAt = 0;
+
+  it('the operator Deployment from manifests/install.yaml becomes available on the real node', async () => {
+    const t0 = Date.now();
+    const apps = kc().makeApiClient(AppsV1Api);
+    await waitFor(
+      async () => {
+        const d = await apps.readNamespacedDeployment({ name: 'oracle-node-operator', namespace: OPERATOR_NS });
+        return (d.status?.availableReplicas ?? 0) >= 1;
+      },
+      180_000,
+      'deployment oracle-node-operator available',
+      1000,
+    );
+    recordTiming('operator_deployment_available_ms', Date.now() - t0);
+    const pods = await podsOf(OPERATOR_NS, 'app.kubernetes.io/name=oracle-node-operator');
+    expect(pods.some((p) => p.spec?.nodeName === real().nodeName && p.status?.phase === 'Running')).to.equal(true);
+  });
+
+  it('reconciles an OracleNode: Ready, with the coordinator Role (the operator may grant only what it holds)', async () => {
+    const { config, secrets } = buildConfigJson({
+      providers: { anvil: deployment.url },
+      deployment,
+      apiUrl,
+      maxConcurrency: MAX_CONCURRENCY,
+    });
+    const settings = config['nodeSettings'] as Record<string, unknown>;
+    settings['logLevel'] = 'INFO';
+    settings['httpGateway'] = { enabled: true, maxConcurrency: 10, corsOrigins: [] };
+    (config['triggers'] as Record<string, unknown>)['http'] = [
+      { endpointId: ENDPOINTS.price, oisTitle: OIS_TITLE, endpointName: 'price' },
+    ];
+    await core().createNamespacedSecret({
+      namespace: ns.name,
+      body: { metadata: { name: 'e2e-secrets' }, stringData: secrets },
+    });
+    const sponsor = await createSponsor(deployment, 'e2e');
+    requestId = await makeFullRequest(deployment, {
+      endpointId: ENDPOINTS.price,
+      sponsor: sponsor.address,
+      sponsorWallet: sponsor.sponsorWallet,
+      parameters: encodeCoin('ETH'),
+    });
+    appliedAt = Date.now();
+    await kc()
+      .makeApiClient(CustomObjectsApi)
+      .createNamespacedCustomObject({
+        group: 'oracle-node.io',
+        version: 'v1alpha1',
+        namespace: ns.name,
+        plural: 'oraclenodes',
+        body: {
+          apiVersion: 'oracle-node.io/v1alpha1',
+          kind: 'OracleNode',
+          metadata: { name: 'e2e' },
+          spec: { config, secretRef: { name: 'e2e-secrets' }, image: real().image, imagePullPolicy: 'Never' },
+        },
+      });
+    const rbac = kc().makeApiClient(RbacAuthorizationV1Api);
+    try {
+      await waitFor(
+        () => rbac.readNamespacedRole({ name: 'e2e-test-coordinator', namespace: ns.name }),
+        60_000,
+        'Role e2e-test-coordinator',
+        1000,
+      );
+    } catch (err) {
+      throw new Error(
+        `${(err as Error).message}. The coordinator Role grants pods/log get; RBAC escalation prevention lets the operator ` +
+          "create it only when the operator's ClusterRole holds pods/log get too (server-side apply then answers 404).",
+      );
+    }
+  });
+
+  it("the gateway Deployment's pods really start and answer a gateway request through their pod IP", async () => {
+    const apps = kc().makeApiClient(AppsV1Api);
+    const name = 'e2e-test-gateway';
+    await waitFor(
+      async () =>
+        ((await apps.readNamespacedDeployment({ name, namespace: ns.name })).status?.availableReplicas ?? 0) >= 1,
+      180_000,
+      `deployment ${name} available (its readiness probe answers on the pod IP)`,
+      1000,
+    );
+    // From the API's own timestamps (1 s resolution), so the Role check before does not count.
+    const deploymentNow = await apps.readNamespacedDeployment({ name, namespace: ns.name });
+    const available = deploymentNow.status?.conditions?.find((c) => c.type === 'Available')?.lastTransitionTime;
+    const oracleNode = (await kc().makeApiClient(CustomObjectsApi).getNamespacedCustomObject({
+      group: 'oracle-node.io',
+      version: 'v1alpha1',
+      namespace: ns.name,
+      plural: 'oraclenodes',
+      name: 'e2e',
+    })) as { metadata?: { creationTimestamp?: string } };
+    const created = oracleNode.metadata?.creationTimestamp;
+    if (available && created) {
+      recordTiming(
+        'apply_to_gateway_available_ms(1s resolution)',
+        new Date(available).getTime() - new Date(created).getTime(),
+      );
+    }
+    const pods = (await podsOf(ns.name, 'app.kubernetes.io/component=gateway')).filter((p) => p.status?.podIP);
+    expect(pods.length).to.be.greaterThan(0);
+    const response = await fetch(
+      `http://${pods[0]?.status?.podIP}:3000/http-data/${DEFAULT_PATH_KEY}/${ENDPOINTS.price}`,
+      {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ parameters: { coin: 'ETH' } }),
+      },
+    );
+    const body = (await response.json()) as { rawValue?: unknown; encodedValue?: string; values?: string[] };
+    expect(response.status, JSON.stringify(body)).to.equal(200);
+    expect(body.rawValue).to.deep.equal({ price: 3000.25 });
+    expect(body.values).to.deep.equal(['3000250000']);
+    expect(body.encodedValue).to.match(/^0x[0-9a-f]{64}$/);
+    const logs = await kubectl('-n', ns.name, 'logs', `deployment/${name}`);
+    expect(logs.length, 'the gateway pod logs').to.be.greaterThan(0);
+  });
+
+  it('the coordinator pod runs a cycle against the chain, worker Jobs call the API, the request is fulfilled', async () => {
+    // Until the chart's ClusterRole holds pods/log get (see the test above), grant it so the rest can be checked.
+    await kubectl('create', 'clusterrole', 'e2e-operator-pods-log', '--verb=get', '--resource=pods/log').catch(
+      () => '',
+    );
+    await kubectl(
+      'create',
+      'clusterrolebinding',
+      'e2e-operator-pods-log',
+      '--clusterrole=e2e-operator-pods-log',
+      `--serviceaccount=${OPERATOR_NS}:oracle-node-operator`,
+    ).catch(() => '');
+    let fulfilled: Awaited<ReturnType<typeof requestEvents>>;
+    try {
+      fulfilled = await waitFor(
+        async () => {
+          const events = await requestEvents(deployment, requestId);
+          return events.fulfilled.length + events.failed.length > 0 ? events : undefined;
+        },
+        200_000,
+        `request ${requestId} fulfilled on chain (the coordinator CronJob runs every minute)`,
+        2000,
+      );
+    } catch (err) {
+      const pods = await podsOf(ns.name, 'app.kubernetes.io/component=coordinator');
+      const logs = await Promise.all(
+        pods.map((p) => kubectl('-n', ns.name, 'logs', p.metadata?.name ?? '').catch((e) => String(e))),
+      );
+      throw new Error(`${(err as Error).message}; coordinator pods' logs:\n${logs.join('\n---\n').slice(-3000)}`);
+    }
+    recordTiming('apply_to_first_fulfilment_ms', Date.now() - appliedAt);
+    expect(fulfilled.failed).to.have.length(0);
+    expect(fulfilled.fulfilled).to.have.length(1);
+    expect(apiCalls).to.be.greaterThan(0);
+
+    const jobs = (await batch().listNamespacedJob({ namespace: ns.name })).items;
+    const byComponent = (c: string) =>
+      jobs.filter((j: V1Job) => j.metadata?.labels?.['app.kubernetes.io/component'] === c);
+    expect(byComponent('coordinator').length).to.be.greaterThan(0);
+    const coordinatorPods = await podsOf(ns.name, 'app.kubernetes.io/component=coordinator');
+    expect(coordinatorPods.every((p) => p.spec?.nodeName === real().nodeName)).to.equal(true);
+    const logs = await kubectl('-n', ns.name, 'logs', coordinatorPods[0]?.metadata?.name ?? '');
+    expect(logs.trim().length, 'coordinator logs').to.be.greaterThan(0);
+    // Worker Jobs really ran, never wider than the chain's maxConcurrency.
+    const workers = byComponent('worker');
+    expect(workers.length, 'worker Jobs').to.be.greaterThan(0);
+    for (const w of workers) expect(w.spec?.parallelism ?? 1).to.be.at.most(MAX_CONCURRENCY);
+    expect(workers.some((w) => (w.status?.succeeded ?? 0) > 0)).to.equal(true);
+  });
+});
