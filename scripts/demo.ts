@@ -183,6 +183,7 @@ async function main() {
         spec: { config, secretRef: { name: 'demo-secrets' } },
       },
     });
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: the text names the config's placeholder syntax
     say('Secret demo-secrets holds NODE_MNEMONIC and PROVIDER_URL_0; the config refers to them as ${NAME}');
 
     step('The operator reconciles it into a ConfigMap, RBAC, a coordinator CronJob and a gateway Deployment');

@@ -204,7 +204,10 @@ export function referencedSecretNames(root: unknown, maxDepth = 256): Set<string
     }
   };
   const walk = (node: unknown, depth: number): void => {
-    if (typeof node === 'string') return scan(node);
+    if (typeof node === 'string') {
+      scan(node);
+      return;
+    }
     if (node === null || typeof node !== 'object' || depth >= maxDepth) return;
     if (Array.isArray(node)) {
       for (const item of node) walk(item, depth + 1);

@@ -1,3 +1,4 @@
+// biome-ignore-all lint/suspicious/noTemplateCurlyInString: ${NAME} placeholders are the subject of these tests
 import { expect } from 'chai';
 import { referencedSecretNames, secretsFromEnvironment, validateConfig } from '../../../src/config/index.js';
 
