@@ -121,7 +121,7 @@ describe('operator runtime against an in-memory API server', () => {
     await informer.stop();
     const listsAndWatches = api.requests.filter((r) => r.method === 'GET' && r.path.endsWith('/configmaps')).length;
     // 1000 qps would allow ~1000 requests; backoff (100, 200, 400, 400 ms ...) allows about a dozen.
-    expect(listsAndWatches).to.be.within(4, 30);
+    expect(listsAndWatches).to.be.within(2, 30);
   });
 
   it('informer: a watch that goes silent is cut by the inactivity timeout and reconnected', async () => {
@@ -218,15 +218,16 @@ describe('operator runtime against an in-memory API server', () => {
   });
 
   it('rest: the client-side QPS/burst limit holds back a burst of calls', async () => {
-    const transport = rest({ qps: 20, burst: 2 });
+    // One token a second after a burst of 2: the third call must wait (far longer than any scheduling delay).
+    const transport = rest({ qps: 1, burst: 2 });
     const client = new RuntimeClient(transport, 'test');
     const started = Promise.all(
-      Array.from({ length: 6 }, (_, i) => client.get(CONFIGMAP, { namespace: 'ns1', name: `x${i}` })),
+      Array.from({ length: 3 }, (_, i) => client.get(CONFIGMAP, { namespace: 'ns1', name: `x${i}` })),
     );
-    await new Promise((resolve) => setTimeout(resolve, 20));
-    expect(api.requests.length).to.be.at.most(3); // the burst, plus at most one refilled token
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(api.requests).to.have.length(2);
     await started;
-    expect(api.requests).to.have.length(6);
+    expect(api.requests).to.have.length(3);
   });
 
   it('client: server-side apply with the apply content type and field manager; delete tolerates 404', async () => {
