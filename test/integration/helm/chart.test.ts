@@ -7,6 +7,10 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { AppsV1Api, CoreV1Api, PolicyV1Api, RbacAuthorizationV1Api } from '@kubernetes/client-node';
 import { expect } from 'chai';
+import { dump } from 'js-yaml';
+import { buildChildren, DEFAULT_SETTINGS } from '../../../src/operator/builders/index.js';
+import { validateNodeConfig } from '../../../src/operator/config.js';
+import { loadSample } from '../../unit/operator/fake-kube.js';
 import { api, kubeconfigPath, statusOf, uniqueName, useNamespace, waitFor } from '../support/cluster.js';
 
 const run = promisify(execFile);
@@ -138,6 +142,47 @@ describe('Helm chart charts/oracle-node-operator', function () {
     expect(await serviceAccountCan(ns.name, fullname, 'delete', 'nodes', 'default')).to.equal(false);
     expect(await serviceAccountCan(ns.name, fullname, 'create', 'clusterroles', 'default')).to.equal(false);
     expect(await serviceAccountCan(ns.name, fullname, 'get', 'leases.coordination.k8s.io', 'default')).to.equal(false);
+  });
+
+  it("gives the operator identity every permission it needs to create a node's children (no RBAC escalation)", async () => {
+    // Kubernetes refuses a Role that grants more than its creator holds: apply the controller's real children of the
+    // richest sample as the chart's ServiceAccount, so a missing chart rule fails here and not in production.
+    const { node, secret } = loadSample('full-multi-chain');
+    const values = Object.fromEntries(
+      Object.entries((secret as { data?: Record<string, string> }).data ?? {}).map(([k, v]) => [
+        k,
+        Buffer.from(v, 'base64').toString(),
+      ]),
+    );
+    const result = validateNodeConfig(node.spec.config, values);
+    if (!result.ok) throw new Error(JSON.stringify(result.errors));
+    node.metadata = { ...node.metadata, namespace: ns.name, uid: '00000000-0000-4000-8000-000000000001' };
+    const children = buildChildren({
+      node,
+      config: result.config,
+      rawConfig: node.spec.config,
+      secretName: secret.metadata!.name!,
+      secretHash: 'h',
+      settings: DEFAULT_SETTINGS,
+    }).map((c) => {
+      // The owner does not exist in this namespace; the permission check is what matters here.
+      const { ownerReferences: _owners, ...metadata } = c.object.metadata as unknown as Record<string, unknown>;
+      return { ...c.object, metadata: { ...metadata, namespace: ns.name } };
+    });
+    const kinds = new Set(children.map((c) => c.kind));
+    for (const kind of ['Role', 'RoleBinding', 'CronJob', 'Deployment', 'Service', 'ConfigMap', 'ServiceAccount'])
+      expect(kinds, kind).to.include(kind);
+    const manifest = children.map((c) => dump(c)).join('---\n');
+    const out = await kubectl(
+      manifest,
+      'apply',
+      '--server-side',
+      '--field-manager=oracle-node-operator',
+      `--as=system:serviceaccount:${ns.name}:${fullname}`,
+      '-f',
+      '-',
+    );
+    expect(out).to.match(/role\.rbac\.authorization\.k8s\.io\/\S+ serverside-applied/);
   });
 
   it('upgrades to namespaced RBAC: the ClusterRole goes, a Role appears in the watched namespace', async () => {
