@@ -219,7 +219,7 @@ async function main() {
     const configFile = join(workDir, 'config.json');
     writeFileSync(configFile, configMap.data?.['config.json'] ?? '');
     const secret = await core.readNamespacedSecret({ name: 'demo-secrets', namespace });
-    const podEnv: Record<string, string> = { ORACLE_NODE_SECRETS: 'env' };
+    const podEnv: Record<string, string> = {};
     for (const [key, value] of Object.entries(secret.data ?? {})) podEnv[key] = Buffer.from(value, 'base64').toString();
     const gatewayPort = await freePort();
     startEngine(['gateway', '-c', configFile, '--port', String(gatewayPort)], podEnv, join(workDir, 'gateway.log'));

@@ -47,8 +47,6 @@ export type BuildInput = {
 
 export const CONFIG_DIR = '/etc/oracle-node';
 export const CONFIG_FILE = `${CONFIG_DIR}/config.json`;
-/** Tells the engine to resolve `${NAME}` from its environment (the Secret's keys), there being no secrets.env. */
-export const SECRETS_FROM_ENV = { name: 'ORACLE_NODE_SECRETS', value: 'env' } as const;
 export const GATEWAY_CONTAINER_PORT_DEFAULT = 3000;
 
 /** Deterministic names: stage-qualified so two stages can run side by side during a blue/green rollout. */
@@ -157,7 +155,6 @@ export function baseEnv(input: BuildInput, stage: string): V1EnvVar[] {
   const names = childNames(input.node.metadata.name, stage);
   return [
     { name: 'ORACLE_NODE_CONFIG', value: CONFIG_FILE },
-    { ...SECRETS_FROM_ENV },
     { name: 'ORACLE_NODE_NAME', value: input.node.metadata.name },
     { name: 'ORACLE_NODE_STAGE', value: stage },
     { name: 'ORACLE_NODE_CACHE_CONFIGMAP', value: names.cache },
