@@ -55,6 +55,12 @@ export async function coordinatorEnvironment(
         ...(env['JOB_NAME'] ? { job: env['JOB_NAME'] } : {}),
         outcome: summary.shards.failed > 0 ? 'PartiallyFailed' : 'Completed',
         counts: cycleCounts(summary),
+        providers: summary.providers.map(({ chainId, provider, ok, currentBlock }) => ({
+          chainId,
+          provider,
+          ok,
+          ...(currentBlock === undefined ? {} : { currentBlock }),
+        })),
       }),
   };
 }

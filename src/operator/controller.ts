@@ -1,6 +1,7 @@
 // The OracleNode controller: validates the config with its Secret, applies the current stage's children with
 // server-side apply, runs stage rollouts blue/green with the two coordinators never active together, and keeps
 // status current. Every write is skipped when the cluster already matches, so a no-op resync writes nothing.
+
 import type { KubernetesObject, V1ConfigMap, V1CronJob, V1Deployment, V1Job, V1Secret } from '@kubernetes/client-node';
 import { deriveNodeAddress } from '../chain/wallet.js';
 import {
@@ -22,6 +23,7 @@ import {
   validateNodeConfig,
 } from './config.js';
 import { needsApply, withAppliedHash } from './diff.js';
+import type { OracleNodeMetrics } from './metrics.js';
 import {
   CHILD_KINDS,
   CONTROLLER_NAME,
@@ -62,6 +64,8 @@ export type OracleNodeReconcilerOptions = {
   waitPollMs?: number;
   /** Clock, for tests. */
   now?: () => Date;
+  /** The oracle's own per-node metrics (oracle_node_*), published from each computed status. */
+  metrics?: OracleNodeMetrics;
 };
 
 export const WATCHES: WatchSpec = {
@@ -124,6 +128,7 @@ export class OracleNodeReconciler implements Reconciler {
   private readonly secretPollMs: number;
   private readonly waitPollMs: number;
   private readonly now: () => Date;
+  private readonly metrics: OracleNodeMetrics | undefined;
 
   constructor(options: OracleNodeReconcilerOptions = {}) {
     this.settings = { ...DEFAULT_SETTINGS, ...options.settings };
@@ -131,12 +136,16 @@ export class OracleNodeReconciler implements Reconciler {
     this.secretPollMs = options.secretPollMs ?? 60_000;
     this.waitPollMs = options.waitPollMs ?? 5_000;
     this.now = options.now ?? (() => new Date());
+    this.metrics = options.metrics;
   }
 
   async reconcile(key: ObjectKey, context: ReconcileContext): Promise<ReconcileResult> {
     const node = context.cache.get<OracleNode>(KINDS.oracleNode, key);
     // Deleted: the children go with it through their owner references.
-    if (!node || node.metadata.deletionTimestamp) return undefined;
+    if (!node || node.metadata.deletionTimestamp) {
+      this.metrics?.forget(key);
+      return undefined;
+    }
     const generation = node.metadata.generation;
     const now = this.now().toISOString();
     const status: OracleNodeStatus = structuredClone(node.status ?? {});
@@ -438,6 +447,7 @@ export class OracleNodeReconciler implements Reconciler {
   }
 
   private async writeStatus(node: OracleNode, status: OracleNodeStatus, context: ReconcileContext): Promise<void> {
+    this.metrics?.observe({ namespace: node.metadata.namespace ?? '', name: node.metadata.name }, status);
     if (statusEqual(status, node.status)) return;
     await context.client.applyStatus(KINDS.oracleNode, {
       apiVersion: node.apiVersion,

@@ -539,6 +539,23 @@ function statusSchema(): StructuralSchema {
             type: 'object',
             additionalProperties: { type: 'integer' },
           },
+          providers: {
+            description: 'Health of each chain provider in that cycle.',
+            type: 'array',
+            items: {
+              type: 'object',
+              required: ['chainId', 'provider', 'up'],
+              properties: {
+                chainId: { description: 'Chain id of the provider.', type: 'string' },
+                provider: { description: 'Provider name (a key of chains[].providers).', type: 'string' },
+                up: { description: 'Whether the provider answered the block number and logs.', type: 'boolean' },
+                blockLag: {
+                  description: 'Blocks behind the most advanced provider of the same chain.',
+                  type: 'integer',
+                },
+              },
+            },
+          },
         },
       },
     },

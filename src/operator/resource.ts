@@ -111,7 +111,11 @@ export type CycleStatus = {
   completionTime?: string;
   /** Counts written by the coordinator at the end of its cycle (requests seen/fulfilled/failed, ...). */
   counts?: Record<string, number>;
+  /** Health of each chain provider in that cycle. */
+  providers?: ProviderHealth[];
 };
+
+export type ProviderHealth = { chainId: string; provider: string; up: boolean; blockLag?: number };
 
 export type OracleNodeStatus = {
   observedGeneration?: number;

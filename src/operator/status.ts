@@ -2,7 +2,7 @@
 // statuses are compared as canonical JSON so an unchanged status is never written.
 import type { V1CronJob, V1Deployment, V1Job } from '@kubernetes/client-node';
 import { canonicalJson } from './builders/common.js';
-import type { Condition, ConditionType, CycleStatus, OracleNodeStatus } from './resource.js';
+import type { Condition, ConditionType, CycleStatus, OracleNodeStatus, ProviderHealth } from './resource.js';
 
 export type ConditionInput = Omit<Condition, 'lastTransitionTime' | 'observedGeneration'>;
 
@@ -80,7 +80,33 @@ const toIso = (value: Date | string | undefined): string | undefined => {
 };
 
 /** The cycle report the coordinator writes into the `<name>-cycle` ConfigMap (key `cycle.json`). */
-export type CycleReport = { job?: string; outcome?: string; counts?: Record<string, number> };
+export type ProviderReport = { chainId: string; provider: string; ok: boolean; currentBlock?: number };
+export type CycleReport = {
+  job?: string;
+  outcome?: string;
+  counts?: Record<string, number>;
+  providers?: ProviderReport[];
+};
+
+/** Provider health for the status: up or not, and how many blocks behind the best provider of its chain. */
+export function providerHealth(reports: ProviderReport[] | undefined): ProviderHealth[] | undefined {
+  if (!Array.isArray(reports) || reports.length === 0) return undefined;
+  const valid = reports.filter(
+    (r) => r && typeof r.chainId === 'string' && typeof r.provider === 'string' && typeof r.ok === 'boolean',
+  );
+  const best = new Map<string, number>();
+  for (const r of valid) {
+    if (r.ok && Number.isInteger(r.currentBlock))
+      best.set(r.chainId, Math.max(best.get(r.chainId) ?? 0, r.currentBlock as number));
+  }
+  return valid.map((r) => {
+    const top = best.get(r.chainId);
+    const health: ProviderHealth = { chainId: r.chainId, provider: r.provider, up: r.ok };
+    if (r.ok && top !== undefined && Number.isInteger(r.currentBlock))
+      health.blockLag = top - (r.currentBlock as number);
+    return health;
+  });
+}
 export const CYCLE_REPORT_KEY = 'cycle.json';
 
 export function parseCycleReport(data: Record<string, string> | undefined): CycleReport | undefined {
@@ -109,6 +135,8 @@ export function lastCycle(coordinatorJobs: V1Job[], report: CycleReport | undefi
       Object.entries(report.counts).filter(([, v]) => typeof v === 'number' && Number.isInteger(v)),
     );
     if (Object.keys(counts).length > 0) cycle.counts = counts;
+    const providers = providerHealth(report.providers);
+    if (providers) cycle.providers = providers;
   }
   return cycle;
 }

@@ -1,0 +1,120 @@
+// The oracle's own metrics, per OracleNode, derived from the status the controller computes (so they say what
+// `kubectl get onode` says): Ready, the last successful coordinator cycle, its duration, request outcomes, and
+// the health and block lag of each chain provider. The operator scrapes nothing itself: the coordinator's cycle
+// report (status.lastCycle) is the source.
+import { Counter, Gauge, type Registry } from 'prom-client';
+import type { OracleNodeStatus } from './resource.js';
+import type { ObjectKey } from './runtime/types.js';
+
+const NODE_LABELS = ['namespace', 'name'] as const;
+const PROVIDER_LABELS = ['namespace', 'name', 'chain', 'provider'] as const;
+
+/** Request outcomes counted from each new cycle report, keyed by the counts the coordinator writes. */
+const OUTCOMES = { seen: 'discovered', fulfilled: 'fulfilled', failed: 'failed' } as const;
+
+export class OracleNodeMetrics {
+  private readonly ready: Gauge<(typeof NODE_LABELS)[number]>;
+  private readonly lastSuccess: Gauge<(typeof NODE_LABELS)[number]>;
+  private readonly cycleDuration: Gauge<(typeof NODE_LABELS)[number]>;
+  private readonly requests: Counter<(typeof NODE_LABELS)[number] | 'outcome'>;
+  private readonly providerUp: Gauge<(typeof PROVIDER_LABELS)[number]>;
+  private readonly providerLag: Gauge<(typeof PROVIDER_LABELS)[number]>;
+  /** Per node: the last cycle Job counted, and the provider label sets published (to remove them later). */
+  private readonly seen = new Map<string, { job?: string; providers: Set<string> }>();
+
+  constructor(registry: Registry) {
+    const registers = [registry];
+    this.ready = new Gauge({
+      name: 'oracle_node_ready',
+      help: 'Whether the OracleNode is Ready (1) or not (0)',
+      labelNames: NODE_LABELS,
+      registers,
+    });
+    this.lastSuccess = new Gauge({
+      name: 'oracle_node_last_successful_cycle_timestamp_seconds',
+      help: 'Unix time at which the last successful coordinator cycle completed',
+      labelNames: NODE_LABELS,
+      registers,
+    });
+    this.cycleDuration = new Gauge({
+      name: 'oracle_node_cycle_duration_seconds',
+      help: 'Duration of the last completed coordinator cycle (its Job)',
+      labelNames: NODE_LABELS,
+      registers,
+    });
+    this.requests = new Counter({
+      name: 'oracle_node_requests_total',
+      help: 'On-chain requests by outcome (seen, fulfilled, failed), summed over coordinator cycles',
+      labelNames: [...NODE_LABELS, 'outcome'],
+      registers,
+    });
+    this.providerUp = new Gauge({
+      name: 'oracle_node_provider_up',
+      help: 'Whether a chain provider answered in the last cycle (1) or not (0)',
+      labelNames: PROVIDER_LABELS,
+      registers,
+    });
+    this.providerLag = new Gauge({
+      name: 'oracle_node_provider_block_lag',
+      help: 'Blocks a provider was behind the most advanced provider of its chain in the last cycle',
+      labelNames: PROVIDER_LABELS,
+      registers,
+    });
+  }
+
+  observe(key: ObjectKey, status: OracleNodeStatus): void {
+    const labels = { namespace: key.namespace, name: key.name };
+    const id = `${key.namespace}/${key.name}`;
+    const state = this.seen.get(id) ?? { providers: new Set<string>() };
+    this.seen.set(id, state);
+
+    const ready = status.conditions?.find((c) => c.type === 'Ready');
+    this.ready.set(labels, ready?.status === 'True' ? 1 : 0);
+
+    const cycle = status.lastCycle;
+    if (!cycle || cycle.job === state.job || cycle.outcome === 'Running') return;
+    // A finished cycle seen for the first time: its counts are added once.
+    state.job = cycle.job;
+    const started = cycle.startTime ? Date.parse(cycle.startTime) : Number.NaN;
+    const completed = cycle.completionTime ? Date.parse(cycle.completionTime) : Number.NaN;
+    if (cycle.outcome === 'Succeeded' && Number.isFinite(completed)) this.lastSuccess.set(labels, completed / 1000);
+    if (Number.isFinite(started) && Number.isFinite(completed) && completed >= started)
+      this.cycleDuration.set(labels, (completed - started) / 1000);
+    for (const [outcome, countKey] of Object.entries(OUTCOMES)) {
+      const count = cycle.counts?.[countKey];
+      if (typeof count === 'number' && count > 0) this.requests.inc({ ...labels, outcome }, count);
+    }
+    const published = new Set<string>();
+    for (const provider of cycle.providers ?? []) {
+      const providerLabels = { ...labels, chain: provider.chainId, provider: provider.provider };
+      published.add(JSON.stringify([provider.chainId, provider.provider]));
+      this.providerUp.set(providerLabels, provider.up ? 1 : 0);
+      if (provider.blockLag === undefined) this.providerLag.remove(providerLabels);
+      else this.providerLag.set(providerLabels, provider.blockLag);
+    }
+    // Providers removed from the config stop being reported.
+    for (const gone of state.providers) {
+      if (published.has(gone)) continue;
+      const [chain, provider] = JSON.parse(gone) as [string, string];
+      this.providerUp.remove({ ...labels, chain, provider });
+      this.providerLag.remove({ ...labels, chain, provider });
+    }
+    state.providers = published;
+  }
+
+  /** The OracleNode is gone: its series go too. */
+  forget(key: ObjectKey): void {
+    const labels = { namespace: key.namespace, name: key.name };
+    const id = `${key.namespace}/${key.name}`;
+    this.ready.remove(labels);
+    this.lastSuccess.remove(labels);
+    this.cycleDuration.remove(labels);
+    for (const outcome of Object.keys(OUTCOMES)) this.requests.remove({ ...labels, outcome });
+    for (const entry of this.seen.get(id)?.providers ?? []) {
+      const [chain, provider] = JSON.parse(entry) as [string, string];
+      this.providerUp.remove({ ...labels, chain, provider });
+      this.providerLag.remove({ ...labels, chain, provider });
+    }
+    this.seen.delete(id);
+  }
+}

@@ -1,0 +1,119 @@
+import { expect } from 'chai';
+import { Registry } from 'prom-client';
+import { OracleNodeMetrics } from '../../../src/operator/metrics.js';
+import type { OracleNodeStatus } from '../../../src/operator/resource.js';
+import { lastCycle, providerHealth } from '../../../src/operator/status.js';
+
+const key = { namespace: 'oracles', name: 'eth-node' };
+
+function statusWith(cycle: NonNullable<OracleNodeStatus['lastCycle']>, ready = 'True'): OracleNodeStatus {
+  return {
+    conditions: [{ type: 'Ready', status: ready as 'True', reason: 'Ready', message: '', lastTransitionTime: '' }],
+    lastCycle: cycle,
+  } as OracleNodeStatus;
+}
+
+async function sample(registry: Registry, name: string, labels: Record<string, string> = {}) {
+  const metric = registry.getSingleMetric(name);
+  const values = (await metric?.get())?.values ?? [];
+  const found = values.find((v) => Object.entries(labels).every(([k, l]) => v.labels[k] === l));
+  return found?.value;
+}
+
+describe('oracle_node_* metrics from the OracleNode status', () => {
+  const cycle = {
+    job: 'eth-node-dev-coordinator-29000001',
+    outcome: 'Succeeded' as const,
+    startTime: '2026-11-21T07:00:00Z',
+    completionTime: '2026-11-21T07:00:12Z',
+    counts: { discovered: 7, fulfilled: 5, failed: 2 },
+    providers: [
+      { chainId: '1', provider: 'a', up: true, blockLag: 0 },
+      { chainId: '1', provider: 'b', up: false },
+    ],
+  };
+
+  it('publishes Ready, the last successful cycle, its duration, outcomes and provider health', async () => {
+    const registry = new Registry();
+    const metrics = new OracleNodeMetrics(registry);
+    metrics.observe(key, statusWith(cycle));
+    expect(await sample(registry, 'oracle_node_ready', key)).to.equal(1);
+    expect(await sample(registry, 'oracle_node_last_successful_cycle_timestamp_seconds', key)).to.equal(
+      Date.parse('2026-11-21T07:00:12Z') / 1000,
+    );
+    expect(await sample(registry, 'oracle_node_cycle_duration_seconds', key)).to.equal(12);
+    expect(await sample(registry, 'oracle_node_requests_total', { ...key, outcome: 'seen' })).to.equal(7);
+    expect(await sample(registry, 'oracle_node_requests_total', { ...key, outcome: 'fulfilled' })).to.equal(5);
+    expect(await sample(registry, 'oracle_node_requests_total', { ...key, outcome: 'failed' })).to.equal(2);
+    expect(await sample(registry, 'oracle_node_provider_up', { provider: 'a' })).to.equal(1);
+    expect(await sample(registry, 'oracle_node_provider_up', { provider: 'b' })).to.equal(0);
+    expect(await sample(registry, 'oracle_node_provider_block_lag', { provider: 'a' })).to.equal(0);
+  });
+
+  it('counts a cycle once however often the status is observed, and adds the next one', async () => {
+    const registry = new Registry();
+    const metrics = new OracleNodeMetrics(registry);
+    for (let i = 0; i < 3; i++) metrics.observe(key, statusWith(cycle));
+    expect(await sample(registry, 'oracle_node_requests_total', { ...key, outcome: 'fulfilled' })).to.equal(5);
+    metrics.observe(key, statusWith({ ...cycle, job: 'next', counts: { discovered: 1, fulfilled: 1 } }));
+    expect(await sample(registry, 'oracle_node_requests_total', { ...key, outcome: 'fulfilled' })).to.equal(6);
+  });
+
+  it('keeps the last success time when the newest cycle failed, and follows Ready', async () => {
+    const registry = new Registry();
+    const metrics = new OracleNodeMetrics(registry);
+    metrics.observe(key, statusWith(cycle));
+    metrics.observe(
+      key,
+      statusWith({ ...cycle, job: 'failed-one', outcome: 'Failed', completionTime: '2026-11-21T07:05:00Z' }, 'False'),
+    );
+    expect(await sample(registry, 'oracle_node_ready', key)).to.equal(0);
+    expect(await sample(registry, 'oracle_node_last_successful_cycle_timestamp_seconds', key)).to.equal(
+      Date.parse('2026-11-21T07:00:12Z') / 1000,
+    );
+  });
+
+  it('removes every series of a deleted OracleNode', async () => {
+    const registry = new Registry();
+    const metrics = new OracleNodeMetrics(registry);
+    metrics.observe(key, statusWith(cycle));
+    metrics.forget(key);
+    for (const name of ['oracle_node_ready', 'oracle_node_provider_up', 'oracle_node_requests_total'])
+      expect(await sample(registry, name, key), name).to.equal(undefined);
+  });
+});
+
+describe('provider health in status.lastCycle', () => {
+  it('computes block lag against the best provider of the same chain, never for a provider that is down', () => {
+    expect(
+      providerHealth([
+        { chainId: '1', provider: 'a', ok: true, currentBlock: 100 },
+        { chainId: '1', provider: 'b', ok: true, currentBlock: 97 },
+        { chainId: '1', provider: 'c', ok: false },
+        { chainId: '5', provider: 'd', ok: true, currentBlock: 7 },
+      ]),
+    ).to.deep.equal([
+      { chainId: '1', provider: 'a', up: true, blockLag: 0 },
+      { chainId: '1', provider: 'b', up: true, blockLag: 3 },
+      { chainId: '1', provider: 'c', up: false },
+      { chainId: '5', provider: 'd', up: true, blockLag: 0 },
+    ]);
+  });
+
+  it('comes from the cycle report of the newest coordinator Job', () => {
+    const job = {
+      metadata: { name: 'j1' },
+      status: {
+        startTime: new Date('2026-11-21T07:00:00Z'),
+        succeeded: 1,
+        conditions: [{ type: 'Complete', status: 'True' }],
+      },
+    };
+    const cycle = lastCycle([job as never], {
+      job: 'j1',
+      counts: { fulfilled: 1 },
+      providers: [{ chainId: '1', provider: 'a', ok: true, currentBlock: 5 }],
+    });
+    expect(cycle?.providers).to.deep.equal([{ chainId: '1', provider: 'a', up: true, blockLag: 0 }]);
+  });
+});
