@@ -27,6 +27,9 @@ Runs the OracleNode controller. Each option can also be set by its environment v
   --qps N                            ONO_QPS              client-side API rate, default 20
   --burst N                          ONO_BURST            client-side API burst, default 30
   --log-level LEVEL                  ONO_LOG_LEVEL        debug|info|warn|error, default info
+
+Environment only:
+  ONO_WORKLOAD_IMAGE                 image of the OracleNodes' workloads when spec.image is empty
 `;
 
 export type OperatorFlags = {
@@ -139,23 +142,6 @@ export function loadKubeConfig(path: string | undefined, env: NodeJS.ProcessEnv 
   return kubeConfig;
 }
 
-async function loadReconciler(): Promise<Reconciler> {
-  let module: { createOracleNodeReconciler?: (options?: Record<string, unknown>) => Reconciler };
-  try {
-    // A variable specifier: the controller module is optional at build time.
-    const specifier = '../operator/controller.js';
-    module = await import(specifier);
-  } catch (error) {
-    throw new Error(
-      `the OracleNode controller (src/operator/controller.ts) could not be loaded: ${error instanceof Error ? error.message : String(error)}`,
-    );
-  }
-  if (typeof module.createOracleNodeReconciler !== 'function') {
-    throw new Error('src/operator/controller.ts does not export createOracleNodeReconciler(options)');
-  }
-  return module.createOracleNodeReconciler({});
-}
-
 export async function runOperator(argv: string[]): Promise<number> {
   if (argv.includes('--help') || argv.includes('-h')) {
     process.stdout.write(USAGE);
@@ -172,14 +158,10 @@ export async function runOperator(argv: string[]): Promise<number> {
   }
   // JSON lines through the shared factory (secret redaction, the config's level names).
   const logger = createLogger({ level: flags.logLevel.toUpperCase() as LogLevel, bindings: { component: 'operator' } });
-  let reconciler: Reconciler;
-  try {
-    reconciler = await loadReconciler();
-  } catch (error) {
-    logger.error({ err: error instanceof Error ? error.message : String(error) }, 'cannot start the operator');
-    return 1;
-  }
   const { createManager } = await import('../operator/runtime/manager.js');
+  const { createOracleNodeReconciler } = await import('../operator/controller.js');
+  const { OracleNodeMetrics } = await import('../operator/metrics.js');
+  const { LABELS } = await import('../operator/resource.js');
   const identity = `${env('POD_NAME') ?? hostname()}_${Math.random().toString(16).slice(2, 10)}`;
   const manager = createManager({
     kubeConfig,
@@ -197,6 +179,14 @@ export async function runOperator(argv: string[]): Promise<number> {
     healthPort: flags.healthPort,
     fieldManager: 'oracle-node-operator',
     logger,
+    // Coordinator Jobs are owned by their CronJob, not the OracleNode: this label maps them to their node.
+    tuning: { ownerNameLabel: LABELS.name },
+  });
+  const workloadImage = env('ONO_WORKLOAD_IMAGE');
+  const reconciler: Reconciler = createOracleNodeReconciler({
+    metrics: new OracleNodeMetrics(manager.registry),
+    // The image of the OracleNodes' workloads when spec.image is empty (the Helm chart sets it to its own image).
+    ...(workloadImage ? { settings: { defaultImage: workloadImage } } : {}),
   });
   let signals = 0;
   const onSignal = (signal: NodeJS.Signals) => {

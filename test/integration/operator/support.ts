@@ -1,11 +1,13 @@
 // The operator's integration support: install the CRD, run the real runtime manager in-process with the OracleNode
 // reconciler (one per suite, scoped to its namespace), load the samples, read objects, count API writes.
+
 import { readFileSync } from 'node:fs';
 import { type KubernetesObject, loadYaml } from '@kubernetes/client-node';
 import yaml from 'js-yaml';
 import { pino } from 'pino';
 import { Registry } from 'prom-client';
 import { createOracleNodeReconciler } from '../../../src/operator/controller.js';
+import { OracleNodeMetrics } from '../../../src/operator/metrics.js';
 import { API_VERSION, FIELD_MANAGER, KIND, LABELS, type OracleNode } from '../../../src/operator/resource.js';
 import { createManager, type RuntimeManager } from '../../../src/operator/runtime/manager.js';
 import { apply, kc, objects, statusOf, waitFor } from '../support/cluster.js';
@@ -99,7 +101,10 @@ export function startOperator(
     // Coordinator Jobs are owned by their CronJob: the name label maps them to their OracleNode.
     tuning: { registry: new Registry(), ownerNameLabel: LABELS.name },
   });
-  const reconciler = createOracleNodeReconciler({ waitPollMs: options.waitPollMs ?? 1000 });
+  const reconciler = createOracleNodeReconciler({
+    waitPollMs: options.waitPollMs ?? 1000,
+    metrics: new OracleNodeMetrics(manager.registry),
+  });
   const running = manager.run(reconciler).catch((error: unknown) => {
     console.error('operator manager stopped with an error', error);
   });
