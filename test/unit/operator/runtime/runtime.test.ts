@@ -250,6 +250,52 @@ describe('operator runtime against an in-memory API server', () => {
     }
   });
 
+  for (const namespaces of [['ns1', 'ns2'], []]) {
+    it(`manager: namespace scoping ${namespaces.length ? 'to a list (one watch per namespace)' : 'to all namespaces'}`, async () => {
+      for (const namespace of ['ns1', 'ns2', 'ns3']) {
+        api.upsert('configmaps', {
+          ...configMap(`in-${namespace}`, {}),
+          metadata: { name: `in-${namespace}`, namespace },
+        });
+      }
+      const seen = new Set<string>();
+      const manager = createManager({
+        kubeConfig: api.kubeConfig(),
+        namespaces,
+        leaderElection: { enabled: false, namespace: 'ns1', leaseName: 'lock', identity: 'me' },
+        workers: 1,
+        qps: 1000,
+        burst: 1000,
+        metricsPort: 0,
+        healthPort: 0,
+        fieldManager: 'test',
+        logger,
+        tuning: { registry: new Registry() },
+      });
+      const running = manager.run({
+        name: 'scoped',
+        watches: { primary: CONFIGMAP, owned: [] },
+        reconcile: async (key) => {
+          seen.add(`${key.namespace}/${key.name}`);
+          return undefined;
+        },
+      });
+      const expected = namespaces.length ? ['ns1/in-ns1', 'ns2/in-ns2'] : ['ns1/in-ns1', 'ns2/in-ns2', 'ns3/in-ns3'];
+      await waitFor(() => expected.every((key) => seen.has(key)), 'reconciles in the watched namespaces');
+      expect([...seen].sort()).to.deep.equal(expected);
+      const watched = api.requests
+        .filter((r) => r.method === 'GET' && r.path.includes('configmaps'))
+        .map((r) => r.path);
+      if (namespaces.length)
+        expect(new Set(watched)).to.deep.equal(
+          new Set(['/api/v1/namespaces/ns1/configmaps', '/api/v1/namespaces/ns2/configmaps']),
+        );
+      else expect(new Set(watched)).to.deep.equal(new Set(['/api/v1/configmaps']));
+      await manager.stop();
+      await running;
+    });
+  }
+
   it('manager: losing the Lease aborts in-flight reconciles at once and stops taking work until re-elected', async () => {
     api.upsert('configmaps', configMap('held', {}));
     const started: string[] = [];
