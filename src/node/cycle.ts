@@ -50,6 +50,8 @@ export type CycleSummary = {
   rpcCalls: number;
   /** Slowest chain's discovery and shard phases. */
   timings: { discoveryMs: number; shardsMs: number };
+  /** Balances of the sponsor wallets that sent transactions in this cycle. */
+  sponsorWallets: { chainId: string; sponsorWallet: string; balanceWei: string }[];
   results: ShardResult[];
 };
 
@@ -190,6 +192,7 @@ export async function runCycle(config: Config, deps: CycleDeps): Promise<CycleSu
     cacheHits: 0,
     rpcCalls: 0,
     timings: { discoveryMs: 0, shardsMs: 0 },
+    sponsorWallets: [],
     results: [],
   };
   // Chains are independent: one failing chain never stops another.
@@ -230,6 +233,10 @@ export async function runCycle(config: Config, deps: CycleDeps): Promise<CycleSu
       }
       summary.apiCalls += result.output.apiCalls;
       summary.cacheHits += result.output.cacheHits;
+      if (result.output.balanceWei !== undefined) {
+        const { chainId, sponsorWallet, balanceWei } = result.output;
+        summary.sponsorWallets.push({ chainId, sponsorWallet, balanceWei });
+      }
       summary.rpcCalls += result.output.rpcCalls;
       for (const outcome of result.output.outcomes) {
         if (outcome.outcome === 'fulfilled') summary.transactions.fulfilled++;

@@ -61,6 +61,7 @@ export async function coordinatorEnvironment(
           ok,
           ...(currentBlock === undefined ? {} : { currentBlock }),
         })),
+        sponsorWallets: summary.sponsorWallets,
       }),
   };
 }

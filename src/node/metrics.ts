@@ -24,6 +24,11 @@ export function cycleMetrics(registry: Registry) {
     help: '1 when the provider answered in the last cycle, else 0',
     labelNames: ['chain_id', 'provider'] as const,
   });
+  const balance = gauge(registry, {
+    name: 'node_sponsor_wallet_balance_wei',
+    help: 'Balance of a sponsor wallet after the last cycle in which it sent a transaction',
+    labelNames: ['chain_id', 'sponsor_wallet'] as const,
+  });
   return {
     observe(summary: CycleSummary | undefined, seconds: number) {
       duration.observe(seconds);
@@ -32,6 +37,9 @@ export function cycleMetrics(registry: Registry) {
       for (const [outcome, count] of Object.entries(summary.transactions)) transactions.inc({ outcome }, count);
       for (const provider of summary.providers) {
         providerUp.set({ chain_id: provider.chainId, provider: provider.provider }, provider.ok ? 1 : 0);
+      }
+      for (const wallet of summary.sponsorWallets) {
+        balance.set({ chain_id: wallet.chainId, sponsor_wallet: wallet.sponsorWallet }, Number(wallet.balanceWei));
       }
     },
   };

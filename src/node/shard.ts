@@ -61,6 +61,8 @@ export type ShardOutput = {
   rpcCalls: number;
   /** Milliseconds spent calling APIs, planning (static calls, estimates) and sending. */
   timings: { apiMs: number; planMs: number; sendMs: number };
+  /** The sponsor wallet's balance after this shard's transactions (wei, decimal), when a provider told it. */
+  balanceWei?: string;
 };
 
 export type ShardContext = {
@@ -174,6 +176,7 @@ export async function runShard(shard: ShardInput, context: ShardContext): Promis
   const makeClient = context.rpcClient ?? ((url: string) => new RpcClient(url));
   const outcomes: ShardOutcome[] = [];
   let rpcCalls = 0;
+  let balanceWei: string | undefined;
 
   // 1. API calls (cached responses reused), all before any transaction, as the reference.
   let cacheHits = 0;
@@ -307,6 +310,8 @@ export async function runShard(shard: ShardInput, context: ShardContext): Promis
       }
       timings.sendMs += performance.now() - phaseStart;
       pending = [];
+      // Best effort, for the low-balance alert: a wallet that cannot pay for gas fails every later request.
+      balanceWei = await walletBalance(client, wallet.address);
     } catch (error) {
       // Keep what was sent; the rest goes to the next provider.
       const done = new Set(outcomes.map((o) => o.id));
@@ -336,5 +341,15 @@ export async function runShard(shard: ShardInput, context: ShardContext): Promis
       planMs: Math.round(timings.planMs),
       sendMs: Math.round(timings.sendMs),
     },
+    ...(balanceWei === undefined ? {} : { balanceWei }),
   };
+}
+
+async function walletBalance(client: RpcClient, address: string): Promise<string | undefined> {
+  try {
+    const value = await client.request('eth_getBalance', [address, 'latest']);
+    return typeof value === 'string' && /^0x[0-9a-fA-F]+$/.test(value) ? BigInt(value).toString() : undefined;
+  } catch {
+    return undefined;
+  }
 }

@@ -556,6 +556,19 @@ function statusSchema(): StructuralSchema {
               },
             },
           },
+          sponsorWallets: {
+            description: 'Balances of the sponsor wallets that sent transactions in that cycle.',
+            type: 'array',
+            items: {
+              type: 'object',
+              required: ['chainId', 'sponsorWallet', 'balanceWei'],
+              properties: {
+                chainId: { description: 'Chain id.', type: 'string' },
+                sponsorWallet: { description: 'Sponsor wallet address.', type: 'string' },
+                balanceWei: { description: 'Balance after the cycle, in wei (decimal string).', type: 'string' },
+              },
+            },
+          },
         },
       },
     },

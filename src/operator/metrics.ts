@@ -8,6 +8,7 @@ import type { ObjectKey } from './runtime/types.js';
 
 const NODE_LABELS = ['namespace', 'name'] as const;
 const PROVIDER_LABELS = ['namespace', 'name', 'chain', 'provider'] as const;
+const WALLET_LABELS = ['namespace', 'name', 'chain', 'sponsor_wallet'] as const;
 
 /** Request outcomes counted from each new cycle report, keyed by the counts the coordinator writes. */
 const OUTCOMES = { seen: 'discovered', fulfilled: 'fulfilled', failed: 'failed' } as const;
@@ -19,8 +20,9 @@ export class OracleNodeMetrics {
   private readonly requests: Counter<(typeof NODE_LABELS)[number] | 'outcome'>;
   private readonly providerUp: Gauge<(typeof PROVIDER_LABELS)[number]>;
   private readonly providerLag: Gauge<(typeof PROVIDER_LABELS)[number]>;
+  private readonly balance: Gauge<(typeof WALLET_LABELS)[number]>;
   /** Per node: the last cycle Job counted, and the provider label sets published (to remove them later). */
-  private readonly seen = new Map<string, { job?: string; providers: Set<string> }>();
+  private readonly seen = new Map<string, { job?: string; providers: Set<string>; wallets: Set<string> }>();
 
   constructor(registry: Registry) {
     const registers = [registry];
@@ -60,12 +62,18 @@ export class OracleNodeMetrics {
       labelNames: PROVIDER_LABELS,
       registers,
     });
+    this.balance = new Gauge({
+      name: 'oracle_node_sponsor_wallet_balance_wei',
+      help: 'Balance of a sponsor wallet after the last cycle in which it sent a transaction',
+      labelNames: WALLET_LABELS,
+      registers,
+    });
   }
 
   observe(key: ObjectKey, status: OracleNodeStatus): void {
     const labels = { namespace: key.namespace, name: key.name };
     const id = `${key.namespace}/${key.name}`;
-    const state = this.seen.get(id) ?? { providers: new Set<string>() };
+    const state = this.seen.get(id) ?? { providers: new Set<string>(), wallets: new Set<string>() };
     this.seen.set(id, state);
 
     const ready = status.conditions?.find((c) => c.type === 'Ready');
@@ -100,6 +108,14 @@ export class OracleNodeMetrics {
       this.providerLag.remove({ ...labels, chain, provider });
     }
     state.providers = published;
+    // A wallet keeps its last known balance until it sends again (only active wallets are read).
+    for (const wallet of cycle.sponsorWallets ?? []) {
+      this.balance.set(
+        { ...labels, chain: wallet.chainId, sponsor_wallet: wallet.sponsorWallet },
+        Number(wallet.balanceWei),
+      );
+      state.wallets.add(JSON.stringify([wallet.chainId, wallet.sponsorWallet]));
+    }
   }
 
   /** The OracleNode is gone: its series go too. */
@@ -114,6 +130,10 @@ export class OracleNodeMetrics {
       const [chain, provider] = JSON.parse(entry) as [string, string];
       this.providerUp.remove({ ...labels, chain, provider });
       this.providerLag.remove({ ...labels, chain, provider });
+    }
+    for (const entry of this.seen.get(id)?.wallets ?? []) {
+      const [chain, sponsorWallet] = JSON.parse(entry) as [string, string];
+      this.balance.remove({ ...labels, chain, sponsor_wallet: sponsorWallet });
     }
     this.seen.delete(id);
   }

@@ -113,7 +113,11 @@ export type CycleStatus = {
   counts?: Record<string, number>;
   /** Health of each chain provider in that cycle. */
   providers?: ProviderHealth[];
+  /** Balances of the sponsor wallets that sent transactions in that cycle. */
+  sponsorWallets?: SponsorWalletBalance[];
 };
+
+export type SponsorWalletBalance = { chainId: string; sponsorWallet: string; balanceWei: string };
 
 export type ProviderHealth = { chainId: string; provider: string; up: boolean; blockLag?: number };
 

@@ -2,7 +2,14 @@
 // statuses are compared as canonical JSON so an unchanged status is never written.
 import type { V1CronJob, V1Deployment, V1Job } from '@kubernetes/client-node';
 import { canonicalJson } from './builders/common.js';
-import type { Condition, ConditionType, CycleStatus, OracleNodeStatus, ProviderHealth } from './resource.js';
+import type {
+  Condition,
+  ConditionType,
+  CycleStatus,
+  OracleNodeStatus,
+  ProviderHealth,
+  SponsorWalletBalance,
+} from './resource.js';
 
 export type ConditionInput = Omit<Condition, 'lastTransitionTime' | 'observedGeneration'>;
 
@@ -86,7 +93,27 @@ export type CycleReport = {
   outcome?: string;
   counts?: Record<string, number>;
   providers?: ProviderReport[];
+  sponsorWallets?: SponsorWalletBalance[];
 };
+
+const WEI = /^[0-9]{1,78}$/;
+
+/** Balances reported by the coordinator, checked (the ConfigMap is writable by the coordinator's identity). */
+export function sponsorBalances(reports: SponsorWalletBalance[] | undefined): SponsorWalletBalance[] | undefined {
+  if (!Array.isArray(reports)) return undefined;
+  const valid = reports
+    .filter(
+      (r) =>
+        r &&
+        typeof r.chainId === 'string' &&
+        typeof r.sponsorWallet === 'string' &&
+        /^0x[0-9a-fA-F]{40}$/.test(r.sponsorWallet) &&
+        typeof r.balanceWei === 'string' &&
+        WEI.test(r.balanceWei),
+    )
+    .map(({ chainId, sponsorWallet, balanceWei }) => ({ chainId, sponsorWallet, balanceWei }));
+  return valid.length > 0 ? valid : undefined;
+}
 
 /** Provider health for the status: up or not, and how many blocks behind the best provider of its chain. */
 export function providerHealth(reports: ProviderReport[] | undefined): ProviderHealth[] | undefined {
@@ -137,6 +164,8 @@ export function lastCycle(coordinatorJobs: V1Job[], report: CycleReport | undefi
     if (Object.keys(counts).length > 0) cycle.counts = counts;
     const providers = providerHealth(report.providers);
     if (providers) cycle.providers = providers;
+    const balances = sponsorBalances(report.sponsorWallets);
+    if (balances) cycle.sponsorWallets = balances;
   }
   return cycle;
 }

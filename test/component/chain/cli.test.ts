@@ -96,9 +96,18 @@ describe('oracle-node coordinator, worker and start (anvil, real AirnodeRrpV0)',
     });
     const { stdout } = await cli('coordinator', ...configArgs(), '--cache-dir', join(dir, 'cache'));
     await waitForMined(chain.anvil.url);
-    const summary = JSON.parse(stdout) as { transactions: { fulfilled: number }; requests: { discovered: number } };
+    const summary = JSON.parse(stdout) as {
+      transactions: { fulfilled: number };
+      requests: { discovered: number };
+      sponsorWallets: { chainId: string; sponsorWallet: string; balanceWei: string }[];
+    };
     expect(summary.requests.discovered).to.equal(1);
     expect(summary.transactions.fulfilled).to.equal(1);
+    // The wallet paid for the fulfilment: its balance is reported, below the 10 ETH it was funded with.
+    expect(summary.sponsorWallets).to.have.length(1);
+    expect(summary.sponsorWallets[0]!.sponsorWallet).to.equal(sponsor.sponsorWallet);
+    expect(BigInt(summary.sponsorWallets[0]!.balanceWei) < 10n ** 19n).to.equal(true);
+    expect(BigInt(summary.sponsorWallets[0]!.balanceWei) > 0n).to.equal(true);
     const events = await requestEvents(chain.deployment, requestId);
     expect(events.failed).to.deep.equal([]);
     expect(events.fulfilled).to.have.length(1);

@@ -16,6 +16,7 @@ describe('coordinator in operator pods', () => {
       cacheHits: 1,
       rpcCalls: 9,
       timings: { discoveryMs: 1, shardsMs: 2 },
+      sponsorWallets: [],
       results: [],
     };
     const counts = cycleCounts(summary);

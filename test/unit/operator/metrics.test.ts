@@ -31,6 +31,9 @@ describe('oracle_node_* metrics from the OracleNode status', () => {
       { chainId: '1', provider: 'a', up: true, blockLag: 0 },
       { chainId: '1', provider: 'b', up: false },
     ],
+    sponsorWallets: [
+      { chainId: '1', sponsorWallet: '0x228A54F33E46fbb32a62ca650Fcc9eD3C730511d', balanceWei: '5000000000000000' },
+    ],
   };
 
   it('publishes Ready, the last successful cycle, its duration, outcomes and provider health', async () => {
@@ -48,6 +51,11 @@ describe('oracle_node_* metrics from the OracleNode status', () => {
     expect(await sample(registry, 'oracle_node_provider_up', { provider: 'a' })).to.equal(1);
     expect(await sample(registry, 'oracle_node_provider_up', { provider: 'b' })).to.equal(0);
     expect(await sample(registry, 'oracle_node_provider_block_lag', { provider: 'a' })).to.equal(0);
+    expect(
+      await sample(registry, 'oracle_node_sponsor_wallet_balance_wei', {
+        sponsor_wallet: '0x228A54F33E46fbb32a62ca650Fcc9eD3C730511d',
+      }),
+    ).to.equal(5e15);
   });
 
   it('counts a cycle once however often the status is observed, and adds the next one', async () => {
@@ -78,7 +86,12 @@ describe('oracle_node_* metrics from the OracleNode status', () => {
     const metrics = new OracleNodeMetrics(registry);
     metrics.observe(key, statusWith(cycle));
     metrics.forget(key);
-    for (const name of ['oracle_node_ready', 'oracle_node_provider_up', 'oracle_node_requests_total'])
+    for (const name of [
+      'oracle_node_ready',
+      'oracle_node_provider_up',
+      'oracle_node_requests_total',
+      'oracle_node_sponsor_wallet_balance_wei',
+    ])
       expect(await sample(registry, name, key), name).to.equal(undefined);
   });
 });
@@ -97,6 +110,22 @@ describe('provider health in status.lastCycle', () => {
       { chainId: '1', provider: 'b', up: true, blockLag: 3 },
       { chainId: '1', provider: 'c', up: false },
       { chainId: '5', provider: 'd', up: true, blockLag: 0 },
+    ]);
+  });
+
+  it('keeps only well-formed sponsor wallet balances from the report', () => {
+    const job = { metadata: { name: 'j1' }, status: { startTime: new Date('2026-11-21T07:00:00Z') } };
+    const cycle = lastCycle([job as never], {
+      job: 'j1',
+      counts: { fulfilled: 1 },
+      sponsorWallets: [
+        { chainId: '1', sponsorWallet: '0x228A54F33E46fbb32a62ca650Fcc9eD3C730511d', balanceWei: '12' },
+        { chainId: '1', sponsorWallet: 'not-an-address', balanceWei: '1' },
+        { chainId: '1', sponsorWallet: '0x228A54F33E46fbb32a62ca650Fcc9eD3C730511d', balanceWei: '-5' },
+      ],
+    });
+    expect(cycle?.sponsorWallets).to.deep.equal([
+      { chainId: '1', sponsorWallet: '0x228A54F33E46fbb32a62ca650Fcc9eD3C730511d', balanceWei: '12' },
     ]);
   });
 
