@@ -1,12 +1,15 @@
-// The registry of subcommands; each entry loads its module lazily so `oracle-node validate`
-// does not pay for the Kubernetes client or the gateway.
-import { registerSubcommand } from './main.js';
+// The table of subcommands; each entry loads its module lazily so `oracle-node validate` does not pay for the
+// Kubernetes client or the gateway. main.ts imports this table statically (no import cycle: a cycle through a
+// dynamic import can load main.ts twice, e.g. once through CommonJS and once through ESM, with two registries).
+import type { Subcommand } from './main.js';
 
-registerSubcommand('validate', async () => (await import('./validate-command.js')).validateCommand);
-registerSubcommand('derive', async () => (await import('./derive-command.js')).deriveCommand);
-registerSubcommand('schema', async () => (await import('./schema-command.js')).schemaCommand);
-registerSubcommand('coordinator', async () => (await import('./coordinator.js')).command);
-registerSubcommand('worker', async () => (await import('./worker.js')).command);
-registerSubcommand('start', async () => (await import('./start.js')).command);
-registerSubcommand('gateway', async () => (await import('./gateway.js')).gatewayCommand);
-registerSubcommand('operator', async () => (await import('./operator.js')).default);
+export const subcommands: Record<string, () => Promise<Subcommand>> = {
+  validate: async () => (await import('./validate-command.js')).validateCommand,
+  derive: async () => (await import('./derive-command.js')).deriveCommand,
+  schema: async () => (await import('./schema-command.js')).schemaCommand,
+  operator: async () => (await import('./operator.js')).default,
+  coordinator: async () => (await import('./coordinator.js')).command,
+  worker: async () => (await import('./worker.js')).command,
+  start: async () => (await import('./start.js')).command,
+  gateway: async () => (await import('./gateway.js')).gatewayCommand,
+};

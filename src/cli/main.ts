@@ -1,15 +1,11 @@
 // Subcommand dispatch. Each subcommand lives in its own module and returns an exit code:
 // 0 success, 1 a finding (e.g. invalid config), 2 usage or I/O error.
+import { subcommands } from './commands.js';
+
 export type Subcommand = {
   summary: string;
   run: (argv: string[]) => Promise<number>;
 };
-
-const subcommands: Record<string, () => Promise<Subcommand>> = {};
-
-export function registerSubcommand(name: string, load: () => Promise<Subcommand>): void {
-  subcommands[name] = load;
-}
 
 function usage(): string {
   const lines = ['Usage: oracle-node <command> [options]', '', 'Commands:'];
@@ -19,7 +15,6 @@ function usage(): string {
 }
 
 export async function runCli(argv: string[]): Promise<number> {
-  await import('./commands.js');
   const [name, ...rest] = argv;
   if (!name || name === '--help' || name === '-h' || name === 'help') {
     process.stdout.write(`${usage()}\n`);

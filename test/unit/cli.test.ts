@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { subcommands } from '../../src/cli/commands.js';
 import { runCli } from '../../src/cli/main.js';
 
 describe('oracle-node CLI', () => {
@@ -8,5 +9,38 @@ describe('oracle-node CLI', () => {
 
   it('prints its version', async () => {
     expect(await runCli(['--version'])).to.equal(0);
+  });
+
+  it('has every subcommand of the image: operator, coordinator, worker, gateway, start, validate, derive, schema', () => {
+    expect(Object.keys(subcommands).sort()).to.deep.equal(
+      ['coordinator', 'derive', 'gateway', 'operator', 'schema', 'start', 'validate', 'worker'].sort(),
+    );
+  });
+
+  for (const name of Object.keys(subcommands)) {
+    it(`dispatches ${name} (--help exits 0)`, async () => {
+      const write = process.stdout.write;
+      process.stdout.write = (() => true) as typeof process.stdout.write;
+      try {
+        expect(await runCli([name, '--help'])).to.equal(0);
+      } finally {
+        process.stdout.write = write;
+      }
+    });
+  }
+
+  it('runs a registered command through runCli', async () => {
+    const write = process.stdout.write;
+    let out = '';
+    process.stdout.write = ((chunk: string) => {
+      out += chunk;
+      return true;
+    }) as typeof process.stdout.write;
+    try {
+      expect(await runCli(['derive', 'endpoint-id', 'Currency Converter API', 'convertToUSD'])).to.equal(0);
+    } finally {
+      process.stdout.write = write;
+    }
+    expect(out).to.include('0x13dea3311fe0d6b84f4daeab831befbc49e19e6494c41e9e065a09c3c68f43b6');
   });
 });
