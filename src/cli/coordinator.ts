@@ -1,6 +1,6 @@
 // `oracle-node coordinator -c config.json -s secrets.env`: one request-response cycle, then exit.
 // Prints a JSON summary (counts) on stdout; logs go to stderr.
-import { parseArgs } from 'node:util';
+
 import { sponsorWallets } from '../chain/sponsor-wallets.js';
 import { FileResponseCache } from '../node/cache.js';
 import { ConfigLoadError, loadConfig } from '../node/config-loader.js';
@@ -8,6 +8,7 @@ import { runCycle } from '../node/cycle.js';
 import { InProcessExecutor } from '../node/executor.js';
 import { coordinatorEnvironment } from '../node/kubernetes.js';
 import { createNodeLogger } from '../node/logger.js';
+import { parseCommandArgs } from './args.js';
 import type { Subcommand } from './main.js';
 
 export const DEFAULT_CACHE_DIR = '/tmp/oracle-node-cache';
@@ -24,26 +25,18 @@ Runs one request-response cycle on every configured chain and exits.
 export const command: Subcommand = {
   summary: 'Run one request-response cycle and exit',
   async run(argv) {
-    let values: { config?: string; secrets?: string; 'cache-dir'?: string; details?: boolean; help?: boolean };
-    try {
-      ({ values } = parseArgs({
-        args: argv,
-        options: {
-          config: { type: 'string', short: 'c' },
-          secrets: { type: 'string', short: 's' },
-          'cache-dir': { type: 'string' },
-          details: { type: 'boolean' },
-          help: { type: 'boolean', short: 'h' },
-        },
-      }));
-    } catch (error) {
-      process.stderr.write(`${(error as Error).message}\n\n${HELP}`);
-      return 2;
-    }
-    if (values.help) {
-      process.stdout.write(HELP);
-      return 0;
-    }
+    const parsed = parseCommandArgs(
+      argv,
+      {
+        config: { type: 'string', short: 'c' },
+        secrets: { type: 'string', short: 's' },
+        'cache-dir': { type: 'string' },
+        details: { type: 'boolean' },
+      },
+      HELP,
+    );
+    if ('exitCode' in parsed) return parsed.exitCode;
+    const { values } = parsed;
     if (!values.config) {
       process.stderr.write(`Missing -c config.json\n\n${HELP}`);
       return 2;

@@ -2,7 +2,7 @@
 // process: the gateway server plus the request-response cycle every minute, a heartbeat after each cycle,
 // graceful shutdown on SIGTERM/SIGINT. A bad config or a port in use stops start-up with a clear message;
 // an unreachable provider is only logged, and retried next cycle.
-import { parseArgs } from 'node:util';
+
 import { sponsorWallets } from '../chain/sponsor-wallets.js';
 import type { Config } from '../config/index.js';
 import { FileResponseCache } from '../node/cache.js';
@@ -13,6 +13,7 @@ import { createNodeLogger } from '../node/logger.js';
 import { cycleMetrics } from '../node/metrics.js';
 import { callEndpoint } from '../node/ois-adapter.js';
 import { createMetricsRegistry, type Registry } from '../observability/index.js';
+import { parseCommandArgs } from './args.js';
 import { DEFAULT_CACHE_DIR } from './coordinator.js';
 import type { Subcommand } from './main.js';
 
@@ -50,36 +51,20 @@ async function optionalModule<T>(path: string): Promise<T | undefined> {
 export const command: Subcommand = {
   summary: 'Run the node locally: gateway server and the cycle every minute',
   async run(argv) {
-    let values: {
-      config?: string;
-      secrets?: string;
-      'interval-ms'?: string;
-      'cache-dir'?: string;
-      port?: string;
-      'no-gateway'?: boolean;
-      help?: boolean;
-    };
-    try {
-      ({ values } = parseArgs({
-        args: argv,
-        options: {
-          config: { type: 'string', short: 'c' },
-          secrets: { type: 'string', short: 's' },
-          'interval-ms': { type: 'string' },
-          'cache-dir': { type: 'string' },
-          port: { type: 'string' },
-          'no-gateway': { type: 'boolean' },
-          help: { type: 'boolean', short: 'h' },
-        },
-      }));
-    } catch (error) {
-      process.stderr.write(`${(error as Error).message}\n\n${HELP}`);
-      return 2;
-    }
-    if (values.help) {
-      process.stdout.write(HELP);
-      return 0;
-    }
+    const parsed = parseCommandArgs(
+      argv,
+      {
+        config: { type: 'string', short: 'c' },
+        secrets: { type: 'string', short: 's' },
+        'interval-ms': { type: 'string' },
+        'cache-dir': { type: 'string' },
+        port: { type: 'string' },
+        'no-gateway': { type: 'boolean' },
+      },
+      HELP,
+    );
+    if ('exitCode' in parsed) return parsed.exitCode;
+    const { values } = parsed;
     if (!values.config) {
       process.stderr.write(`Missing -c config.json\n\n${HELP}`);
       return 2;

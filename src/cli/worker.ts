@@ -1,14 +1,15 @@
 // `oracle-node worker --shard <file|-> -c config.json -s secrets.env`: runs one shard (the transactions
 // of one sponsor wallet) and prints its JSON output. The shard file carries no secrets; the worker reads
 // the mnemonic and provider URLs from its own config.
+
 import { readFile } from 'node:fs/promises';
-import { parseArgs } from 'node:util';
 import { sponsorWallets } from '../chain/sponsor-wallets.js';
 import { FileResponseCache } from '../node/cache.js';
 import { ConfigLoadError, loadConfig } from '../node/config-loader.js';
 import { workerCache } from '../node/kubernetes.js';
 import { createNodeLogger } from '../node/logger.js';
 import { runShard, type ShardInput } from '../node/shard.js';
+import { parseCommandArgs } from './args.js';
 import { DEFAULT_CACHE_DIR } from './coordinator.js';
 import type { Subcommand } from './main.js';
 
@@ -28,26 +29,18 @@ async function readStdin(): Promise<string> {
 export const command: Subcommand = {
   summary: 'Run one shard of a cycle (one sponsor wallet)',
   async run(argv) {
-    let values: { shard?: string; config?: string; secrets?: string; 'cache-dir'?: string; help?: boolean };
-    try {
-      ({ values } = parseArgs({
-        args: argv,
-        options: {
-          shard: { type: 'string' },
-          config: { type: 'string', short: 'c' },
-          secrets: { type: 'string', short: 's' },
-          'cache-dir': { type: 'string' },
-          help: { type: 'boolean', short: 'h' },
-        },
-      }));
-    } catch (error) {
-      process.stderr.write(`${(error as Error).message}\n\n${HELP}`);
-      return 2;
-    }
-    if (values.help) {
-      process.stdout.write(HELP);
-      return 0;
-    }
+    const parsed = parseCommandArgs(
+      argv,
+      {
+        shard: { type: 'string' },
+        config: { type: 'string', short: 'c' },
+        secrets: { type: 'string', short: 's' },
+        'cache-dir': { type: 'string' },
+      },
+      HELP,
+    );
+    if ('exitCode' in parsed) return parsed.exitCode;
+    const { values } = parsed;
     if (!values.shard || !values.config) {
       process.stderr.write(`Missing --shard or -c\n\n${HELP}`);
       return 2;
