@@ -44,8 +44,12 @@ $(NODE_HOME)/bin/node:
 node: $(NODE_STAMP) ## Make sure a Node.js >= 22.19 is available (fetches Node 24 when needed)
 	@echo "node $$(node --version) at $$(command -v node)"
 
+# npm ci is exact, but it refuses a lockfile that lacks optional packages for other platforms, which happens when
+# the registry in use does not carry them (seen here for some Biome and resolver binaries); npm install then
+# installs the same locked versions and tolerates the gap.
 $(NPM_STAMP): package.json package-lock.json $(NODE_STAMP)
-	npm ci --no-audit --no-fund
+	@npm ci --no-audit --no-fund || { echo "npm ci refused the lockfile; installing with npm install" >&2; \
+	  npm install --no-audit --no-fund; }
 	@touch $@
 
 .PHONY: install
