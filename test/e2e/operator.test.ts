@@ -8,7 +8,14 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { resolve } from 'node:path';
-import { AppsV1Api, CustomObjectsApi, RbacAuthorizationV1Api, type V1Job } from '@kubernetes/client-node';
+import {
+  AppsV1Api,
+  CustomObjectsApi,
+  PatchStrategy,
+  RbacAuthorizationV1Api,
+  setHeaderOptions,
+  type V1Job,
+} from '@kubernetes/client-node';
 import { expect } from 'chai';
 import { DEFAULT_PATH_KEY } from '../../src/gateway/server.js';
 import { ANVIL_BINARY, CHAIN_ID, type Deployment, deployProtocol } from '../support/chain.js';
@@ -45,7 +52,7 @@ const OPERATOR_NS = 'oracle-node-system';
 const MAX_CONCURRENCY = 2;
 
 describe('e2e: the operator reconciles an OracleNode into real workloads', function () {
-  this.timeout(600_000);
+  this.timeout(720_000);
   let anvil: ChildProcess | undefined;
   let api: Server | undefined;
   let apiCalls = 0;
@@ -286,8 +293,112 @@ describe('e2e: the operator reconciles an OracleNode into real workloads', funct
       1000,
     );
     for (const w of workers) expect(w.spec?.parallelism ?? 1).to.be.at.most(MAX_CONCURRENCY);
-    expect(await kubectl('-n', ns.name, 'logs', `job/${workers[0]?.metadata?.name}`)).to.include(
-      '"outcome":"fulfilled"',
+    const done = workers.find((j) => jobDone(j) === 'Complete');
+    expect(await kubectl('-n', ns.name, 'logs', `job/${done?.metadata?.name}`)).to.include('"outcome":"fulfilled"');
+  });
+
+  it('editing the stage rolls out: new gateway first, old stage removed, the two coordinators never overlap', async () => {
+    const custom = kc().makeApiClient(CustomObjectsApi);
+    const apps = kc().makeApiClient(AppsV1Api);
+    const sponsor = await createSponsor(deployment, 'e2e-stage');
+    const second = await makeFullRequest(deployment, {
+      endpointId: ENDPOINTS.price,
+      sponsor: sponsor.address,
+      sponsorWallet: sponsor.sponsorWallet,
+      parameters: encodeCoin('BTC'),
+    });
+    const t0 = Date.now();
+    await custom.patchNamespacedCustomObject(
+      {
+        group: 'oracle-node.io',
+        version: 'v1alpha1',
+        namespace: ns.name,
+        plural: 'oraclenodes',
+        name: 'e2e',
+        body: [{ op: 'replace', path: '/spec/config/nodeSettings/stage', value: 'prod' }],
+      },
+      setHeaderOptions('Content-Type', PatchStrategy.JsonPatch),
     );
+    // Sample the coordinator Jobs that are running, per stage, until the new stage has served the request
+    // and the old stage's workloads are gone.
+    const overlaps: string[] = [];
+    let newGatewayAt = 0;
+    let oldGatewayGoneAt = 0;
+    try {
+      await waitFor(
+        async () => {
+          const jobs = (
+            await batch().listNamespacedJob({
+              namespace: ns.name,
+              labelSelector: 'app.kubernetes.io/component=coordinator',
+            })
+          ).items;
+          const active = jobs
+            .filter((j) => (j.status?.active ?? 0) > 0)
+            .map((j) => j.metadata?.labels?.['oracle-node.io/stage']);
+          if (active.includes('test') && active.includes('prod')) overlaps.push(new Date().toISOString());
+          const gw = await apps
+            .readNamespacedDeployment({ name: 'e2e-prod-gateway', namespace: ns.name })
+            .catch(() => undefined);
+          if (!newGatewayAt && (gw?.status?.availableReplicas ?? 0) >= 1) newGatewayAt = Date.now();
+          const old = await apps
+            .readNamespacedDeployment({ name: 'e2e-test-gateway', namespace: ns.name })
+            .catch(() => undefined);
+          if (!oldGatewayGoneAt && !old) oldGatewayGoneAt = Date.now();
+          const events = await requestEvents(deployment, second);
+          return oldGatewayGoneAt && events.fulfilled.length > 0 ? events : undefined;
+        },
+        480_000,
+        'the prod stage serving the second request and the test stage removed',
+        500,
+      );
+    } catch (err) {
+      const node = (await custom.getNamespacedCustomObject({
+        group: 'oracle-node.io',
+        version: 'v1alpha1',
+        namespace: ns.name,
+        plural: 'oraclenodes',
+        name: 'e2e',
+      })) as { status?: { conditions?: { type: string; message: string }[] } };
+      const progressing = node.status?.conditions?.find((c) => c.type === 'Progressing')?.message;
+      const left = await kubectl(
+        '-n',
+        ns.name,
+        'get',
+        'jobs,configmaps,cronjobs',
+        '-l',
+        'oracle-node.io/stage=test',
+        '-o',
+        'name',
+      );
+      throw new Error(
+        `${(err as Error).message}; Progressing: ${progressing}; test-stage objects left: ${left.trim().replace(/\n/g, ', ')}`,
+      );
+    }
+    recordTiming('stage_edit_to_old_stage_removed_ms', oldGatewayGoneAt - t0);
+    expect(overlaps, 'samples with coordinator Jobs of both stages active').to.deep.equal([]);
+    expect(newGatewayAt, 'the prod gateway was available').to.be.greaterThan(0);
+    expect(newGatewayAt, 'prod gateway available before the test gateway was removed').to.be.at.most(oldGatewayGoneAt);
+    const cron = await batch()
+      .readNamespacedCronJob({ name: 'e2e-test-coordinator', namespace: ns.name })
+      .catch(() => undefined);
+    expect(cron, 'the test stage CronJob is gone').to.equal(undefined);
+    // And by the Jobs' own times: no test-stage coordinator Job ran past the start of a prod-stage one.
+    const jobs = (
+      await batch().listNamespacedJob({ namespace: ns.name, labelSelector: 'app.kubernetes.io/component=coordinator' })
+    ).items;
+    const span = (j: V1Job) => [
+      new Date(j.status?.startTime ?? 0).getTime(),
+      new Date(j.status?.completionTime ?? Date.now()).getTime(),
+    ];
+    const prodStarts = jobs
+      .filter((j) => j.metadata?.labels?.['oracle-node.io/stage'] === 'prod')
+      .map((j) => span(j)[0] ?? 0);
+    expect(prodStarts.length).to.be.greaterThan(0);
+    for (const j of jobs.filter((x) => x.metadata?.labels?.['oracle-node.io/stage'] === 'test')) {
+      expect(span(j)[1], `${j.metadata?.name} ended before the first prod coordinator started`).to.be.at.most(
+        Math.min(...prodStarts),
+      );
+    }
   });
 });
