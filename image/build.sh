@@ -45,6 +45,7 @@ size() { stat -c %s "$1"; }
 # ---------------------------------------------------------------------------------------------------
 # reproducible layers and OCI documents
 
+# shellcheck disable=SC2054 # the commas are inside one --pax-option value
 TAR_OPTS=(--format=posix --pax-option=exthdr.name=%d/PaxHeaders/%f,delete=atime,delete=ctime
   --sort=name --mtime="@$EPOCH" --numeric-owner --no-acls --no-selinux --no-xattrs)
 

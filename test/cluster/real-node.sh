@@ -139,7 +139,7 @@ stop_one() { # <name> <binary> [seconds before SIGKILL]
       kill -0 "$pid" 2>/dev/null || break
       sleep 0.1
     done
-    kill -0 "$pid" 2>/dev/null && kill -KILL "$pid" 2>/dev/null || true
+    if kill -0 "$pid" 2>/dev/null; then kill -KILL "$pid" 2>/dev/null || true; fi
     say "stopped $name (pid $pid)"
   fi
   rm -f "$PIDS/$name"
@@ -270,9 +270,11 @@ EOF
 
 import_images() {
   local engine="$IMAGE_OUT/$IMAGE_NAME-$IMAGE_TAG.tar" pause="$IMAGE_OUT/pause-${PAUSE_IMAGE##*:}.tar" t0 f
-  for f in "$pause" "$engine"; do
-    [[ -f $f ]] || die "$f is missing: run 'make image image-pause' first"
-  done
+  if [[ ! -f $pause || ! -f $engine ]]; then
+    say "building the images first (make image image-pause)"
+    make --no-print-directory -C "$ROOT" image image-pause >"$LOGS/images.log" 2>&1 \
+      || die "make image image-pause failed (see $LOGS/images.log)"
+  fi
   t0=$(date +%s%N)
   for f in "$pause" "$engine"; do
     ctr_ images import "$f" >>"$LOGS/import.log" 2>&1 || die "ctr images import $f failed (see $LOGS/import.log)"
@@ -489,9 +491,8 @@ down_node() {
   rm -rf "$CTD_STATE"
 }
 
-# The control plane's processes, stopped by their recorded pids before `cluster.sh down` runs: the
-# daemons cluster.sh starts inherit the fd of its flock (.lock), so while they live a second
-# cluster.sh up/down waits for that lock (600 s) and fails.
+# The control plane's processes, stopped by their recorded pids (kwok's is gone, so cluster.sh's own
+# `down` would report it); `cluster.sh down` then removes its state.
 stop_control_plane() {
   local c
   for c in kwok kube-scheduler kube-controller-manager kube-apiserver etcd; do
@@ -524,10 +525,12 @@ status() {
     fi
   done
   if ((rc == 0)); then
-    node_ready && echo "  node $NODE_NAME Ready" || {
+    if node_ready; then
+      echo "  node $NODE_NAME Ready"
+    else
       echo "  node $NODE_NAME not Ready"
       rc=1
-    }
+    fi
   fi
   return $rc
 }
