@@ -375,7 +375,8 @@ describe('e2e: the operator reconciles an OracleNode into real workloads', funct
         `${(err as Error).message}; Progressing: ${progressing}; test-stage objects left: ${left.trim().replace(/\n/g, ', ')}`,
       );
     }
-    recordTiming('stage_edit_to_old_stage_removed_ms', oldGatewayGoneAt - t0);
+    recordTiming('stage_edit_to_old_gateway_removed_ms', oldGatewayGoneAt - t0);
+    recordTiming('stage_edit_to_new_stage_fulfilment_ms', Date.now() - t0);
     expect(overlaps, 'samples with coordinator Jobs of both stages active').to.deep.equal([]);
     expect(newGatewayAt, 'the prod gateway was available').to.be.greaterThan(0);
     expect(newGatewayAt, 'prod gateway available before the test gateway was removed').to.be.at.most(oldGatewayGoneAt);
