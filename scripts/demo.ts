@@ -159,6 +159,10 @@ async function main() {
     say(`ready: /readyz on :${healthPort}, /metrics on :${metricsPort}`);
 
     step(`Apply a Secret and an OracleNode in namespace ${namespace}`);
+    // A previous run's namespace may still be terminating: wait until it is gone, then start clean.
+    await waitFor('the previous demo namespace to go', 120_000, async () =>
+      (await core.readNamespace({ name: namespace }).catch(() => undefined)) ? undefined : true,
+    ).catch(() => undefined);
     await core.createNamespace({ body: { metadata: { name: namespace } } }).catch(() => undefined);
     cleanups.push(() => core.deleteNamespace({ name: namespace }).catch(() => undefined));
     const { config, secrets } = buildConfigJson({ providers: { anvil: anvil.url }, deployment, apiUrl: api.url });
