@@ -376,6 +376,10 @@ export class OracleNodeReconciler implements Reconciler {
     const oldStages = new Set<string>();
     for (const kind of CHILD_KINDS)
       for (const child of context.cache.list(kind, node.metadata.namespace, selector)) {
+        // Only the node's own children make a stage "old": those are what the rollout removes. Objects owned by
+        // something else (a worker Job's shard ConfigMap) go with their owner at its TTL and must not hold the
+        // rollout; old-stage Jobs that still run are waited for in advanceRollout.
+        if (!controlledBy(child, node)) continue;
         const childStage = child.metadata?.labels?.[LABELS.stage];
         if (childStage && childStage !== stage) oldStages.add(childStage);
       }

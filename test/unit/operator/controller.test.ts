@@ -1,4 +1,4 @@
-import type { V1CronJob, V1Deployment } from '@kubernetes/client-node';
+import type { KubernetesObject, V1CronJob, V1Deployment } from '@kubernetes/client-node';
 import { expect } from 'chai';
 import { createOracleNodeReconciler } from '../../../src/operator/controller.js';
 import { KINDS, type OracleNode } from '../../../src/operator/resource.js';
@@ -294,5 +294,54 @@ describe('operator controller (reconcile against an in-memory cluster)', () => {
     kube.writes.length = 0;
     await reconcile();
     expect(kube.writes).to.deep.equal([]);
+  });
+
+  it('stage rollout: objects of the old stage owned by its worker Jobs (kept until their TTL) do not hold the new coordinator', async () => {
+    const { kube, key, reconcile, condition } = setup('full-multi-chain');
+    const cronJob = (stage: string) =>
+      kube.get<V1CronJob>(KINDS.cronJob, { namespace: 'default', name: `full-${stage}-coordinator` });
+    const ready = (stage: string) => {
+      kube.get<V1Deployment>(KINDS.deployment, { namespace: 'default', name: `full-${stage}-gateway` })!.status = {
+        observedGeneration: 1,
+        replicas: 2,
+        updatedReplicas: 2,
+        availableReplicas: 2,
+      };
+    };
+    await reconcile();
+    ready('prod-a');
+    // The shard ConfigMap of a finished worker Job of the old stage: labelled like the stage's children, but owned by
+    // the Job (which the coordinator created), so it only goes when the Job's TTL removes the Job.
+    kube.put(KINDS.configMap, {
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: {
+        name: 'full-prod-a-worker-1-shards',
+        namespace: 'default',
+        labels: {
+          'app.kubernetes.io/managed-by': 'oracle-node-operator',
+          'oracle-node.io/name': 'full',
+          'oracle-node.io/stage': 'prod-a',
+          'oracle-node.io/component': 'worker',
+        },
+        ownerReferences: [
+          { apiVersion: 'batch/v1', kind: 'Job', name: 'full-prod-a-worker-1', uid: 'job-uid', controller: true },
+        ],
+      },
+      data: { 'shard-0.json': '{}' },
+    } as KubernetesObject);
+    kube.editNode(
+      key,
+      (node) => ((node.spec.config.nodeSettings as { stage: string }).stage = 'prod-b'),
+      KINDS.oracleNode,
+    );
+    for (let i = 0; i < 3; i++) {
+      await reconcile();
+      if (cronJob('prod-b')?.spec?.suspend === false) break;
+      ready('prod-b');
+    }
+    expect(cronJob('prod-a')).to.equal(undefined);
+    expect(cronJob('prod-b')!.spec!.suspend).to.equal(false);
+    expect(condition('Ready')).to.include({ status: 'True' });
   });
 });
