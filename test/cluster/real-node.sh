@@ -468,7 +468,12 @@ up() {
 down_node() {
   if alive kubelet "$KUBELET_BIN"; then stop_one kubelet "$KUBELET_BIN" 15; fi
   rm -f "$PIDS/kubelet"
+  local netns=() id
   if alive containerd "$CONTAINERD_BIN"; then
+    # The pod network namespaces of this containerd's sandboxes (from their OCI specs), removed below.
+    for id in $(ctr_ containers ls -q 2>/dev/null); do
+      mapfile -t -O "${#netns[@]}" netns < <(ctr_ containers info "$id" 2>/dev/null | grep -o '/var/run/netns/cni-[0-9a-f-]*' || true)
+    done
     remove_all_containers
     stop_one containerd "$CONTAINERD_BIN" 10
   fi
@@ -481,8 +486,8 @@ down_node() {
   done
   # Pod network namespaces the CNI plugins left, volume mounts of the kubelet, overlay mounts of containerd.
   local ns
-  for ns in $(ip netns list 2>/dev/null | awk '/^cni-/{print $1}'); do
-    ip netns del "$ns" 2>/dev/null || true
+  for ns in $( ((${#netns[@]})) && printf '%s\n' "${netns[@]}" | sort -u); do
+    if [[ -e $ns ]]; then ip netns del "$(basename "$ns")" 2>/dev/null || true; fi
   done
   unmount_under "$KUBELET_DIR"
   unmount_under "$CTD_STATE"
