@@ -1,6 +1,8 @@
 // The argument handling every engine subcommand shares: parse, answer --help, and turn a parse error into usage
 // on stderr with exit code 2. `-h/--help` is added to each command's options.
 import { type ParseArgsOptionsConfig, parseArgs } from 'node:util';
+import type { Config } from '../config/index.js';
+import { ConfigLoadError, loadConfig } from '../node/config-loader.js';
 
 const HELP_OPTION = { help: { type: 'boolean', short: 'h' } } as const;
 
@@ -26,4 +28,17 @@ export function parseCommandArgs<const O extends ParseArgsOptionsConfig>(
     return { exitCode: 0 };
   }
   return { values };
+}
+
+/**
+ * config.json (+ secrets.env, or the environment) loaded and validated for an engine subcommand, or its exit code
+ * after the reason went to stderr: 1 for an invalid config, 2 for a file that cannot be read.
+ */
+export async function loadCommandConfig(configPath: string, secretsPath?: string): Promise<Config | number> {
+  try {
+    return await loadConfig(configPath, secretsPath);
+  } catch (error) {
+    process.stderr.write(`${(error as Error).message}\n`);
+    return error instanceof ConfigLoadError && !error.unreadable ? 1 : 2;
+  }
 }

@@ -3,12 +3,11 @@
 
 import { sponsorWallets } from '../chain/sponsor-wallets.js';
 import { FileResponseCache } from '../node/cache.js';
-import { ConfigLoadError, loadConfig } from '../node/config-loader.js';
 import { runCycle } from '../node/cycle.js';
 import { InProcessExecutor } from '../node/executor.js';
 import { coordinatorEnvironment } from '../node/kubernetes.js';
 import { createNodeLogger } from '../node/logger.js';
-import { parseCommandArgs } from './args.js';
+import { loadCommandConfig, parseCommandArgs } from './args.js';
 import type { Subcommand } from './main.js';
 
 export const DEFAULT_CACHE_DIR = '/tmp/oracle-node-cache';
@@ -41,13 +40,8 @@ export const command: Subcommand = {
       process.stderr.write(`Missing -c config.json\n\n${HELP}`);
       return 2;
     }
-    let config: Awaited<ReturnType<typeof loadConfig>>;
-    try {
-      config = await loadConfig(values.config, values.secrets);
-    } catch (error) {
-      process.stderr.write(`${(error as Error).message}\n`);
-      return error instanceof ConfigLoadError && !error.unreadable ? 1 : 2;
-    }
+    const config = await loadCommandConfig(values.config, values.secrets);
+    if (typeof config === 'number') return config;
     const logger = createNodeLogger(config.nodeSettings);
     const wallets = sponsorWallets(config.nodeSettings.nodeWalletMnemonic);
     // In a coordinator pod made by the operator: shards as Jobs, the ConfigMap cache, a cycle report.

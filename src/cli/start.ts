@@ -6,14 +6,13 @@
 import { sponsorWallets } from '../chain/sponsor-wallets.js';
 import type { Config } from '../config/index.js';
 import { FileResponseCache } from '../node/cache.js';
-import { ConfigLoadError, loadConfig } from '../node/config-loader.js';
 import { runCycle } from '../node/cycle.js';
 import { InProcessExecutor } from '../node/executor.js';
 import { createNodeLogger } from '../node/logger.js';
 import { cycleMetrics } from '../node/metrics.js';
 import { callEndpoint } from '../node/ois-adapter.js';
 import { createMetricsRegistry, type Registry } from '../observability/index.js';
-import { parseCommandArgs } from './args.js';
+import { loadCommandConfig, parseCommandArgs } from './args.js';
 import { DEFAULT_CACHE_DIR } from './coordinator.js';
 import type { Subcommand } from './main.js';
 
@@ -74,13 +73,8 @@ export const command: Subcommand = {
       process.stderr.write('--interval-ms must be an integer >= 100\n');
       return 2;
     }
-    let config: Config;
-    try {
-      config = await loadConfig(values.config, values.secrets);
-    } catch (error) {
-      process.stderr.write(`${(error as Error).message}\n`);
-      return error instanceof ConfigLoadError && !error.unreadable ? 1 : 2;
-    }
+    const config = await loadCommandConfig(values.config, values.secrets);
+    if (typeof config === 'number') return config;
     if (config.nodeSettings.cloudProvider.type !== 'local') {
       process.stderr.write(
         `oracle-node start runs the local deployment; nodeSettings.cloudProvider.type is "${config.nodeSettings.cloudProvider.type}"\n`,

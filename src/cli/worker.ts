@@ -5,11 +5,10 @@
 import { readFile } from 'node:fs/promises';
 import { sponsorWallets } from '../chain/sponsor-wallets.js';
 import { FileResponseCache } from '../node/cache.js';
-import { ConfigLoadError, loadConfig } from '../node/config-loader.js';
 import { workerCache } from '../node/kubernetes.js';
 import { createNodeLogger } from '../node/logger.js';
 import { runShard, type ShardInput } from '../node/shard.js';
-import { parseCommandArgs } from './args.js';
+import { loadCommandConfig, parseCommandArgs } from './args.js';
 import { DEFAULT_CACHE_DIR } from './coordinator.js';
 import type { Subcommand } from './main.js';
 
@@ -53,13 +52,8 @@ export const command: Subcommand = {
       process.stderr.write(`Cannot read the shard: ${(error as Error).message}\n`);
       return 2;
     }
-    let config: Awaited<ReturnType<typeof loadConfig>>;
-    try {
-      config = await loadConfig(values.config, values.secrets);
-    } catch (error) {
-      process.stderr.write(`${(error as Error).message}\n`);
-      return error instanceof ConfigLoadError && !error.unreadable ? 1 : 2;
-    }
+    const config = await loadCommandConfig(values.config, values.secrets);
+    if (typeof config === 'number') return config;
     const logger = createNodeLogger(config.nodeSettings);
     try {
       const output = await runShard(shard, {
