@@ -469,7 +469,9 @@ describe('gateway signing', () => {
             });
           }
         }),
-        { numRuns: 600 },
+        // A fixed default seed: the checks below assert on the mix of outcomes the generator produced (enough
+        // signed requests, enough distinct errors), which a random seed makes flaky. FC_SEED explores others.
+        { numRuns: 600, seed: Number(process.env['FC_SEED'] ?? 20261121) },
       );
       // The generator must reach the signing path and most of the rejections, or the comparison proves little.
       expect(outcomes.get('signed') ?? 0, JSON.stringify([...outcomes])).to.be.greaterThan(4);
