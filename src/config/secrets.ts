@@ -195,31 +195,14 @@ export function makeRedactor(
 }
 
 /** Names of the `${NAME}` references in a parsed config (escaped `\${…}` and invalid names excluded). */
-export function referencedSecretNames(root: unknown, maxDepth = 256): Set<string> {
-  const names = new Set<string>();
-  const scan = (text: string) => {
-    if (!text.includes('${')) return;
-    for (const match of text.matchAll(PLACEHOLDER)) {
-      if (!match[1] && SECRET_NAME_PATTERN.test(match[2]!)) names.add(match[2]!);
-    }
-  };
-  const walk = (node: unknown, depth: number): void => {
-    if (typeof node === 'string') {
-      scan(node);
-      return;
-    }
-    if (node === null || typeof node !== 'object' || depth >= maxDepth) return;
-    if (Array.isArray(node)) {
-      for (const item of node) walk(item, depth + 1);
-      return;
-    }
-    for (const [key, value] of Object.entries(node)) {
-      scan(key);
-      walk(value, depth + 1);
-    }
-  };
-  walk(root, 0);
-  return names;
+export function referencedSecretNames(root: unknown): Set<string> {
+  // With no secrets, interpolation records every valid reference as missing: the same walk, one rule.
+  try {
+    return new Set(interpolateSecrets(root, {}).missing.keys());
+  } catch (error) {
+    if (error instanceof NestingTooDeepError) return new Set();
+    throw error;
+  }
 }
 
 /**
