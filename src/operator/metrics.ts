@@ -9,6 +9,10 @@ import type { ObjectKey } from './runtime/types.js';
 const NODE_LABELS = ['namespace', 'name'] as const;
 const PROVIDER_LABELS = ['namespace', 'name', 'chain', 'provider'] as const;
 const WALLET_LABELS = ['namespace', 'name', 'chain', 'sponsor_wallet'] as const;
+type ProviderLabels = Record<(typeof PROVIDER_LABELS)[number], string>;
+type WalletLabels = Record<(typeof WALLET_LABELS)[number], string>;
+/** Per node: the last cycle Job counted, and the label sets published (to remove them later). */
+type NodeSeries = { job?: string; providers: Map<string, ProviderLabels>; wallets: Map<string, WalletLabels> };
 
 /** Request outcomes counted from each new cycle report, keyed by the counts the coordinator writes. */
 const OUTCOMES = { seen: 'discovered', fulfilled: 'fulfilled', failed: 'failed' } as const;
@@ -21,8 +25,7 @@ export class OracleNodeMetrics {
   private readonly providerUp: Gauge<(typeof PROVIDER_LABELS)[number]>;
   private readonly providerLag: Gauge<(typeof PROVIDER_LABELS)[number]>;
   private readonly balance: Gauge<(typeof WALLET_LABELS)[number]>;
-  /** Per node: the last cycle Job counted, and the provider label sets published (to remove them later). */
-  private readonly seen = new Map<string, { job?: string; providers: Set<string>; wallets: Set<string> }>();
+  private readonly seen = new Map<string, NodeSeries>();
 
   constructor(registry: Registry) {
     const registers = [registry];
@@ -73,7 +76,7 @@ export class OracleNodeMetrics {
   observe(key: ObjectKey, status: OracleNodeStatus): void {
     const labels = { namespace: key.namespace, name: key.name };
     const id = `${key.namespace}/${key.name}`;
-    const state = this.seen.get(id) ?? { providers: new Set<string>(), wallets: new Set<string>() };
+    const state: NodeSeries = this.seen.get(id) ?? { providers: new Map(), wallets: new Map() };
     this.seen.set(id, state);
 
     const ready = status.conditions?.find((c) => c.type === 'Ready');
@@ -92,30 +95,29 @@ export class OracleNodeMetrics {
       const count = cycle.counts?.[countKey];
       if (typeof count === 'number' && count > 0) this.requests.inc({ ...labels, outcome }, count);
     }
-    const published = new Set<string>();
+    const published = new Map<string, ProviderLabels>();
     for (const provider of cycle.providers ?? []) {
       const providerLabels = { ...labels, chain: provider.chainId, provider: provider.provider };
-      published.add(JSON.stringify([provider.chainId, provider.provider]));
+      published.set(JSON.stringify([provider.chainId, provider.provider]), providerLabels);
       this.providerUp.set(providerLabels, provider.up ? 1 : 0);
       if (provider.blockLag === undefined) this.providerLag.remove(providerLabels);
       else this.providerLag.set(providerLabels, provider.blockLag);
     }
     // Providers removed from the config stop being reported.
-    for (const gone of state.providers) {
-      if (published.has(gone)) continue;
-      const [chain, provider] = JSON.parse(gone) as [string, string];
-      this.providerUp.remove({ ...labels, chain, provider });
-      this.providerLag.remove({ ...labels, chain, provider });
-    }
+    for (const [entry, providerLabels] of state.providers)
+      if (!published.has(entry)) this.removeProvider(providerLabels);
     state.providers = published;
     // A wallet keeps its last known balance until it sends again (only active wallets are read).
     for (const wallet of cycle.sponsorWallets ?? []) {
-      this.balance.set(
-        { ...labels, chain: wallet.chainId, sponsor_wallet: wallet.sponsorWallet },
-        Number(wallet.balanceWei),
-      );
-      state.wallets.add(JSON.stringify([wallet.chainId, wallet.sponsorWallet]));
+      const walletLabels = { ...labels, chain: wallet.chainId, sponsor_wallet: wallet.sponsorWallet };
+      this.balance.set(walletLabels, Number(wallet.balanceWei));
+      state.wallets.set(JSON.stringify([wallet.chainId, wallet.sponsorWallet]), walletLabels);
     }
+  }
+
+  private removeProvider(providerLabels: ProviderLabels): void {
+    this.providerUp.remove(providerLabels);
+    this.providerLag.remove(providerLabels);
   }
 
   /** The OracleNode is gone: its series go too. */
@@ -126,15 +128,9 @@ export class OracleNodeMetrics {
     this.lastSuccess.remove(labels);
     this.cycleDuration.remove(labels);
     for (const outcome of Object.keys(OUTCOMES)) this.requests.remove({ ...labels, outcome });
-    for (const entry of this.seen.get(id)?.providers ?? []) {
-      const [chain, provider] = JSON.parse(entry) as [string, string];
-      this.providerUp.remove({ ...labels, chain, provider });
-      this.providerLag.remove({ ...labels, chain, provider });
-    }
-    for (const entry of this.seen.get(id)?.wallets ?? []) {
-      const [chain, sponsorWallet] = JSON.parse(entry) as [string, string];
-      this.balance.remove({ ...labels, chain, sponsor_wallet: sponsorWallet });
-    }
+    const state = this.seen.get(id);
+    for (const providerLabels of state?.providers.values() ?? []) this.removeProvider(providerLabels);
+    for (const walletLabels of state?.wallets.values() ?? []) this.balance.remove(walletLabels);
     this.seen.delete(id);
   }
 }
