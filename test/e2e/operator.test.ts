@@ -4,7 +4,6 @@
 // on-chain request is fulfilled. anvil and the API stand-in listen on the host's address on the pod
 // bridge (REAL_NODE_GATEWAY), which the pods reach directly.
 
-import { type ChildProcess, spawn } from 'node:child_process';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { resolve } from 'node:path';
@@ -18,7 +17,7 @@ import {
 } from '@kubernetes/client-node';
 import { expect } from 'chai';
 import { DEFAULT_PATH_KEY } from '../../src/gateway/server.js';
-import { ANVIL_BINARY, CHAIN_ID, type Deployment, deployProtocol } from '../support/chain.js';
+import { type Anvil, type Deployment, deployProtocol, startAnvil } from '../support/chain.js';
 import {
   buildConfigJson,
   createSponsor,
@@ -53,7 +52,7 @@ const MAX_CONCURRENCY = 2;
 
 describe('e2e: the operator reconciles an OracleNode into real workloads', function () {
   this.timeout(720_000);
-  let anvil: ChildProcess | undefined;
+  let anvil: Anvil | undefined;
   let api: Server | undefined;
   let apiCalls = 0;
   let deployment: Deployment;
@@ -67,25 +66,8 @@ describe('e2e: the operator reconciles an OracleNode into real workloads', funct
     this.timeout(180_000);
     const gw = real().gateway;
     const port = 19545 + Math.floor(Math.random() * 1000);
-    const rpcUrl = `http://${gw}:${port}`;
-    anvil = spawn(
-      ANVIL_BINARY,
-      ['--host', gw, '--port', String(port), '--chain-id', String(CHAIN_ID), '--gas-limit', '100000000', '--silent'],
-      { stdio: 'ignore' },
-    );
-    await waitFor(
-      async () =>
-        (
-          await fetch(rpcUrl, {
-            method: 'POST',
-            headers: { 'content-type': 'application/json' },
-            body: '{"jsonrpc":"2.0","id":1,"method":"eth_chainId","params":[]}',
-          })
-        ).ok,
-      30_000,
-      `anvil on ${rpcUrl}`,
-    );
-    deployment = await deployProtocol(rpcUrl);
+    anvil = await startAnvil({ host: gw, port });
+    deployment = await deployProtocol(anvil.url);
 
     api = createServer((req, res) => {
       apiCalls++;
@@ -107,7 +89,7 @@ describe('e2e: the operator reconciles an OracleNode into real workloads', funct
   });
 
   after(async () => {
-    anvil?.kill('SIGTERM');
+    await anvil?.stop();
     api?.closeAllConnections();
     api?.close();
     if (process.env['KEEP_TEST_NAMESPACES'] !== '1') {

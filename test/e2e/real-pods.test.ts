@@ -2,10 +2,9 @@
 // from the engine image that `make image` built offline and real-node.sh imported. Every container
 // runs as uid 65532 with a read-only root filesystem and no capabilities, as the operator's will.
 
-import { type ChildProcess, spawn } from 'node:child_process';
 import type { V1Pod } from '@kubernetes/client-node';
 import { expect } from 'chai';
-import { ANVIL_BINARY, CHAIN_ID } from '../support/chain.js';
+import { type Anvil, CHAIN_ID, startAnvil } from '../support/chain.js';
 import {
   batch,
   core,
@@ -186,35 +185,17 @@ describe('e2e: real pods on a real node', function () {
   });
 
   describe('the test chain', () => {
-    let anvil: ChildProcess | undefined;
+    let anvil: Anvil | undefined;
     let rpcUrl = '';
     before(async function () {
       if (typeof node === 'string') this.skip();
       // anvil on the host's address on the pod bridge: reachable by the host and the pods, nothing else.
       const port = 18545 + Math.floor(Math.random() * 1000);
-      rpcUrl = `http://${real().gateway}:${port}`;
-      anvil = spawn(
-        ANVIL_BINARY,
-        ['--host', real().gateway, '--port', String(port), '--chain-id', String(CHAIN_ID), '--silent'],
-        {
-          stdio: 'ignore',
-        },
-      );
-      await waitFor(
-        async () =>
-          (
-            await fetch(rpcUrl, {
-              method: 'POST',
-              headers: { 'content-type': 'application/json' },
-              body: '{"jsonrpc":"2.0","id":1,"method":"eth_chainId","params":[]}',
-            })
-          ).ok,
-        30_000,
-        `anvil on ${rpcUrl}`,
-      );
+      anvil = await startAnvil({ host: real().gateway, port });
+      rpcUrl = anvil.url;
     });
-    after(() => {
-      anvil?.kill('SIGTERM');
+    after(async () => {
+      await anvil?.stop();
     });
 
     it('a pod reaches anvil on the host through the bridge and reads the chain id', async () => {

@@ -93,14 +93,18 @@ export async function freePort(): Promise<number> {
 
 export type Anvil = { url: string; port: number; process: ChildProcess; stop: () => Promise<void> };
 
-/** Starts anvil with instant mining on a free loopback port and waits until it answers. */
-export async function startAnvil(options: { port?: number; accounts?: number } = {}): Promise<Anvil> {
+/**
+ * Starts anvil with instant mining and waits until it answers: on a free loopback port by default, or on `host`
+ * (e.g. the host's address on the real node's pod bridge, so pods reach it too).
+ */
+export async function startAnvil(options: { host?: string; port?: number; accounts?: number } = {}): Promise<Anvil> {
+  const host = options.host ?? '127.0.0.1';
   const port = options.port ?? (await freePort());
   const child = spawn(
     ANVIL_BINARY,
     [
       '--host',
-      '127.0.0.1',
+      host,
       '--port',
       String(port),
       '--chain-id',
@@ -117,7 +121,7 @@ export async function startAnvil(options: { port?: number; accounts?: number } =
   child.stderr?.on('data', (chunk: Buffer) => {
     stderr += chunk.toString();
   });
-  const url = `http://127.0.0.1:${port}`;
+  const url = `http://${host}:${port}`;
   const deadline = Date.now() + 30_000;
   for (;;) {
     if (child.exitCode !== null) throw new Error(`anvil exited with ${child.exitCode}: ${stderr}`);
@@ -201,7 +205,7 @@ export async function deployRequester(url: string, rrp: string): Promise<string>
 }
 
 /** Starts anvil and deploys everything: the one call tests need. */
-export async function startTestChain(options: { port?: number; accounts?: number } = {}) {
+export async function startTestChain(options: { host?: string; port?: number; accounts?: number } = {}) {
   const anvil = await startAnvil(options);
   try {
     const deployment = await deployProtocol(anvil.url);
