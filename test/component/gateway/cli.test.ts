@@ -23,9 +23,18 @@ describe('oracle-node gateway (process)', function () {
     await rm(dir, { recursive: true, force: true });
   });
 
-  it('serves with the configured log format, redacts secrets, and drains on SIGTERM', async () => {
+  it('serves with the configured log format, redacts secrets, runs snippets in UTC, and drains on SIGTERM', async () => {
     const config = configJson(api.url, { logLevel: 'DEBUG' });
     config.nodeSettings.logFormat = 'plain';
+    // A snippet reading local time: 1700000000 is 22:13 UTC (14:13 in the TZ the process is started with).
+    const stamped = config.ois[0]!.endpoints.find((endpoint) => endpoint.name === 'stamped')!;
+    Object.assign(stamped, {
+      postProcessingSpecificationV2: {
+        environment: 'Node',
+        timeoutMs: 5000,
+        value: '() => ({ response: { value: new Date(1700000000000).getHours() } })',
+      },
+    });
     await writeFile(join(dir, 'config.json'), JSON.stringify(config));
     await writeFile(
       join(dir, 'secrets.env'),
@@ -49,7 +58,7 @@ describe('oracle-node gateway (process)', function () {
         '--path-key-secret',
         'GATEWAY_PATH_KEY',
       ],
-      { stdio: ['ignore', 'pipe', 'pipe'] },
+      { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, TZ: 'America/Los_Angeles' } },
     );
     let output = '';
     child.stdout!.on('data', (chunk) => {
@@ -75,13 +84,22 @@ describe('oracle-node gateway (process)', function () {
     expect(ok.status).to.equal(200);
     const publicKey = await fetch(`${base}/http-data/${DEFAULT_PATH_KEY}/${ENDPOINTS.price}`, { method: 'POST' });
     expect(publicKey.status).to.equal(404);
+    const local = await fetch(`${base}/http-data/abcdefghijklmnop-0123/${ENDPOINTS.stamped}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ parameters: {} }),
+    });
+    const localBody = (await local.json()) as { values: string[] };
+    expect(localBody.values, 'the hour as UTC, times 100').to.deep.equal(['2200']);
 
     const slow = fetch(`${base}/http-data/abcdefghijklmnop-0123/${ENDPOINTS.slow}`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ parameters: { ms: '800' } }),
     });
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    // SIGTERM only once the slow call has reached the API, so it is in flight whatever the machine's speed.
+    const before = api.requests;
+    while (api.requests === before) await new Promise((resolve) => setTimeout(resolve, 10));
     child.kill('SIGTERM');
     const slowReply = await slow;
     expect(slowReply.status).to.equal(200);
