@@ -30,8 +30,13 @@ export const NODE_ADDRESS = wallets.nodeAddress;
 
 export type ApiServer = { url: string; calls: { path: string }[]; server: Server; close: () => Promise<void> };
 
-/** GET /price?coin=X -> {price}; GET /broken -> 500; GET /counter -> a value that changes on every call. */
-export async function startApiServer(options: { delayMs?: (coin: string) => number } = {}): Promise<ApiServer> {
+/**
+ * GET /price?coin=X -> {price}; GET /broken -> 500; GET /counter -> a value that changes on every call.
+ * `delayMs` delays a coin's answer; `hold` returns a promise that the answer waits for (a gate the test opens).
+ */
+export async function startApiServer(
+  options: { delayMs?: (coin: string) => number; hold?: (coin: string) => Promise<void> | undefined } = {},
+): Promise<ApiServer> {
   const calls: { path: string }[] = [];
   let counter = 0;
   const server = createServer(async (req, res) => {
@@ -42,6 +47,7 @@ export async function startApiServer(options: { delayMs?: (coin: string) => numb
       const coin = url.searchParams.get('coin') ?? 'ETH';
       const delay = options.delayMs?.(coin) ?? 0;
       if (delay > 0) await new Promise((resolve) => setTimeout(resolve, delay));
+      await options.hold?.(coin);
       res.end(JSON.stringify({ price: coin === 'BTC' ? 65000.5 : 3000.25 }));
     } else if (url.pathname === '/counter') {
       counter++;

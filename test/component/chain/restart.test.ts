@@ -51,11 +51,20 @@ describe('coordinator killed mid-cycle, then restarted (anvil)', () => {
   let chain: Awaited<ReturnType<typeof startTestChain>>;
   let api: ApiServer;
   let dir: string;
+  let releaseHeld = () => {};
+  const firstKilled = new Promise<void>((resolve) => {
+    releaseHeld = resolve;
+  });
 
   before(async () => {
     chain = await startTestChain();
-    // Sponsors' API answers arrive at different times, so some shards send while others still wait.
-    api = await startApiServer({ delayMs: (coin) => (coin.startsWith('S') ? Number(coin.slice(1)) * 400 : 0) });
+    // Sponsors' API answers arrive at different times, so some shards send while others still wait; the last
+    // sponsor's answers are held until the first coordinator is dead, so it is killed before finishing whatever
+    // the machine's speed.
+    api = await startApiServer({
+      delayMs: (coin) => (coin.startsWith('S') ? Number(coin.slice(1)) * 400 : 0),
+      hold: (coin) => (coin === `S${SPONSORS - 1}` ? firstKilled : undefined),
+    });
     dir = mkdtempSync(join(tmpdir(), 'restart-'));
     const { config, secrets } = buildConfigJson({
       providers: { anvil: chain.anvil.url },
@@ -107,6 +116,7 @@ describe('coordinator killed mid-cycle, then restarted (anvil)', () => {
     }
     first.kill('SIGKILL');
     await exited(first);
+    releaseHeld();
     await waitForMined(chain.anvil.url);
     let answeredBeforeRestart = 0;
     for (const id of requests) {

@@ -275,7 +275,7 @@ describe('ois/callEndpoint against loopback APIs', function () {
       {
         preProcessingSpecificationV2: {
           environment: 'Node',
-          timeoutMs: 1000,
+          timeoutMs: 5000,
           value:
             '({ endpointParameters }) => ({ endpointParameters: { ...endpointParameters, seen: Object.keys(endpointParameters).join() } })',
         },
@@ -305,7 +305,7 @@ describe('ois/callEndpoint against loopback APIs', function () {
         parameters: [{ name: 'a' }, { name: 'b' }],
         preProcessingSpecificationV2: {
           environment: 'Node',
-          timeoutMs: 1000,
+          timeoutMs: 5000,
           value: '({ endpointParameters: p }) => ({ endpointParameters: { sum: Number(p.a) + Number(p.b) } })',
         },
       },
@@ -329,7 +329,7 @@ describe('ois/callEndpoint against loopback APIs', function () {
       {
         postProcessingSpecificationV2: {
           environment: 'Node',
-          timeoutMs: 1000,
+          timeoutMs: 5000,
           value: '({ response }) => ({ response, timestamp: 1700000000 })',
         },
       },

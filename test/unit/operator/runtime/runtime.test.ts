@@ -5,6 +5,7 @@ import { expect } from 'chai';
 import { pino } from 'pino';
 import { Registry } from 'prom-client';
 import { RuntimeClient } from '../../../../src/operator/runtime/client.js';
+import { FakeClock } from '../../../../src/operator/runtime/clock.js';
 import { Informer } from '../../../../src/operator/runtime/informer.js';
 import { createManager } from '../../../../src/operator/runtime/manager.js';
 import { RuntimeMetrics } from '../../../../src/operator/runtime/metrics.js';
@@ -218,14 +219,20 @@ describe('operator runtime against an in-memory API server', () => {
   });
 
   it('rest: the client-side QPS/burst limit holds back a burst of calls', async () => {
-    // One token a second after a burst of 2: the third call must wait (far longer than any scheduling delay).
-    const transport = rest({ qps: 1, burst: 2 });
+    // One token a second after a burst of 2, on a clock that only moves when told: the third call waits for it.
+    const clock = new FakeClock();
+    const transport = rest({ qps: 1, burst: 2, clock });
     const client = new RuntimeClient(transport, 'test');
     const started = Promise.all(
       Array.from({ length: 3 }, (_, i) => client.get(CONFIGMAP, { namespace: 'ns1', name: `x${i}` })),
     );
+    await waitFor(() => api.requests.length >= 2, 'the burst of two');
     await new Promise((resolve) => setTimeout(resolve, 100));
     expect(api.requests).to.have.length(2);
+    await clock.advance(999);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(api.requests).to.have.length(2);
+    await clock.advance(1);
     await started;
     expect(api.requests).to.have.length(3);
   });
