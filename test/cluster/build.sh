@@ -13,7 +13,8 @@ set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
 BIN_DIR="${CLUSTER_BIN_DIR:-$ROOT/.cache/cluster/bin}"
-SHARED_DIR="${CLUSTER_SHARED_BIN_DIR-${XDG_CACHE_HOME:-$HOME/.cache}/oracle-node-operator/cluster-bin}"
+USER_CACHE="${XDG_CACHE_HOME:-${HOME:+$HOME/.cache}}" # empty without HOME: no shared copy then
+SHARED_DIR="${CLUSTER_SHARED_BIN_DIR-${USER_CACHE:+$USER_CACHE/oracle-node-operator/cluster-bin}}"
 
 die() {
   echo "cluster-bins: $*" >&2
@@ -35,6 +36,10 @@ HELM_VERSION="$(mod_version helm helm.sh/helm/v3)"
 K8S_MINOR="$(echo "$K8S_VERSION" | cut -d. -f2)"
 
 export CGO_ENABLED=0
+# Without HOME (some CI runners) go has no build cache ("GOCACHE is not defined") and no module cache: keep
+# both under .cache/ then.
+if [[ -z ${GOCACHE:-} && "$(go env GOCACHE 2>/dev/null)" != /* ]]; then export GOCACHE="$ROOT/.cache/go/build"; fi
+if [[ -z ${GOMODCACHE:-} && "$(go env GOMODCACHE 2>/dev/null)" != /* ]]; then export GOMODCACHE="$ROOT/.cache/go/mod"; fi
 # Two parallel compiles per core is what go picks anyway; `nice` keeps an interactive machine usable.
 GO_BUILD=(nice -n 10 go build -trimpath)
 
