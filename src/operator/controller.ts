@@ -35,6 +35,7 @@ import {
   type OracleNodeStatus,
 } from './resource.js';
 import type {
+  ObjectCache,
   ObjectKey,
   ReconcileContext,
   ReconcileResult,
@@ -58,8 +59,8 @@ export type OracleNodeReconcilerOptions = {
   settings?: Partial<OperatorSettings>;
   /** Full config validation; defaults to the config model (or the built-in check until it is present). */
   validateConfig?: ConfigValidator;
-  /** Secrets are not watched (they are the user's, unlabelled): re-read them this often. */
-  secretPollMs?: number;
+  /** Periodic reconcile of a settled node, a safety net beside the watches (Secrets included). */
+  resyncMs?: number;
   /** How soon to look again while waiting (missing Secret, stage rollout, gateway not ready). */
   waitPollMs?: number;
   /** Clock, for tests. */
@@ -68,9 +69,22 @@ export type OracleNodeReconcilerOptions = {
   metrics?: OracleNodeMetrics;
 };
 
+/** The OracleNodes of a Secret's namespace whose spec.secretRef names it. */
+export function nodesReferencingSecret(secret: KubernetesObject, cache: ObjectCache): ObjectKey[] {
+  const { namespace, name } = secret.metadata ?? {};
+  if (!namespace || !name) return [];
+  return cache
+    .list<OracleNode>(KINDS.oracleNode, namespace)
+    .filter((node) => node.spec?.secretRef?.name === name)
+    .map((node) => ({ namespace, name: node.metadata.name }));
+}
+
 export const WATCHES: WatchSpec = {
   primary: KINDS.oracleNode,
   owned: [...CHILD_KINDS, KINDS.job].map((kind) => ({ kind, labelSelector: MANAGED_SELECTOR })),
+  // The user's Secrets are theirs (unlabelled): watched as metadata only, so no secret value sits in the cache,
+  // and a rotation reaches the pods at once. The values are read live when a node is reconciled.
+  referenced: [{ kind: KINDS.secret, map: nodesReferencingSecret }],
 };
 
 type SecretRead =
@@ -125,7 +139,7 @@ export class OracleNodeReconciler implements Reconciler {
   readonly watches = WATCHES;
   private readonly settings: OperatorSettings;
   private readonly validate: ConfigValidator;
-  private readonly secretPollMs: number;
+  private readonly resyncMs: number;
   private readonly waitPollMs: number;
   private readonly now: () => Date;
   private readonly metrics: OracleNodeMetrics | undefined;
@@ -133,7 +147,7 @@ export class OracleNodeReconciler implements Reconciler {
   constructor(options: OracleNodeReconcilerOptions = {}) {
     this.settings = { ...DEFAULT_SETTINGS, ...options.settings };
     this.validate = options.validateConfig ?? validateNodeConfig;
-    this.secretPollMs = options.secretPollMs ?? 60_000;
+    this.resyncMs = options.resyncMs ?? 10 * 60_000;
     this.waitPollMs = options.waitPollMs ?? 5_000;
     this.now = options.now ?? (() => new Date());
     this.metrics = options.metrics;
@@ -175,7 +189,7 @@ export class OracleNodeReconciler implements Reconciler {
     const validation = this.validate(rawConfig, secret.values);
     if (!validation.ok) {
       const reason = validation.errors.some(isMissingSecretIssue) ? 'SecretKeyMissing' : 'ValidationFailed';
-      return this.rejectConfig(node, status, context, now, reason, formatIssues(validation.errors), this.secretPollMs);
+      return this.rejectConfig(node, status, context, now, reason, formatIssues(validation.errors), this.resyncMs);
     }
     const config = validation.config;
     const input: BuildInput = {
@@ -296,7 +310,7 @@ export class OracleNodeReconciler implements Reconciler {
     await this.writeStatus(node, next, context);
 
     const waiting = rolloutMessage !== undefined || !gatewayIsReady;
-    return { requeueAfterMs: waiting ? this.waitPollMs : this.secretPollMs };
+    return { requeueAfterMs: waiting ? this.waitPollMs : this.resyncMs };
   }
 
   /** Invalid config or missing Secret: say so, and leave every child exactly as it is (the last good state). */

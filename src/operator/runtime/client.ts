@@ -88,6 +88,7 @@ export class RuntimeClient implements KubeWriter {
     namespace: string | undefined,
     labelSelector?: string,
     signal?: AbortSignal,
+    accept?: string,
   ): Promise<{ items: T[]; resourceVersion: string }> {
     const items: T[] = [];
     let continueToken: string | undefined;
@@ -98,6 +99,7 @@ export class RuntimeClient implements KubeWriter {
         path: collectionPath(kind, namespace),
         query: { labelSelector: labelSelector || undefined, limit: this.pageSize, continue: continueToken },
         signal,
+        ...(accept ? { accept } : {}),
       });
       for (const item of page.items ?? []) items.push(item);
       continueToken = page.metadata?.continue || undefined;

@@ -12,7 +12,7 @@ import type { RuntimeClient } from './client.js';
 import { type Clock, systemClock } from './clock.js';
 import type { RuntimeMetrics } from './metrics.js';
 import { apiVersionOf, collectionPath, keyOf, keyString, resourceName } from './paths.js';
-import { ApiError, isGone, type RestClient } from './rest.js';
+import { ApiError, isGone, PARTIAL_METADATA, PARTIAL_METADATA_LIST, type RestClient } from './rest.js';
 import type { ResourceKind } from './types.js';
 
 export type InformerEventType = 'add' | 'update' | 'delete';
@@ -34,6 +34,8 @@ export type InformerOptions = InformerTuning & {
   kind: ResourceKind;
   namespace?: string; // undefined: all namespaces
   labelSelector?: string;
+  /** Cache metadata only (PartialObjectMetadata): for objects whose contents must not sit in memory (Secrets). */
+  metadataOnly?: boolean;
   client: RuntimeClient;
   rest: RestClient;
   logger: Logger;
@@ -231,6 +233,7 @@ export class Informer {
       this.namespace,
       this.labelSelector,
       this.stopController.signal,
+      this.options.metadataOnly ? PARTIAL_METADATA_LIST : undefined,
     );
     this.touch();
     const seen = new Set<string>();
@@ -286,6 +289,7 @@ export class Informer {
         },
         signal: controller.signal,
         inactivityTimeoutMs: timeoutSeconds * 1000 + (this.options.watchInactivityGraceMs ?? 60_000),
+        ...(this.options.metadataOnly ? { accept: PARTIAL_METADATA } : {}),
       });
       for await (const event of stream) {
         this.touch();

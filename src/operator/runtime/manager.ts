@@ -159,7 +159,7 @@ export class RuntimeManager implements Manager {
     this.metrics.activeWorkers.set({ controller: reconciler.name }, 0);
     this.metrics.leaderStatus.set({ name: this.options.leaderElection.leaseName }, 0);
 
-    const { primary, owned } = reconciler.watches;
+    const { primary, owned, referenced = [] } = reconciler.watches;
     for (const namespace of this.namespacesFor(primary)) {
       const informer = this.informer(primary, namespace, undefined);
       informer.on((_type, object) => queue.add(keyString(keyOf(object))));
@@ -170,6 +170,14 @@ export class RuntimeManager implements Manager {
         informer.on((_type, object) => {
           const owner = this.ownerKey(primary, object);
           if (owner) queue.add(keyString(owner));
+        });
+      }
+    }
+    for (const reference of referenced) {
+      for (const namespace of this.namespacesFor(reference.kind)) {
+        const informer = this.informer(reference.kind, namespace, undefined, true);
+        informer.on((_type, object) => {
+          for (const key of reference.map(object, this.cache)) queue.add(keyString(key));
         });
       }
     }
@@ -224,12 +232,18 @@ export class RuntimeManager implements Manager {
     return this.options.namespaces;
   }
 
-  private informer(kind: ResourceKind, namespace: string | undefined, labelSelector: string | undefined): Informer {
+  private informer(
+    kind: ResourceKind,
+    namespace: string | undefined,
+    labelSelector: string | undefined,
+    metadataOnly = false,
+  ): Informer {
     const informer = new Informer({
       ...this.tuning,
       kind,
       namespace,
       labelSelector,
+      metadataOnly,
       client: this.client,
       rest: this.rest,
       logger: this.logger,

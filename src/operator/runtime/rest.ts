@@ -34,6 +34,8 @@ export type RequestOptions = {
   signal?: AbortSignal;
   /** Retry 429/5xx/connection errors (default true). */
   retry?: boolean;
+  /** The Accept header (default application/json), e.g. PARTIAL_METADATA_LIST for metadata-only lists. */
+  accept?: string;
 };
 
 export class ApiError extends Error {
@@ -77,7 +79,17 @@ export type WatchOptions = {
   signal: AbortSignal;
   /** Abort when nothing (not even a bookmark) arrives for this long. */
   inactivityTimeoutMs: number;
+  /** The Accept header (default application/json), e.g. PARTIAL_METADATA for a metadata-only watch. */
+  accept?: string;
 };
+
+/**
+ * Accept headers that make the apiserver send PartialObjectMetadata (metadata only, no spec or data), with plain
+ * JSON as the fallback of servers that cannot. How controller-runtime watches objects it must not cache in full.
+ */
+export const PARTIAL_METADATA = 'application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json';
+export const PARTIAL_METADATA_LIST =
+  'application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json';
 
 const VERBS: Record<string, string> = { GET: 'GET', POST: 'POST', PUT: 'PUT', PATCH: 'PATCH', DELETE: 'DELETE' };
 
@@ -188,7 +200,7 @@ export class RestClient {
     const payload = request.body === undefined ? undefined : Buffer.from(JSON.stringify(request.body));
     const headers: Record<string, string | number> = {
       ...(connection.headers as Record<string, string>),
-      accept: 'application/json',
+      accept: request.accept ?? 'application/json',
       'user-agent': this.options.userAgent ?? 'oracle-node-operator',
     };
     if (payload) {
@@ -254,7 +266,7 @@ export class RestClient {
     const url = this.url(options.path, { ...options.query, watch: true });
     const headers = {
       ...(connection.headers as Record<string, string>),
-      accept: 'application/json',
+      accept: options.accept ?? 'application/json',
       'user-agent': this.options.userAgent ?? 'oracle-node-operator',
     };
     const started = process.hrtime.bigint();

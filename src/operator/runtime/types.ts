@@ -20,6 +20,11 @@ export type WatchSpec = {
   primary: ResourceKind;
   /** Children are cached only when they carry this label selector (never cluster-wide caches of foreign objects). */
   owned: { kind: ResourceKind; labelSelector: string }[];
+  /**
+   * Objects the primaries refer to but do not own (e.g. the user's Secret): watched as metadata only, in the same
+   * namespaces, and every change enqueues the primaries `map` names (controller-runtime's EnqueueRequestsFromMapFunc).
+   */
+  referenced?: { kind: ResourceKind; map: (object: KubernetesObject, cache: ObjectCache) => ObjectKey[] }[];
 };
 
 /** Read-only view of the informer caches (objects have managedFields stripped). */

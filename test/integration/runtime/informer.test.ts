@@ -78,6 +78,47 @@ describe('runtime (real control plane): informers and the manager', function () 
     rest.close();
   });
 
+  it('a metadata-only informer (Secrets) sees every change and never holds a secret value', async () => {
+    const SECRET = { group: '', version: 'v1', kind: 'Secret', plural: 'secrets', namespaced: true };
+    const secret = (value: string) =>
+      ({
+        apiVersion: 'v1',
+        kind: 'Secret',
+        metadata: { name: 'rotated', namespace: ns.name },
+        stringData: { API_KEY: value },
+      }) as KubernetesObject;
+    const rest = new RestClient(kc, { qps: 50, burst: 100 });
+    const informer = new Informer({
+      kind: SECRET,
+      namespace: ns.name,
+      metadataOnly: true,
+      client: new RuntimeClient(rest, 'test'),
+      rest,
+      logger,
+    });
+    const events: string[] = [];
+    const seen: KubernetesObject[] = [];
+    informer.on((type, object) => {
+      events.push(`${type}:${object.metadata?.name}`);
+      seen.push(object);
+    });
+    await admin.apply(SECRET, secret('listed-value-1'));
+    informer.start();
+    await informer.waitForSync();
+    await admin.apply(SECRET, secret('watched-value-2'));
+    await admin.delete(SECRET, { namespace: ns.name, name: 'rotated' });
+    await waitFor(() => events.includes('delete:rotated'), 30_000, { description: 'the delete event' });
+    expect(events).to.deep.equal(['add:rotated', 'update:rotated', 'delete:rotated']);
+    // The apiserver answered with PartialObjectMetadata, on the list and on the watch: no data, no values.
+    for (const object of seen) {
+      expect(object.kind).to.equal('PartialObjectMetadata');
+      expect(object).to.not.have.property('data');
+      expect(JSON.stringify(object)).to.not.match(/value-[12]|bGlzdGVk|d2F0Y2hlZ/);
+    }
+    await informer.stop();
+    rest.close();
+  });
+
   it('a watch that expires (410 Expired) relists and misses no update made meanwhile', async () => {
     const proxy = new FaultProxy(kc);
     await proxy.start();

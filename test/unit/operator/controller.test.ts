@@ -1,7 +1,8 @@
 import type { KubernetesObject, V1CronJob, V1Deployment } from '@kubernetes/client-node';
 import { expect } from 'chai';
-import { createOracleNodeReconciler } from '../../../src/operator/controller.js';
+import { createOracleNodeReconciler, nodesReferencingSecret, WATCHES } from '../../../src/operator/controller.js';
 import { KINDS, type OracleNode } from '../../../src/operator/resource.js';
+import type { ObjectCache } from '../../../src/operator/runtime/types.js';
 import { FakeKube, loadSample } from './fake-kube.js';
 
 // The public development mnemonic's first account (m/44'/60'/0'/0/0).
@@ -343,5 +344,39 @@ describe('operator controller (reconcile against an in-memory cluster)', () => {
     expect(cronJob('prod-a')).to.equal(undefined);
     expect(cronJob('prod-b')!.spec!.suspend).to.equal(false);
     expect(condition('Ready')).to.include({ status: 'True' });
+  });
+});
+
+describe('operator controller: which OracleNodes a Secret change wakes', () => {
+  const node = (namespace: string, name: string, secret?: string) =>
+    ({ metadata: { namespace, name }, spec: secret ? { secretRef: { name: secret } } : {} }) as unknown as OracleNode;
+  const nodes = [
+    node('a', 'n1', 's'),
+    node('a', 'n2', 'other'),
+    node('a', 'n3', 's'),
+    node('b', 'n4', 's'),
+    node('a', 'n5'),
+  ];
+  const cache: ObjectCache = {
+    get: () => undefined,
+    list: <T extends KubernetesObject>(kind: { kind: string }, namespace?: string) =>
+      (kind.kind === KINDS.oracleNode.kind
+        ? nodes.filter((n) => n.metadata.namespace === namespace)
+        : []) as unknown as T[],
+  };
+
+  it('maps a Secret to the nodes of its namespace whose secretRef names it', () => {
+    const secret = { metadata: { namespace: 'a', name: 's' } };
+    expect(nodesReferencingSecret(secret, cache)).to.deep.equal([
+      { namespace: 'a', name: 'n1' },
+      { namespace: 'a', name: 'n3' },
+    ]);
+    expect(nodesReferencingSecret({ metadata: { namespace: 'c', name: 's' } }, cache)).to.deep.equal([]);
+    expect(nodesReferencingSecret({ metadata: { name: 's' } }, cache)).to.deep.equal([]);
+  });
+
+  it('watches Secrets through that map, and only as a referenced kind (never cached in full)', () => {
+    expect(WATCHES.referenced?.map((r) => r.kind.kind)).to.deep.equal(['Secret']);
+    expect(WATCHES.owned.map((o) => o.kind.kind)).to.not.include('Secret');
   });
 });
