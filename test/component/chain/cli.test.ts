@@ -179,7 +179,8 @@ describe('oracle-node coordinator, worker and start (anvil, real AirnodeRrpV0)',
     expect(text).to.not.include(chain.anvil.url);
     expect(text).to.not.include('achieve climb');
     writeFileSync(join(dir, 'shard.json'), text);
-    const { stdout } = await cli('worker', '--shard', join(dir, 'shard.json'), ...configArgs());
+    const cacheArgs = ['--cache-dir', join(dir, 'cache')]; // never the shared default under /tmp
+    const { stdout } = await cli('worker', '--shard', join(dir, 'shard.json'), ...configArgs(), ...cacheArgs);
     const result = JSON.parse(stdout) as { outcomes: { id: string; outcome: string; nonce: number }[] };
     expect(result.outcomes).to.deep.equal([
       { ...result.outcomes[0], id: first, outcome: 'fulfilled', nonce: 0, provider: 'anvil' },
@@ -193,7 +194,7 @@ describe('oracle-node coordinator, worker and start (anvil, real AirnodeRrpV0)',
       sponsorWallet: sponsor.sponsorWallet,
       parameters: encodeCoin('ETH'),
     });
-    const child = spawnCli('worker', '--shard', '-', ...configArgs());
+    const child = spawnCli('worker', '--shard', '-', ...configArgs(), ...cacheArgs);
     const io = output(child);
     child.stdin?.end(JSON.stringify(await plan()));
     expect(await exited(child)).to.equal(0);
@@ -263,7 +264,7 @@ describe('oracle-node coordinator, worker and start (anvil, real AirnodeRrpV0)',
     await new Promise<void>((resolve) => blocker.listen(0, '0.0.0.0', resolve));
     const port = (blocker.address() as { port: number }).port;
     try {
-      const busy = spawnCli('start', ...configArgs(), '--port', String(port));
+      const busy = spawnCli('start', ...configArgs(), '--port', String(port), '--cache-dir', join(dir, 'cache'));
       const busyIo = output(busy);
       expect(await exited(busy)).to.equal(1);
       expect(busyIo.stderr).to.include(`port ${port} is already in use`);
