@@ -41,6 +41,25 @@ export const protocolArtifacts = {
   AirnodeRrpV0DryRun: () => protocolArtifact('rrp/AirnodeRrpV0DryRun__factory.js', 'AirnodeRrpV0DryRun'),
 };
 
+function protocolV1Artifact(factoryPath: string, name: string): Artifact {
+  const module = require(`@api3/airnode-protocol-v1/dist/src/contracts/factories/${factoryPath}`) as Record<
+    string,
+    { abi: InterfaceAbi; bytecode: string }
+  >;
+  const factory = module[`${name}__factory`];
+  if (!factory) throw new Error(`No factory ${name} in @api3/airnode-protocol-v1`);
+  return { abi: factory.abi, bytecode: factory.bytecode };
+}
+
+/** Contracts of @api3/airnode-protocol-v1@3.4.0 (bytecode as published), home of the ERC721 authorizer. */
+export const protocolV1Artifacts = {
+  AccessControlRegistry: () =>
+    protocolV1Artifact('access-control-registry/AccessControlRegistry__factory.js', 'AccessControlRegistry'),
+  RequesterAuthorizerWithErc721: () =>
+    protocolV1Artifact('authorizers/RequesterAuthorizerWithErc721__factory.js', 'RequesterAuthorizerWithErc721'),
+  MockErc721: () => protocolV1Artifact('authorizers/mock/MockErc721__factory.js', 'MockErc721'),
+};
+
 /** Compiles test/support/contracts/Requester.sol with solc-js 0.8.9; the output is cached by source hash. */
 export function compileRequester(): Artifact {
   const sourcePath = join(repoRoot, 'test/support/contracts/Requester.sol');
@@ -97,7 +116,9 @@ export type Anvil = { url: string; port: number; process: ChildProcess; stop: ()
  * Starts anvil with instant mining and waits until it answers: on a free loopback port by default, or on `host`
  * (e.g. the host's address on the real node's pod bridge, so pods reach it too).
  */
-export async function startAnvil(options: { host?: string; port?: number; accounts?: number } = {}): Promise<Anvil> {
+export async function startAnvil(
+  options: { host?: string; port?: number; accounts?: number; chainId?: number } = {},
+): Promise<Anvil> {
   const host = options.host ?? '127.0.0.1';
   const port = options.port ?? (await freePort());
   const child = spawn(
@@ -108,7 +129,7 @@ export async function startAnvil(options: { host?: string; port?: number; accoun
       '--port',
       String(port),
       '--chain-id',
-      String(CHAIN_ID),
+      String(options.chainId ?? CHAIN_ID),
       '--accounts',
       String(options.accounts ?? 10),
       '--gas-limit',
@@ -160,17 +181,17 @@ export type Deployment = {
   Requester: string;
 };
 
-export function testProvider(url: string): JsonRpcProvider {
-  return new JsonRpcProvider(url, CHAIN_ID, { staticNetwork: true, batchMaxCount: 1, pollingInterval: 50 });
+export function testProvider(url: string, chainId: number = CHAIN_ID): JsonRpcProvider {
+  return new JsonRpcProvider(url, chainId, { staticNetwork: true, batchMaxCount: 1, pollingInterval: 50 });
 }
 
-export function deployer(url: string): NonceManager {
-  return new NonceManager(new Wallet(DEPLOYER_PRIVATE_KEY, testProvider(url)));
+export function deployer(url: string, chainId: number = CHAIN_ID): NonceManager {
+  return new NonceManager(new Wallet(DEPLOYER_PRIVATE_KEY, testProvider(url, chainId)));
 }
 
 /** Deploys the protocol contracts and one requester; returns their addresses. */
-export async function deployProtocol(url: string): Promise<Deployment> {
-  const signer = deployer(url);
+export async function deployProtocol(url: string, chainId: number = CHAIN_ID): Promise<Deployment> {
+  const signer = deployer(url, chainId);
   const deploy = async (artifact: Artifact, ...args: unknown[]) => {
     const contract = await new ContractFactory(artifact.abi, artifact.bytecode, signer).deploy(...args);
     await contract.waitForDeployment();
@@ -186,7 +207,7 @@ export async function deployProtocol(url: string): Promise<Deployment> {
   const dryRun = await deploy(protocolArtifacts.AirnodeRrpV0DryRun());
   const requester = await deploy(compileRequester(), rrp);
   return {
-    chainId: CHAIN_ID,
+    chainId,
     url,
     AccessControlRegistry: accessControlRegistry,
     RequesterAuthorizerWithAirnode: requesterAuthorizer,
@@ -205,15 +226,42 @@ export async function deployRequester(url: string, rrp: string): Promise<string>
 }
 
 /** Starts anvil and deploys everything: the one call tests need. */
-export async function startTestChain(options: { host?: string; port?: number; accounts?: number } = {}) {
+export async function startTestChain(
+  options: { host?: string; port?: number; accounts?: number; chainId?: number } = {},
+) {
   const anvil = await startAnvil(options);
   try {
-    const deployment = await deployProtocol(anvil.url);
+    const deployment = await deployProtocol(anvil.url, options.chainId);
     return { anvil, deployment };
   } catch (error) {
     await anvil.stop();
     throw error;
   }
+}
+
+export type Erc721Deployment = {
+  AccessControlRegistry: string;
+  RequesterAuthorizerWithErc721: string;
+  /** MockErc721: tokens 0..9 belong to the deployer. */
+  MockErc721: string;
+};
+
+/** Deploys the v1 AccessControlRegistry, a RequesterAuthorizerWithErc721 on it, and a MockErc721. */
+export async function deployErc721Authorizer(url: string, chainId: number = CHAIN_ID): Promise<Erc721Deployment> {
+  const signer = deployer(url, chainId);
+  const deploy = async (artifact: Artifact, ...args: unknown[]) => {
+    const contract = await new ContractFactory(artifact.abi, artifact.bytecode, signer).deploy(...args);
+    await contract.waitForDeployment();
+    return contract.getAddress();
+  };
+  const accessControlRegistry = await deploy(protocolV1Artifacts.AccessControlRegistry());
+  const authorizer = await deploy(
+    protocolV1Artifacts.RequesterAuthorizerWithErc721(),
+    accessControlRegistry,
+    'RequesterAuthorizerWithErc721 admin',
+  );
+  const token = await deploy(protocolV1Artifacts.MockErc721());
+  return { AccessControlRegistry: accessControlRegistry, RequesterAuthorizerWithErc721: authorizer, MockErc721: token };
 }
 
 export async function rpc<T>(url: string, method: string, params: unknown[] = []): Promise<T> {

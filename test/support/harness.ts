@@ -86,6 +86,12 @@ export type ConfigOptions = {
   apiUrl: string;
   fulfillmentGasLimit?: number;
   authorizers?: string[];
+  /** Other authorizer lists of the chain (raw config shape, see chainAuthorizersSchema); each defaults to []. */
+  chainAuthorizers?: {
+    crossChainRequesterAuthorizers?: unknown[];
+    requesterAuthorizersWithErc721?: unknown[];
+    crossChainRequesterAuthorizersWithErc721?: unknown[];
+  };
   authorizations?: Record<string, string[]>;
   templates?: { templateId: string; endpointId: string; encodedParameters: string }[];
   minConfirmations?: number;
@@ -118,6 +124,7 @@ export function buildConfigJson(options: ConfigOptions): {
           crossChainRequesterAuthorizers: [],
           requesterAuthorizersWithErc721: [],
           crossChainRequesterAuthorizersWithErc721: [],
+          ...options.chainAuthorizers,
         },
         authorizations: { requesterEndpointAuthorizations: options.authorizations ?? {} },
         options: {
