@@ -50,13 +50,18 @@ async function getBlock(client: RpcClient, tag: string, withTransactions: boolea
   return block;
 }
 
+/**
+ * A transaction's `gasPrice` first (nodes report the effective price of mined EIP-1559 transactions there,
+ * which the fee cap may hold below baseFee + tip), else `baseFee + maxPriorityFeePerGas`.
+ */
 export function blockTransactionPrices(block: Block): bigint[] {
-  const baseFee = block.baseFeePerGas ? asQuantity(block.baseFeePerGas, 'baseFeePerGas') : 0n;
+  const baseFee = block.baseFeePerGas ? asQuantity(block.baseFeePerGas, 'baseFeePerGas') : undefined;
   const prices: bigint[] = [];
   for (const tx of block.transactions) {
     if (typeof tx !== 'object') continue;
-    if (tx.maxPriorityFeePerGas) prices.push(baseFee + asQuantity(tx.maxPriorityFeePerGas, 'maxPriorityFeePerGas'));
-    else if (tx.gasPrice) prices.push(asQuantity(tx.gasPrice, 'gasPrice'));
+    if (tx.gasPrice) prices.push(asQuantity(tx.gasPrice, 'gasPrice'));
+    else if (baseFee !== undefined && tx.maxPriorityFeePerGas)
+      prices.push(baseFee + asQuantity(tx.maxPriorityFeePerGas, 'maxPriorityFeePerGas'));
   }
   return prices;
 }

@@ -88,13 +88,22 @@ describe('gas price arithmetic (airnode-facts §9)', () => {
     expect(bumpGasTarget({ type: 0, gasPrice: 100n }, 20)).to.deep.equal({ type: 0, gasPrice: 120n });
   });
 
-  it('prices transactions as gasPrice or baseFee + priority fee', () => {
+  it('prices transactions by gasPrice, else baseFee + priority fee', () => {
     expect(
       blockTransactionPrices({
         baseFeePerGas: '0x10',
-        transactions: [{ gasPrice: '0x5' }, { maxPriorityFeePerGas: '0x2', gasPrice: '0x99' }],
+        // A mined EIP-1559 transaction reports its effective price as gasPrice (here capped below 0x10 + 0x20).
+        transactions: [
+          { gasPrice: '0x5' },
+          { maxPriorityFeePerGas: '0x20', gasPrice: '0x19' },
+          { maxPriorityFeePerGas: '0x2' },
+        ],
       }),
-    ).to.deep.equal([5n, 18n]);
+    ).to.deep.equal([5n, 25n, 18n]);
+    // Without a base fee a transaction without gasPrice has no price.
+    expect(
+      blockTransactionPrices({ transactions: [{ maxPriorityFeePerGas: '0x2' }, { gasPrice: '0x7' }] }),
+    ).to.deep.equal([7n]);
   });
 
   it('computes the withdrawal value, or nothing when the balance does not cover it', () => {
