@@ -189,14 +189,19 @@ export function deployer(url: string, chainId: number = CHAIN_ID): NonceManager 
   return new NonceManager(new Wallet(DEPLOYER_PRIVATE_KEY, testProvider(url, chainId)));
 }
 
-/** Deploys the protocol contracts and one requester; returns their addresses. */
-export async function deployProtocol(url: string, chainId: number = CHAIN_ID): Promise<Deployment> {
+/** A deploy function for the deployer account of the chain at `url`: artifact + constructor args -> address. */
+function deployerOf(url: string, chainId: number) {
   const signer = deployer(url, chainId);
-  const deploy = async (artifact: Artifact, ...args: unknown[]) => {
+  return async (artifact: Artifact, ...args: unknown[]): Promise<string> => {
     const contract = await new ContractFactory(artifact.abi, artifact.bytecode, signer).deploy(...args);
     await contract.waitForDeployment();
     return contract.getAddress();
   };
+}
+
+/** Deploys the protocol contracts and one requester; returns their addresses. */
+export async function deployProtocol(url: string, chainId: number = CHAIN_ID): Promise<Deployment> {
+  const deploy = deployerOf(url, chainId);
   const accessControlRegistry = await deploy(protocolArtifacts.AccessControlRegistry());
   const requesterAuthorizer = await deploy(
     protocolArtifacts.RequesterAuthorizerWithAirnode(),
@@ -219,10 +224,7 @@ export async function deployProtocol(url: string, chainId: number = CHAIN_ID): P
 
 /** Deploys one more requester contract (e.g. an unauthorized one). */
 export async function deployRequester(url: string, rrp: string): Promise<string> {
-  const artifact = compileRequester();
-  const contract = await new ContractFactory(artifact.abi, artifact.bytecode, deployer(url)).deploy(rrp);
-  await contract.waitForDeployment();
-  return contract.getAddress();
+  return deployerOf(url, CHAIN_ID)(compileRequester(), rrp);
 }
 
 /** Starts anvil and deploys everything: the one call tests need. */
@@ -248,12 +250,7 @@ export type Erc721Deployment = {
 
 /** Deploys the v1 AccessControlRegistry, a RequesterAuthorizerWithErc721 on it, and a MockErc721. */
 export async function deployErc721Authorizer(url: string, chainId: number = CHAIN_ID): Promise<Erc721Deployment> {
-  const signer = deployer(url, chainId);
-  const deploy = async (artifact: Artifact, ...args: unknown[]) => {
-    const contract = await new ContractFactory(artifact.abi, artifact.bytecode, signer).deploy(...args);
-    await contract.waitForDeployment();
-    return contract.getAddress();
-  };
+  const deploy = deployerOf(url, chainId);
   const accessControlRegistry = await deploy(protocolV1Artifacts.AccessControlRegistry());
   const authorizer = await deploy(
     protocolV1Artifacts.RequesterAuthorizerWithErc721(),
