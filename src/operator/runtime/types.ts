@@ -27,7 +27,10 @@ export type WatchSpec = {
   referenced?: { kind: ResourceKind; map: (object: KubernetesObject, cache: ObjectCache) => ObjectKey[] }[];
 };
 
-/** Read-only view of the informer caches (objects have managedFields stripped). */
+/**
+ * Read-only view of the informer caches (objects have managedFields stripped; `referenced` kinds are
+ * PartialObjectMetadata: metadata only).
+ */
 export interface ObjectCache {
   get<T extends KubernetesObject>(kind: ResourceKind, key: ObjectKey): T | undefined;
   list<T extends KubernetesObject>(kind: ResourceKind, namespace?: string, labels?: Record<string, string>): T[];
