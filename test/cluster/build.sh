@@ -7,7 +7,7 @@
 # cluster-bin/, keyed by the helper module's go.mod/go.sum, the Go version and RECIPE), from where a fresh
 # clone copies it instead of relinking. CLUSTER_SHARED_BIN_DIR= (empty) turns that off.
 #
-# Usage: test/cluster/build.sh [all|k8s|etcd|kwok|helm]...   (default: all)
+# Usage: test/cluster/build.sh [all|k8s|kube-proxy|etcd|kwok|helm]...   (default: all; kube-proxy only when named)
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -96,6 +96,18 @@ k8s_ok() {
   if [[ $1 == kubectl ]]; then have kubectl "Client Version: $K8S_VERSION" version --client; else have "$1" "Kubernetes $K8S_VERSION" --version; fi
 }
 
+# Without these stamps /version reports v0.0.0-master and clients (kubectl, Helm, kwok) misread the server.
+k8s_ldflags() {
+  local ldflags="-s -w"
+  ldflags+=" -X k8s.io/component-base/version.gitVersion=$K8S_VERSION"
+  ldflags+=" -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$K8S_MINOR"
+  ldflags+=" -X k8s.io/component-base/version.gitTreeState=clean"
+  ldflags+=" -X k8s.io/component-base/version.buildDate=1970-01-01T00:00:00Z"
+  ldflags+=" -X k8s.io/client-go/pkg/version.gitVersion=$K8S_VERSION"
+  ldflags+=" -X k8s.io/client-go/pkg/version.gitMajor=1 -X k8s.io/client-go/pkg/version.gitMinor=$K8S_MINOR"
+  echo "$ldflags"
+}
+
 build_k8s() {
   local missing=() b
   for b in kube-apiserver kube-controller-manager kube-scheduler kubectl; do
@@ -106,19 +118,33 @@ build_k8s() {
     for b in kube-apiserver kube-controller-manager kube-scheduler kubectl; do publish "$b" k8s; done
     return
   fi
-  # Without these stamps /version reports v0.0.0-master and clients (kubectl, Helm, kwok) misread the server.
-  local ldflags="-s -w"
-  ldflags+=" -X k8s.io/component-base/version.gitVersion=$K8S_VERSION"
-  ldflags+=" -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$K8S_MINOR"
-  ldflags+=" -X k8s.io/component-base/version.gitTreeState=clean"
-  ldflags+=" -X k8s.io/component-base/version.buildDate=1970-01-01T00:00:00Z"
-  ldflags+=" -X k8s.io/client-go/pkg/version.gitVersion=$K8S_VERSION"
-  ldflags+=" -X k8s.io/client-go/pkg/version.gitMajor=1 -X k8s.io/client-go/pkg/version.gitMinor=$K8S_MINOR"
-  (cd "$HERE/k8s" && timed "${missing[*]##*/} $K8S_VERSION" "${GO_BUILD[@]}" -ldflags "$ldflags" -o "$BIN_DIR/" "${missing[@]}")
+  (cd "$HERE/k8s" && timed "${missing[*]##*/} $K8S_VERSION" "${GO_BUILD[@]}" -ldflags "$(k8s_ldflags)" -o "$BIN_DIR/" "${missing[@]}")
   for b in "${missing[@]##*/}"; do
     k8s_ok "$b" || die "$BIN_DIR/$b does not report $K8S_VERSION after the build"
     publish "$b" k8s
   done
+}
+
+# kube-proxy: only the real node needs it (test/cluster/real-node.sh build; NODE=real make cluster-up), so
+# `all` (make cluster-bins, CI) does not build it. Same module, same version stamps as the control plane.
+# test/cluster/k8s/go.sum has no entries for the modules only kube-proxy imports (netlink, netns, ipvs,
+# knftables, k8s.io/kube-proxy): it builds against a copy of go.mod/go.sum (-modfile, -mod=mod), to which go
+# adds their checksums at the versions k8s.io/kubernetes pins (verified against the checksum database);
+# the committed files stay as they are.
+build_kube_proxy() {
+  if k8s_ok kube-proxy || { restore kube-proxy k8s && k8s_ok kube-proxy; }; then
+    log "kube-proxy $K8S_VERSION: up to date"
+    publish kube-proxy k8s
+    return
+  fi
+  local mod="$ROOT/.cache/cluster/kube-proxy-mod"
+  mkdir -p "$mod"
+  cp -f "$HERE/k8s/go.mod" "$mod/kube-proxy.mod"
+  cp -f "$HERE/k8s/go.sum" "$mod/kube-proxy.sum"
+  (cd "$HERE/k8s" && timed "kube-proxy $K8S_VERSION" "${GO_BUILD[@]}" -mod=mod -modfile="$mod/kube-proxy.mod" \
+    -ldflags "$(k8s_ldflags)" -o "$BIN_DIR/kube-proxy" k8s.io/kubernetes/cmd/kube-proxy)
+  k8s_ok kube-proxy || die "$BIN_DIR/kube-proxy does not report $K8S_VERSION after the build"
+  publish kube-proxy k8s
 }
 
 etcd_ok() { have etcd "etcd Version: ${ETCD_VERSION#v}" --version; }
@@ -177,9 +203,10 @@ for w in "${what[@]}"; do
   case "$w" in
   all) build_k8s && build_etcd && build_kwok && build_helm ;;
   k8s) build_k8s ;;
+  kube-proxy) build_kube_proxy ;;
   etcd) build_etcd ;;
   kwok) build_kwok ;;
   helm) build_helm ;;
-  *) die "unknown component '$w' (all|k8s|etcd|kwok|helm)" ;;
+  *) die "unknown component '$w' (all|k8s|kube-proxy|etcd|kwok|helm)" ;;
   esac
 done

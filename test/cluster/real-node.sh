@@ -5,8 +5,8 @@
 # would fight the kubelet over the node's status and its pods.
 #
 #   test/cluster/real-node.sh deps     install containerd, runc, containernetworking-plugins, iptables (apt)
-#   test/cluster/real-node.sh build    build the kubelet into $CLUSTER_BIN_DIR (skips an up-to-date one)
-#   test/cluster/real-node.sh up       control plane + containerd + kubelet; import the images; print env
+#   test/cluster/real-node.sh build    build the kubelet and kube-proxy into $CLUSTER_BIN_DIR (skips up-to-date ones)
+#   test/cluster/real-node.sh up       control plane + containerd + kubelet + kube-proxy; import the images; print env
 #   test/cluster/real-node.sh down     stop what `up` started, remove pods, mounts, netns, bridge, rules
 #   test/cluster/real-node.sh status   pid and liveness of each process; exit 1 when not all running
 #   test/cluster/real-node.sh env      export lines for a running real-node cluster
@@ -14,10 +14,14 @@
 #
 # Needs root (containerd, runc, network namespaces, iptables, mounts). Pod network: a Linux bridge
 # $REAL_NODE_BRIDGE with $REAL_NODE_GATEWAY/24 on the host, the Debian CNI `bridge` + `host-local`
-# plugins put each pod in its own network namespace on it. IP forwarding stays as it was (off by
-# default): pods reach the host's bridge address and each other, nothing beyond this machine. Pods reach
+# plugins put each pod in its own network namespace on it. net.ipv4.ip_forward stays as it was; forwarding
+# is on for the bridge only, and a FORWARD rule sends what pods send back onto the bridge or nowhere: pods
+# reach the host's bridge address and each other, nothing beyond this machine. Pods reach
 # the apiserver (127.0.0.1 only) through the `kubernetes` Service IP: one DNAT rule from the bridge to
-# 127.0.0.1:<apiserver port> with route_localnet on the bridge, in place of kube-proxy. The kubelet
+# 127.0.0.1:<apiserver port> with route_localnet on the bridge (the apiserver runs without an endpoint
+# reconciler, so kube-proxy has no endpoints for that Service and leaves it to this rule). Every other
+# Service: kube-proxy (built from the same module) on the host, iptables mode; the Service CIDR is routed
+# to the bridge, so ClusterIPs work from the host and from pods and never leave this machine. The kubelet
 # listens on 127.0.0.1 only and the node is named `localhost`, so the apiserver reaches it for
 # `kubectl logs/exec` without DNS and no pod can. See docs/real-pods.md.
 set -euo pipefail
@@ -32,15 +36,20 @@ NODE_NAME="${REAL_NODE_NAME:-localhost}"
 BRIDGE="${REAL_NODE_BRIDGE:-onobr0}"
 POD_SUBNET="${REAL_NODE_POD_SUBNET:-10.244.0.0/24}"
 GATEWAY="${REAL_NODE_GATEWAY:-10.244.0.1}"
-SERVICE_IP="${REAL_NODE_SERVICE_IP:-10.96.0.1}" # the `kubernetes` Service of --service-cluster-ip-range=10.96.0.0/16
+# cluster.sh's --service-cluster-ip-range (checked against the running apiserver in `up`) and its `kubernetes` Service.
+SERVICE_CIDR="${REAL_NODE_SERVICE_CIDR:-10.96.0.0/16}"
+SERVICE_IP="${REAL_NODE_SERVICE_IP:-10.96.0.1}"
 KUBELET_PORT="${REAL_NODE_KUBELET_PORT:-10250}"
 KUBELET_HEALTHZ_PORT="${REAL_NODE_KUBELET_HEALTHZ_PORT:-10248}"
+KUBE_PROXY_HEALTHZ_PORT="${REAL_NODE_KUBE_PROXY_HEALTHZ_PORT:-10256}"
+KUBE_PROXY_METRICS_PORT="${REAL_NODE_KUBE_PROXY_METRICS_PORT:-10249}"
 IMAGE_OUT="${IMAGE_OUT:-$ROOT/.cache/image}"
 IMAGE_NAME="${IMAGE_NAME:-oracle-node}"
 IMAGE_TAG="${IMAGE_TAG:-$(sed -n 's/^  "version": "\(.*\)",$/\1/p' "$ROOT/package.json" | head -n1)}"
 PAUSE_IMAGE="${PAUSE_IMAGE:-oracle-node.test/pause:3.10}"
 START_TIMEOUT="${CLUSTER_START_TIMEOUT:-120}"
 NAT_CHAIN="ONO-REAL-NODE"
+FWD_CHAIN="ONO-REAL-NODE-FWD" # filter table: what pods may have forwarded
 
 NODE_DIR="$RUN_DIR/node"
 CTD_ROOT="$NODE_DIR/containerd"
@@ -93,6 +102,13 @@ k8s_version() {
 }
 
 build() {
+  build_kubelet
+  # kube-proxy: the same module and version stamps, built by build.sh (not part of its `all`: only this node needs it).
+  "$HERE/build.sh" kube-proxy 2>&1 | sed 's/^cluster-bins: /real-node: /'
+  [[ -x $BIN_DIR/kube-proxy ]] || die "kube-proxy was not built (test/cluster/build.sh kube-proxy)"
+}
+
+build_kubelet() {
   local v minor ldflags start
   v="$(k8s_version)"
   [[ -n $v ]] || die "cannot read the k8s.io/kubernetes version from test/cluster/k8s/go.mod"
@@ -147,6 +163,7 @@ stop_one() { # <name> <binary> [seconds before SIGKILL]
 
 CONTAINERD_BIN="$(command -v containerd 2>/dev/null || echo /usr/bin/containerd)"
 KUBELET_BIN="$BIN_DIR/kubelet"
+KUBE_PROXY_BIN="$BIN_DIR/kube-proxy"
 ctr_() { ctr --address "$CTD_SOCK" --namespace k8s.io "$@"; }
 kubectl_() { "$BIN_DIR/kubectl" --kubeconfig="$RUN_DIR/admin.kubeconfig" "$@"; }
 
@@ -180,8 +197,20 @@ net_up() {
   fi
   ip addr replace "$GATEWAY/${POD_SUBNET#*/}" dev "$BRIDGE"
   ip link set "$BRIDGE" up
+  # The Service CIDR goes to the bridge: the host's own connections to a ClusterIP (DNAT-ed by kube-proxy in
+  # OUTPUT) leave from the bridge address, and a ClusterIP without rules never goes out of eth0.
+  ip route replace "$SERVICE_CIDR" dev "$BRIDGE" src "$GATEWAY"
   # Packets from pods to the Service IP are DNAT-ed to 127.0.0.1: allowed only with route_localnet.
   sysctl -qw "net.ipv4.conf.$BRIDGE.route_localnet=1"
+  # A pod's connection to a ClusterIP arrives on the bridge for the gateway's MAC and is DNAT-ed to another
+  # pod on the same bridge: the kernel routes it, which takes forwarding on the input interface (with it off,
+  # the client's connection times out). On for this bridge only (net.ipv4.ip_forward stays as it is), and the
+  # filter chain below lets what comes in from the bridge be forwarded only back onto it.
+  sysctl -qw "net.ipv4.conf.$BRIDGE.forwarding=1"
+  iptables -N "$FWD_CHAIN" 2>/dev/null || iptables -F "$FWD_CHAIN"
+  iptables -A "$FWD_CHAIN" -o "$BRIDGE" -j RETURN
+  iptables -A "$FWD_CHAIN" -j REJECT --reject-with icmp-net-unreachable
+  iptables -C FORWARD -i "$BRIDGE" -j "$FWD_CHAIN" 2>/dev/null || iptables -I FORWARD 1 -i "$BRIDGE" -j "$FWD_CHAIN"
   mkdir -p "$CNI_CONF_DIR" "$CNI_IPAM_DIR"
   # isGateway false: the bridge already has the gateway address and the plugin then leaves
   # net.ipv4.ip_forward alone; the pods' default route (for the Service IP) comes from the IPAM routes.
@@ -211,6 +240,8 @@ EOF
   port="$(apiserver_port)"
   iptables -t nat -N "$NAT_CHAIN" 2>/dev/null || iptables -t nat -F "$NAT_CHAIN"
   iptables -t nat -C PREROUTING -i "$BRIDGE" -j "$NAT_CHAIN" 2>/dev/null || iptables -t nat -A PREROUTING -i "$BRIDGE" -j "$NAT_CHAIN"
+  # The host's own connections to the `kubernetes` Service too (kube-proxy has no endpoints for it, see up).
+  iptables -t nat -C OUTPUT -d "$SERVICE_IP/32" -j "$NAT_CHAIN" 2>/dev/null || iptables -t nat -A OUTPUT -d "$SERVICE_IP/32" -j "$NAT_CHAIN"
   iptables -t nat -A "$NAT_CHAIN" -d "$SERVICE_IP/32" -p tcp --dport 443 -j DNAT --to-destination "127.0.0.1:$port"
   # Host ports a test wants pods to reach (e.g. REAL_NODE_HOST_PORTS="8545"): gateway:<port> -> 127.0.0.1:<port>.
   local p
@@ -220,9 +251,14 @@ EOF
 }
 
 net_down() {
+  ip route del "$SERVICE_CIDR" dev "$BRIDGE" 2>/dev/null || true
   iptables -t nat -D PREROUTING -i "$BRIDGE" -j "$NAT_CHAIN" 2>/dev/null || true
+  iptables -t nat -D OUTPUT -d "$SERVICE_IP/32" -j "$NAT_CHAIN" 2>/dev/null || true
   iptables -t nat -F "$NAT_CHAIN" 2>/dev/null || true
   iptables -t nat -X "$NAT_CHAIN" 2>/dev/null || true
+  iptables -D FORWARD -i "$BRIDGE" -j "$FWD_CHAIN" 2>/dev/null || true
+  iptables -F "$FWD_CHAIN" 2>/dev/null || true
+  iptables -X "$FWD_CHAIN" 2>/dev/null || true
   ip link del "$BRIDGE" 2>/dev/null || true
   rm -rf "$CNI_IPAM_DIR"
 }
@@ -311,29 +347,37 @@ node_pki() {
       "keyUsage=critical,digitalSignature,keyEncipherment" >server.ext
     openssl req "${ec[@]}" -keyout kubelet-client.key -out kubelet-client.csr -subj "/O=system:nodes/CN=system:node:$NODE_NAME"
     openssl x509 -req -in kubelet-client.csr -CA "$ca/ca.crt" -CAkey "$ca/ca.key" -CAcreateserial -out kubelet-client.crt -days 3650 -extfile client.ext
+    # kube-proxy as system:kube-proxy: the bootstrap ClusterRoleBinding system:node-proxier grants what it reads.
+    openssl req "${ec[@]}" -keyout kube-proxy.key -out kube-proxy.csr -subj "/CN=system:kube-proxy"
+    openssl x509 -req -in kube-proxy.csr -CA "$ca/ca.crt" -CAkey "$ca/ca.key" -CAcreateserial -out kube-proxy.crt -days 3650 -extfile client.ext
     openssl req "${ec[@]}" -keyout kubelet.key -out kubelet.csr -subj "/CN=$NODE_NAME"
     openssl x509 -req -in kubelet.csr -CA "$ca/ca.crt" -CAkey "$ca/ca.key" -CAcreateserial -out kubelet.crt -days 3650 -extfile server.ext
     rm -f ./*.csr
   ) >"$LOGS/node-pki.log" 2>&1 || die "openssl failed (see $LOGS/node-pki.log)"
-  cat >"$NODE_DIR/kubelet.kubeconfig" <<EOF
+  node_kubeconfig kubelet "system:node:$NODE_NAME" kubelet-client
+  node_kubeconfig kube-proxy system:kube-proxy kube-proxy
+}
+
+node_kubeconfig() { # <name> <user> <cert/key basename in $NODE_PKI>: writes $NODE_DIR/<name>.kubeconfig
+  cat >"$NODE_DIR/$1.kubeconfig" <<EOF
 apiVersion: v1
 kind: Config
 clusters:
   - name: oracle-node-operator-test
     cluster:
       server: https://127.0.0.1:$(apiserver_port)
-      certificate-authority: $ca/ca.crt
+      certificate-authority: $RUN_DIR/pki/ca.crt
 users:
-  - name: system:node:$NODE_NAME
+  - name: $2
     user:
-      client-certificate: $NODE_PKI/kubelet-client.crt
-      client-key: $NODE_PKI/kubelet-client.key
+      client-certificate: $NODE_PKI/$3.crt
+      client-key: $NODE_PKI/$3.key
 contexts:
-  - name: kubelet
-    context: { cluster: oracle-node-operator-test, user: "system:node:$NODE_NAME" }
-current-context: kubelet
+  - name: $1
+    context: { cluster: oracle-node-operator-test, user: "$2" }
+current-context: $1
 EOF
-  chmod 600 "$NODE_DIR/kubelet.kubeconfig"
+  chmod 600 "$NODE_DIR/$1.kubeconfig"
 }
 
 kubelet_up() {
@@ -383,6 +427,48 @@ EOF
     --node-labels="oracle-node-operator.test/real-node=true" --v=1
 }
 
+# ---------------------------------------------------------------------------------------------------
+# kube-proxy
+
+kube_proxy_up() {
+  # iptables mode on the host's iptables (nft backend here). Host-wide settings stay as they are:
+  # --conntrack-* 0 leaves nf_conntrack_max and the TCP timeouts alone (kube-proxy would otherwise size them
+  # for a dedicated node), and NodePorts listen on the node IP only (the bridge address), never on eth0
+  # or 127.0.0.1 (which would also flip net.ipv4.conf.all.route_localnet). --cluster-cidr is the pod
+  # subnet: traffic to a ClusterIP from outside it (the host) is masqueraded to the bridge address.
+  say "starting kube-proxy $("$KUBE_PROXY_BIN" --version | awk '{print $2}') (iptables, cluster CIDR $POD_SUBNET, Services $SERVICE_CIDR)"
+  start kube-proxy "$KUBE_PROXY_BIN" --kubeconfig="$NODE_DIR/kube-proxy.kubeconfig" --proxy-mode=iptables \
+    --hostname-override="$NODE_NAME" --bind-address="$GATEWAY" --cluster-cidr="$POD_SUBNET" \
+    --nodeport-addresses=primary --iptables-localhost-nodeports=false \
+    --healthz-bind-address="127.0.0.1:$KUBE_PROXY_HEALTHZ_PORT" --metrics-bind-address="127.0.0.1:$KUBE_PROXY_METRICS_PORT" \
+    --conntrack-max-per-core=0 --conntrack-min=0 --conntrack-tcp-timeout-established=0 \
+    --conntrack-tcp-timeout-close-wait=0 --oom-score-adj=0 --v=1
+}
+
+# /healthz answers 200 once kube-proxy has written its first full set of rules.
+kube_proxy_synced() { curl -sf --max-time 2 "http://127.0.0.1:$KUBE_PROXY_HEALTHZ_PORT/healthz"; }
+
+kube_proxy_down() {
+  if alive kube-proxy "$KUBE_PROXY_BIN"; then stop_one kube-proxy "$KUBE_PROXY_BIN" 10; fi
+  rm -f "$PIDS/kube-proxy"
+  # Its KUBE-* chains and jumps (nat and filter, IPv4 and IPv6), as kube-proxy itself removes them.
+  if [[ -x $KUBE_PROXY_BIN ]] && iptables -t nat -S KUBE-SERVICES >/dev/null 2>&1; then
+    "$KUBE_PROXY_BIN" --cleanup --proxy-mode=iptables --v=1 >"$LOGS/kube-proxy-cleanup.log" 2>&1 \
+      || say "kube-proxy --cleanup reported errors (see $LOGS/kube-proxy-cleanup.log)"
+  fi
+}
+
+# The Service CIDR of the running apiserver (its command line) must be the one kube-proxy's rules and the
+# bridge route assume.
+check_service_cidr() {
+  local pid range
+  pid="$(pid_of kube-apiserver)" || return 0
+  range="$(tr '\0' '\n' <"/proc/$pid/cmdline" 2>/dev/null | sed -n 's/^--service-cluster-ip-range=//p' | tail -n1)"
+  [[ -z $range || $range == "$SERVICE_CIDR" ]] && return 0
+  echo "real-node: the apiserver runs with --service-cluster-ip-range=$range, this script assumes $SERVICE_CIDR (REAL_NODE_SERVICE_CIDR)" >&2
+  return 1
+}
+
 node_ready() {
   [[ "$(kubectl_ get node "$NODE_NAME" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')" == True ]]
 }
@@ -413,7 +499,7 @@ EOF
 all_alive() {
   local c
   for c in etcd kube-apiserver kube-controller-manager kube-scheduler; do alive "$c" "$BIN_DIR/$c" || return 1; done
-  alive containerd "$CONTAINERD_BIN" && alive kubelet "$KUBELET_BIN"
+  alive containerd "$CONTAINERD_BIN" && alive kubelet "$KUBELET_BIN" && alive kube-proxy "$KUBE_PROXY_BIN"
 }
 
 up() {
@@ -421,7 +507,7 @@ up() {
   local t0 t1 ms
   t0=$(date +%s%N)
   deps
-  [[ -x $KUBELET_BIN ]] || build
+  [[ -x $KUBELET_BIN && -x $KUBE_PROXY_BIN ]] || build
   [[ -x $BIN_DIR/kubectl ]] || die "$BIN_DIR/kubectl is missing: run 'make cluster-bins'"
   mkdir -p "$LOGS" "$PIDS" "$NODE_DIR"
   if all_alive && node_ready 2>/dev/null; then
@@ -430,14 +516,18 @@ up() {
     print_env
     return 0
   fi
-  if [[ -f $PIDS/kubelet || -f $PIDS/containerd || -f $PIDS/kube-apiserver ]]; then
+  if [[ -f $PIDS/kubelet || -f $PIDS/kube-proxy || -f $PIDS/containerd || -f $PIDS/kube-apiserver ]]; then
     say "found a partial or stale real-node cluster: stopping it first"
     down_node
     stop_control_plane
   fi
 
   # The control plane of cluster.sh, in this run dir; its kwok is stopped right after (see the header).
-  "$HERE/cluster.sh" up >"$RUN_DIR/cluster-up.out" 2>&1 8>&- || {
+  # No endpoint reconciler: the apiserver listens on 127.0.0.1 only, and the address it would advertise for
+  # the `kubernetes` Service (this host's eth0) has nothing listening on its port. Without endpoints,
+  # kube-proxy writes no DNAT for that Service and the bridge's rule (net_up) sends it to 127.0.0.1.
+  CLUSTER_APISERVER_ARGS="${CLUSTER_APISERVER_ARGS:-} --endpoint-reconciler-type=none" \
+    "$HERE/cluster.sh" up >"$RUN_DIR/cluster-up.out" 2>&1 8>&- || {
     cat "$RUN_DIR/cluster-up.out" >&2
     die "cluster.sh up failed"
   }
@@ -450,6 +540,10 @@ up() {
   fi
   rm -f "$PIDS/kwok"
   kubectl_ delete node kwok-node-0 --ignore-not-found >/dev/null 2>&1 || true
+  check_service_cidr || {
+    stop_control_plane
+    die "Service CIDR mismatch"
+  }
   t1=$(date +%s%N)
 
   net_up
@@ -457,15 +551,22 @@ up() {
   import_images
   node_pki
   kubelet_up
+  local tp
+  tp=$(date +%s%N)
+  kube_proxy_up
+  # kube-proxy waits for the Node object (its IPs) that the kubelet registers, then writes its rules.
+  wait_until kube-proxy "$KUBE_PROXY_BIN" "kube-proxy's first sync (/healthz)" kube_proxy_synced || { down_node; die "kube-proxy did not sync"; }
+  local proxy_ms=$((($(date +%s%N) - tp) / 1000000))
   wait_until kubelet "$KUBELET_BIN" "node $NODE_NAME Ready" node_ready || { down_node; die "the kubelet did not become Ready"; }
   ms=$((($(date +%s%N) - t1) / 1000000))
-  echo "node_start_ms=$ms" >"$RUN_DIR/timings.env"
-  say "node $NODE_NAME Ready $((ms / 1000)).$((ms % 1000 / 100)) s after the control plane; total $((($(date +%s%N) - t0) / 1000000)) ms"
+  printf '%s\n' "node_start_ms=$ms" "kube_proxy_start_ms=$proxy_ms" >"$RUN_DIR/timings.env"
+  say "node $NODE_NAME Ready $((ms / 1000)).$((ms % 1000 / 100)) s after the control plane; kube-proxy synced $proxy_ms ms after its start; total $((($(date +%s%N) - t0) / 1000000)) ms"
   print_env >"$RUN_DIR/env"
   print_env
 }
 
 down_node() {
+  kube_proxy_down
   if alive kubelet "$KUBELET_BIN"; then stop_one kubelet "$KUBELET_BIN" 15; fi
   rm -f "$PIDS/kubelet"
   local netns=() id
@@ -517,7 +618,7 @@ down() {
 
 status() {
   local rc=0 c bin
-  for c in etcd kube-apiserver kube-controller-manager kube-scheduler containerd kubelet; do
+  for c in etcd kube-apiserver kube-controller-manager kube-scheduler containerd kubelet kube-proxy; do
     case "$c" in
     containerd) bin="$CONTAINERD_BIN" ;;
     *) bin="$BIN_DIR/$c" ;;
