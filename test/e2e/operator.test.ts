@@ -33,11 +33,13 @@ import {
   jobDone,
   kc,
   kubectl,
+  logsOf,
   podsOf,
   type RealNode,
   realNode,
   recordTiming,
   repoRoot,
+  runJob,
   useNamespace,
   waitFor,
 } from './support.js';
@@ -48,6 +50,16 @@ const real = (): RealNode => {
   return node;
 };
 const OPERATOR_NS = 'oracle-node-system';
+const GATEWAY_BODY = JSON.stringify({ parameters: { coin: 'ETH' } });
+
+/** The gateway's answer for ETH from the API stand-in. */
+function expectPriceAnswer(status: number, answer: unknown): void {
+  const body = answer as { rawValue?: unknown; encodedValue?: string; values?: string[] };
+  expect(status, JSON.stringify(body)).to.equal(200);
+  expect(body.rawValue).to.deep.equal({ price: 3000.25 });
+  expect(body.values).to.deep.equal(['3000250000']);
+  expect(body.encodedValue).to.match(/^0x[0-9a-f]{64}$/);
+}
 const MAX_CONCURRENCY = 2;
 
 describe('e2e: the operator reconciles an OracleNode into real workloads', function () {
@@ -179,7 +191,7 @@ describe('e2e: the operator reconciles an OracleNode into real workloads', funct
     }
   });
 
-  it("the gateway Deployment's pods really start and answer a gateway request through their pod IP", async () => {
+  it("the gateway Deployment's pods really start and answer a gateway request: pod IP, Service ClusterIP from host and pod", async () => {
     const apps = kc().makeApiClient(AppsV1Api);
     const name = 'e2e-test-gateway';
     await waitFor(
@@ -208,21 +220,38 @@ describe('e2e: the operator reconciles an OracleNode into real workloads', funct
     }
     const pods = (await podsOf(ns.name, 'app.kubernetes.io/component=gateway')).filter((p) => p.status?.podIP);
     expect(pods.length).to.be.greaterThan(0);
-    const response = await fetch(
-      `http://${pods[0]?.status?.podIP}:3000/http-data/${DEFAULT_PATH_KEY}/${ENDPOINTS.price}`,
-      {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ parameters: { coin: 'ETH' } }),
-      },
-    );
-    const body = (await response.json()) as { rawValue?: unknown; encodedValue?: string; values?: string[] };
-    expect(response.status, JSON.stringify(body)).to.equal(200);
-    expect(body.rawValue).to.deep.equal({ price: 3000.25 });
-    expect(body.values).to.deep.equal(['3000250000']);
-    expect(body.encodedValue).to.match(/^0x[0-9a-f]{64}$/);
+    const path = `/http-data/${DEFAULT_PATH_KEY}/${ENDPOINTS.price}`;
+    const request = { method: 'POST', headers: { 'content-type': 'application/json' }, body: GATEWAY_BODY };
+    const response = await fetch(`http://${pods[0]?.status?.podIP}:3000${path}`, request);
+    expectPriceAnswer(response.status, await response.json());
     const logs = await kubectl('-n', ns.name, 'logs', `deployment/${name}`);
     expect(logs.length, 'the gateway pod logs').to.be.greaterThan(0);
+
+    // The same request through the operator's gateway Service: its ClusterIP, DNAT-ed by kube-proxy on the node.
+    const service = await core().readNamespacedService({ name, namespace: ns.name });
+    const base = `http://${service.spec?.clusterIP}:${service.spec?.ports?.[0]?.port}`;
+    expect(service.spec?.clusterIP, 'a ClusterIP of 10.96.0.0/16').to.match(/^10\.96\.\d+\.\d+$/);
+    // Rules follow the EndpointSlice within kube-proxy's sync period (1 s): wait for the first answer.
+    await waitFor(
+      async () => (await fetch(`${base}/readyz`, { signal: AbortSignal.timeout(2000) })).ok,
+      30_000,
+      `the gateway Service ${base} answering`,
+    );
+    const t0 = Date.now();
+    const viaService = await fetch(`${base}${path}`, request);
+    expectPriceAnswer(viaService.status, await viaService.json());
+    recordTiming('gateway_request_via_service_clusterip_from_host_ms', Date.now() - t0);
+    // And from a pod, as in-cluster clients call the gateway.
+    const script = [
+      `fetch(${JSON.stringify(base + path)}, ${JSON.stringify(request)})`,
+      '.then(async (r) => console.log(JSON.stringify({ status: r.status, body: await r.json() })),',
+      '(e) => { console.log("error", e.cause?.code || e.message); process.exitCode = 1; })',
+    ].join(' ');
+    const { pod, outcome } = await runJob(ns.name, 'gateway-via-service', { command: ['node', '-e', script] });
+    const log = (await logsOf(ns.name, pod)).trim();
+    expect(outcome, log).to.equal('Complete');
+    const fromPod = JSON.parse(log) as { status: number; body: unknown };
+    expectPriceAnswer(fromPod.status, fromPod.body);
   });
 
   it('the coordinator pod runs a cycle against the chain, worker Jobs call the API, the request is fulfilled', async () => {

@@ -2,20 +2,18 @@
 // from the engine image that `make image` built offline and real-node.sh imported. Every container
 // runs as uid 65532 with a read-only root filesystem and no capabilities, as the operator's will.
 
-import type { V1Pod } from '@kubernetes/client-node';
 import { expect } from 'chai';
 import { type Anvil, CHAIN_ID, startAnvil } from '../support/chain.js';
 import {
-  batch,
   core,
-  jobDone,
   kubectl,
+  logsOf,
   podStartMs,
-  podsOf,
   type RealNode,
   realNode,
   recordTiming,
   restricted,
+  runJob,
   useNamespace,
   waitFor,
 } from './support.js';
@@ -25,56 +23,6 @@ const real = (): RealNode => {
   if (typeof node === 'string') throw new Error(node);
   return node;
 };
-
-/** Runs `args` (after the image's entrypoint, `node /app/dist/cli/index.js`) or `command` as a Job; returns its pod. */
-async function runJob(
-  namespace: string,
-  name: string,
-  container: { args?: string[]; command?: string[]; env?: { name: string; value: string }[] },
-): Promise<{ pod: V1Pod; outcome: 'Complete' | 'Failed'; elapsedMs: number }> {
-  const t0 = Date.now();
-  await batch().createNamespacedJob({
-    namespace,
-    body: {
-      metadata: { name },
-      spec: {
-        backoffLimit: 0,
-        template: {
-          metadata: { labels: { job: name } },
-          spec: {
-            restartPolicy: 'Never',
-            automountServiceAccountToken: true,
-            securityContext: { runAsUser: 65532, runAsGroup: 65532, fsGroup: 65532 },
-            containers: [
-              {
-                name: 'engine',
-                image: real().image,
-                imagePullPolicy: 'Never',
-                ...container,
-                securityContext: restricted,
-                volumeMounts: [{ name: 'tmp', mountPath: '/tmp' }],
-              },
-            ],
-            volumes: [{ name: 'tmp', emptyDir: {} }],
-          },
-        },
-      },
-    },
-  });
-  const outcome = await waitFor(
-    async () => jobDone(await batch().readNamespacedJob({ name, namespace })),
-    120_000,
-    `Job ${name} to finish`,
-  );
-  const elapsedMs = Date.now() - t0;
-  const [pod] = await podsOf(namespace, `job=${name}`);
-  if (!pod) throw new Error(`no pod for Job ${name}`);
-  return { pod, outcome, elapsedMs };
-}
-
-async function logsOf(namespace: string, pod: V1Pod): Promise<string> {
-  return core().readNamespacedPodLog({ name: pod.metadata?.name ?? '', namespace });
-}
 
 describe('e2e: real pods on a real node', function () {
   this.timeout(180_000);
@@ -182,6 +130,63 @@ describe('e2e: real pods on a real node', function () {
     const response = await fetch(`http://${pod.status?.podIP}:8080/hello`);
     expect(response.status).to.equal(200);
     expect(await response.json()).to.deep.include({ path: '/hello', pid: 1 });
+  });
+
+  it('a Service ClusterIP answers from the host, from another pod and from its own pod (kube-proxy)', async () => {
+    // The `server` pod of the test before is the Service's only endpoint.
+    const t0 = Date.now();
+    const service = await core().createNamespacedService({
+      namespace: ns.name,
+      body: {
+        metadata: { name: 'server' },
+        spec: { selector: { app: 'server' }, ports: [{ name: 'http', port: 80, targetPort: 8080 }] },
+      },
+    });
+    const ip = service.spec?.clusterIP ?? '';
+    expect(ip, "a ClusterIP of the apiserver's --service-cluster-ip-range 10.96.0.0/16").to.match(/^10\.96\.\d+\.\d+$/);
+    // Refused (kube-proxy's REJECT for a Service without endpoints) until the EndpointSlice has the ready pod and
+    // kube-proxy has written the DNAT rules for it.
+    const first = await waitFor(
+      async () => {
+        const r = await fetch(`http://${ip}/via-service`, { signal: AbortSignal.timeout(2000) });
+        return r.ok ? ((await r.json()) as Record<string, unknown>) : undefined;
+      },
+      30_000,
+      `an answer from the Service's ClusterIP ${ip}:80 on the host`,
+    );
+    recordTiming('service_create_to_host_answer_ms', Date.now() - t0);
+    expect(first).to.deep.include({ path: '/via-service', pid: 1 });
+    const t1 = Date.now();
+    const again = await fetch(`http://${ip}/again`);
+    expect(await again.json()).to.deep.include({ path: '/again', pid: 1 });
+    recordTiming('service_clusterip_request_from_host_ms', Date.now() - t1);
+
+    // From another pod, with the Service's environment variables the kubelet sets for pods created after it.
+    const script = [
+      'const host = process.env.SERVER_SERVICE_HOST;',
+      'fetch("http://" + host + ":" + process.env.SERVER_SERVICE_PORT + "/from-pod").then((r) => r.json())',
+      '.then((body) => console.log(JSON.stringify({ host, body })), (e) => { console.log("error", e.cause?.code || e.message); process.exitCode = 1; })',
+    ].join(' ');
+    const { pod, outcome } = await runJob(ns.name, 'via-service', { command: ['node', '-e', script] });
+    const log = (await logsOf(ns.name, pod)).trim();
+    expect(outcome, log).to.equal('Complete');
+    const seen = JSON.parse(log) as { host: string; body: Record<string, unknown> };
+    expect(seen.host).to.equal(ip);
+    expect(seen.body).to.deep.include({ path: '/from-pod', pid: 1 });
+
+    // Hairpin: the server pod reaches itself through its own Service (the bridge's hairpin mode + kube-proxy's
+    // masquerade of hairpin traffic).
+    const self = await kubectl(
+      '-n',
+      ns.name,
+      'exec',
+      'server',
+      '--',
+      'node',
+      '-e',
+      `fetch("http://${ip}/hairpin").then((r) => r.text()).then((t) => console.log(t))`,
+    );
+    expect(JSON.parse(self.trim())).to.deep.include({ path: '/hairpin', pid: 1 });
   });
 
   describe('the test chain', () => {

@@ -151,3 +151,59 @@ export function recordTiming(name: string, ms: number): void {
   appendFileSync(resolve(dir, 'timings.txt'), `${new Date().toISOString()} ${name}=${Math.round(ms)}\n`);
   console.log(`      timing: ${name} = ${Math.round(ms)} ms`);
 }
+
+function imageOf(): string {
+  const node = realNode();
+  if (typeof node === 'string') throw new Error(node);
+  return node.image;
+}
+
+/** Runs `args` (after the image's entrypoint, `node /app/dist/cli/index.js`) or `command` as a Job; returns its pod. */
+export async function runJob(
+  namespace: string,
+  name: string,
+  container: { args?: string[]; command?: string[]; env?: { name: string; value: string }[] },
+): Promise<{ pod: V1Pod; outcome: 'Complete' | 'Failed'; elapsedMs: number }> {
+  const t0 = Date.now();
+  await batch().createNamespacedJob({
+    namespace,
+    body: {
+      metadata: { name },
+      spec: {
+        backoffLimit: 0,
+        template: {
+          metadata: { labels: { job: name } },
+          spec: {
+            restartPolicy: 'Never',
+            automountServiceAccountToken: true,
+            securityContext: { runAsUser: 65532, runAsGroup: 65532, fsGroup: 65532 },
+            containers: [
+              {
+                name: 'engine',
+                image: imageOf(),
+                imagePullPolicy: 'Never',
+                ...container,
+                securityContext: restricted,
+                volumeMounts: [{ name: 'tmp', mountPath: '/tmp' }],
+              },
+            ],
+            volumes: [{ name: 'tmp', emptyDir: {} }],
+          },
+        },
+      },
+    },
+  });
+  const outcome = await waitFor(
+    async () => jobDone(await batch().readNamespacedJob({ name, namespace })),
+    120_000,
+    `Job ${name} to finish`,
+  );
+  const elapsedMs = Date.now() - t0;
+  const [pod] = await podsOf(namespace, `job=${name}`);
+  if (!pod) throw new Error(`no pod for Job ${name}`);
+  return { pod, outcome, elapsedMs };
+}
+
+export async function logsOf(namespace: string, pod: V1Pod): Promise<string> {
+  return core().readNamespacedPodLog({ name: pod.metadata?.name ?? '', namespace });
+}
