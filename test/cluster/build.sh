@@ -126,23 +126,15 @@ build_k8s() {
 }
 
 # kube-proxy: only the real node needs it (test/cluster/real-node.sh build; NODE=real make cluster-up), so
-# `all` (make cluster-bins, CI) does not build it. Same module, same version stamps as the control plane.
-# test/cluster/k8s/go.sum has no entries for the modules only kube-proxy imports (netlink, netns, ipvs,
-# knftables, k8s.io/kube-proxy): it builds against a copy of go.mod/go.sum (-modfile, -mod=mod), to which go
-# adds their checksums at the versions k8s.io/kubernetes pins (verified against the checksum database);
-# the committed files stay as they are.
+# `all` (make cluster-bins, CI) does not build it. Same module (pinned in k8s/tools.go), same version stamps.
 build_kube_proxy() {
   if k8s_ok kube-proxy || { restore kube-proxy k8s && k8s_ok kube-proxy; }; then
     log "kube-proxy $K8S_VERSION: up to date"
     publish kube-proxy k8s
     return
   fi
-  local mod="$ROOT/.cache/cluster/kube-proxy-mod"
-  mkdir -p "$mod"
-  cp -f "$HERE/k8s/go.mod" "$mod/kube-proxy.mod"
-  cp -f "$HERE/k8s/go.sum" "$mod/kube-proxy.sum"
-  (cd "$HERE/k8s" && timed "kube-proxy $K8S_VERSION" "${GO_BUILD[@]}" -mod=mod -modfile="$mod/kube-proxy.mod" \
-    -ldflags "$(k8s_ldflags)" -o "$BIN_DIR/kube-proxy" k8s.io/kubernetes/cmd/kube-proxy)
+  (cd "$HERE/k8s" && timed "kube-proxy $K8S_VERSION" "${GO_BUILD[@]}" -ldflags "$(k8s_ldflags)" \
+    -o "$BIN_DIR/kube-proxy" k8s.io/kubernetes/cmd/kube-proxy)
   k8s_ok kube-proxy || die "$BIN_DIR/kube-proxy does not report $K8S_VERSION after the build"
   publish kube-proxy k8s
 }
