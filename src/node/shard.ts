@@ -345,9 +345,13 @@ export async function runShard(shard: ShardInput, context: ShardContext): Promis
   };
 }
 
+/**
+ * The balance with this cycle's transactions counted ('pending'): what the wallet has left to pay with. At
+ * 'latest' a transaction sent a moment ago may not be mined yet, and the alert would see the balance before it.
+ */
 async function walletBalance(client: RpcClient, address: string): Promise<string | undefined> {
   try {
-    const value = await client.request('eth_getBalance', [address, 'latest']);
+    const value = await client.request('eth_getBalance', [address, 'pending']);
     return typeof value === 'string' && /^0x[0-9a-fA-F]+$/.test(value) ? BigInt(value).toString() : undefined;
   } catch {
     return undefined;

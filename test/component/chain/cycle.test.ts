@@ -433,9 +433,15 @@ describe('request-response cycle on anvil (real AirnodeRrpV0)', () => {
           logger: silentLogger,
           wallets,
         });
+      const funded = BigInt(await rpc<string>(chain.anvil.url, 'eth_getBalance', [sponsor.sponsorWallet, 'latest']));
       await rpc(chain.anvil.url, 'evm_setAutomine', [false]);
       try {
         const first = await run();
+        // Nothing is mined yet, yet the reported balance already pays for the pending fulfilment ('pending').
+        const reported = first.results.flatMap((r) =>
+          r.ok && r.output.sponsorWallet === sponsor.sponsorWallet ? [r.output.balanceWei] : [],
+        )[0];
+        expect(BigInt(reported ?? funded) < funded, 'balance after the pending transaction').to.equal(true);
         const second = await run();
         const outcome = (summary: CycleSummary) =>
           summary.results.flatMap((r) => (r.ok ? r.output.outcomes : [])).find((o) => o.id === requestId)!;
