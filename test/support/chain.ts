@@ -22,15 +22,19 @@ export const TEST_MNEMONIC = 'achieve climb couple wait accident symbol spy blou
 
 type Artifact = { abi: InterfaceAbi; bytecode: string };
 
-function protocolArtifact(factoryPath: string, name: string): Artifact {
-  const module = require(`@api3/airnode-protocol/dist/src/contracts/factories/${factoryPath}`) as Record<
+/** A contract's ABI and bytecode as published in a protocol package's typechain factories. */
+function packageArtifact(pkg: string, factoryPath: string, name: string): Artifact {
+  const module = require(`${pkg}/dist/src/contracts/factories/${factoryPath}`) as Record<
     string,
     { abi: InterfaceAbi; bytecode: string }
   >;
   const factory = module[`${name}__factory`];
-  if (!factory) throw new Error(`No factory ${name} in @api3/airnode-protocol`);
+  if (!factory) throw new Error(`No factory ${name} in ${pkg}`);
   return { abi: factory.abi, bytecode: factory.bytecode };
 }
+
+const protocolArtifact = (factoryPath: string, name: string) =>
+  packageArtifact('@api3/airnode-protocol', factoryPath, name);
 
 export const protocolArtifacts = {
   AccessControlRegistry: () =>
@@ -41,15 +45,8 @@ export const protocolArtifacts = {
   AirnodeRrpV0DryRun: () => protocolArtifact('rrp/AirnodeRrpV0DryRun__factory.js', 'AirnodeRrpV0DryRun'),
 };
 
-function protocolV1Artifact(factoryPath: string, name: string): Artifact {
-  const module = require(`@api3/airnode-protocol-v1/dist/src/contracts/factories/${factoryPath}`) as Record<
-    string,
-    { abi: InterfaceAbi; bytecode: string }
-  >;
-  const factory = module[`${name}__factory`];
-  if (!factory) throw new Error(`No factory ${name} in @api3/airnode-protocol-v1`);
-  return { abi: factory.abi, bytecode: factory.bytecode };
-}
+const protocolV1Artifact = (factoryPath: string, name: string) =>
+  packageArtifact('@api3/airnode-protocol-v1', factoryPath, name);
 
 /** Contracts of @api3/airnode-protocol-v1@3.4.0 (bytecode as published), home of the ERC721 authorizer. */
 export const protocolV1Artifacts = {
