@@ -33,13 +33,12 @@ import {
   jobDone,
   kc,
   kubectl,
-  logsOf,
   podsOf,
   type RealNode,
   realNode,
   recordTiming,
   repoRoot,
-  runJob,
+  runNodeScript,
   useNamespace,
   waitFor,
 } from './support.js';
@@ -247,9 +246,7 @@ describe('e2e: the operator reconciles an OracleNode into real workloads', funct
       '.then(async (r) => console.log(JSON.stringify({ status: r.status, body: await r.json() })),',
       '(e) => { console.log("error", e.cause?.code || e.message); process.exitCode = 1; })',
     ].join(' ');
-    const { pod, outcome } = await runJob(ns.name, 'gateway-via-service', { command: ['node', '-e', script] });
-    const log = (await logsOf(ns.name, pod)).trim();
-    expect(outcome, log).to.equal('Complete');
+    const log = await runNodeScript(ns.name, 'gateway-via-service', script);
     const fromPod = JSON.parse(log) as { status: number; body: unknown };
     expectPriceAnswer(fromPod.status, fromPod.body);
   });

@@ -14,6 +14,7 @@ import {
   recordTiming,
   restricted,
   runJob,
+  runNodeScript,
   useNamespace,
   waitFor,
 } from './support.js';
@@ -62,9 +63,7 @@ describe('e2e: real pods on a real node', function () {
       'fs.writeFileSync("/tmp/ok", "ok");',
       'console.log(JSON.stringify({ uid: process.getuid(), gid: process.getgid(), cwd: process.cwd(), ro, node: process.version }));',
     ].join(' ');
-    const { pod, outcome } = await runJob(ns.name, 'identity', { command: ['node', '-e', script] });
-    expect(outcome).to.equal('Complete');
-    const seen = JSON.parse((await logsOf(ns.name, pod)).trim());
+    const seen = JSON.parse(await runNodeScript(ns.name, 'identity', script));
     expect(seen).to.deep.include({ uid: 65532, gid: 65532, cwd: '/app', ro: true });
     expect(seen.node).to.match(/^v24\./);
   });
@@ -86,9 +85,7 @@ describe('e2e: real pods on a real node', function () {
       '  (res) => { let b = ""; res.on("data", (c) => (b += c)); res.on("end", () => console.log(res.statusCode, b.length)); });',
       'req.on("error", (e) => { console.log("error", e.code || e.message); process.exitCode = 1; }); req.end();',
     ].join(' ');
-    const { pod, outcome } = await runJob(ns.name, 'in-cluster', { command: ['node', '-e', script] });
-    const log = (await logsOf(ns.name, pod)).trim();
-    expect(outcome, log).to.equal('Complete');
+    const log = await runNodeScript(ns.name, 'in-cluster', script);
     // 403: authenticated as system:serviceaccount:<ns>:default, which has no RBAC to read ServiceAccounts.
     expect(log).to.match(/^403 \d+$/);
   });
@@ -167,9 +164,7 @@ describe('e2e: real pods on a real node', function () {
       'fetch("http://" + host + ":" + process.env.SERVER_SERVICE_PORT + "/from-pod").then((r) => r.json())',
       '.then((body) => console.log(JSON.stringify({ host, body })), (e) => { console.log("error", e.cause?.code || e.message); process.exitCode = 1; })',
     ].join(' ');
-    const { pod, outcome } = await runJob(ns.name, 'via-service', { command: ['node', '-e', script] });
-    const log = (await logsOf(ns.name, pod)).trim();
-    expect(outcome, log).to.equal('Complete');
+    const log = await runNodeScript(ns.name, 'via-service', script);
     const seen = JSON.parse(log) as { host: string; body: Record<string, unknown> };
     expect(seen.host).to.equal(ip);
     expect(seen.body).to.deep.include({ path: '/from-pod', pid: 1 });
@@ -209,9 +204,7 @@ describe('e2e: real pods on a real node', function () {
         'body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "eth_chainId", params: [] }) })',
         '.then((r) => r.json()).then((j) => console.log(j.result), (e) => { console.log("error", e.cause?.code || e.message); process.exitCode = 1; })',
       ].join(' ');
-      const { pod, outcome } = await runJob(ns.name, 'chain-id', { command: ['node', '-e', script] });
-      const log = (await logsOf(ns.name, pod)).trim();
-      expect(outcome, log).to.equal('Complete');
+      const log = await runNodeScript(ns.name, 'chain-id', script);
       expect(Number.parseInt(log, 16)).to.equal(CHAIN_ID);
     });
   });

@@ -10,6 +10,7 @@ import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { ApiException, BatchV1Api, CoreV1Api, KubeConfig, type V1Job, type V1Pod } from '@kubernetes/client-node';
+import { expect } from 'chai';
 
 export const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 export const kubectlBinary = resolve(
@@ -202,6 +203,14 @@ export async function runJob(
   const [pod] = await podsOf(namespace, `job=${name}`);
   if (!pod) throw new Error(`no pod for Job ${name}`);
   return { pod, outcome, elapsedMs };
+}
+
+/** Runs `node -e script` in a Job of the engine image; expects it to complete and returns its trimmed log. */
+export async function runNodeScript(namespace: string, name: string, script: string): Promise<string> {
+  const { pod, outcome } = await runJob(namespace, name, { command: ['node', '-e', script] });
+  const log = (await logsOf(namespace, pod)).trim();
+  expect(outcome, log).to.equal('Complete');
+  return log;
 }
 
 export async function logsOf(namespace: string, pod: V1Pod): Promise<string> {
