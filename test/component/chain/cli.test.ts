@@ -1,14 +1,15 @@
 // The node's commands end to end on anvil: `coordinator` (one cycle), `worker` (one shard, from a file
 // and from stdin) and `start` (the local deployment: cycles on an interval, graceful shutdown, start-up errors).
-import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { type ChildProcess, execFile } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { expect } from 'chai';
 import { planChainShards } from '../../../src/node/cycle.js';
 import { silentLogger } from '../../../src/node/logger.js';
+import { ORACLE_NODE_ARGS, repoRoot, spawnOracleNode } from '../../support/binary.js';
 import { freePort, startTestChain, waitForMined } from '../../support/chain.js';
 import {
   type ApiServer,
@@ -25,7 +26,6 @@ import {
 } from '../../support/harness.js';
 
 const run = promisify(execFile);
-const repoRoot = resolve(import.meta.dirname, '../../..');
 
 describe('oracle-node coordinator, worker and start (anvil, real AirnodeRrpV0)', () => {
   let chain: Awaited<ReturnType<typeof startTestChain>>;
@@ -51,13 +51,8 @@ describe('oracle-node coordinator, worker and start (anvil, real AirnodeRrpV0)',
   });
 
   const configArgs = () => ['-c', join(dir, 'config.json'), '-s', join(dir, 'secrets.env')];
-  const cli = (...args: string[]) =>
-    run(process.execPath, ['--import', 'tsx', 'src/cli/index.ts', ...args], { cwd: repoRoot });
-  const spawnCli = (...args: string[]) =>
-    spawn(process.execPath, ['--import', 'tsx', 'src/cli/index.ts', ...args], {
-      cwd: repoRoot,
-      stdio: ['pipe', 'pipe', 'pipe'],
-    });
+  const cli = (...args: string[]) => run(process.execPath, [...ORACLE_NODE_ARGS, ...args], { cwd: repoRoot });
+  const spawnCli = (...args: string[]) => spawnOracleNode(args);
   const exited = (child: ChildProcess) =>
     new Promise<number | null>((resolve) => {
       if (child.exitCode !== null) resolve(child.exitCode);
@@ -127,20 +122,10 @@ describe('oracle-node coordinator, worker and start (anvil, real AirnodeRrpV0)',
       deployment: chain.deployment,
       apiUrl: api.url,
     });
-    const child = spawn(
-      process.execPath,
-      [
-        '--import',
-        'tsx',
-        'src/cli/index.ts',
-        'coordinator',
-        '-c',
-        join(dir, 'config.json'),
-        '--cache-dir',
-        join(dir, 'cache'),
-      ],
-      { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...secrets } },
-    );
+    const child = spawnOracleNode(['coordinator', '-c', join(dir, 'config.json'), '--cache-dir', join(dir, 'cache')], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, ...secrets },
+    });
     const io = output(child);
     expect(await exited(child)).to.equal(0);
     expect(JSON.parse(io.stdout).transactions.fulfilled).to.equal(1);

@@ -1,11 +1,12 @@
 // A coordinator process killed in the middle of a cycle, then run again: every request ends fulfilled
 // or failed exactly once on chain, and no sponsor wallet spends a transaction on an already-served request.
-import { type ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { expect } from 'chai';
 import { zeroPadValue } from 'ethers';
+import { spawnOracleNode } from '../../support/binary.js';
 import { rpc, startTestChain, waitForMined } from '../../support/chain.js';
 import {
   type ApiServer,
@@ -19,27 +20,12 @@ import {
   startApiServer,
 } from '../../support/harness.js';
 
-const repoRoot = resolve(import.meta.dirname, '../../..');
 const SPONSORS = 5;
 const REQUESTS_PER_SPONSOR = 6;
 
 function coordinator(dir: string): ChildProcess {
-  return spawn(
-    process.execPath,
-    [
-      '--import',
-      'tsx',
-      'src/cli/index.ts',
-      'coordinator',
-      '-c',
-      join(dir, 'config.json'),
-      '-s',
-      join(dir, 'secrets.env'),
-      '--cache-dir',
-      join(dir, 'cache'),
-    ],
-    { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'] },
-  );
+  const files = ['-c', join(dir, 'config.json'), '-s', join(dir, 'secrets.env'), '--cache-dir', join(dir, 'cache')];
+  return spawnOracleNode(['coordinator', ...files], { stdio: ['ignore', 'pipe', 'pipe'] });
 }
 
 async function exited(child: ChildProcess): Promise<number | null> {

@@ -1,9 +1,10 @@
-import { type ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { DEFAULT_PATH_KEY } from '../../../src/gateway/server.js';
+import { spawnOracleNode } from '../../support/binary.js';
 import { API_KEY, configJson, ENDPOINTS, type LoopbackApi, MNEMONIC, startLoopbackApi } from './fixtures.js';
 
 // `oracle-node gateway` as a real process: config + secrets from files, logs on stdout, SIGTERM drains.
@@ -40,12 +41,8 @@ describe('oracle-node gateway (process)', function () {
       join(dir, 'secrets.env'),
       `NODE_WALLET_MNEMONIC=${MNEMONIC}\nAPI_KEY=${API_KEY}\nGATEWAY_PATH_KEY=abcdefghijklmnop-0123\n`,
     );
-    child = spawn(
-      process.execPath,
+    child = spawnOracleNode(
       [
-        '--import',
-        'tsx',
-        'src/cli/index.ts',
         'gateway',
         '-c',
         join(dir, 'config.json'),

@@ -1,11 +1,11 @@
 // `oracle-node operator` as a process against the real control plane: flags from the environment, caches sync,
 // /readyz and /metrics answer, the Lease is taken, and SIGTERM stops it cleanly with the Lease released.
-import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { KubernetesObject } from '@kubernetes/client-node';
 import { expect } from 'chai';
 import { load } from 'js-yaml';
+import { spawnOracleNode } from '../../support/binary.js';
 import { apply, kc, kubeconfigPath, useNamespace, waitFor } from '../support/cluster.js';
 import { freePort, repoRoot } from './harness.js';
 import { adminClient } from './runtime-client.js';
@@ -29,25 +29,20 @@ describe('oracle-node operator (process, real control plane)', function () {
     const healthPort = await freePort();
     const stderr: string[] = [];
     const lines: string[] = [];
-    const child = spawn(
-      process.execPath,
-      ['--import', 'tsx', 'src/cli/index.ts', 'operator', '--kubeconfig', kubeconfigPath],
-      {
-        cwd: repoRoot,
-        env: {
-          ...process.env,
-          ONO_NAMESPACES: ns.name,
-          ONO_LEADER_ELECT: 'true',
-          ONO_LEADER_ELECTION_NAMESPACE: ns.name,
-          ONO_METRICS_PORT: String(metricsPort),
-          ONO_HEALTH_PORT: String(healthPort),
-          ONO_WORKERS: '3',
-          ONO_LOG_LEVEL: 'info',
-          POD_NAME: 'cli-test',
-        },
-        stdio: ['ignore', 'pipe', 'pipe'],
+    const child = spawnOracleNode(['operator', '--kubeconfig', kubeconfigPath], {
+      env: {
+        ...process.env,
+        ONO_NAMESPACES: ns.name,
+        ONO_LEADER_ELECT: 'true',
+        ONO_LEADER_ELECTION_NAMESPACE: ns.name,
+        ONO_METRICS_PORT: String(metricsPort),
+        ONO_HEALTH_PORT: String(healthPort),
+        ONO_WORKERS: '3',
+        ONO_LOG_LEVEL: 'info',
+        POD_NAME: 'cli-test',
       },
-    );
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     child.stdout!.on('data', (chunk: Buffer) => lines.push(...chunk.toString('utf8').split('\n').filter(Boolean)));
     child.stderr!.on('data', (chunk: Buffer) => stderr.push(chunk.toString('utf8')));
     const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
