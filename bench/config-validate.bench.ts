@@ -22,7 +22,7 @@ const ENDPOINTS = Number(process.env['BENCH_ENDPOINTS'] ?? 50);
 const CHAINS = Number(process.env['BENCH_CHAINS'] ?? 20);
 const ITERATIONS = Number(process.env['BENCH_ITERATIONS'] ?? 7);
 
-const fixtures = new URL('../../shared/fixtures/airnode/', import.meta.url);
+const fixtures = new URL('../test/fixtures/airnode/', import.meta.url);
 const secretsText = readFileSync(new URL('node/secrets.example.env', fixtures), 'utf8');
 const base = JSON.parse(readFileSync(new URL('node/config.example.json', fixtures), 'utf8'));
 

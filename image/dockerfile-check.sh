@@ -33,7 +33,7 @@ LOCAL_NODE_IMAGE="${LOCAL_NODE_IMAGE:-localhost/oracle-node-base/node:24-bookwor
 NODE_HOME="${NODE_HOME:-$ROOT/.cache/node-v24.21.0}"
 SUITE="${DEBIAN_SUITE:-bookworm}"
 BUILDAH_ISOLATION="${BUILDAH_ISOLATION:-oci}"
-SAMPLE_DIR="${SAMPLE_DIR:-$ROOT/../shared/fixtures/airnode/node}"
+SAMPLE_DIR="${SAMPLE_DIR:-$ROOT/test/fixtures/airnode/node}"
 export LC_ALL=C TZ=UTC
 
 log() { echo "dockerfile-check: $*"; }
@@ -277,13 +277,7 @@ check() {
   env="$(jq -c '.OCIv1.config.Env' <<<"$img")"
   cwd="$(jq -r '.OCIv1.config.WorkingDir' <<<"$img")"
   entry="$(jq -c '.OCIv1.config.Entrypoint' <<<"$img")"
-  if [[ -f $SAMPLE_DIR/config.example.json ]]; then
-    sample_cfg="$SAMPLE_DIR/config.example.json"
-  else # no shared fixtures beside the repo: an invalid config must still be reported as invalid
-    mkdir -p "$bundle/sample"
-    echo '{}' >"$bundle/sample/config.example.json"
-    SAMPLE_DIR="$bundle/sample"
-  fi
+  sample_cfg="$SAMPLE_DIR/config.example.json"
   (cd "$bundle" && runc spec)
   jq --arg root "$mnt" --argjson env "$env" --arg cwd "$cwd" --arg sample "$(cd "$SAMPLE_DIR" && pwd)" \
     --argjson uid "${user%%:*}" --argjson gid "${user##*:}" '

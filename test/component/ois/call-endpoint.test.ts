@@ -20,7 +20,7 @@ type ExampleConfig = { ois: Ois[]; apiCredentials: EndpointCall['apiCredentials'
 /** An example config with its API pointed at the loopback server (and `\${` interpolation escapes resolved). */
 function example(name: string, serverUrl: string): ExampleConfig {
   const text = readFileSync(
-    new URL(`../../../../shared/fixtures/airnode/examples/${name}/config.example.json`, import.meta.url),
+    new URL(`../../fixtures/airnode/examples/${name}/config.example.json`, import.meta.url),
     'utf8',
   ).replaceAll('\\\\${', '${');
   const config = JSON.parse(text) as ExampleConfig;

@@ -18,7 +18,7 @@ import {
 } from '../../../src/chain/wallet.js';
 
 const vectors = JSON.parse(
-  readFileSync(new URL('../../../../shared/fixtures/airnode/vectors/derivation-vectors.json', import.meta.url), 'utf8'),
+  readFileSync(new URL('../../fixtures/airnode/vectors/derivation-vectors.json', import.meta.url), 'utf8'),
 );
 
 describe('derivations (reference vectors)', () => {

@@ -6,7 +6,7 @@ import { dryRunInterface, rrpInterface } from '../../../src/chain/contracts.js';
 import { decodeLogs, fetchNodeLogs, type RawLog } from '../../../src/chain/logs.js';
 import { RpcClient } from '../../../src/chain/rpc.js';
 
-const fixtures = new URL('../../../../shared/fixtures/airnode/', import.meta.url);
+const fixtures = new URL('../../fixtures/airnode/', import.meta.url);
 const selectors = JSON.parse(readFileSync(new URL('vectors/protocol-selectors.json', fixtures), 'utf8')) as {
   eventTopic0: Record<string, string>;
   functionSelectors: Record<string, string>;

@@ -4,7 +4,7 @@ import { runDerive } from '../../../src/cli/derive-command.js';
 import { capture } from './helpers.js';
 
 const vectors = JSON.parse(
-  readFileSync(new URL('../../../../shared/fixtures/airnode/vectors/derivation-vectors.json', import.meta.url), 'utf8'),
+  readFileSync(new URL('../../fixtures/airnode/vectors/derivation-vectors.json', import.meta.url), 'utf8'),
 );
 
 describe('oracle-node derive', () => {

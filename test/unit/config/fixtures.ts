@@ -1,7 +1,7 @@
-// Shared test data: the reference fixtures in ../shared (beside the repo) and a mutable base config.
+// Shared test data: the reference fixtures in test/fixtures/airnode/ and a mutable base config.
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 
-export const FIXTURES = new URL('../../../../shared/fixtures/airnode/', import.meta.url);
+export const FIXTURES = new URL('../../fixtures/airnode/', import.meta.url);
 
 export const fixturePath = (relative: string) => new URL(relative, FIXTURES).pathname;
 export const readFixture = (relative: string) => readFileSync(new URL(relative, FIXTURES), 'utf8');

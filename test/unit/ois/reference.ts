@@ -35,13 +35,9 @@ export const referenceAxios = adapterRequire('axios') as {
 };
 
 export function readVectors<T = Json>(name: string): T {
-  return JSON.parse(
-    readFileSync(new URL(`../../../../shared/fixtures/airnode/vectors/${name}`, import.meta.url), 'utf8'),
-  ) as T;
+  return JSON.parse(readFileSync(new URL(`../../fixtures/airnode/vectors/${name}`, import.meta.url), 'utf8')) as T;
 }
 
 export function readExample<T = Json>(relativePath: string): T {
-  return JSON.parse(
-    readFileSync(new URL(`../../../../shared/fixtures/airnode/${relativePath}`, import.meta.url), 'utf8'),
-  ) as T;
+  return JSON.parse(readFileSync(new URL(`../../fixtures/airnode/${relativePath}`, import.meta.url), 'utf8')) as T;
 }
