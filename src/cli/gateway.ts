@@ -4,9 +4,9 @@
 // server start failure, 2 usage or I/O error.
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
-import { parseSecretsEnv, secretsFromEnvironment, validateConfig } from '../config/index.js';
+import { parseSecretsEnv, secretsFromEnvironment, secretValuesOf, validateConfig } from '../config/index.js';
 import { startGatewayServer } from '../gateway/server.js';
-import { createLogger, registerSecret, registerSecrets } from '../observability/index.js';
+import { createLogger, registerSecrets } from '../observability/index.js';
 import type { Subcommand } from './main.js';
 
 const USAGE = `Usage: oracle-node gateway -c <config.json> [-s <secrets.env>] [--port N] [--host H] [--path-key-secret NAME]
@@ -75,7 +75,7 @@ export async function runGateway(argv: string[]): Promise<number> {
     return 2;
   }
   // Every secret value is scrubbed from the logs from here on.
-  registerSecrets(secrets);
+  registerSecrets(secretValuesOf(undefined, secrets));
   const result = validateConfig(configText, secrets);
   if (!result.ok || !result.config) {
     const lines = result.errors.map((issue) => `  ${issue.path || '(root)'}: ${issue.message}`);
@@ -84,9 +84,7 @@ export async function runGateway(argv: string[]): Promise<number> {
   }
   const config = result.config;
   // Values that are secret even when written inline in config.json rather than taken from secrets.env.
-  registerSecret(config.nodeSettings.nodeWalletMnemonic);
-  if (config.nodeSettings.heartbeat.enabled) registerSecret(config.nodeSettings.heartbeat.apiKey);
-  for (const credential of config.apiCredentials) registerSecret(credential.securitySchemeValue);
+  registerSecrets(secretValuesOf(config, secrets));
 
   let pathKey: string | undefined;
   const pathKeySecret = values['path-key-secret'];

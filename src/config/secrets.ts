@@ -38,7 +38,7 @@ export function parseSecretsEnv(text: string): ParsedSecrets {
         end = findClosingQuote(rest, quote);
       }
       if (end < 0) {
-        errors.push({ path: `secrets.env:${lineNo}`, message: `Unterminated ${quote} quote in the value of ${name}` });
+        errors.push({ path: `secrets.env:${lineNo}`, message: `Unterminated ${quote} quote in the value` });
         continue;
       }
       value = rest.slice(1, end);
@@ -47,9 +47,10 @@ export function parseSecretsEnv(text: string): ParsedSecrets {
       value = rest.replace(/\s+#.*$/, '').trim();
     }
     if (!SECRET_NAME_PATTERN.test(name)) {
+      // The text before "=" is not echoed: on a wrapped or garbled line it is often part of a secret value.
       errors.push({
         path: `secrets.env:${lineNo}`,
-        message: `Secret name "${name}" is not valid: it must match ${SECRET_NAME_PATTERN}`,
+        message: `Secret name is not valid: the text before "=" must match ${SECRET_NAME_PATTERN}`,
       });
       continue;
     }

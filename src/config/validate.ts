@@ -31,10 +31,11 @@ export const MAX_NESTING_DEPTH = 256;
 export function describeJsonError(text: string, error: unknown): string {
   const reason = error instanceof Error ? error.message : String(error);
   const position = /at position (\d+)/.exec(reason);
-  // V8 quotes a snippet of the text; the line and column say where, so drop it.
-  const cleaned = reason
-    .replace(/\s*(in JSON )?at position \d+( \(line \d+ column \d+\))?/, '')
-    .replace(/, ".*" is not valid JSON$/s, '');
+  // V8 quotes the offending character and an excerpt of the text, which may be a secret: keep only the kind
+  // of problem; the line and column say where.
+  const cleaned = reason.startsWith('Unexpected token')
+    ? 'Unexpected character'
+    : reason.replace(/\s*(in JSON )?at position \d+.*$/s, '').replace(/,.*$/s, '');
   const offset = position ? Number(position[1]) : locateJsonError(text);
   if (offset === undefined) return `Malformed JSON: ${cleaned}`;
   const before = text.slice(0, offset);

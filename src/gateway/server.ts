@@ -18,6 +18,7 @@ import {
   histogram,
   type Logger,
   observabilityHandler,
+  redact,
   registerSecret,
   secondsSince,
 } from '../observability/index.js';
@@ -234,6 +235,17 @@ export function createGatewayApp(options: GatewayAppOptions): GatewayApp {
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
+
+  // Every JSON answer leaves through the secret redactor: an upstream answer or an error that echoes an API
+  // key or another secret reaches the caller with "[REDACTED]" in its place.
+  app.use((_req: Request, res: Response, next: NextFunction) => {
+    res.json = (body: unknown) => {
+      const text = redact(JSON.stringify(body) ?? 'null');
+      if (!res.get('Content-Type')) res.set('Content-Type', 'application/json; charset=utf-8');
+      return res.send(text);
+    };
+    next();
+  });
 
   // Per-request bookkeeping: request id, metrics and a log line once the response is finished.
   app.use((req: Request, res: Response, next: NextFunction) => {

@@ -4,6 +4,7 @@
 
 import type { KubernetesObject, V1ConfigMap, V1CronJob, V1Deployment, V1Job, V1Secret } from '@kubernetes/client-node';
 import { deriveNodeAddress } from '../chain/wallet.js';
+import { registerSecrets } from '../observability/index.js';
 import {
   type BuildInput,
   buildChildren,
@@ -359,7 +360,10 @@ export class OracleNodeReconciler implements Reconciler {
         message: `spec.secretRef.name: Secret ${node.metadata.namespace}/${name} not found`,
       };
     }
-    return { ok: true, values: decodeSecret(secret), hash: hashOf(secret.data ?? {}), name };
+    const values = decodeSecret(secret);
+    // The operator's logs and events are scrubbed of every value it has read from a Secret.
+    registerSecrets(values);
+    return { ok: true, values, hash: hashOf(secret.data ?? {}), name };
   }
 
   /** Children of the current stage that the spec no longer asks for (gateways disabled, PDB at one replica). */
