@@ -95,9 +95,14 @@ export type Interpolation = {
   missing: Map<string, string[]>;
   /** interpolated string -> the raw text with ${NAME}, to redact messages */
   redactions: Map<string, string>;
-  /** names inside ${…} that are not valid secret names */
+  /** names inside ${…} that are not valid secret names, and keys that are never allowed (__proto__, …) */
   invalid: Issue[];
+  /** strings holding U+FFFD, the mark of bytes that were not UTF-8 when the file was read */
+  warnings: Issue[];
 };
+
+/** Keys that would reach an object's prototype when copied; never meaningful in a config. */
+export const FORBIDDEN_KEYS: ReadonlySet<string> = new Set(['__proto__', 'constructor', 'prototype']);
 
 // `${…}` not preceded by a backslash, as in the reference (ES template delimiter).
 const PLACEHOLDER = /(\\?)\$\{([^}]*)\}/g;
@@ -114,6 +119,7 @@ export function interpolateSecrets(root: unknown, secrets: Record<string, string
   const missing = new Map<string, string[]>();
   const redactions = new Map<string, string>();
   const invalid: Issue[] = [];
+  const warnings: Issue[] = [];
   const path: PathSegment[] = [];
 
   const record = (map: Map<string, string[]>, name: string, rendered: string) => {
@@ -148,7 +154,15 @@ export function interpolateSecrets(root: unknown, secrets: Record<string, string
   };
 
   const walk = (node: unknown, depth: number): unknown => {
-    if (typeof node === 'string') return replaceString(node);
+    if (typeof node === 'string') {
+      if (node.includes('\uFFFD')) {
+        warnings.push({
+          path: formatPath(path),
+          message: 'Contains bytes that are not valid UTF-8 (read as U+FFFD); save the file as UTF-8',
+        });
+      }
+      return replaceString(node);
+    }
     if (node === null || typeof node !== 'object') return node;
     if (depth >= maxDepth) throw new NestingTooDeepError(`nested deeper than ${maxDepth} levels`);
     if (Array.isArray(node)) {
@@ -160,18 +174,23 @@ export function interpolateSecrets(root: unknown, secrets: Record<string, string
       }
       return copy;
     }
-    const copy: Record<string, unknown> = {};
+    // A null-prototype copy: no key, whatever its name, can reach Object.prototype or change the copy's prototype.
+    const copy: Record<string, unknown> = Object.create(null);
     for (const key of Object.keys(node)) {
       path.push(key);
       const newKey = key.includes('${') ? replaceString(key) : key;
-      copy[newKey] = walk((node as Record<string, unknown>)[key], depth + 1);
+      if (FORBIDDEN_KEYS.has(newKey)) {
+        invalid.push({ path: formatPath(path), message: `The key "${newKey}" is not allowed` });
+      } else {
+        copy[newKey] = walk((node as Record<string, unknown>)[key], depth + 1);
+      }
       path.pop();
     }
     return copy;
   };
 
   const value = walk(root, 0);
-  return { value, usages, missing, redactions, invalid };
+  return { value, usages, missing, redactions, invalid, warnings };
 }
 
 /** Replaces secret values in a message with their `${NAME}` origin. */

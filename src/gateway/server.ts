@@ -224,6 +224,16 @@ function errorText(error: unknown): string {
 
 type BodyParserError = Error & { type?: string; status?: number };
 
+/**
+ * The status of a failed endpoint call: a caller's parameters that cannot be used 400, an API answer the node
+ * refuses 502, and everything else 500 with the engine's message, as the reference answers.
+ */
+function failureStatus(result: { cause?: 'parameters' | 'upstream' }): number {
+  if (result.cause === 'parameters') return 400;
+  if (result.cause === 'upstream') return 502;
+  return 500;
+}
+
 export function createGatewayApp(options: GatewayAppOptions): GatewayApp {
   const { config, callEndpoint } = options;
   const settings = config.nodeSettings;
@@ -386,10 +396,11 @@ export function createGatewayApp(options: GatewayAppOptions): GatewayApp {
       try {
         await handle(req, res, context);
       } catch (error) {
-        // A bug of ours or an engine crash on a valid request: 500 in the reference's error shape.
+        // A bug of ours or an engine crash on a valid request: 500 in the reference's error shape, with the
+        // request id to find the log line rather than an internal message.
         metrics.failures.inc({ gateway, endpoint: context.endpoint, stage: 'internal' });
         logger.error({ requestId: context.requestId, err: error }, 'gateway handler error');
-        sendError(res, 500, errorText(error));
+        sendError(res, 500, `Error: Internal error (request ${context.requestId})`);
       }
     });
     logger.info({ gateway, path }, 'gateway listening');
@@ -441,7 +452,7 @@ export function createGatewayApp(options: GatewayAppOptions): GatewayApp {
     }
     metrics.failures.inc({ gateway: 'httpGateway', endpoint: endpointId, stage: 'endpoint' });
     logger.warn({ requestId: context.requestId, reason: result.errorMessage }, 'endpoint call failed');
-    sendError(res, 500, errorText(result.errorMessage));
+    sendError(res, failureStatus(result), errorText(result.errorMessage));
   });
 
   mount('httpSignedDataGateway', `${HTTP_SIGNED_DATA_BASE_PATH}/${pathKey}/:endpointId`, async (req, res, context) => {
@@ -456,7 +467,7 @@ export function createGatewayApp(options: GatewayAppOptions): GatewayApp {
     if (!result.success) {
       metrics.failures.inc({ gateway: 'httpSignedDataGateway', endpoint: endpointId, stage: 'endpoint' });
       logger.warn({ requestId: context.requestId, reason: result.errorMessage }, 'endpoint call failed');
-      sendError(res, 500, errorText(result.errorMessage));
+      sendError(res, failureStatus(result), errorText(result.errorMessage));
       return;
     }
     let signed: ReturnType<typeof signHttpSignedData>;

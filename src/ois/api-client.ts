@@ -8,6 +8,7 @@ import http from 'node:http';
 import https from 'node:https';
 import type { Readable } from 'node:stream';
 import zlib from 'node:zlib';
+import { MAX_RESPONSE_DEPTH, nestedDeeperThan } from './limits.js';
 import type { HttpRequest } from './request.js';
 
 export const DEFAULT_API_TIMEOUTS_MS: readonly number[] = [10_000, 20_000];
@@ -20,7 +21,10 @@ export type ApiCallOptions = {
   maxResponseBytes?: number | undefined;
 };
 
-export type ApiCallResult = { success: true; data: unknown; status: number } | { success: false; errorMessage: string };
+export type ApiCallResult =
+  | { success: true; data: unknown; status: number }
+  /** unusableResponse: the API answered, but with something the node refuses to process (an upstream fault). */
+  | { success: false; errorMessage: string; unusableResponse?: boolean };
 
 const httpAgent = new http.Agent({ keepAlive: true, maxSockets: 256, maxFreeSockets: 32, timeout: 60_000 });
 const httpsAgent = new https.Agent({ keepAlive: true, maxSockets: 256, maxFreeSockets: 32, timeout: 60_000 });
@@ -184,11 +188,20 @@ async function runAttempt(attempt: Attempt): Promise<ApiCallResult> {
       if (response.status < 200 || response.status >= 300) {
         return { success: false, errorMessage: `API call failed with status code ${response.status}` };
       }
+      let data: unknown;
       try {
-        return { success: true, status: response.status, data: JSON.parse(response.body.toString('utf8')) };
+        data = JSON.parse(response.body.toString('utf8'));
       } catch {
         return { success: false, errorMessage: 'API call failed with a response that is not valid JSON' };
       }
+      if (nestedDeeperThan(data, MAX_RESPONSE_DEPTH)) {
+        return {
+          success: false,
+          errorMessage: `API call failed with a response nested deeper than ${MAX_RESPONSE_DEPTH} levels`,
+          unusableResponse: true,
+        };
+      }
+      return { success: true, status: response.status, data };
     }
   } catch (error) {
     if (error instanceof ApiCallError) return { success: false, errorMessage: error.message };
