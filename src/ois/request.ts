@@ -159,7 +159,9 @@ function substitutePath(rawPath: string, values: Record<string, unknown>): strin
     return encodeURIComponent(text);
   });
   if (missing.length > 0) {
-    throw new Error(`The following path parameters were expected but not provided: ${missing.join(', ')}`);
+    throw new InvalidParameterError(
+      `The following path parameters were expected but not provided: ${missing.join(', ')}`,
+    );
   }
   return path;
 }
