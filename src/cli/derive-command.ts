@@ -2,14 +2,14 @@
 // (src/chain). Mnemonics come from --mnemonic, NODE_WALLET_MNEMONIC or standard input, and are never printed.
 import { parseArgs } from 'node:util';
 import { isAddress } from 'ethers';
-import { deriveEndpointId, deriveTemplateIdV0, deriveTemplateIdV1 } from '../chain/ids.js';
+import { deriveEndpointId, deriveTemplateIdV0, deriveTemplateIdV1, isBytes32 } from '../protocol/ids.js';
 import {
   deriveNodeAddress,
   deriveSponsorWallet,
   deriveSponsorWalletAddressFromXpub,
   deriveXpub,
   isValidMnemonic,
-} from '../chain/wallet.js';
+} from '../protocol/wallet.js';
 import type { Subcommand } from './main.js';
 import { type CliIo, processIo, usageError } from './validate-io.js';
 
@@ -23,7 +23,6 @@ const USAGE = `Usage: oracle-node derive <what> [options]
 
 The mnemonic is read from --mnemonic, else the NODE_WALLET_MNEMONIC environment variable, else standard input.`;
 
-const BYTES32 = /^0x[0-9a-fA-F]{64}$/;
 const HEX = /^0x([0-9a-fA-F]{2})*$/;
 
 type Values = {
@@ -62,7 +61,7 @@ async function derive(what: string | undefined, positionals: string[], values: V
       return deriveEndpointId(positionals[0]!, positionals[1]!);
     }
     case 'template-id': {
-      const endpointId = required(values, 'endpoint-id', (v) => BYTES32.test(v), '0x + 64 hex characters');
+      const endpointId = required(values, 'endpoint-id', isBytes32, '0x + 64 hex characters');
       const parameters = required(values, 'parameters', (v) => HEX.test(v), 'a 0x-prefixed hex string of even length');
       if (values.v1) return deriveTemplateIdV1(endpointId, parameters);
       const nodeAddress = required(values, 'node-address', (v) => isAddress(v), 'an address');

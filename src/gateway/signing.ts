@@ -17,7 +17,7 @@ import {
   solidityPackedKeccak256,
 } from 'ethers';
 import { z } from 'zod';
-import { deriveTemplateIdV1 } from '../chain/ids.js';
+import { deriveTemplateIdV1 } from '../protocol/ids.js';
 
 const abi = AbiCoder.defaultAbiCoder();
 
