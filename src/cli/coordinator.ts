@@ -9,7 +9,7 @@ import { InProcessExecutor } from '../node/executor.js';
 import { coordinatorKubernetes } from '../node/kubernetes/index.js';
 import { createNodeLogger } from '../node/logger.js';
 import { engineEnvironment, loadCommandConfig, parseCommandArgs } from './args.js';
-import type { Subcommand } from './main.js';
+import type { Subcommand } from './subcommand.js';
 
 export const DEFAULT_CACHE_DIR = '/tmp/oracle-node-cache';
 

@@ -10,7 +10,7 @@ import {
   deriveXpub,
   isValidMnemonic,
 } from '../protocol/wallet.js';
-import type { Subcommand } from './main.js';
+import type { Subcommand } from './subcommand.js';
 import { type CliIo, processIo, usageError } from './validate-io.js';
 
 const USAGE = `Usage: oracle-node derive <what> [options]

@@ -7,7 +7,7 @@ import { parseArgs } from 'node:util';
 import { parseSecretsEnv, secretsFromEnvironment, validateConfig } from '../config/index.js';
 import { startGatewayServer } from '../gateway/server.js';
 import { createLogger, registerSecret, registerSecrets } from '../observability/index.js';
-import type { Subcommand } from './main.js';
+import type { Subcommand } from './subcommand.js';
 
 const USAGE = `Usage: oracle-node gateway -c <config.json> [-s <secrets.env>] [--port N] [--host H] [--path-key-secret NAME]
 

@@ -7,7 +7,7 @@ import { KubeConfig } from '@kubernetes/client-node';
 import { errorMessage } from '../common/errors.js';
 import { createLogger, type LogLevel } from '../observability/logger.js';
 import type { Reconciler } from '../operator/runtime/types.js';
-import type { Subcommand } from './main.js';
+import type { Subcommand } from './subcommand.js';
 
 const IN_CLUSTER_TOKEN = '/var/run/secrets/kubernetes.io/serviceaccount/token';
 const IN_CLUSTER_NAMESPACE = '/var/run/secrets/kubernetes.io/serviceaccount/namespace';

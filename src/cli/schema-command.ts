@@ -1,7 +1,7 @@
 // `oracle-node schema [--ois]`: the JSON Schema generated from the zod schemas (input side).
 import { parseArgs } from 'node:util';
 import { configJsonSchema, oisJsonSchema } from '../config/index.js';
-import type { Subcommand } from './main.js';
+import type { Subcommand } from './subcommand.js';
 import { type CliIo, processIo, usageError } from './validate-io.js';
 
 const USAGE = `Usage: oracle-node schema [--ois]

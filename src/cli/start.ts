@@ -16,7 +16,7 @@ import { callEndpoint } from '../node/ois-adapter.js';
 import { createMetricsRegistry } from '../observability/index.js';
 import { loadCommandConfig, parseCommandArgs } from './args.js';
 import { DEFAULT_CACHE_DIR } from './coordinator.js';
-import type { Subcommand } from './main.js';
+import type { Subcommand } from './subcommand.js';
 
 export const DEFAULT_CYCLE_INTERVAL_MS = 60_000;
 

@@ -3,7 +3,7 @@
 import { readFile, stat } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { type Issue, MAX_CONFIG_BYTES, type ValidationResult, validateConfig } from '../config/index.js';
-import type { Subcommand } from './main.js';
+import type { Subcommand } from './subcommand.js';
 import { type CliIo, processIo, usageError } from './validate-io.js';
 
 const USAGE = `Usage: oracle-node validate -c <config.json> [-s <secrets.env>] [--json]

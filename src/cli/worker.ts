@@ -11,7 +11,7 @@ import { createNodeLogger } from '../node/logger.js';
 import { runShard, type ShardInput } from '../node/shard.js';
 import { engineEnvironment, loadCommandConfig, parseCommandArgs } from './args.js';
 import { DEFAULT_CACHE_DIR } from './coordinator.js';
-import type { Subcommand } from './main.js';
+import type { Subcommand } from './subcommand.js';
 
 const HELP = `Usage: oracle-node worker --shard <file|-> -c config.json [-s secrets.env] [--cache-dir DIR]
 
