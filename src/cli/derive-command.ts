@@ -1,7 +1,9 @@
 // `oracle-node derive <what>`: the protocol's identifiers and wallets, byte-compatible with the reference
 // (src/chain). Mnemonics come from --mnemonic, NODE_WALLET_MNEMONIC or standard input, and are never printed.
+
 import { parseArgs } from 'node:util';
 import { isAddress } from 'ethers';
+import { errorMessage } from '../common/errors.js';
 import { deriveEndpointId, deriveTemplateIdV0, deriveTemplateIdV1, isBytes32 } from '../protocol/ids.js';
 import {
   deriveNodeAddress,
@@ -110,7 +112,7 @@ export async function runDerive(argv: string[], io: CliIo = processIo): Promise<
       allowPositionals: true,
     }));
   } catch (error) {
-    return usageError(io, (error as Error).message, USAGE);
+    return usageError(io, errorMessage(error), USAGE);
   }
   if (values.help) {
     io.stdout(`${USAGE}\n`);
@@ -122,7 +124,7 @@ export async function runDerive(argv: string[], io: CliIo = processIo): Promise<
     return 0;
   } catch (error) {
     if (error instanceof UsageError) return usageError(io, error.message, USAGE);
-    io.stderr(`Error: ${error instanceof Error ? error.message : String(error)}\n`);
+    io.stderr(`Error: ${errorMessage(error)}\n`);
     return 2;
   }
 }

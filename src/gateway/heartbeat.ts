@@ -107,7 +107,7 @@ export async function sendHeartbeat(
     const message = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
     results?.inc({ outcome: 'failure' });
     // The URL may carry a token and is registered as a secret by the loader; the logger redacts it.
-    logger.error({ error: message }, 'Failed to send heartbeat');
+    logger.error({ err: message }, 'Failed to send heartbeat');
     return { sent: false, reason: 'failed', error: message, ...(payload ? { payload } : {}) };
   }
 }

@@ -61,7 +61,7 @@ import {
 
 export type OracleNodeReconcilerOptions = {
   settings?: Partial<OperatorSettings>;
-  /** Full config validation; defaults to the config model (or the built-in check until it is present). */
+  /** Full config validation; defaults to the config model (validateNodeConfig). */
   validateConfig?: ConfigValidator;
   /** Periodic reconcile of a settled node, a safety net beside the watches (Secrets included). */
   resyncMs?: number;
