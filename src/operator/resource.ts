@@ -52,8 +52,6 @@ export const KINDS = {
   podDisruptionBudget: kind('policy', 'v1', 'PodDisruptionBudget', 'poddisruptionbudgets'),
 } as const;
 
-export const apiVersionOf = (k: ResourceKind): string => (k.group ? `${k.group}/${k.version}` : k.version);
-
 /** The kinds the operator creates (and so watches by label), in the order they are applied. */
 export const CHILD_KINDS: ResourceKind[] = [
   KINDS.configMap,
