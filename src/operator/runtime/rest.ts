@@ -304,11 +304,14 @@ export class RestClient {
           body,
         );
       }
+      // One streaming decoder for the whole response: a multi-byte character split across two chunks is held
+      // back until its last byte arrives instead of becoming U+FFFD.
+      const decoder = new TextDecoder('utf-8');
       let buffered = '';
       try {
         for await (const chunk of res) {
           arm();
-          buffered += (chunk as Buffer).toString('utf8');
+          buffered += decoder.decode(chunk as Buffer, { stream: true });
           let newline = buffered.indexOf('\n');
           while (newline >= 0) {
             const line = buffered.slice(0, newline).trim();
