@@ -344,6 +344,7 @@ describe('operator runtime against an in-memory API server', () => {
     api.inject = undefined;
     await waitFor(() => manager.isLeader(), 're-election', 15_000);
     await waitFor(() => started.includes('while-not-leading'), 'work resumed after re-election');
+    expect(manager.workerLoops()).to.equal(2); // the new term's workers; the lost term's have returned
     await manager.stop();
     await running;
   });
