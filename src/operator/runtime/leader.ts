@@ -90,7 +90,7 @@ export type LeaderCallbacks = {
   onNewLeader?(identity: string): void;
 };
 
-export type LeaderState = 'stopped' | 'candidate' | 'leader';
+type LeaderState = 'stopped' | 'candidate' | 'leader';
 
 export class LeaderElector {
   private readonly leaseDurationMs: number;
@@ -124,14 +124,6 @@ export class LeaderElector {
 
   isLeader(): boolean {
     return this.state === 'leader';
-  }
-
-  getState(): LeaderState {
-    return this.state;
-  }
-
-  leader(): string {
-    return this.knownLeader;
   }
 
   start(): void {

@@ -79,8 +79,6 @@ export const PARTIAL_METADATA = 'application/json;as=PartialObjectMetadata;g=met
 export const PARTIAL_METADATA_LIST =
   'application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json';
 
-const VERBS: Record<string, string> = { GET: 'GET', POST: 'POST', PUT: 'PUT', PATCH: 'PATCH', DELETE: 'DELETE' };
-
 function retryAfterMs(header: string | string[] | undefined): number | undefined {
   const value = Array.isArray(header) ? header[0] : header;
   if (!value) return undefined;
@@ -181,7 +179,7 @@ export class RestClient {
   }
 
   private async attempt(request: RequestOptions): Promise<unknown> {
-    const verb = VERBS[request.method] ?? request.method;
+    const verb = request.method;
     await this.throttle(verb, request.signal);
     const connection = await this.connectionOptions();
     const url = this.url(request.path, request.query);

@@ -5,12 +5,12 @@ import { expect } from 'chai';
 import { pino } from 'pino';
 import { Registry } from 'prom-client';
 import { RuntimeClient } from '../../../../src/operator/runtime/client.js';
-import { FakeClock } from '../../../../src/operator/runtime/clock.js';
 import { Informer } from '../../../../src/operator/runtime/informer.js';
 import { createManager } from '../../../../src/operator/runtime/manager.js';
 import { RuntimeMetrics } from '../../../../src/operator/runtime/metrics.js';
 import { ApiError, RestClient } from '../../../../src/operator/runtime/rest.js';
 import type { ObjectKey, Reconciler, ResourceKind } from '../../../../src/operator/runtime/types.js';
+import { FakeClock } from '../../../support/fake-clock.js';
 import { FakeApiServer } from './fake-apiserver.js';
 
 const logger = pino({ level: process.env.DEBUG_RUNTIME ? 'debug' : 'silent' });
