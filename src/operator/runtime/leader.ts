@@ -6,7 +6,7 @@
 // apiserver only accepts 6-digit fractions.
 import { V1MicroTime } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
-import { isConflict, isNotFound } from '../../common/errors.js';
+import { errorMessage, isConflict, isNotFound } from '../../common/errors.js';
 import { jitter } from './backoff.js';
 import { type Clock, systemClock } from './clock.js';
 import type { RestClient } from './rest.js';
@@ -245,7 +245,7 @@ export class LeaderElector {
       return true;
     } catch (error) {
       if (!isConflict(error) && !signal?.aborted) {
-        this.logger.warn({ err: error instanceof Error ? error.message : String(error) }, 'lease acquire/renew failed');
+        this.logger.warn({ err: errorMessage(error) }, 'lease acquire/renew failed');
       }
       return false;
     }
@@ -282,7 +282,7 @@ export class LeaderElector {
       this.observe(released);
       this.logger.info({ lease: `${this.config.namespace}/${this.config.name}` }, 'released the lease');
     } catch (error) {
-      this.logger.warn({ err: error instanceof Error ? error.message : String(error) }, 'could not release the lease');
+      this.logger.warn({ err: errorMessage(error) }, 'could not release the lease');
     }
   }
 }

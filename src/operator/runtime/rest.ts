@@ -6,6 +6,7 @@ import http from 'node:http';
 import https from 'node:https';
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
+import { errorMessage } from '../../common/errors.js';
 import { Backoff, TokenBucket } from './backoff.js';
 import { type Clock, systemClock } from './clock.js';
 import type { RuntimeMetrics } from './metrics.js';
@@ -320,7 +321,7 @@ export class RestClient {
         }
       } catch (error) {
         if (options.signal.aborted) return;
-        throw new ApiError(`watch ${options.path}: ${timedOut ? 'inactivity timeout' : (error as Error).message}`, 0);
+        throw new ApiError(`watch ${options.path}: ${timedOut ? 'inactivity timeout' : errorMessage(error)}`, 0);
       }
       if (timedOut) throw new ApiError(`watch ${options.path}: inactivity timeout`, 0);
     } finally {
