@@ -144,10 +144,6 @@ export class Controller {
     this.queue.add(keyString(key));
   }
 
-  queueLength(): number {
-    return this.queue.length();
-  }
-
   inFlight(): number {
     return this.queue.inFlight();
   }

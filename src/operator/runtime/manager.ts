@@ -113,10 +113,6 @@ export class RuntimeManager implements Manager {
     this.controller?.enqueue(key);
   }
 
-  queueLength(): number {
-    return this.controller?.queueLength() ?? 0;
-  }
-
   /** The controller's worker loops not yet returned (bounded by `workers` across leadership terms). */
   workerLoops(): number {
     return this.controller?.workerLoops() ?? 0;
