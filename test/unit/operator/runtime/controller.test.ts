@@ -14,6 +14,7 @@ import type {
   Reconciler,
   ResourceKind,
 } from '../../../../src/operator/runtime/types.js';
+import { waitFor } from '../../../support/wait.js';
 
 const CONFIGMAP: ResourceKind = { group: '', version: 'v1', kind: 'ConfigMap', plural: 'configmaps', namespaced: true };
 
@@ -25,14 +26,6 @@ function cacheOf(names: string[]): ObjectCache {
     metadata: { name, namespace: 'ns1' },
   }));
   return { get: () => undefined, list: <T extends KubernetesObject>() => objects as T[] };
-}
-
-async function waitFor(check: () => boolean, what: string, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
 }
 
 describe('runtime controller: leadership terms', () => {
@@ -73,19 +66,31 @@ describe('runtime controller: leadership terms', () => {
         expect(controller.workerLoops()).to.equal(workers + 1);
         releaseSlow();
         releaseSlow = undefined;
-        await waitFor(() => controller.workerLoops() === workers, `term ${term - 1}'s last worker to return`);
+        await waitFor(() => controller.workerLoops() === workers, 10_000, {
+          description: `term ${term - 1}'s last worker to return`,
+          intervalMs: 10,
+        });
       } else {
         expect(controller.workerLoops()).to.equal(workers);
       }
       for (const name of ['a', 'b', 'slow'])
-        await waitFor(() => reconciled.filter((seen) => seen === name).length === term, `${name} in term ${term}`);
+        await waitFor(() => reconciled.filter((seen) => seen === name).length === term, 10_000, {
+          description: `${name} in term ${term}`,
+          intervalMs: 10,
+        });
       leadership.abort(new Error('leadership lost'));
       controller.endTerm();
       // The idle workers return at once; the one in the slow reconcile only when that reconcile does.
-      await waitFor(() => releaseSlow !== undefined && controller.workerLoops() === 1, `term ${term} winding down`);
+      await waitFor(() => releaseSlow !== undefined && controller.workerLoops() === 1, 10_000, {
+        description: `term ${term} winding down`,
+        intervalMs: 10,
+      });
     }
     releaseSlow!();
-    await waitFor(() => controller.workerLoops() === 0, 'the last slow reconcile to return');
+    await waitFor(() => controller.workerLoops() === 0, 10_000, {
+      description: 'the last slow reconcile to return',
+      intervalMs: 10,
+    });
     expect(reconciled.filter((name) => name === 'a')).to.have.length(terms);
     controller.shutDown();
     await controller.drained();
