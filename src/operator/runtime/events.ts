@@ -5,7 +5,7 @@
 import { hostname } from 'node:os';
 import type { KubernetesObject } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
-import { isNotFound } from '../../common/errors.js';
+import { errorMessage, isNotFound } from '../../common/errors.js';
 import { TokenBucket } from './backoff.js';
 import { type Clock, systemClock } from './clock.js';
 import type { RuntimeMetrics } from './metrics.js';
@@ -92,10 +92,7 @@ export class KubeEventRecorder implements EventRecorder {
         await this.send(next);
       } catch (error) {
         this.options.metrics?.eventsDropped.inc({ reason: 'error' });
-        this.options.logger.debug(
-          { err: error instanceof Error ? error.message : String(error), reason: next.reason },
-          'could not send an Event',
-        );
+        this.options.logger.debug({ err: errorMessage(error), reason: next.reason }, 'could not send an Event');
       }
     }
   }
