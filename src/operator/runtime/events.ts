@@ -6,6 +6,7 @@ import { hostname } from 'node:os';
 import type { KubernetesObject } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { errorMessage, isNotFound } from '../../common/errors.js';
+import { wholeSecondsIso } from '../../common/time.js';
 import { TokenBucket } from './backoff.js';
 import { type Clock, systemClock } from './clock.js';
 import type { RuntimeMetrics } from './metrics.js';
@@ -30,9 +31,8 @@ export type EventRecorderOptions = {
 type Pending = { object: KubernetesObject; type: EventType; reason: string; message: string; at: number };
 type Sent = { namespace: string; name: string; count: number; firstAt: number; lastAt: number };
 
-function eventTime(ms: number): string {
-  return new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z'); // core/v1 Time has second precision
-}
+/** core/v1 Time has second precision. */
+const eventTime = (ms: number): string => wholeSecondsIso(ms)!;
 
 export class KubeEventRecorder implements EventRecorder {
   private readonly clock: Clock;
