@@ -18,11 +18,6 @@ export function redactStandardStreams(): void {
   }
 }
 
-export type Subcommand = {
-  summary: string;
-  run: (argv: string[]) => Promise<number>;
-};
-
 function usage(): string {
   const lines = ['Usage: oracle-node <command> [options]', '', 'Commands:'];
   for (const name of Object.keys(subcommands).sort()) lines.push(`  ${name}`);

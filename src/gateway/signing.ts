@@ -8,8 +8,9 @@
 // same request would get a different data feed id or update hash, or a 400, from this node.
 import { AbiCoder, type BaseWallet, concat, getBytes, keccak256, solidityPackedKeccak256 } from 'ethers';
 import { z } from 'zod';
-import { deriveTemplateIdV1 } from '../chain/ids.js';
+import { errorMessage } from '../common/errors.js';
 import { type RecoverableSignature, recoverSigners } from '../ois/worker-tasks.js';
+import { deriveTemplateIdV1 } from '../protocol/ids.js';
 
 const abi = AbiCoder.defaultAbiCoder();
 
@@ -224,7 +225,7 @@ function planOevVerification(body: SignOevDataBody, nodeAddress: string, nowMs: 
       beaconId: deriveBeaconId(beacon.airnodeAddress, beacon.templateId),
     }));
   } catch (error) {
-    return failure('Some of the beacons are invalid', (error as Error).message);
+    return failure('Some of the beacons are invalid', errorMessage(error));
   }
 
   const majority = Math.floor(beaconsWithIds.length / 2) + 1;
@@ -251,7 +252,7 @@ function planOevVerification(body: SignOevDataBody, nodeAddress: string, nowMs: 
         beaconsWithIds,
         beaconsWithData,
         checks,
-        firstFailure: { index, reason: (error as Error).message },
+        firstFailure: { index, reason: errorMessage(error) },
       };
     }
   }
@@ -273,7 +274,7 @@ function completeOevVerification(plan: OevPlan, signers: (string | undefined)[])
       if (decodedValue > INT224_MAX || decodedValue < INT224_MIN) throw new Error('Beacon value not within range');
       decoded.push({ ...beacon, signedData, decodedValue });
     } catch (error) {
-      return failure('Not enough beacons with valid data to proceed', (error as Error).message);
+      return failure('Not enough beacons with valid data to proceed', errorMessage(error));
     }
   }
 
@@ -300,7 +301,7 @@ function completeOevVerification(plan: OevPlan, signers: (string | undefined)[])
     );
     return { success: true, oevUpdateHash, beacons: decoded };
   } catch (error) {
-    return failure('Error deriving OEV update hash', (error as Error).message);
+    return failure('Error deriving OEV update hash', errorMessage(error));
   }
 }
 

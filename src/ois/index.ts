@@ -2,6 +2,7 @@
 // Pipeline as the reference's callApi (airnode-facts §3 step 7, §5, §8): pre-processing -> defaults ->
 // HTTP request -> post-processing -> reserved-parameter extraction and encoding. Never throws: every
 // failure is { success: false, errorMessage }, with rawValue when the API answered but encoding failed.
+import { errorMessage } from '../common/errors.js';
 import { callApi } from './api-client.js';
 import { InvalidParameterError, parameterProblem } from './limits.js';
 import { postProcessResponse, preProcessEndpointParameters } from './processing.js';
@@ -40,10 +41,6 @@ export type EndpointResult =
        */
       cause?: 'parameters' | 'upstream';
     };
-
-function errorMessage(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}
 
 function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);

@@ -6,11 +6,11 @@ import { type AddressInfo, connect, type Socket } from 'node:net';
 import { expect } from 'chai';
 import { Wallet } from 'ethers';
 import fc from 'fast-check';
-import { deriveEndpointId } from '../../../src/chain/ids.js';
 import { type Config, validateConfig } from '../../../src/config/index.js';
 import { DEFAULT_PATH_KEY, type GatewayServer, startGatewayServer } from '../../../src/gateway/server.js';
 import { clearSecrets, registerSecrets } from '../../../src/observability/index.js';
 import { encodeParameters } from '../../../src/ois/abi.js';
+import { deriveEndpointId } from '../../../src/protocol/ids.js';
 import { API_KEY, configJson, MNEMONIC, OIS_TITLE, SECRETS } from '../gateway/fixtures.js';
 
 const ID = {

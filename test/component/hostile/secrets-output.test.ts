@@ -11,10 +11,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { expect } from 'chai';
-import { deriveEndpointId } from '../../../src/chain/ids.js';
 import { validateConfig } from '../../../src/config/index.js';
 import { planChainShards } from '../../../src/node/cycle.js';
 import { silentLogger } from '../../../src/node/logger.js';
+import { deriveEndpointId } from '../../../src/protocol/ids.js';
 import { ORACLE_NODE_ARGS, repoRoot, spawnOracleNode } from '../../support/binary.js';
 import { freePort, startTestChain, waitForMined } from '../../support/chain.js';
 import {
