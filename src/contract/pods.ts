@@ -40,6 +40,12 @@ export const JOB_NAME_LABEL = 'batch.kubernetes.io/job-name';
 export const COMPLETION_INDEX_ANNOTATION = 'batch.kubernetes.io/job-completion-index';
 export const CHAIN_ID_ANNOTATION = 'oracle-node.io/chain-id';
 
+/**
+ * The gateway pod's port for /healthz, /readyz and /metrics (`oracle-node gateway --metrics-port`): the probes
+ * and scrapers use it; the caller-facing Service exposes only the gateway port.
+ */
+export const GATEWAY_METRICS_PORT = 9090;
+
 export const CONFIG_DIR = '/etc/oracle-node';
 export const CONFIG_FILE = `${CONFIG_DIR}/config.json`;
 /** Not under the config mount: volumes cannot nest inside a ConfigMap volume. */

@@ -226,9 +226,14 @@ describe('e2e: the operator reconciles an OracleNode into real workloads', funct
     const service = await core().readNamespacedService({ name, namespace: ns.name });
     const base = `http://${service.spec?.clusterIP}:${service.spec?.ports?.[0]?.port}`;
     expect(service.spec?.clusterIP, 'a ClusterIP of 10.96.0.0/16').to.match(/^10\.96\.\d+\.\d+$/);
-    // Rules follow the EndpointSlice within kube-proxy's sync period (1 s): wait for the first answer.
+    // Rules follow the EndpointSlice within kube-proxy's sync period (1 s): wait for the first answer (any HTTP
+    // answer: the Service exposes the gateway port only, /readyz is on the pod's metrics port).
     await waitFor(
-      async () => (await fetch(`${base}/readyz`, { signal: AbortSignal.timeout(2000) })).ok,
+      async () =>
+        fetch(`${base}/`, { signal: AbortSignal.timeout(2000) }).then(
+          () => true,
+          () => false,
+        ),
       30_000,
       `the gateway Service ${base} answering`,
     );

@@ -2,7 +2,7 @@
 // config's gateways is enabled; one process serves all of them.
 import type { V1Deployment, V1PodDisruptionBudget, V1Service } from '@kubernetes/client-node';
 import { DEFAULT_GATEWAY_SERVER_PORT } from '../../config/index.js';
-import { CONFIG_FILE } from '../../contract/pods.js';
+import { CONFIG_FILE, GATEWAY_METRICS_PORT } from '../../contract/pods.js';
 import { enabledGateways, gatewayServerPort } from '../config.js';
 import {
   type BuildInput,
@@ -25,6 +25,11 @@ export function gatewayContainerPort(input: BuildInput): number {
   return gatewayServerPort(input.config) ?? DEFAULT_GATEWAY_SERVER_PORT;
 }
 
+/** The pod's port for health and metrics; never the gateway's own port. */
+export function gatewayMetricsPort(input: BuildInput): number {
+  return gatewayContainerPort(input) === GATEWAY_METRICS_PORT ? GATEWAY_METRICS_PORT + 1 : GATEWAY_METRICS_PORT;
+}
+
 /** The port of the gateway's Service: spec.gateway.service.port, else the server's default. */
 export function gatewayServicePort(input: BuildInput): number {
   return input.node.spec.gateway?.service?.port ?? DEFAULT_GATEWAY_SERVER_PORT;
@@ -38,17 +43,23 @@ export function buildGatewayDeployment(input: BuildInput): Named<V1Deployment> {
   const stage = input.config.nodeSettings.stage;
   const names = childNames(input.node.metadata.name, stage);
   const port = gatewayContainerPort(input);
-  const args = ['gateway', '-c', CONFIG_FILE, '--port', String(port)];
+  const metricsPort = gatewayMetricsPort(input);
+  // Health and metrics on a port of their own, which the Service does not expose: a LoadBalancer in front of
+  // the gateway must not publish /metrics to its callers.
+  const args = ['gateway', '-c', CONFIG_FILE, '--port', String(port), '--metrics-port', String(metricsPort)];
   const container = engineContainer(input, 'gateway', args, input.node.spec.gateway?.resources);
-  container.ports = [{ name: 'http', containerPort: port, protocol: 'TCP' }];
+  container.ports = [
+    { name: 'http', containerPort: port, protocol: 'TCP' },
+    { name: 'metrics', containerPort: metricsPort, protocol: 'TCP' },
+  ];
   container.livenessProbe = {
-    httpGet: { path: '/healthz', port: 'http' },
+    httpGet: { path: '/healthz', port: 'metrics' },
     periodSeconds: 10,
     timeoutSeconds: 2,
     failureThreshold: 3,
   };
   container.readinessProbe = {
-    httpGet: { path: '/readyz', port: 'http' },
+    httpGet: { path: '/readyz', port: 'metrics' },
     periodSeconds: 5,
     timeoutSeconds: 2,
     failureThreshold: 2,

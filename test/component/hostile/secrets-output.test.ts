@@ -260,10 +260,18 @@ describe('hostile input: no secret in any output of any subcommand', function ()
       '127.0.0.1',
       '--path-key-secret',
       'GATEWAY_PATH_KEY',
+      '--metrics-port',
+      '0',
     ]);
     const io = capture(child, 'gateway');
     await until(() => /gateway server running/.test(io.stdout), 'the gateway');
     const port = Number(/"port":(\d+)/.exec(io.stdout)?.[1]);
+    const metricsPort = Number(/"metricsPort":(\d+)/.exec(io.stdout)?.[1]);
+    // --metrics-port: health and metrics there, not on the caller-facing port.
+    expect((await fetch(`http://127.0.0.1:${port}/metrics`)).status).to.equal(404);
+    const metrics = await fetch(`http://127.0.0.1:${metricsPort}/metrics`);
+    expect(metrics.status).to.equal(200);
+    outputs.push({ where: 'gateway /metrics', text: await metrics.text() });
     const base = `http://127.0.0.1:${port}/http-data/${SECRETS.GATEWAY_PATH_KEY}`;
     const echo = await post(`${base}/${deriveEndpointId(OIS_TITLE, 'echo')}`, { parameters: { coin: 'ETH' } }, 'gw');
     expect(echo.status).to.equal(200);
