@@ -1,6 +1,7 @@
 // Subcommand dispatch. Each subcommand lives in its own module and returns an exit code:
 // 0 success, 1 a finding (e.g. invalid config), 2 usage or I/O error.
 import { redact } from '../observability/index.js';
+import { destinationPolicyFromEnvironment, setDestinationPolicy } from '../ois/destinations.js';
 import { subcommands } from './commands.js';
 
 /**
@@ -40,6 +41,8 @@ export async function runCli(argv: string[]): Promise<number> {
     process.stderr.write(`Unknown command: ${name}\n\n${usage()}\n`);
     return 2;
   }
+  // The opt-in deny list for API destinations applies to every command that calls APIs (docs/security.md).
+  setDestinationPolicy(destinationPolicyFromEnvironment(process.env));
   const command = await load();
   return command.run(rest);
 }
