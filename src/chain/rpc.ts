@@ -1,7 +1,6 @@
 // A small JSON-RPC client: every call is bounded by a timeout and retried with a jittered back-off, and
 // every answer is checked for shape, so a dead, slow or lying provider only ever produces an error here.
 // Plain fetch (no ethers provider) keeps the number of RPC calls exact and free of hidden polling.
-import { errorMessage } from '../common/errors.js';
 
 export type RpcOptions = {
   /** Per-attempt timeout. */
