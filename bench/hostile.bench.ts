@@ -3,8 +3,8 @@
 //   1. /healthz latency (median and max of 40 sequential probes) while 5 snippets spin `while (true) {}` until
 //      their 3 s budget ends;
 //   2. /healthz latency while 10 OEV bodies of 64 beacons each are verified;
-//   3. the gateway's RSS: idle, at the peak of 20 concurrent snippets that allocate ~16 MB each and then wait,
-//      and 15 s after they finished.
+//   3. the gateway's RSS: at start, at the peak of 20 concurrent snippets that allocate ~32 MB each and then
+//      wait, and 20 s after they finished.
 //   node --import tsx bench/hostile.bench.ts
 import { fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -39,7 +39,7 @@ function benchConfig(apiUrl: string) {
     snippet('busy', '() => { while (true) {} }'),
     snippet(
       'hog',
-      'async ({ response }) => { const a = []; for (let i = 0; i < 1000000; i++) a.push(i); await new Promise((r) => setTimeout(r, 1500)); return { response: { price: a.length } }; }',
+      'async ({ response }) => { const a = []; for (let i = 0; i < 2000000; i++) a.push(i); await new Promise((r) => setTimeout(r, 1500)); return { response: { price: a.length } }; }',
     ),
   );
   (raw.triggers.http as unknown[]).push(
@@ -97,6 +97,7 @@ async function main(): Promise<void> {
   const ms = ({ median: m, max }: { median: number; max: number }) =>
     `median ${m.toFixed(1)} ms, max ${max.toFixed(0)} ms`;
 
+  const started = await rss();
   await probeHealth(base, 10);
   console.log(`/healthz idle: ${ms(await probeHealth(base, 40))}`);
 
@@ -124,16 +125,19 @@ async function main(): Promise<void> {
   console.log(`/healthz with 10 OEV bodies of 64 beacons: ${ms(await probeHealth(base, 40))}`);
   await oev;
 
-  const idle = await rss();
-  let peak = idle;
+  let peak = await rss();
+  let sampling = false;
   const sampler = setInterval(async () => {
+    if (sampling) return;
+    sampling = true;
     peak = Math.max(peak, await rss());
+    sampling = false;
   }, 100);
   await Promise.all(Array.from({ length: 20 }, () => post(http(HOG), { parameters: {} })));
   clearInterval(sampler);
-  await new Promise((resolve) => setTimeout(resolve, 15_000));
+  await new Promise((resolve) => setTimeout(resolve, 20_000));
   const after = await rss();
-  console.log(`RSS: idle ${mb(idle)}, peak with 20 concurrent snippets ${mb(peak)}, 15 s after ${mb(after)}`);
+  console.log(`RSS: at start ${mb(started)}, peak with 20 concurrent snippets ${mb(peak)}, 20 s after ${mb(after)}`);
   child.kill('SIGINT');
 }
 
