@@ -1,5 +1,6 @@
 import type { KubernetesObject, V1CronJob, V1Deployment } from '@kubernetes/client-node';
 import { expect } from 'chai';
+import { clearSecrets, REDACTED, redact } from '../../../src/observability/index.js';
 import { createOracleNodeReconciler, nodesReferencingSecret, WATCHES } from '../../../src/operator/controller.js';
 import { KINDS, type OracleNode } from '../../../src/operator/resource.js';
 import type { ObjectCache } from '../../../src/operator/runtime/types.js';
@@ -62,6 +63,19 @@ describe('operator controller (reconcile against an in-memory cluster)', () => {
       hash,
     );
     expect(current().status!.observedGeneration).to.equal(2);
+  });
+
+  it('registers every value of the Secret it reads with the log redactor before anything is logged', async () => {
+    const { kube, secret, reconcile } = setup('minimal');
+    const value = 'http://rpc-user:operator-secret-9Xk2@10.0.0.5:8545';
+    (secret as { data: Record<string, string> }).data.PROVIDER_URL = Buffer.from(value).toString('base64');
+    kube.put(KINDS.secret, secret);
+    try {
+      await reconcile();
+      expect(redact(`provider ${value} failed`)).to.equal(`provider ${REDACTED} failed`);
+    } finally {
+      clearSecrets();
+    }
   });
 
   it('a Secret rotation rolls the pods (secret hash) without touching the ConfigMap', async () => {
