@@ -6,6 +6,7 @@ import { errorMessage } from '../common/errors.js';
 import { FileResponseCache } from '../node/cache.js';
 import { runCycle } from '../node/cycle.js';
 import { InProcessExecutor } from '../node/executor.js';
+import { heartbeatResult, sendHeartbeat } from '../node/heartbeat.js';
 import { coordinatorKubernetes } from '../node/kubernetes/index.js';
 import { createNodeLogger } from '../node/logger.js';
 import { engineEnvironment, loadCommandConfig, parseCommandArgs } from './args.js';
@@ -15,7 +16,8 @@ export const DEFAULT_CACHE_DIR = '/tmp/oracle-node-cache';
 
 const HELP = `Usage: oracle-node coordinator -c config.json [-s secrets.env] [--cache-dir DIR] [--details]
 
-Runs one request-response cycle on every configured chain and exits.
+Runs one request-response cycle on every configured chain, sends the heartbeat when
+nodeSettings.heartbeat.enabled, and exits.
   -c, --config      config.json (default: $ORACLE_NODE_CONFIG, set in the operator's pods)
   -s, --secrets     secrets.env (values for \${NAME} in the config); default: the environment
       --cache-dir   directory of the response cache (default ${DEFAULT_CACHE_DIR})
@@ -57,10 +59,22 @@ export const command: Subcommand = {
     }
     const cache = kubernetes?.cache ?? new FileResponseCache(values['cache-dir'] ?? DEFAULT_CACHE_DIR);
     const executor = kubernetes?.executor ?? new InProcessExecutor({ config, wallets, logger, cache });
+    const startTime = new Date();
+    const started = performance.now();
     const summary = await runCycle(config, { executor, logger, wallets });
+    // As the reference: after every cycle. In a pod, the gateways are reported at the URL callers use.
+    const heartbeat = await sendHeartbeat(
+      config,
+      kubernetes ? { kubernetes: { ...(kubernetes.gatewayUrl ? { gatewayUrl: kubernetes.gatewayUrl } : {}) } } : {},
+      { logger },
+    );
     if (kubernetes) {
       try {
-        await kubernetes.report(summary);
+        await kubernetes.report(summary, {
+          startTime,
+          durationMs: performance.now() - started,
+          heartbeat: heartbeatResult(heartbeat),
+        });
       } catch (error) {
         logger.warn({ err: errorMessage(error) }, 'could not write the cycle report');
       }

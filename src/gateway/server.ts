@@ -8,7 +8,7 @@ import type { AddressInfo, Socket } from 'node:net';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import type { Registry } from 'prom-client';
 import { z } from 'zod';
-import { type Config, DEFAULT_GATEWAY_SERVER_PORT } from '../config/index.js';
+import { type Config, DEFAULT_GATEWAY_SERVER_PORT, GATEWAY_BASE_PATHS } from '../config/index.js';
 import {
   counter,
   createLogger,
@@ -32,9 +32,9 @@ import {
 } from './signing.js';
 
 export const DEFAULT_PATH_KEY = '01234567-abcd-abcd-abcd-012345678abc';
-export const HTTP_BASE_PATH = '/http-data';
-export const HTTP_SIGNED_DATA_BASE_PATH = '/http-signed-data';
-export const OEV_BASE_PATH = '/sign-oev';
+export const HTTP_BASE_PATH = GATEWAY_BASE_PATHS.httpGateway;
+export const HTTP_SIGNED_DATA_BASE_PATH = GATEWAY_BASE_PATHS.httpSignedDataGateway;
+export const OEV_BASE_PATH = GATEWAY_BASE_PATHS.oevGateway;
 export const DEFAULT_BODY_LIMIT_BYTES = 64 * 1024;
 export const DEFAULT_RETRY_AFTER_SECONDS = 1;
 export const DEFAULT_DRAIN_TIMEOUT_MS = 30_000;

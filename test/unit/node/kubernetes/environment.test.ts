@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import type { CycleSummary } from '../../../../src/node/cycle.js';
-import { cycleCounts } from '../../../../src/node/kubernetes/cycle-report.js';
+import { cycleCounts, cycleReport } from '../../../../src/node/kubernetes/cycle-report.js';
 import { coordinatorKubernetes, workerKubernetesCache } from '../../../../src/node/kubernetes/index.js';
 
 describe('coordinator in operator pods', () => {
@@ -18,6 +18,7 @@ describe('coordinator in operator pods', () => {
       rpcCalls: 9,
       timings: { discoveryMs: 1, shardsMs: 2 },
       sponsorWallets: [],
+      gasPrices: [],
       results: [],
     };
     const counts = cycleCounts(summary);
@@ -30,6 +31,61 @@ describe('coordinator in operator pods', () => {
       cacheHits: 1,
     });
     for (const value of Object.values(counts)) expect(Number.isInteger(value)).to.equal(true);
+  });
+
+  it('reports the heartbeat, timing, gas prices and the failed requests with their reason', () => {
+    const id = (n: number) => `0x${n.toString(16).padStart(64, '0')}`;
+    const outcomes = Array.from({ length: 25 }, (_, n) => ({
+      id: id(n),
+      kind: 'api' as const,
+      outcome: n === 0 ? ('fulfilled' as const) : ('failed' as const),
+      reason: n === 1 ? 'x'.repeat(500) : 'reverted',
+    }));
+    const summary = {
+      providers: [],
+      requests: { discovered: 25, servable: 25, waitingForConfirmations: 0, overChainLimit: 0 },
+      shards: { total: 1, failed: 0 },
+      transactions: { fulfilled: 1, failed: 24, withdrawn: 0, skipped: 0, errors: 0 },
+      apiCalls: 25,
+      cacheHits: 0,
+      rpcCalls: 9,
+      timings: { discoveryMs: 1, shardsMs: 2 },
+      sponsorWallets: [],
+      gasPrices: [{ chainId: '1', gasPriceWei: '1100000000' }],
+      results: [
+        {
+          ok: true as const,
+          output: {
+            chainId: '1',
+            sponsorWallet: '0x0000000000000000000000000000000000000001',
+            outcomes,
+            apiCalls: 25,
+            cacheHits: 0,
+            rpcCalls: 1,
+            timings: { apiMs: 0, planMs: 0, sendMs: 0 },
+          },
+        },
+      ],
+    } satisfies CycleSummary;
+    const report = cycleReport(summary, {
+      jobName: 'n-dev-coordinator-1',
+      startTime: new Date('2026-11-24T00:00:00Z'),
+      durationMs: 1500.4,
+      heartbeat: 'Failed',
+    });
+    expect(report).to.include({
+      job: 'n-dev-coordinator-1',
+      startTime: '2026-11-24T00:00:00.000Z',
+      durationMs: 1500,
+      heartbeat: 'Failed',
+    });
+    expect(report.gasPrices).to.deep.equal([{ chainId: '1', gasPriceWei: '1100000000' }]);
+    expect(report.failedRequests).to.have.length(20);
+    expect(report.failedRequests![0]).to.deep.equal({
+      chainId: '1',
+      requestId: id(1),
+      reason: `${'x'.repeat(297)}...`,
+    });
   });
 
   it('stays local (no Kubernetes client) outside operator pods', async () => {
