@@ -25,7 +25,6 @@ nodeSettings.heartbeat.enabled, and exits.
 `;
 
 export const command: Subcommand = {
-  summary: 'Run one request-response cycle and exit',
   async run(argv) {
     const parsed = parseCommandArgs(
       argv,

@@ -27,7 +27,6 @@ Stops gracefully on SIGTERM or SIGINT.
 `;
 
 export const command: Subcommand = {
-  summary: 'Run the node locally: gateway server and the cycle every minute',
   async run(argv) {
     const parsed = parseCommandArgs(
       argv,
