@@ -140,13 +140,14 @@ export function renderStatus(node: OracleNode, gateway: GatewayReadiness | undef
       `Gas price (last cycle): ${last.gasPrices.map((g) => `chain ${g.chainId} ${formatGwei(g.gasPriceWei)} gwei`).join(', ')}`,
     );
 
-  out.push('', 'Recent failed requests:');
-  if (!last?.failedRequests?.length) out.push('  none in the last cycle');
+  out.push('', 'Recent failed requests (newest first):');
+  const failed = status.recentFailedRequests ?? [];
+  if (failed.length === 0) out.push('  none reported');
   else
     out.push(
       ...table([
-        ['  CHAIN', 'REQUEST', 'REASON'],
-        ...last.failedRequests.map((f) => [`  ${f.chainId}`, f.requestId, f.reason]),
+        ['  CHAIN', 'REQUEST', 'CYCLE', 'REASON'],
+        ...failed.map((f) => [`  ${f.chainId}`, f.requestId, f.job, f.reason]),
       ]),
       '  (older ones: kubectl get events --field-selector reason=RequestFailed)',
     );

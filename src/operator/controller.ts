@@ -206,9 +206,10 @@ export class OracleNodeReconciler implements Reconciler {
     const rolloutMessage = await this.advanceRollout(node, rollout, children, context);
 
     const observed = this.observeWorkloads(input, context);
-    const history = cycleHistory(node.status?.cycles, observed.report);
+    const history = cycleHistory(node.status, observed.report);
     const status = this.computeStatus({ input, observed, warnings: loaded.warnings, rollout, rolloutMessage, now });
     if (history.cycles.length > 0) status.cycles = history.cycles;
+    if (history.recentFailedRequests.length > 0) status.recentFailedRequests = history.recentFailedRequests;
     await this.writeStatus(node, status, context);
     if (history.added && observed.report) this.recordCycleEvents(node, history.added, observed.report, context);
     const waiting = rolloutMessage !== undefined || !observed.gateway.ready;

@@ -10,6 +10,7 @@ import {
   GROUP,
   KIND,
   MAX_CYCLE_HISTORY,
+  MAX_RECENT_FAILED_REQUESTS,
   PLURAL,
   SHORT_NAME,
   SINGULAR,
@@ -582,6 +583,21 @@ function statusSchema(): StructuralSchema {
           },
         },
       },
+      recentFailedRequests: {
+        description: `The last ${MAX_RECENT_FAILED_REQUESTS} failed requests over the reported cycles, newest first.`,
+        type: 'array',
+        maxItems: MAX_RECENT_FAILED_REQUESTS,
+        items: {
+          type: 'object',
+          required: ['chainId', 'requestId', 'reason', 'job'],
+          properties: {
+            chainId: { description: 'Chain id.', type: 'string' },
+            requestId: { description: 'Request id.', type: 'string' },
+            reason: { description: 'Why it failed.', type: 'string' },
+            job: { description: 'The coordinator Job of the cycle it failed in.', type: 'string' },
+          },
+        },
+      },
       lastCycle: {
         description: 'The last coordinator cycle (its Job) and the counts the coordinator reported.',
         type: 'object',
@@ -615,19 +631,6 @@ function statusSchema(): StructuralSchema {
           heartbeat: {
             description: 'How the heartbeat after that cycle went: Sent, Failed or Disabled.',
             type: 'string',
-          },
-          failedRequests: {
-            description: 'The requests that failed in that cycle (at most 20), with the reason.',
-            type: 'array',
-            items: {
-              type: 'object',
-              required: ['chainId', 'requestId', 'reason'],
-              properties: {
-                chainId: { description: 'Chain id.', type: 'string' },
-                requestId: { description: 'Request id.', type: 'string' },
-                reason: { description: 'Why it failed.', type: 'string' },
-              },
-            },
           },
           gasPrices: {
             description: "The gas price (or max fee per gas) each chain's transactions were priced at, in wei.",

@@ -133,8 +133,6 @@ export type CycleStatus = {
   sponsorWallets?: SponsorWalletBalance[];
   /** How the heartbeat after that cycle went. */
   heartbeat?: HeartbeatReport;
-  /** The requests that failed in that cycle (bounded), with the reason. */
-  failedRequests?: FailedRequestReport[];
   /** The gas price each chain's transactions were priced at in that cycle. */
   gasPrices?: GasPriceReport[];
 };
@@ -176,7 +174,11 @@ export type OracleNodeStatus = {
   lastCycle?: CycleStatus;
   /** The last MAX_CYCLE_HISTORY cycles, newest first. */
   cycles?: CycleRecord[];
+  /** The last MAX_RECENT_FAILED_REQUESTS failed requests over the reported cycles, newest first. */
+  recentFailedRequests?: (FailedRequestReport & { job: string })[];
 };
+
+export const MAX_RECENT_FAILED_REQUESTS = 20;
 
 export const MAX_CYCLE_HISTORY = 10;
 

@@ -11,6 +11,7 @@ import {
   type CycleRecord,
   type CycleStatus,
   MAX_CYCLE_HISTORY,
+  MAX_RECENT_FAILED_REQUESTS,
   type OracleNodeStatus,
   type ProviderHealth,
 } from './resource.js';
@@ -115,7 +116,6 @@ export function lastCycle(coordinatorJobs: V1Job[], report: CycleReport | undefi
     if (providers) cycle.providers = providers;
     if (report.sponsorWallets) cycle.sponsorWallets = report.sponsorWallets;
     if (report.heartbeat) cycle.heartbeat = report.heartbeat;
-    if (report.failedRequests) cycle.failedRequests = report.failedRequests;
     if (report.gasPrices) cycle.gasPrices = report.gasPrices;
   }
   return cycle;
@@ -155,13 +155,19 @@ export function cycleRecord(report: CycleReport): CycleRecord | undefined {
  * is new: the controller emits its Events once, when it first appears.
  */
 export function cycleHistory(
-  previous: CycleRecord[] | undefined,
+  previous: Pick<OracleNodeStatus, 'cycles' | 'recentFailedRequests'> | undefined,
   report: CycleReport | undefined,
-): { cycles: CycleRecord[]; added?: CycleRecord } {
-  const cycles = previous ?? [];
+): Required<Pick<OracleNodeStatus, 'cycles' | 'recentFailedRequests'>> & { added?: CycleRecord } {
+  const cycles = previous?.cycles ?? [];
+  const failed = previous?.recentFailedRequests ?? [];
   const record = report ? cycleRecord(report) : undefined;
-  if (!record || cycles.some((c) => c.job === record.job)) return { cycles };
-  return { cycles: [record, ...cycles].slice(0, MAX_CYCLE_HISTORY), added: record };
+  if (!record || cycles.some((c) => c.job === record.job)) return { cycles, recentFailedRequests: failed };
+  const newlyFailed = (report?.failedRequests ?? []).map((f) => ({ ...f, job: record.job }));
+  return {
+    cycles: [record, ...cycles].slice(0, MAX_CYCLE_HISTORY),
+    recentFailedRequests: [...newlyFailed, ...failed].slice(0, MAX_RECENT_FAILED_REQUESTS),
+    added: record,
+  };
 }
 
 /** What the controller saw of the current stage's workloads: the inputs of the Ready/Progressing/Degraded rules. */

@@ -108,6 +108,9 @@ describe('oracle-node day-two commands', function () {
         ],
         gatewayUrls: { httpGateway: 'http://eth-dev-gateway.oracles.svc.cluster.local:3000' },
         publicGatewayUrl: 'https://oracle.example.org',
+        recentFailedRequests: [
+          { chainId: '1', requestId, reason: 'API call failed with status code 429', job: 'eth-dev-coordinator-1' },
+        ],
         cycles: [
           {
             job: 'eth-dev-coordinator-1',
@@ -132,7 +135,6 @@ describe('oracle-node day-two commands', function () {
               balanceWei: '1500000000000000000',
             },
           ],
-          failedRequests: [{ chainId: '1', requestId, reason: 'API call failed with status code 429' }],
           gasPrices: [{ chainId: '1', gasPriceWei: '1100000000' }],
         },
       },

@@ -313,6 +313,9 @@ describe('operator controller (reconcile against an in-memory cluster)', () => {
     const warnings = () => kube.events.filter((e) => e.reason === 'RequestFailed' || e.reason === 'HeartbeatFailed');
     expect(warnings().map((e) => e.reason)).to.deep.equal(['RequestFailed', 'HeartbeatFailed']);
     expect(warnings()[0]!.message).to.include(requestId).and.to.include('Fulfillment reverted');
+    expect(current().status!.recentFailedRequests).to.deep.equal([
+      { chainId: '1', requestId, reason: 'Fulfillment reverted', job: 'c-1' },
+    ]);
     // The same report again: no new entry, no new Event.
     await reconcile();
     expect(current().status!.cycles).to.have.length(1);
