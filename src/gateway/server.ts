@@ -23,6 +23,7 @@ import {
 import { decodeParameters } from '../ois/abi.js';
 import type { ApiCredential, EndpointCall, EndpointResult, Ois } from '../ois/index.js';
 import { nodeWallet } from '../protocol/wallet.js';
+import { gatewayMetrics, observeAnswer } from './metrics.js';
 import {
   type NodeSigner,
   signHttpSignedData,
@@ -131,42 +132,6 @@ export function verifyRequestOrigin(
 // ---------------------------------------------------------------------------------------------------------------
 // Metrics
 
-function gatewayMetrics(registry: Registry) {
-  const labels = ['gateway', 'endpoint', 'status'] as const;
-  return {
-    requests: counter(registry, {
-      name: 'gateway_requests_total',
-      help: 'Gateway requests by gateway, endpoint and HTTP status',
-      labelNames: labels,
-    }),
-    duration: histogram(registry, {
-      name: 'gateway_request_duration_seconds',
-      help: 'Gateway request latency by gateway, endpoint and HTTP status',
-      labelNames: labels,
-    }),
-    apiCall: histogram(registry, {
-      name: 'gateway_api_call_duration_seconds',
-      help: 'Latency of the endpoint call (processing, API call, encoding) by outcome',
-      labelNames: ['gateway', 'endpoint', 'outcome'] as const,
-    }),
-    failures: counter(registry, {
-      name: 'gateway_processing_failures_total',
-      help: 'Valid requests that failed in processing, by stage',
-      labelNames: ['gateway', 'endpoint', 'stage'] as const,
-    }),
-    inFlight: gauge(registry, {
-      name: 'gateway_in_flight_requests',
-      help: 'Requests being processed per gateway',
-      labelNames: ['gateway'] as const,
-    }),
-    rejected: counter(registry, {
-      name: 'gateway_rejected_requests_total',
-      help: 'Requests refused before processing, by reason',
-      labelNames: ['gateway', 'reason'] as const,
-    }),
-  };
-}
-
 // ---------------------------------------------------------------------------------------------------------------
 // The app
 
@@ -242,8 +207,7 @@ export function createGatewayApp(options: GatewayAppOptions): GatewayApp {
     res.on('finish', () => {
       if (context.gateway === 'none') return;
       const labels = { gateway: context.gateway, endpoint: context.endpoint, status: String(res.statusCode) };
-      metrics.requests.inc(labels);
-      metrics.duration.observe(labels, secondsSince(start));
+      observeAnswer(metrics, labels, secondsSince(start));
       const entry = { requestId: context.requestId, ...labels, method: req.method };
       if (res.statusCode >= 500) logger.error(entry, 'gateway request failed');
       else logger.debug(entry, 'gateway request served');

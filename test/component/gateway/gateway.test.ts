@@ -364,6 +364,14 @@ describe('gateway server (component)', function () {
           reason: 'concurrency',
         }),
       ).to.equal(4);
+      // Every answer by status class, and the 429s on their own.
+      expect(await metricValue(registry, 'gateway_too_many_requests_total', { gateway: 'httpGateway' })).to.equal(4);
+      expect(
+        await metricValue(registry, 'gateway_responses_total', { gateway: 'httpGateway', status_class: '4xx' }),
+      ).to.equal(4);
+      expect(
+        await metricValue(registry, 'gateway_responses_total', { gateway: 'httpGateway', status_class: '2xx' }),
+      ).to.equal(3);
     });
 
     it('serves /healthz, /readyz and /metrics with request, latency and API call series', async () => {
