@@ -93,6 +93,8 @@ describe('Helm chart charts/oracle-node-operator', function () {
       'metrics.serviceMonitor.enabled=true',
       '--set',
       'metrics.prometheusRule.enabled=true',
+      '--set',
+      'metrics.gatewayPodMonitor.enabled=true',
     );
   });
 
