@@ -186,5 +186,9 @@ describe('what is my node doing? (integration)', function () {
     expect(job.metadata!.ownerReferences![0]).to.include({ kind: 'CronJob', name: 'minimal-dev-coordinator' });
     expect(job.metadata!.labels).to.include({ 'app.kubernetes.io/component': 'coordinator' });
     expect(job.spec!.template.spec!.containers[0]!.args).to.include('coordinator');
+
+    // `logs` finds that newest coordinator Job and reads its pod (kwok's pods have no log to give).
+    const logs = await oracleNode('logs', 'minimal');
+    expect(logs.stdout).to.match(new RegExp(`^==> Job ${name}(:|,)`, 'm'));
   });
 });
