@@ -9,6 +9,7 @@ import { InProcessExecutor } from '../node/executor.js';
 import { heartbeatResult, sendHeartbeat } from '../node/heartbeat.js';
 import { coordinatorKubernetes } from '../node/kubernetes/index.js';
 import { createNodeLogger } from '../node/logger.js';
+import { registerSecret } from '../observability/index.js';
 import { engineEnvironment, loadCommandConfig, parseCommandArgs } from './args.js';
 import type { Subcommand } from './subcommand.js';
 
@@ -46,6 +47,11 @@ export const command: Subcommand = {
     }
     const config = await loadCommandConfig(configPath, values.secrets);
     if (typeof config === 'number') return config;
+    // Never in a log line, nor in the cycle report the operator turns into Events and status.
+    registerSecret(config.nodeSettings.nodeWalletMnemonic);
+    for (const chain of config.chains)
+      for (const provider of Object.values(chain.providers)) registerSecret(provider.url);
+    for (const credential of config.apiCredentials) registerSecret(credential.securitySchemeValue);
     const logger = createNodeLogger(config.nodeSettings, pod);
     const wallets = sponsorWallets(config.nodeSettings.nodeWalletMnemonic);
     // In a coordinator pod made by the operator: shards as Jobs, the ConfigMap cache, a cycle report.

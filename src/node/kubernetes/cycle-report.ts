@@ -7,6 +7,7 @@ import {
   type HeartbeatReport,
   MAX_REPORTED_FAILED_REQUESTS,
 } from '../../contract/pods.js';
+import { redact } from '../../observability/index.js';
 import type { CycleSummary } from '../cycle.js';
 import { type ConfigMapStore, updateConfigMapData } from './config-map-store.js';
 
@@ -37,7 +38,9 @@ export function failedRequests(summary: CycleSummary): FailedRequestReport[] {
     for (const outcome of result.output.outcomes) {
       if (outcome.outcome !== 'failed' && outcome.outcome !== 'error') continue;
       if (failed.length >= MAX_REPORTED_FAILED_REQUESTS) return failed;
-      const reason = outcome.reason ?? outcome.outcome;
+      // The operator turns each reason into an Event: a registered secret (a provider URL in a transport error)
+      // must not get there.
+      const reason = redact(outcome.reason ?? outcome.outcome);
       failed.push({
         chainId: result.output.chainId,
         requestId: outcome.id,

@@ -2,6 +2,7 @@ import { expect } from 'chai';
 import type { CycleSummary } from '../../../../src/node/cycle.js';
 import { cycleCounts, cycleReport } from '../../../../src/node/kubernetes/cycle-report.js';
 import { coordinatorKubernetes, workerKubernetesCache } from '../../../../src/node/kubernetes/index.js';
+import { clearSecrets, registerSecret } from '../../../../src/observability/index.js';
 
 describe('coordinator in operator pods', () => {
   it('reports flat integer counts of a cycle', () => {
@@ -81,11 +82,56 @@ describe('coordinator in operator pods', () => {
     });
     expect(report.gasPrices).to.deep.equal([{ chainId: '1', gasPriceWei: '1100000000' }]);
     expect(report.failedRequests).to.have.length(20);
+    expect(report.failedRequests![1]!.reason).to.equal('reverted');
     expect(report.failedRequests![0]).to.deep.equal({
       chainId: '1',
       requestId: id(1),
       reason: `${'x'.repeat(297)}...`,
     });
+  });
+
+  it('redacts registered secrets in the reasons it reports (the operator makes Events of them)', () => {
+    registerSecret('https://rpc.example/v3/secret-project-key');
+    try {
+      const summary = {
+        providers: [],
+        requests: { discovered: 1, servable: 1, waitingForConfirmations: 0, overChainLimit: 0 },
+        shards: { total: 1, failed: 0 },
+        transactions: { fulfilled: 0, failed: 0, withdrawn: 0, skipped: 0, errors: 1 },
+        apiCalls: 0,
+        cacheHits: 0,
+        rpcCalls: 1,
+        timings: { discoveryMs: 1, shardsMs: 2 },
+        sponsorWallets: [],
+        gasPrices: [],
+        results: [
+          {
+            ok: true as const,
+            output: {
+              chainId: '1',
+              sponsorWallet: '0x0000000000000000000000000000000000000001',
+              outcomes: [
+                {
+                  id: `0x${'1'.repeat(64)}`,
+                  kind: 'api' as const,
+                  outcome: 'error' as const,
+                  reason: 'provider unreachable: request to https://rpc.example/v3/secret-project-key failed',
+                },
+              ],
+              apiCalls: 0,
+              cacheHits: 0,
+              rpcCalls: 1,
+              timings: { apiMs: 0, planMs: 0, sendMs: 0 },
+            },
+          },
+        ],
+      } satisfies CycleSummary;
+      const [failed] = cycleReport(summary).failedRequests!;
+      expect(failed!.reason).not.to.include('secret-project-key');
+      expect(failed!.reason).to.include('[REDACTED]');
+    } finally {
+      clearSecrets();
+    }
   });
 
   it('stays local (no Kubernetes client) outside operator pods', async () => {
