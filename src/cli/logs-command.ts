@@ -63,8 +63,13 @@ export const logsCommand: Subcommand = {
     }
     for (const job of [jobs.coordinator, ...jobs.workers]) {
       const jobName = job.metadata!.name!;
-      const pods: V1Pod[] = (await core.listNamespacedPod({ namespace, labelSelector: `${JOB_NAME_LABEL}=${jobName}` }))
-        .items;
+      let pods: V1Pod[];
+      try {
+        pods = (await core.listNamespacedPod({ namespace, labelSelector: `${JOB_NAME_LABEL}=${jobName}` })).items;
+      } catch (error) {
+        process.stderr.write(`Cannot list the pods of Job ${jobName}: ${errorMessage(error)}\n`);
+        return 1;
+      }
       if (pods.length === 0) process.stdout.write(`==> Job ${jobName}: no pod left\n`);
       for (const pod of pods) {
         const podName = pod.metadata!.name!;

@@ -3,7 +3,7 @@
 // and block lag, sponsor wallet balances and the recent failed requests.
 import type { V1Deployment } from '@kubernetes/client-node';
 import { formatEther } from 'ethers';
-import { isNotFound } from '../common/errors.js';
+import { errorMessage, isNotFound } from '../common/errors.js';
 import { childNames } from '../operator/builders/common.js';
 import type { OracleNode } from '../operator/resource.js';
 import { parseTarget, readOracleNode, TARGET_OPTIONS_HELP } from './kube-target.js';
@@ -186,7 +186,8 @@ export const statusCommand: Subcommand = {
           wanted: deployment.spec?.replicas ?? 1,
         };
       } catch (error) {
-        if (!isNotFound(error)) throw error;
+        // The status is still worth showing; the readiness column says what is missing.
+        if (!isNotFound(error)) process.stderr.write(`Cannot read Deployment ${name}: ${errorMessage(error)}\n`);
       }
     }
     if (output === 'json') process.stdout.write(`${JSON.stringify({ status: node.status ?? {}, gateway }, null, 2)}\n`);

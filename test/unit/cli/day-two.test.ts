@@ -1,6 +1,9 @@
 // The day-two commands' pure parts: the Node.js version gate (also through the real binary, with a faked
 // process.versions), shell completion, the status layout, the Job `cycle` creates, and which pods `logs` reads.
 import { spawnSync } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { V1CronJob, V1Job } from '@kubernetes/client-node';
 import { expect } from 'chai';
@@ -38,6 +41,39 @@ describe('oracle-node day-two commands', function () {
     expect(old.stderr).to.equal('oracle-node needs Node.js 22.19.0 or newer; this is Node.js 20.11.1\n');
     const current = binaryOn('22.19.0', ['--version']);
     expect(current.status).to.equal(0);
+  });
+
+  it('status, logs and cycle answer an unreachable cluster with one line and exit 1, never a stack trace', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'kubeconfig-'));
+    const kubeconfig = join(dir, 'config');
+    writeFileSync(
+      kubeconfig,
+      [
+        'apiVersion: v1',
+        'kind: Config',
+        'clusters: [{name: c, cluster: {server: "http://127.0.0.1:1"}}]',
+        'users: [{name: u, user: {}}]',
+        'contexts: [{name: x, context: {cluster: c, user: u, namespace: team-a}}]',
+        'current-context: x',
+      ].join('\n'),
+    );
+    for (const command of ['status', 'logs', 'cycle']) {
+      const result = spawnSync(
+        process.execPath,
+        ['--import', 'tsx', ENTRY, command, 'eth', '--kubeconfig', kubeconfig],
+        {
+          encoding: 'utf8',
+          timeout: 60_000,
+        },
+      );
+      expect(result.status, `${command}: ${result.stderr}`).to.equal(1);
+      expect(result.stderr.trim().split('\n'), command).to.have.length(1);
+      // The namespace comes from the kubeconfig's context.
+      expect(result.stderr, command).to.include('team-a').and.not.include('    at ');
+    }
+    const usage = spawnSync(process.execPath, ['--import', 'tsx', ENTRY, 'status'], { encoding: 'utf8' });
+    expect(usage.status).to.equal(2);
+    expect(usage.stderr).to.include('Expected exactly one OracleNode name');
   });
 
   it('prints bash and zsh completion for every command', () => {
