@@ -61,9 +61,11 @@ build: install ## Compile TypeScript into dist/
 	@chmod +x dist/cli/index.js
 
 .PHONY: lint
-lint: install ## Lint, check formatting and type-check
+lint: install ## Lint, check formatting and type-check; no path leaves the repository; workflows (actionlint)
 	$(BIN)/biome check .
 	$(BIN)/tsc -p tsconfig.json --noEmit
+	node --import tsx scripts/check-repo-paths.ts
+	scripts/actionlint.sh
 
 .PHONY: format
 format: install ## Rewrite files with the formatter and safe lint fixes
