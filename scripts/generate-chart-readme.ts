@@ -52,7 +52,11 @@ export function valueRows(schema: SchemaNode, values: unknown): ValueRow[] {
   return rows;
 }
 
-export function renderReadme(schema: SchemaNode, values: unknown, chart: { name: string; appVersion: string }): string {
+export function renderReadme(
+  schema: SchemaNode,
+  values: unknown,
+  chart: { name: string; version: string; appVersion: string },
+): string {
   const rows = valueRows(schema, values);
   return [
     `# ${chart.name}`,
@@ -64,9 +68,10 @@ export function renderReadme(schema: SchemaNode, values: unknown, chart: { name:
     'its RBAC and metrics Service, and optionally Prometheus Operator objects, a Grafana dashboard and NetworkPolicies.',
     '',
     '```bash',
-    `helm install ${chart.name} <chart> --namespace oracle-node-system --create-namespace`,
-    'kubectl create secret generic my-node-secrets --from-env-file=secrets.env',
-    'kubectl apply -f samples/minimal.yaml   # samples/ ships with the chart (helm pull --untar)',
+    `helm install ${chart.name} oci://ghcr.io/oracle-node-operator/charts/${chart.name} \\`,
+    `  --version ${chart.version} --namespace oracle-node-system --create-namespace`,
+    `helm pull oci://ghcr.io/oracle-node-operator/charts/${chart.name} --version ${chart.version} --untar`,
+    `kubectl apply -f ${chart.name}/samples/minimal.yaml   # an OracleNode and its Secret: put your values in first`,
     '```',
     '',
     `The default image is the project's published one, tag = appVersion (${chart.appVersion}).`,
@@ -85,7 +90,11 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   const chartDir = join(dirname(fileURLToPath(import.meta.url)), '../charts/oracle-node-operator');
   const schema = JSON.parse(readFileSync(join(chartDir, 'values.schema.json'), 'utf8')) as SchemaNode;
   const values = yaml.load(readFileSync(join(chartDir, 'values.yaml'), 'utf8'));
-  const chart = yaml.load(readFileSync(join(chartDir, 'Chart.yaml'), 'utf8')) as { name: string; appVersion: string };
+  const chart = yaml.load(readFileSync(join(chartDir, 'Chart.yaml'), 'utf8')) as {
+    name: string;
+    version: string;
+    appVersion: string;
+  };
   const readme = renderReadme(schema, values, chart);
   const target = join(chartDir, 'README.md');
   if (process.argv.includes('--check')) {
