@@ -61,9 +61,10 @@ build: install ## Compile TypeScript into dist/
 	@chmod +x dist/cli/index.js
 
 .PHONY: lint
-lint: install ## Lint, check formatting and type-check; no path leaves the repository; workflows (actionlint)
+lint: install ## Lint, format, type-check; src/ layering; no path leaves the repository; workflows (actionlint)
 	$(BIN)/biome check .
 	$(BIN)/tsc -p tsconfig.json --noEmit
+	node scripts/check-layers.ts
 	node --import tsx scripts/check-repo-paths.ts
 	scripts/actionlint.sh
 

@@ -5,10 +5,11 @@
 import { hostname } from 'node:os';
 import type { KubernetesObject } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
+import { isNotFound } from '../../common/errors.js';
 import { TokenBucket } from './backoff.js';
 import { type Clock, systemClock } from './clock.js';
 import type { RuntimeMetrics } from './metrics.js';
-import { isNotFound, type RestClient } from './rest.js';
+import type { RestClient } from './rest.js';
 import type { EventRecorder, EventType } from './types.js';
 
 export type EventRecorderOptions = {

@@ -7,12 +7,13 @@
 // the last sign of life (list, event, bookmark, clean close) feeds /readyz.
 import type { KubernetesObject } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
+import { isGone } from '../../common/errors.js';
 import { Backoff, jitter } from './backoff.js';
 import type { RuntimeClient } from './client.js';
 import { type Clock, systemClock } from './clock.js';
 import type { RuntimeMetrics } from './metrics.js';
 import { apiVersionOf, collectionPath, keyOf, keyString, resourceName } from './paths.js';
-import { ApiError, isGone, PARTIAL_METADATA, PARTIAL_METADATA_LIST, type RestClient } from './rest.js';
+import { ApiError, PARTIAL_METADATA, PARTIAL_METADATA_LIST, type RestClient } from './rest.js';
 import type { ResourceKind } from './types.js';
 
 export type InformerEventType = 'add' | 'update' | 'delete';

@@ -6,9 +6,10 @@
 // apiserver only accepts 6-digit fractions.
 import { V1MicroTime } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
+import { isConflict, isNotFound } from '../../common/errors.js';
 import { jitter } from './backoff.js';
 import { type Clock, systemClock } from './clock.js';
-import { isConflict, isNotFound, type RestClient } from './rest.js';
+import type { RestClient } from './rest.js';
 
 export type LeaseSpec = {
   holderIdentity?: string | null;

@@ -2,10 +2,12 @@
 // the labelled children (per namespace, or cluster-wide), a rate-limited work queue, `workers` concurrent workers
 // that only run while this replica leads, /metrics and /healthz + /readyz, Kubernetes Events, and a graceful stop
 // (no new work, in-flight reconciles finish within a bound, the lease is released).
+
 import { randomUUID } from 'node:crypto';
 import type { KubernetesObject } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { Registry } from 'prom-client';
+import { errorMessage } from '../../common/errors.js';
 import { type ObservabilityServer, startObservabilityServer } from '../../observability/http.js';
 import { InformerCache } from './cache.js';
 import { RuntimeClient } from './client.js';
@@ -406,10 +408,6 @@ export class RuntimeManager implements Manager {
     this.logger.info('manager stopped');
     this.resolveRun?.();
   }
-}
-
-function errorMessage(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }
 
 export function createManager(options: RuntimeManagerOptions): RuntimeManager {

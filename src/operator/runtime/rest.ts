@@ -56,18 +56,6 @@ export class ApiError extends Error {
   }
 }
 
-export function isNotFound(error: unknown): boolean {
-  return error instanceof ApiError && error.status === 404;
-}
-
-export function isConflict(error: unknown): boolean {
-  return error instanceof ApiError && error.status === 409;
-}
-
-export function isGone(error: unknown): boolean {
-  return error instanceof ApiError && error.status === 410;
-}
-
 export type WatchEvent = {
   type: 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK' | 'ERROR';
   object: Record<string, unknown>;

@@ -1,5 +1,6 @@
 import type { V1CronJob, V1Deployment, V1Role, V1Service } from '@kubernetes/client-node';
 import { expect } from 'chai';
+import { buildWorkerJob, workerJobName } from '../../../../src/contract/pods.js';
 import {
   type BuildInput,
   buildChildren,
@@ -9,7 +10,6 @@ import {
   hashOf,
 } from '../../../../src/operator/builders/index.js';
 import { validateNodeConfig } from '../../../../src/operator/config.js';
-import { buildWorkerJob, workerJobName } from '../../../../src/operator/job-executor.js';
 import type { OracleNode } from '../../../../src/operator/resource.js';
 import { loadSample } from '../fake-kube.js';
 
