@@ -65,7 +65,7 @@ lint: install ## Lint, format, type-check; src/ layering; no path leaves the rep
 	$(BIN)/biome check .
 	$(BIN)/tsc -p tsconfig.json --noEmit
 	node scripts/check-layers.ts
-	node --import tsx scripts/check-repo-paths.ts
+	node scripts/check-repo-paths.ts
 	scripts/actionlint.sh
 
 .PHONY: format
