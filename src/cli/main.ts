@@ -19,10 +19,15 @@ export function redactStandardStreams(): void {
   }
 }
 
-function usage(): string {
+export function usage(): string {
   const lines = ['Usage: oracle-node <command> [options]', '', 'Commands:'];
-  for (const name of Object.keys(subcommands).sort()) lines.push(`  ${name}`);
-  lines.push('', 'Run `oracle-node <command> --help` for the options of a command.');
+  const width = Math.max(...Object.keys(subcommands).map((name) => name.length));
+  for (const [name, entry] of Object.entries(subcommands)) lines.push(`  ${name.padEnd(width)}  ${entry.summary}`);
+  lines.push(
+    '',
+    'Run `oracle-node <command> --help` for the options of a command.',
+    'Installed as the kubectl plugin kubectl-oracle_node, the same commands run as `kubectl oracle-node <command>`.',
+  );
   return lines.join('\n');
 }
 
@@ -36,14 +41,14 @@ export async function runCli(argv: string[]): Promise<number> {
     process.stdout.write(`${VERSION}\n`);
     return 0;
   }
-  const load = subcommands[name];
-  if (!load) {
+  const entry = subcommands[name];
+  if (!entry) {
     process.stderr.write(`Unknown command: ${name}\n\n${usage()}\n`);
     return 2;
   }
   // The opt-in deny list for API destinations applies to every command that calls APIs (docs/security.md).
   setDestinationPolicy(destinationPolicyFromEnvironment(process.env));
-  const command = await load();
+  const command = await entry.load();
   return command.run(rest);
 }
 
