@@ -469,6 +469,17 @@ describe('gateway server (component)', function () {
         fc
           .integer({ min: 65 * 1024, max: 200 * 1024 })
           .map((size) => ({ raw: JSON.stringify({ parameters: { x: 'y'.repeat(size) } }) })),
+        // Hostile parameters: deep nesting, lone surrogates, prototype keys, dot segments, too many OEV beacons.
+        fc
+          .integer({ min: 33, max: 5_000 })
+          .map((depth) => ({ raw: `{"parameters":{"code":${'['.repeat(depth)}1${']'.repeat(depth)}}}` })),
+        fc
+          .constantFrom('\\ud800', 'a\\udfff', '..', '.', '%2e%2e')
+          .map((value) => ({ raw: `{"parameters":{"code":"${value}","${value}":1}}` })),
+        fc.constant({ raw: '{"parameters":{"__proto__":{"code":"500"},"constructor":{"prototype":{"x":1}}}}' }),
+        fc.integer({ min: 65, max: 300 }).map((count) => ({
+          raw: JSON.stringify({ chainId: 1, beacons: Array(count).fill({ airnodeAddress: '0x', templateId: '0x' }) }),
+        })),
       );
       const targetArb = fc.oneof(
         fc.constant('http-unknown'),
