@@ -1,12 +1,20 @@
-// Gateway benchmark: throughput and p50/p99 latency through the HTTP gateway and the signed-data gateway to
-// a loopback API, beside the same load sent straight to that API in the same run, plus raw ethers
-// signMessage/s beside signed-data requests/s.
+// Gateway benchmark: our HTTP gateway and signed-data gateway beside the reference's local gateway server
+// (@api3/airnode-node 0.15.0 workers/local-gateways) and beside the loopback API called directly, all in the same
+// run: interleaved rounds (ours and the reference alternate which goes first), medians over the rounds, the raw
+// signing rate of one core measured in each round, the machine's core count and load average printed.
 //
-// Three processes so that the load generator, the gateway and the API do not share an event loop:
-// this one runs autocannon; it forks itself as the API (`--role api`) and as the gateway (`--role gateway`).
-//   node --import tsx bench/gateway.bench.ts [--duration 8] [--connections 32]
+// Four processes so that the load generator, the gateways and the API do not share an event loop: this one runs
+// autocannon; it forks itself as the API (`--role api`), our gateway (`--role gateway`) and the reference's
+// (`--role reference`).
+//   node --import tsx bench/gateway.bench.ts [--rounds 3] [--duration 5] [--connections 32] [--only <regexp>]
+// "same" scenarios send one request body from every connection (identical calls in flight: our gateway coalesces
+// them); "distinct" scenarios draw each body from 100,000 different parameters (no coalescing).
+// GATEWAY_BENCH_PROFILE=dir writes a V8 CPU profile of each child into dir.
 import { fork } from 'node:child_process';
-import { cpus } from 'node:os';
+import { Agent, request as httpRequest } from 'node:http';
+import { createRequire } from 'node:module';
+import { createServer } from 'node:net';
+import { cpus, loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
@@ -18,9 +26,11 @@ import { nodeWallet } from '../src/protocol/wallet.js';
 import {
   API_KEY,
   buildConfig,
+  configJson,
   ENDPOINTS,
   loadEngine,
   MNEMONIC,
+  SECRETS,
   startLoopbackApi,
 } from '../test/component/gateway/fixtures.js';
 
@@ -30,8 +40,11 @@ const { values } = parseArgs({
   options: {
     role: { type: 'string' },
     api: { type: 'string' },
-    duration: { type: 'string', default: '8' },
+    port: { type: 'string' },
+    rounds: { type: 'string', default: '3' },
+    duration: { type: 'string', default: '5' },
     connections: { type: 'string', default: '32' },
+    only: { type: 'string' },
   },
   allowPositionals: true,
 });
@@ -44,13 +57,14 @@ async function serveApi(): Promise<void> {
   process.send!({ port: api.port });
 }
 
+const WIDE = { enabled: true as const, maxConcurrency: 10_000, corsOrigins: [] };
+
 async function serveGateway(apiUrl: string): Promise<void> {
-  const wide = { enabled: true as const, maxConcurrency: 10_000, corsOrigins: [] };
-  const config = buildConfig(apiUrl, { httpGateway: wide, httpSignedDataGateway: wide, oevGateway: wide });
+  const config = buildConfig(apiUrl, { httpGateway: WIDE, httpSignedDataGateway: WIDE, oevGateway: WIDE });
   const { callEndpoint } = await loadEngine();
   const server = await startGatewayServer(config, { host: '127.0.0.1', port: 0, callEndpoint, logger: silentLogger() });
-  // The same gateway with an engine that answers at once: the cost of express, validation, metrics and signing
-  // alone, without the API call.
+  // The same gateway with an engine that answers at once: the cost of the server, validation, metrics and
+  // signing alone, without the API call.
   const stub: CallEndpoint = async () => ({
     success: true,
     rawValue: { price: 1234.5678 },
@@ -66,10 +80,43 @@ async function serveGateway(apiUrl: string): Promise<void> {
   process.send!({ port: server.port, stubPort: stubbed.port });
 }
 
+/** The reference's local gateway server on the same config: its names, secrets inlined, logs at ERROR. */
+function serveReference(apiUrl: string, port: number): void {
+  let text = JSON.stringify(
+    configJson(apiUrl, { httpGateway: WIDE, httpSignedDataGateway: WIDE, oevGateway: WIDE, gatewayServerPort: port }),
+  );
+  for (const [name, value] of Object.entries(SECRETS)) text = text.replaceAll(`\${${name}}`, value);
+  const config = JSON.parse(text) as { nodeSettings: Record<string, unknown> };
+  const { nodeWalletMnemonic, ...settings } = config.nodeSettings;
+  config.nodeSettings = { ...settings, airnodeWalletMnemonic: nodeWalletMnemonic };
+  // Its signed-data handler reads the key the way its deployer hands it over.
+  process.env['AIRNODE_WALLET_PRIVATE_KEY'] = nodeWallet(MNEMONIC).privateKey;
+  const require = createRequire(import.meta.url);
+  const reference = require('@api3/airnode-node/dist/src/workers/local-gateways/server') as {
+    startGatewayServer(config: unknown, gateways: string[]): void;
+  };
+  reference.startGatewayServer(config, ['httpGateway', 'httpSignedDataGateway']);
+  // It listens without telling when: wait until the port accepts a connection.
+  const probe = () =>
+    fetch(`http://127.0.0.1:${port}/`).then(
+      () => process.send!({ port }),
+      () => setTimeout(probe, 50),
+    );
+  probe();
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const server = createServer().listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
 type Child = { port: number; stubPort?: number; stop(): void };
 
 function spawnRole(role: string, extra: string[] = []): Promise<Child> {
-  // GATEWAY_BENCH_PROFILE=dir writes a V8 CPU profile of each child into dir, to look for hot spots.
   const profile = process.env.GATEWAY_BENCH_PROFILE;
   const execArgv = ['--import', 'tsx', ...(profile ? ['--cpu-prof', `--cpu-prof-dir=${profile}`] : [])];
   const child = fork(fileURLToPath(import.meta.url), ['--role', role, ...extra], { execArgv });
@@ -81,24 +128,45 @@ function spawnRole(role: string, extra: string[] = []): Promise<Child> {
   });
 }
 
-type Scenario = { name: string; requestsPerSecond: number; p50: number; p99: number; non2xx: number; errors: number };
+type Sample = { requestsPerSecond: number; p50: number; p99: number; non2xx: number; errors: number };
 
-async function load(name: string, options: autocannon.Options): Promise<Scenario> {
+async function load(name: string, options: autocannon.Options): Promise<Sample> {
   const result = await autocannon({
     connections: Number(values.connections),
     duration: Number(values.duration),
     ...options,
   });
-  const scenario = {
-    name,
+  const sample = {
     requestsPerSecond: result.requests.average,
     p50: result.latency.p50,
     p99: result.latency.p99,
     non2xx: result.non2xx,
     errors: result.errors + result.timeouts,
   };
-  process.stderr.write(`${JSON.stringify(scenario)}\n`);
-  return scenario;
+  process.stderr.write(`${name}: ${JSON.stringify(sample)}\n`);
+  return sample;
+}
+
+/** One connection, one request at a time: the median wall time of a request, in ms (sub-millisecond resolution). */
+async function medianLatencyMs(url: string, init: { method: string; headers: Record<string, string>; body?: string }) {
+  const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+  const once = () =>
+    new Promise<number>((resolve, reject) => {
+      const start = process.hrtime.bigint();
+      const request = httpRequest(url, { ...init, agent }, (response) => {
+        response.resume();
+        response.on('end', () => resolve(Number(process.hrtime.bigint() - start) / 1e6));
+      });
+      request.on('error', reject);
+      request.end(init.body);
+    });
+  const times: number[] = [];
+  const end = Date.now() + Number(values.duration) * 1000;
+  while (Date.now() < end) times.push(await once());
+  agent.destroy();
+  const result = median(times);
+  process.stderr.write(`one connection ${url}: p50 ${result.toFixed(3)} ms over ${times.length}\n`);
+  return result;
 }
 
 function signaturesPerSecond(seconds: number): number {
@@ -113,83 +181,157 @@ function signaturesPerSecond(seconds: number): number {
   return count / seconds;
 }
 
+const median = (list: number[]): number => {
+  const sorted = [...list].sort((a, b) => a - b);
+  const middle = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
+};
+
+const JSON_HEADERS = { 'content-type': 'application/json' };
+const DISTINCT = 100_000;
+const coin = (index: number) => `c${index}`;
+const httpBody = (value: string) => JSON.stringify({ parameters: { coin: value } });
+const signedBody = (value: string) =>
+  JSON.stringify({ encodedParameters: encodeParameters([{ type: 'string', name: 'coin', value }]) });
+
+/** A POST whose body is one fixed value, or drawn at random from DISTINCT different ones. */
+function post(url: string, body: (value: string) => string, distinct: boolean): autocannon.Options {
+  if (!distinct) return { url, method: 'POST', headers: JSON_HEADERS, body: body('eth') };
+  const bodies = Array.from({ length: DISTINCT }, (_, index) => body(coin(index)));
+  return {
+    url,
+    requests: [
+      {
+        method: 'POST',
+        headers: JSON_HEADERS,
+        setupRequest: (request) => ({ ...request, body: bodies[Math.floor(Math.random() * DISTINCT)]! }),
+      },
+    ],
+  };
+}
+
 async function main(): Promise<void> {
   const api = await spawnRole('api');
   const apiUrl = `http://127.0.0.1:${api.port}`;
   const gateway = await spawnRole('gateway', ['--api', apiUrl]);
-  const gatewayUrl = `http://127.0.0.1:${gateway.port}`;
+  const reference = await spawnRole('reference', ['--api', apiUrl, '--port', String(await freePort())]);
+  const only = values.only ? new RegExp(values.only) : undefined;
+  const loadAtStart = loadavg();
   try {
-    const json = { 'content-type': 'application/json' };
-    // Warm-up: JIT, connection pools and the engine's first call.
-    await load('warm-up', {
-      url: `${gatewayUrl}/http-data/${DEFAULT_PATH_KEY}/${ENDPOINTS.price}`,
-      method: 'POST',
-      headers: json,
-      body: JSON.stringify({ parameters: { coin: 'eth' } }),
-      duration: 2,
-    });
-    const direct = await load('API directly', {
-      url: `${apiUrl}/price?coin=eth`,
-      headers: { 'x-api-key': API_KEY },
-    });
-    const http = await load('HTTP gateway', {
-      url: `${gatewayUrl}/http-data/${DEFAULT_PATH_KEY}/${ENDPOINTS.price}`,
-      method: 'POST',
-      headers: json,
-      body: JSON.stringify({ parameters: { coin: 'eth' } }),
-    });
-    const encodedParameters = encodeParameters([{ type: 'string', name: 'coin', value: 'eth' }]);
-    const signed = await load('Signed-data gateway', {
-      url: `${gatewayUrl}/http-signed-data/${DEFAULT_PATH_KEY}/${ENDPOINTS.price}`,
-      method: 'POST',
-      headers: json,
-      body: JSON.stringify({ encodedParameters }),
-    });
-    const stubUrl = `http://127.0.0.1:${gateway.stubPort}`;
-    const httpStub = await load('HTTP gateway, stub engine (no API call)', {
-      url: `${stubUrl}/http-data/${DEFAULT_PATH_KEY}/${ENDPOINTS.price}`,
-      method: 'POST',
-      headers: json,
-      body: JSON.stringify({ parameters: { coin: 'eth' } }),
-    });
-    const signedStub = await load('Signed-data gateway, stub engine (no API call)', {
-      url: `${stubUrl}/http-signed-data/${DEFAULT_PATH_KEY}/${ENDPOINTS.price}`,
-      method: 'POST',
-      headers: json,
-      body: JSON.stringify({ encodedParameters }),
-    });
-    const directAgain = await load('API directly (again)', {
-      url: `${apiUrl}/price?coin=eth`,
-      headers: { 'x-api-key': API_KEY },
-    });
-    const signing = signaturesPerSecond(3);
+    const ours = `http://127.0.0.1:${gateway.port}`;
+    const theirs = `http://127.0.0.1:${reference.port}`;
+    const stub = `http://127.0.0.1:${gateway.stubPort}`;
+    const httpPath = `/http-data/${DEFAULT_PATH_KEY}/${ENDPOINTS.price}`;
+    const signedPath = `/http-signed-data/${DEFAULT_PATH_KEY}/${ENDPOINTS.price}`;
+    const direct: autocannon.Options = { url: `${apiUrl}/price?coin=eth`, headers: { 'x-api-key': API_KEY } };
 
-    const rows = [direct, http, signed, httpStub, signedStub, directAgain].map(
-      (s) => `| ${s.name} | ${s.requestsPerSecond.toFixed(0)} | ${s.p50} | ${s.p99} | ${s.non2xx} | ${s.errors} |`,
+    // Warm-up: JIT, connection pools and the engines' first calls, on both gateways.
+    for (const base of [ours, theirs]) {
+      await load(`warm-up ${base}`, { ...post(`${base}${httpPath}`, httpBody, false), duration: 2 });
+      await load(`warm-up ${base}`, { ...post(`${base}${signedPath}`, signedBody, false), duration: 2 });
+    }
+
+    type Pair = { name: string; ours: autocannon.Options; reference?: autocannon.Options };
+    const pairs: Pair[] = [
+      { name: 'API directly', ours: direct },
+      {
+        name: 'HTTP gateway, same parameters',
+        ours: post(`${ours}${httpPath}`, httpBody, false),
+        reference: post(`${theirs}${httpPath}`, httpBody, false),
+      },
+      {
+        name: 'HTTP gateway, distinct parameters',
+        ours: post(`${ours}${httpPath}`, httpBody, true),
+        reference: post(`${theirs}${httpPath}`, httpBody, true),
+      },
+      {
+        name: 'Signed-data gateway, same parameters',
+        ours: post(`${ours}${signedPath}`, signedBody, false),
+        reference: post(`${theirs}${signedPath}`, signedBody, false),
+      },
+      {
+        name: 'Signed-data gateway, distinct parameters',
+        ours: post(`${ours}${signedPath}`, signedBody, true),
+        reference: post(`${theirs}${signedPath}`, signedBody, true),
+      },
+      { name: 'HTTP gateway, stub engine (no API call)', ours: post(`${stub}${httpPath}`, httpBody, true) },
+      { name: 'Signed-data gateway, stub engine (no API call)', ours: post(`${stub}${signedPath}`, signedBody, true) },
+    ].filter((pair) => !only || only.test(pair.name));
+
+    const samples = new Map<string, Sample[]>();
+    const signing: number[] = [];
+    const added = { ours: [] as number[], reference: [] as number[] };
+    const gatewayCall = { method: 'POST', headers: JSON_HEADERS, body: httpBody('eth') };
+    const record = (key: string, sample: Sample) => samples.set(key, [...(samples.get(key) ?? []), sample]);
+    const rounds = Number(values.rounds);
+    for (let round = 0; round < rounds; round++) {
+      for (const pair of pairs) {
+        // Alternate which of the two goes first, so that neither always gets the warmer or quieter slot.
+        const order: ('ours' | 'reference')[] = round % 2 === 0 ? ['ours', 'reference'] : ['reference', 'ours'];
+        for (const who of order) {
+          const options = who === 'ours' ? pair.ours : pair.reference;
+          if (options) record(`${pair.name}|${who}`, await load(`round ${round + 1} ${pair.name} ${who}`, options));
+        }
+      }
+      signing.push(signaturesPerSecond(2));
+      if (!only) {
+        // p50 added by a gateway at one connection: its p50 minus the API's, measured back to back.
+        const apiAlone = await medianLatencyMs(`${apiUrl}/price?coin=eth`, {
+          method: 'GET',
+          headers: { 'x-api-key': API_KEY },
+        });
+        added.ours.push((await medianLatencyMs(`${ours}${httpPath}`, gatewayCall)) - apiAlone);
+        added.reference.push((await medianLatencyMs(`${theirs}${httpPath}`, gatewayCall)) - apiAlone);
+      }
+    }
+    const loadAtEnd = loadavg();
+
+    const med = (key: string, field: keyof Sample) => {
+      const list = samples.get(key);
+      return list ? median(list.map((sample) => sample[field])) : Number.NaN;
+    };
+    const rate = (key: string) => med(key, 'requestsPerSecond');
+    const lines = [
+      `CPU: ${cpus().length} cores, ${cpus()[0]?.model ?? 'unknown'}; node ${process.version}`,
+      `load average (1, 5, 15 min): ${loadAtStart.map((v) => v.toFixed(2)).join(' ')} at start, ${loadAtEnd.map((v) => v.toFixed(2)).join(' ')} at end`,
+      `${rounds} interleaved rounds, ${values.duration} s per scenario, ${values.connections} connections unless stated; medians over the rounds`,
+      '',
+      '| scenario | ours req/s | ours p50 / p99 ms | reference req/s | reference p50 / p99 ms | ours ÷ reference | non-2xx / errors (ours, reference) |',
+      '|---|---|---|---|---|---|---|',
+    ];
+    for (const pair of pairs) {
+      const o = `${pair.name}|ours`;
+      const r = `${pair.name}|reference`;
+      const failures = (key: string) =>
+        samples.has(key) ? `${(samples.get(key) ?? []).reduce((n, s) => n + s.non2xx + s.errors, 0)}` : '-';
+      lines.push(
+        `| ${pair.name} | ${rate(o).toFixed(0)} | ${med(o, 'p50')} / ${med(o, 'p99')} | ` +
+          (pair.reference
+            ? `${rate(r).toFixed(0)} | ${med(r, 'p50')} / ${med(r, 'p99')} | ${(rate(o) / rate(r)).toFixed(2)}x | `
+            : '- | - | - | ') +
+          `${failures(o)}, ${failures(r)} |`,
+      );
+    }
+    const api = rate('API directly|ours');
+    const signRate = median(signing);
+    const share = (name: string) => `${((100 * rate(`${name}|ours`)) / api).toFixed(0)} %`;
+    lines.push(
+      '',
+      `API directly: ${api.toFixed(0)} req/s. HTTP gateway ÷ API: same parameters ${share('HTTP gateway, same parameters')}, distinct ${share('HTTP gateway, distinct parameters')}`,
+      `p50 added by the HTTP gateway at one connection (its p50 - the API's, medians over the rounds): ours ${added.ours.length ? median(added.ours).toFixed(3) : '-'} ms, reference ${added.reference.length ? median(added.reference).toFixed(3) : '-'} ms`,
+      `Raw ethers signMessageSync, one core: ${signRate.toFixed(0)}/s (rounds: ${signing.map((v) => v.toFixed(0)).join(', ')}). ` +
+        `Signed-data gateway ÷ that: same parameters ${((100 * rate('Signed-data gateway, same parameters|ours')) / signRate).toFixed(0)} %, distinct ${((100 * rate('Signed-data gateway, distinct parameters|ours')) / signRate).toFixed(0)} %`,
+      '',
     );
-    const apiBaseline = (direct.requestsPerSecond + directAgain.requestsPerSecond) / 2;
-    process.stdout.write(
-      [
-        `CPU: ${cpus().length} × ${cpus()[0]?.model ?? 'unknown'}; node ${process.version}`,
-        `connections ${values.connections}, ${values.duration} s per scenario`,
-        '',
-        '| scenario | req/s | p50 ms | p99 ms | non-2xx | errors |',
-        '|---|---|---|---|---|---|',
-        ...rows,
-        '',
-        `HTTP gateway overhead ratio (API req/s ÷ gateway req/s): ${(apiBaseline / http.requestsPerSecond).toFixed(2)}`,
-        `Signed-data overhead ratio: ${(apiBaseline / signed.requestsPerSecond).toFixed(2)}`,
-        `p50 added by the HTTP gateway: ${(http.p50 - direct.p50).toFixed(2)} ms; by the signed-data gateway: ${(signed.p50 - direct.p50).toFixed(2)} ms`,
-        `Raw ethers signMessageSync (one core): ${signing.toFixed(0)}/s; signed-data gateway: ${signed.requestsPerSecond.toFixed(0)} req/s`,
-        '',
-      ].join('\n'),
-    );
+    process.stdout.write(lines.join('\n'));
   } finally {
     gateway.stop();
+    reference.stop();
     api.stop();
   }
 }
 
 if (values.role === 'api') await serveApi();
 else if (values.role === 'gateway') await serveGateway(values.api!);
+else if (values.role === 'reference') serveReference(values.api!, Number(values.port));
 else await main();
