@@ -1,5 +1,6 @@
 // The gateway's metrics, in one place: requests and their latency by gateway, endpoint and status; answers by
-// status class; 429s; requests in flight; refusals before processing; the upstream endpoint call's latency.
+// status class; 429s; requests in flight; refusals before processing; the upstream endpoint call's latency;
+// requests that shared an identical call in flight (coalescing.ts).
 // The server (server.ts) creates them once per registry and reports each finished answer with observeAnswer.
 import type { Registry } from 'prom-client';
 import { counter, gauge, histogram } from '../observability/index.js';
@@ -31,6 +32,11 @@ export function gatewayMetrics(registry: Registry) {
       name: 'gateway_api_call_duration_seconds',
       help: 'Latency of the endpoint call (processing, API call, encoding) by outcome',
       labelNames: ['gateway', 'endpoint', 'outcome'] as const,
+    }),
+    coalesced: counter(registry, {
+      name: 'gateway_coalesced_requests_total',
+      help: 'Requests answered from an identical endpoint call already in flight (no API call of their own)',
+      labelNames: ['gateway', 'endpoint'] as const,
     }),
     failures: counter(registry, {
       name: 'gateway_processing_failures_total',

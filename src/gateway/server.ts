@@ -24,6 +24,7 @@ import { decodeParameters } from '../ois/abi.js';
 import type { ApiCredential, EndpointCall, EndpointResult, Ois } from '../ois/index.js';
 import { recoverSignersInPool } from '../ois/worker-pool.js';
 import { nodeWallet } from '../protocol/wallet.js';
+import { coalescingKey, InFlightCalls } from './coalescing.js';
 import { gatewayMetrics, observeAnswer } from './metrics.js';
 import {
   type NodeSigner,
@@ -208,6 +209,7 @@ export function createGatewayApp(options: GatewayAppOptions): GatewayApp {
     signer ??= nodeWallet(settings.nodeWalletMnemonic!);
     return signer;
   };
+  const endpointCalls = new InFlightCalls<EndpointResult>();
   const pathKey = options.pathKey ?? DEFAULT_PATH_KEY;
   // A private path key is a credential: keep it out of the logs (the public default is not).
   if (options.pathKey && options.pathKey !== DEFAULT_PATH_KEY) registerSecret(options.pathKey);
@@ -378,12 +380,16 @@ export function createGatewayApp(options: GatewayAppOptions): GatewayApp {
     const start = process.hrtime.bigint();
     let outcome = 'error';
     try {
-      const result = await callEndpoint({
-        ois: ois as unknown as Ois,
-        endpointName: trigger.endpointName,
-        parameters,
-        apiCredentials: apiCredentials as ApiCredential[],
-      });
+      const call = endpointCalls.run(coalescingKey(ois as unknown as Ois, trigger.endpointName, parameters), () =>
+        callEndpoint({
+          ois: ois as unknown as Ois,
+          endpointName: trigger.endpointName,
+          parameters,
+          apiCredentials: apiCredentials as ApiCredential[],
+        }),
+      );
+      if (call.shared) metrics.coalesced.inc({ gateway, endpoint: context.endpoint });
+      const result = await call.result;
       outcome = result.success ? 'success' : result.rawValue !== undefined ? 'extraction_failed' : 'failed';
       return result;
     } finally {

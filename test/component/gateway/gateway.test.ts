@@ -244,6 +244,63 @@ describe('gateway server (component)', function () {
     });
   });
 
+  describe('request coalescing', () => {
+    let gw: Awaited<ReturnType<typeof start>>;
+    before(async () => {
+      gw = await start();
+    });
+    const coalesced = async () => {
+      const text = await (await fetch(`${gw.base}/metrics`)).text();
+      return text
+        .split('\n')
+        .filter((line) => line.startsWith('gateway_coalesced_requests_total{'))
+        .reduce((sum, line) => sum + Number(line.split(' ').pop()), 0);
+    };
+
+    it('makes one API call for identical HTTP gateway requests in flight together, one per distinct parameters', async () => {
+      const before = api.requests;
+      const replies = await Promise.all([
+        ...Array.from({ length: 8 }, () => post(gw.http(ENDPOINTS.slow), { parameters: { ms: '300' } })),
+        post(gw.http(ENDPOINTS.slow), { parameters: { ms: '301' } }),
+      ]);
+      expect(replies.map((reply) => reply.status)).to.deep.equal(Array(9).fill(200));
+      expect(new Set(replies.slice(0, 8).map((reply) => reply.text)).size).to.equal(1);
+      expect(api.requests - before).to.equal(2);
+      expect(await coalesced()).to.equal(7);
+      // Nothing is kept once the call settled: the same request now calls the API again.
+      expect((await post(gw.http(ENDPOINTS.slow), { parameters: { ms: '300' } })).status).to.equal(200);
+      expect(api.requests - before).to.equal(3);
+    });
+
+    it('makes one API call for identical signed-data requests in flight together, each answer signed by the node', async () => {
+      const encodedParameters = encodeParameters([{ type: 'string', name: 'ms', value: '250' }]);
+      const before = api.requests;
+      const replies = await Promise.all(
+        Array.from({ length: 6 }, () => post(gw.signed(ENDPOINTS.slow), { encodedParameters })),
+      );
+      expect(api.requests - before).to.equal(1);
+      const templateId = deriveTemplateIdV1(ENDPOINTS.slow, encodedParameters);
+      for (const reply of replies) {
+        expect(reply.status, reply.text).to.equal(200);
+        const body = reply.body as { timestamp: string; encodedValue: string; signature: string };
+        expect(body.encodedValue).to.equal(abi.encode(['int256'], [100n]));
+        const hash = solidityPackedKeccak256(
+          ['bytes32', 'uint256', 'bytes'],
+          [templateId, body.timestamp, body.encodedValue],
+        );
+        expect(verifyMessage(getBytes(hash), body.signature)).to.equal(NODE_ADDRESS);
+      }
+    });
+
+    it('calls the API once per request when the calls do not overlap', async () => {
+      const before = api.requests;
+      for (let i = 0; i < 3; i++) {
+        expect((await post(gw.http(ENDPOINTS.price), { parameters: { coin: 'eth' } })).status).to.equal(200);
+      }
+      expect(api.requests - before).to.equal(3);
+    });
+  });
+
   describe('OEV gateway', () => {
     let gw: Awaited<ReturnType<typeof start>>;
     before(async () => {
