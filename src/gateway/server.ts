@@ -26,6 +26,7 @@ import { recoverSignersInPool } from '../ois/worker-pool.js';
 import { nodeWallet } from '../protocol/wallet.js';
 import { coalescingKey, InFlightCalls } from './coalescing.js';
 import { gatewayMetrics, observeAnswer } from './metrics.js';
+import { cachingSigner } from './signature-cache.js';
 import {
   type NodeSigner,
   signHttpSignedData,
@@ -204,9 +205,9 @@ export function createGatewayApp(options: GatewayAppOptions): GatewayApp {
     createLogger({ format: settings.logFormat, level: settings.logLevel, bindings: { component: 'gateway' } });
   const registry = options.registry ?? createMetricsRegistry({ defaultMetrics: true });
   const metrics = gatewayMetrics(registry);
-  let signer = options.signer;
+  let signer: NodeSigner | undefined;
   const nodeSigner = (): NodeSigner => {
-    signer ??= nodeWallet(settings.nodeWalletMnemonic!);
+    signer ??= cachingSigner(options.signer ?? nodeWallet(settings.nodeWalletMnemonic!));
     return signer;
   };
   const endpointCalls = new InFlightCalls<EndpointResult>();
