@@ -51,6 +51,7 @@ describe('operator builders', () => {
       'ConfigMap/minimal-dev-config',
       'ConfigMap/minimal-cache',
       'ConfigMap/minimal-cycle',
+      'ConfigMap/minimal-dev-coordinator-fence',
       'ServiceAccount/minimal-dev-coordinator',
       'ServiceAccount/minimal-dev-worker',
       'Role/minimal-dev-coordinator',
