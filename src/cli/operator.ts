@@ -39,6 +39,8 @@ Admission webhook (served by every replica; docs/admission.md):
                                      external: written by cert-manager, only read. Default self
   --webhook-failure-policy Fail|Ignore  ONO_WEBHOOK_FAILURE_POLICY  default Fail
   --webhook-timeout-seconds N        ONO_WEBHOOK_TIMEOUT_SECONDS  1..30, default 5
+  --webhook-owner-clusterrole NAME   ONO_WEBHOOK_OWNER_CLUSTERROLE  a ClusterRole that owns the objects the webhook
+                                     creates (garbage-collected with it); the chart names its webhook ClusterRole
   --coordinator-fence true|false     ONO_COORDINATOR_FENCE  keep the coordinator fence policies, default true
 
 Environment only:
@@ -71,6 +73,7 @@ export type WebhookFlags = {
   failurePolicy: 'Fail' | 'Ignore';
   timeoutSeconds: number;
   coordinatorFence: boolean;
+  ownerClusterRole?: string;
 };
 
 export class UsageError extends Error {}
@@ -138,6 +141,7 @@ export function parseOperatorFlags(argv: string[], env: NodeJS.ProcessEnv = proc
       'webhook-failure-policy': { type: 'string' },
       'webhook-timeout-seconds': { type: 'string' },
       'coordinator-fence': { type: 'string' },
+      'webhook-owner-clusterrole': { type: 'string' },
     },
   });
   const pick = (flag: string | undefined, variable: string): string | undefined => flag ?? (env[variable] || undefined);
@@ -182,6 +186,7 @@ export function parseOperatorFlags(argv: string[], env: NodeJS.ProcessEnv = proc
       certificates,
       failurePolicy,
       timeoutSeconds,
+      ownerClusterRole: webhookValue('webhook-owner-clusterrole', 'ONO_WEBHOOK_OWNER_CLUSTERROLE'),
       coordinatorFence: boolean(
         'coordinator-fence',
         webhookValue('coordinator-fence', 'ONO_COORDINATOR_FENCE') ?? 'true',
@@ -337,6 +342,7 @@ async function startAdmission(
     timeoutSeconds: webhook.timeoutSeconds,
     watchNamespaces: flags.namespaces,
     coordinatorFence: webhook.coordinatorFence,
+    ...(webhook.ownerClusterRole ? { ownerClusterRole: webhook.ownerClusterRole } : {}),
     lookups: {
       // The manager's metadata cache of Secrets; before it has synced the webhook cannot tell (no warning).
       secretExists: (namespace, name) => {

@@ -34,6 +34,14 @@ const admissionKind = (kind: string, plural: string): ResourceKind => ({
   namespaced: false,
 });
 
+const CLUSTER_ROLE: ResourceKind = {
+  group: 'rbac.authorization.k8s.io',
+  version: 'v1',
+  kind: 'ClusterRole',
+  plural: 'clusterroles',
+  namespaced: false,
+};
+
 export const ADMISSION_KINDS = {
   webhookConfiguration: admissionKind('ValidatingWebhookConfiguration', 'validatingwebhookconfigurations'),
   policy: admissionKind('ValidatingAdmissionPolicy', 'validatingadmissionpolicies'),
@@ -56,6 +64,11 @@ export type AdmissionOptions = {
   failurePolicy: 'Fail' | 'Ignore';
   timeoutSeconds: number;
   watchNamespaces: string[];
+  /**
+   * A cluster-scoped owner of the objects this component creates (the chart's webhook ClusterRole), so that
+   * uninstalling the chart garbage-collects them instead of leaving a webhook nobody serves.
+   */
+  ownerClusterRole?: string;
   /** Keep the coordinator fence policies (cluster-wide) current. */
   coordinatorFence: boolean;
   lookups?: AdmissionLookups;
@@ -73,6 +86,7 @@ export class AdmissionComponent {
   private loop: Promise<void> | undefined;
   private readonly readyWaiters: (() => void)[] = [];
   private configured = false;
+  private ownerReferences: Record<string, unknown>[] | undefined;
 
   constructor(private readonly options: AdmissionOptions) {
     this.store = new CertificateStore({
@@ -163,12 +177,16 @@ export class AdmissionComponent {
       watchNamespaces: this.options.watchNamespaces,
       exemptNamespaces: [this.options.namespace, 'kube-system'],
     };
-    await this.ensure(ADMISSION_KINDS.webhookConfiguration, buildWebhookConfiguration(input), ['webhooks']);
+    const owned = await this.owned();
+    await this.ensure(ADMISSION_KINDS.webhookConfiguration, owned(buildWebhookConfiguration(input)), [
+      'metadata',
+      'webhooks',
+    ]);
     if (this.options.coordinatorFence) {
       for (const object of buildCoordinatorFence()) {
         const kind =
           object.kind === 'ValidatingAdmissionPolicy' ? ADMISSION_KINDS.policy : ADMISSION_KINDS.policyBinding;
-        await this.ensure(kind, object, ['spec']);
+        await this.ensure(kind, owned(object), ['metadata', 'spec']);
       }
     }
     if (!this.configured) {
@@ -176,6 +194,21 @@ export class AdmissionComponent {
       for (const resolve of this.readyWaiters.splice(0)) resolve();
     }
     return certificates;
+  }
+
+  /** Adds the owner reference to the ClusterRole named by ownerClusterRole (looked up once). */
+  private async owned(): Promise<<T extends KubernetesObject>(object: T) => T> {
+    const name = this.options.ownerClusterRole;
+    if (name && !this.ownerReferences) {
+      const owner = await this.options.client.get<KubernetesObject>(CLUSTER_ROLE, { namespace: '', name });
+      if (!owner?.metadata?.uid) throw new Error(`ClusterRole ${name} (the webhook objects' owner) not found`);
+      this.ownerReferences = [
+        { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', name, uid: owner.metadata.uid },
+      ];
+    }
+    const references = this.ownerReferences;
+    return (object) =>
+      references ? { ...object, metadata: { ...object.metadata, ownerReferences: references } } : object;
   }
 
   /** Applies `desired` when the live object lacks it or differs on what we set (never a write at rest). */
