@@ -113,7 +113,7 @@ async function main(): Promise<void> {
   try {
     // Until the API server calls the webhook: an invalid dry run in the watched namespace is refused.
     const invalid = nodeIn(watched, 0);
-    (invalid.spec.config.chains as { maxConcurrency: number }[])[0]!.maxConcurrency = 0;
+    (invalid.spec.config.triggers as { rrp: { oisTitle: string }[] }).rrp[0]!.oisTitle = 'no such OIS';
     for (let attempt = 0; ; attempt++) {
       const refused = await objects
         .patch(invalid, undefined, 'All', FIELD_MANAGER, true, PatchStrategy.ServerSideApply)

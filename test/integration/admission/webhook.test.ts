@@ -20,9 +20,13 @@ const settingsOf = (node: Node) => node.spec.config.nodeSettings as Record<strin
 function invalidNode(namespace: string): Node {
   const { node } = sampleDocs('minimal', namespace);
   node.metadata.name = 'invalid';
+  // Rules the CRD's schema cannot express (it checks types and bounds first): an order and a cross-reference.
   const chain = (node.spec.config.chains as Record<string, unknown>[])[0]!;
-  chain.maxConcurrency = 0;
-  (chain.options as Record<string, unknown>).gasPriceOracle = [];
+  (chain.options as Record<string, unknown>).gasPriceOracle = [
+    { gasPriceStrategy: 'constantGasPrice', gasPrice: { value: 10, unit: 'gwei' } },
+    { gasPriceStrategy: 'providerRecommendedGasPrice', recommendedGasPriceMultiplier: 1.2 },
+  ];
+  (node.spec.config.triggers as { rrp: { oisTitle: string }[] }).rrp[0]!.oisTitle = 'Nope';
   return node;
 }
 
@@ -78,8 +82,9 @@ describe('admission webhook (API server -> host-run webhook at a loopback URL)',
     const dryRun = await kubectl(manifest, 'apply', '--dry-run=server', '-f', '-');
     expect(applied.code).to.not.equal(0);
     expect(applied.stderr).to.contain('admission webhook "oraclenode.validate.oracle-node.io" denied the request');
-    expect(applied.stderr).to.contain('chains[0].maxConcurrency: ');
-    expect(applied.stderr).to.contain('chains[0].options.gasPriceOracle: ');
+    expect(applied.stderr).to.contain(
+      'OracleNode config is invalid (2 errors): chains[0].options.gasPriceOracle: ConstantGasPrice strategy must be set as the last strategy in the array.; triggers.rrp[0].oisTitle: No matching OIS for trigger with OIS title "Nope"',
+    );
     expect(dryRun.code).to.not.equal(0);
     expect(dryRun.stderr).to.equal(applied.stderr);
     const created = await objects.read(invalidNode(namespace) as never).catch(() => undefined);
