@@ -265,6 +265,7 @@ export async function runOperator(argv: string[]): Promise<number> {
   const { createOracleNodeReconciler } = await import('../operator/controller.js');
   const { OracleNodeMetrics } = await import('../operator/metrics.js');
   const { LABELS } = await import('../operator/resource.js');
+  const { DEFAULT_SETTINGS } = await import('../operator/builders/common.js');
   const identity = `${env('POD_NAME') ?? hostname()}_${Math.random().toString(16).slice(2, 10)}`;
   const manager = createManager({
     kubeConfig,
@@ -291,7 +292,9 @@ export async function runOperator(argv: string[]): Promise<number> {
     // The image of the OracleNodes' workloads when spec.image is empty (the Helm chart sets it to its own image).
     ...(workloadImage ? { settings: { defaultImage: workloadImage } } : {}),
   });
-  const admission = flags.webhook ? await startAdmission(flags, manager, logger) : undefined;
+  const admission = flags.webhook
+    ? await startAdmission(flags, manager, logger, workloadImage ?? DEFAULT_SETTINGS.defaultImage)
+    : undefined;
   let signals = 0;
   const onSignal = (signal: NodeJS.Signals) => {
     signals++;
@@ -324,10 +327,10 @@ async function startAdmission(
   flags: OperatorFlags,
   manager: import('../operator/runtime/manager.js').RuntimeManager,
   logger: import('pino').Logger,
+  workloadImage: string,
 ) {
   const webhook = flags.webhook!;
-  const { AdmissionComponent } = await import('../operator/webhook/admission.js');
-  const { KINDS } = await import('../operator/resource.js');
+  const { AdmissionComponent, secretExistsInCache } = await import('../operator/webhook/admission.js');
   const admission = new AdmissionComponent({
     client: manager.client,
     logger: logger.child({ component: 'admission' }),
@@ -342,18 +345,9 @@ async function startAdmission(
     timeoutSeconds: webhook.timeoutSeconds,
     watchNamespaces: flags.namespaces,
     coordinatorFence: webhook.coordinatorFence,
+    workloadImage,
     ...(webhook.ownerClusterRole ? { ownerClusterRole: webhook.ownerClusterRole } : {}),
-    lookups: {
-      // The manager's metadata cache of Secrets; before it has synced the webhook cannot tell (no warning).
-      secretExists: (namespace, name) => {
-        const informers = manager.cache.informers(KINDS.secret);
-        const covering = informers.filter(
-          (informer) => informer.namespace === undefined || informer.namespace === namespace,
-        );
-        if (covering.length === 0 || covering.some((informer) => !informer.hasSynced())) return undefined;
-        return manager.cache.get(KINDS.secret, { namespace, name }) !== undefined;
-      },
-    },
+    lookups: { secretExists: secretExistsInCache(manager.cache) },
   });
   admission.start();
   return admission;

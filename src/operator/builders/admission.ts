@@ -1,11 +1,8 @@
 // Admission objects, as pure functions: the ValidatingWebhookConfiguration the operator owns, and the coordinator
-// fence, a ValidatingAdmissionPolicy (CEL, no webhook) that limits what a coordinator's ServiceAccount may create
-// to Jobs shaped like its node's worker template and ConfigMaps labelled as that Job's shard inputs. The policy is
-// cluster-wide and reads, per node and stage, a parameter ConfigMap the controller applies beside the coordinator
-// (buildFenceConfigMap): the node's worker image, ServiceAccount, config ConfigMap, Secret and bounds.
-import type { V1ConfigMap } from '@kubernetes/client-node';
-import { GROUP, LABELS, MANAGED_BY, PLURAL, VERSION } from '../resource.js';
-import { type BuildInput, childNames, image, labels, ownerReference, resourcesFor } from './common.js';
+// fence, ValidatingAdmissionPolicies (CEL, no webhook) that limit what a coordinator's ServiceAccount may create to
+// Jobs shaped like its node's worker template and ConfigMaps labelled as that Job's shard inputs. The policies are
+// cluster-wide; their parameters are the OracleNodes of the request's namespace themselves.
+import { GROUP, KIND, LABELS, MANAGED_BY, PLURAL, VERSION } from '../resource.js';
 
 // ---------------------------------------------------------------------------------------------------------------
 // the validating webhook
@@ -110,89 +107,92 @@ export function buildWebhookConfiguration(input: WebhookConfigurationInput): Val
 
 // ---------------------------------------------------------------------------------------------------------------
 // the coordinator fence
+//
+// Each policy is evaluated, for a request from a ServiceAccount named like a coordinator, once per OracleNode of
+// the request's namespace (paramRef selector {}); its rules hold only when the requester is that node's current
+// coordinator (`<node>-<stage>-coordinator`), so other nodes pass it through and a namespace without OracleNodes is
+// not affected. The OracleNode is the parameter, and not a ConfigMap the operator would write, for two reasons: a
+// parameter can then never be missing or stale while the node exists, and the API server keeps custom-resource
+// parameter informers alive where those of built-in kinds such as ConfigMap stop for good once no binding uses the
+// kind for a moment (kubernetes/kubernetes#133827), which would turn a fence silently off.
 
-export const FENCE_LABEL = 'oracle-node.io/fence';
-export const FENCE_LABEL_VALUE = 'coordinator';
 export const FENCE_POLICY_NAMES = {
   jobs: 'oracle-node-coordinator-jobs',
   configMaps: 'oracle-node-coordinator-configmaps',
 };
-/** Resource names the fence bounds; a worker container may set only these, each at most the template's value. */
-const BOUNDED_RESOURCES = ['cpu', 'memory', 'ephemeral-storage'];
 
-/** The fence's parameters for one node and stage: what its coordinator's worker Jobs must look like. */
-export function buildFenceConfigMap(input: BuildInput): V1ConfigMap & { metadata: { name: string } } {
-  const stage = input.config.nodeSettings.stage;
-  const names = childNames(input.node.metadata.name, stage);
-  const namespace = input.node.metadata.namespace;
-  const resources = resourcesFor(input, input.node.spec.worker?.resources);
-  const data: Record<string, string> = {
-    coordinator: `system:serviceaccount:${namespace}:${names.coordinator}`,
-    node: input.node.metadata.name,
-    workerServiceAccount: names.worker,
-    image: image(input),
-    configMap: names.config,
-    secretName: input.secretName ?? '',
-    maxParallelism: String(Math.max(1, ...input.config.chains.map((chain) => chain.maxConcurrency))),
-  };
-  for (const [kind, values] of [
-    ['limits', resources.limits],
-    ['requests', resources.requests],
-  ] as const) {
-    for (const [resource, quantity] of Object.entries(values ?? {}))
-      if (BOUNDED_RESOURCES.includes(resource)) data[`${kind}.${resource}`] = String(quantity);
-  }
-  return {
-    apiVersion: 'v1',
-    kind: 'ConfigMap',
-    metadata: {
-      name: `${names.coordinator}-fence`,
-      namespace,
-      labels: { ...labels(input.node, stage, 'coordinator'), [FENCE_LABEL]: FENCE_LABEL_VALUE },
-      ownerReferences: [ownerReference(input.node)],
-    },
-    data,
-  };
-}
-
-type Validation = { expression: string; message: string; reason?: string };
+type Validation = { expression: string; message: string };
+type Variable = { name: string; expression: string };
 
 const POD = 'object.spec.template.spec';
-const containers = `${POD}.containers`;
+const CONTAINERS = `${POD}.containers`;
 
-/** Resources of every container: only the bounded kinds, each at most the parameter; the parameter's kinds set. */
+const celString = (text: string) => `'${text.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
+
+/** Common variables: which node's coordinator asks, and what its worker template looks like. */
+function fenceVariables(defaultImage: string): Variable[] {
+  const resources = (kind: 'limits' | 'requests') =>
+    `has(params.spec.worker) && has(params.spec.worker.resources) ? (has(params.spec.worker.resources.${kind}) ? params.spec.worker.resources.${kind} : {}) : (has(params.spec.resources) && has(params.spec.resources.${kind}) ? params.spec.resources.${kind} : {})`;
+  return [
+    {
+      name: 'stage',
+      expression:
+        "has(params.spec.config) && has(params.spec.config.nodeSettings) && has(params.spec.config.nodeSettings.stage) ? string(params.spec.config.nodeSettings.stage) : ''",
+    },
+    { name: 'base', expression: "params.metadata.name + '-' + variables.stage" },
+    {
+      // The node's current-stage coordinator (a node without a stage has no coordinator yet).
+      name: 'mine',
+      expression:
+        "variables.stage != '' && request.userInfo.username == 'system:serviceaccount:' + params.metadata.namespace + ':' + variables.base + '-coordinator'",
+    },
+    {
+      name: 'image',
+      expression: `has(params.spec.image) && params.spec.image != '' ? params.spec.image : ${celString(defaultImage)}`,
+    },
+    { name: 'secret', expression: "has(params.spec.secretRef) ? params.spec.secretRef.name : ''" },
+    { name: 'limits', expression: resources('limits') },
+    { name: 'requests', expression: resources('requests') },
+  ];
+}
+
+/** Every resource a container sets is one the template sets, at most its value; every one the template sets is set. */
 function resourceBounds(kind: 'limits' | 'requests'): string {
   const field = `c.resources.${kind}`;
+  const bound = `variables.${kind}`;
   return [
-    `${containers}.all(c, !has(${field}) || ${field}.all(k, ('${kind}.' + k) in params.data && quantity(string(${field}[k])).compareTo(quantity(params.data['${kind}.' + k])) <= 0))`,
-    `params.data.all(k, !k.startsWith('${kind}.') || ${containers}.all(c, has(${field}) && k.substring(${kind.length + 1}) in ${field}))`,
+    `${CONTAINERS}.all(c, !has(${field}) || ${field}.all(k, k in ${bound} && quantity(string(${field}[k])).compareTo(quantity(string(${bound}[k]))) <= 0))`,
+    `${bound}.all(k, ${CONTAINERS}.all(c, has(${field}) && k in ${field}))`,
   ].join(' && ');
 }
 
+const WORKER_LABELS = (subject: string) =>
+  `has(${subject}.labels) && '${LABELS.name}' in ${subject}.labels && ${subject}.labels['${LABELS.name}'] == params.metadata.name && '${LABELS.stage}' in ${subject}.labels && ${subject}.labels['${LABELS.stage}'] == variables.stage && '${LABELS.component}' in ${subject}.labels && ${subject}.labels['${LABELS.component}'] == 'worker'`;
+
 const JOB_RULES: Validation[] = [
   {
-    expression: `${POD}.serviceAccountName == params.data.workerServiceAccount`,
+    expression: `${POD}.serviceAccountName == variables.base + '-worker'`,
     message: "a coordinator's Jobs run as its node's worker ServiceAccount",
   },
   {
-    expression: `${containers}.all(c, c.image == params.data.image) && (!has(${POD}.initContainers) || size(${POD}.initContainers) == 0) && (!has(${POD}.ephemeralContainers) || size(${POD}.ephemeralContainers) == 0)`,
+    expression: `${CONTAINERS}.all(c, c.image == variables.image) && (!has(${POD}.initContainers) || size(${POD}.initContainers) == 0) && (!has(${POD}.ephemeralContainers) || size(${POD}.ephemeralContainers) == 0)`,
     message: "a coordinator's Jobs run only its node's worker image, without init containers",
   },
   {
-    expression: `!has(${POD}.volumes) || ${POD}.volumes.all(v, has(v.emptyDir) || (has(v.configMap) && (v.configMap.name == params.data.configMap || v.configMap.name == object.metadata.name)))`,
+    expression: `!has(${POD}.volumes) || ${POD}.volumes.all(v, has(v.emptyDir) || (has(v.configMap) && (v.configMap.name == variables.base + '-config' || v.configMap.name == object.metadata.name)))`,
     message: "a coordinator's Jobs mount only the node's config, their own shard input and emptyDirs",
   },
   {
-    expression: `!(has(${POD}.hostNetwork) && ${POD}.hostNetwork) && !(has(${POD}.hostPID) && ${POD}.hostPID) && !(has(${POD}.hostIPC) && ${POD}.hostIPC) && ${containers}.all(c, has(c.securityContext) && !(has(c.securityContext.privileged) && c.securityContext.privileged) && has(c.securityContext.allowPrivilegeEscalation) && !c.securityContext.allowPrivilegeEscalation && (!has(c.securityContext.capabilities) || !has(c.securityContext.capabilities.add) || size(c.securityContext.capabilities.add) == 0))`,
+    expression: `!(has(${POD}.hostNetwork) && ${POD}.hostNetwork) && !(has(${POD}.hostPID) && ${POD}.hostPID) && !(has(${POD}.hostIPC) && ${POD}.hostIPC) && ${CONTAINERS}.all(c, has(c.securityContext) && !(has(c.securityContext.privileged) && c.securityContext.privileged) && has(c.securityContext.allowPrivilegeEscalation) && !c.securityContext.allowPrivilegeEscalation && (!has(c.securityContext.capabilities) || !has(c.securityContext.capabilities.add) || size(c.securityContext.capabilities.add) == 0))`,
     message:
       "a coordinator's Jobs are unprivileged: no host namespaces, no privilege escalation, no added capabilities",
   },
   {
-    expression: `${containers}.all(c, (!has(c.envFrom) || c.envFrom.all(e, has(e.secretRef) && !has(e.configMapRef) && e.secretRef.name == params.data.secretName)) && (!has(c.env) || c.env.all(e, !has(e.valueFrom) || has(e.valueFrom.fieldRef))))`,
+    expression: `${CONTAINERS}.all(c, (!has(c.envFrom) || c.envFrom.all(e, has(e.secretRef) && !has(e.configMapRef) && e.secretRef.name == variables.secret)) && (!has(c.env) || c.env.all(e, !has(e.valueFrom) || has(e.valueFrom.fieldRef))))`,
     message: "a coordinator's Jobs read only their node's Secret",
   },
   {
-    expression: `has(object.spec.parallelism) && object.spec.parallelism <= int(params.data.maxParallelism)`,
+    expression: `has(object.spec.parallelism) && has(params.spec.config.chains) && params.spec.config.chains.exists(chain, object.spec.parallelism <= chain.maxConcurrency)`,
     message: "a coordinator's Jobs run at most the node's maxConcurrency pods at once",
   },
   {
@@ -200,14 +200,14 @@ const JOB_RULES: Validation[] = [
     message: "a coordinator's Jobs ask for at most the worker template's resources",
   },
   {
-    expression: `has(object.metadata.labels) && '${LABELS.name}' in object.metadata.labels && object.metadata.labels['${LABELS.name}'] == params.data.node && '${LABELS.component}' in object.metadata.labels && object.metadata.labels['${LABELS.component}'] == 'worker'`,
+    expression: `${WORKER_LABELS('object.metadata')} && ${WORKER_LABELS('object.spec.template.metadata')}`,
     message: "a coordinator's Jobs carry its node's worker labels",
   },
 ];
 
 const CONFIG_MAP_RULES: Validation[] = [
   {
-    expression: `has(object.metadata.labels) && '${LABELS.name}' in object.metadata.labels && object.metadata.labels['${LABELS.name}'] == params.data.node && '${LABELS.component}' in object.metadata.labels && object.metadata.labels['${LABELS.component}'] == 'worker' && '${LABELS.cycle}' in object.metadata.labels && object.metadata.labels['${LABELS.cycle}'] == object.metadata.name && !('${FENCE_LABEL}' in object.metadata.labels)`,
+    expression: `${WORKER_LABELS('object.metadata')} && '${LABELS.cycle}' in object.metadata.labels && object.metadata.labels['${LABELS.cycle}'] == object.metadata.name`,
     message: "a coordinator creates only ConfigMaps labelled as its worker Job's shard inputs",
   },
   {
@@ -216,7 +216,7 @@ const CONFIG_MAP_RULES: Validation[] = [
   },
 ];
 
-type AdmissionPolicy = {
+export type AdmissionPolicy = {
   apiVersion: 'admissionregistration.k8s.io/v1';
   kind: 'ValidatingAdmissionPolicy' | 'ValidatingAdmissionPolicyBinding';
   metadata: { name: string; labels: Record<string, string> };
@@ -226,29 +226,27 @@ type AdmissionPolicy = {
 const fenceLabels = () => ({ [LABELS.managedBy]: MANAGED_BY, [LABELS.component]: 'coordinator-fence' });
 
 /**
- * The fence, once per cluster: two policies (Jobs; ConfigMaps) and their bindings. A request is checked only when
- * it comes from a ServiceAccount named like a coordinator, against every fence parameter of its namespace; each
- * parameter's rules apply only to the coordinator it names, so other nodes' parameters pass it through, and a
- * namespace without OracleNodes (no parameter) is not affected.
+ * The fence, once per cluster: two policies (Jobs; ConfigMaps) and their bindings. `defaultImage` is the image the
+ * operator gives workloads when an OracleNode names none (its --workload image setting).
  */
-export function buildCoordinatorFence(): AdmissionPolicy[] {
+export function buildCoordinatorFence(defaultImage: string): AdmissionPolicy[] {
   const policy = (name: string, resource: Record<string, unknown>, rules: Validation[]): AdmissionPolicy => ({
     apiVersion: 'admissionregistration.k8s.io/v1',
     kind: 'ValidatingAdmissionPolicy',
     metadata: { name, labels: fenceLabels() },
     spec: {
       failurePolicy: 'Fail',
-      paramKind: { apiVersion: 'v1', kind: 'ConfigMap' },
+      paramKind: { apiVersion: `${GROUP}/${VERSION}`, kind: KIND },
       matchConstraints: { resourceRules: [resource] },
       matchConditions: [
         {
           name: 'coordinator-service-account',
-          expression:
-            "request.userInfo.username.startsWith('system:serviceaccount:') && request.userInfo.username.endsWith('-coordinator')",
+          expression: `request.userInfo.username.startsWith('system:serviceaccount:' + request.namespace + ':') && request.userInfo.username.endsWith('-coordinator')`,
         },
       ],
+      variables: fenceVariables(defaultImage),
       validations: rules.map((rule) => ({
-        expression: `request.userInfo.username != params.data.coordinator || (${rule.expression})`,
+        expression: `!variables.mine || (${rule.expression})`,
         message: rule.message,
         reason: 'Forbidden',
       })),
@@ -261,11 +259,8 @@ export function buildCoordinatorFence(): AdmissionPolicy[] {
     spec: {
       policyName: name,
       validationActions: ['Deny'],
-      // No namespace: the parameters are read from the request's namespace.
-      paramRef: {
-        selector: { matchLabels: { [FENCE_LABEL]: FENCE_LABEL_VALUE } },
-        parameterNotFoundAction: 'Allow',
-      },
+      // No namespace: every OracleNode of the request's namespace is a parameter.
+      paramRef: { selector: {}, parameterNotFoundAction: 'Allow' },
     },
   });
   return [

@@ -1,7 +1,6 @@
 // All desired children of one OracleNode for its current stage, in apply order.
 import { KINDS } from '../resource.js';
 import type { ResourceKind } from '../runtime/types.js';
-import { buildFenceConfigMap } from './admission.js';
 import type { BuildInput, Child } from './common.js';
 import { buildConfigMap, buildStateConfigMaps } from './config-map.js';
 import { buildCoordinatorCronJob, type CoordinatorOptions } from './coordinator.js';
@@ -14,7 +13,6 @@ import {
 } from './gateway.js';
 import { buildRoleBindings, buildRoles, buildServiceAccounts } from './rbac.js';
 
-export * from './admission.js';
 export * from './common.js';
 export * from './config-map.js';
 export * from './coordinator.js';
@@ -29,8 +27,6 @@ export function buildChildren(input: BuildInput, options: CoordinatorOptions = {
   const add = (kind: ResourceKind, object: unknown) => children.push({ kind, object: object as Child });
   add(KINDS.configMap, buildConfigMap(input));
   for (const cm of buildStateConfigMaps(input)) add(KINDS.configMap, cm);
-  // The coordinator fence's parameters, before the Role that lets the coordinator create anything.
-  add(KINDS.configMap, buildFenceConfigMap(input));
   for (const sa of buildServiceAccounts(input)) add(KINDS.serviceAccount, sa);
   for (const role of buildRoles(input)) add(KINDS.role, role);
   for (const binding of buildRoleBindings(input)) add(KINDS.roleBinding, binding);

@@ -14,6 +14,8 @@ import {
   type WebhookTarget,
 } from '../builders/admission.js';
 import { canonicalJson } from '../builders/common.js';
+import { KINDS } from '../resource.js';
+import type { InformerCache } from '../runtime/cache.js';
 import type { RuntimeClient } from '../runtime/client.js';
 import type { ResourceKind } from '../runtime/types.js';
 import {
@@ -71,6 +73,8 @@ export type AdmissionOptions = {
   ownerClusterRole?: string;
   /** Keep the coordinator fence policies (cluster-wide) current. */
   coordinatorFence: boolean;
+  /** The image of workloads whose OracleNode names none (the fence allows it for their workers). */
+  workloadImage: string;
   lookups?: AdmissionLookups;
   certificatePolicy?: CertificatePolicy;
   /** Longest time between two checks of the Secret and the configuration (default 1 min). */
@@ -183,7 +187,7 @@ export class AdmissionComponent {
       'webhooks',
     ]);
     if (this.options.coordinatorFence) {
-      for (const object of buildCoordinatorFence()) {
+      for (const object of buildCoordinatorFence(this.options.workloadImage)) {
         const kind =
           object.kind === 'ValidatingAdmissionPolicy' ? ADMISSION_KINDS.policy : ADMISSION_KINDS.policyBinding;
         await this.ensure(kind, owned(object), ['metadata', 'spec']);
@@ -230,6 +234,20 @@ export class AdmissionComponent {
       live ? 'admission object updated' : 'admission object created',
     );
   }
+}
+
+/**
+ * Whether a Secret exists, from the manager's metadata-only cache of Secrets (no API call, no Secret value); undefined
+ * until the informer covering the namespace has synced, or when no informer covers it.
+ */
+export function secretExistsInCache(cache: InformerCache) {
+  return (namespace: string, name: string): boolean | undefined => {
+    const covering = cache
+      .informers(KINDS.secret)
+      .filter((informer) => informer.namespace === undefined || informer.namespace === namespace);
+    if (covering.length === 0 || covering.some((informer) => !informer.hasSynced())) return undefined;
+    return cache.get(KINDS.secret, { namespace, name }) !== undefined;
+  };
 }
 
 /** True when `live` has every value `desired` sets (the API server adds defaults we do not set). */

@@ -7,6 +7,7 @@ import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import { type Histogram, Histogram as PromHistogram, type Registry } from 'prom-client';
+import { GROUP, KIND } from '../resource.js';
 import { type AdmissionLookups, denialMessage, type OracleNodeAdmission, reviewOracleNode } from './review.js';
 
 export const VALIDATE_PATH = '/validate-oraclenode';
@@ -140,7 +141,13 @@ export class WebhookServer {
             code: 422,
             reason: 'Invalid',
             message: denialMessage(decision.errors),
-            details: { causes: decision.errors.map((issue) => ({ field: issue.path, message: issue.message })) },
+            // kubectl prints an Invalid status as `The OracleNode "<name>" is invalid:` and one line per cause.
+            details: {
+              group: GROUP,
+              kind: KIND,
+              ...(request.object?.metadata?.name ? { name: request.object.metadata.name } : {}),
+              causes: decision.errors.map((issue) => ({ field: issue.path, message: issue.message })),
+            },
           };
         }
         this.options.logger.debug(

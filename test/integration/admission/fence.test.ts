@@ -11,13 +11,15 @@ import {
   type V1Job,
 } from '@kubernetes/client-node';
 import { expect } from 'chai';
-import { buildCoordinatorFence, FENCE_LABEL, type WorkerTemplate } from '../../../src/operator/builders/index.js';
+import { buildCoordinatorFence } from '../../../src/operator/builders/admission.js';
+import type { WorkerTemplate } from '../../../src/operator/builders/index.js';
 import {
   buildShardInputConfigMap,
   buildWorkerJob,
   kubeWorkerJobApi,
   workerJobName,
 } from '../../../src/operator/job-executor.js';
+import { DEFAULT_IMAGE } from '../../../src/operator/resource.js';
 import { ADMISSION_KINDS } from '../../../src/operator/webhook/admission.js';
 import { installCrd, read, sampleDocs, startOperator } from '../operator/support.js';
 import { api, apply, describeError, kc, statusOf, useNamespace, waitFor } from '../support/cluster.js';
@@ -66,7 +68,7 @@ describe('coordinator fence (ValidatingAdmissionPolicy)', function () {
 
   before(async () => {
     await installCrd();
-    for (const object of buildCoordinatorFence()) await apply(object);
+    for (const object of buildCoordinatorFence(DEFAULT_IMAGE)) await apply(object);
     operator = startOperator(ns.name);
     const { node, secret } = sampleDocs('minimal', ns.name);
     await apply(secret);
@@ -78,7 +80,6 @@ describe('coordinator fence (ValidatingAdmissionPolicy)', function () {
     );
     const env = cronJob.spec!.jobTemplate.spec!.template.spec!.containers[0]!.env!;
     template = JSON.parse(env.find((e) => e.name === 'ORACLE_NODE_WORKER_TEMPLATE')!.value!) as WorkerTemplate;
-    await waitFor(() => read('v1', 'ConfigMap', ns.name, 'minimal-dev-coordinator-fence'), 30_000);
     coordinator = await serviceAccountKubeConfig(ns.name, 'minimal-dev-coordinator');
     // The policies reach the API server's admission through an informer: wait until a foreign image is refused.
     await waitFor(
@@ -89,7 +90,8 @@ describe('coordinator fence (ValidatingAdmissionPolicy)', function () {
           await coordinator.makeApiClient(BatchV1Api).createNamespacedJob({ namespace: ns.name, body: job });
           return false;
         } catch (error) {
-          return describeError(error).includes('ValidatingAdmissionPolicy');
+          if (describeError(error).includes('ValidatingAdmissionPolicy')) return true;
+          throw error; // reported as the last error on timeout
         }
       },
       60_000,
@@ -100,7 +102,7 @@ describe('coordinator fence (ValidatingAdmissionPolicy)', function () {
   after(async () => {
     await operator?.stop();
     const client = restClient();
-    for (const object of buildCoordinatorFence()) {
+    for (const object of buildCoordinatorFence(DEFAULT_IMAGE)) {
       const kind = object.kind === 'ValidatingAdmissionPolicy' ? ADMISSION_KINDS.policy : ADMISSION_KINDS.policyBinding;
       await client.delete(kind, { namespace: '', name: object.metadata.name });
     }
@@ -116,16 +118,30 @@ describe('coordinator fence (ValidatingAdmissionPolicy)', function () {
     expect(live?.spec?.suspend).to.equal(false);
   });
 
-  const variants: [string, (job: V1Job) => void][] = [
-    ['another image', (job) => (job.spec!.template.spec!.containers[0]!.image = 'attacker/miner:latest')],
-    ['another ServiceAccount', (job) => (job.spec!.template.spec!.serviceAccountName = 'default')],
+  // Each shape breaks one rule, and is refused by that rule (its message), not by an evaluation error.
+  const variants: [string, (job: V1Job) => void, string][] = [
+    [
+      'another image',
+      (job) => (job.spec!.template.spec!.containers[0]!.image = 'attacker/miner:latest'),
+      "only its node's worker image",
+    ],
+    [
+      'another ServiceAccount',
+      (job) => (job.spec!.template.spec!.serviceAccountName = 'default'),
+      "its node's worker ServiceAccount",
+    ],
     [
       'a host path',
       (job) => {
         job.spec!.template.spec!.volumes!.push({ name: 'host', hostPath: { path: '/' } });
       },
+      "mount only the node's config",
     ],
-    ['another Secret', (job) => (job.spec!.template.spec!.containers[0]!.envFrom = [{ secretRef: { name: 'other' } }])],
+    [
+      'another Secret',
+      (job) => (job.spec!.template.spec!.containers[0]!.envFrom = [{ secretRef: { name: 'other' } }]),
+      "read only their node's Secret",
+    ],
     [
       'privilege',
       (job) =>
@@ -133,39 +149,53 @@ describe('coordinator fence (ValidatingAdmissionPolicy)', function () {
           privileged: true,
           allowPrivilegeEscalation: true,
         }),
+      'are unprivileged',
     ],
-    ['more parallelism than maxConcurrency', (job) => (job.spec!.parallelism = 11)],
+    ['more parallelism than maxConcurrency', (job) => (job.spec!.parallelism = 11), "the node's maxConcurrency"],
     [
       'resources beyond the template',
       (job) => (job.spec!.template.spec!.containers[0]!.resources = { limits: { cpu: '64' } }),
+      "at most the worker template's resources",
     ],
-    ['another node', (job) => (job.metadata!.labels!['oracle-node.io/name'] = 'someone-else')],
+    [
+      'another node',
+      (job) => (job.metadata!.labels!['oracle-node.io/name'] = 'someone-else'),
+      "carry its node's worker labels",
+    ],
   ];
-  for (const [what, edit] of variants) {
+  for (const [what, edit, rule] of variants) {
     it(`refuses a Job with ${what}`, async () => {
       const job = buildWorkerJob(template, { name: jobName(), shardCount: 2, concurrency: 10, chainId: '31337' });
       edit(job);
       const refused = await refusal(
         coordinator.makeApiClient(BatchV1Api).createNamespacedJob({ namespace: ns.name, body: job }),
       );
-      expect(refused.message).to.contain('ValidatingAdmissionPolicy');
+      expect(refused.message).to.contain("ValidatingAdmissionPolicy 'oracle-node-coordinator-jobs'");
+      expect(refused.message).to.contain(rule);
+      expect(refused.message).to.not.contain('evaluated to error');
     });
   }
 
-  it('refuses ConfigMaps that are not a worker Job’s shard input (unlabelled, or posing as fence parameters)', async () => {
+  it('refuses ConfigMaps that are not its worker Job’s shard input (unlabelled, another node’s, not owned by the Job)', async () => {
     const core = coordinator.makeApiClient(CoreV1Api);
     const created = await kubeWorkerJobApi(coordinator, ns.name).createJob(
       buildWorkerJob(template, { name: jobName(), shardCount: 1, concurrency: 1, chainId: '31337' }),
     );
     const input = buildShardInputConfigMap(created, shards);
     const unlabelled: V1ConfigMap = { ...input, metadata: { ...input.metadata, labels: {} } };
-    const spoof: V1ConfigMap = {
+    const foreign: V1ConfigMap = {
       ...input,
-      metadata: { ...input.metadata, labels: { ...input.metadata!.labels, [FENCE_LABEL]: 'coordinator' } },
+      metadata: { ...input.metadata, labels: { ...input.metadata!.labels, 'oracle-node.io/name': 'someone-else' } },
     };
-    for (const body of [unlabelled, spoof]) {
+    const unowned: V1ConfigMap = { ...input, metadata: { ...input.metadata, ownerReferences: [] } };
+    for (const [body, rule] of [
+      [unlabelled, "labelled as its worker Job's shard inputs"],
+      [foreign, "labelled as its worker Job's shard inputs"],
+      [unowned, 'owned by their worker Job'],
+    ] as const) {
       const refused = await refusal(core.createNamespacedConfigMap({ namespace: ns.name, body }));
-      expect(refused.message).to.contain('ValidatingAdmissionPolicy');
+      expect(refused.message).to.contain("ValidatingAdmissionPolicy 'oracle-node-coordinator-configmaps'");
+      expect(refused.message).to.contain(rule);
     }
   });
 

@@ -5,7 +5,7 @@ import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { Registry } from 'prom-client';
-import { FIELD_MANAGER } from '../../../src/operator/resource.js';
+import { DEFAULT_IMAGE, FIELD_MANAGER } from '../../../src/operator/resource.js';
 import { RuntimeClient } from '../../../src/operator/runtime/client.js';
 import { RestClient } from '../../../src/operator/runtime/rest.js';
 import { AdmissionComponent, type AdmissionOptions } from '../../../src/operator/webhook/admission.js';
@@ -64,6 +64,7 @@ export function startAdmission(
     failurePolicy: 'Fail',
     timeoutSeconds: 5,
     coordinatorFence: false,
+    workloadImage: DEFAULT_IMAGE,
     checkIntervalMs: 1000,
     ...options,
   });

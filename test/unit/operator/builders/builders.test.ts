@@ -3,7 +3,6 @@ import { expect } from 'chai';
 import {
   type BuildInput,
   buildChildren,
-  buildFenceConfigMap,
   buildWorkerTemplate,
   type Child,
   DEFAULT_SETTINGS,
@@ -52,7 +51,6 @@ describe('operator builders', () => {
       'ConfigMap/minimal-dev-config',
       'ConfigMap/minimal-cache',
       'ConfigMap/minimal-cycle',
-      'ConfigMap/minimal-dev-coordinator-fence',
       'ServiceAccount/minimal-dev-coordinator',
       'ServiceAccount/minimal-dev-worker',
       'Role/minimal-dev-coordinator',
@@ -236,26 +234,5 @@ describe('operator builders', () => {
       expect(workerJobName('n-dev-worker', 'c1')).to.equal('n-dev-worker-c1');
       expect(hashOf({ a: 1, b: 2 })).to.equal(hashOf({ b: 2, a: 1 }));
     });
-  });
-});
-
-describe('the coordinator fence parameters', () => {
-  it('name the coordinator identity, the worker image, ServiceAccount, config, Secret and bounds', () => {
-    const input = inputFor('full-multi-chain', (node) => {
-      node.spec.worker = { resources: { limits: { cpu: '500m', memory: '256Mi', 'nvidia.com/gpu': '1' } } };
-    });
-    const fence = buildFenceConfigMap(input);
-    const names = { coordinator: `${fence.metadata.name.replace(/-fence$/, '')}` };
-    expect(fence.metadata.labels).to.include({ 'oracle-node.io/fence': 'coordinator' });
-    expect(fence.data).to.deep.include({
-      coordinator: `system:serviceaccount:default:${names.coordinator}`,
-      workerServiceAccount: names.coordinator.replace(/-coordinator$/, '-worker'),
-      image: 'oracle-node:0.1.0',
-      'limits.cpu': '500m',
-      'limits.memory': '256Mi',
-    });
-    expect(fence.data).to.not.have.property('limits.nvidia.com/gpu');
-    const chains = input.config.chains.map((chain) => chain.maxConcurrency);
-    expect(fence.data?.maxParallelism).to.equal(String(Math.max(...chains)));
   });
 });

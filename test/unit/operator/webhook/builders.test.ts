@@ -57,8 +57,8 @@ describe('admission builders', () => {
     expect(servingNames({ url: 'https://host.docker.internal:9443' }).dnsNames).to.deep.equal(['host.docker.internal']);
   });
 
-  it('the fence: two policies with their bindings, each rule scoped to the coordinator its parameter names', () => {
-    const fence = buildCoordinatorFence();
+  it('the fence: two policies with their bindings, each rule scoped to the coordinator of the OracleNode it is evaluated with', () => {
+    const fence = buildCoordinatorFence('registry.example/oracle-node:1.0');
     expect(fence.map((o) => `${o.kind}/${o.metadata.name}`)).to.deep.equal([
       'ValidatingAdmissionPolicy/oracle-node-coordinator-jobs',
       'ValidatingAdmissionPolicyBinding/oracle-node-coordinator-jobs',
@@ -67,9 +67,10 @@ describe('admission builders', () => {
     ]);
     for (const policy of fence.filter((o) => o.kind === 'ValidatingAdmissionPolicy')) {
       for (const validation of policy.spec.validations as { expression: string }[])
-        expect(validation.expression.startsWith('request.userInfo.username != params.data.coordinator || (')).to.equal(
-          true,
-        );
+        expect(validation.expression.startsWith('!variables.mine || (')).to.equal(true);
+      expect(policy.spec.paramKind).to.deep.equal({ apiVersion: 'oracle-node.io/v1alpha1', kind: 'OracleNode' });
+      const image = (policy.spec.variables as { name: string; expression: string }[]).find((v) => v.name === 'image');
+      expect(image?.expression).to.contain("'registry.example/oracle-node:1.0'");
     }
   });
 });
