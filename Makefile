@@ -61,9 +61,10 @@ build: install ## Compile TypeScript into dist/
 	@chmod +x dist/cli/index.js
 
 .PHONY: lint
-lint: install ## Lint, check formatting and type-check
+lint: install ## Lint, check formatting, type-check and check the layering of src/ (docs/architecture.md)
 	$(BIN)/biome check .
 	$(BIN)/tsc -p tsconfig.json --noEmit
+	node scripts/check-layers.ts
 
 .PHONY: format
 format: install ## Rewrite files with the formatter and safe lint fixes

@@ -8,8 +8,8 @@ import { createRequire } from 'node:module';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { deriveEndpointId } from '../src/chain/ids.js';
 import { validateConfig } from '../src/config/index.js';
+import { deriveEndpointId } from '../src/protocol/ids.js';
 
 const require = createRequire(import.meta.url);
 const reference = require('@api3/airnode-validator') as {

@@ -11,10 +11,10 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import { AbiCoder, getBytes, keccak256 } from 'ethers';
-import { nodeWallet } from '../src/chain/wallet.js';
 import { type CallEndpoint, DEFAULT_PATH_KEY, startGatewayServer } from '../src/gateway/server.js';
 import { silentLogger } from '../src/observability/index.js';
 import { encodeParameters } from '../src/ois/abi.js';
+import { nodeWallet } from '../src/protocol/wallet.js';
 import {
   API_KEY,
   buildConfig,

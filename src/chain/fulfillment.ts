@@ -1,6 +1,7 @@
 // Fulfilment (airnode-facts §2, §3.2): signing the response with the node key, deciding between
 // `fulfill` and `fail` with a static call first, the gas limit (fixed or estimated with the EIP-150
 // reserve), and building/sending transactions from the sponsor wallet.
+
 import {
   AbiCoder,
   type BaseWallet,
@@ -11,6 +12,7 @@ import {
   solidityPackedKeccak256,
   Transaction,
 } from 'ethers';
+import { errorMessage } from '../common/errors.js';
 import { type CallRequest, estimateGas, ethCall } from './calls.js';
 import { dryRunInterface, rrpInterface } from './contracts.js';
 import type { GasTarget } from './gas-price.js';
@@ -50,7 +52,7 @@ export function revertReasonOf(error: unknown): string {
   if (error instanceof RpcError && typeof error.data === 'string' && error.data.startsWith('0x08c379a0')) {
     return decodeRevertString(error.data);
   }
-  return error instanceof Error ? error.message : String(error);
+  return errorMessage(error);
 }
 
 /** The request is no longer awaiting fulfilment (fulfilled, failed, or never ours): nothing to send. */

@@ -1,6 +1,7 @@
 // Reading the protocol's event logs: block number, eth_getLogs over the history window (split into
 // smaller ranges when a provider refuses a large one) and decoding into requests (airnode-facts §3 2a–2c).
 import { getAddress, zeroPadValue } from 'ethers';
+import { isBytes32 } from '../protocol/ids.js';
 import { topics } from './contracts.js';
 import { asQuantity, type RpcClient, RpcError, toQuantity } from './rpc.js';
 import type { ApiCallRequest, LogPosition, WithdrawalRequest } from './types.js';
@@ -89,7 +90,7 @@ function word(data: string, index: number): string {
 }
 
 function topicWord(topic: unknown): string {
-  if (typeof topic !== 'string' || !/^0x[0-9a-fA-F]{64}$/.test(topic)) throw new Error('bad topic');
+  if (!isBytes32(topic)) throw new Error('bad topic');
   return topic.slice(2).toLowerCase();
 }
 

@@ -2,7 +2,7 @@
 // parameters, apply templates, verify request ids, match triggers, verify sponsor wallets, block
 // sponsors with a pending withdrawal. No I/O: templates and wallet derivation come in as inputs.
 import { keccak256 } from 'ethers';
-import { deriveTemplateIdV0 } from './ids.js';
+import { deriveTemplateIdV0 } from '../protocol/ids.js';
 import { byLogPosition, type DecodedLogs } from './logs.js';
 import type { Template } from './templates.js';
 import type { ApiCallRequest, ServableApiCall, WithdrawalRequest } from './types.js';

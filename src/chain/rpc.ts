@@ -1,6 +1,7 @@
 // A small JSON-RPC client: every call is bounded by a timeout and retried with a jittered back-off, and
 // every answer is checked for shape, so a dead, slow or lying provider only ever produces an error here.
 // Plain fetch (no ethers provider) keeps the number of RPC calls exact and free of hidden polling.
+import { errorMessage } from '../common/errors.js';
 
 export type RpcOptions = {
   /** Per-attempt timeout. */
@@ -42,7 +43,7 @@ const fetchTransport: RpcTransport = async (url, body, timeoutMs) => {
       signal: AbortSignal.timeout(timeoutMs),
     });
   } catch (error) {
-    throw new RpcTransportError(`provider unreachable: ${(error as Error).message}`);
+    throw new RpcTransportError(`provider unreachable: ${errorMessage(error)}`);
   }
   const text = await response.text().catch(() => '');
   try {

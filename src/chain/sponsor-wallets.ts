@@ -1,7 +1,7 @@
 // Sponsor wallets derived from one account root per process: deriving from the phrase each time
 // (PBKDF2) would cost tens of milliseconds per sponsor. Same paths as wallet.ts (airnode-facts §1).
 import { getAddress, HDNodeWallet } from 'ethers';
-import { deriveWalletPathFromSponsorAddress, PROTOCOL_IDS } from './wallet.js';
+import { deriveWalletPathFromSponsorAddress, PROTOCOL_IDS } from '../protocol/wallet.js';
 
 export type SponsorWallets = {
   /** The node wallet (m/44'/60'/0'/0/0): signs responses. */

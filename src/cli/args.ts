@@ -1,7 +1,9 @@
 // The argument handling every engine subcommand shares: parse, answer --help, and turn a parse error into usage
 // on stderr with exit code 2. `-h/--help` is added to each command's options.
 import { type ParseArgsOptionsConfig, parseArgs } from 'node:util';
+import { errorMessage } from '../common/errors.js';
 import type { Config } from '../config/index.js';
+import { type EngineEnvironment, readEngineEnvironment } from '../contract/pods.js';
 import { ConfigLoadError, loadConfig } from '../node/config-loader.js';
 
 const HELP_OPTION = { help: { type: 'boolean', short: 'h' } } as const;
@@ -20,7 +22,7 @@ export function parseCommandArgs<const O extends ParseArgsOptionsConfig>(
   try {
     ({ values } = parseArgs({ args: argv, options: { ...options, ...HELP_OPTION } }));
   } catch (error) {
-    process.stderr.write(`${(error as Error).message}\n\n${help}`);
+    process.stderr.write(`${errorMessage(error)}\n\n${help}`);
     return { exitCode: 2 };
   }
   if ((values as { help?: boolean }).help) {
@@ -38,7 +40,12 @@ export async function loadCommandConfig(configPath: string, secretsPath?: string
   try {
     return await loadConfig(configPath, secretsPath);
   } catch (error) {
-    process.stderr.write(`${(error as Error).message}\n`);
+    process.stderr.write(`${errorMessage(error)}\n`);
     return error instanceof ConfigLoadError && !error.unreadable ? 1 : 2;
   }
+}
+
+/** What the operator's pods say about themselves (the contract's environment); empty outside a pod. */
+export function engineEnvironment(): EngineEnvironment {
+  return readEngineEnvironment(process.env);
 }

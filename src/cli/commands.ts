@@ -1,7 +1,6 @@
 // The table of subcommands; each entry loads its module lazily so `oracle-node validate` does not pay for the
-// Kubernetes client or the gateway. main.ts imports this table statically (no import cycle: a cycle through a
-// dynamic import can load main.ts twice, e.g. once through CommonJS and once through ESM, with two registries).
-import type { Subcommand } from './main.js';
+// Kubernetes client or the gateway.
+import type { Subcommand } from './subcommand.js';
 
 export const subcommands: Record<string, () => Promise<Subcommand>> = {
   validate: async () => (await import('./validate-command.js')).validateCommand,

@@ -2,20 +2,21 @@
 // Prints a JSON summary (counts) on stdout; logs go to stderr.
 
 import { sponsorWallets } from '../chain/sponsor-wallets.js';
+import { errorMessage } from '../common/errors.js';
 import { FileResponseCache } from '../node/cache.js';
 import { runCycle } from '../node/cycle.js';
 import { InProcessExecutor } from '../node/executor.js';
-import { coordinatorEnvironment } from '../node/kubernetes.js';
+import { coordinatorKubernetes } from '../node/kubernetes/index.js';
 import { createNodeLogger } from '../node/logger.js';
-import { loadCommandConfig, parseCommandArgs } from './args.js';
-import type { Subcommand } from './main.js';
+import { engineEnvironment, loadCommandConfig, parseCommandArgs } from './args.js';
+import type { Subcommand } from './subcommand.js';
 
 export const DEFAULT_CACHE_DIR = '/tmp/oracle-node-cache';
 
 const HELP = `Usage: oracle-node coordinator -c config.json [-s secrets.env] [--cache-dir DIR] [--details]
 
 Runs one request-response cycle on every configured chain and exits.
-  -c, --config      config.json
+  -c, --config      config.json (default: $ORACLE_NODE_CONFIG, set in the operator's pods)
   -s, --secrets     secrets.env (values for \${NAME} in the config); default: the environment
       --cache-dir   directory of the response cache (default ${DEFAULT_CACHE_DIR})
       --details     include every request outcome in the summary
@@ -36,16 +37,24 @@ export const command: Subcommand = {
     );
     if ('exitCode' in parsed) return parsed.exitCode;
     const { values } = parsed;
-    if (!values.config) {
+    const pod = engineEnvironment();
+    const configPath = values.config ?? pod.configPath;
+    if (!configPath) {
       process.stderr.write(`Missing -c config.json\n\n${HELP}`);
       return 2;
     }
-    const config = await loadCommandConfig(values.config, values.secrets);
+    const config = await loadCommandConfig(configPath, values.secrets);
     if (typeof config === 'number') return config;
-    const logger = createNodeLogger(config.nodeSettings);
+    const logger = createNodeLogger(config.nodeSettings, pod);
     const wallets = sponsorWallets(config.nodeSettings.nodeWalletMnemonic);
     // In a coordinator pod made by the operator: shards as Jobs, the ConfigMap cache, a cycle report.
-    const kubernetes = await coordinatorEnvironment();
+    let kubernetes: Awaited<ReturnType<typeof coordinatorKubernetes>>;
+    try {
+      kubernetes = await coordinatorKubernetes();
+    } catch (error) {
+      process.stderr.write(`${errorMessage(error)}\n`);
+      return 2;
+    }
     const cache = kubernetes?.cache ?? new FileResponseCache(values['cache-dir'] ?? DEFAULT_CACHE_DIR);
     const executor = kubernetes?.executor ?? new InProcessExecutor({ config, wallets, logger, cache });
     const summary = await runCycle(config, { executor, logger, wallets });
@@ -53,7 +62,7 @@ export const command: Subcommand = {
       try {
         await kubernetes.report(summary);
       } catch (error) {
-        logger.warn({ reason: (error as Error).message }, 'could not write the cycle report');
+        logger.warn({ err: errorMessage(error) }, 'could not write the cycle report');
       }
     }
     const { results, ...counts } = summary;

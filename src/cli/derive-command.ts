@@ -1,16 +1,18 @@
 // `oracle-node derive <what>`: the protocol's identifiers and wallets, byte-compatible with the reference
 // (src/chain). Mnemonics come from --mnemonic, NODE_WALLET_MNEMONIC or standard input, and are never printed.
+
 import { parseArgs } from 'node:util';
 import { isAddress } from 'ethers';
-import { deriveEndpointId, deriveTemplateIdV0, deriveTemplateIdV1 } from '../chain/ids.js';
+import { errorMessage } from '../common/errors.js';
+import { deriveEndpointId, deriveTemplateIdV0, deriveTemplateIdV1, isBytes32 } from '../protocol/ids.js';
 import {
   deriveNodeAddress,
   deriveSponsorWallet,
   deriveSponsorWalletAddressFromXpub,
   deriveXpub,
   isValidMnemonic,
-} from '../chain/wallet.js';
-import type { Subcommand } from './main.js';
+} from '../protocol/wallet.js';
+import type { Subcommand } from './subcommand.js';
 import { type CliIo, processIo, usageError } from './validate-io.js';
 
 const USAGE = `Usage: oracle-node derive <what> [options]
@@ -23,7 +25,6 @@ const USAGE = `Usage: oracle-node derive <what> [options]
 
 The mnemonic is read from --mnemonic, else the NODE_WALLET_MNEMONIC environment variable, else standard input.`;
 
-const BYTES32 = /^0x[0-9a-fA-F]{64}$/;
 const HEX = /^0x([0-9a-fA-F]{2})*$/;
 
 type Values = {
@@ -62,7 +63,7 @@ async function derive(what: string | undefined, positionals: string[], values: V
       return deriveEndpointId(positionals[0]!, positionals[1]!);
     }
     case 'template-id': {
-      const endpointId = required(values, 'endpoint-id', (v) => BYTES32.test(v), '0x + 64 hex characters');
+      const endpointId = required(values, 'endpoint-id', isBytes32, '0x + 64 hex characters');
       const parameters = required(values, 'parameters', (v) => HEX.test(v), 'a 0x-prefixed hex string of even length');
       if (values.v1) return deriveTemplateIdV1(endpointId, parameters);
       const nodeAddress = required(values, 'node-address', (v) => isAddress(v), 'an address');
@@ -111,7 +112,7 @@ export async function runDerive(argv: string[], io: CliIo = processIo): Promise<
       allowPositionals: true,
     }));
   } catch (error) {
-    return usageError(io, (error as Error).message, USAGE);
+    return usageError(io, errorMessage(error), USAGE);
   }
   if (values.help) {
     io.stdout(`${USAGE}\n`);
@@ -123,7 +124,7 @@ export async function runDerive(argv: string[], io: CliIo = processIo): Promise<
     return 0;
   } catch (error) {
     if (error instanceof UsageError) return usageError(io, error.message, USAGE);
-    io.stderr(`Error: ${error instanceof Error ? error.message : String(error)}\n`);
+    io.stderr(`Error: ${errorMessage(error)}\n`);
     return 2;
   }
 }

@@ -2,12 +2,14 @@
 // signed-data and OEV gateways as enabled in nodeSettings), with /healthz, /readyz and /metrics. SIGTERM
 // or SIGINT drains in-flight requests before exit. Exit codes: 0 stopped cleanly, 1 invalid config or
 // server start failure, 2 usage or I/O error.
+
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
+import { errorMessage } from '../common/errors.js';
 import { parseSecretsEnv, secretsFromEnvironment, validateConfig } from '../config/index.js';
 import { startGatewayServer } from '../gateway/server.js';
 import { createLogger, registerSecret, registerSecrets } from '../observability/index.js';
-import type { Subcommand } from './main.js';
+import type { Subcommand } from './subcommand.js';
 
 const USAGE = `Usage: oracle-node gateway -c <config.json> [-s <secrets.env>] [--port N] [--host H] [--path-key-secret NAME]
 
@@ -43,7 +45,7 @@ export async function runGateway(argv: string[]): Promise<number> {
       allowPositionals: false,
     }));
   } catch (error) {
-    process.stderr.write(`${(error as Error).message}\n\n${USAGE}\n`);
+    process.stderr.write(`${errorMessage(error)}\n\n${USAGE}\n`);
     return 2;
   }
   if (values.help) {
@@ -69,9 +71,7 @@ export async function runGateway(argv: string[]): Promise<number> {
       ? parseSecretsEnv(await readFile(values.secrets, 'utf8')).secrets
       : secretsFromEnvironment(configText);
   } catch (error) {
-    process.stderr.write(
-      `Cannot read ${(error as NodeJS.ErrnoException).path ?? 'file'}: ${(error as Error).message}\n`,
-    );
+    process.stderr.write(`Cannot read ${(error as NodeJS.ErrnoException).path ?? 'file'}: ${errorMessage(error)}\n`);
     return 2;
   }
   // Every secret value is scrubbed from the logs from here on.
@@ -118,7 +118,7 @@ export async function runGateway(argv: string[]): Promise<number> {
     process.stderr.write(
       code === 'EADDRINUSE'
         ? `Cannot start the gateway server: port ${port ?? 'configured'} is already in use\n`
-        : `Cannot start the gateway server: ${(error as Error).message}\n`,
+        : `Cannot start the gateway server: ${errorMessage(error)}\n`,
     );
     return 1;
   }

@@ -2,11 +2,6 @@
 // 0 success, 1 a finding (e.g. invalid config), 2 usage or I/O error.
 import { subcommands } from './commands.js';
 
-export type Subcommand = {
-  summary: string;
-  run: (argv: string[]) => Promise<number>;
-};
-
 function usage(): string {
   const lines = ['Usage: oracle-node <command> [options]', '', 'Commands:'];
   for (const name of Object.keys(subcommands).sort()) lines.push(`  ${name}`);

@@ -4,10 +4,11 @@ import { existsSync, readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { parseArgs } from 'node:util';
 import { KubeConfig } from '@kubernetes/client-node';
+import { errorMessage } from '../common/errors.js';
 import { createLogger, type LogLevel } from '../observability/logger.js';
 import type { WebhookTarget } from '../operator/builders/admission.js';
 import type { Reconciler } from '../operator/runtime/types.js';
-import type { Subcommand } from './main.js';
+import type { Subcommand } from './subcommand.js';
 
 const IN_CLUSTER_TOKEN = '/var/run/secrets/kubernetes.io/serviceaccount/token';
 const IN_CLUSTER_NAMESPACE = '/var/run/secrets/kubernetes.io/serviceaccount/namespace';
@@ -256,7 +257,7 @@ export async function runOperator(argv: string[]): Promise<number> {
     flags = parseOperatorFlags(argv);
     kubeConfig = loadKubeConfig(flags.kubeconfig);
   } catch (error) {
-    process.stderr.write(`oracle-node operator: ${error instanceof Error ? error.message : String(error)}\n\n${USAGE}`);
+    process.stderr.write(`oracle-node operator: ${errorMessage(error)}\n\n${USAGE}`);
     return 2;
   }
   // JSON lines through the shared factory (secret redaction, the config's level names).
@@ -264,7 +265,7 @@ export async function runOperator(argv: string[]): Promise<number> {
   const { createManager } = await import('../operator/runtime/manager.js');
   const { createOracleNodeReconciler } = await import('../operator/controller.js');
   const { OracleNodeMetrics } = await import('../operator/metrics.js');
-  const { LABELS } = await import('../operator/resource.js');
+  const { LABELS } = await import('../contract/pods.js');
   const { DEFAULT_SETTINGS } = await import('../operator/builders/common.js');
   const identity = `${env('POD_NAME') ?? hostname()}_${Math.random().toString(16).slice(2, 10)}`;
   const manager = createManager({
@@ -312,7 +313,7 @@ export async function runOperator(argv: string[]): Promise<number> {
     await admission?.stop();
     return 0;
   } catch (error) {
-    logger.error({ err: error instanceof Error ? error.message : String(error) }, 'operator failed');
+    logger.error({ err: errorMessage(error) }, 'operator failed');
     await manager.stop().catch(() => {});
     await admission?.stop().catch(() => {});
     return 1;

@@ -1,7 +1,9 @@
 // `oracle-node schema [--ois]`: the JSON Schema generated from the zod schemas (input side).
+
 import { parseArgs } from 'node:util';
+import { errorMessage } from '../common/errors.js';
 import { configJsonSchema, oisJsonSchema } from '../config/index.js';
-import type { Subcommand } from './main.js';
+import type { Subcommand } from './subcommand.js';
 import { type CliIo, processIo, usageError } from './validate-io.js';
 
 const USAGE = `Usage: oracle-node schema [--ois]
@@ -18,7 +20,7 @@ export async function runSchema(argv: string[], io: CliIo = processIo): Promise<
       allowPositionals: false,
     }));
   } catch (error) {
-    return usageError(io, (error as Error).message, USAGE);
+    return usageError(io, errorMessage(error), USAGE);
   }
   if (values.help) {
     io.stdout(`${USAGE}\n`);

@@ -4,17 +4,19 @@
 // an unreachable provider is only logged, and retried next cycle.
 
 import { sponsorWallets } from '../chain/sponsor-wallets.js';
-import type { Config } from '../config/index.js';
+import { errorMessage } from '../common/errors.js';
+import { sendHeartbeat } from '../gateway/heartbeat.js';
+import { type GatewayServer, startGatewayServer } from '../gateway/server.js';
 import { FileResponseCache } from '../node/cache.js';
 import { runCycle } from '../node/cycle.js';
 import { InProcessExecutor } from '../node/executor.js';
 import { createNodeLogger } from '../node/logger.js';
 import { cycleMetrics } from '../node/metrics.js';
 import { callEndpoint } from '../node/ois-adapter.js';
-import { createMetricsRegistry, type Registry } from '../observability/index.js';
+import { createMetricsRegistry } from '../observability/index.js';
 import { loadCommandConfig, parseCommandArgs } from './args.js';
 import { DEFAULT_CACHE_DIR } from './coordinator.js';
-import type { Subcommand } from './main.js';
+import type { Subcommand } from './subcommand.js';
 
 export const DEFAULT_CYCLE_INTERVAL_MS = 60_000;
 
@@ -23,29 +25,6 @@ const HELP = `Usage: oracle-node start -c config.json [-s secrets.env] [--interv
 Runs the node locally: gateway server and a request-response cycle every minute (or every N ms).
 Stops gracefully on SIGTERM or SIGINT.
 `;
-
-type GatewayHandle = { port: number; close(): Promise<void>; gateway?: { registry?: Registry } };
-type GatewayModule = {
-  startGatewayServer: (config: Config, options: Record<string, unknown>) => Promise<GatewayHandle>;
-};
-type HeartbeatModule = {
-  sendHeartbeat: (
-    config: Config,
-    state?: Record<string, unknown>,
-    options?: Record<string, unknown>,
-  ) => Promise<unknown>;
-};
-
-// The gateway and heartbeat live in src/gateway (another engineer's area): loaded by a computed path so
-// that this command also runs, without them, in a tree where they are missing.
-async function optionalModule<T>(path: string): Promise<T | undefined> {
-  try {
-    return (await import(path)) as T;
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ERR_MODULE_NOT_FOUND') return undefined;
-    throw error;
-  }
-}
 
 export const command: Subcommand = {
   summary: 'Run the node locally: gateway server and the cycle every minute',
@@ -86,31 +65,25 @@ export const command: Subcommand = {
     const cache = new FileResponseCache(values['cache-dir'] ?? DEFAULT_CACHE_DIR);
     const executor = new InProcessExecutor({ config, wallets, logger, cache });
 
-    let gateway: GatewayHandle | undefined;
+    let gateway: GatewayServer | undefined;
     if (!values['no-gateway']) {
-      const gatewayModule = await optionalModule<GatewayModule>('../gateway/server.js');
-      if (!gatewayModule) {
-        logger.warn('gateway server module not available in this build; running the cycle only');
-      } else {
-        try {
-          gateway = await gatewayModule.startGatewayServer(config, {
-            callEndpoint,
-            ...(values.port !== undefined ? { port: Number(values.port) } : {}),
-          });
-        } catch (error) {
-          const code = (error as NodeJS.ErrnoException).code;
-          process.stderr.write(
-            code === 'EADDRINUSE'
-              ? `Cannot start the gateway server: port ${values.port ?? 'configured'} is already in use\n`
-              : `Cannot start the gateway server: ${(error as Error).message}\n`,
-          );
-          return 1;
-        }
+      try {
+        gateway = await startGatewayServer(config, {
+          callEndpoint,
+          ...(values.port !== undefined ? { port: Number(values.port) } : {}),
+        });
+      } catch (error) {
+        const code = (error as NodeJS.ErrnoException).code;
+        process.stderr.write(
+          code === 'EADDRINUSE'
+            ? `Cannot start the gateway server: port ${values.port ?? 'configured'} is already in use\n`
+            : `Cannot start the gateway server: ${errorMessage(error)}\n`,
+        );
+        return 1;
       }
     }
-    const heartbeat = await optionalModule<HeartbeatModule>('../gateway/heartbeat.js');
     // Cycle metrics join the gateway's /metrics; without a gateway they are kept but not served.
-    const metrics = cycleMetrics(gateway?.gateway?.registry ?? createMetricsRegistry());
+    const metrics = cycleMetrics(gateway?.gateway.registry ?? createMetricsRegistry());
 
     let stopping = false;
     let wake: (() => void) | undefined;
@@ -131,16 +104,11 @@ export const command: Subcommand = {
         metrics.observe(summary, (Date.now() - started) / 1000);
       } catch (error) {
         // runCycle isolates chains and providers; anything reaching here is a bug, never fatal for the loop.
-        logger.error({ reason: (error as Error).message }, 'cycle failed');
+        logger.error({ err: errorMessage(error) }, 'cycle failed');
         metrics.observe(undefined, (Date.now() - started) / 1000);
       }
-      if (heartbeat) {
-        try {
-          await heartbeat.sendHeartbeat(config, {}, { logger });
-        } catch (error) {
-          logger.warn({ reason: (error as Error).message }, 'heartbeat failed');
-        }
-      }
+      // sendHeartbeat never throws: a failure is logged and counted.
+      await sendHeartbeat(config, {}, { logger });
       const wait = Math.max(0, intervalMs - (Date.now() - started));
       if (stopping) break;
       await new Promise<void>((resolve) => {

@@ -1,9 +1,11 @@
 // `oracle-node validate -c config.json -s secrets.env [--json]`: 0 valid (warnings printed), 1 invalid,
 // 2 usage or I/O error. Secret values never reach the output: validateConfig redacts its messages.
+
 import { readFile, stat } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
+import { errorMessage } from '../common/errors.js';
 import { type Issue, MAX_CONFIG_BYTES, type ValidationResult, validateConfig } from '../config/index.js';
-import type { Subcommand } from './main.js';
+import type { Subcommand } from './subcommand.js';
 import { type CliIo, processIo, usageError } from './validate-io.js';
 
 const USAGE = `Usage: oracle-node validate -c <config.json> [-s <secrets.env>] [--json]
@@ -25,7 +27,7 @@ function ioMessage(error: unknown): string {
   const e = error as NodeJS.ErrnoException;
   if (e?.code === 'ENOENT') return `No such file: ${e.path}`;
   if (e?.code === 'EACCES') return `Permission denied: ${e.path}`;
-  return error instanceof Error ? error.message : String(error);
+  return errorMessage(error);
 }
 
 const line = (kind: string, issue: Issue) => `  ${kind} ${issue.path || '(root)'}: ${issue.message}\n`;
@@ -50,7 +52,7 @@ export async function runValidate(argv: string[], io: CliIo = processIo): Promis
       allowPositionals: false,
     }));
   } catch (error) {
-    return usageError(io, (error as Error).message, USAGE);
+    return usageError(io, errorMessage(error), USAGE);
   }
   if (values.help) {
     io.stdout(`${USAGE}\n`);

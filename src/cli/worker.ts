@@ -4,13 +4,14 @@
 
 import { readFile } from 'node:fs/promises';
 import { sponsorWallets } from '../chain/sponsor-wallets.js';
+import { errorMessage } from '../common/errors.js';
 import { FileResponseCache } from '../node/cache.js';
-import { workerCache } from '../node/kubernetes.js';
+import { workerKubernetesCache } from '../node/kubernetes/index.js';
 import { createNodeLogger } from '../node/logger.js';
 import { runShard, type ShardInput } from '../node/shard.js';
-import { loadCommandConfig, parseCommandArgs } from './args.js';
+import { engineEnvironment, loadCommandConfig, parseCommandArgs } from './args.js';
 import { DEFAULT_CACHE_DIR } from './coordinator.js';
-import type { Subcommand } from './main.js';
+import type { Subcommand } from './subcommand.js';
 
 const HELP = `Usage: oracle-node worker --shard <file|-> -c config.json [-s secrets.env] [--cache-dir DIR]
 
@@ -40,7 +41,9 @@ export const command: Subcommand = {
     );
     if ('exitCode' in parsed) return parsed.exitCode;
     const { values } = parsed;
-    if (!values.shard || !values.config) {
+    const pod = engineEnvironment();
+    const configPath = values.config ?? pod.configPath;
+    if (!values.shard || !configPath) {
       process.stderr.write(`Missing --shard or -c\n\n${HELP}`);
       return 2;
     }
@@ -49,23 +52,23 @@ export const command: Subcommand = {
       const text = values.shard === '-' ? await readStdin() : await readFile(values.shard, 'utf8');
       shard = JSON.parse(text) as ShardInput;
     } catch (error) {
-      process.stderr.write(`Cannot read the shard: ${(error as Error).message}\n`);
+      process.stderr.write(`Cannot read the shard: ${errorMessage(error)}\n`);
       return 2;
     }
-    const config = await loadCommandConfig(values.config, values.secrets);
+    const config = await loadCommandConfig(configPath, values.secrets);
     if (typeof config === 'number') return config;
-    const logger = createNodeLogger(config.nodeSettings);
+    const logger = createNodeLogger(config.nodeSettings, pod);
     try {
       const output = await runShard(shard, {
         config,
         wallets: sponsorWallets(config.nodeSettings.nodeWalletMnemonic),
         logger,
-        cache: (await workerCache()) ?? new FileResponseCache(values['cache-dir'] ?? DEFAULT_CACHE_DIR),
+        cache: (await workerKubernetesCache()) ?? new FileResponseCache(values['cache-dir'] ?? DEFAULT_CACHE_DIR),
       });
       process.stdout.write(`${JSON.stringify(output)}\n`);
       return 0;
     } catch (error) {
-      process.stderr.write(`Shard failed: ${(error as Error).message}\n`);
+      process.stderr.write(`Shard failed: ${errorMessage(error)}\n`);
       return 1;
     }
   },

@@ -3,17 +3,19 @@
 // airnode-facts §10. Reference names (airnodeWalletMnemonic, AirnodeRrp, AirnodeRrpDryRun) are accepted
 // as aliases and normalised to the canonical names (nodeWalletMnemonic, NodeRrp, NodeRrpDryRun) in the output.
 import { z } from 'zod';
-import { deriveEndpointId, deriveTemplateIdV0 } from '../chain/ids.js';
-import { deriveNodeAddress, isValidMnemonic } from '../chain/wallet.js';
+import { BYTES32_PATTERN, deriveEndpointId, deriveTemplateIdV0, isBytes32 } from '../protocol/ids.js';
+import { deriveNodeAddress, isValidMnemonic } from '../protocol/wallet.js';
 import { oisSchema, RELAY_SCHEME_TYPES } from './ois.js';
 import { PUBLIC_DEPLOYMENTS } from './references.js';
+
+/** The port the gateway server listens on when nothing says otherwise (cloudProvider.gatewayServerPort). */
+export const DEFAULT_GATEWAY_SERVER_PORT = 3000;
 
 // How a value refers to secrets.env (kept out of string literals that look like templates).
 const SECRET_REF = '$' + '{NAME}';
 
 export const SUPPORTED_NODE_VERSIONS = ['0.15.0'] as const;
 
-const BYTES32 = /^0x[a-fA-F0-9]{64}$/;
 const EVEN_HEX = /^0x([0-9a-fA-F]{2})*$/;
 
 export const evmAddressSchema = z
@@ -22,7 +24,7 @@ export const evmAddressSchema = z
   .describe('EVM address (0x + 40 hex characters)');
 export const bytes32Schema = z
   .string()
-  .regex(BYTES32, 'Expected 0x followed by 64 hex characters')
+  .regex(BYTES32_PATTERN, 'Expected 0x followed by 64 hex characters')
   .describe('32-byte identifier (0x + 64 hex characters)');
 export const chainIdSchema = z
   .string()
@@ -395,7 +397,7 @@ export const cloudProviderSchema = z
           .int()
           .min(1)
           .max(65535)
-          .default(3000)
+          .default(DEFAULT_GATEWAY_SERVER_PORT)
           .describe('Port of the gateway inside the container; default 3000'),
       }),
       z.strictObject({
@@ -588,7 +590,7 @@ function checkConfigReferences(config: ConfigShape, ctx: z.RefinementCtx): void 
     const nodeAddress = cachedNodeAddress(mnemonic);
     config.templates.forEach((template, index) => {
       // Format issues of the fields are continuable in zod, so this runs on unchecked strings too.
-      if (!BYTES32.test(template.endpointId) || !EVEN_HEX.test(template.encodedParameters)) return;
+      if (!isBytes32(template.endpointId) || !EVEN_HEX.test(template.encodedParameters)) return;
       const expected = deriveTemplateIdV0(nodeAddress, template.endpointId, template.encodedParameters);
       if (expected !== template.templateId) {
         ctx.addIssue({

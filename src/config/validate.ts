@@ -1,6 +1,7 @@
 // validateConfig: JSON text (or a parsed object) + secrets -> every error and warning at once, as
 // {path, message}. It never throws on user input, and no message carries a secret value.
 import type { z } from 'zod';
+import { errorMessage } from '../common/errors.js';
 import { oisSchema } from './ois.js';
 import { formatPath } from './paths.js';
 import { type Config, configSchema } from './schema.js';
@@ -29,7 +30,7 @@ export const MAX_NESTING_DEPTH = 256;
 
 /** Turns a JSON.parse failure into "line L, column C: reason". */
 export function describeJsonError(text: string, error: unknown): string {
-  const reason = error instanceof Error ? error.message : String(error);
+  const reason = errorMessage(error);
   const position = /at position (\d+)/.exec(reason);
   // V8 quotes a snippet of the text; the line and column say where, so drop it.
   const cleaned = reason

@@ -2,11 +2,11 @@
 // a monitoring service this node is alive and where its gateways are. It never throws: a failure is logged
 // and counted, and the cycle goes on.
 import type { Registry } from 'prom-client';
-import { deriveDeploymentId } from '../chain/ids.js';
-import { nodeWallet } from '../chain/wallet.js';
-import type { Config } from '../config/index.js';
+import { type Config, DEFAULT_GATEWAY_SERVER_PORT } from '../config/index.js';
 import { counter, type Logger, silentLogger } from '../observability/index.js';
-import { DEFAULT_PORT, HTTP_BASE_PATH, HTTP_SIGNED_DATA_BASE_PATH, OEV_BASE_PATH } from './server.js';
+import { deriveDeploymentId } from '../protocol/ids.js';
+import { nodeWallet } from '../protocol/wallet.js';
+import { HTTP_BASE_PATH, HTTP_SIGNED_DATA_BASE_PATH, OEV_BASE_PATH } from './server.js';
 import type { NodeSigner } from './signing.js';
 
 export const HEARTBEAT_API_KEY_HEADER = 'airnode-heartbeat-api-key';
@@ -34,7 +34,7 @@ export type HeartbeatOutcome =
   | { sent: false; reason: 'failed'; error: string; payload?: string };
 
 function localGatewayUrl(port: number | undefined, path: string): string {
-  return `http://localhost:${port || DEFAULT_PORT}${path}`;
+  return `http://localhost:${port || DEFAULT_GATEWAY_SERVER_PORT}${path}`;
 }
 
 /** The payload string exactly as the reference builds it: keys in this order, optional ones omitted. */
@@ -107,7 +107,7 @@ export async function sendHeartbeat(
     const message = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
     results?.inc({ outcome: 'failure' });
     // The URL may carry a token and is registered as a secret by the loader; the logger redacts it.
-    logger.error({ error: message }, 'Failed to send heartbeat');
+    logger.error({ err: message }, 'Failed to send heartbeat');
     return { sent: false, reason: 'failed', error: message, ...(payload ? { payload } : {}) };
   }
 }

@@ -8,8 +8,7 @@ import type { AddressInfo, Socket } from 'node:net';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import type { Registry } from 'prom-client';
 import { z } from 'zod';
-import { nodeWallet } from '../chain/wallet.js';
-import type { Config } from '../config/index.js';
+import { type Config, DEFAULT_GATEWAY_SERVER_PORT } from '../config/index.js';
 import {
   counter,
   createLogger,
@@ -23,6 +22,7 @@ import {
 } from '../observability/index.js';
 import { decodeParameters } from '../ois/abi.js';
 import type { ApiCredential, EndpointCall, EndpointResult, Ois } from '../ois/index.js';
+import { nodeWallet } from '../protocol/wallet.js';
 import {
   type NodeSigner,
   signHttpSignedData,
@@ -31,7 +31,6 @@ import {
   verifySignOevDataRequest,
 } from './signing.js';
 
-export const DEFAULT_PORT = 3000;
 export const DEFAULT_PATH_KEY = '01234567-abcd-abcd-abcd-012345678abc';
 export const HTTP_BASE_PATH = '/http-data';
 export const HTTP_SIGNED_DATA_BASE_PATH = '/http-signed-data';
@@ -511,7 +510,7 @@ export type GatewayServer = {
 
 export function configuredPort(config: Config): number {
   const cloudProvider = config.nodeSettings.cloudProvider as { type: string; gatewayServerPort?: number };
-  return (cloudProvider.type === 'local' && cloudProvider.gatewayServerPort) || DEFAULT_PORT;
+  return (cloudProvider.type === 'local' && cloudProvider.gatewayServerPort) || DEFAULT_GATEWAY_SERVER_PORT;
 }
 
 /** The real engine, loaded on first use so that an app with an injected engine does not pull it in. */

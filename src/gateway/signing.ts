@@ -17,7 +17,8 @@ import {
   solidityPackedKeccak256,
 } from 'ethers';
 import { z } from 'zod';
-import { deriveTemplateIdV1 } from '../chain/ids.js';
+import { errorMessage } from '../common/errors.js';
+import { deriveTemplateIdV1 } from '../protocol/ids.js';
 
 const abi = AbiCoder.defaultAbiCoder();
 
@@ -235,7 +236,7 @@ export function verifySignOevDataRequest(
       beaconId: deriveBeaconId(beacon.airnodeAddress, beacon.templateId),
     }));
   } catch (error) {
-    return failure('Some of the beacons are invalid', (error as Error).message);
+    return failure('Some of the beacons are invalid', errorMessage(error));
   }
 
   const majority = Math.floor(beaconsWithIds.length / 2) + 1;
@@ -250,7 +251,7 @@ export function verifySignOevDataRequest(
   try {
     decoded = beaconsWithData.map((beacon) => decodeBeacon(beacon, nowMs));
   } catch (error) {
-    return failure('Not enough beacons with valid data to proceed', (error as Error).message);
+    return failure('Not enough beacons with valid data to proceed', errorMessage(error));
   }
 
   const values = decoded.map((beacon) => beacon.decodedValue);
@@ -276,7 +277,7 @@ export function verifySignOevDataRequest(
     );
     return { success: true, oevUpdateHash, beacons: decoded };
   } catch (error) {
-    return failure('Error deriving OEV update hash', (error as Error).message);
+    return failure('Error deriving OEV update hash', errorMessage(error));
   }
 }
 

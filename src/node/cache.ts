@@ -3,6 +3,7 @@
 // files (one per request, written atomically); the operator supplies its own store behind the same interface.
 import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { isBytes32 } from '../protocol/ids.js';
 
 export type CachedResponse = { encodedValue: string; signature: string };
 
@@ -11,13 +12,11 @@ export interface ResponseCache {
   set(requestId: string, value: CachedResponse): Promise<void>;
 }
 
-const REQUEST_ID = /^0x[0-9a-fA-F]{64}$/;
-
 export class FileResponseCache implements ResponseCache {
   constructor(readonly directory: string) {}
 
   private path(requestId: string): string {
-    if (!REQUEST_ID.test(requestId)) throw new Error('cache key must be a requestId');
+    if (!isBytes32(requestId)) throw new Error('cache key must be a requestId');
     return join(this.directory, `requestId-${requestId.toLowerCase()}`);
   }
 

@@ -9,6 +9,7 @@ import { applyChainLimit, type DiscoveredApiCall, filterByMinConfirmations } fro
 import { RpcClient, withTimeout } from '../chain/rpc.js';
 import { type SponsorWallets, sponsorWallets } from '../chain/sponsor-wallets.js';
 import { DEFAULT_MIN_CONFIRMATIONS, type WithdrawalRequest } from '../chain/types.js';
+import { errorMessage } from '../common/errors.js';
 import type { Config } from '../config/index.js';
 import type { ShardExecutor, ShardResult } from './executor.js';
 import type { Logger } from './logger.js';
@@ -103,7 +104,7 @@ export async function planChainShards(
         };
       } catch (error) {
         deps.logger.warn(
-          { chainId: chain.id, provider: name, reason: (error as Error).message },
+          { chainId: chain.id, provider: name, err: errorMessage(error) },
           'provider unavailable this cycle',
         );
         return {
@@ -112,7 +113,7 @@ export async function planChainShards(
             chainId: chain.id,
             provider: name,
             ok: false,
-            error: (error as Error).message,
+            error: errorMessage(error),
             rpcCalls: client.calls,
           },
         };
@@ -208,7 +209,7 @@ export async function runCycle(config: Config, deps: CycleDeps): Promise<CycleSu
         const timings = { discoveryMs: discovered - started, shardsMs: performance.now() - discovered };
         return { planned, results, timings };
       } catch (error) {
-        deps.logger.error({ chainId: chain.id, reason: (error as Error).message }, 'chain cycle failed');
+        deps.logger.error({ chainId: chain.id, err: errorMessage(error) }, 'chain cycle failed');
         return undefined;
       }
     }),

@@ -1,5 +1,7 @@
 // Shard executors. The interface is deliberately small and JSON-only so that a Kubernetes-Jobs
 // executor can run each shard as `oracle-node worker --shard <file>` in another pod.
+
+import { errorMessage } from '../common/errors.js';
 import { mapLimit, runShard, type ShardContext, type ShardInput, type ShardOutput } from './shard.js';
 
 export type ShardResult =
@@ -20,14 +22,14 @@ export class InProcessExecutor implements ShardExecutor {
         return { ok: true, output: await runShard(shard, this.context) };
       } catch (error) {
         this.context.logger.error(
-          { chainId: shard.chainId, sponsorWallet: shard.sponsorWallet, reason: (error as Error).message },
+          { chainId: shard.chainId, sponsorWallet: shard.sponsorWallet, err: errorMessage(error) },
           'shard failed',
         );
         return {
           ok: false,
           chainId: shard.chainId,
           sponsorWallet: shard.sponsorWallet,
-          error: (error as Error).message,
+          error: errorMessage(error),
         };
       }
     });

@@ -12,11 +12,15 @@ import {
 
 export type { Logger };
 
-export function createNodeLogger(settings: { logFormat?: LogFormat; logLevel?: LogLevel } = {}): Logger {
+/** `oracleNode` names the OracleNode a pod runs for (the contract's ORACLE_NODE_NAME), bound into every line. */
+export function createNodeLogger(
+  settings: { logFormat?: LogFormat; logLevel?: LogLevel } = {},
+  context: { oracleNode?: string } = {},
+): Logger {
   return createLogger({
     format: settings.logFormat ?? 'json',
     level: settings.logLevel ?? 'INFO',
-    bindings: { component: 'node' },
+    bindings: { component: 'node', ...context },
     destination: pino.destination({ dest: 2, sync: true }),
   });
 }

@@ -21,6 +21,7 @@ import { RpcClient, RpcTransportError } from '../chain/rpc.js';
 import type { SponsorWallets } from '../chain/sponsor-wallets.js';
 import { dryRunAddressOf, rrpAddressOf, type WithdrawalRequest } from '../chain/types.js';
 import { type PlannedWithdrawal, planWithdrawal } from '../chain/withdrawals.js';
+import { errorMessage } from '../common/errors.js';
 import type { Config } from '../config/index.js';
 import { getReservedParameterValue } from '../ois/reserved.js';
 import type { Ois } from '../ois/types.js';
@@ -292,7 +293,7 @@ export async function runShard(shard: ShardInput, context: ShardContext): Promis
           nonce++;
         } catch (error) {
           if (error instanceof RpcTransportError) throw error;
-          const message = (error as Error).message;
+          const message = errorMessage(error);
           outcomes.push({
             id: itemId(item),
             kind: item.kind,
@@ -316,7 +317,7 @@ export async function runShard(shard: ShardInput, context: ShardContext): Promis
       // Keep what was sent; the rest goes to the next provider.
       const done = new Set(outcomes.map((o) => o.id));
       pending = pending.filter((item) => !done.has(itemId(item)));
-      logger.warn({ provider: providerName, reason: (error as Error).message }, 'provider failed; trying the next one');
+      logger.warn({ provider: providerName, err: errorMessage(error) }, 'provider failed; trying the next one');
     } finally {
       rpcCalls += client.calls;
     }

@@ -4,6 +4,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Registry } from 'prom-client';
+import { errorMessage } from '../common/errors.js';
 
 export type Readiness = { ready: boolean; reason?: string };
 
@@ -58,7 +59,7 @@ export function observabilityHandler(options: ObservabilityOptions) {
         readiness.ready ? { status: 'ready' } : { status: 'not ready', reason: readiness.reason ?? 'not ready' },
       );
     } catch (error) {
-      sendJson(res, 500, { message: `Error: ${error instanceof Error ? error.message : String(error)}` });
+      sendJson(res, 500, { message: `Error: ${errorMessage(error)}` });
     }
   };
 }

@@ -2,6 +2,7 @@
 // Pipeline as the reference's callApi (airnode-facts §3 step 7, §5, §8): pre-processing -> defaults ->
 // HTTP request -> post-processing -> reserved-parameter extraction and encoding. Never throws: every
 // failure is { success: false, errorMessage }, with rawValue when the API answered but encoding failed.
+import { errorMessage } from '../common/errors.js';
 import { callApi } from './api-client.js';
 import { postProcessResponse, preProcessEndpointParameters } from './processing.js';
 import { buildRequest, findEndpoint, type RequestMetadata } from './request.js';
@@ -30,10 +31,6 @@ export type EndpointCall = {
 export type EndpointResult =
   | { success: true; rawValue: unknown; encodedValue: string; values: unknown[]; timestamp?: number }
   | { success: false; errorMessage: string; rawValue?: unknown };
-
-function errorMessage(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}
 
 function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);

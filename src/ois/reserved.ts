@@ -4,6 +4,7 @@
 // docs/ois-engine.md (array leaves are cast by their declared type, the size limit applies to every
 // response, path segments only read own properties, "-0" is printed "0").
 import { encodeBytes32String, isAddress, toUtf8Bytes } from 'ethers';
+import { errorMessage } from '../common/errors.js';
 import { encodeAbi } from './abi-words.js';
 import { type Decimal, multiply, parseDecimalLike, truncateToIntegerString } from './decimal.js';
 import type { Endpoint } from './types.js';
@@ -282,7 +283,7 @@ function encode(types: string[], values: unknown[]): string {
   try {
     return encodeAbi(types.map(solidityType), values);
   } catch (error) {
-    throw new Error(`Unable to encode the value as ${types.join(',')}: ${(error as Error).message}`);
+    throw new Error(`Unable to encode the value as ${types.join(',')}: ${errorMessage(error)}`);
   }
 }
 

@@ -3,7 +3,9 @@
 // status current. Every write is skipped when the cluster already matches, so a no-op resync writes nothing.
 
 import type { KubernetesObject, V1ConfigMap, V1CronJob, V1Deployment, V1Job, V1Secret } from '@kubernetes/client-node';
-import { deriveNodeAddress } from '../chain/wallet.js';
+import { errorMessage } from '../common/errors.js';
+import { LABELS, parseCycleReport } from '../contract/pods.js';
+import { deriveNodeAddress } from '../protocol/wallet.js';
 import {
   type BuildInput,
   buildChildren,
@@ -29,7 +31,6 @@ import {
   CONTROLLER_NAME,
   isPaused,
   KINDS,
-  LABELS,
   MANAGED_SELECTOR,
   type OracleNode,
   type OracleNodeStatus,
@@ -44,20 +45,23 @@ import type {
   WatchSpec,
 } from './runtime/types.js';
 import {
-  type ConditionInput,
+  applyFailedCondition,
   cronJobHasActiveJobs,
   deploymentAvailable,
   deploymentReady,
+  invalidConfigConditions,
   jobActive,
   lastCycle,
   mergeConditions,
-  parseCycleReport,
+  nodeConditions,
+  PAUSED_CONDITION,
   statusEqual,
+  type WorkloadObservation,
 } from './status.js';
 
 export type OracleNodeReconcilerOptions = {
   settings?: Partial<OperatorSettings>;
-  /** Full config validation; defaults to the config model (or the built-in check until it is present). */
+  /** Full config validation; defaults to the config model (validateNodeConfig). */
   validateConfig?: ConfigValidator;
   /** Periodic reconcile of a settled node, a safety net beside the watches (Secrets included). */
   resyncMs?: number;
@@ -91,22 +95,27 @@ type SecretRead =
   | { ok: true; values: Record<string, string>; hash: string; name?: string }
   | { ok: false; reason: 'SecretNotFound'; message: string };
 
-const nodeAddressCache = new Map<string, string>();
+type ConfigRejection = { reason: string; message: string; requeueAfterMs: number };
+type LoadedConfig = { ok: true; input: BuildInput; warnings: string | undefined } | ({ ok: false } & ConfigRejection);
 
-/** Deriving the address costs a few ms of PBKDF2: memoised by the mnemonic's hash. */
-function nodeAddressOf(mnemonic: string): string | undefined {
-  const key = hashOf(mnemonic);
-  let address = nodeAddressCache.get(key);
-  if (!address) {
-    try {
-      address = deriveNodeAddress(mnemonic);
-    } catch {
-      return undefined;
+/** Node addresses by the mnemonic's hash: deriving one costs a few ms of PBKDF2. Bounded. */
+class NodeAddresses {
+  private readonly byMnemonicHash = new Map<string, string>();
+
+  of(mnemonic: string): string | undefined {
+    const key = hashOf(mnemonic);
+    let address = this.byMnemonicHash.get(key);
+    if (!address) {
+      try {
+        address = deriveNodeAddress(mnemonic);
+      } catch {
+        return undefined;
+      }
+      if (this.byMnemonicHash.size > 10_000) this.byMnemonicHash.clear();
+      this.byMnemonicHash.set(key, address);
     }
-    if (nodeAddressCache.size > 10_000) nodeAddressCache.clear();
-    nodeAddressCache.set(key, address);
+    return address;
   }
-  return address;
 }
 
 function decodeSecret(secret: V1Secret): Record<string, string> {
@@ -143,6 +152,7 @@ export class OracleNodeReconciler implements Reconciler {
   private readonly waitPollMs: number;
   private readonly now: () => Date;
   private readonly metrics: OracleNodeMetrics | undefined;
+  private readonly nodeAddresses = new NodeAddresses();
 
   constructor(options: OracleNodeReconcilerOptions = {}) {
     this.settings = { ...DEFAULT_SETTINGS, ...options.settings };
@@ -153,6 +163,10 @@ export class OracleNodeReconciler implements Reconciler {
     this.metrics = options.metrics;
   }
 
+  /**
+   * One pass over a node: load and validate its config, apply the current stage's children in order, move a stage
+   * rollout on, observe the workloads, and write the status they add up to.
+   */
   async reconcile(key: ObjectKey, context: ReconcileContext): Promise<ReconcileResult> {
     const node = context.cache.get<OracleNode>(KINDS.oracleNode, key);
     // Deleted: the children go with it through their owner references.
@@ -160,65 +174,75 @@ export class OracleNodeReconciler implements Reconciler {
       this.metrics?.forget(key);
       return undefined;
     }
-    const generation = node.metadata.generation;
     const now = this.now().toISOString();
-    const status: OracleNodeStatus = structuredClone(node.status ?? {});
-
     if (isPaused(node)) {
-      status.conditions = mergeConditions(
-        status.conditions,
-        [
-          {
-            type: 'Progressing',
-            status: 'False',
-            reason: 'Paused',
-            message: 'Reconciliation is paused by the annotation oracle-node.io/paused="true"',
-          },
-        ],
-        now,
-      );
-      await this.writeStatus(node, status, context);
+      const conditions = mergeConditions(node.status?.conditions, [PAUSED_CONDITION], now);
+      await this.writeStatus(node, { ...structuredClone(node.status ?? {}), conditions }, context);
       return undefined;
     }
+    const loaded = await this.loadConfig(node, context);
+    if (!loaded.ok) return this.rejectConfig({ node, context, now, rejection: loaded });
+    const { input } = loaded;
 
+    const rollout = this.rolloutState(node, input.config, context);
+    const children = buildChildren(input, { holdForRollout: rollout.oldStages.length > 0 });
+    await this.applyChildren({ node, children, context, now });
+    await this.pruneUnwanted(node, rollout.stage, children, context);
+    const rolloutMessage = await this.advanceRollout(node, rollout, children, context);
+
+    const observed = this.observeWorkloads(input, context);
+    const status = this.computeStatus({ input, observed, warnings: loaded.warnings, rollout, rolloutMessage, now });
+    await this.writeStatus(node, status, context);
+    const waiting = rolloutMessage !== undefined || !observed.gateway.ready;
+    return { requeueAfterMs: waiting ? this.waitPollMs : this.resyncMs };
+  }
+
+  /** The node's config validated with its Secret's values, or why it cannot be applied. */
+  private async loadConfig(node: OracleNode, context: ReconcileContext): Promise<LoadedConfig> {
     const secret = await this.readSecret(node, context);
-    if (!secret.ok) {
-      return this.rejectConfig(node, status, context, now, 'SecretNotFound', secret.message, this.waitPollMs);
-    }
+    if (!secret.ok)
+      return { ok: false, reason: secret.reason, message: secret.message, requeueAfterMs: this.waitPollMs };
     const rawConfig = (node.spec?.config ?? {}) as Record<string, unknown>;
     const validation = this.validate(rawConfig, secret.values);
     if (!validation.ok) {
       const reason = validation.errors.some(isMissingSecretIssue) ? 'SecretKeyMissing' : 'ValidationFailed';
-      return this.rejectConfig(node, status, context, now, reason, formatIssues(validation.errors), this.resyncMs);
+      return { ok: false, reason, message: formatIssues(validation.errors), requeueAfterMs: this.resyncMs };
     }
-    const config = validation.config;
     const input: BuildInput = {
       node,
-      config,
+      config: validation.config,
       rawConfig,
       secretHash: secret.hash,
       settings: this.settings,
       ...(secret.name ? { secretName: secret.name } : {}),
     };
+    const warnings = validation.warnings.length > 0 ? formatIssues(validation.warnings) : undefined;
+    return { ok: true, input, warnings };
+  }
 
-    const rollout = this.rolloutState(node, config, context);
-    const children = buildChildren(input, { holdForRollout: rollout.oldStages.length > 0 });
+  /**
+   * Applies the children that differ from the cluster: everything the coordinator needs first, together, and the
+   * CronJob last, so it never starts a cycle without its config, RBAC or cache in place. A failure is reported as
+   * Degraded (status and a Warning Event) and thrown, so the work queue retries with backoff.
+   */
+  private async applyChildren(step: {
+    node: OracleNode;
+    children: { kind: ResourceKind; object: Child }[];
+    context: ReconcileContext;
+    now: string;
+  }): Promise<void> {
+    const { node, children, context, now } = step;
+    const pending = children
+      .map(({ kind, object }) => ({ kind, desired: withAppliedHash(object) }))
+      .filter(({ kind, desired }) =>
+        needsApply(
+          desired,
+          context.cache.get<Child>(kind, { namespace: node.metadata.namespace, name: desired.metadata.name }),
+        ),
+      );
+    const batches = [pending.filter((c) => c.kind !== KINDS.cronJob), pending.filter((c) => c.kind === KINDS.cronJob)];
     try {
-      const pending = children
-        .map(({ kind, object }) => ({ kind, desired: withAppliedHash(object) }))
-        .filter(({ kind, desired }) =>
-          needsApply(
-            desired,
-            context.cache.get<Child>(kind, { namespace: key.namespace, name: desired.metadata.name }),
-          ),
-        );
-      // Everything the coordinator needs goes first, together; the CronJob last, so it never starts a cycle
-      // without its config, RBAC or cache in place.
-      const [first, last] = [
-        pending.filter((c) => c.kind !== KINDS.cronJob),
-        pending.filter((c) => c.kind === KINDS.cronJob),
-      ];
-      for (const batch of [first, last]) {
+      for (const batch of batches) {
         await Promise.all(
           batch.map(({ kind, desired }) => {
             context.logger.debug({ kind: kind.kind, child: desired.metadata.name }, 'applying child');
@@ -227,125 +251,97 @@ export class OracleNodeReconciler implements Reconciler {
         );
       }
     } catch (error) {
+      const message = errorMessage(error).slice(0, 500);
+      const status: OracleNodeStatus = structuredClone(node.status ?? {});
       status.conditions = mergeConditions(
         status.conditions,
-        [{ type: 'Degraded', status: 'True', reason: 'ApplyFailed', message: (error as Error).message.slice(0, 500) }],
+        [applyFailedCondition(message)],
         now,
-        generation,
+        node.metadata.generation,
       );
       await this.writeStatus(node, status, context).catch(() => undefined);
-      context.events.record(node, 'Warning', 'ApplyFailed', (error as Error).message.slice(0, 500));
+      context.events.record(node, 'Warning', 'ApplyFailed', message);
       throw error;
     }
+  }
 
-    await this.pruneUnwanted(node, config.nodeSettings.stage, children, context);
-    const rolloutMessage = await this.advanceRollout(node, rollout, children, context);
-    const stage = config.nodeSettings.stage;
+  /** What the status reports about the running workloads: the gateway Deployment and the last cycle. */
+  private observeWorkloads(input: BuildInput, context: ReconcileContext): WorkloadObservation {
+    const { node } = input;
+    const namespace = node.metadata.namespace;
+    const stage = input.config.nodeSettings.stage;
     const names = childNames(node.metadata.name, stage);
-    const gatewayWanted = gatewayEnabled(input);
-    const gateway = gatewayWanted
-      ? context.cache.get<V1Deployment>(KINDS.deployment, { namespace: key.namespace, name: names.gateway })
+    const wanted = gatewayEnabled(input);
+    const deployment = wanted
+      ? context.cache.get<V1Deployment>(KINDS.deployment, { namespace, name: names.gateway })
       : undefined;
-    const gatewayIsReady = !gatewayWanted || deploymentReady(gateway);
-    const cycle = lastCycle(
-      context.cache
-        .list<V1Job>(KINDS.job, key.namespace, { [LABELS.name]: node.metadata.name, [LABELS.component]: 'coordinator' })
-        .filter((job) => job.metadata?.labels?.[LABELS.stage] === stage),
-      parseCycleReport(
-        context.cache.get<V1ConfigMap>(KINDS.configMap, { namespace: key.namespace, name: names.cycle })?.data,
-      ),
+    const coordinatorJobs = context.cache
+      .list<V1Job>(KINDS.job, namespace, { [LABELS.name]: node.metadata.name, [LABELS.component]: 'coordinator' })
+      .filter((job) => job.metadata?.labels?.[LABELS.stage] === stage);
+    const report = parseCycleReport(
+      context.cache.get<V1ConfigMap>(KINDS.configMap, { namespace, name: names.cycle })?.data,
     );
-
-    const conditions: ConditionInput[] = [
-      {
-        type: 'ConfigValid',
-        status: 'True',
-        reason: 'Valid',
-        message:
-          validation.warnings.length > 0
-            ? `warnings: ${formatIssues(validation.warnings)}`
-            : 'The config passed full validation',
-      },
-    ];
-    if (rolloutMessage) {
-      conditions.push({ type: 'Progressing', status: 'True', reason: 'StageRollout', message: rolloutMessage });
-      conditions.push({ type: 'Ready', status: 'False', reason: 'StageRollout', message: rolloutMessage });
-    } else if (!gatewayIsReady) {
-      const message = `Gateway Deployment ${names.gateway} is rolling out`;
-      conditions.push({ type: 'Progressing', status: 'True', reason: 'GatewayRollingOut', message });
-      // A rolling update keeps every replica available (maxUnavailable 0): still serving, so still Ready.
-      conditions.push(
-        deploymentAvailable(gateway)
-          ? { type: 'Ready', status: 'True', reason: 'Ready', message: `Stage ${stage} is serving; ${message}` }
-          : { type: 'Ready', status: 'False', reason: 'GatewayNotReady', message },
-      );
-    } else {
-      conditions.push({
-        type: 'Progressing',
-        status: 'False',
-        reason: 'Reconciled',
-        message: 'All children match the spec',
-      });
-      conditions.push({ type: 'Ready', status: 'True', reason: 'Ready', message: `Stage ${stage} is serving` });
-    }
-    conditions.push(
-      cycle?.outcome === 'Failed'
-        ? { type: 'Degraded', status: 'True', reason: 'CycleFailed', message: `Coordinator Job ${cycle.job} failed` }
-        : { type: 'Degraded', status: 'False', reason: 'AsExpected', message: 'No failure observed' },
-    );
-
-    const next: OracleNodeStatus = {
-      conditions: mergeConditions(status.conditions, conditions, now, generation),
+    return {
       stage,
+      gateway: {
+        name: names.gateway,
+        wanted,
+        ready: !wanted || deploymentReady(deployment),
+        available: deploymentAvailable(deployment),
+      },
+      cycle: lastCycle(coordinatorJobs, report),
+    };
+  }
+
+  private computeStatus(step: {
+    input: BuildInput;
+    observed: WorkloadObservation;
+    warnings: string | undefined;
+    rollout: { oldStages: string[] };
+    rolloutMessage: string | undefined;
+    now: string;
+  }): OracleNodeStatus {
+    const { input, observed, warnings, rollout, rolloutMessage, now } = step;
+    const { node, config } = input;
+    const generation = node.metadata.generation;
+    const conditions = nodeConditions({ observed, configWarnings: warnings, rolloutMessage });
+    const next: OracleNodeStatus = {
+      conditions: mergeConditions(node.status?.conditions, conditions, now, generation),
+      stage: observed.stage,
       chains: config.chains.length,
       chainIds: config.chains.map((chain) => String(chain.id)),
     };
     if (generation !== undefined) next.observedGeneration = generation;
-    const address = nodeAddressOf(config.nodeSettings.nodeWalletMnemonic);
+    const address = this.nodeAddresses.of(config.nodeSettings.nodeWalletMnemonic);
     if (address) next.nodeAddress = address;
     if (rollout.oldStages.length > 0 && rolloutMessage) next.previousStage = rollout.oldStages.join(',');
     const urls = gatewayUrls(input);
     if (Object.keys(urls).length > 0) next.gatewayUrls = urls;
-    if (cycle) next.lastCycle = cycle;
-    await this.writeStatus(node, next, context);
-
-    const waiting = rolloutMessage !== undefined || !gatewayIsReady;
-    return { requeueAfterMs: waiting ? this.waitPollMs : this.resyncMs };
+    if (observed.cycle) next.lastCycle = observed.cycle;
+    return next;
   }
 
   /** Invalid config or missing Secret: say so, and leave every child exactly as it is (the last good state). */
-  private async rejectConfig(
-    node: OracleNode,
-    status: OracleNodeStatus,
-    context: ReconcileContext,
-    now: string,
-    reason: string,
-    message: string,
-    requeueAfterMs: number,
-  ): Promise<ReconcileResult> {
+  private async rejectConfig(step: {
+    node: OracleNode;
+    context: ReconcileContext;
+    now: string;
+    rejection: ConfigRejection;
+  }): Promise<ReconcileResult> {
+    const { node, context, now, rejection } = step;
     const hasWorkloads =
       context.cache.list(KINDS.cronJob, node.metadata.namespace, { [LABELS.name]: node.metadata.name }).length > 0;
-    const next: OracleNodeStatus = { ...status };
+    const next: OracleNodeStatus = structuredClone(node.status ?? {});
     if (node.metadata.generation !== undefined) next.observedGeneration = node.metadata.generation;
     next.conditions = mergeConditions(
-      status.conditions,
-      [
-        { type: 'ConfigValid', status: 'False', reason, message },
-        { type: 'Ready', status: 'False', reason: 'ConfigInvalid', message: `The spec cannot be applied: ${message}` },
-        {
-          type: 'Degraded',
-          status: 'True',
-          reason: 'ConfigInvalid',
-          message: hasWorkloads ? 'The last valid configuration keeps running unchanged' : 'Nothing is running yet',
-        },
-        { type: 'Progressing', status: 'False', reason: 'ConfigInvalid', message: 'Waiting for a valid config' },
-      ],
+      node.status?.conditions,
+      invalidConfigConditions(rejection.reason, rejection.message, hasWorkloads),
       now,
       node.metadata.generation,
     );
-    if (!statusEqual(next, node.status)) context.events.record(node, 'Warning', reason, message);
+    if (!statusEqual(next, node.status)) context.events.record(node, 'Warning', rejection.reason, rejection.message);
     await this.writeStatus(node, next, context);
-    return { requeueAfterMs };
+    return { requeueAfterMs: rejection.requeueAfterMs };
   }
 
   private async readSecret(node: OracleNode, context: ReconcileContext): Promise<SecretRead> {

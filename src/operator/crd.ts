@@ -3,17 +3,8 @@
 // anyOf/oneOf, properties and additionalProperties never together), so the JSON Schema that zod emits is
 // converted here; what cannot be expressed becomes x-kubernetes-preserve-unknown-fields and is left to the
 // operator's full validation, which reports path-addressed errors in the ConfigValid condition.
-import {
-  DEFAULT_GATEWAY_PORT,
-  DEFAULT_IMAGE,
-  DEFAULT_SCHEDULE,
-  GROUP,
-  KIND,
-  PLURAL,
-  SHORT_NAME,
-  SINGULAR,
-  VERSION,
-} from './resource.js';
+import { DEFAULT_GATEWAY_SERVER_PORT } from '../config/index.js';
+import { DEFAULT_IMAGE, DEFAULT_SCHEDULE, GROUP, KIND, PLURAL, SHORT_NAME, SINGULAR, VERSION } from './resource.js';
 
 export type JsonSchema = { [key: string]: unknown };
 export type StructuralSchema = {
@@ -438,12 +429,12 @@ function workloadProperties(): Record<string, StructuralSchema> {
               default: 'ClusterIP',
             },
             port: {
-              description: `Service port. Default ${DEFAULT_GATEWAY_PORT}.`,
+              description: `Service port. Default ${DEFAULT_GATEWAY_SERVER_PORT}.`,
               type: 'integer',
               format: 'int32',
               minimum: 1,
               maximum: 65535,
-              default: DEFAULT_GATEWAY_PORT,
+              default: DEFAULT_GATEWAY_SERVER_PORT,
             },
           },
         },

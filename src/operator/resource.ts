@@ -1,6 +1,7 @@
 // The OracleNode resource: its API coordinates, the TypeScript shape of spec and status, the kinds of its
 // children, and the labels/annotations the operator puts on everything it manages.
 import type { KubernetesObject, V1Affinity, V1ResourceRequirements, V1Toleration } from '@kubernetes/client-node';
+import { LABELS, type SponsorWalletReport } from '../contract/pods.js';
 import type { ResourceKind } from './runtime/types.js';
 
 export const GROUP = 'oracle-node.io';
@@ -15,17 +16,7 @@ export const CONTROLLER_NAME = 'oraclenode';
 
 export const DEFAULT_IMAGE = 'oracle-node:0.1.0';
 export const DEFAULT_SCHEDULE = '* * * * *';
-export const DEFAULT_GATEWAY_PORT = 3000;
 
-export const LABELS = {
-  managedBy: 'app.kubernetes.io/managed-by',
-  name: 'oracle-node.io/name',
-  stage: 'oracle-node.io/stage',
-  component: 'app.kubernetes.io/component',
-  partOf: 'app.kubernetes.io/part-of',
-  instance: 'app.kubernetes.io/instance',
-  cycle: 'oracle-node.io/cycle',
-} as const;
 export const MANAGED_BY = 'oracle-node-operator';
 export const MANAGED_SELECTOR = `${LABELS.managedBy}=${MANAGED_BY}`;
 
@@ -60,8 +51,6 @@ export const KINDS = {
   deployment: kind('apps', 'v1', 'Deployment', 'deployments'),
   podDisruptionBudget: kind('policy', 'v1', 'PodDisruptionBudget', 'poddisruptionbudgets'),
 } as const;
-
-export const apiVersionOf = (k: ResourceKind): string => (k.group ? `${k.group}/${k.version}` : k.version);
 
 /** The kinds the operator creates (and so watches by label), in the order they are applied. */
 export const CHILD_KINDS: ResourceKind[] = [
@@ -117,7 +106,7 @@ export type CycleStatus = {
   sponsorWallets?: SponsorWalletBalance[];
 };
 
-export type SponsorWalletBalance = { chainId: string; sponsorWallet: string; balanceWei: string };
+export type SponsorWalletBalance = SponsorWalletReport;
 
 export type ProviderHealth = { chainId: string; provider: string; up: boolean; blockLag?: number };
 

@@ -1,15 +1,10 @@
 // Status computation, kept pure: conditions keep their lastTransitionTime unless their status flips, and two
 // statuses are compared as canonical JSON so an unchanged status is never written.
 import type { V1CronJob, V1Deployment, V1Job } from '@kubernetes/client-node';
+import { wholeSecondsIso } from '../common/time.js';
+import { type CycleReport, jobFinished, type ProviderReport } from '../contract/pods.js';
 import { canonicalJson } from './builders/common.js';
-import type {
-  Condition,
-  ConditionType,
-  CycleStatus,
-  OracleNodeStatus,
-  ProviderHealth,
-  SponsorWalletBalance,
-} from './resource.js';
+import type { Condition, ConditionType, CycleStatus, OracleNodeStatus, ProviderHealth } from './resource.js';
 
 export type ConditionInput = Omit<Condition, 'lastTransitionTime' | 'observedGeneration'>;
 
@@ -45,15 +40,6 @@ export function statusEqual(a: OracleNodeStatus | undefined, b: OracleNodeStatus
   return canonicalJson(a ?? {}) === canonicalJson(b ?? {});
 }
 
-export function jobFinished(job: V1Job): 'Succeeded' | 'Failed' | undefined {
-  for (const condition of job.status?.conditions ?? []) {
-    if (condition.status !== 'True') continue;
-    if (condition.type === 'Complete' || condition.type === 'SuccessCriteriaMet') return 'Succeeded';
-    if (condition.type === 'Failed' || condition.type === 'FailureTarget') return 'Failed';
-  }
-  return undefined;
-}
-
 export function jobActive(job: V1Job): boolean {
   return jobFinished(job) === undefined;
 }
@@ -72,7 +58,6 @@ export function deploymentReady(deployment: V1Deployment | undefined): boolean {
   return (status.updatedReplicas ?? 0) >= wanted && (status.availableReplicas ?? 0) >= wanted;
 }
 
-/** RFC 3339 in whole seconds, as the apiserver writes it, whether the client gave a Date or a string. */
 /** Every wanted replica available, whichever revision: the gateway serves (e.g. during a rolling update). */
 export function deploymentAvailable(deployment: V1Deployment | undefined): boolean {
   if (!deployment) return false;
@@ -80,74 +65,29 @@ export function deploymentAvailable(deployment: V1Deployment | undefined): boole
   return wanted === 0 || (deployment.status?.availableReplicas ?? 0) >= wanted;
 }
 
-const toIso = (value: Date | string | undefined): string | undefined => {
-  if (value === undefined) return undefined;
-  const date = value instanceof Date ? value : new Date(value);
-  return Number.isNaN(date.getTime()) ? String(value) : date.toISOString().replace(/\.\d{3}Z$/, 'Z');
-};
-
-/** The cycle report the coordinator writes into the `<name>-cycle` ConfigMap (key `cycle.json`). */
-export type ProviderReport = { chainId: string; provider: string; ok: boolean; currentBlock?: number };
-export type CycleReport = {
-  job?: string;
-  outcome?: string;
-  counts?: Record<string, number>;
-  providers?: ProviderReport[];
-  sponsorWallets?: SponsorWalletBalance[];
-};
-
-const WEI = /^[0-9]{1,78}$/;
-
-/** Balances reported by the coordinator, checked (the ConfigMap is writable by the coordinator's identity). */
-export function sponsorBalances(reports: SponsorWalletBalance[] | undefined): SponsorWalletBalance[] | undefined {
-  if (!Array.isArray(reports)) return undefined;
-  const valid = reports
-    .filter(
-      (r) =>
-        r &&
-        typeof r.chainId === 'string' &&
-        typeof r.sponsorWallet === 'string' &&
-        /^0x[0-9a-fA-F]{40}$/.test(r.sponsorWallet) &&
-        typeof r.balanceWei === 'string' &&
-        WEI.test(r.balanceWei),
-    )
-    .map(({ chainId, sponsorWallet, balanceWei }) => ({ chainId, sponsorWallet, balanceWei }));
-  return valid.length > 0 ? valid : undefined;
-}
+/** A time of a Kubernetes object (client-node gives a Date, a raw watch a string) in whole seconds. */
+const toIso = (value: Date | string | undefined): string | undefined =>
+  value === undefined ? undefined : (wholeSecondsIso(value) ?? String(value));
 
 /** Provider health for the status: up or not, and how many blocks behind the best provider of its chain. */
 export function providerHealth(reports: ProviderReport[] | undefined): ProviderHealth[] | undefined {
-  if (!Array.isArray(reports) || reports.length === 0) return undefined;
-  const valid = reports.filter(
-    (r) => r && typeof r.chainId === 'string' && typeof r.provider === 'string' && typeof r.ok === 'boolean',
-  );
+  if (!reports || reports.length === 0) return undefined;
   const best = new Map<string, number>();
-  for (const r of valid) {
-    if (r.ok && Number.isInteger(r.currentBlock))
-      best.set(r.chainId, Math.max(best.get(r.chainId) ?? 0, r.currentBlock as number));
+  for (const r of reports) {
+    if (r.ok && r.currentBlock !== undefined) best.set(r.chainId, Math.max(best.get(r.chainId) ?? 0, r.currentBlock));
   }
-  return valid.map((r) => {
+  return reports.map((r) => {
     const top = best.get(r.chainId);
     const health: ProviderHealth = { chainId: r.chainId, provider: r.provider, up: r.ok };
-    if (r.ok && top !== undefined && Number.isInteger(r.currentBlock))
-      health.blockLag = top - (r.currentBlock as number);
+    if (r.ok && top !== undefined && r.currentBlock !== undefined) health.blockLag = top - r.currentBlock;
     return health;
   });
 }
-export const CYCLE_REPORT_KEY = 'cycle.json';
 
-export function parseCycleReport(data: Record<string, string> | undefined): CycleReport | undefined {
-  const raw = data?.[CYCLE_REPORT_KEY];
-  if (!raw) return undefined;
-  try {
-    const parsed = JSON.parse(raw) as CycleReport;
-    return typeof parsed === 'object' && parsed !== null ? parsed : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-/** The most recent coordinator Job, with the counts of the report when the report is about that Job. */
+/**
+ * The most recent coordinator Job, with the counts of the report when the report is about that Job. The report
+ * comes from the contract's parseCycleReport, which keeps only well-formed fields and entries.
+ */
 export function lastCycle(coordinatorJobs: V1Job[], report: CycleReport | undefined): CycleStatus | undefined {
   const started = (job: V1Job) => toIso(job.status?.startTime ?? job.metadata?.creationTimestamp) ?? '';
   const latest = [...coordinatorJobs].sort((a, b) => started(b).localeCompare(started(a)))[0];
@@ -158,14 +98,101 @@ export function lastCycle(coordinatorJobs: V1Job[], report: CycleReport | undefi
   if (startTime) cycle.startTime = startTime;
   if (completionTime) cycle.completionTime = completionTime;
   if (report?.counts && (report.job === undefined || report.job === latest.metadata.name)) {
-    const counts = Object.fromEntries(
-      Object.entries(report.counts).filter(([, v]) => typeof v === 'number' && Number.isInteger(v)),
-    );
-    if (Object.keys(counts).length > 0) cycle.counts = counts;
+    cycle.counts = report.counts;
     const providers = providerHealth(report.providers);
     if (providers) cycle.providers = providers;
-    const balances = sponsorBalances(report.sponsorWallets);
-    if (balances) cycle.sponsorWallets = balances;
+    if (report.sponsorWallets) cycle.sponsorWallets = report.sponsorWallets;
   }
   return cycle;
+}
+
+/** What the controller saw of the current stage's workloads: the inputs of the Ready/Progressing/Degraded rules. */
+export type WorkloadObservation = {
+  stage: string;
+  gateway: {
+    name: string;
+    /** A gateway is enabled in the config. */
+    wanted: boolean;
+    /** Not wanted, or its current generation rolled out with every replica available. */
+    ready: boolean;
+    /** Every wanted replica available, whichever revision. */
+    available: boolean;
+  };
+  cycle: CycleStatus | undefined;
+};
+
+export const PAUSED_CONDITION: ConditionInput = {
+  type: 'Progressing',
+  status: 'False',
+  reason: 'Paused',
+  message: 'Reconciliation is paused by the annotation oracle-node.io/paused="true"',
+};
+
+export function applyFailedCondition(message: string): ConditionInput {
+  return { type: 'Degraded', status: 'True', reason: 'ApplyFailed', message };
+}
+
+/** The conditions of a config that cannot be applied (invalid, or its Secret is missing): nothing is changed. */
+export function invalidConfigConditions(reason: string, message: string, hasWorkloads: boolean): ConditionInput[] {
+  return [
+    { type: 'ConfigValid', status: 'False', reason, message },
+    { type: 'Ready', status: 'False', reason: 'ConfigInvalid', message: `The spec cannot be applied: ${message}` },
+    {
+      type: 'Degraded',
+      status: 'True',
+      reason: 'ConfigInvalid',
+      message: hasWorkloads ? 'The last valid configuration keeps running unchanged' : 'Nothing is running yet',
+    },
+    { type: 'Progressing', status: 'False', reason: 'ConfigInvalid', message: 'Waiting for a valid config' },
+  ];
+}
+
+/**
+ * The conditions of a node whose config was applied, in one place:
+ * - ConfigValid: True (with the validator's warnings, if any).
+ * - Progressing/Ready: a stage rollout is Progressing and not Ready; a gateway rolling out is Progressing and
+ *   stays Ready while every replica is available (maxUnavailable 0), else NotReady; otherwise Ready.
+ * - Degraded: the last coordinator Job failed.
+ */
+export function nodeConditions(input: {
+  observed: WorkloadObservation;
+  configWarnings: string | undefined;
+  rolloutMessage: string | undefined;
+}): ConditionInput[] {
+  const { observed, configWarnings, rolloutMessage } = input;
+  const { stage, gateway, cycle } = observed;
+  const conditions: ConditionInput[] = [
+    {
+      type: 'ConfigValid',
+      status: 'True',
+      reason: 'Valid',
+      message: configWarnings ? `warnings: ${configWarnings}` : 'The config passed full validation',
+    },
+  ];
+  if (rolloutMessage) {
+    conditions.push({ type: 'Progressing', status: 'True', reason: 'StageRollout', message: rolloutMessage });
+    conditions.push({ type: 'Ready', status: 'False', reason: 'StageRollout', message: rolloutMessage });
+  } else if (!gateway.ready) {
+    const message = `Gateway Deployment ${gateway.name} is rolling out`;
+    conditions.push({ type: 'Progressing', status: 'True', reason: 'GatewayRollingOut', message });
+    conditions.push(
+      gateway.available
+        ? { type: 'Ready', status: 'True', reason: 'Ready', message: `Stage ${stage} is serving; ${message}` }
+        : { type: 'Ready', status: 'False', reason: 'GatewayNotReady', message },
+    );
+  } else {
+    conditions.push({
+      type: 'Progressing',
+      status: 'False',
+      reason: 'Reconciled',
+      message: 'All children match the spec',
+    });
+    conditions.push({ type: 'Ready', status: 'True', reason: 'Ready', message: `Stage ${stage} is serving` });
+  }
+  conditions.push(
+    cycle?.outcome === 'Failed'
+      ? { type: 'Degraded', status: 'True', reason: 'CycleFailed', message: `Coordinator Job ${cycle.job} failed` }
+      : { type: 'Degraded', status: 'False', reason: 'AsExpected', message: 'No failure observed' },
+  );
+  return conditions;
 }

@@ -127,8 +127,7 @@ describe('e2e: the operator reconciles an OracleNode into real workloads', funct
         return (d.status?.availableReplicas ?? 0) >= 1;
       },
       180_000,
-      'deployment oracle-node-operator available',
-      1000,
+      { description: 'deployment oracle-node-operator available', intervalMs: 1000 },
     );
     recordTiming('operator_deployment_available_ms', Date.now() - t0);
     const pods = await podsOf(OPERATOR_NS, 'app.kubernetes.io/name=oracle-node-operator');
@@ -176,12 +175,10 @@ describe('e2e: the operator reconciles an OracleNode into real workloads', funct
       });
     const rbac = kc().makeApiClient(RbacAuthorizationV1Api);
     try {
-      await waitFor(
-        () => rbac.readNamespacedRole({ name: 'e2e-test-coordinator', namespace: ns.name }),
-        60_000,
-        'Role e2e-test-coordinator',
-        1000,
-      );
+      await waitFor(() => rbac.readNamespacedRole({ name: 'e2e-test-coordinator', namespace: ns.name }), 60_000, {
+        description: 'Role e2e-test-coordinator',
+        intervalMs: 1000,
+      });
     } catch (err) {
       throw new Error(
         `${(err as Error).message}. The coordinator Role grants pods/log get; RBAC escalation prevention lets the operator ` +
@@ -197,8 +194,7 @@ describe('e2e: the operator reconciles an OracleNode into real workloads', funct
       async () =>
         ((await apps.readNamespacedDeployment({ name, namespace: ns.name })).status?.availableReplicas ?? 0) >= 1,
       180_000,
-      `deployment ${name} available (its readiness probe answers on the pod IP)`,
-      1000,
+      { description: `deployment ${name} available (its readiness probe answers on the pod IP)`, intervalMs: 1000 },
     );
     // From the API's own timestamps (1 s resolution), so the Role check before does not count.
     const deploymentNow = await apps.readNamespacedDeployment({ name, namespace: ns.name });
@@ -260,8 +256,10 @@ describe('e2e: the operator reconciles an OracleNode into real workloads', funct
           return events.fulfilled.length + events.failed.length > 0 ? events : undefined;
         },
         300_000,
-        `request ${requestId} fulfilled on chain (the coordinator CronJob runs every minute)`,
-        2000,
+        {
+          description: `request ${requestId} fulfilled on chain (the coordinator CronJob runs every minute)`,
+          intervalMs: 2000,
+        },
       );
     } catch (err) {
       const pods = await podsOf(ns.name, 'app.kubernetes.io/component=coordinator');
@@ -282,8 +280,7 @@ describe('e2e: the operator reconciles an OracleNode into real workloads', funct
     const coordinator = await waitFor(
       async () => (await componentJobs('coordinator')).find((j: V1Job) => jobDone(j) === 'Complete'),
       90_000,
-      'a coordinator Job Complete',
-      1000,
+      { description: 'a coordinator Job Complete', intervalMs: 1000 },
     );
     const coordinatorPods = await podsOf(ns.name, 'app.kubernetes.io/component=coordinator');
     expect(coordinatorPods.every((p) => p.spec?.nodeName === real().nodeName)).to.equal(true);
@@ -297,8 +294,7 @@ describe('e2e: the operator reconciles an OracleNode into real workloads', funct
         return list.some((j) => jobDone(j) === 'Complete') ? list : undefined;
       },
       90_000,
-      'a worker Job Complete',
-      1000,
+      { description: 'a worker Job Complete', intervalMs: 1000 },
     );
     for (const w of workers) expect(w.spec?.parallelism ?? 1).to.be.at.most(MAX_CONCURRENCY);
     const done = workers.find((j) => jobDone(j) === 'Complete');
@@ -358,8 +354,7 @@ describe('e2e: the operator reconciles an OracleNode into real workloads', funct
         },
         // One CronJob tick plus a cycle, with margin; a rollout held by finished Jobs' TTL (300 s) fails here.
         180_000,
-        'the prod stage serving the second request and the test stage removed',
-        500,
+        { description: 'the prod stage serving the second request and the test stage removed', intervalMs: 500 },
       );
     } catch (err) {
       const node = (await custom.getNamespacedCustomObject({

@@ -9,7 +9,7 @@ import { appendFileSync, mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { ApiException, BatchV1Api, CoreV1Api, KubeConfig, type V1Job, type V1Pod } from '@kubernetes/client-node';
+import { BatchV1Api, CoreV1Api, KubeConfig, type V1Job, type V1Pod } from '@kubernetes/client-node';
 import { expect } from 'chai';
 
 export const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
@@ -43,40 +43,9 @@ export function kc(): KubeConfig {
 export const core = (): CoreV1Api => kc().makeApiClient(CoreV1Api);
 export const batch = (): BatchV1Api => kc().makeApiClient(BatchV1Api);
 
-export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+export { describeError, sleep, waitFor } from '../support/wait.js';
 
-export function describeError(err: unknown): string {
-  if (err instanceof ApiException) {
-    const body = typeof err.body === 'string' ? err.body : JSON.stringify(err.body);
-    return `HTTP ${err.code}: ${body?.slice(0, 500)}`;
-  }
-  return err instanceof Error ? err.message : String(err);
-}
-
-/** Polls until `condition` returns something other than undefined/null/false; errors count as "not yet". */
-export async function waitFor<T>(
-  condition: () => Promise<T | undefined | null | false>,
-  timeoutMs: number,
-  description: string,
-  intervalMs = 250,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last = '';
-  for (;;) {
-    try {
-      const value = await condition();
-      if (value !== undefined && value !== null && value !== false) return value;
-    } catch (err) {
-      last = describeError(err);
-    }
-    if (Date.now() >= deadline) {
-      throw new Error(
-        `timed out after ${timeoutMs} ms waiting for ${description}${last ? ` (last error: ${last})` : ''}`,
-      );
-    }
-    await sleep(intervalMs);
-  }
-}
+import { waitFor } from '../support/wait.js';
 
 /** A fresh namespace for a suite, deleted afterwards (KEEP_TEST_NAMESPACES=1 keeps it). */
 export function useNamespace(prefix: string): { readonly name: string } {

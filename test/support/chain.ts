@@ -4,7 +4,6 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { createServer } from 'node:net';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ContractFactory, type InterfaceAbi, JsonRpcProvider, NonceManager, Wallet } from 'ethers';
@@ -95,17 +94,9 @@ export function compileRequester(): Artifact {
   return artifact;
 }
 
-export async function freePort(): Promise<number> {
-  return new Promise((resolvePort, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      const port = typeof address === 'object' && address ? address.port : 0;
-      server.close(() => resolvePort(port));
-    });
-  });
-}
+export { freePort } from './net.js';
+
+import { freePort } from './net.js';
 
 export type Anvil = { url: string; port: number; process: ChildProcess; stop: () => Promise<void> };
 

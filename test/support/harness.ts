@@ -3,10 +3,10 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { AbiCoder, Contract, keccak256, id as keccakId, toUtf8Bytes, Wallet, zeroPadValue } from 'ethers';
-import { deriveEndpointId, deriveTemplateIdV0 } from '../../src/chain/ids.js';
 import { sponsorWallets } from '../../src/chain/sponsor-wallets.js';
 import { type Config, validateConfig } from '../../src/config/index.js';
 import { encodeParameters } from '../../src/ois/abi.js';
+import { deriveEndpointId, deriveTemplateIdV0 } from '../../src/protocol/ids.js';
 import {
   compileRequester,
   type Deployment,

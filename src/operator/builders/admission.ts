@@ -2,7 +2,8 @@
 // fence, ValidatingAdmissionPolicies (CEL, no webhook) that limit what a coordinator's ServiceAccount may create to
 // Jobs shaped like its node's worker template and ConfigMaps labelled as that Job's shard inputs. The policies are
 // cluster-wide; their parameters are the OracleNodes of the request's namespace themselves.
-import { GROUP, KIND, LABELS, MANAGED_BY, PLURAL, VERSION } from '../resource.js';
+import { LABELS } from '../../contract/pods.js';
+import { GROUP, KIND, MANAGED_BY, PLURAL, VERSION } from '../resource.js';
 
 // ---------------------------------------------------------------------------------------------------------------
 // the validating webhook

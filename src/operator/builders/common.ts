@@ -11,6 +11,7 @@ import type {
   V1ResourceRequirements,
   V1SecurityContext,
 } from '@kubernetes/client-node';
+import { CONFIG_DIR, CONFIG_FILE, ENV, LABELS } from '../../contract/pods.js';
 import type { NodeConfig } from '../config.js';
 import {
   ANNOTATIONS,
@@ -18,7 +19,6 @@ import {
   type Component,
   DEFAULT_IMAGE,
   KIND,
-  LABELS,
   MANAGED_BY,
   type OracleNode,
 } from '../resource.js';
@@ -44,10 +44,6 @@ export type BuildInput = {
   secretHash: string;
   settings: OperatorSettings;
 };
-
-export const CONFIG_DIR = '/etc/oracle-node';
-export const CONFIG_FILE = `${CONFIG_DIR}/config.json`;
-export const GATEWAY_CONTAINER_PORT_DEFAULT = 3000;
 
 /** Deterministic names: stage-qualified so two stages can run side by side during a blue/green rollout. */
 export function childNames(nodeName: string, stage: string) {
@@ -150,16 +146,15 @@ export function resourcesFor(input: BuildInput, specific: V1ResourceRequirements
   return specific ?? input.node.spec.resources ?? {};
 }
 
-/** The environment every engine container gets: where the config is and who it runs for. */
+/** The environment every engine container gets (the contract's ENV): where the config is and who it runs for. */
 export function baseEnv(input: BuildInput, stage: string): V1EnvVar[] {
   const names = childNames(input.node.metadata.name, stage);
   return [
-    { name: 'ORACLE_NODE_CONFIG', value: CONFIG_FILE },
-    { name: 'ORACLE_NODE_NAME', value: input.node.metadata.name },
-    { name: 'ORACLE_NODE_STAGE', value: stage },
-    { name: 'ORACLE_NODE_CACHE_CONFIGMAP', value: names.cache },
-    { name: 'ORACLE_NODE_CYCLE_CONFIGMAP', value: names.cycle },
-    { name: 'POD_NAMESPACE', valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } } },
+    { name: ENV.configPath, value: CONFIG_FILE },
+    { name: ENV.oracleNode, value: input.node.metadata.name },
+    { name: ENV.cacheConfigMap, value: names.cache },
+    { name: ENV.cycleConfigMap, value: names.cycle },
+    { name: ENV.namespace, valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } } },
   ];
 }
 

@@ -1,10 +1,10 @@
 // The coordinator CronJob: one cycle per schedule tick, never two at once, each finished inside the minute.
 import type { V1CronJob } from '@kubernetes/client-node';
+import { CONFIG_FILE, ENV, JOB_NAME_LABEL } from '../../contract/pods.js';
 import { DEFAULT_SCHEDULE } from '../resource.js';
 import {
   type BuildInput,
   basePodSpec,
-  CONFIG_FILE,
   canonicalJson,
   childNames,
   engineContainer,
@@ -12,7 +12,7 @@ import {
   metadata,
   podAnnotations,
 } from './common.js';
-import { buildWorkerTemplate, WORKER_TEMPLATE_ENV } from './worker.js';
+import { buildWorkerTemplate } from './worker.js';
 
 /** A cycle that has not started 20 s after its tick is skipped: the next tick is near. */
 export const STARTING_DEADLINE_SECONDS = 20;
@@ -36,9 +36,9 @@ export function buildCoordinatorCronJob(
     ['coordinator', '-c', CONFIG_FILE],
     input.node.spec.coordinator?.resources,
     [
-      { name: WORKER_TEMPLATE_ENV, value: canonicalJson(buildWorkerTemplate(input)) },
+      { name: ENV.workerTemplate, value: canonicalJson(buildWorkerTemplate(input)) },
       // The cycle report names its Job, so status.lastCycle pairs the counts with the right cycle.
-      { name: 'JOB_NAME', valueFrom: { fieldRef: { fieldPath: "metadata.labels['batch.kubernetes.io/job-name']" } } },
+      { name: ENV.jobName, valueFrom: { fieldRef: { fieldPath: `metadata.labels['${JOB_NAME_LABEL}']` } } },
     ],
   );
   const podSpec = basePodSpec(input, [container], names.coordinator);

@@ -1,15 +1,14 @@
 // The gateway Deployment, its Service and (above one replica) a PodDisruptionBudget: created when any of the
 // config's gateways is enabled; one process serves all of them.
 import type { V1Deployment, V1PodDisruptionBudget, V1Service } from '@kubernetes/client-node';
+import { DEFAULT_GATEWAY_SERVER_PORT } from '../../config/index.js';
+import { CONFIG_FILE } from '../../contract/pods.js';
 import { enabledGateways, gatewayServerPort } from '../config.js';
-import { DEFAULT_GATEWAY_PORT } from '../resource.js';
 import {
   type BuildInput,
   basePodSpec,
-  CONFIG_FILE,
   childNames,
   engineContainer,
-  GATEWAY_CONTAINER_PORT_DEFAULT,
   labels,
   metadata,
   podAnnotations,
@@ -23,7 +22,12 @@ export function gatewayEnabled(input: BuildInput): boolean {
 }
 
 export function gatewayContainerPort(input: BuildInput): number {
-  return gatewayServerPort(input.config) ?? GATEWAY_CONTAINER_PORT_DEFAULT;
+  return gatewayServerPort(input.config) ?? DEFAULT_GATEWAY_SERVER_PORT;
+}
+
+/** The port of the gateway's Service: spec.gateway.service.port, else the server's default. */
+export function gatewayServicePort(input: BuildInput): number {
+  return input.node.spec.gateway?.service?.port ?? DEFAULT_GATEWAY_SERVER_PORT;
 }
 
 export function gatewayReplicas(input: BuildInput): number {
@@ -80,7 +84,7 @@ export function buildGatewayService(input: BuildInput): Named<V1Service> {
       ports: [
         {
           name: 'http',
-          port: input.node.spec.gateway?.service?.port ?? DEFAULT_GATEWAY_PORT,
+          port: gatewayServicePort(input),
           targetPort: 'http',
           protocol: 'TCP',
         },
@@ -103,7 +107,7 @@ export function buildGatewayPdb(input: BuildInput): Named<V1PodDisruptionBudget>
 /** In-cluster base URLs of the enabled gateways, for status. */
 export function gatewayUrls(input: BuildInput): Record<string, string> {
   const names = childNames(input.node.metadata.name, input.config.nodeSettings.stage);
-  const port = input.node.spec.gateway?.service?.port ?? DEFAULT_GATEWAY_PORT;
+  const port = gatewayServicePort(input);
   const base = `http://${names.gateway}.${input.node.metadata.namespace}.svc.${input.settings.clusterDomain}:${port}`;
   return Object.fromEntries(enabledGateways(input.config).map((gateway) => [gateway, base]));
 }

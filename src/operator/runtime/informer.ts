@@ -7,12 +7,13 @@
 // the last sign of life (list, event, bookmark, clean close) feeds /readyz.
 import type { KubernetesObject } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
+import { errorMessage, isGone } from '../../common/errors.js';
 import { Backoff, jitter } from './backoff.js';
 import type { RuntimeClient } from './client.js';
 import { type Clock, systemClock } from './clock.js';
 import type { RuntimeMetrics } from './metrics.js';
 import { apiVersionOf, collectionPath, keyOf, keyString, resourceName } from './paths.js';
-import { ApiError, isGone, PARTIAL_METADATA, PARTIAL_METADATA_LIST, type RestClient } from './rest.js';
+import { ApiError, PARTIAL_METADATA, PARTIAL_METADATA_LIST, type RestClient } from './rest.js';
 import type { ResourceKind } from './types.js';
 
 export type InformerEventType = 'add' | 'update' | 'delete';
@@ -152,7 +153,7 @@ export class Informer {
       try {
         handler(type, object, old);
       } catch (error) {
-        this.logger.error({ err: error }, 'informer handler failed');
+        this.logger.error({ err: errorMessage(error) }, 'informer handler failed');
       }
     }
   }
@@ -209,7 +210,7 @@ export class Informer {
         this.options.metrics?.watchRestarts.inc({ resource: this.resource, reason: 'error' });
         this.logger.warn(
           {
-            err: error instanceof Error ? error.message : String(error),
+            err: errorMessage(error),
             retryInMs: delay,
             attempt: backoff.attempts(),
           },

@@ -9,9 +9,11 @@
 // an API server holding the old bundle never sees a certificate it cannot verify.
 import { createPrivateKey as createPrivateKeyFrom, type X509Certificate } from 'node:crypto';
 import type { Logger } from 'pino';
-import { KINDS, LABELS, MANAGED_BY } from '../resource.js';
+import { isConflict, isNotFound } from '../../common/errors.js';
+import { LABELS } from '../../contract/pods.js';
+import { KINDS, MANAGED_BY } from '../resource.js';
 import { collectionPath, objectPath } from '../runtime/paths.js';
-import { ApiError, isConflict, isNotFound, type RestClient } from '../runtime/rest.js';
+import type { RestClient } from '../runtime/rest.js';
 import {
   alternativeNames,
   canonicalIp,
@@ -279,7 +281,7 @@ export class CertificateStore {
         return plan.set;
       } catch (error) {
         // 409: another replica wrote first (AlreadyExists on create, Conflict on update): read theirs.
-        if (!(isConflict(error) || (error instanceof ApiError && error.reason === 'AlreadyExists'))) throw error;
+        if (!isConflict(error)) throw error;
         this.options.logger.debug({ attempt }, 'certificate Secret written by another replica; reading it');
       }
     }

@@ -2,9 +2,9 @@
 // at it (validated by the real config model) and the real engine (src/ois).
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { deriveEndpointId } from '../../../src/chain/ids.js';
 import { type Config, validateConfig } from '../../../src/config/index.js';
 import type { CallEndpoint } from '../../../src/gateway/server.js';
+import { deriveEndpointId } from '../../../src/protocol/ids.js';
 
 export const MNEMONIC = 'test test test test test test test test test test test junk';
 export const NODE_ADDRESS = '0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266';

@@ -4,8 +4,6 @@ import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
 import { AbiCoder, getBytes, keccak256, solidityPackedKeccak256, verifyMessage } from 'ethers';
 import fc from 'fast-check';
-import { deriveTemplateIdV1 } from '../../../src/chain/ids.js';
-import { nodeWallet } from '../../../src/chain/wallet.js';
 import type { Config } from '../../../src/config/index.js';
 import { sendHeartbeat } from '../../../src/gateway/heartbeat.js';
 import {
@@ -16,6 +14,8 @@ import {
 } from '../../../src/gateway/server.js';
 import { createMetricsRegistry, metricValue, silentLogger } from '../../../src/observability/index.js';
 import { encodeParameters } from '../../../src/ois/abi.js';
+import { deriveTemplateIdV1 } from '../../../src/protocol/ids.js';
+import { nodeWallet } from '../../../src/protocol/wallet.js';
 import {
   buildConfig,
   type ConfigOverrides,

@@ -11,14 +11,9 @@ import {
   type V1Job,
 } from '@kubernetes/client-node';
 import { expect } from 'chai';
+import { buildWorkerJob, type WorkerTemplate, workerJobName } from '../../../src/contract/pods.js';
+import { buildShardInputConfigMap, kubeWorkerJobApi } from '../../../src/node/kubernetes/job-executor.js';
 import { buildCoordinatorFence } from '../../../src/operator/builders/admission.js';
-import type { WorkerTemplate } from '../../../src/operator/builders/index.js';
-import {
-  buildShardInputConfigMap,
-  buildWorkerJob,
-  kubeWorkerJobApi,
-  workerJobName,
-} from '../../../src/operator/job-executor.js';
 import { DEFAULT_IMAGE } from '../../../src/operator/resource.js';
 import { ADMISSION_KINDS } from '../../../src/operator/webhook/admission.js';
 import { installCrd, read, sampleDocs, startOperator } from '../operator/support.js';

@@ -1,7 +1,6 @@
 // Admission support: the webhook component as the operator runs it (a real HTTPS server on loopback that the
-// test control plane calls through a ValidatingWebhookConfiguration with a URL), kubectl, free ports.
+// test control plane calls through a ValidatingWebhookConfiguration with a URL), kubectl.
 import { execFile } from 'node:child_process';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { Registry } from 'prom-client';
@@ -10,6 +9,8 @@ import { RuntimeClient } from '../../../src/operator/runtime/client.js';
 import { RestClient } from '../../../src/operator/runtime/rest.js';
 import { AdmissionComponent, type AdmissionOptions } from '../../../src/operator/webhook/admission.js';
 import { kc, kubeconfigPath } from '../support/cluster.js';
+
+export { freePort } from '../../support/net.js';
 
 const repoRoot = new URL('../../../', import.meta.url).pathname;
 const binDir = process.env['CLUSTER_BIN_DIR'] ?? join(repoRoot, '.cache/cluster/bin');
@@ -32,14 +33,6 @@ export function kubectl(input: string | undefined, ...args: string[]): Promise<K
     child.on('close', (code) => resolve({ code: code ?? -1, stdout, stderr }));
     child.stdin?.end(input ?? '');
   });
-}
-
-export async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
 }
 
 export function restClient(): RuntimeClient {

@@ -16,7 +16,8 @@ import {
   type V1Service,
 } from '@kubernetes/client-node';
 import { expect } from 'chai';
-import { kubeConfigMapStore, writeCycleReport } from '../../../src/operator/job-executor.js';
+import { kubeConfigMapStore } from '../../../src/node/kubernetes/config-map-store.js';
+import { writeCycleReport } from '../../../src/node/kubernetes/cycle-report.js';
 import { ANNOTATIONS, API_VERSION, KIND, type OracleNode } from '../../../src/operator/resource.js';
 import {
   api,

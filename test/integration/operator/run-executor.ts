@@ -3,8 +3,8 @@
 //   node --import tsx test/integration/operator/run-executor.ts <namespace> <cronjob> <shards> <concurrency>
 import type { V1CronJob } from '@kubernetes/client-node';
 import { BatchV1Api, KubeConfig } from '@kubernetes/client-node';
+import { coordinatorKubernetes } from '../../../src/node/kubernetes/index.js';
 import type { ShardInput } from '../../../src/node/shard.js';
-import { kubernetesCoordinatorDeps } from '../../../src/operator/job-executor.js';
 
 const [namespace, cronJobName, shardCount, concurrency] = process.argv.slice(2);
 const kubeConfig = new KubeConfig();
@@ -15,7 +15,7 @@ const cronJob: V1CronJob = await kubeConfig
 const env: NodeJS.ProcessEnv = { POD_NAMESPACE: namespace };
 for (const variable of cronJob.spec!.jobTemplate.spec!.template.spec!.containers[0]!.env ?? [])
   if (variable.value !== undefined) env[variable.name] = variable.value;
-const deps = kubernetesCoordinatorDeps(kubeConfig, env);
+const deps = await coordinatorKubernetes(env);
 if (!deps) throw new Error('the CronJob does not carry the worker template');
 const shards = Array.from(
   { length: Number(shardCount) },

@@ -413,11 +413,4 @@ export async function heapUsedMb(): Promise<number> {
   return Math.round((process.memoryUsage().heapUsed / 1024 / 1024) * 10) / 10;
 }
 
-/** A free loopback port (for the metrics and health servers). */
-export async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((r) => server.close(() => r()));
-  return port;
-}
+export { freePort } from '../../support/net.js';

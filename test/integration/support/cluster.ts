@@ -119,54 +119,9 @@ export async function expectStatus(promise: Promise<unknown>, code: number): Pro
   throw new Error(`expected HTTP ${code}, but the request succeeded: ${JSON.stringify(result)?.slice(0, 300)}`);
 }
 
-export function describeError(err: unknown): string {
-  if (err instanceof ApiException) {
-    const body = typeof err.body === 'string' ? err.body : JSON.stringify(err.body);
-    return `HTTP ${err.code}: ${body?.slice(0, 500)}`;
-  }
-  return err instanceof Error ? err.message : String(err);
-}
+export { describeError, sleep, type WaitOptions, waitFor } from '../../support/wait.js';
 
-export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-
-export interface WaitOptions {
-  /** Poll interval in ms (default 250). */
-  intervalMs?: number;
-  /** Included in the timeout error. */
-  description?: string;
-}
-
-/**
- * Polls `condition` until it returns a value other than undefined/null/false and returns that value.
- * Errors thrown by `condition` count as "not yet" (the last one is reported on timeout). The timeout only bounds
- * the wait; tests assert on states, never on how long something took.
- */
-export async function waitFor<T>(
-  condition: () => Promise<T | undefined | null | false> | T | undefined | null | false,
-  timeoutMs: number,
-  options: WaitOptions = {},
-): Promise<T> {
-  const interval = options.intervalMs ?? 250;
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  let lastError: unknown;
-  for (;;) {
-    try {
-      const value = await condition();
-      if (value !== undefined && value !== null && value !== false) return value;
-      last = value;
-      lastError = undefined;
-    } catch (err) {
-      lastError = err;
-    }
-    if (Date.now() >= deadline) {
-      const what = options.description ?? 'condition';
-      const detail = lastError ? `last error: ${describeError(lastError)}` : `last value: ${String(last)}`;
-      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what} (${detail})`);
-    }
-    await sleep(interval);
-  }
-}
+import { describeError, waitFor } from '../../support/wait.js';
 
 // ---------------------------------------------------------------------------------------------------------------
 // namespaces

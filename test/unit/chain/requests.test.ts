@@ -1,10 +1,4 @@
 import { expect } from 'chai';
-import {
-  deriveEndpointId,
-  deriveFullRequestId,
-  deriveTemplateIdV0,
-  deriveTemplateRequestId,
-} from '../../../src/chain/ids.js';
 import type { DecodedLogs } from '../../../src/chain/logs.js';
 import {
   applyChainLimit,
@@ -14,6 +8,12 @@ import {
 } from '../../../src/chain/requests.js';
 import type { ApiCallRequest, WithdrawalRequest } from '../../../src/chain/types.js';
 import { decodeParameters, encodeParameters } from '../../../src/ois/abi.js';
+import {
+  deriveEndpointId,
+  deriveFullRequestId,
+  deriveTemplateIdV0,
+  deriveTemplateRequestId,
+} from '../../../src/protocol/ids.js';
 
 const RRP = '0x5FbDB2315678afecb367f032d93F642f64180aa3';
 const NODE = '0xA30CA71Ba54E83127214D3271aEA8F5D6bD4Dace';

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
-import { deriveEndpointId, deriveTemplateIdV0 } from '../../../src/chain/ids.js';
-import { deriveNodeAddress } from '../../../src/chain/wallet.js';
 import { PUBLIC_DEPLOYMENTS, type ValidationResult, validateConfig } from '../../../src/config/index.js';
+import { deriveEndpointId, deriveTemplateIdV0 } from '../../../src/protocol/ids.js';
+import { deriveNodeAddress } from '../../../src/protocol/wallet.js';
 import { BASE_SECRETS, edited, type Json } from './fixtures.js';
 
 const MNEMONIC = 'achieve climb couple wait accident symbol spy blouse reduce foil echo label';

@@ -12,8 +12,6 @@ import {
   Wallet,
 } from 'ethers';
 import fc from 'fast-check';
-import { deriveTemplateIdV1 } from '../../../src/chain/ids.js';
-import { nodeWallet } from '../../../src/chain/wallet.js';
 import {
   allBeaconsConsistent,
   bigNumberFrom,
@@ -28,6 +26,8 @@ import {
   signOevDataBodySchema,
   verifySignOevDataRequest,
 } from '../../../src/gateway/signing.js';
+import { deriveTemplateIdV1 } from '../../../src/protocol/ids.js';
+import { nodeWallet } from '../../../src/protocol/wallet.js';
 
 const abi = AbiCoder.defaultAbiCoder();
 const MNEMONIC = 'test test test test test test test test test test test junk';

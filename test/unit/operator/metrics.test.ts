@@ -1,5 +1,6 @@
 import { expect } from 'chai';
 import { Registry } from 'prom-client';
+import { parseCycleReport } from '../../../src/contract/pods.js';
 import { OracleNodeMetrics } from '../../../src/operator/metrics.js';
 import type { OracleNodeStatus } from '../../../src/operator/resource.js';
 import { lastCycle, providerHealth } from '../../../src/operator/status.js';
@@ -115,15 +116,18 @@ describe('provider health in status.lastCycle', () => {
 
   it('keeps only well-formed sponsor wallet balances from the report', () => {
     const job = { metadata: { name: 'j1' }, status: { startTime: new Date('2026-11-21T07:00:00Z') } };
-    const cycle = lastCycle([job as never], {
-      job: 'j1',
-      counts: { fulfilled: 1 },
-      sponsorWallets: [
-        { chainId: '1', sponsorWallet: '0x228A54F33E46fbb32a62ca650Fcc9eD3C730511d', balanceWei: '12' },
-        { chainId: '1', sponsorWallet: 'not-an-address', balanceWei: '1' },
-        { chainId: '1', sponsorWallet: '0x228A54F33E46fbb32a62ca650Fcc9eD3C730511d', balanceWei: '-5' },
-      ],
+    const report = parseCycleReport({
+      'cycle.json': JSON.stringify({
+        job: 'j1',
+        counts: { fulfilled: 1 },
+        sponsorWallets: [
+          { chainId: '1', sponsorWallet: '0x228A54F33E46fbb32a62ca650Fcc9eD3C730511d', balanceWei: '12' },
+          { chainId: '1', sponsorWallet: 'not-an-address', balanceWei: '1' },
+          { chainId: '1', sponsorWallet: '0x228A54F33E46fbb32a62ca650Fcc9eD3C730511d', balanceWei: '-5' },
+        ],
+      }),
     });
+    const cycle = lastCycle([job as never], report);
     expect(cycle?.sponsorWallets).to.deep.equal([
       { chainId: '1', sponsorWallet: '0x228A54F33E46fbb32a62ca650Fcc9eD3C730511d', balanceWei: '12' },
     ]);

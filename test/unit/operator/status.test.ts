@@ -1,15 +1,18 @@
 import type { V1Job } from '@kubernetes/client-node';
 import { expect } from 'chai';
+import { parseCycleReport } from '../../../src/contract/pods.js';
 import type { Child } from '../../../src/operator/builders/common.js';
 import { isSubset, needsApply, withAppliedHash } from '../../../src/operator/diff.js';
 import {
   deploymentAvailable,
   deploymentReady,
+  invalidConfigConditions,
   lastCycle,
   mergeConditions,
-  parseCycleReport,
+  nodeConditions,
   setCondition,
   statusEqual,
+  type WorkloadObservation,
 } from '../../../src/operator/status.js';
 
 describe('operator status', () => {
@@ -83,6 +86,122 @@ describe('operator status', () => {
       startTime: '2026-01-01T00:02:00Z',
     });
     expect(parseCycleReport({ 'cycle.json': '{not json' })).to.equal(undefined);
+  });
+});
+
+describe('node conditions', () => {
+  const observed = (
+    gateway: Partial<WorkloadObservation['gateway']> = {},
+    cycle?: WorkloadObservation['cycle'],
+  ): WorkloadObservation => ({
+    stage: 'dev',
+    gateway: { name: 'n-dev-gateway', wanted: true, ready: true, available: true, ...gateway },
+    cycle,
+  });
+  const summary = (conditions: { type: string; status: string; reason: string }[]) =>
+    Object.fromEntries(conditions.map((c) => [c.type, `${c.status}/${c.reason}`]));
+
+  const table: {
+    case: string;
+    observed: WorkloadObservation;
+    rolloutMessage?: string;
+    expected: Record<string, string>;
+  }[] = [
+    {
+      case: 'everything serving',
+      observed: observed(),
+      expected: {
+        ConfigValid: 'True/Valid',
+        Progressing: 'False/Reconciled',
+        Ready: 'True/Ready',
+        Degraded: 'False/AsExpected',
+      },
+    },
+    {
+      case: 'no gateway wanted',
+      observed: observed({ wanted: false, ready: true, available: false }),
+      expected: {
+        ConfigValid: 'True/Valid',
+        Progressing: 'False/Reconciled',
+        Ready: 'True/Ready',
+        Degraded: 'False/AsExpected',
+      },
+    },
+    {
+      case: 'stage rollout',
+      observed: observed(),
+      rolloutMessage: 'Stage dev -> prod: waiting',
+      expected: {
+        ConfigValid: 'True/Valid',
+        Progressing: 'True/StageRollout',
+        Ready: 'False/StageRollout',
+        Degraded: 'False/AsExpected',
+      },
+    },
+    {
+      case: 'gateway rolling out with every replica available',
+      observed: observed({ ready: false, available: true }),
+      expected: {
+        ConfigValid: 'True/Valid',
+        Progressing: 'True/GatewayRollingOut',
+        Ready: 'True/Ready',
+        Degraded: 'False/AsExpected',
+      },
+    },
+    {
+      case: 'gateway not available',
+      observed: observed({ ready: false, available: false }),
+      expected: {
+        ConfigValid: 'True/Valid',
+        Progressing: 'True/GatewayRollingOut',
+        Ready: 'False/GatewayNotReady',
+        Degraded: 'False/AsExpected',
+      },
+    },
+    {
+      case: 'last cycle failed',
+      observed: observed({}, { job: 'c-1', outcome: 'Failed' }),
+      expected: {
+        ConfigValid: 'True/Valid',
+        Progressing: 'False/Reconciled',
+        Ready: 'True/Ready',
+        Degraded: 'True/CycleFailed',
+      },
+    },
+    {
+      case: 'last cycle still running',
+      observed: observed({}, { job: 'c-1', outcome: 'Running' }),
+      expected: {
+        ConfigValid: 'True/Valid',
+        Progressing: 'False/Reconciled',
+        Ready: 'True/Ready',
+        Degraded: 'False/AsExpected',
+      },
+    },
+  ];
+  for (const row of table)
+    it(row.case, () => {
+      const conditions = nodeConditions({
+        observed: row.observed,
+        configWarnings: undefined,
+        rolloutMessage: row.rolloutMessage,
+      });
+      expect(summary(conditions)).to.deep.equal(row.expected);
+    });
+
+  it('carries the validator warnings in ConfigValid, and an invalid config is never Ready', () => {
+    const valid = nodeConditions({
+      observed: observed(),
+      configWarnings: 'servers: more than one',
+      rolloutMessage: undefined,
+    });
+    expect(valid.find((c) => c.type === 'ConfigValid')!.message).to.equal('warnings: servers: more than one');
+    expect(summary(invalidConfigConditions('ValidationFailed', 'chains: required', true))).to.deep.equal({
+      ConfigValid: 'False/ValidationFailed',
+      Ready: 'False/ConfigInvalid',
+      Degraded: 'True/ConfigInvalid',
+      Progressing: 'False/ConfigInvalid',
+    });
   });
 });
 

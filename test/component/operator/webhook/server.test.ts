@@ -5,9 +5,9 @@ import https from 'node:https';
 import type { TLSSocket } from 'node:tls';
 import { expect } from 'chai';
 import { pino } from 'pino';
-import { DEFAULT_CERTIFICATE_POLICY, planCertificates } from '../../../src/operator/webhook/certificate-store.js';
-import { WebhookServer } from '../../../src/operator/webhook/server.js';
-import { loadSample } from '../../unit/operator/fake-kube.js';
+import { DEFAULT_CERTIFICATE_POLICY, planCertificates } from '../../../../src/operator/webhook/certificate-store.js';
+import { WebhookServer } from '../../../../src/operator/webhook/server.js';
+import { loadSample } from '../../../unit/operator/fake-kube.js';
 
 const names = { dnsNames: [], ipAddresses: ['127.0.0.1'] };
 

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
-import { subcommands } from '../../src/cli/commands.js';
-import { runCli } from '../../src/cli/main.js';
+import { subcommands } from '../../../src/cli/commands.js';
+import { runCli } from '../../../src/cli/main.js';
 
 describe('oracle-node CLI', () => {
   it('answers an unknown command with usage and exit code 2', async () => {

@@ -4,12 +4,12 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
 import { Contract } from 'ethers';
-import { deriveTemplateIdV0 } from '../../../src/chain/ids.js';
 import { MemoryResponseCache } from '../../../src/node/cache.js';
 import { type CycleSummary, runCycle } from '../../../src/node/cycle.js';
 import { InProcessExecutor } from '../../../src/node/executor.js';
 import { silentLogger } from '../../../src/node/logger.js';
 import { encodeParameters } from '../../../src/ois/abi.js';
+import { deriveTemplateIdV0 } from '../../../src/protocol/ids.js';
 import {
   deployer,
   deployRequester,

@@ -97,3 +97,10 @@ export function deriveDeploymentId(
   parts.push(nodeAddress, stage, nodeVersion);
   return cloudProvider.type + sha256(toUtf8Bytes(parts.join(''))).slice(2, 10);
 }
+
+/** A 32-byte hex word: request ids, endpoint ids, template ids, log topics. */
+export const BYTES32_PATTERN = /^0x[0-9a-fA-F]{64}$/;
+
+export function isBytes32(value: unknown): value is string {
+  return typeof value === 'string' && BYTES32_PATTERN.test(value);
+}

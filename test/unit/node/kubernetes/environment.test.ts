@@ -1,6 +1,7 @@
 import { expect } from 'chai';
-import type { CycleSummary } from '../../../src/node/cycle.js';
-import { coordinatorEnvironment, cycleCounts, workerCache } from '../../../src/node/kubernetes.js';
+import type { CycleSummary } from '../../../../src/node/cycle.js';
+import { cycleCounts } from '../../../../src/node/kubernetes/cycle-report.js';
+import { coordinatorKubernetes, workerKubernetesCache } from '../../../../src/node/kubernetes/index.js';
 
 describe('coordinator in operator pods', () => {
   it('reports flat integer counts of a cycle', () => {
@@ -32,7 +33,7 @@ describe('coordinator in operator pods', () => {
   });
 
   it('stays local (no Kubernetes client) outside operator pods', async () => {
-    expect(await coordinatorEnvironment({})).to.equal(undefined);
-    expect(await workerCache({})).to.equal(undefined);
+    expect(await coordinatorKubernetes({})).to.equal(undefined);
+    expect(await workerKubernetesCache({})).to.equal(undefined);
   });
 });

@@ -7,7 +7,7 @@ import {
   deriveFullRequestId,
   deriveTemplateIdV0,
   deriveTemplateIdV1,
-} from '../../../src/chain/ids.js';
+} from '../../../src/protocol/ids.js';
 import {
   deriveNodeAddress,
   deriveSponsorWallet,
@@ -15,7 +15,7 @@ import {
   deriveWalletPathFromSponsorAddress,
   deriveXpub,
   nodeWallet,
-} from '../../../src/chain/wallet.js';
+} from '../../../src/protocol/wallet.js';
 
 const vectors = JSON.parse(
   readFileSync(new URL('../../fixtures/airnode/vectors/derivation-vectors.json', import.meta.url), 'utf8'),

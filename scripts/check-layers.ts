@@ -1,0 +1,94 @@
+// The layering rule of src/, checked by `make lint`: each folder may import only the folders below it, and no
+// module is loaded by a computed path (the type checker cannot see those). The table is docs/architecture.md's
+// "where things live". Run: node scripts/check-layers.ts [root]
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { dirname, join, relative, resolve, sep } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/** Folder of src/ -> the folders of src/ it may import (besides itself). */
+export const MAY_IMPORT: Record<string, readonly string[]> = {
+  common: [],
+  protocol: ['common'],
+  contract: ['common'],
+  observability: ['common'],
+  config: ['common', 'protocol', 'observability'],
+  ois: ['common', 'protocol', 'config', 'observability'],
+  chain: ['common', 'protocol', 'config', 'ois', 'observability'],
+  gateway: ['common', 'protocol', 'config', 'ois', 'chain', 'observability'],
+  node: ['common', 'protocol', 'contract', 'config', 'ois', 'chain', 'observability'],
+  operator: ['common', 'protocol', 'contract', 'config', 'observability'],
+  cli: ['common', 'protocol', 'contract', 'config', 'ois', 'chain', 'observability', 'gateway', 'node', 'operator'],
+};
+
+export type Violation = { file: string; line: number; message: string };
+
+// `... from 'x'` (also the last line of a multi-line import) and `import 'x'`.
+const STATIC_IMPORT = /(?:\bfrom|^\s*import)\s+(['"])([^'"]+)\1/gm;
+const DYNAMIC_IMPORT = /\bimport\s*\(\s*([^)]*)/g;
+
+function sourceFiles(directory: string): string[] {
+  return readdirSync(directory)
+    .sort()
+    .flatMap((entry) => {
+      const path = join(directory, entry);
+      if (statSync(path).isDirectory()) return sourceFiles(path);
+      return /\.(ts|mts|js|mjs)$/.test(entry) && !entry.endsWith('.d.ts') ? [path] : [];
+    });
+}
+
+/** The top folder of src/ a path lies in, or undefined outside src/ (packages, node: builtins). */
+function folderOf(srcRoot: string, path: string): string | undefined {
+  const inside = relative(srcRoot, path);
+  if (inside.startsWith('..') || inside === '') return undefined;
+  return inside.split(sep)[0];
+}
+
+export function checkLayers(srcRoot: string): Violation[] {
+  const violations: Violation[] = [];
+  for (const file of sourceFiles(srcRoot)) {
+    const from = folderOf(srcRoot, file)!;
+    const allowed = MAY_IMPORT[from];
+    const name = relative(srcRoot, file);
+    if (!allowed) {
+      violations.push({ file: name, line: 1, message: `folder src/${from} is not in the layering table` });
+      continue;
+    }
+    const text = readFileSync(file, 'utf8');
+    const lineAt = (offset: number) => text.slice(0, offset).split('\n').length;
+    const specifiers: { specifier: string; line: number }[] = [];
+    for (const found of text.matchAll(STATIC_IMPORT))
+      specifiers.push({ specifier: found[2]!, line: lineAt(found.index) });
+    for (const dynamic of text.matchAll(DYNAMIC_IMPORT)) {
+      const argument = dynamic[1]!.trim();
+      const literal = /^(['"])([^'"`$]+)\1$/.exec(argument);
+      if (literal) specifiers.push({ specifier: literal[2]!, line: lineAt(dynamic.index) });
+      else if (argument !== '')
+        violations.push({
+          file: name,
+          line: lineAt(dynamic.index),
+          message: `import(${argument}) loads a computed path`,
+        });
+    }
+    for (const { specifier, line } of specifiers) {
+      if (!specifier.startsWith('.')) continue;
+      const target = folderOf(srcRoot, resolve(dirname(file), specifier));
+      if (target === undefined) {
+        violations.push({ file: name, line, message: `imports ${specifier}, outside src/` });
+      } else if (target !== from && !allowed.includes(target)) {
+        violations.push({ file: name, line, message: `src/${from} may not import src/${target} (${specifier})` });
+      }
+    }
+  }
+  return violations;
+}
+
+if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  const root = resolve(process.argv[2] ?? join(dirname(fileURLToPath(import.meta.url)), '..', 'src'));
+  const violations = checkLayers(root);
+  for (const v of violations) process.stderr.write(`src/${v.file}:${v.line}: ${v.message}\n`);
+  if (violations.length > 0) {
+    process.stderr.write(`${violations.length} layering violation(s); the rule is in docs/architecture.md\n`);
+    process.exit(1);
+  }
+  process.stdout.write(`layering: ${Object.keys(MAY_IMPORT).length} folders of src/ import only downwards\n`);
+}

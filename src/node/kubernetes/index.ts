@@ -1,0 +1,63 @@
+// The engine's Kubernetes adapters, used when a coordinator or worker runs in a pod the operator made: shards as
+// worker Jobs, the response cache in a ConfigMap, the cycle report for status. What a pod reads from its
+// environment is the contract's (src/contract/pods.ts). The Kubernetes client is loaded only inside such a pod,
+// so local runs never pay for it.
+import { readCoordinatorEnvironment, readWorkerEnvironment } from '../../contract/pods.js';
+import type { ResponseCache } from '../cache.js';
+import type { CycleSummary } from '../cycle.js';
+import type { KubernetesJobExecutor } from './job-executor.js';
+
+export type CoordinatorKubernetes = {
+  executor: KubernetesJobExecutor;
+  cache: ResponseCache;
+  report: (summary: CycleSummary) => Promise<void>;
+};
+
+type Env = Record<string, string | undefined>;
+
+async function kubeConfig() {
+  const { KubeConfig } = await import('@kubernetes/client-node');
+  const config = new KubeConfig();
+  config.loadFromDefault();
+  return config;
+}
+
+/**
+ * What `oracle-node coordinator` uses in a coordinator pod: Jobs for shards, the ConfigMap cache and the cycle
+ * report. Undefined outside one; throws when the pod's environment breaks the contract.
+ */
+export async function coordinatorKubernetes(env: Env = process.env): Promise<CoordinatorKubernetes | undefined> {
+  const pod = readCoordinatorEnvironment(env);
+  if (!pod) return undefined;
+  const [config, { KubernetesJobExecutor, kubeWorkerJobApi }, stores, { ConfigMapResponseCache }, reports] =
+    await Promise.all([
+      kubeConfig(),
+      import('./job-executor.js'),
+      import('./config-map-store.js'),
+      import('./response-cache.js'),
+      import('./cycle-report.js'),
+    ]);
+  const cycleStore = stores.kubeConfigMapStore(config, pod.namespace, pod.cycleConfigMap);
+  return {
+    executor: new KubernetesJobExecutor({
+      api: kubeWorkerJobApi(config, pod.namespace),
+      template: pod.workerTemplate,
+    }),
+    cache: new ConfigMapResponseCache({
+      store: stores.kubeConfigMapStore(config, pod.namespace, pod.cacheConfigMap),
+    }),
+    report: (summary) => reports.writeCycleReport(cycleStore, reports.cycleReport(summary, pod.jobName)),
+  };
+}
+
+/** The response cache a worker pod uses, or undefined outside a pod the operator made. */
+export async function workerKubernetesCache(env: Env = process.env): Promise<ResponseCache | undefined> {
+  const pod = readWorkerEnvironment(env);
+  if (!pod) return undefined;
+  const [config, stores, { ConfigMapResponseCache }] = await Promise.all([
+    kubeConfig(),
+    import('./config-map-store.js'),
+    import('./response-cache.js'),
+  ]);
+  return new ConfigMapResponseCache({ store: stores.kubeConfigMapStore(config, pod.namespace, pod.cacheConfigMap) });
+}

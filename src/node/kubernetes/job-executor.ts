@@ -1,0 +1,188 @@
+// Runs inside the coordinator pod. KubernetesJobExecutor is the node's ShardExecutor on Kubernetes: each call
+// (one chain, one cycle) becomes one Indexed Job, completed from the operator's worker template, whose pods each
+// run one shard (`oracle-node worker --shard`), with parallelism capped at the chain's maxConcurrency. It talks
+// to the API through a small interface so it can be unit-tested without a cluster.
+import {
+  BatchV1Api,
+  CoreV1Api,
+  type KubeConfig,
+  PatchStrategy,
+  setHeaderOptions,
+  type V1ConfigMap,
+  type V1Job,
+  type V1Pod,
+} from '@kubernetes/client-node';
+import { errorMessage, isNotFound } from '../../common/errors.js';
+import {
+  buildWorkerJob,
+  COMPLETION_INDEX_ANNOTATION,
+  JOB_NAME_LABEL,
+  jobFinished,
+  shardKey,
+  WORKER_CONTAINER,
+  type WorkerTemplate,
+  workerJobName,
+} from '../../contract/pods.js';
+import type { ShardExecutor, ShardResult } from '../executor.js';
+import type { ShardInput, ShardOutput } from '../shard.js';
+
+/** The API calls the executor makes: one implementation over client-node, one in the unit tests. */
+export interface WorkerJobApi {
+  createJob(job: V1Job): Promise<V1Job>;
+  unsuspendJob(name: string): Promise<void>;
+  readJob(name: string): Promise<V1Job | undefined>;
+  createConfigMap(configMap: V1ConfigMap): Promise<void>;
+  listJobPods(jobName: string): Promise<V1Pod[]>;
+  /** The pod's log, or undefined when there is none (e.g. a pod that never ran a container). */
+  readPodLog(podName: string, container: string): Promise<string | undefined>;
+}
+
+/** The worker Job's input: one key per shard, owned by the Job so it goes with it. */
+export function buildShardInputConfigMap(job: V1Job, shards: ShardInput[]): V1ConfigMap {
+  const data: Record<string, string> = {};
+  shards.forEach((shard, index) => {
+    data[shardKey(index)] = JSON.stringify(shard);
+  });
+  return {
+    apiVersion: 'v1',
+    kind: 'ConfigMap',
+    metadata: {
+      name: job.metadata!.name!,
+      labels: job.metadata?.labels ?? {},
+      ownerReferences: [
+        { apiVersion: 'batch/v1', kind: 'Job', name: job.metadata!.name!, uid: job.metadata!.uid!, controller: true },
+      ],
+    },
+    data,
+  };
+}
+
+/** The worker prints its ShardOutput as the last line of stdout; logs go to stderr but may be interleaved. */
+export function parseShardOutput(log: string | undefined): ShardOutput | undefined {
+  if (!log) return undefined;
+  const lines = log.trim().split('\n').reverse();
+  for (const line of lines) {
+    if (!line.startsWith('{')) continue;
+    try {
+      const parsed = JSON.parse(line) as Partial<ShardOutput>;
+      if (typeof parsed.chainId === 'string' && Array.isArray(parsed.outcomes)) return parsed as ShardOutput;
+    } catch {
+      // not the output line
+    }
+  }
+  return undefined;
+}
+
+export type JobExecutorOptions = {
+  api: WorkerJobApi;
+  template: WorkerTemplate;
+  pollIntervalMs?: number;
+  /** Give up waiting for the Job this long after its deadline (the Job controller should have failed it). */
+  graceMs?: number;
+  now?: () => number;
+  sleep?: (ms: number) => Promise<void>;
+};
+
+export class KubernetesJobExecutor implements ShardExecutor {
+  private sequence = 0;
+  /** Names of the Jobs created, newest last (for the cycle report and tests). */
+  readonly jobs: string[] = [];
+
+  constructor(private readonly options: JobExecutorOptions) {}
+
+  async run(shards: ShardInput[], options: { concurrency: number }): Promise<ShardResult[]> {
+    if (shards.length === 0) return [];
+    const { api, template } = this.options;
+    const chainId = shards[0]!.chainId;
+    const cycleId = `${Math.floor((this.options.now ?? Date.now)() / 1000).toString(36)}${(this.sequence++).toString(36)}-${chainId.slice(-6)}`;
+    const name = workerJobName(template.namePrefix, cycleId);
+    const created = await api.createJob(
+      buildWorkerJob(template, { name, shardCount: shards.length, concurrency: options.concurrency, chainId }),
+    );
+    this.jobs.push(name);
+    const failAll = (error: string): ShardResult[] =>
+      shards.map((s) => ({ ok: false, chainId: s.chainId, sponsorWallet: s.sponsorWallet, error }));
+    try {
+      await api.createConfigMap(buildShardInputConfigMap(created, shards));
+      await api.unsuspendJob(name);
+    } catch (error) {
+      return failAll(`could not start worker Job ${name}: ${errorMessage(error)}`);
+    }
+    const finished = await this.waitForJob(name);
+    if (!finished) return failAll(`worker Job ${name} did not finish in time`);
+    return this.collect(name, shards);
+  }
+
+  private async waitForJob(name: string): Promise<V1Job | undefined> {
+    const now = this.options.now ?? Date.now;
+    const sleep = this.options.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
+    const deadline = now() + this.options.template.activeDeadlineSeconds * 1000 + (this.options.graceMs ?? 15_000);
+    while (now() < deadline) {
+      const job = await this.options.api.readJob(name).catch(() => undefined);
+      if (job && jobFinished(job)) return job;
+      await sleep(this.options.pollIntervalMs ?? 1000);
+    }
+    return undefined;
+  }
+
+  private async collect(name: string, shards: ShardInput[]): Promise<ShardResult[]> {
+    const pods = await this.options.api.listJobPods(name).catch(() => [] as V1Pod[]);
+    const byIndex = new Map<number, V1Pod[]>();
+    for (const pod of pods) {
+      const index = Number(pod.metadata?.annotations?.[COMPLETION_INDEX_ANNOTATION]);
+      if (!Number.isInteger(index)) continue;
+      byIndex.set(index, [...(byIndex.get(index) ?? []), pod]);
+    }
+    return Promise.all(
+      shards.map(async (shard, index): Promise<ShardResult> => {
+        const failed = (error: string): ShardResult => ({
+          ok: false,
+          chainId: shard.chainId,
+          sponsorWallet: shard.sponsorWallet,
+          error,
+        });
+        const succeeded = (byIndex.get(index) ?? []).find((pod) => pod.status?.phase === 'Succeeded');
+        if (!succeeded?.metadata?.name) return failed(`shard ${index} of Job ${name} did not succeed`);
+        const log = await this.options.api.readPodLog(succeeded.metadata.name, WORKER_CONTAINER).catch(() => undefined);
+        const output = parseShardOutput(log);
+        return output ? { ok: true, output } : failed(`shard ${index} of Job ${name} left no output`);
+      }),
+    );
+  }
+}
+
+/** WorkerJobApi over @kubernetes/client-node, in one namespace. */
+export function kubeWorkerJobApi(kubeConfig: KubeConfig, namespace: string): WorkerJobApi {
+  const batch = kubeConfig.makeApiClient(BatchV1Api);
+  const core = kubeConfig.makeApiClient(CoreV1Api);
+  return {
+    createJob: (body) => batch.createNamespacedJob({ namespace, body }),
+    async unsuspendJob(name) {
+      await batch.patchNamespacedJob(
+        { name, namespace, body: { spec: { suspend: false } } },
+        setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+      );
+    },
+    async readJob(name) {
+      try {
+        return await batch.readNamespacedJob({ name, namespace });
+      } catch (error) {
+        if (isNotFound(error)) return undefined;
+        throw error;
+      }
+    },
+    async createConfigMap(body) {
+      await core.createNamespacedConfigMap({ namespace, body });
+    },
+    async listJobPods(jobName) {
+      return (await core.listNamespacedPod({ namespace, labelSelector: `${JOB_NAME_LABEL}=${jobName}` })).items;
+    },
+    async readPodLog(name, container) {
+      try {
+        return await core.readNamespacedPodLog({ name, namespace, container });
+      } catch {
+        return undefined;
+      }
+    },
+  };
+}

@@ -1,0 +1,103 @@
+import { expect } from 'chai';
+import {
+  buildWorkerJob,
+  ENV,
+  parseCycleReport,
+  readCoordinatorEnvironment,
+  readEngineEnvironment,
+  readWorkerEnvironment,
+  type WorkerTemplate,
+} from '../../../src/contract/pods.js';
+
+const template: WorkerTemplate = {
+  namePrefix: 'n-dev-worker',
+  labels: { 'oracle-node.io/name': 'n' },
+  ownerReferences: [{ apiVersion: 'oracle-node.io/v1alpha1', kind: 'OracleNode', name: 'n', uid: 'u' }],
+  activeDeadlineSeconds: 50,
+  ttlSecondsAfterFinished: 300,
+  template: { metadata: { labels: {} }, spec: { containers: [{ name: 'worker', image: 'i' }] } },
+};
+
+const coordinatorEnv = (overrides: Record<string, string | undefined> = {}) => ({
+  [ENV.namespace]: 'team-a',
+  [ENV.cacheConfigMap]: 'n-cache',
+  [ENV.cycleConfigMap]: 'n-cycle',
+  [ENV.workerTemplate]: JSON.stringify(template),
+  [ENV.jobName]: 'n-dev-coordinator-1',
+  ...overrides,
+});
+
+describe('the operator <-> pod contract', () => {
+  it('a coordinator pod environment is parsed, not cast', () => {
+    expect(readCoordinatorEnvironment(coordinatorEnv())).to.deep.equal({
+      namespace: 'team-a',
+      cacheConfigMap: 'n-cache',
+      cycleConfigMap: 'n-cycle',
+      workerTemplate: template,
+      jobName: 'n-dev-coordinator-1',
+    });
+    // No worker template: not a coordinator pod (a local run).
+    expect(readCoordinatorEnvironment({})).to.equal(undefined);
+  });
+
+  it('a broken coordinator pod environment names the variable and the rule', () => {
+    expect(() => readCoordinatorEnvironment(coordinatorEnv({ [ENV.namespace]: undefined }))).to.throw(/POD_NAMESPACE/);
+    expect(() => readCoordinatorEnvironment(coordinatorEnv({ [ENV.workerTemplate]: '{not json' }))).to.throw(
+      /ORACLE_NODE_WORKER_TEMPLATE is not JSON/,
+    );
+    const noContainers = { ...template, template: { spec: { containers: [] } } };
+    expect(() =>
+      readCoordinatorEnvironment(coordinatorEnv({ [ENV.workerTemplate]: JSON.stringify(noContainers) })),
+    ).to.throw(/ORACLE_NODE_WORKER_TEMPLATE\.template\.spec\.containers/);
+    const negativeDeadline = { ...template, activeDeadlineSeconds: -1 };
+    expect(() =>
+      readCoordinatorEnvironment(coordinatorEnv({ [ENV.workerTemplate]: JSON.stringify(negativeDeadline) })),
+    ).to.throw(/activeDeadlineSeconds/);
+  });
+
+  it('worker and engine environments', () => {
+    expect(readWorkerEnvironment({ [ENV.namespace]: 'ns', [ENV.cacheConfigMap]: 'n-cache' })).to.deep.equal({
+      namespace: 'ns',
+      cacheConfigMap: 'n-cache',
+    });
+    expect(readWorkerEnvironment({})).to.equal(undefined);
+    expect(() => readWorkerEnvironment({ [ENV.cacheConfigMap]: 'n-cache' })).to.throw(/POD_NAMESPACE/);
+    expect(
+      readEngineEnvironment({ [ENV.configPath]: '/etc/oracle-node/config.json', [ENV.oracleNode]: 'n' }),
+    ).to.deep.equal({ configPath: '/etc/oracle-node/config.json', oracleNode: 'n' });
+    expect(readEngineEnvironment({ [ENV.configPath]: '' })).to.deep.equal({});
+  });
+
+  it('the worker Job is the template completed: shard volume, cycle label, bounded parallelism', () => {
+    const job = buildWorkerJob(template, { name: 'n-dev-worker-abc', shardCount: 5, concurrency: 2, chainId: '1' });
+    expect(job.spec!.parallelism).to.equal(2);
+    expect(job.spec!.completions).to.equal(5);
+    expect(job.metadata!.labels).to.include({ 'oracle-node.io/cycle': 'n-dev-worker-abc' });
+    expect(job.spec!.template.spec!.volumes).to.deep.equal([
+      { name: 'shards', configMap: { name: 'n-dev-worker-abc' } },
+    ]);
+    // The template itself is not changed.
+    expect(template.template.spec!.volumes).to.equal(undefined);
+  });
+
+  it('the cycle report keeps only well-formed fields and entries (the coordinator is not trusted)', () => {
+    const report = parseCycleReport({
+      'cycle.json': JSON.stringify({
+        job: 'c-1',
+        outcome: 'Exploded',
+        counts: { fulfilled: 2, bad: 'x', frac: 0.5 },
+        providers: [
+          { chainId: '1', provider: 'a', ok: true, currentBlock: 7 },
+          { chainId: 1, provider: 'b' },
+        ],
+      }),
+    });
+    expect(report).to.deep.equal({
+      job: 'c-1',
+      counts: { fulfilled: 2 },
+      providers: [{ chainId: '1', provider: 'a', ok: true, currentBlock: 7 }],
+    });
+    expect(parseCycleReport({ 'cycle.json': '[1,2]' })).to.equal(undefined);
+    expect(parseCycleReport({})).to.equal(undefined);
+  });
+});

@@ -1,0 +1,50 @@
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { expect } from 'chai';
+import { checkLayers } from '../../../scripts/check-layers.js';
+
+describe('the layering check (make lint)', () => {
+  let root: string;
+  const write = (path: string, text: string) => {
+    mkdirSync(join(root, path, '..'), { recursive: true });
+    writeFileSync(join(root, path), text);
+  };
+  beforeEach(() => {
+    root = mkdtempSync(join(tmpdir(), 'layers-'));
+  });
+  afterEach(() => rmSync(root, { recursive: true, force: true }));
+
+  it('accepts downward imports, packages and imports inside a folder', () => {
+    write('config/schema.ts', "import { z } from 'zod';\nimport { deriveEndpointId } from '../protocol/ids.js';\n");
+    write(
+      'operator/builders/worker.ts',
+      "import {\n  LABELS,\n} from '../../contract/pods.js';\nimport { x } from '../status.js';\n",
+    );
+    write('node/cli.ts', "const k = await import('./kubernetes/index.js');\n");
+    expect(checkLayers(root)).to.deep.equal([]);
+  });
+
+  it('refuses an upward or sideways import, on the line it is on, multi-line imports included', () => {
+    write('node/kubernetes.ts', "// runs in pods\nimport {\n  a,\n} from '../operator/job-executor.js';\n");
+    write('config/schema.ts', "import { deriveEndpointId } from '../chain/ids.js';\n");
+    expect(checkLayers(root)).to.deep.equal([
+      { file: 'config/schema.ts', line: 1, message: 'src/config may not import src/chain (../chain/ids.js)' },
+      {
+        file: 'node/kubernetes.ts',
+        line: 4,
+        message: 'src/node may not import src/operator (../operator/job-executor.js)',
+      },
+    ]);
+  });
+
+  it('refuses a computed module path and a folder missing from the table', () => {
+    write('cli/start.ts', "const path = '../gateway/server.js';\nawait import(path);\n");
+    write('extras/x.ts', 'export const x = 1;\n');
+    const found = checkLayers(root).map((v) => `${v.file}:${v.line}: ${v.message}`);
+    expect(found).to.deep.equal([
+      'cli/start.ts:2: import(path) loads a computed path',
+      'extras/x.ts:1: folder src/extras is not in the layering table',
+    ]);
+  });
+});
