@@ -124,7 +124,8 @@ export function reviewOracleNode(request: OracleNodeAdmission, lookups: Admissio
     // Certain to fail: without a Secret every reference is unresolved (ConfigValid=False, SecretKeyMissing).
     errors.push({
       path: 'spec.secretRef',
-      message: 'the config has $' + '{NAME} references but no Secret is named to resolve them',
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: the text names the config's placeholder syntax
+      message: 'the config has ${NAME} references but no Secret is named to resolve them',
     });
   }
   return { allowed: errors.length === 0, errors, warnings: warningLines };

@@ -126,6 +126,7 @@ describe('admission webhook (API server -> host-run webhook at a loopback URL)',
     const { node } = sampleDocs('minimal', namespace);
     node.metadata.name = 'guarded';
     expect((await kubectl(dump(node), 'apply', '-f', '-')).code).to.equal(0);
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: a config placeholder, not a template
     settingsOf(node).nodeWalletMnemonic = '${OTHER_MNEMONIC}';
     const refused = await kubectl(dump(node), 'apply', '-f', '-');
     expect(refused.code).to.not.equal(0);

@@ -38,8 +38,10 @@ describe('webhook review', () => {
     expect(denialMessage(decision.errors)).to.match(/^OracleNode config is invalid \(\d+ errors\): chains\[0\]/);
   });
 
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: config placeholders, not templates
   it('checks ${NAME} references for syntax only', () => {
     const node = minimal();
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: config placeholders, not templates
     settingsOf(node).nodeWalletMnemonic = '${not valid}';
     const decision = reviewOracleNode({ operation: 'CREATE', object: node });
     expect(decision.allowed).to.equal(false);
@@ -74,6 +76,7 @@ describe('webhook review', () => {
     it('the node wallet changes only together with the stage', () => {
       const old = minimal();
       const node = minimal();
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: config placeholders, not templates
       settingsOf(node).nodeWalletMnemonic = '${OTHER_MNEMONIC}';
       const refused = reviewOracleNode({ operation: 'UPDATE', object: node, oldObject: old });
       expect(refused.allowed).to.equal(false);
