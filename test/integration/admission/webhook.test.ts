@@ -7,15 +7,27 @@ import { X509Certificate } from 'node:crypto';
 import { CoreV1Api, type KubernetesObject } from '@kubernetes/client-node';
 import { expect } from 'chai';
 import { dump } from 'js-yaml';
+import { pino } from 'pino';
 
 import {
   ADMISSION_KINDS,
   type AdmissionComponent,
   secretExistsInCache,
 } from '../../../src/operator/webhook/admission.js';
+import { CertificateStore } from '../../../src/operator/webhook/certificate-store.js';
 import { splitPemBundle } from '../../../src/operator/webhook/certificates.js';
+import { spawnOracleNode } from '../../support/binary.js';
 import { condition, installCrd, readNode, sampleDocs, startOperator } from '../operator/support.js';
-import { api, apply, createNamespace, deleteNamespace, objects, uniqueName, waitFor } from '../support/cluster.js';
+import {
+  api,
+  apply,
+  createNamespace,
+  deleteNamespace,
+  kubeconfigPath,
+  objects,
+  uniqueName,
+  waitFor,
+} from '../support/cluster.js';
 import { freePort, kubectl, restClient, startAdmission } from './support.js';
 
 type Node = ReturnType<typeof sampleDocs>['node'];
@@ -248,6 +260,32 @@ describe('admission webhook certificates', function () {
     }
   });
 
+  it('two replicas renewing at the same moment: one write wins (resourceVersion), both serve the winner', async () => {
+    const rest = restClient().rest;
+    const store = (now: Date) =>
+      new CertificateStore({
+        rest,
+        namespace: operatorNamespace,
+        secretName: 'webhook-cert-race',
+        names: { dnsNames: [], ipAddresses: ['127.0.0.1'] },
+        source: 'self',
+        logger: pino({ level: 'silent' }),
+        now: () => now,
+      });
+    const first = await store(new Date()).sync();
+    // 61 days on, the serving certificate (90 days, renewed 30 days before) is due and a fresh one is not.
+    const later = new Date(Date.now() + 61 * 86_400_000);
+    const [a, b] = await Promise.all([store(later).sync(), store(later).sync()]);
+    expect(a.certPem).to.not.equal(first.certPem);
+    expect(b.certPem, 'the slower replica took the winner').to.equal(a.certPem);
+    const secret = await api(CoreV1Api).readNamespacedSecret({
+      namespace: operatorNamespace,
+      name: 'webhook-cert-race',
+    });
+    expect(Buffer.from(secret.data!['tls.crt']!, 'base64').toString('utf8')).to.equal(a.certPem);
+    expect(a.caBundle).to.equal(first.caBundle);
+  });
+
   it('two replicas starting together agree on one Secret and serve the same certificate', async () => {
     const configurationName = uniqueName('oracle-node-webhook-replicas');
     configurations.push(configurationName);
@@ -282,6 +320,63 @@ describe('admission webhook certificates', function () {
       expect(live?.webhooks[0]?.clientConfig.caBundle).to.equal(secret.data!['ca.crt']);
     } finally {
       await Promise.all(replicas.map((replica) => replica.stop()));
+    }
+  });
+});
+
+describe('admission webhook served by the `oracle-node operator` process', function () {
+  this.timeout(180_000);
+
+  it('--webhook-port and --webhook-url: refuses, warns from its cache, counts reviews, stops on SIGTERM', async () => {
+    const namespace = await createNamespace('admission-cli');
+    const operatorNamespace = await createNamespace('admission-cli-operator');
+    const configurationName = uniqueName('oracle-node-webhook-cli');
+    const [port, metricsPort] = [await freePort(), await freePort()];
+    const stderr: string[] = [];
+    const child = spawnOracleNode(
+      [
+        'operator',
+        '--kubeconfig',
+        kubeconfigPath,
+        `--namespaces=${namespace}`,
+        '--leader-elect=false',
+        `--metrics-port=${metricsPort}`,
+        '--health-port=0',
+        `--webhook-port=${port}`,
+        `--webhook-url=https://127.0.0.1:${port}`,
+        `--webhook-configuration=${configurationName}`,
+        '--coordinator-fence=false',
+      ],
+      { env: { ...process.env, POD_NAMESPACE: operatorNamespace }, stdio: ['ignore', 'ignore', 'pipe'] },
+    );
+    child.stderr!.on('data', (chunk: Buffer) => stderr.push(chunk.toString('utf8')));
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    try {
+      await untilEnforced(namespace);
+      const { node } = sampleDocs('minimal', namespace);
+      const warned = await waitFor(
+        async () => {
+          const result = await kubectl(dump(node), 'apply', '--dry-run=server', '-f', '-');
+          return result.stderr.includes('does not exist yet') ? result : undefined;
+        },
+        60_000,
+        { description: 'the missing-Secret warning (once the operator cache has synced)' },
+      );
+      expect(warned.code).to.equal(0);
+      expect(warned.stderr).to.contain(
+        `Warning: spec.secretRef.name: Secret ${namespace}/minimal-secrets does not exist yet`,
+      );
+      const metrics = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+      expect(metrics).to.match(
+        /oracle_node_webhook_admission_duration_seconds_count\{operation="CREATE",allowed="false"\} [1-9]/,
+      );
+      child.kill('SIGTERM');
+      expect(await exited, stderr.join('').slice(-1000)).to.equal(0);
+    } finally {
+      child.kill('SIGKILL');
+      await deleteConfiguration(configurationName);
+      await deleteNamespace(namespace);
+      await deleteNamespace(operatorNamespace);
     }
   });
 });
