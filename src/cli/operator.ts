@@ -267,6 +267,7 @@ export async function runOperator(argv: string[]): Promise<number> {
   const { OracleNodeMetrics } = await import('../operator/metrics.js');
   const { LABELS } = await import('../contract/pods.js');
   const { DEFAULT_SETTINGS } = await import('../operator/builders/common.js');
+  let admission: import('../operator/webhook/admission.js').AdmissionComponent | undefined;
   const identity = `${env('POD_NAME') ?? hostname()}_${Math.random().toString(16).slice(2, 10)}`;
   const manager = createManager({
     kubeConfig,
@@ -285,7 +286,11 @@ export async function runOperator(argv: string[]): Promise<number> {
     fieldManager: 'oracle-node-operator',
     logger,
     // Coordinator Jobs are owned by their CronJob, not the OracleNode: this label maps them to their node.
-    tuning: { ownerNameLabel: LABELS.name },
+    tuning: {
+      ownerNameLabel: LABELS.name,
+      // Not ready until the admission webhook serves, when it is on.
+      readinessChecks: [() => admission?.readiness() ?? { ready: true }],
+    },
   });
   const workloadImage = env('ONO_WORKLOAD_IMAGE');
   const reconciler: Reconciler = createOracleNodeReconciler({
@@ -293,7 +298,7 @@ export async function runOperator(argv: string[]): Promise<number> {
     // The image of the OracleNodes' workloads when spec.image is empty (the Helm chart sets it to its own image).
     ...(workloadImage ? { settings: { defaultImage: workloadImage } } : {}),
   });
-  const admission = flags.webhook
+  admission = flags.webhook
     ? await startAdmission(flags, manager, logger, workloadImage ?? DEFAULT_SETTINGS.defaultImage)
     : undefined;
   let signals = 0;

@@ -119,6 +119,11 @@ export class AdmissionComponent {
     return this.boundPort;
   }
 
+  /** For /readyz: a replica is ready once its webhook serves (the Service sends the API server's calls to it). */
+  readiness(): { ready: boolean; reason?: string } {
+    return this.server ? { ready: true } : { ready: false, reason: 'admission webhook not serving yet' };
+  }
+
   /** The serving certificate in use (PEM), for tests and diagnostics. */
   get servingCertificate(): string | undefined {
     return this.server?.certificatePem;

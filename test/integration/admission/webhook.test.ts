@@ -327,11 +327,11 @@ describe('admission webhook certificates', function () {
 describe('admission webhook served by the `oracle-node operator` process', function () {
   this.timeout(180_000);
 
-  it('--webhook-port and --webhook-url: refuses, warns from its cache, counts reviews, stops on SIGTERM', async () => {
+  it('--webhook-port and --webhook-url: refuses, warns from its cache, counts reviews, is ready, stops on SIGTERM', async () => {
     const namespace = await createNamespace('admission-cli');
     const operatorNamespace = await createNamespace('admission-cli-operator');
     const configurationName = uniqueName('oracle-node-webhook-cli');
-    const [port, metricsPort] = [await freePort(), await freePort()];
+    const [port, metricsPort, healthPort] = [await freePort(), await freePort(), await freePort()];
     const stderr: string[] = [];
     const child = spawnOracleNode(
       [
@@ -341,7 +341,7 @@ describe('admission webhook served by the `oracle-node operator` process', funct
         `--namespaces=${namespace}`,
         '--leader-elect=false',
         `--metrics-port=${metricsPort}`,
-        '--health-port=0',
+        `--health-port=${healthPort}`,
         `--webhook-port=${port}`,
         `--webhook-url=https://127.0.0.1:${port}`,
         `--webhook-configuration=${configurationName}`,
@@ -353,6 +353,12 @@ describe('admission webhook served by the `oracle-node operator` process', funct
     const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
     try {
       await untilEnforced(namespace);
+      // Ready (caches synced and the webhook serving).
+      await waitFor(
+        async () => (await fetch(`http://127.0.0.1:${healthPort}/readyz`).catch(() => undefined))?.status === 200,
+        60_000,
+        { description: '/readyz' },
+      );
       const { node } = sampleDocs('minimal', namespace);
       const warned = await waitFor(
         async () => {
