@@ -129,10 +129,13 @@ export class AdmissionComponent {
     return this.server?.certificatePem;
   }
 
+  /** Stops serving at once; a check still waiting on the API server (retries) gets a few seconds to end. */
   async stop(): Promise<void> {
     this.stopSignal.abort();
-    await this.loop;
     await this.server?.close();
+    const bound = new AbortController();
+    await Promise.race([this.loop, sleep(5000, bound.signal)]);
+    bound.abort();
   }
 
   private async run(): Promise<void> {
@@ -162,6 +165,7 @@ export class AdmissionComponent {
   /** One pass: certificates, server, configuration, fence. */
   private async check(): Promise<CertificateSet> {
     const certificates = await this.store.sync();
+    if (this.stopSignal.signal.aborted) return certificates;
     if (!this.server) {
       const server = new WebhookServer({
         port: this.options.port,
