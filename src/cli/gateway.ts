@@ -139,6 +139,5 @@ export async function runGateway(argv: string[]): Promise<number> {
 }
 
 export const gatewayCommand: Subcommand = {
-  summary: 'Serve the HTTP, signed-data and OEV gateways',
   run: runGateway,
 };

@@ -2,10 +2,15 @@
 // 0 success, 1 a finding (e.g. invalid config), 2 usage or I/O error.
 import { subcommands } from './commands.js';
 
-function usage(): string {
+export function usage(): string {
   const lines = ['Usage: oracle-node <command> [options]', '', 'Commands:'];
-  for (const name of Object.keys(subcommands).sort()) lines.push(`  ${name}`);
-  lines.push('', 'Run `oracle-node <command> --help` for the options of a command.');
+  const width = Math.max(...Object.keys(subcommands).map((name) => name.length));
+  for (const [name, entry] of Object.entries(subcommands)) lines.push(`  ${name.padEnd(width)}  ${entry.summary}`);
+  lines.push(
+    '',
+    'Run `oracle-node <command> --help` for the options of a command.',
+    'Installed as the kubectl plugin kubectl-oracle_node, the same commands run as `kubectl oracle-node <command>`.',
+  );
   return lines.join('\n');
 }
 
@@ -19,12 +24,12 @@ export async function runCli(argv: string[]): Promise<number> {
     process.stdout.write(`${VERSION}\n`);
     return 0;
   }
-  const load = subcommands[name];
-  if (!load) {
+  const entry = subcommands[name];
+  if (!entry) {
     process.stderr.write(`Unknown command: ${name}\n\n${usage()}\n`);
     return 2;
   }
-  const command = await load();
+  const command = await entry.load();
   return command.run(rest);
 }
 

@@ -363,5 +363,5 @@ function env(name: string): string | undefined {
   return process.env[name] || undefined;
 }
 
-const command: Subcommand = { summary: 'Run the OracleNode operator (controller manager)', run: runOperator };
+const command: Subcommand = { run: runOperator };
 export default command;

@@ -5,11 +5,11 @@
 
 import { sponsorWallets } from '../chain/sponsor-wallets.js';
 import { errorMessage } from '../common/errors.js';
-import { sendHeartbeat } from '../gateway/heartbeat.js';
 import { type GatewayServer, startGatewayServer } from '../gateway/server.js';
 import { FileResponseCache } from '../node/cache.js';
 import { runCycle } from '../node/cycle.js';
 import { InProcessExecutor } from '../node/executor.js';
+import { sendHeartbeat } from '../node/heartbeat.js';
 import { createNodeLogger } from '../node/logger.js';
 import { cycleMetrics } from '../node/metrics.js';
 import { callEndpoint } from '../node/ois-adapter.js';
@@ -27,7 +27,6 @@ Stops gracefully on SIGTERM or SIGINT.
 `;
 
 export const command: Subcommand = {
-  summary: 'Run the node locally: gateway server and the cycle every minute',
   async run(argv) {
     const parsed = parseCommandArgs(
       argv,

@@ -8,7 +8,7 @@ import type { AddressInfo, Socket } from 'node:net';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import type { Registry } from 'prom-client';
 import { z } from 'zod';
-import { type Config, DEFAULT_GATEWAY_SERVER_PORT } from '../config/index.js';
+import { type Config, DEFAULT_GATEWAY_SERVER_PORT, GATEWAY_BASE_PATHS } from '../config/index.js';
 import {
   counter,
   createLogger,
@@ -23,6 +23,7 @@ import {
 import { decodeParameters } from '../ois/abi.js';
 import type { ApiCredential, EndpointCall, EndpointResult, Ois } from '../ois/index.js';
 import { nodeWallet } from '../protocol/wallet.js';
+import { gatewayMetrics, observeAnswer } from './metrics.js';
 import {
   type NodeSigner,
   signHttpSignedData,
@@ -32,9 +33,9 @@ import {
 } from './signing.js';
 
 export const DEFAULT_PATH_KEY = '01234567-abcd-abcd-abcd-012345678abc';
-export const HTTP_BASE_PATH = '/http-data';
-export const HTTP_SIGNED_DATA_BASE_PATH = '/http-signed-data';
-export const OEV_BASE_PATH = '/sign-oev';
+export const HTTP_BASE_PATH = GATEWAY_BASE_PATHS.httpGateway;
+export const HTTP_SIGNED_DATA_BASE_PATH = GATEWAY_BASE_PATHS.httpSignedDataGateway;
+export const OEV_BASE_PATH = GATEWAY_BASE_PATHS.oevGateway;
 export const DEFAULT_BODY_LIMIT_BYTES = 64 * 1024;
 export const DEFAULT_RETRY_AFTER_SECONDS = 1;
 export const DEFAULT_DRAIN_TIMEOUT_MS = 30_000;
@@ -131,42 +132,6 @@ export function verifyRequestOrigin(
 // ---------------------------------------------------------------------------------------------------------------
 // Metrics
 
-function gatewayMetrics(registry: Registry) {
-  const labels = ['gateway', 'endpoint', 'status'] as const;
-  return {
-    requests: counter(registry, {
-      name: 'gateway_requests_total',
-      help: 'Gateway requests by gateway, endpoint and HTTP status',
-      labelNames: labels,
-    }),
-    duration: histogram(registry, {
-      name: 'gateway_request_duration_seconds',
-      help: 'Gateway request latency by gateway, endpoint and HTTP status',
-      labelNames: labels,
-    }),
-    apiCall: histogram(registry, {
-      name: 'gateway_api_call_duration_seconds',
-      help: 'Latency of the endpoint call (processing, API call, encoding) by outcome',
-      labelNames: ['gateway', 'endpoint', 'outcome'] as const,
-    }),
-    failures: counter(registry, {
-      name: 'gateway_processing_failures_total',
-      help: 'Valid requests that failed in processing, by stage',
-      labelNames: ['gateway', 'endpoint', 'stage'] as const,
-    }),
-    inFlight: gauge(registry, {
-      name: 'gateway_in_flight_requests',
-      help: 'Requests being processed per gateway',
-      labelNames: ['gateway'] as const,
-    }),
-    rejected: counter(registry, {
-      name: 'gateway_rejected_requests_total',
-      help: 'Requests refused before processing, by reason',
-      labelNames: ['gateway', 'reason'] as const,
-    }),
-  };
-}
-
 // ---------------------------------------------------------------------------------------------------------------
 // The app
 
@@ -242,8 +207,7 @@ export function createGatewayApp(options: GatewayAppOptions): GatewayApp {
     res.on('finish', () => {
       if (context.gateway === 'none') return;
       const labels = { gateway: context.gateway, endpoint: context.endpoint, status: String(res.statusCode) };
-      metrics.requests.inc(labels);
-      metrics.duration.observe(labels, secondsSince(start));
+      observeAnswer(metrics, labels, secondsSince(start));
       const entry = { requestId: context.requestId, ...labels, method: req.method };
       if (res.statusCode >= 500) logger.error(entry, 'gateway request failed');
       else logger.debug(entry, 'gateway request served');

@@ -104,6 +104,21 @@ export function buildGatewayPdb(input: BuildInput): Named<V1PodDisruptionBudget>
   };
 }
 
+/**
+ * The base URL callers reach the gateways at: spec.gateway.publicUrl, else the load-balancer address of the
+ * gateway Service (type LoadBalancer, once the cloud assigned one). Never an in-cluster or localhost address.
+ */
+export function publicGatewayUrl(input: BuildInput, service: V1Service | undefined): string | undefined {
+  const configured = input.node.spec.gateway?.publicUrl;
+  if (configured) return configured.replace(/\/+$/, '');
+  if (input.node.spec.gateway?.service?.type !== 'LoadBalancer') return undefined;
+  const ingress = service?.status?.loadBalancer?.ingress?.find((entry) => entry.hostname || entry.ip);
+  const host = ingress?.hostname ?? (ingress?.ip?.includes(':') ? `[${ingress.ip}]` : ingress?.ip);
+  if (!host) return undefined;
+  const port = gatewayServicePort(input);
+  return port === 80 ? `http://${host}` : `http://${host}:${port}`;
+}
+
 /** In-cluster base URLs of the enabled gateways, for status. */
 export function gatewayUrls(input: BuildInput): Record<string, string> {
   const names = childNames(input.node.metadata.name, input.config.nodeSettings.stage);
