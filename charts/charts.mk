@@ -21,6 +21,7 @@ check-manifests: $(HELM) ## helm lint, and fail when the chart's README/samples 
 	$(HELM) lint --strict $(CHART_DIR)
 	$(HELM) lint --strict $(CHART_DIR) --set watchNamespaces='{team-a,team-b}' --set metrics.serviceMonitor.enabled=true --set metrics.prometheusRule.enabled=true --set grafana.dashboard.enabled=true --set networkPolicy.operator.enabled=true --set networkPolicy.workloads.enabled=true
 	$(HELM) lint --strict $(CHART_DIR) --set crds.enabled=false
+	$(HELM) lint --strict $(CHART_DIR) --set webhook.certManager.enabled=true --set webhook.failurePolicy=Ignore
 	@diff -r manifests/samples $(CHART_DIR)/samples >/dev/null || \
 	  { echo "charts/oracle-node-operator/samples differs from manifests/samples: run make manifests" >&2; exit 1; }
 	@node --import tsx scripts/generate-chart-readme.ts --check

@@ -1,13 +1,17 @@
 // The Helm chart against the real test control plane: lint, server-side dry-run of the rendered manifests,
 // install (kwok makes the operator pods Ready), least-privilege RBAC, upgrade, and an uninstall that leaves no
 // orphans and no stuck finalizers.
-import { AppsV1Api, CoreV1Api, PolicyV1Api, RbacAuthorizationV1Api } from '@kubernetes/client-node';
+import { AppsV1Api, CoreV1Api, KubeConfig, PolicyV1Api, RbacAuthorizationV1Api } from '@kubernetes/client-node';
 import { expect } from 'chai';
 import { dump } from 'js-yaml';
+import { pino } from 'pino';
 import { buildChildren, DEFAULT_SETTINGS } from '../../../src/operator/builders/index.js';
 import { validateNodeConfig } from '../../../src/operator/config.js';
+import { RuntimeClient } from '../../../src/operator/runtime/client.js';
+import { RestClient } from '../../../src/operator/runtime/rest.js';
+import { AdmissionComponent } from '../../../src/operator/webhook/admission.js';
 import { loadSample } from '../../unit/operator/fake-kube.js';
-import { api, statusOf, uniqueName, useNamespace, waitFor } from '../support/cluster.js';
+import { api, kc, statusOf, uniqueName, useNamespace, waitFor } from '../support/cluster.js';
 import { adoptCrd, chartDir as chart, helm, kubectl, requireBinaries } from './support.js';
 
 /** `kubectl auth can-i` as the chart's ServiceAccount; exits non-zero on "no", so read the answer text. */
@@ -184,6 +188,74 @@ describe('Helm chart charts/oracle-node-operator', function () {
     expect(out).to.match(/role\.rbac\.authorization\.k8s\.io\/\S+ serverside-applied/);
   });
 
+  it('the operator identity keeps its webhook Secret, configuration and fence with RBAC by name, and no more', async () => {
+    // kwok runs no operator process: run the admission component here, as the chart's ServiceAccount (a token of it),
+    // with the chart's names; the uninstall below then shows the objects it made are garbage-collected.
+    const token = await api(CoreV1Api).createNamespacedServiceAccountToken({
+      namespace: ns.name,
+      name: fullname,
+      body: { spec: { audiences: [], expirationSeconds: 3600 } },
+    });
+    const cluster = kc.getCurrentCluster()!;
+    const asOperator = new KubeConfig();
+    asOperator.loadFromOptions({
+      clusters: [cluster],
+      users: [{ name: 'operator', token: token.status!.token }],
+      contexts: [{ name: 'operator', cluster: cluster.name, user: 'operator' }],
+      currentContext: 'operator',
+    });
+    const component = new AdmissionComponent({
+      client: new RuntimeClient(
+        new RestClient(asOperator, { qps: 50, burst: 100, maxRetries: 0 }),
+        'oracle-node-operator',
+      ),
+      logger: pino({ level: 'silent' }),
+      port: 0,
+      host: '127.0.0.1',
+      target: { service: { namespace: ns.name, name: `${fullname}-webhook`, port: 443 } },
+      configurationName: fullname,
+      namespace: ns.name,
+      secretName: `${fullname}-webhook-cert`,
+      certificateSource: 'self',
+      failurePolicy: 'Fail',
+      timeoutSeconds: 5,
+      // Only this suite's namespace: the Service has no real endpoint behind it here.
+      watchNamespaces: [ns.name],
+      ownerClusterRole: `${fullname}-webhook`,
+      coordinatorFence: true,
+      workloadImage: 'oracle-node:0.1.0',
+    });
+    component.start();
+    try {
+      await component.ready();
+    } finally {
+      await component.stop();
+    }
+    const configuration = JSON.parse(
+      await kubectl(undefined, 'get', 'validatingwebhookconfiguration', fullname, '-o', 'json'),
+    ) as { metadata: { ownerReferences: { kind: string; name: string }[] } };
+    expect(configuration.metadata.ownerReferences.map((owner) => `${owner.kind}/${owner.name}`)).to.deep.equal([
+      `ClusterRole/${fullname}-webhook`,
+    ]);
+    const deployment = await api(AppsV1Api).readNamespacedDeployment({ name: fullname, namespace: ns.name });
+    expect(deployment.spec?.template.spec?.containers[0]?.args).to.include(
+      `--webhook-service=${ns.name}/${fullname}-webhook:443`,
+    );
+    await api(CoreV1Api).readNamespacedService({ name: `${fullname}-webhook`, namespace: ns.name });
+    // By name only: not another webhook configuration, not another Secret.
+    expect(
+      await serviceAccountCan(ns.name, fullname, 'patch', 'validatingwebhookconfigurations/other', 'default'),
+    ).to.equal(false);
+    expect(await serviceAccountCan(ns.name, fullname, 'get', 'secrets/other', ns.name)).to.equal(true); // managed rules read Secrets
+    expect(await serviceAccountCan(ns.name, fullname, 'update', 'secrets/other', ns.name)).to.equal(false);
+    expect(await serviceAccountCan(ns.name, fullname, 'update', `secrets/${fullname}-webhook-cert`, ns.name)).to.equal(
+      true,
+    );
+    expect(
+      await serviceAccountCan(ns.name, fullname, 'delete', 'validatingadmissionpolicies/other', 'default'),
+    ).to.equal(false);
+  });
+
   it('upgrades to namespaced RBAC: the ClusterRole goes, a Role appears in the watched namespace', async () => {
     await helm(
       'upgrade',
@@ -251,6 +323,23 @@ describe('Helm chart charts/oracle-node-operator', function () {
       'jsonpath={range .items[?(@.metadata.finalizers)]}{.kind}/{.metadata.name} {end}',
     );
     expect(withFinalizers.trim()).to.equal('');
+    // What the operator made (its webhook configuration and fence) goes with the chart's webhook ClusterRole.
+    await waitFor(
+      async () =>
+        (
+          await kubectl(
+            undefined,
+            'get',
+            'validatingwebhookconfigurations,validatingadmissionpolicies,validatingadmissionpolicybindings',
+            '-l',
+            'app.kubernetes.io/managed-by=oracle-node-operator',
+            '-o',
+            'name',
+          )
+        ).trim() === '',
+      120_000,
+      { description: 'the webhook configuration and fence to be garbage-collected' },
+    );
     const crd = await kubectl(undefined, 'get', 'crd', 'oraclenodes.oracle-node.io', '-o', 'name');
     expect(crd.trim()).to.equal('customresourcedefinition.apiextensions.k8s.io/oraclenodes.oracle-node.io');
   });
