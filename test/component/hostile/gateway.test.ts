@@ -206,8 +206,10 @@ describe('hostile input: gateway callers and upstream APIs', function () {
 
   it('keeps /healthz answering while five snippets spin until their deadline', async () => {
     let busyDone = 0;
-    const busy = Array.from({ length: 5 }, () =>
-      post(http(ID.busy), { parameters: {} }).then((reply) => {
+    // Five different parameters (the endpoint ignores them): identical calls in flight would share one call,
+    // and one snippet.
+    const busy = Array.from({ length: 5 }, (_, index) =>
+      post(http(ID.busy), { parameters: { run: String(index) } }).then((reply) => {
         busyDone++;
         return reply;
       }),
