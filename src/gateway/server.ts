@@ -302,7 +302,9 @@ export function createGatewayApp(options: GatewayAppOptions): GatewayApp {
     paths[gateway] = path;
     const { corsOrigins, maxConcurrency } = gatewayConfig;
 
-    app.all(path, (req: Request, res: Response, next: NextFunction) => {
+    // One route per gateway: the router matches the path and decodes :endpointId once per request.
+    const route = app.route(path);
+    route.all((req: Request, res: Response, next: NextFunction) => {
       const context = res.locals.context as RequestContext;
       context.gateway = gateway;
       if (req.method !== 'POST' && req.method !== 'OPTIONS') {
@@ -354,7 +356,7 @@ export function createGatewayApp(options: GatewayAppOptions): GatewayApp {
       next();
     };
 
-    app.post(path, bodyDeadline, jsonBody, admit, async (req: Request, res: Response) => {
+    route.post(bodyDeadline, jsonBody, admit, async (req: Request, res: Response) => {
       const context = res.locals.context as RequestContext;
       try {
         await handle(req, res, context);
