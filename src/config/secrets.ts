@@ -106,6 +106,7 @@ export class NestingTooDeepError extends Error {}
 
 /**
  * Replaces `${NAME}` in every string (values and keys) of a parsed JSON tree; `\${…}` becomes a literal `${…}`.
+ * The input is never modified; unchanged subtrees are shared between the input and the result.
  * Recursive with a depth limit (default 256), so hostile nesting ends in NestingTooDeepError, not a stack overflow.
  */
 export function interpolateSecrets(root: unknown, secrets: Record<string, string>, maxDepth = 256): Interpolation {
@@ -146,27 +147,42 @@ export function interpolateSecrets(root: unknown, secrets: Record<string, string
     return result;
   };
 
+  // Copy on write: a subtree without placeholders is returned as it is, so a large config is not copied whole
+  // (the zod parse that follows makes its own output anyway).
   const walk = (node: unknown, depth: number): unknown => {
     if (typeof node === 'string') return replaceString(node);
     if (node === null || typeof node !== 'object') return node;
     if (depth >= maxDepth) throw new NestingTooDeepError(`nested deeper than ${maxDepth} levels`);
     if (Array.isArray(node)) {
-      const copy: unknown[] = new Array(node.length);
+      let copy: unknown[] | undefined;
       for (let i = 0; i < node.length; i++) {
         path.push(i);
-        copy[i] = walk(node[i], depth + 1);
+        const value = walk(node[i], depth + 1);
         path.pop();
+        if (copy) copy[i] = value;
+        else if (value !== node[i]) {
+          copy = node.slice(0, i);
+          copy[i] = value;
+        }
       }
-      return copy;
+      return copy ?? node;
     }
-    const copy: Record<string, unknown> = {};
-    for (const key of Object.keys(node)) {
+    const record = node as Record<string, unknown>;
+    const keys = Object.keys(record);
+    let copy: Record<string, unknown> | undefined;
+    for (let k = 0; k < keys.length; k++) {
+      const key = keys[k]!;
       path.push(key);
       const newKey = key.includes('${') ? replaceString(key) : key;
-      copy[newKey] = walk((node as Record<string, unknown>)[key], depth + 1);
+      const value = walk(record[key], depth + 1);
       path.pop();
+      if (!copy && (newKey !== key || value !== record[key])) {
+        copy = {};
+        for (let j = 0; j < k; j++) copy[keys[j]!] = record[keys[j]!];
+      }
+      if (copy) copy[newKey] = value;
     }
-    return copy;
+    return copy ?? node;
   };
 
   const value = walk(root, 0);
