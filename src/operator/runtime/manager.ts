@@ -168,7 +168,7 @@ export class RuntimeManager implements Manager {
     }
     for (const child of owned) {
       for (const namespace of this.namespacesFor(child.kind)) {
-        const informer = this.informer(child.kind, namespace, child.labelSelector);
+        const informer = this.informer(child.kind, namespace, child.labelSelector, false, child.transform);
         informer.on((_type, object) => {
           const owner = this.ownerKey(primary, object);
           if (owner) queue.add(keyString(owner));
@@ -239,6 +239,7 @@ export class RuntimeManager implements Manager {
     namespace: string | undefined,
     labelSelector: string | undefined,
     metadataOnly = false,
+    transform?: (object: KubernetesObject) => KubernetesObject,
   ): Informer {
     const informer = new Informer({
       ...this.tuning,
@@ -246,6 +247,7 @@ export class RuntimeManager implements Manager {
       namespace,
       labelSelector,
       metadataOnly,
+      ...(transform ? { transform } : {}),
       client: this.client,
       rest: this.rest,
       logger: this.logger,
