@@ -26,10 +26,6 @@ export class ItemExponentialBackoff<K> {
   forget(item: K): void {
     this.failures.delete(item);
   }
-
-  size(): number {
-    return this.failures.size;
-  }
 }
 
 /**

@@ -5,7 +5,8 @@
 import { hostname } from 'node:os';
 import type { KubernetesObject } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
-import { isNotFound } from '../../common/errors.js';
+import { errorMessage, isNotFound } from '../../common/errors.js';
+import { wholeSecondsIso } from '../../common/time.js';
 import { TokenBucket } from './backoff.js';
 import { type Clock, systemClock } from './clock.js';
 import type { RuntimeMetrics } from './metrics.js';
@@ -30,9 +31,8 @@ export type EventRecorderOptions = {
 type Pending = { object: KubernetesObject; type: EventType; reason: string; message: string; at: number };
 type Sent = { namespace: string; name: string; count: number; firstAt: number; lastAt: number };
 
-function eventTime(ms: number): string {
-  return new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z'); // core/v1 Time has second precision
-}
+/** core/v1 Time has second precision. */
+const eventTime = (ms: number): string => wholeSecondsIso(ms)!;
 
 export class KubeEventRecorder implements EventRecorder {
   private readonly clock: Clock;
@@ -92,10 +92,7 @@ export class KubeEventRecorder implements EventRecorder {
         await this.send(next);
       } catch (error) {
         this.options.metrics?.eventsDropped.inc({ reason: 'error' });
-        this.options.logger.debug(
-          { err: error instanceof Error ? error.message : String(error), reason: next.reason },
-          'could not send an Event',
-        );
+        this.options.logger.debug({ err: errorMessage(error), reason: next.reason }, 'could not send an Event');
       }
     }
   }

@@ -7,7 +7,7 @@
 // the last sign of life (list, event, bookmark, clean close) feeds /readyz.
 import type { KubernetesObject } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
-import { isGone } from '../../common/errors.js';
+import { errorMessage, isGone } from '../../common/errors.js';
 import { Backoff, jitter } from './backoff.js';
 import type { RuntimeClient } from './client.js';
 import { type Clock, systemClock } from './clock.js';
@@ -155,7 +155,7 @@ export class Informer {
       try {
         handler(type, object, old);
       } catch (error) {
-        this.logger.error({ err: error }, 'informer handler failed');
+        this.logger.error({ err: errorMessage(error) }, 'informer handler failed');
       }
     }
   }
@@ -213,7 +213,7 @@ export class Informer {
         this.options.metrics?.watchRestarts.inc({ resource: this.resource, reason: 'error' });
         this.logger.warn(
           {
-            err: error instanceof Error ? error.message : String(error),
+            err: errorMessage(error),
             retryInMs: delay,
             attempt: backoff.attempts(),
           },

@@ -6,7 +6,7 @@
 // apiserver only accepts 6-digit fractions.
 import { V1MicroTime } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
-import { isConflict, isNotFound } from '../../common/errors.js';
+import { errorMessage, isConflict, isNotFound } from '../../common/errors.js';
 import { jitter } from './backoff.js';
 import { type Clock, systemClock } from './clock.js';
 import type { RestClient } from './rest.js';
@@ -90,7 +90,7 @@ export type LeaderCallbacks = {
   onNewLeader?(identity: string): void;
 };
 
-export type LeaderState = 'stopped' | 'candidate' | 'leader';
+type LeaderState = 'stopped' | 'candidate' | 'leader';
 
 export class LeaderElector {
   private readonly leaseDurationMs: number;
@@ -124,14 +124,6 @@ export class LeaderElector {
 
   isLeader(): boolean {
     return this.state === 'leader';
-  }
-
-  getState(): LeaderState {
-    return this.state;
-  }
-
-  leader(): string {
-    return this.knownLeader;
   }
 
   start(): void {
@@ -253,7 +245,7 @@ export class LeaderElector {
       return true;
     } catch (error) {
       if (!isConflict(error) && !signal?.aborted) {
-        this.logger.warn({ err: error instanceof Error ? error.message : String(error) }, 'lease acquire/renew failed');
+        this.logger.warn({ err: errorMessage(error) }, 'lease acquire/renew failed');
       }
       return false;
     }
@@ -290,7 +282,7 @@ export class LeaderElector {
       this.observe(released);
       this.logger.info({ lease: `${this.config.namespace}/${this.config.name}` }, 'released the lease');
     } catch (error) {
-      this.logger.warn({ err: error instanceof Error ? error.message : String(error) }, 'could not release the lease');
+      this.logger.warn({ err: errorMessage(error) }, 'could not release the lease');
     }
   }
 }

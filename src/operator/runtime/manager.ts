@@ -1,25 +1,24 @@
-// The Manager wires the runtime together, like controller-runtime's manager: informers over the primary kind and
-// the labelled children (per namespace, or cluster-wide), a rate-limited work queue, `workers` concurrent workers
-// that only run while this replica leads, /metrics and /healthz + /readyz, Kubernetes Events, and a graceful stop
-// (no new work, in-flight reconciles finish within a bound, the lease is released).
+// The Manager runs the runtime's shared parts, like controller-runtime's manager: one REST client, the informers
+// and their cache (per namespace, or cluster-wide), leader election, Kubernetes Events, /metrics and /healthz +
+// /readyz, and a graceful stop (no new work, in-flight reconciles finish within a bound, the lease is released).
+// The controller loop itself (queue, workers, event handlers) is controller.ts; it runs only while this replica
+// leads.
 
-import { randomUUID } from 'node:crypto';
 import type { KubernetesObject } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { Registry } from 'prom-client';
-import { errorMessage } from '../../common/errors.js';
 import { type ObservabilityServer, startObservabilityServer } from '../../observability/http.js';
 import { InformerCache } from './cache.js';
 import { RuntimeClient } from './client.js';
 import { type Clock, systemClock } from './clock.js';
+import { Controller } from './controller.js';
 import { KubeEventRecorder } from './events.js';
 import { Informer, type InformerTuning } from './informer.js';
 import { LeaderElector, RestLeaseStore } from './leader.js';
 import { RuntimeMetrics } from './metrics.js';
-import { keyOf, keyString, parseKey, resourceName } from './paths.js';
-import { WorkQueue } from './queue.js';
+import { resourceName } from './paths.js';
 import { RestClient } from './rest.js';
-import type { Manager, ManagerOptions, ObjectKey, ReconcileResult, Reconciler, ResourceKind } from './types.js';
+import type { Manager, ManagerOptions, ObjectKey, Reconciler, ResourceKind } from './types.js';
 
 /** Optional knobs beyond ManagerOptions; every one has a production default. */
 export type RuntimeTuning = InformerTuning & {
@@ -64,12 +63,9 @@ export class RuntimeManager implements Manager {
   private readonly logger: Logger;
   private readonly clock: Clock;
   private readonly tuning: RuntimeTuning;
-  private queue: WorkQueue<string> | undefined;
+  private controller: Controller | undefined;
   private elector: LeaderElector | undefined;
-  private reconciler: Reconciler | undefined;
   private leading = false;
-  private workSignal: AbortController | undefined;
-  private workers: Promise<void>[] = [];
   private servers: ObservabilityServer[] = [];
   private boundPorts: { metrics?: number; health?: number } = {};
   private stopping: Promise<void> | undefined;
@@ -115,11 +111,12 @@ export class RuntimeManager implements Manager {
 
   /** Adds a key by hand (tests, and controllers that need an extra trigger). */
   enqueue(key: ObjectKey): void {
-    this.queue?.add(keyString(key));
+    this.controller?.enqueue(key);
   }
 
-  queueLength(): number {
-    return this.queue?.length() ?? 0;
+  /** The controller's worker loops not yet returned (bounded by `workers` across leadership terms). */
+  workerLoops(): number {
+    return this.controller?.workerLoops() ?? 0;
   }
 
   readiness(): Readiness {
@@ -143,46 +140,31 @@ export class RuntimeManager implements Manager {
   async run(reconciler: Reconciler): Promise<void> {
     if (this.started) throw new Error('the manager runs once');
     this.started = true;
-    this.reconciler = reconciler;
     const done = new Promise<void>((resolve) => {
       this.resolveRun = resolve;
     });
-    const queue = new WorkQueue<string>({
-      name: reconciler.name,
-      clock: this.clock,
+    const controller = new Controller({
+      reconciler,
+      workers: this.options.workers,
+      cache: this.cache,
+      client: this.client,
+      events: this.events,
       metrics: this.metrics,
+      logger: this.logger,
+      clock: this.clock,
       itemBaseDelayMs: this.tuning.itemBaseDelayMs,
       itemMaxDelayMs: this.tuning.itemMaxDelayMs,
       retryQps: this.tuning.retryQps,
       retryBurst: this.tuning.retryBurst,
+      ownerNameLabel: this.tuning.ownerNameLabel,
     });
-    this.queue = queue;
-    this.metrics.maxConcurrentReconciles.set({ controller: reconciler.name }, this.options.workers);
-    this.metrics.activeWorkers.set({ controller: reconciler.name }, 0);
+    this.controller = controller;
     this.metrics.leaderStatus.set({ name: this.options.leaderElection.leaseName }, 0);
-
-    const { primary, owned, referenced = [] } = reconciler.watches;
-    for (const namespace of this.namespacesFor(primary)) {
-      const informer = this.informer(primary, namespace, undefined);
-      informer.on((_type, object) => queue.add(keyString(keyOf(object))));
-    }
-    for (const child of owned) {
-      for (const namespace of this.namespacesFor(child.kind)) {
-        const informer = this.informer(child.kind, namespace, child.labelSelector, false, child.transform);
-        informer.on((_type, object) => {
-          const owner = this.ownerKey(primary, object);
-          if (owner) queue.add(keyString(owner));
-        });
-      }
-    }
-    for (const reference of referenced) {
-      for (const namespace of this.namespacesFor(reference.kind)) {
-        const informer = this.informer(reference.kind, namespace, undefined, true);
-        informer.on((_type, object) => {
-          for (const key of reference.map(object, this.cache)) queue.add(keyString(key));
-        });
-      }
-    }
+    controller.watch((kind, { labelSelector, metadataOnly, transform }) =>
+      this.namespacesFor(kind).map((namespace) =>
+        this.informer(kind, namespace, labelSelector, metadataOnly, transform),
+      ),
+    );
     await this.startServers();
     this.logger.info(
       {
@@ -258,104 +240,17 @@ export class RuntimeManager implements Manager {
     return informer;
   }
 
-  /** A child's owner: an ownerReference of the primary kind, else the owner-name label when configured. */
-  private ownerKey(primary: ResourceKind, child: KubernetesObject): ObjectKey | undefined {
-    const namespace = primary.namespaced ? (child.metadata?.namespace ?? '') : '';
-    for (const reference of child.metadata?.ownerReferences ?? []) {
-      const group = reference.apiVersion.includes('/') ? reference.apiVersion.split('/')[0] : '';
-      if (reference.kind === primary.kind && group === primary.group) return { namespace, name: reference.name };
-    }
-    const label = this.tuning.ownerNameLabel;
-    const name = label ? child.metadata?.labels?.[label] : undefined;
-    return name ? { namespace, name } : undefined;
-  }
-
   private startLeading(leadership: AbortSignal): void {
-    const reconciler = this.reconciler!;
-    const queue = this.queue!;
-    const work = new AbortController();
-    const onLost = () => work.abort(leadership.reason ?? new Error('leadership lost'));
-    leadership.addEventListener('abort', onLost, { once: true });
-    this.workSignal = work;
     this.leading = true;
     this.metrics.leaderStatus.set({ name: this.options.leaderElection.leaseName }, 1);
-    // Everything in the cache gets a reconcile on taking over, as a new controller-runtime leader does.
-    for (const informer of this.cache.informers(reconciler.watches.primary)) {
-      for (const object of informer.list()) queue.add(keyString(keyOf(object)));
-    }
-    for (let worker = 0; worker < this.options.workers; worker++) this.workers.push(this.worker(work.signal));
-    this.logger.info({ controller: reconciler.name, workers: this.options.workers }, 'reconciling');
+    this.controller!.startTerm(leadership);
   }
 
   private stopLeading(): void {
     this.leading = false;
     this.metrics.leaderStatus.set({ name: this.options.leaderElection.leaseName }, 0);
-    this.workSignal?.abort(new Error('leadership lost'));
-    this.queue?.cancelWaiters();
+    this.controller?.endTerm();
     if (!this.stopping) this.logger.warn('stopped reconciling: leadership lost');
-  }
-
-  private async worker(signal: AbortSignal): Promise<void> {
-    const reconciler = this.reconciler!;
-    const queue = this.queue!;
-    const labels = { controller: reconciler.name };
-    while (!signal.aborted) {
-      const item = await queue.get();
-      if (item === undefined) break;
-      if (signal.aborted) {
-        queue.done(item);
-        queue.add(item); // not ours to process any more; the next leader (maybe us) will
-        break;
-      }
-      const key = parseKey(item);
-      const reconcileID = randomUUID();
-      const logger = this.logger.child({
-        controller: reconciler.name,
-        namespace: key.namespace,
-        name: key.name,
-        reconcileID,
-      });
-      this.metrics.activeWorkers.inc(labels);
-      const started = process.hrtime.bigint();
-      let result: ReconcileResult;
-      try {
-        result = await reconciler.reconcile(key, {
-          logger,
-          cache: this.cache,
-          client: this.client,
-          events: this.events,
-          signal,
-        });
-        const after = result?.requeueAfterMs;
-        queue.forget(item);
-        if (after !== undefined && after > 0) {
-          queue.addAfter(item, after);
-          this.metrics.reconcileTotal.inc({ ...labels, result: 'requeue_after' });
-        } else if (after === 0) {
-          queue.addRateLimited(item);
-          this.metrics.reconcileTotal.inc({ ...labels, result: 'requeue' });
-        } else {
-          this.metrics.reconcileTotal.inc({ ...labels, result: 'success' });
-        }
-      } catch (error) {
-        if (signal.aborted) {
-          queue.add(item);
-          logger.info({ err: errorMessage(error) }, 'reconcile interrupted: leadership lost or shutting down');
-        } else {
-          const delay = queue.addRateLimited(item);
-          this.metrics.reconcileTotal.inc({ ...labels, result: 'error' });
-          this.metrics.reconcileErrors.inc(labels);
-          logger.error(
-            { err: errorMessage(error), retryInMs: delay, retries: queue.retries(item) },
-            'reconcile failed',
-          );
-        }
-      } finally {
-        this.metrics.reconcileTime.observe(labels, Number(process.hrtime.bigint() - started) / 1e9);
-        this.metrics.activeWorkers.dec(labels);
-        queue.done(item);
-      }
-    }
   }
 
   /** /metrics on metricsPort; /healthz and /readyz on healthPort (the shared observability handler). */
@@ -385,11 +280,9 @@ export class RuntimeManager implements Manager {
 
   private async shutdown(): Promise<void> {
     this.logger.info('manager stopping: no new work');
-    const queue = this.queue;
-    queue?.shutDown();
     // In-flight reconciles see their signal abort and get shutdownTimeoutMs to finish.
-    this.workSignal?.abort(new Error('shutting down'));
-    const workers = Promise.all(this.workers);
+    this.controller?.shutDown();
+    const workers = this.controller?.drained() ?? Promise.resolve();
     // 20 s leaves time to release the Lease within the default 30 s terminationGracePeriodSeconds.
     const timeoutMs = this.tuning.shutdownTimeoutMs ?? 20_000;
     const timer = new AbortController(); // cancels the bound's timer so it does not keep the process alive
@@ -399,7 +292,10 @@ export class RuntimeManager implements Manager {
     ]);
     timer.abort();
     if (!finished)
-      this.logger.warn({ inFlight: queue?.inFlight(), timeoutMs }, 'in-flight reconciles did not finish in time');
+      this.logger.warn(
+        { inFlight: this.controller?.inFlight(), timeoutMs },
+        'in-flight reconciles did not finish in time',
+      );
     // Only now release the lease, so the next leader never overlaps with our last reconciles.
     if (this.elector) await this.elector.stop();
     else if (this.leading) this.stopLeading();

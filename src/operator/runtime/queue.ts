@@ -155,10 +155,6 @@ export class WorkQueue<T> {
     this.cancelWaiters();
   }
 
-  isShuttingDown(): boolean {
-    return this.shuttingDown;
-  }
-
   private updateDepth(): void {
     this.metrics?.workqueueDepth.set({ name: this.name }, this.queue.length);
   }

@@ -6,6 +6,7 @@ import http from 'node:http';
 import https from 'node:https';
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
+import { errorMessage } from '../../common/errors.js';
 import { Backoff, TokenBucket } from './backoff.js';
 import { type Clock, systemClock } from './clock.js';
 import type { RuntimeMetrics } from './metrics.js';
@@ -78,8 +79,6 @@ export type WatchOptions = {
 export const PARTIAL_METADATA = 'application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json';
 export const PARTIAL_METADATA_LIST =
   'application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json';
-
-const VERBS: Record<string, string> = { GET: 'GET', POST: 'POST', PUT: 'PUT', PATCH: 'PATCH', DELETE: 'DELETE' };
 
 function retryAfterMs(header: string | string[] | undefined): number | undefined {
   const value = Array.isArray(header) ? header[0] : header;
@@ -181,7 +180,7 @@ export class RestClient {
   }
 
   private async attempt(request: RequestOptions): Promise<unknown> {
-    const verb = VERBS[request.method] ?? request.method;
+    const verb = request.method;
     await this.throttle(verb, request.signal);
     const connection = await this.connectionOptions();
     const url = this.url(request.path, request.query);
@@ -304,11 +303,14 @@ export class RestClient {
           body,
         );
       }
+      // One streaming decoder for the whole response: a multi-byte character split across two chunks is held
+      // back until its last byte arrives instead of becoming U+FFFD.
+      const decoder = new TextDecoder('utf-8');
       let buffered = '';
       try {
         for await (const chunk of res) {
           arm();
-          buffered += (chunk as Buffer).toString('utf8');
+          buffered += decoder.decode(chunk as Buffer, { stream: true });
           let newline = buffered.indexOf('\n');
           while (newline >= 0) {
             const line = buffered.slice(0, newline).trim();
@@ -319,7 +321,7 @@ export class RestClient {
         }
       } catch (error) {
         if (options.signal.aborted) return;
-        throw new ApiError(`watch ${options.path}: ${timedOut ? 'inactivity timeout' : (error as Error).message}`, 0);
+        throw new ApiError(`watch ${options.path}: ${timedOut ? 'inactivity timeout' : errorMessage(error)}`, 0);
       }
       if (timedOut) throw new ApiError(`watch ${options.path}: inactivity timeout`, 0);
     } finally {

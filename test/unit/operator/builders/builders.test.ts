@@ -1,6 +1,12 @@
 import type { V1CronJob, V1Deployment, V1Role, V1Service, V2HorizontalPodAutoscaler } from '@kubernetes/client-node';
 import { expect } from 'chai';
-import { buildWorkerJob, workerJobName } from '../../../../src/contract/pods.js';
+import {
+  buildWorkerJob,
+  ENV,
+  readCoordinatorEnvironment,
+  readWorkerEnvironment,
+  workerJobName,
+} from '../../../../src/contract/pods.js';
 import {
   type BuildInput,
   buildChildren,
@@ -252,6 +258,32 @@ describe('operator builders', () => {
     const blue = names('blue');
     const green = names('green');
     expect(blue.filter((n) => green.includes(n))).to.deep.equal([]);
+  });
+
+  it('every environment variable the builders set is one the pods read (the contract), and parses', () => {
+    const input = inputFor('full-multi-chain');
+    const children = buildChildren(input);
+    const cronJob = children.find((c) => c.object.kind === 'CronJob')!.object as V1CronJob;
+    const deployment = children.find((c) => c.object.kind === 'Deployment')!.object as V1Deployment;
+    const worker = buildWorkerTemplate(input).template;
+    const contract = new Set<string>(Object.values(ENV));
+    const containers = [
+      ...cronJob.spec!.jobTemplate.spec!.template.spec!.containers,
+      ...deployment.spec!.template.spec!.containers,
+      ...worker.spec!.containers,
+    ];
+    for (const container of containers)
+      for (const variable of container.env ?? [])
+        expect(contract.has(variable.name), `${container.name}: ${variable.name}`).to.equal(true);
+    // What the coordinator pod would see (fieldRefs filled in as the kubelet does) satisfies the contract.
+    const env = Object.fromEntries(
+      (cronJob.spec!.jobTemplate.spec!.template.spec!.containers[0]!.env ?? []).map((v) => [
+        v.name,
+        v.value ?? `from-${v.valueFrom?.fieldRef?.fieldPath}`,
+      ]),
+    );
+    expect(readCoordinatorEnvironment(env)!.workerTemplate).to.deep.equal(JSON.parse(env[ENV.workerTemplate]!));
+    expect(readWorkerEnvironment(env)).to.not.equal(undefined);
   });
 
   describe('worker Jobs', () => {

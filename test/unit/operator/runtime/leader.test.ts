@@ -1,8 +1,8 @@
 import { expect } from 'chai';
 import { pino } from 'pino';
-import { FakeClock } from '../../../../src/operator/runtime/clock.js';
 import { LeaderElector, type Lease, type LeaseStore } from '../../../../src/operator/runtime/leader.js';
 import { ApiError } from '../../../../src/operator/runtime/rest.js';
+import { FakeClock } from '../../../support/fake-clock.js';
 
 const logger = pino({ level: 'silent' });
 

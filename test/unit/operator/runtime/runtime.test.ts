@@ -5,25 +5,18 @@ import { expect } from 'chai';
 import { pino } from 'pino';
 import { Registry } from 'prom-client';
 import { RuntimeClient } from '../../../../src/operator/runtime/client.js';
-import { FakeClock } from '../../../../src/operator/runtime/clock.js';
 import { Informer } from '../../../../src/operator/runtime/informer.js';
 import { createManager } from '../../../../src/operator/runtime/manager.js';
 import { RuntimeMetrics } from '../../../../src/operator/runtime/metrics.js';
 import { ApiError, RestClient } from '../../../../src/operator/runtime/rest.js';
 import type { ObjectKey, Reconciler, ResourceKind } from '../../../../src/operator/runtime/types.js';
+import { FakeClock } from '../../../support/fake-clock.js';
+import { waitFor } from '../../../support/wait.js';
 import { FakeApiServer } from './fake-apiserver.js';
 
 const logger = pino({ level: process.env.DEBUG_RUNTIME ? 'debug' : 'silent' });
 const CONFIGMAP: ResourceKind = { group: '', version: 'v1', kind: 'ConfigMap', plural: 'configmaps', namespaced: true };
 const SECRET: ResourceKind = { group: '', version: 'v1', kind: 'Secret', plural: 'secrets', namespaced: true };
-
-async function waitFor(check: () => boolean, what: string, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
 
 function configMap(name: string, data: Record<string, string>, labels?: Record<string, string>) {
   return { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace: 'ns1', labels }, data };
@@ -65,7 +58,7 @@ describe('operator runtime against an in-memory API server', () => {
     api.upsert('configmaps', configMap('a', { v: '2' }));
     const b = api.objects.get('configmaps/ns1/b')!;
     api.write('configmaps', 'DELETED', b);
-    await waitFor(() => seen.length === 4, 'four events');
+    await waitFor(() => seen.length === 4, 10_000, { description: 'four events', intervalMs: 10 });
     expect(seen).to.deep.equal(['add:a:1', 'add:b:1', 'update:a:2', 'delete:b:1']);
     expect(informer.size()).to.equal(1);
     await informer.stop();
@@ -94,11 +87,14 @@ describe('operator runtime against an in-memory API server', () => {
     api.upsert('configmaps', configMap('c9', { v: '1' }));
     api.compact();
     api.inject = inject;
-    await waitFor(() => (informer.get('ns1', 'c1') as { data?: { v?: string } } | undefined)?.data?.v === '1', 'c1 v1');
-    await waitFor(
-      () => informer.get('ns1', 'c9') !== undefined && informer.get('ns1', 'c2') === undefined,
-      'c9 added, c2 gone',
-    );
+    await waitFor(() => (informer.get('ns1', 'c1') as { data?: { v?: string } } | undefined)?.data?.v === '1', 10_000, {
+      description: 'c1 v1',
+      intervalMs: 10,
+    });
+    await waitFor(() => informer.get('ns1', 'c9') !== undefined && informer.get('ns1', 'c2') === undefined, 10_000, {
+      description: 'c9 added, c2 gone',
+      intervalMs: 10,
+    });
     const relists = await metrics.relists.get();
     expect(relists.values.find((v) => v.labels.reason === 'gone')?.value).to.equal(1);
     await informer.stop();
@@ -144,14 +140,17 @@ describe('operator runtime against an in-memory API server', () => {
     informer.start();
     await informer.waitForSync();
     const watches = () => api.requests.filter((r) => r.method === 'GET' && r.path.endsWith('/configmaps')).length;
-    await waitFor(() => watches() >= 4, 'the silent watch to be replaced a few times');
+    await waitFor(() => watches() >= 4, 10_000, {
+      description: 'the silent watch to be replaced a few times',
+      intervalMs: 10,
+    });
     // Reconnecting from the last resourceVersion, not relisting: still one list.
     expect((await metrics.relists.get()).values.reduce((sum, v) => sum + v.value, 0)).to.equal(1);
     api.upsert('configmaps', configMap('a', { v: '2' }));
-    await waitFor(
-      () => (informer.get('ns1', 'a') as { data?: { v?: string } }).data?.v === '2',
-      'the update after reconnects',
-    );
+    await waitFor(() => (informer.get('ns1', 'a') as { data?: { v?: string } }).data?.v === '2', 10_000, {
+      description: 'the update after reconnects',
+      intervalMs: 10,
+    });
     await informer.stop();
   });
 
@@ -176,11 +175,17 @@ describe('operator runtime against an in-memory API server', () => {
     };
     expect(manager.readiness()).to.deep.include({ ready: false, reason: 'caches not synced' });
     const running = manager.run(reconciler);
-    await waitFor(() => manager.readiness().ready, 'ready after sync');
-    await waitFor(() => !manager.readiness().ready, 'not ready once the watch is silent');
+    await waitFor(() => manager.readiness().ready, 10_000, { description: 'ready after sync', intervalMs: 10 });
+    await waitFor(() => !manager.readiness().ready, 10_000, {
+      description: 'not ready once the watch is silent',
+      intervalMs: 10,
+    });
     expect(manager.readiness().reason).to.match(/silent/);
     api.upsert('configmaps', configMap('wake', {}));
-    await waitFor(() => manager.readiness().ready, 'ready again after an event');
+    await waitFor(() => manager.readiness().ready, 10_000, {
+      description: 'ready again after an event',
+      intervalMs: 10,
+    });
     await manager.stop();
     await running;
     expect(manager.readiness()).to.deep.include({ ready: false, reason: 'shutting down' });
@@ -226,7 +231,7 @@ describe('operator runtime against an in-memory API server', () => {
     const started = Promise.all(
       Array.from({ length: 3 }, (_, i) => client.get(CONFIGMAP, { namespace: 'ns1', name: `x${i}` })),
     );
-    await waitFor(() => api.requests.length >= 2, 'the burst of two');
+    await waitFor(() => api.requests.length >= 2, 10_000, { description: 'the burst of two', intervalMs: 10 });
     await new Promise((resolve) => setTimeout(resolve, 100));
     expect(api.requests).to.have.length(2);
     await clock.advance(999);
@@ -288,7 +293,10 @@ describe('operator runtime against an in-memory API server', () => {
         },
       });
       const expected = namespaces.length ? ['ns1/in-ns1', 'ns2/in-ns2'] : ['ns1/in-ns1', 'ns2/in-ns2', 'ns3/in-ns3'];
-      await waitFor(() => expected.every((key) => seen.has(key)), 'reconciles in the watched namespaces');
+      await waitFor(() => expected.every((key) => seen.has(key)), 10_000, {
+        description: 'reconciles in the watched namespaces',
+        intervalMs: 10,
+      });
       expect([...seen].sort()).to.deep.equal(expected);
       const watched = api.requests
         .filter((r) => r.method === 'GET' && r.path.includes('configmaps'))
@@ -333,17 +341,24 @@ describe('operator runtime against an in-memory API server', () => {
       tuning: { registry: new Registry(), leaseDurationMs: 1500, renewDeadlineMs: 1000, retryPeriodMs: 200 },
     });
     const running = manager.run(reconciler);
-    await waitFor(() => started.includes('held'), 'the blocking reconcile');
+    await waitFor(() => started.includes('held'), 10_000, { description: 'the blocking reconcile', intervalMs: 10 });
     api.inject = (req) => (req.url?.includes('/leases') ? { status: 500 } : undefined);
-    await waitFor(() => aborted === 1, 'the reconcile signal to abort when the Lease cannot be renewed');
+    await waitFor(() => aborted === 1, 10_000, {
+      description: 'the reconcile signal to abort when the Lease cannot be renewed',
+      intervalMs: 10,
+    });
     expect(manager.isLeader()).to.equal(false);
     const before = started.length;
     api.upsert('configmaps', configMap('while-not-leading', {}));
     await new Promise((resolve) => setTimeout(resolve, 300));
     expect(started.length).to.equal(before); // no work without the Lease
     api.inject = undefined;
-    await waitFor(() => manager.isLeader(), 're-election', 15_000);
-    await waitFor(() => started.includes('while-not-leading'), 'work resumed after re-election');
+    await waitFor(() => manager.isLeader(), 15_000, { description: 're-election', intervalMs: 10 });
+    await waitFor(() => started.includes('while-not-leading'), 10_000, {
+      description: 'work resumed after re-election',
+      intervalMs: 10,
+    });
+    expect(manager.workerLoops()).to.equal(2); // the new term's workers; the lost term's have returned
     await manager.stop();
     await running;
   });
@@ -380,11 +395,14 @@ describe('operator runtime against an in-memory API server', () => {
       tuning: { registry },
     });
     const running = manager.run(reconciler);
-    await waitFor(() => reconciled.includes('ns1/p1'), 'p1 reconciled');
+    await waitFor(() => reconciled.includes('ns1/p1'), 10_000, { description: 'p1 reconciled', intervalMs: 10 });
     expect(manager.isLeader()).to.equal(true);
     expect(manager.readiness().ready).to.equal(true);
     api.upsert('configmaps', configMap('p2', {}));
-    await waitFor(() => reconciled.filter((k) => k === 'ns1/p2').length === 2, 'p2 retried after its error');
+    await waitFor(() => reconciled.filter((k) => k === 'ns1/p2').length === 2, 10_000, {
+      description: 'p2 retried after its error',
+      intervalMs: 10,
+    });
     const before = reconciled.filter((k) => k === 'ns1/p1').length;
     api.upsert('secrets', {
       apiVersion: 'v1',
@@ -396,7 +414,10 @@ describe('operator runtime against an in-memory API server', () => {
         ownerReferences: [{ apiVersion: 'v1', kind: 'ConfigMap', name: 'p1', uid: 'u' }],
       },
     } as never);
-    await waitFor(() => reconciled.filter((k) => k === 'ns1/p1').length === before + 1, 'p1 reconciled for its child');
+    await waitFor(() => reconciled.filter((k) => k === 'ns1/p1').length === before + 1, 10_000, {
+      description: 'p1 reconciled for its child',
+      intervalMs: 10,
+    });
     const text = await registry.metrics();
     expect(text).to.match(/controller_runtime_reconcile_total\{controller="test",result="error"\} 1/);
     expect(text).to.match(/controller_runtime_reconcile_errors_total\{controller="test"\} 1/);

@@ -1,0 +1,99 @@
+// The controller loop on its own: leadership terms start and stop its workers, and nothing piles up across terms.
+
+import type { KubernetesObject } from '@kubernetes/client-node';
+import { expect } from 'chai';
+import { pino } from 'pino';
+import { Registry } from 'prom-client';
+import { systemClock } from '../../../../src/operator/runtime/clock.js';
+import { Controller } from '../../../../src/operator/runtime/controller.js';
+import { RuntimeMetrics } from '../../../../src/operator/runtime/metrics.js';
+import type {
+  EventRecorder,
+  KubeWriter,
+  ObjectCache,
+  Reconciler,
+  ResourceKind,
+} from '../../../../src/operator/runtime/types.js';
+import { waitFor } from '../../../support/wait.js';
+
+const CONFIGMAP: ResourceKind = { group: '', version: 'v1', kind: 'ConfigMap', plural: 'configmaps', namespaced: true };
+
+/** A cache holding a fixed set of primaries: all a term's start reads from it. */
+function cacheOf(names: string[]): ObjectCache {
+  const objects: KubernetesObject[] = names.map((name) => ({
+    apiVersion: 'v1',
+    kind: 'ConfigMap',
+    metadata: { name, namespace: 'ns1' },
+  }));
+  return { get: () => undefined, list: <T extends KubernetesObject>() => objects as T[] };
+}
+
+describe('runtime controller: leadership terms', () => {
+  it('starts `workers` worker loops per term and keeps none of an ended term once its reconciles return', async () => {
+    const workers = 3;
+    const terms = 6;
+    const reconciled: string[] = [];
+    let releaseSlow: (() => void) | undefined;
+    const reconciler: Reconciler = {
+      name: 'terms',
+      watches: { primary: CONFIGMAP, owned: [] },
+      async reconcile(key, context) {
+        reconciled.push(key.name);
+        if (key.name !== 'slow') return undefined;
+        // Outlives its term: returns only after the term has ended and the test lets it go.
+        await new Promise<void>((resolve) => context.signal.addEventListener('abort', () => resolve(), { once: true }));
+        await new Promise<void>((resolve) => {
+          releaseSlow = resolve;
+        });
+        return undefined;
+      },
+    };
+    const controller = new Controller({
+      reconciler,
+      workers,
+      cache: cacheOf(['a', 'b', 'slow']),
+      client: {} as KubeWriter,
+      events: { record: () => undefined } as EventRecorder,
+      metrics: new RuntimeMetrics(new Registry()),
+      logger: pino({ level: 'silent' }),
+      clock: systemClock,
+    });
+    for (let term = 1; term <= terms; term++) {
+      const leadership = new AbortController();
+      controller.startTerm(leadership.signal);
+      if (releaseSlow) {
+        // The last term's slow reconcile is still running beside this term's workers, then returns.
+        expect(controller.workerLoops()).to.equal(workers + 1);
+        releaseSlow();
+        releaseSlow = undefined;
+        await waitFor(() => controller.workerLoops() === workers, 10_000, {
+          description: `term ${term - 1}'s last worker to return`,
+          intervalMs: 10,
+        });
+      } else {
+        expect(controller.workerLoops()).to.equal(workers);
+      }
+      for (const name of ['a', 'b', 'slow'])
+        await waitFor(() => reconciled.filter((seen) => seen === name).length === term, 10_000, {
+          description: `${name} in term ${term}`,
+          intervalMs: 10,
+        });
+      leadership.abort(new Error('leadership lost'));
+      controller.endTerm();
+      // The idle workers return at once; the one in the slow reconcile only when that reconcile does.
+      await waitFor(() => releaseSlow !== undefined && controller.workerLoops() === 1, 10_000, {
+        description: `term ${term} winding down`,
+        intervalMs: 10,
+      });
+    }
+    releaseSlow!();
+    await waitFor(() => controller.workerLoops() === 0, 10_000, {
+      description: 'the last slow reconcile to return',
+      intervalMs: 10,
+    });
+    expect(reconciled.filter((name) => name === 'a')).to.have.length(terms);
+    controller.shutDown();
+    await controller.drained();
+    expect(controller.workerLoops()).to.equal(0);
+  });
+});

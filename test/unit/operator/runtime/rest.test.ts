@@ -1,0 +1,65 @@
+// The REST transport's watch stream over a real loopback HTTP server: how bytes on the wire become events.
+
+import { createServer, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { KubeConfig } from '@kubernetes/client-node';
+import { expect } from 'chai';
+import { RestClient, type WatchEvent } from '../../../../src/operator/runtime/rest.js';
+
+function kubeConfigFor(port: number): KubeConfig {
+  const kubeConfig = new KubeConfig();
+  kubeConfig.loadFromOptions({
+    clusters: [{ name: 'loopback', server: `http://127.0.0.1:${port}`, skipTLSVerify: true }],
+    users: [{ name: 'loopback' }],
+    contexts: [{ name: 'loopback', cluster: 'loopback', user: 'loopback' }],
+    currentContext: 'loopback',
+  });
+  return kubeConfig;
+}
+
+function event(name: string, labels: Record<string, string>): string {
+  const object = { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace: 'ns1', labels } };
+  return `${JSON.stringify({ type: 'ADDED', object })}\n`;
+}
+
+describe('runtime REST transport: watch stream', () => {
+  it('decodes a multi-byte character split across chunks of the stream (é, and a four-byte emoji)', async () => {
+    // 'é' is two bytes (C3 A9) and the satellite four (F0 9F 9B B0): each chunk but the last ends inside one.
+    const lines = [event('a', { plain: 'ascii' }), event('b', { greeting: 'café' }), event('c', { emoji: 'sat 🛰' })];
+    const wire = Buffer.from(lines.join(''));
+    const cuts = [wire.indexOf(Buffer.from('é')) + 1, wire.indexOf(Buffer.from('🛰')) + 2];
+    const chunks = [wire.subarray(0, cuts[0]), wire.subarray(cuts[0], cuts[1]), wire.subarray(cuts[1])];
+    let response: ServerResponse | undefined;
+    const server = createServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.write(chunks[0]);
+      response = res;
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const rest = new RestClient(kubeConfigFor((server.address() as AddressInfo).port), { qps: 100, burst: 100 });
+    const abort = new AbortController();
+    const events: WatchEvent[] = [];
+    try {
+      const watch = rest.watch({
+        path: '/api/v1/namespaces/ns1/configmaps',
+        query: {},
+        signal: abort.signal,
+        inactivityTimeoutMs: 60_000,
+      });
+      for await (const received of watch) {
+        events.push(received);
+        // The next chunk goes out only once the previous one has been decoded and its whole line handed over, so
+        // the halves of a character reach the decoder as separate chunks however TCP segments the stream.
+        if (events.length === 1) response!.write(chunks[1]);
+        if (events.length === 2) response!.end(chunks[2]);
+      }
+    } finally {
+      abort.abort();
+      rest.close();
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
+    const labels = events.map((received) => (received.object.metadata as { labels: Record<string, string> }).labels);
+    expect(labels).to.deep.equal([{ plain: 'ascii' }, { greeting: 'café' }, { emoji: 'sat 🛰' }]);
+  });
+});
