@@ -61,10 +61,12 @@ build: install ## Compile TypeScript into dist/
 	@chmod +x dist/cli/index.js
 
 .PHONY: lint
-lint: install ## Lint, check formatting, type-check and check the layering of src/ (docs/architecture.md)
+lint: install ## Lint, format, type-check; src/ layering; no path leaves the repository; workflows (actionlint)
 	$(BIN)/biome check .
 	$(BIN)/tsc -p tsconfig.json --noEmit
 	node scripts/check-layers.ts
+	node scripts/check-repo-paths.ts
+	scripts/actionlint.sh
 
 .PHONY: format
 format: install ## Rewrite files with the formatter and safe lint fixes

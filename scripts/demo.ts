@@ -138,7 +138,10 @@ async function main() {
     );
     say('kubectl get onode now works');
 
-    step(`Start the operator (oracle-node operator --namespaces ${namespace})`);
+    const webhookPort = await freePort();
+    step(
+      `Start the operator (oracle-node operator --namespaces ${namespace} --webhook-port ${webhookPort} --webhook-url https://127.0.0.1:${webhookPort})`,
+    );
     const metricsPort = await freePort();
     const healthPort = await freePort();
     startEngine(
@@ -149,9 +152,29 @@ async function main() {
         '--leader-elect=false',
         `--metrics-port=${metricsPort}`,
         `--health-port=${healthPort}`,
+        // The admission webhook, reached by the API server at a loopback URL (the operator runs outside the cluster).
+        `--webhook-port=${webhookPort}`,
+        `--webhook-url=https://127.0.0.1:${webhookPort}`,
+        '--webhook-configuration=oracle-node-demo',
+        '--webhook-secret=oracle-node-demo-webhook-cert',
+        '--coordinator-fence=false',
       ],
-      {},
+      { POD_NAMESPACE: 'default' },
       join(workDir, 'operator.log'),
+    );
+    cleanups.push(() =>
+      objects
+        .delete({
+          apiVersion: 'admissionregistration.k8s.io/v1',
+          kind: 'ValidatingWebhookConfiguration',
+          metadata: { name: 'oracle-node-demo' },
+        })
+        .catch(() => undefined),
+    );
+    cleanups.push(() =>
+      core
+        .deleteNamespacedSecret({ namespace: 'default', name: 'oracle-node-demo-webhook-cert' })
+        .catch(() => undefined),
     );
     await waitFor('the operator to be ready', 60_000, async () =>
       (await fetch(`http://127.0.0.1:${healthPort}/readyz`)).ok ? true : undefined,
@@ -189,6 +212,32 @@ async function main() {
     });
     // biome-ignore lint/suspicious/noTemplateCurlyInString: the text names the config's placeholder syntax
     say('Secret demo-secrets holds NODE_MNEMONIC and PROVIDER_URL_0; the config refers to them as ${NAME}');
+
+    step('kubectl apply --dry-run=server of a broken copy: the admission webhook refuses it, with the paths');
+    const broken = structuredClone(config) as { triggers: { http: { oisTitle: string }[] } };
+    broken.triggers.http[0]!.oisTitle = 'No such API';
+    const refusal = await waitFor('the webhook to answer', 60_000, async () => {
+      try {
+        await custom.createNamespacedCustomObject({
+          group: 'oracle-node.io',
+          version: 'v1alpha1',
+          namespace,
+          plural: 'oraclenodes',
+          dryRun: 'All',
+          body: {
+            apiVersion: 'oracle-node.io/v1alpha1',
+            kind: 'OracleNode',
+            metadata: { name: `${nodeName}-broken` },
+            spec: { config: broken, secretRef: { name: 'demo-secrets' } },
+          },
+        });
+        return undefined;
+      } catch (error) {
+        const body = (error as { body?: string }).body ?? '';
+        return body.includes('denied the request') ? (JSON.parse(body) as { message: string }).message : undefined;
+      }
+    });
+    say(refusal);
 
     step('The operator reconciles it into a ConfigMap, RBAC, a coordinator CronJob and a gateway Deployment');
     const base = `${nodeName}-${stage}`;

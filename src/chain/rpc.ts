@@ -1,7 +1,6 @@
 // A small JSON-RPC client: every call is bounded by a timeout and retried with a jittered back-off, and
 // every answer is checked for shape, so a dead, slow or lying provider only ever produces an error here.
 // Plain fetch (no ethers provider) keeps the number of RPC calls exact and free of hidden polling.
-import { errorMessage } from '../common/errors.js';
 
 export type RpcOptions = {
   /** Per-attempt timeout. */
@@ -33,17 +32,46 @@ export class RpcTransportError extends Error {
 
 export type RpcTransport = (url: string, body: string, timeoutMs: number) => Promise<unknown>;
 
+/**
+ * A provider URL split into what fetch accepts: fetch refuses a URL with `user:password@`, which self-hosted
+ * RPC nodes use, so the credentials travel as a Basic Authorization header instead.
+ */
+export function providerRequestTarget(url: string): { url: string; headers: Record<string, string> } {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw new RpcTransportError('provider URL is not a valid URL');
+  }
+  if (!parsed.username && !parsed.password) return { url, headers: {} };
+  const user = decodeURIComponent(parsed.username);
+  const password = decodeURIComponent(parsed.password);
+  parsed.username = '';
+  parsed.password = '';
+  const token = Buffer.from(`${user}:${password}`, 'utf8').toString('base64');
+  return { url: parsed.toString(), headers: { authorization: `Basic ${token}` } };
+}
+
+/** Why fetch failed, without the URL (fetch and undici put it in some messages; it may carry credentials). */
+function transportReason(error: unknown): string {
+  const cause = (error as { cause?: { code?: unknown } }).cause;
+  if (error instanceof Error && error.name === 'TimeoutError') return 'timed out';
+  if (cause && typeof cause.code === 'string') return cause.code;
+  return error instanceof Error ? error.name : 'error';
+}
+
 const fetchTransport: RpcTransport = async (url, body, timeoutMs) => {
+  const target = providerRequestTarget(url);
   let response: Response;
   try {
-    response = await fetch(url, {
+    response = await fetch(target.url, {
       method: 'POST',
-      headers: { 'content-type': 'application/json' },
+      headers: { 'content-type': 'application/json', ...target.headers },
       body,
       signal: AbortSignal.timeout(timeoutMs),
     });
   } catch (error) {
-    throw new RpcTransportError(`provider unreachable: ${errorMessage(error)}`);
+    throw new RpcTransportError(`provider unreachable: ${transportReason(error)}`);
   }
   const text = await response.text().catch(() => '');
   try {

@@ -17,10 +17,16 @@ export function parseCommandArgs<const O extends ParseArgsOptionsConfig>(
   argv: string[],
   options: O,
   help: string,
-): { values: Values<O> } | { exitCode: number } {
+  settings: { allowPositionals?: boolean } = {},
+): { values: Values<O>; positionals: string[] } | { exitCode: number } {
   let values: Values<O>;
+  let positionals: string[];
   try {
-    ({ values } = parseArgs({ args: argv, options: { ...options, ...HELP_OPTION } }));
+    ({ values, positionals } = parseArgs({
+      args: argv,
+      options: { ...options, ...HELP_OPTION },
+      allowPositionals: settings.allowPositionals === true,
+    }));
   } catch (error) {
     process.stderr.write(`${errorMessage(error)}\n\n${help}`);
     return { exitCode: 2 };
@@ -29,7 +35,7 @@ export function parseCommandArgs<const O extends ParseArgsOptionsConfig>(
     process.stdout.write(help);
     return { exitCode: 0 };
   }
-  return { values };
+  return { values, positionals };
 }
 
 /**

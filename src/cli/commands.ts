@@ -1,14 +1,56 @@
-// The table of subcommands; each entry loads its module lazily so `oracle-node validate` does not pay for the
-// Kubernetes client or the gateway.
+// The table of subcommands: a one-line summary for `oracle-node --help` (and shell completion), and the module,
+// loaded lazily so `oracle-node validate` does not pay for the Kubernetes client or the gateway.
 import type { Subcommand } from './subcommand.js';
 
-export const subcommands: Record<string, () => Promise<Subcommand>> = {
-  validate: async () => (await import('./validate-command.js')).validateCommand,
-  derive: async () => (await import('./derive-command.js')).deriveCommand,
-  schema: async () => (await import('./schema-command.js')).schemaCommand,
-  operator: async () => (await import('./operator.js')).default,
-  coordinator: async () => (await import('./coordinator.js')).command,
-  worker: async () => (await import('./worker.js')).command,
-  start: async () => (await import('./start.js')).command,
-  gateway: async () => (await import('./gateway.js')).gatewayCommand,
+export type CommandEntry = { summary: string; load: () => Promise<Subcommand> };
+
+export const subcommands: Record<string, CommandEntry> = {
+  status: {
+    summary: 'Show what an OracleNode is doing: conditions, gateways, last cycles, providers, wallets, failures',
+    load: async () => (await import('./status-command.js')).statusCommand,
+  },
+  logs: {
+    summary: 'Print the logs of the latest coordinator and worker pods of an OracleNode',
+    load: async () => (await import('./logs-command.js')).logsCommand,
+  },
+  cycle: {
+    summary: 'Run one coordinator cycle of an OracleNode now (a Job from its CronJob)',
+    load: async () => (await import('./cycle-command.js')).cycleCommand,
+  },
+  validate: {
+    summary: 'Validate config.json with secrets.env',
+    load: async () => (await import('./validate-command.js')).validateCommand,
+  },
+  derive: {
+    summary: 'Derive endpoint ids, template ids, the node address, xpub and sponsor wallets',
+    load: async () => (await import('./derive-command.js')).deriveCommand,
+  },
+  schema: {
+    summary: 'Print the JSON Schema of config.json (or --ois)',
+    load: async () => (await import('./schema-command.js')).schemaCommand,
+  },
+  operator: {
+    summary: 'Run the OracleNode operator (controller manager)',
+    load: async () => (await import('./operator.js')).default,
+  },
+  coordinator: {
+    summary: 'Run one request-response cycle (and the heartbeat) and exit',
+    load: async () => (await import('./coordinator.js')).command,
+  },
+  worker: {
+    summary: 'Run one shard of a cycle (one sponsor wallet)',
+    load: async () => (await import('./worker.js')).command,
+  },
+  start: {
+    summary: 'Run the node locally: gateway server and the cycle every minute',
+    load: async () => (await import('./start.js')).command,
+  },
+  gateway: {
+    summary: 'Serve the HTTP, signed-data and OEV gateways',
+    load: async () => (await import('./gateway.js')).gatewayCommand,
+  },
+  completion: {
+    summary: 'Print a shell completion script: oracle-node completion bash|zsh',
+    load: async () => (await import('./completion.js')).completionCommand,
+  },
 };

@@ -6,8 +6,10 @@ import { errorMessage } from '../common/errors.js';
 import { FileResponseCache } from '../node/cache.js';
 import { runCycle } from '../node/cycle.js';
 import { InProcessExecutor } from '../node/executor.js';
+import { heartbeatResult, sendHeartbeat } from '../node/heartbeat.js';
 import { coordinatorKubernetes } from '../node/kubernetes/index.js';
 import { createNodeLogger } from '../node/logger.js';
+import { registerSecret } from '../observability/index.js';
 import { engineEnvironment, loadCommandConfig, parseCommandArgs } from './args.js';
 import type { Subcommand } from './subcommand.js';
 
@@ -15,7 +17,8 @@ export const DEFAULT_CACHE_DIR = '/tmp/oracle-node-cache';
 
 const HELP = `Usage: oracle-node coordinator -c config.json [-s secrets.env] [--cache-dir DIR] [--details]
 
-Runs one request-response cycle on every configured chain and exits.
+Runs one request-response cycle on every configured chain, sends the heartbeat when
+nodeSettings.heartbeat.enabled, and exits.
   -c, --config      config.json (default: $ORACLE_NODE_CONFIG, set in the operator's pods)
   -s, --secrets     secrets.env (values for \${NAME} in the config); default: the environment
       --cache-dir   directory of the response cache (default ${DEFAULT_CACHE_DIR})
@@ -23,7 +26,6 @@ Runs one request-response cycle on every configured chain and exits.
 `;
 
 export const command: Subcommand = {
-  summary: 'Run one request-response cycle and exit',
   async run(argv) {
     const parsed = parseCommandArgs(
       argv,
@@ -45,6 +47,11 @@ export const command: Subcommand = {
     }
     const config = await loadCommandConfig(configPath, values.secrets);
     if (typeof config === 'number') return config;
+    // Never in a log line, nor in the cycle report the operator turns into Events and status.
+    registerSecret(config.nodeSettings.nodeWalletMnemonic);
+    for (const chain of config.chains)
+      for (const provider of Object.values(chain.providers)) registerSecret(provider.url);
+    for (const credential of config.apiCredentials) registerSecret(credential.securitySchemeValue);
     const logger = createNodeLogger(config.nodeSettings, pod);
     const wallets = sponsorWallets(config.nodeSettings.nodeWalletMnemonic);
     // In a coordinator pod made by the operator: shards as Jobs, the ConfigMap cache, a cycle report.
@@ -57,10 +64,22 @@ export const command: Subcommand = {
     }
     const cache = kubernetes?.cache ?? new FileResponseCache(values['cache-dir'] ?? DEFAULT_CACHE_DIR);
     const executor = kubernetes?.executor ?? new InProcessExecutor({ config, wallets, logger, cache });
+    const startTime = new Date();
+    const started = performance.now();
     const summary = await runCycle(config, { executor, logger, wallets });
+    // As the reference: after every cycle. In a pod, the gateways are reported at the URL callers use.
+    const heartbeat = await sendHeartbeat(
+      config,
+      kubernetes ? { kubernetes: { ...(kubernetes.gatewayUrl ? { gatewayUrl: kubernetes.gatewayUrl } : {}) } } : {},
+      { logger },
+    );
     if (kubernetes) {
       try {
-        await kubernetes.report(summary);
+        await kubernetes.report(summary, {
+          startTime,
+          durationMs: performance.now() - started,
+          heartbeat: heartbeatResult(heartbeat),
+        });
       } catch (error) {
         logger.warn({ err: errorMessage(error) }, 'could not write the cycle report');
       }

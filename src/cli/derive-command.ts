@@ -130,6 +130,5 @@ export async function runDerive(argv: string[], io: CliIo = processIo): Promise<
 }
 
 export const deriveCommand: Subcommand = {
-  summary: 'Derive endpoint ids, template ids, the node address, xpub and sponsor wallets',
   run: (argv) => runDerive(argv),
 };

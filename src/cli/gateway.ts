@@ -6,20 +6,29 @@
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { errorMessage } from '../common/errors.js';
-import { parseSecretsEnv, secretsFromEnvironment, validateConfig } from '../config/index.js';
+import { parseSecretsEnv, secretsFromEnvironment, secretValuesOf, validateConfig } from '../config/index.js';
 import { startGatewayServer } from '../gateway/server.js';
-import { createLogger, registerSecret, registerSecrets } from '../observability/index.js';
+import { createLogger, registerSecrets } from '../observability/index.js';
 import type { Subcommand } from './subcommand.js';
 
-const USAGE = `Usage: oracle-node gateway -c <config.json> [-s <secrets.env>] [--port N] [--host H] [--path-key-secret NAME]
+const USAGE = `Usage: oracle-node gateway -c <config.json> [-s <secrets.env>] [--port N] [--host H] [--metrics-port N] [--path-key-secret NAME]
 
 Serves the gateways enabled in nodeSettings (HTTP, signed-data, OEV) on gatewayServerPort (default 3000).
   -c, --config           path of config.json
   -s, --secrets          path of secrets.env (NAME=value lines); default: the environment's variables
       --port             port, overriding nodeSettings.cloudProvider.gatewayServerPort (0 = any free port)
       --host             address to listen on (default 0.0.0.0)
+      --metrics-port     serve /healthz, /readyz and /metrics on this port only, not on the gateway port
+                         (keep them off a caller-facing Service; 0 = any free port)
       --path-key-secret  name of a secret in secrets.env used as the path key instead of the public default
 Stops on SIGTERM/SIGINT after draining in-flight requests.`;
+
+/** A port number from an option: undefined when absent, null when not a port. */
+export function parsePort(text: string | undefined): number | undefined | null {
+  if (text === undefined) return undefined;
+  const port = Number(text);
+  return Number.isInteger(port) && port >= 0 && port <= 65535 && text.trim() !== '' ? port : null;
+}
 
 export async function runGateway(argv: string[]): Promise<number> {
   let values: {
@@ -27,6 +36,7 @@ export async function runGateway(argv: string[]): Promise<number> {
     secrets?: string | undefined;
     port?: string | undefined;
     host?: string | undefined;
+    'metrics-port'?: string | undefined;
     'path-key-secret'?: string | undefined;
     help?: boolean | undefined;
   };
@@ -38,6 +48,7 @@ export async function runGateway(argv: string[]): Promise<number> {
         secrets: { type: 'string', short: 's' },
         port: { type: 'string' },
         host: { type: 'string' },
+        'metrics-port': { type: 'string' },
         'path-key-secret': { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
@@ -56,9 +67,10 @@ export async function runGateway(argv: string[]): Promise<number> {
     process.stderr.write(`Missing -c <config.json>\n\n${USAGE}\n`);
     return 2;
   }
-  const port = values.port === undefined ? undefined : Number(values.port);
-  if (port !== undefined && (!Number.isInteger(port) || port < 0 || port > 65535)) {
-    process.stderr.write('--port must be an integer between 0 and 65535\n');
+  const port = parsePort(values.port);
+  const metricsPort = parsePort(values['metrics-port']);
+  if (port === null || metricsPort === null) {
+    process.stderr.write('--port and --metrics-port must be integers between 0 and 65535\n');
     return 2;
   }
 
@@ -75,7 +87,7 @@ export async function runGateway(argv: string[]): Promise<number> {
     return 2;
   }
   // Every secret value is scrubbed from the logs from here on.
-  registerSecrets(secrets);
+  registerSecrets(secretValuesOf(undefined, secrets));
   const result = validateConfig(configText, secrets);
   if (!result.ok || !result.config) {
     const lines = result.errors.map((issue) => `  ${issue.path || '(root)'}: ${issue.message}`);
@@ -84,9 +96,7 @@ export async function runGateway(argv: string[]): Promise<number> {
   }
   const config = result.config;
   // Values that are secret even when written inline in config.json rather than taken from secrets.env.
-  registerSecret(config.nodeSettings.nodeWalletMnemonic);
-  if (config.nodeSettings.heartbeat.enabled) registerSecret(config.nodeSettings.heartbeat.apiKey);
-  for (const credential of config.apiCredentials) registerSecret(credential.securitySchemeValue);
+  registerSecrets(secretValuesOf(config, secrets));
 
   let pathKey: string | undefined;
   const pathKeySecret = values['path-key-secret'];
@@ -110,6 +120,7 @@ export async function runGateway(argv: string[]): Promise<number> {
     server = await startGatewayServer(config, {
       logger,
       ...(port === undefined ? {} : { port }),
+      ...(metricsPort === undefined ? {} : { metricsPort }),
       ...(values.host ? { host: values.host } : {}),
       ...(pathKey ? { pathKey } : {}),
     });
@@ -139,6 +150,5 @@ export async function runGateway(argv: string[]): Promise<number> {
 }
 
 export const gatewayCommand: Subcommand = {
-  summary: 'Serve the HTTP, signed-data and OEV gateways',
   run: runGateway,
 };

@@ -6,6 +6,7 @@ import { parseArgs } from 'node:util';
 import { KubeConfig } from '@kubernetes/client-node';
 import { errorMessage } from '../common/errors.js';
 import { createLogger, type LogLevel } from '../observability/logger.js';
+import type { WebhookTarget } from '../operator/builders/admission.js';
 import type { Reconciler } from '../operator/runtime/types.js';
 import type { Subcommand } from './subcommand.js';
 
@@ -29,6 +30,20 @@ Runs the OracleNode controller. Each option can also be set by its environment v
   --burst N                          ONO_BURST            client-side API burst, default 30
   --log-level LEVEL                  ONO_LOG_LEVEL        debug|info|warn|error, default info
 
+Admission webhook (served by every replica; docs/admission.md):
+  --webhook-port N                   ONO_WEBHOOK_PORT     HTTPS port of the webhook, default 0 (off)
+  --webhook-service NS/NAME[:PORT]   ONO_WEBHOOK_SERVICE  the API server calls this Service (port default 443)
+  --webhook-url https://HOST:PORT    ONO_WEBHOOK_URL      ... or this URL (an operator outside the cluster)
+  --webhook-configuration NAME       ONO_WEBHOOK_CONFIGURATION  ValidatingWebhookConfiguration, default oracle-node-operator
+  --webhook-secret NAME              ONO_WEBHOOK_SECRET   certificate Secret, default oracle-node-operator-webhook-cert
+  --webhook-certificates self|external  ONO_WEBHOOK_CERTIFICATES  self: issued and rotated by the operator;
+                                     external: written by cert-manager, only read. Default self
+  --webhook-failure-policy Fail|Ignore  ONO_WEBHOOK_FAILURE_POLICY  default Fail
+  --webhook-timeout-seconds N        ONO_WEBHOOK_TIMEOUT_SECONDS  1..30, default 5
+  --webhook-owner-clusterrole NAME   ONO_WEBHOOK_OWNER_CLUSTERROLE  a ClusterRole that owns the objects the webhook
+                                     creates (garbage-collected with it); the chart names its webhook ClusterRole
+  --coordinator-fence true|false     ONO_COORDINATOR_FENCE  keep the coordinator fence policies, default true
+
 Environment only:
   ONO_WORKLOAD_IMAGE                 image of the OracleNodes' workloads when spec.image is empty
 `;
@@ -45,6 +60,21 @@ export type OperatorFlags = {
   qps: number;
   burst: number;
   logLevel: (typeof LEVELS)[number];
+  /** The operator's namespace (its certificate Secret; never blocked by the webhook). */
+  operatorNamespace: string;
+  webhook?: WebhookFlags;
+};
+
+export type WebhookFlags = {
+  port: number;
+  target: WebhookTarget;
+  configurationName: string;
+  secretName: string;
+  certificates: 'self' | 'external';
+  failurePolicy: 'Fail' | 'Ignore';
+  timeoutSeconds: number;
+  coordinatorFence: boolean;
+  ownerClusterRole?: string;
 };
 
 export class UsageError extends Error {}
@@ -103,6 +133,16 @@ export function parseOperatorFlags(argv: string[], env: NodeJS.ProcessEnv = proc
       qps: { type: 'string' },
       burst: { type: 'string' },
       'log-level': { type: 'string' },
+      'webhook-port': { type: 'string' },
+      'webhook-service': { type: 'string' },
+      'webhook-url': { type: 'string' },
+      'webhook-configuration': { type: 'string' },
+      'webhook-secret': { type: 'string' },
+      'webhook-certificates': { type: 'string' },
+      'webhook-failure-policy': { type: 'string' },
+      'webhook-timeout-seconds': { type: 'string' },
+      'coordinator-fence': { type: 'string' },
+      'webhook-owner-clusterrole': { type: 'string' },
     },
   });
   const pick = (flag: string | undefined, variable: string): string | undefined => flag ?? (env[variable] || undefined);
@@ -115,13 +155,50 @@ export function parseOperatorFlags(argv: string[], env: NodeJS.ProcessEnv = proc
     throw new UsageError(`--log-level must be one of ${LEVELS.join(', ')}`);
   const qps = positive('qps', pick(values.qps, 'ONO_QPS') ?? '20');
   const burst = integer('burst', pick(values.burst, 'ONO_BURST') ?? '30', 1);
+  const leaderElectionNamespace =
+    pick(values['leader-election-namespace'], 'ONO_LEADER_ELECTION_NAMESPACE') ??
+    (env.POD_NAMESPACE || readNamespaceFile() || 'default');
+  const operatorNamespace = env.POD_NAMESPACE || readNamespaceFile() || leaderElectionNamespace;
+  const webhookPort = integer('webhook-port', pick(values['webhook-port'], 'ONO_WEBHOOK_PORT') ?? '0', 0);
+  let webhook: WebhookFlags | undefined;
+  if (webhookPort > 0) {
+    const webhookValue = (flag: string, variable: string) =>
+      pick((values as Record<string, string | undefined>)[flag], variable);
+    const failurePolicy = webhookValue('webhook-failure-policy', 'ONO_WEBHOOK_FAILURE_POLICY') ?? 'Fail';
+    if (failurePolicy !== 'Fail' && failurePolicy !== 'Ignore')
+      throw new UsageError(`--webhook-failure-policy must be Fail or Ignore, got "${failurePolicy}"`);
+    const certificates = webhookValue('webhook-certificates', 'ONO_WEBHOOK_CERTIFICATES') ?? 'self';
+    if (certificates !== 'self' && certificates !== 'external')
+      throw new UsageError(`--webhook-certificates must be self or external, got "${certificates}"`);
+    const timeoutSeconds = integer(
+      'webhook-timeout-seconds',
+      webhookValue('webhook-timeout-seconds', 'ONO_WEBHOOK_TIMEOUT_SECONDS') ?? '5',
+      1,
+    );
+    if (timeoutSeconds > 30) throw new UsageError('--webhook-timeout-seconds must be at most 30');
+    webhook = {
+      port: webhookPort,
+      target: webhookTarget(
+        webhookValue('webhook-service', 'ONO_WEBHOOK_SERVICE'),
+        webhookValue('webhook-url', 'ONO_WEBHOOK_URL'),
+      ),
+      configurationName: webhookValue('webhook-configuration', 'ONO_WEBHOOK_CONFIGURATION') ?? 'oracle-node-operator',
+      secretName: webhookValue('webhook-secret', 'ONO_WEBHOOK_SECRET') ?? 'oracle-node-operator-webhook-cert',
+      certificates,
+      failurePolicy,
+      timeoutSeconds,
+      ownerClusterRole: webhookValue('webhook-owner-clusterrole', 'ONO_WEBHOOK_OWNER_CLUSTERROLE'),
+      coordinatorFence: boolean(
+        'coordinator-fence',
+        webhookValue('coordinator-fence', 'ONO_COORDINATOR_FENCE') ?? 'true',
+      ),
+    };
+  }
   return {
     kubeconfig: pick(values.kubeconfig, 'ONO_KUBECONFIG'),
     namespaces,
     leaderElect: boolean('leader-elect', leaderElectFlag ?? env.ONO_LEADER_ELECT ?? 'true'),
-    leaderElectionNamespace:
-      pick(values['leader-election-namespace'], 'ONO_LEADER_ELECTION_NAMESPACE') ??
-      (env.POD_NAMESPACE || readNamespaceFile() || 'default'),
+    leaderElectionNamespace,
     leaderElectionId: pick(values['leader-election-id'], 'ONO_LEADER_ELECTION_ID') ?? 'oracle-node-operator',
     metricsPort: integer('metrics-port', pick(values['metrics-port'], 'ONO_METRICS_PORT') ?? '8080', 0),
     healthPort: integer('health-port', pick(values['health-port'], 'ONO_HEALTH_PORT') ?? '8081', 0),
@@ -129,7 +206,33 @@ export function parseOperatorFlags(argv: string[], env: NodeJS.ProcessEnv = proc
     qps,
     burst: Math.max(burst, 1),
     logLevel: logLevel as OperatorFlags['logLevel'],
+    operatorNamespace,
+    ...(webhook ? { webhook } : {}),
   };
+}
+
+/** --webhook-service NS/NAME[:PORT] or --webhook-url https://HOST:PORT: exactly one, to one WebhookTarget. */
+export function webhookTarget(service: string | undefined, url: string | undefined): WebhookTarget {
+  if ((service === undefined) === (url === undefined))
+    throw new UsageError(
+      '--webhook-port needs exactly one of --webhook-service NAMESPACE/NAME or --webhook-url https://HOST:PORT',
+    );
+  if (service !== undefined) {
+    const match = /^([a-z0-9-]+)\/([a-z0-9-]+)(?::(\d+))?$/.exec(service);
+    if (!match) throw new UsageError(`--webhook-service must be NAMESPACE/NAME[:PORT], got "${service}"`);
+    return {
+      service: { namespace: match[1]!, name: match[2]!, port: integer('webhook-service port', match[3] ?? '443', 1) },
+    };
+  }
+  let parsed: URL;
+  try {
+    parsed = new URL(url!);
+  } catch {
+    throw new UsageError(`--webhook-url must be https://HOST:PORT, got "${url}"`);
+  }
+  if (parsed.protocol !== 'https:' || parsed.pathname !== '/' || parsed.search || parsed.username)
+    throw new UsageError(`--webhook-url must be https://HOST:PORT, got "${url}"`);
+  return { url: parsed.origin };
 }
 
 /** --kubeconfig, else in-cluster (service account), else KUBECONFIG / ~/.kube/config. */
@@ -163,6 +266,8 @@ export async function runOperator(argv: string[]): Promise<number> {
   const { createOracleNodeReconciler } = await import('../operator/controller.js');
   const { OracleNodeMetrics } = await import('../operator/metrics.js');
   const { LABELS } = await import('../contract/pods.js');
+  const { DEFAULT_SETTINGS } = await import('../operator/builders/common.js');
+  let admission: import('../operator/webhook/admission.js').AdmissionComponent | undefined;
   const identity = `${env('POD_NAME') ?? hostname()}_${Math.random().toString(16).slice(2, 10)}`;
   const manager = createManager({
     kubeConfig,
@@ -181,7 +286,11 @@ export async function runOperator(argv: string[]): Promise<number> {
     fieldManager: 'oracle-node-operator',
     logger,
     // Coordinator Jobs are owned by their CronJob, not the OracleNode: this label maps them to their node.
-    tuning: { ownerNameLabel: LABELS.name },
+    tuning: {
+      ownerNameLabel: LABELS.name,
+      // Not ready until the admission webhook serves, when it is on.
+      readinessChecks: [() => admission?.readiness() ?? { ready: true }],
+    },
   });
   const workloadImage = env('ONO_WORKLOAD_IMAGE');
   const reconciler: Reconciler = createOracleNodeReconciler({
@@ -189,6 +298,9 @@ export async function runOperator(argv: string[]): Promise<number> {
     // The image of the OracleNodes' workloads when spec.image is empty (the Helm chart sets it to its own image).
     ...(workloadImage ? { settings: { defaultImage: workloadImage } } : {}),
   });
+  admission = flags.webhook
+    ? await startAdmission(flags, manager, logger, workloadImage ?? DEFAULT_SETTINGS.defaultImage)
+    : undefined;
   let signals = 0;
   const onSignal = (signal: NodeJS.Signals) => {
     signals++;
@@ -203,10 +315,12 @@ export async function runOperator(argv: string[]): Promise<number> {
   process.on('SIGINT', onSignal);
   try {
     await manager.run(reconciler);
+    await admission?.stop();
     return 0;
   } catch (error) {
     logger.error({ err: errorMessage(error) }, 'operator failed');
     await manager.stop().catch(() => {});
+    await admission?.stop().catch(() => {});
     return 1;
   } finally {
     process.off('SIGTERM', onSignal);
@@ -214,9 +328,40 @@ export async function runOperator(argv: string[]): Promise<number> {
   }
 }
 
+/** The admission webhook and the coordinator fence: on every replica, beside (never inside) the controller. */
+async function startAdmission(
+  flags: OperatorFlags,
+  manager: import('../operator/runtime/manager.js').RuntimeManager,
+  logger: import('pino').Logger,
+  workloadImage: string,
+) {
+  const webhook = flags.webhook!;
+  const { AdmissionComponent, secretExistsInCache } = await import('../operator/webhook/admission.js');
+  const admission = new AdmissionComponent({
+    client: manager.client,
+    logger: logger.child({ component: 'admission' }),
+    registry: manager.registry,
+    port: webhook.port,
+    target: webhook.target,
+    configurationName: webhook.configurationName,
+    namespace: flags.operatorNamespace,
+    secretName: webhook.secretName,
+    certificateSource: webhook.certificates,
+    failurePolicy: webhook.failurePolicy,
+    timeoutSeconds: webhook.timeoutSeconds,
+    watchNamespaces: flags.namespaces,
+    coordinatorFence: webhook.coordinatorFence,
+    workloadImage,
+    ...(webhook.ownerClusterRole ? { ownerClusterRole: webhook.ownerClusterRole } : {}),
+    lookups: { secretExists: secretExistsInCache(manager.cache) },
+  });
+  admission.start();
+  return admission;
+}
+
 function env(name: string): string | undefined {
   return process.env[name] || undefined;
 }
 
-const command: Subcommand = { summary: 'Run the OracleNode operator (controller manager)', run: runOperator };
+const command: Subcommand = { run: runOperator };
 export default command;

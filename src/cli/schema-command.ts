@@ -31,6 +31,5 @@ export async function runSchema(argv: string[], io: CliIo = processIo): Promise<
 }
 
 export const schemaCommand: Subcommand = {
-  summary: 'Print the JSON Schema of config.json (or --ois)',
   run: (argv) => runSchema(argv),
 };

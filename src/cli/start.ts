@@ -5,29 +5,30 @@
 
 import { sponsorWallets } from '../chain/sponsor-wallets.js';
 import { errorMessage } from '../common/errors.js';
-import { sendHeartbeat } from '../gateway/heartbeat.js';
 import { type GatewayServer, startGatewayServer } from '../gateway/server.js';
 import { FileResponseCache } from '../node/cache.js';
 import { runCycle } from '../node/cycle.js';
 import { InProcessExecutor } from '../node/executor.js';
+import { sendHeartbeat } from '../node/heartbeat.js';
 import { createNodeLogger } from '../node/logger.js';
 import { cycleMetrics } from '../node/metrics.js';
 import { callEndpoint } from '../node/ois-adapter.js';
 import { createMetricsRegistry } from '../observability/index.js';
 import { loadCommandConfig, parseCommandArgs } from './args.js';
 import { DEFAULT_CACHE_DIR } from './coordinator.js';
+import { parsePort } from './gateway.js';
 import type { Subcommand } from './subcommand.js';
 
 export const DEFAULT_CYCLE_INTERVAL_MS = 60_000;
 
-const HELP = `Usage: oracle-node start -c config.json [-s secrets.env] [--interval-ms N] [--cache-dir DIR] [--port N] [--no-gateway]
+const HELP = `Usage: oracle-node start -c config.json [-s secrets.env] [--interval-ms N] [--cache-dir DIR] [--port N] [--metrics-port N] [--no-gateway]
 
 Runs the node locally: gateway server and a request-response cycle every minute (or every N ms).
+--metrics-port serves /healthz, /readyz and /metrics on that port only, not on the gateway port.
 Stops gracefully on SIGTERM or SIGINT.
 `;
 
 export const command: Subcommand = {
-  summary: 'Run the node locally: gateway server and the cycle every minute',
   async run(argv) {
     const parsed = parseCommandArgs(
       argv,
@@ -37,6 +38,7 @@ export const command: Subcommand = {
         'interval-ms': { type: 'string' },
         'cache-dir': { type: 'string' },
         port: { type: 'string' },
+        'metrics-port': { type: 'string' },
         'no-gateway': { type: 'boolean' },
       },
       HELP,
@@ -50,6 +52,12 @@ export const command: Subcommand = {
     const intervalMs = values['interval-ms'] ? Number(values['interval-ms']) : DEFAULT_CYCLE_INTERVAL_MS;
     if (!Number.isInteger(intervalMs) || intervalMs < 100) {
       process.stderr.write('--interval-ms must be an integer >= 100\n');
+      return 2;
+    }
+    const port = parsePort(values.port);
+    const metricsPort = parsePort(values['metrics-port']);
+    if (port === null || metricsPort === null) {
+      process.stderr.write('--port and --metrics-port must be integers between 0 and 65535\n');
       return 2;
     }
     const config = await loadCommandConfig(values.config, values.secrets);
@@ -70,7 +78,8 @@ export const command: Subcommand = {
       try {
         gateway = await startGatewayServer(config, {
           callEndpoint,
-          ...(values.port !== undefined ? { port: Number(values.port) } : {}),
+          ...(port === undefined ? {} : { port }),
+          ...(metricsPort === undefined ? {} : { metricsPort }),
         });
       } catch (error) {
         const code = (error as NodeJS.ErrnoException).code;
@@ -96,7 +105,10 @@ export const command: Subcommand = {
     process.on('SIGTERM', () => stop('SIGTERM'));
     process.on('SIGINT', () => stop('SIGINT'));
 
-    logger.info({ nodeAddress: wallets.nodeAddress, intervalMs, gatewayPort: gateway?.port }, 'node started');
+    logger.info(
+      { nodeAddress: wallets.nodeAddress, intervalMs, gatewayPort: gateway?.port, metricsPort: gateway?.metricsPort },
+      'node started',
+    );
     while (!stopping) {
       const started = Date.now();
       try {

@@ -102,6 +102,5 @@ function print(io: CliIo, json: boolean | undefined, file: string, result: Valid
 }
 
 export const validateCommand: Subcommand = {
-  summary: 'Validate config.json with secrets.env',
   run: (argv) => runValidate(argv),
 };

@@ -27,7 +27,6 @@ async function readStdin(): Promise<string> {
 }
 
 export const command: Subcommand = {
-  summary: 'Run one shard of a cycle (one sponsor wallet)',
   async run(argv) {
     const parsed = parseCommandArgs(
       argv,

@@ -6,6 +6,7 @@ export * from './ois.js';
 export { formatPath, type PathSegment } from './paths.js';
 export { PUBLIC_DEPLOYMENTS } from './references.js';
 export * from './schema.js';
+export { secretValuesOf, urlCredentials } from './secret-values.js';
 export {
   checkSecretsRecord,
   type Interpolation,

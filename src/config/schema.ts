@@ -11,6 +11,13 @@ import { PUBLIC_DEPLOYMENTS } from './references.js';
 /** The port the gateway server listens on when nothing says otherwise (cloudProvider.gatewayServerPort). */
 export const DEFAULT_GATEWAY_SERVER_PORT = 3000;
 
+/** Base paths of the gateways on the gateway server (the reference's, also reported by the heartbeat). */
+export const GATEWAY_BASE_PATHS = {
+  httpGateway: '/http-data',
+  httpSignedDataGateway: '/http-signed-data',
+  oevGateway: '/sign-oev',
+} as const;
+
 // How a value refers to secrets.env (kept out of string literals that look like templates).
 const SECRET_REF = '$' + '{NAME}';
 

@@ -38,7 +38,7 @@ export function parseSecretsEnv(text: string): ParsedSecrets {
         end = findClosingQuote(rest, quote);
       }
       if (end < 0) {
-        errors.push({ path: `secrets.env:${lineNo}`, message: `Unterminated ${quote} quote in the value of ${name}` });
+        errors.push({ path: `secrets.env:${lineNo}`, message: `Unterminated ${quote} quote in the value` });
         continue;
       }
       value = rest.slice(1, end);
@@ -47,9 +47,10 @@ export function parseSecretsEnv(text: string): ParsedSecrets {
       value = rest.replace(/\s+#.*$/, '').trim();
     }
     if (!SECRET_NAME_PATTERN.test(name)) {
+      // The text before "=" is not echoed: on a wrapped or garbled line it is often part of a secret value.
       errors.push({
         path: `secrets.env:${lineNo}`,
-        message: `Secret name "${name}" is not valid: it must match ${SECRET_NAME_PATTERN}`,
+        message: `Secret name is not valid: the text before "=" must match ${SECRET_NAME_PATTERN}`,
       });
       continue;
     }
@@ -94,9 +95,14 @@ export type Interpolation = {
   missing: Map<string, string[]>;
   /** interpolated string -> the raw text with ${NAME}, to redact messages */
   redactions: Map<string, string>;
-  /** names inside ${…} that are not valid secret names */
+  /** names inside ${…} that are not valid secret names, and keys that are never allowed (__proto__, …) */
   invalid: Issue[];
+  /** strings holding U+FFFD, the mark of bytes that were not UTF-8 when the file was read */
+  warnings: Issue[];
 };
+
+/** Keys that would reach an object's prototype when copied; never meaningful in a config. */
+export const FORBIDDEN_KEYS: ReadonlySet<string> = new Set(['__proto__', 'constructor', 'prototype']);
 
 // `${…}` not preceded by a backslash, as in the reference (ES template delimiter).
 const PLACEHOLDER = /(\\?)\$\{([^}]*)\}/g;
@@ -114,6 +120,7 @@ export function interpolateSecrets(root: unknown, secrets: Record<string, string
   const missing = new Map<string, string[]>();
   const redactions = new Map<string, string>();
   const invalid: Issue[] = [];
+  const warnings: Issue[] = [];
   const path: PathSegment[] = [];
 
   const record = (map: Map<string, string[]>, name: string, rendered: string) => {
@@ -150,7 +157,15 @@ export function interpolateSecrets(root: unknown, secrets: Record<string, string
   // Copy on write: a subtree without placeholders is returned as it is, so a large config is not copied whole
   // (the zod parse that follows makes its own output anyway).
   const walk = (node: unknown, depth: number): unknown => {
-    if (typeof node === 'string') return replaceString(node);
+    if (typeof node === 'string') {
+      if (node.includes('\uFFFD')) {
+        warnings.push({
+          path: formatPath(path),
+          message: 'Contains bytes that are not valid UTF-8 (read as U+FFFD); save the file as UTF-8',
+        });
+      }
+      return replaceString(node);
+    }
     if (node === null || typeof node !== 'object') return node;
     if (depth >= maxDepth) throw new NestingTooDeepError(`nested deeper than ${maxDepth} levels`);
     if (Array.isArray(node)) {
@@ -167,26 +182,36 @@ export function interpolateSecrets(root: unknown, secrets: Record<string, string
       }
       return copy ?? node;
     }
+    // Copies are null-prototype objects: no key, whatever its name, can reach Object.prototype or change a copy's
+    // prototype. A forbidden key is reported and left out, which makes a copy of its object.
     const record = node as Record<string, unknown>;
     const keys = Object.keys(record);
     let copy: Record<string, unknown> | undefined;
+    const copyUpTo = (end: number): Record<string, unknown> => {
+      const started: Record<string, unknown> = Object.create(null);
+      for (let j = 0; j < end; j++) started[keys[j]!] = record[keys[j]!];
+      return started;
+    };
     for (let k = 0; k < keys.length; k++) {
       const key = keys[k]!;
       path.push(key);
       const newKey = key.includes('${') ? replaceString(key) : key;
+      if (FORBIDDEN_KEYS.has(newKey)) {
+        invalid.push({ path: formatPath(path), message: `The key "${newKey}" is not allowed` });
+        path.pop();
+        copy ??= copyUpTo(k);
+        continue;
+      }
       const value = walk(record[key], depth + 1);
       path.pop();
-      if (!copy && (newKey !== key || value !== record[key])) {
-        copy = {};
-        for (let j = 0; j < k; j++) copy[keys[j]!] = record[keys[j]!];
-      }
+      if (!copy && (newKey !== key || value !== record[key])) copy = copyUpTo(k);
       if (copy) copy[newKey] = value;
     }
     return copy ?? node;
   };
 
   const value = walk(root, 0);
-  return { value, usages, missing, redactions, invalid };
+  return { value, usages, missing, redactions, invalid, warnings };
 }
 
 /** Replaces secret values in a message with their `${NAME}` origin. */

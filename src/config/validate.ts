@@ -3,7 +3,7 @@
 import type { z } from 'zod';
 import { errorMessage } from '../common/errors.js';
 import { oisSchema } from './ois.js';
-import { formatPath } from './paths.js';
+import { formatPath, type PathSegment } from './paths.js';
 import { type Config, configSchema } from './schema.js';
 import {
   checkSecretsRecord,
@@ -32,16 +32,57 @@ export const MAX_NESTING_DEPTH = 256;
 export function describeJsonError(text: string, error: unknown): string {
   const reason = errorMessage(error);
   const position = /at position (\d+)/.exec(reason);
-  // V8 quotes a snippet of the text; the line and column say where, so drop it.
-  const cleaned = reason
-    .replace(/\s*(in JSON )?at position \d+( \(line \d+ column \d+\))?/, '')
-    .replace(/, ".*" is not valid JSON$/s, '');
+  // V8 quotes the offending character and an excerpt of the text, which may be a secret: keep only the kind
+  // of problem; the line and column say where.
+  const cleaned = reason.startsWith('Unexpected token')
+    ? 'Unexpected character'
+    : reason.replace(/\s*(in JSON )?at position \d+.*$/s, '').replace(/,.*$/s, '');
   const offset = position ? Number(position[1]) : locateJsonError(text);
   if (offset === undefined) return `Malformed JSON: ${cleaned}`;
   const before = text.slice(0, offset);
   const line = before.split('\n').length;
   const column = offset - before.lastIndexOf('\n');
   return `Malformed JSON at line ${line}, column ${column}: ${cleaned}`;
+}
+
+/**
+ * Paths of keys that appear twice in one object of valid JSON text (JSON.parse silently keeps the last).
+ * An iterative scan with a stack of open containers, so deep nesting cannot overflow.
+ */
+export function duplicateKeyPaths(text: string): string[] {
+  type Frame = { kind: '{' | '['; keys?: Set<string>; key?: string; index: number };
+  const stack: Frame[] = [];
+  const found: string[] = [];
+  const currentPath = (): PathSegment[] => stack.map((frame) => (frame.kind === '[' ? frame.index : (frame.key ?? '')));
+  let expectKey = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i]!;
+    if (c === '"') {
+      let end = i + 1;
+      while (end < text.length && text[end] !== '"') end += text[end] === '\\' ? 2 : 1;
+      const frame = stack[stack.length - 1];
+      if (expectKey && frame?.kind === '{') {
+        const key = JSON.parse(text.slice(i, end + 1)) as string;
+        frame.key = key;
+        if (frame.keys!.has(key)) found.push(formatPath(currentPath()));
+        frame.keys!.add(key);
+        expectKey = false;
+      }
+      i = end;
+    } else if (c === '{') {
+      stack.push({ kind: '{', keys: new Set(), index: 0 });
+      expectKey = true;
+    } else if (c === '[') {
+      stack.push({ kind: '[', index: 0 });
+    } else if (c === '}' || c === ']') {
+      stack.pop();
+    } else if (c === ',') {
+      const frame = stack[stack.length - 1];
+      if (frame?.kind === '{') expectKey = true;
+      else if (frame) frame.index++;
+    }
+  }
+  return found;
 }
 
 /**
@@ -177,18 +218,25 @@ function serverWarnings(config: unknown): Issue[] {
 
 export type SecretsInput = string | Record<string, string> | undefined;
 
-function loadJson(input: unknown, errors: Issue[]): { ok: boolean; value?: unknown } {
-  if (typeof input !== 'string') return { ok: true, value: input };
+function duplicateKeyWarning(path: string): Issue {
+  return { path, message: 'This key appears more than once in the same object; the last value is used' };
+}
+
+function loadJson(input: unknown, errors: Issue[]): { ok: boolean; value?: unknown; duplicates: string[] } {
+  if (typeof input !== 'string') return { ok: true, value: input, duplicates: [] };
   if (Buffer.byteLength(input, 'utf8') > MAX_CONFIG_BYTES) {
     errors.push({ path: '', message: `Config is larger than the ${MAX_CONFIG_BYTES / 1024 / 1024} MiB limit` });
-    return { ok: false };
+    return { ok: false, duplicates: [] };
   }
+  const text = input.replace(/^\uFEFF/, '');
+  let value: unknown;
   try {
-    return { ok: true, value: JSON.parse(input.replace(/^\uFEFF/, '')) };
+    value = JSON.parse(text);
   } catch (error) {
     errors.push({ path: '', message: describeJsonError(input, error) });
-    return { ok: false };
+    return { ok: false, duplicates: [] };
   }
+  return { ok: true, value, duplicates: duplicateKeyPaths(text) };
 }
 
 function validateWith<S extends z.ZodType>(
@@ -227,6 +275,7 @@ function validateWith<S extends z.ZodType>(
     }
     const redact = makeRedactor(interpolation, secrets);
     errors.push(...interpolation.invalid);
+    warnings.push(...interpolation.warnings, ...loaded.duplicates.map((path) => duplicateKeyWarning(path)));
     const placeholderPaths = new Set<string>();
     for (const [name, paths] of interpolation.missing) {
       for (const p of paths) placeholderPaths.add(p);

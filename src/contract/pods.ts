@@ -21,6 +21,11 @@ export const ENV = {
   workerTemplate: 'ORACLE_NODE_WORKER_TEMPLATE',
   /** Coordinator only: the name of its own Job (from the Job controller's label), named in the cycle report. */
   jobName: 'JOB_NAME',
+  /**
+   * Coordinator only, optional: the base URL callers reach the gateways at (spec.gateway.publicUrl, else the
+   * Service's load-balancer address), reported by the heartbeat. Absent: the heartbeat reports no gateway URL.
+   */
+  gatewayUrl: 'ORACLE_NODE_GATEWAY_URL',
 } as const;
 
 /** Labels on everything the operator manages (and on worker Jobs, which the coordinator creates). */
@@ -39,6 +44,12 @@ export const JOB_NAME_LABEL = 'batch.kubernetes.io/job-name';
 /** Set by the Job controller on each pod of an Indexed Job. */
 export const COMPLETION_INDEX_ANNOTATION = 'batch.kubernetes.io/job-completion-index';
 export const CHAIN_ID_ANNOTATION = 'oracle-node.io/chain-id';
+
+/**
+ * The gateway pod's port for /healthz, /readyz and /metrics (`oracle-node gateway --metrics-port`): the probes
+ * and scrapers use it; the caller-facing Service exposes only the gateway port.
+ */
+export const GATEWAY_METRICS_PORT = 9090;
 
 export const CONFIG_DIR = '/etc/oracle-node';
 export const CONFIG_FILE = `${CONFIG_DIR}/config.json`;
@@ -145,25 +156,51 @@ const sponsorWalletReportSchema = z.object({
   balanceWei: z.string().regex(/^[0-9]{1,78}$/),
 });
 const cycleOutcomeSchema = z.enum(['Completed', 'PartiallyFailed']);
+/** How the heartbeat after the cycle went (Disabled: nodeSettings.heartbeat.enabled is false). */
+export const HEARTBEAT_RESULTS = ['Sent', 'Failed', 'Disabled'] as const;
+const heartbeatResultSchema = z.enum(HEARTBEAT_RESULTS);
+/** At most this many failed requests are reported per cycle: the operator turns each into a Warning Event. */
+export const MAX_REPORTED_FAILED_REQUESTS = 20;
+const failedRequestReportSchema = z.object({
+  chainId: z.string().max(78),
+  requestId: z.string().regex(/^0x[0-9a-fA-F]{64}$/),
+  reason: z.string().max(300),
+});
+const gasPriceReportSchema = z.object({
+  chainId: z.string().max(78),
+  gasPriceWei: z.string().regex(/^[0-9]{1,78}$/),
+});
+const isoTime = z.iso.datetime({ offset: true });
 
 export type ProviderReport = z.infer<typeof providerReportSchema>;
 export type SponsorWalletReport = z.infer<typeof sponsorWalletReportSchema>;
+export type HeartbeatReport = z.infer<typeof heartbeatResultSchema>;
+export type FailedRequestReport = z.infer<typeof failedRequestReportSchema>;
+export type GasPriceReport = z.infer<typeof gasPriceReportSchema>;
 export type CycleReport = {
   job?: string;
   outcome?: z.infer<typeof cycleOutcomeSchema>;
+  /** When the cycle started (ISO 8601) and how long it took, heartbeat included. */
+  startTime?: string;
+  durationMs?: number;
   /** Counts of the cycle as flat integers (requests seen, fulfilled, failed, ...). */
   counts?: Record<string, number>;
   providers?: ProviderReport[];
   sponsorWallets?: SponsorWalletReport[];
+  heartbeat?: HeartbeatReport;
+  /** The requests that failed in the cycle, first MAX_REPORTED_FAILED_REQUESTS, with the reason. */
+  failedRequests?: FailedRequestReport[];
+  /** The gas price each chain's transactions were sent at in the cycle (the highest, when they differ). */
+  gasPrices?: GasPriceReport[];
 };
 
 const isRecord = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
 
-/** The well-formed entries of a reported list (at most MAX_REPORT_ENTRIES), or undefined when none is. */
-function validEntries<T>(schema: z.ZodType<T>, value: unknown): T[] | undefined {
+/** The well-formed entries of a reported list (at most `limit`), or undefined when none is. */
+function validEntries<T>(schema: z.ZodType<T>, value: unknown, limit = MAX_REPORT_ENTRIES): T[] | undefined {
   if (!Array.isArray(value)) return undefined;
-  const valid = value.slice(0, MAX_REPORT_ENTRIES).flatMap((entry) => {
+  const valid = value.slice(0, limit).flatMap((entry) => {
     const parsed = schema.safeParse(entry);
     return parsed.success ? [parsed.data] : [];
   });
@@ -189,6 +226,12 @@ export function parseCycleReport(data: Record<string, string> | undefined): Cycl
   if (typeof value['job'] === 'string' && value['job'].length <= 253) report.job = value['job'];
   const outcome = cycleOutcomeSchema.safeParse(value['outcome']);
   if (outcome.success) report.outcome = outcome.data;
+  const startTime = isoTime.safeParse(value['startTime']);
+  if (startTime.success) report.startTime = startTime.data;
+  const durationMs = value['durationMs'];
+  if (typeof durationMs === 'number' && Number.isInteger(durationMs) && durationMs >= 0) report.durationMs = durationMs;
+  const heartbeat = heartbeatResultSchema.safeParse(value['heartbeat']);
+  if (heartbeat.success) report.heartbeat = heartbeat.data;
   if (isRecord(value['counts'])) {
     const counts = Object.entries(value['counts'])
       .slice(0, MAX_REPORT_ENTRIES)
@@ -199,6 +242,10 @@ export function parseCycleReport(data: Record<string, string> | undefined): Cycl
   if (providers) report.providers = providers;
   const sponsorWallets = validEntries(sponsorWalletReportSchema, value['sponsorWallets']);
   if (sponsorWallets) report.sponsorWallets = sponsorWallets;
+  const failedRequests = validEntries(failedRequestReportSchema, value['failedRequests'], MAX_REPORTED_FAILED_REQUESTS);
+  if (failedRequests) report.failedRequests = failedRequests;
+  const gasPrices = validEntries(gasPriceReportSchema, value['gasPrices']);
+  if (gasPrices) report.gasPrices = gasPrices;
   return report;
 }
 
@@ -212,6 +259,8 @@ export type CoordinatorEnvironment = {
   cycleConfigMap: string;
   workerTemplate: WorkerTemplate;
   jobName?: string;
+  /** Where callers reach the gateways (an http(s) URL), for the heartbeat. */
+  gatewayUrl?: string;
 };
 
 /** What a worker pod needs to share the response cache. */
@@ -223,6 +272,10 @@ const coordinatorEnvironmentSchema = workerEnvironmentSchema.extend({
   [ENV.cycleConfigMap]: name,
   [ENV.workerTemplate]: z.string().min(2),
   [ENV.jobName]: z.string().max(253).optional(),
+  [ENV.gatewayUrl]: z
+    .url({ protocol: /^https?$/, error: 'must be an http(s) URL' })
+    .max(2048)
+    .optional(),
 });
 
 function explain(error: z.ZodError): string {
@@ -244,7 +297,8 @@ export function readEngineEnvironment(env: Env): EngineEnvironment {
  */
 export function readCoordinatorEnvironment(env: Env): CoordinatorEnvironment | undefined {
   if (!present(env, ENV.workerTemplate)) return undefined;
-  const parsed = coordinatorEnvironmentSchema.safeParse(env);
+  // An empty optional variable is an absent one.
+  const parsed = coordinatorEnvironmentSchema.safeParse({ ...env, [ENV.gatewayUrl]: present(env, ENV.gatewayUrl) });
   if (!parsed.success) throw new Error(`invalid coordinator pod environment: ${explain(parsed.error)}`);
   let rawTemplate: unknown;
   try {
@@ -256,12 +310,14 @@ export function readCoordinatorEnvironment(env: Env): CoordinatorEnvironment | u
   if (!template.success)
     throw new Error(`invalid coordinator pod environment: ${ENV.workerTemplate}.${explain(template.error)}`);
   const jobName = parsed.data[ENV.jobName];
+  const gatewayUrl = parsed.data[ENV.gatewayUrl];
   return {
     namespace: parsed.data[ENV.namespace],
     cacheConfigMap: parsed.data[ENV.cacheConfigMap],
     cycleConfigMap: parsed.data[ENV.cycleConfigMap],
     workerTemplate: template.data as WorkerTemplate,
     ...(jobName ? { jobName } : {}),
+    ...(gatewayUrl ? { gatewayUrl } : {}),
   };
 }
 

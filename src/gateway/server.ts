@@ -3,41 +3,46 @@
 // on top of it: in-flight limits per gateway (429), a body size limit (413), JSON for every error (never an
 // HTML page), /healthz /readyz /metrics, and a graceful shutdown that drains in-flight requests.
 import { randomUUID } from 'node:crypto';
-import type { Server } from 'node:http';
+import { createServer, type Server, STATUS_CODES } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import type { Registry } from 'prom-client';
 import { z } from 'zod';
-import { type Config, DEFAULT_GATEWAY_SERVER_PORT } from '../config/index.js';
+import { type Config, DEFAULT_GATEWAY_SERVER_PORT, GATEWAY_BASE_PATHS } from '../config/index.js';
 import {
-  counter,
   createLogger,
   createMetricsRegistry,
-  gauge,
-  histogram,
   type Logger,
+  type ObservabilityServer,
   observabilityHandler,
+  redact,
   registerSecret,
   secondsSince,
+  startObservabilityServer,
 } from '../observability/index.js';
 import { decodeParameters } from '../ois/abi.js';
 import type { ApiCredential, EndpointCall, EndpointResult, Ois } from '../ois/index.js';
+import { recoverSignersInPool } from '../ois/worker-pool.js';
 import { nodeWallet } from '../protocol/wallet.js';
+import { gatewayMetrics, observeAnswer } from './metrics.js';
 import {
   type NodeSigner,
   signHttpSignedData,
   signOevData,
   signOevDataBodySchema,
-  verifySignOevDataRequest,
+  verifySignOevDataRequestAsync,
 } from './signing.js';
 
 export const DEFAULT_PATH_KEY = '01234567-abcd-abcd-abcd-012345678abc';
-export const HTTP_BASE_PATH = '/http-data';
-export const HTTP_SIGNED_DATA_BASE_PATH = '/http-signed-data';
-export const OEV_BASE_PATH = '/sign-oev';
+export const HTTP_BASE_PATH = GATEWAY_BASE_PATHS.httpGateway;
+export const HTTP_SIGNED_DATA_BASE_PATH = GATEWAY_BASE_PATHS.httpSignedDataGateway;
+export const OEV_BASE_PATH = GATEWAY_BASE_PATHS.oevGateway;
 export const DEFAULT_BODY_LIMIT_BYTES = 64 * 1024;
 export const DEFAULT_RETRY_AFTER_SECONDS = 1;
 export const DEFAULT_DRAIN_TIMEOUT_MS = 30_000;
+/** A caller has this long to send its request headers, and this long for its body once they arrived. */
+export const DEFAULT_HEADERS_TIMEOUT_MS = 10_000;
+export const DEFAULT_BODY_TIMEOUT_MS = 10_000;
 
 export type GatewayName = 'httpGateway' | 'httpSignedDataGateway' | 'oevGateway';
 export const GATEWAY_NAMES: readonly GatewayName[] = ['httpGateway', 'httpSignedDataGateway', 'oevGateway'];
@@ -131,42 +136,6 @@ export function verifyRequestOrigin(
 // ---------------------------------------------------------------------------------------------------------------
 // Metrics
 
-function gatewayMetrics(registry: Registry) {
-  const labels = ['gateway', 'endpoint', 'status'] as const;
-  return {
-    requests: counter(registry, {
-      name: 'gateway_requests_total',
-      help: 'Gateway requests by gateway, endpoint and HTTP status',
-      labelNames: labels,
-    }),
-    duration: histogram(registry, {
-      name: 'gateway_request_duration_seconds',
-      help: 'Gateway request latency by gateway, endpoint and HTTP status',
-      labelNames: labels,
-    }),
-    apiCall: histogram(registry, {
-      name: 'gateway_api_call_duration_seconds',
-      help: 'Latency of the endpoint call (processing, API call, encoding) by outcome',
-      labelNames: ['gateway', 'endpoint', 'outcome'] as const,
-    }),
-    failures: counter(registry, {
-      name: 'gateway_processing_failures_total',
-      help: 'Valid requests that failed in processing, by stage',
-      labelNames: ['gateway', 'endpoint', 'stage'] as const,
-    }),
-    inFlight: gauge(registry, {
-      name: 'gateway_in_flight_requests',
-      help: 'Requests being processed per gateway',
-      labelNames: ['gateway'] as const,
-    }),
-    rejected: counter(registry, {
-      name: 'gateway_rejected_requests_total',
-      help: 'Requests refused before processing, by reason',
-      labelNames: ['gateway', 'reason'] as const,
-    }),
-  };
-}
-
 // ---------------------------------------------------------------------------------------------------------------
 // The app
 
@@ -180,6 +149,10 @@ export type GatewayAppOptions = {
   /** Path key in place of the reference's fixed one, e.g. taken from a secret. */
   pathKey?: string;
   bodyLimitBytes?: number;
+  /** Time allowed to receive a request body once its headers arrived (408 after). */
+  bodyTimeoutMs?: number;
+  /** False: /healthz, /readyz and /metrics are not served by this app (they have a port of their own). */
+  serveObservability?: boolean;
   retryAfterSeconds?: number;
   /** Extra readiness condition (e.g. the engine warmed up). */
   ready?: () => boolean;
@@ -193,6 +166,8 @@ export type GatewayApp = {
   inFlight(): number;
   /** Refuse new gateway requests (503) and report not ready; in-flight ones complete. */
   startDraining(): void;
+  /** What /readyz answers. */
+  readiness(): { ready: boolean; reason?: string };
   enabledGateways: GatewayName[];
   paths: Partial<Record<GatewayName, string>>;
 };
@@ -209,6 +184,16 @@ function errorText(error: unknown): string {
 }
 
 type BodyParserError = Error & { type?: string; status?: number };
+
+/**
+ * The status of a failed endpoint call: a caller's parameters that cannot be used 400, an API answer the node
+ * refuses 502, and everything else 500 with the engine's message, as the reference answers.
+ */
+function failureStatus(result: { cause?: 'parameters' | 'upstream' }): number {
+  if (result.cause === 'parameters') return 400;
+  if (result.cause === 'upstream') return 502;
+  return 500;
+}
 
 export function createGatewayApp(options: GatewayAppOptions): GatewayApp {
   const { config, callEndpoint } = options;
@@ -234,6 +219,17 @@ export function createGatewayApp(options: GatewayAppOptions): GatewayApp {
   app.disable('x-powered-by');
   app.set('etag', false);
 
+  // Every JSON answer leaves through the secret redactor: an upstream answer or an error that echoes an API
+  // key or another secret reaches the caller with "[REDACTED]" in its place.
+  app.use((_req: Request, res: Response, next: NextFunction) => {
+    res.json = (body: unknown) => {
+      const text = redact(JSON.stringify(body) ?? 'null');
+      if (!res.get('Content-Type')) res.set('Content-Type', 'application/json; charset=utf-8');
+      return res.send(text);
+    };
+    next();
+  });
+
   // Per-request bookkeeping: request id, metrics and a log line once the response is finished.
   app.use((req: Request, res: Response, next: NextFunction) => {
     const start = process.hrtime.bigint();
@@ -242,8 +238,7 @@ export function createGatewayApp(options: GatewayAppOptions): GatewayApp {
     res.on('finish', () => {
       if (context.gateway === 'none') return;
       const labels = { gateway: context.gateway, endpoint: context.endpoint, status: String(res.statusCode) };
-      metrics.requests.inc(labels);
-      metrics.duration.observe(labels, secondsSince(start));
+      observeAnswer(metrics, labels, secondsSince(start));
       const entry = { requestId: context.requestId, ...labels, method: req.method };
       if (res.statusCode >= 500) logger.error(entry, 'gateway request failed');
       else logger.debug(entry, 'gateway request served');
@@ -251,19 +246,42 @@ export function createGatewayApp(options: GatewayAppOptions): GatewayApp {
     next();
   });
 
-  const health = observabilityHandler({
-    registry,
-    ready: () => {
-      if (draining) return { ready: false, reason: 'shutting down' };
-      if (options.ready && !options.ready()) return { ready: false, reason: 'not ready' };
-      return { ready: true };
-    },
-  });
-  app.use((req, res, next) => {
-    void health(req, res, next);
-  });
+  const readiness = () => {
+    if (draining) return { ready: false, reason: 'shutting down' };
+    if (options.ready && !options.ready()) return { ready: false, reason: 'not ready' };
+    return { ready: true };
+  };
+  const health = observabilityHandler({ registry, ready: readiness });
+  if (options.serveObservability !== false) {
+    app.use((req, res, next) => {
+      void health(req, res, next);
+    });
+  }
 
   const jsonBody = express.json({ limit: options.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES });
+  const bodyTimeoutMs = options.bodyTimeoutMs ?? DEFAULT_BODY_TIMEOUT_MS;
+
+  // A body that does not arrive in time ends the request with 408 and closes the connection, so a caller that
+  // sends headers and then nothing holds a socket for seconds, never a processing slot.
+  const bodyDeadline = (req: Request, res: Response, next: NextFunction) => {
+    if (req.complete) {
+      next();
+      return;
+    }
+    const timer = setTimeout(() => {
+      if (req.complete || res.headersSent) return;
+      const context = res.locals.context as RequestContext;
+      if (context.gateway !== 'none') metrics.rejected.inc({ gateway: context.gateway, reason: 'body_timeout' });
+      res.set('Connection', 'close');
+      sendError(res, 408, 'Request body not received in time');
+      res.on('finish', () => req.socket.destroy());
+    }, bodyTimeoutMs);
+    const clear = () => clearTimeout(timer);
+    req.on('end', clear);
+    req.on('close', clear);
+    res.on('close', clear);
+    next();
+  };
   const enabledGateways: GatewayName[] = [];
   const paths: Partial<Record<GatewayName, string>> = {};
 
@@ -306,6 +324,12 @@ export function createGatewayApp(options: GatewayAppOptions): GatewayApp {
         sendError(res, 503, 'Server is shutting down');
         return;
       }
+      next();
+    });
+
+    // A request takes a processing slot only once its body is read: callers that are slow to send theirs
+    // cannot hold the slots of everyone else.
+    const admit = (_req: Request, res: Response, next: NextFunction) => {
       const current = inFlight.get(gateway)!;
       if (current >= maxConcurrency) {
         metrics.rejected.inc({ gateway, reason: 'concurrency' });
@@ -325,17 +349,18 @@ export function createGatewayApp(options: GatewayAppOptions): GatewayApp {
       res.on('finish', release);
       res.on('close', release);
       next();
-    });
+    };
 
-    app.post(path, jsonBody, async (req: Request, res: Response) => {
+    app.post(path, bodyDeadline, jsonBody, admit, async (req: Request, res: Response) => {
       const context = res.locals.context as RequestContext;
       try {
         await handle(req, res, context);
       } catch (error) {
-        // A bug of ours or an engine crash on a valid request: 500 in the reference's error shape.
+        // A bug of ours or an engine crash on a valid request: 500 in the reference's error shape, with the
+        // request id to find the log line rather than an internal message.
         metrics.failures.inc({ gateway, endpoint: context.endpoint, stage: 'internal' });
         logger.error({ requestId: context.requestId, err: error }, 'gateway handler error');
-        sendError(res, 500, errorText(error));
+        sendError(res, 500, `Error: Internal error (request ${context.requestId})`);
       }
     });
     logger.info({ gateway, path }, 'gateway listening');
@@ -387,7 +412,7 @@ export function createGatewayApp(options: GatewayAppOptions): GatewayApp {
     }
     metrics.failures.inc({ gateway: 'httpGateway', endpoint: endpointId, stage: 'endpoint' });
     logger.warn({ requestId: context.requestId, reason: result.errorMessage }, 'endpoint call failed');
-    sendError(res, 500, errorText(result.errorMessage));
+    sendError(res, failureStatus(result), errorText(result.errorMessage));
   });
 
   mount('httpSignedDataGateway', `${HTTP_SIGNED_DATA_BASE_PATH}/${pathKey}/:endpointId`, async (req, res, context) => {
@@ -402,7 +427,7 @@ export function createGatewayApp(options: GatewayAppOptions): GatewayApp {
     if (!result.success) {
       metrics.failures.inc({ gateway: 'httpSignedDataGateway', endpoint: endpointId, stage: 'endpoint' });
       logger.warn({ requestId: context.requestId, reason: result.errorMessage }, 'endpoint call failed');
-      sendError(res, 500, errorText(result.errorMessage));
+      sendError(res, failureStatus(result), errorText(result.errorMessage));
       return;
     }
     let signed: ReturnType<typeof signHttpSignedData>;
@@ -431,7 +456,8 @@ export function createGatewayApp(options: GatewayAppOptions): GatewayApp {
       return;
     }
     const signerNow = nodeSigner();
-    const verification = verifySignOevDataRequest(parsed.data, signerNow.address);
+    // Signature recovery costs milliseconds per beacon: it runs on the worker pool, never on this thread.
+    const verification = await verifySignOevDataRequestAsync(parsed.data, signerNow.address, recoverSignersInPool);
     if (!verification.success) {
       logger.debug({ requestId: context.requestId, reason: verification.reason }, 'OEV request rejected');
       res.status(verification.statusCode).json(verification.error);
@@ -484,6 +510,7 @@ export function createGatewayApp(options: GatewayAppOptions): GatewayApp {
     startDraining: () => {
       draining = true;
     },
+    readiness,
     enabledGateways,
     paths,
   };
@@ -498,10 +525,20 @@ export type StartGatewayOptions = Omit<GatewayAppOptions, 'config' | 'callEndpoi
   port?: number;
   host?: string;
   drainTimeoutMs?: number;
+  /** Time allowed for a caller's request headers (Node answers 408 after it). */
+  headersTimeoutMs?: number;
+  /**
+   * A port of their own for /healthz, /readyz and /metrics (0 = any free port), which the caller-facing port
+   * then does not serve. Absent: they are served on the gateway port.
+   */
+  metricsPort?: number;
+  metricsHost?: string;
 };
 
 export type GatewayServer = {
   port: number;
+  /** The port of /healthz, /readyz and /metrics when they have their own (metricsPort). */
+  metricsPort?: number;
   server: Server;
   gateway: GatewayApp;
   /** Stops accepting, drains in-flight requests (up to drainTimeoutMs), then closes every connection. */
@@ -520,12 +557,25 @@ async function loadEngine(): Promise<CallEndpoint> {
 
 export async function startGatewayServer(config: Config, options: StartGatewayOptions = {}): Promise<GatewayServer> {
   const callEndpoint = options.callEndpoint ?? (await loadEngine());
-  const gateway = createGatewayApp({ ...options, config, callEndpoint });
+  const separateObservability = options.metricsPort !== undefined;
+  const gateway = createGatewayApp({ ...options, config, callEndpoint, serveObservability: !separateObservability });
   const { logger } = gateway;
   if (gateway.enabledGateways.length === 0) logger.info('no gateway enabled: serving only /healthz, /readyz, /metrics');
 
   const sockets = new Set<Socket>();
-  const server = gateway.app.listen(options.port ?? configuredPort(config), options.host ?? '0.0.0.0');
+  const headersTimeout = options.headersTimeoutMs ?? DEFAULT_HEADERS_TIMEOUT_MS;
+  const server = createServer(
+    {
+      headersTimeout,
+      // The whole request (headers and body); the app's own body deadline answers first, with a clear message.
+      requestTimeout: headersTimeout + (options.bodyTimeoutMs ?? DEFAULT_BODY_TIMEOUT_MS) + 1_000,
+      // How often Node checks those two timeouts (its default, 30 s, would let a stalled socket live that long).
+      connectionsCheckingInterval: Math.min(1_000, headersTimeout),
+    },
+    gateway.app,
+  );
+  server.on('clientError', answerClientError);
+  server.listen(options.port ?? configuredPort(config), options.host ?? '0.0.0.0');
   server.on('connection', (socket: Socket) => {
     sockets.add(socket);
     socket.on('close', () => sockets.delete(socket));
@@ -535,7 +585,25 @@ export async function startGatewayServer(config: Config, options: StartGatewayOp
     server.once('error', reject);
   });
   const port = (server.address() as AddressInfo).port;
-  logger.info({ port, gateways: gateway.enabledGateways }, 'gateway server running');
+  let observability: ObservabilityServer | undefined;
+  if (separateObservability) {
+    try {
+      observability = await startObservabilityServer({
+        registry: gateway.registry,
+        ready: gateway.readiness,
+        port: options.metricsPort,
+        host: options.metricsHost ?? options.host ?? '0.0.0.0',
+      });
+    } catch (error) {
+      server.close();
+      server.closeAllConnections();
+      throw error;
+    }
+  }
+  logger.info(
+    { port, gateways: gateway.enabledGateways, ...(observability ? { metricsPort: observability.port } : {}) },
+    'gateway server running',
+  );
 
   let closing: Promise<void> | undefined;
   const close = (): Promise<void> => {
@@ -553,9 +621,39 @@ export async function startGatewayServer(config: Config, options: StartGatewayOp
       server.closeAllConnections();
       for (const socket of sockets) socket.destroy();
       await closed;
+      await observability?.close();
       logger.info('gateway server stopped');
     })();
     return closing;
   };
-  return { port, server, gateway, close };
+  return { port, server, gateway, close, ...(observability ? { metricsPort: observability.port } : {}) };
+}
+
+const CLIENT_ERROR_MESSAGES: Record<number, string> = {
+  400: 'Invalid request',
+  408: 'Request not received in time',
+  413: 'Request too large',
+  431: 'Request headers too large',
+};
+
+/** Node's own refusals (malformed request, headers too large or too slow) as JSON like every other error. */
+function answerClientError(error: NodeJS.ErrnoException, socket: Socket): void {
+  const inFlight = (socket as Socket & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
+  if (error.code === 'ECONNRESET' || !socket.writable || inFlight?.headersSent) {
+    socket.destroy();
+    return;
+  }
+  const status =
+    error.code === 'HPE_HEADER_OVERFLOW'
+      ? 431
+      : error.code === 'ERR_HTTP_REQUEST_TIMEOUT' || error.code === 'ERR_HTTP_HEADERS_TIMEOUT'
+        ? 408
+        : error.code === 'HPE_CHUNK_EXTENSIONS_OVERFLOW'
+          ? 413
+          : 400;
+  const body = JSON.stringify({ message: CLIENT_ERROR_MESSAGES[status] });
+  socket.end(
+    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
+      `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+  );
 }

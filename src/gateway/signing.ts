@@ -6,18 +6,10 @@
 // ethers 6 (an "address" is any even-length hex, numbers may be hex strings, negative uint256 wrap to two's
 // complement), so the packing below reproduces ethers 5 rather than calling solidityPacked: otherwise the
 // same request would get a different data feed id or update hash, or a 400, from this node.
-import {
-  AbiCoder,
-  type BaseWallet,
-  concat,
-  getBytes,
-  hashMessage,
-  keccak256,
-  recoverAddress,
-  solidityPackedKeccak256,
-} from 'ethers';
+import { AbiCoder, type BaseWallet, concat, getBytes, keccak256, solidityPackedKeccak256 } from 'ethers';
 import { z } from 'zod';
 import { errorMessage } from '../common/errors.js';
+import { type RecoverableSignature, recoverSigners } from '../ois/worker-tasks.js';
 import { deriveTemplateIdV1 } from '../protocol/ids.js';
 
 const abi = AbiCoder.defaultAbiCoder();
@@ -188,48 +180,45 @@ export function allBeaconsConsistent(values: bigint[]): boolean {
   });
 }
 
-/** Recovers the EIP-191 signer; v bytes are read like ethers 5 (0/1 and any value ≥ 27 by parity). */
-function recoverSigner(messageHash: string, signature: string): string {
+/**
+ * A signature as ethers' recoverAddress takes it; v bytes are read like ethers 5 (0/1 and any value >= 27 by
+ * parity). Throws on a malformed signature, before any costly recovery.
+ */
+function parseSignature(signature: string): RecoverableSignature {
   const bytes = hexBytes(signature, 'signature');
   if (bytes.length === 65) {
     const v = bytes[64]!;
     if (v < 27 && v !== 0 && v !== 1) throw new Error('signature invalid v byte');
     const normalized = v < 27 ? v + 27 : 28 - (v % 2 === 0 ? 0 : 1);
-    return recoverAddress(hashMessage(getBytes(messageHash)), {
+    return {
       r: `0x${Buffer.from(bytes.subarray(0, 32)).toString('hex')}`,
       s: `0x${Buffer.from(bytes.subarray(32, 64)).toString('hex')}`,
       v: normalized,
-    });
+    };
   }
   if (bytes.length !== 64) throw new Error('invalid signature string');
-  return recoverAddress(hashMessage(getBytes(messageHash)), signature);
+  return signature;
 }
 
-/** Checks one beacon's signed data; throws with the reason the reference logs. */
-function decodeBeacon(beacon: OevBeacon & { beaconId: string }, nowMs: number): DecodedBeacon {
-  const signedData = beacon.signedData!;
-  const { encodedValue, timestamp, signature } = signedData;
-  // NaN (e.g. "-0x10") passes this comparison, as with date-fns isBefore in the reference.
-  if (Number(timestamp) * 1000 < nowMs - TIMESTAMP_DEVIATION_MS) throw new Error('Beacon timestamp too old');
-  const messageHash = keccak256(
-    concat([bytes32(beacon.templateId, 'templateId'), uint256(timestamp), hexBytes(encodedValue, 'encodedValue')]),
-  );
-  if (beacon.airnodeAddress !== recoverSigner(messageHash, signature)) throw new Error('Invalid beacon signature');
-  const decodedValue = abi.decode(['int256'], hexBytes(encodedValue, 'encodedValue'))[0] as bigint;
-  if (decodedValue > INT224_MAX || decodedValue < INT224_MIN) throw new Error('Beacon value not within range');
-  return { ...beacon, signedData, decodedValue };
-}
+/** More beacons than any data feed has; the cap bounds the signatures one request makes the node recover. */
+export const MAX_OEV_BEACONS = 64;
 
-/**
- * All checks of the OEV gateway, in the reference's order and with its messages. `nodeAddress` must be the
- * checksummed node address: beacons are matched to it by exact string comparison, as in the reference.
- */
-export function verifySignOevDataRequest(
-  body: SignOevDataBody,
-  nodeAddress: string,
-  nowMs = Date.now(),
-): OevVerification {
-  let beaconsWithIds: (OevBeacon & { beaconId: string })[];
+type BeaconWithId = OevBeacon & { beaconId: string };
+type SignatureCheck = { index: number; messageHash: string; signature: RecoverableSignature };
+
+/** The cheap checks of a request, and the signatures left to recover (everything up to the first failure). */
+type OevPlan = {
+  body: SignOevDataBody;
+  beaconsWithIds: BeaconWithId[];
+  beaconsWithData: BeaconWithId[];
+  checks: SignatureCheck[];
+  /** The first beacon (index into beaconsWithData) that failed before recovery, and why. */
+  firstFailure?: { index: number; reason: string };
+};
+
+function planOevVerification(body: SignOevDataBody, nodeAddress: string, nowMs: number): OevPlan | GatewayFailure {
+  if (body.beacons.length > MAX_OEV_BEACONS) return failure(`Too many beacons (at most ${MAX_OEV_BEACONS})`);
+  let beaconsWithIds: BeaconWithId[];
   try {
     beaconsWithIds = body.beacons.map((beacon) => ({
       ...beacon,
@@ -247,11 +236,46 @@ export function verifySignOevDataRequest(
     return failure('Missing beacon data from the Airnode requested for signing');
   }
 
-  let decoded: DecodedBeacon[];
-  try {
-    decoded = beaconsWithData.map((beacon) => decodeBeacon(beacon, nowMs));
-  } catch (error) {
-    return failure('Not enough beacons with valid data to proceed', errorMessage(error));
+  const checks: SignatureCheck[] = [];
+  for (const [index, beacon] of beaconsWithData.entries()) {
+    const { encodedValue, timestamp, signature } = beacon.signedData!;
+    try {
+      // NaN (e.g. "-0x10") passes this comparison, as with date-fns isBefore in the reference.
+      if (Number(timestamp) * 1000 < nowMs - TIMESTAMP_DEVIATION_MS) throw new Error('Beacon timestamp too old');
+      const messageHash = keccak256(
+        concat([bytes32(beacon.templateId, 'templateId'), uint256(timestamp), hexBytes(encodedValue, 'encodedValue')]),
+      );
+      checks.push({ index, messageHash, signature: parseSignature(signature) });
+    } catch (error) {
+      return {
+        body,
+        beaconsWithIds,
+        beaconsWithData,
+        checks,
+        firstFailure: { index, reason: errorMessage(error) },
+      };
+    }
+  }
+  return { body, beaconsWithIds, beaconsWithData, checks };
+}
+
+/** The rest of the checks, in the reference's order, once the signers are known (one per check). */
+function completeOevVerification(plan: OevPlan, signers: (string | undefined)[]): OevVerification {
+  const { body, beaconsWithIds, beaconsWithData } = plan;
+  const decoded: DecodedBeacon[] = [];
+  for (const [index, beacon] of beaconsWithData.entries()) {
+    if (plan.firstFailure?.index === index) {
+      return failure('Not enough beacons with valid data to proceed', plan.firstFailure.reason);
+    }
+    const signedData = beacon.signedData!;
+    try {
+      if (beacon.airnodeAddress !== signers[index]) throw new Error('Invalid beacon signature');
+      const decodedValue = abi.decode(['int256'], hexBytes(signedData.encodedValue, 'encodedValue'))[0] as bigint;
+      if (decodedValue > INT224_MAX || decodedValue < INT224_MIN) throw new Error('Beacon value not within range');
+      decoded.push({ ...beacon, signedData, decodedValue });
+    } catch (error) {
+      return failure('Not enough beacons with valid data to proceed', errorMessage(error));
+    }
   }
 
   const values = decoded.map((beacon) => beacon.decodedValue);
@@ -279,6 +303,58 @@ export function verifySignOevDataRequest(
   } catch (error) {
     return failure('Error deriving OEV update hash', errorMessage(error));
   }
+}
+
+/** Signers by beaconsWithData index (undefined where a signature does not recover or was not checked). */
+function signersByIndex(plan: OevPlan, checks: SignatureCheck[], recovered: (string | undefined)[]) {
+  const signers: (string | undefined)[] = new Array(plan.beaconsWithData.length);
+  checks.forEach((check, i) => {
+    signers[check.index] = recovered[i];
+  });
+  return signers;
+}
+
+/**
+ * All checks of the OEV gateway, in the reference's order and with its messages. `nodeAddress` must be the
+ * checksummed node address: beacons are matched to it by exact string comparison, as in the reference.
+ */
+export function verifySignOevDataRequest(
+  body: SignOevDataBody,
+  nodeAddress: string,
+  nowMs = Date.now(),
+): OevVerification {
+  const plan = planOevVerification(body, nodeAddress, nowMs);
+  if (!('checks' in plan)) return plan;
+  const recovered = recoverSigners({ kind: 'recover', items: plan.checks });
+  return completeOevVerification(plan, signersByIndex(plan, plan.checks, recovered));
+}
+
+export type SignerRecovery = (
+  items: { messageHash: string; signature: RecoverableSignature }[],
+) => Promise<(string | undefined)[]>;
+
+/**
+ * verifySignOevDataRequest with the signatures recovered by `recover` (a worker thread in the gateway), and the
+ * node's own beacons checked first: a request whose beacon of this node is not validly signed is refused
+ * before anyone else's signature is recovered. Same answers as the synchronous version.
+ */
+export async function verifySignOevDataRequestAsync(
+  body: SignOevDataBody,
+  nodeAddress: string,
+  recover: SignerRecovery,
+  nowMs = Date.now(),
+): Promise<OevVerification> {
+  const plan = planOevVerification(body, nodeAddress, nowMs);
+  if (!('checks' in plan)) return plan;
+  const own = plan.checks.filter((check) => plan.beaconsWithData[check.index]!.airnodeAddress === nodeAddress);
+  const others = plan.checks.filter((check) => plan.beaconsWithData[check.index]!.airnodeAddress !== nodeAddress);
+  const ownSigners = await recover(own);
+  if (ownSigners.some((signer) => signer !== nodeAddress)) {
+    return failure('Not enough beacons with valid data to proceed', 'Invalid beacon signature');
+  }
+  const otherSigners = await recover(others);
+  const signers = signersByIndex(plan, [...own, ...others], [...ownSigners, ...otherSigners]);
+  return completeOevVerification(plan, signers);
 }
 
 /** One signature per beacon of this node (among the verified ones), in request order. */

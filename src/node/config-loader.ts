@@ -1,7 +1,14 @@
 // Loads config.json + secrets.env through the config package (validation and `${NAME}` interpolation).
 // Errors are collected into one readable message; no secret value ever appears in it.
 import { readFile } from 'node:fs/promises';
-import { type Config, secretsFromEnvironment, validateConfig } from '../config/index.js';
+import {
+  type Config,
+  parseSecretsEnv,
+  secretsFromEnvironment,
+  secretValuesOf,
+  validateConfig,
+} from '../config/index.js';
+import { registerSecrets } from '../observability/index.js';
 
 export class ConfigLoadError extends Error {
   constructor(
@@ -41,7 +48,11 @@ export async function loadConfig(configPath: string, secretsPath?: string): Prom
   }
   // Without a secrets file the values come from the environment (a pod with its Secret as envFrom), only
   // for the names the config references.
-  const result = validateConfig(configText, secretsText ?? secretsFromEnvironment(configText));
+  const secrets = secretsText === undefined ? secretsFromEnvironment(configText) : parseSecretsEnv(secretsText).secrets;
+  // Every secret is scrubbed from the process's output before anything can be logged, even for an invalid config.
+  registerSecrets(secretValuesOf(undefined, secrets));
+  const result = validateConfig(configText, secretsText ?? secrets);
+  registerSecrets(secretValuesOf(result.config, secrets));
   if (!result.ok || !result.config) {
     const lines = result.errors.map((issue) => `  ${issue.path || '(root)'}: ${issue.message}`);
     throw new ConfigLoadError(`The configuration is not valid:\n${lines.join('\n')}`, result.errors);

@@ -53,6 +53,8 @@ export type CycleSummary = {
   timings: { discoveryMs: number; shardsMs: number };
   /** Balances of the sponsor wallets that sent transactions in this cycle. */
   sponsorWallets: { chainId: string; sponsorWallet: string; balanceWei: string }[];
+  /** Per chain, the highest gas price its transactions were priced at in this cycle (wei, decimal). */
+  gasPrices: { chainId: string; gasPriceWei: string }[];
   results: ShardResult[];
 };
 
@@ -194,8 +196,10 @@ export async function runCycle(config: Config, deps: CycleDeps): Promise<CycleSu
     rpcCalls: 0,
     timings: { discoveryMs: 0, shardsMs: 0 },
     sponsorWallets: [],
+    gasPrices: [],
     results: [],
   };
+  const gasPrices = new Map<string, bigint>();
   // Chains are independent: one failing chain never stops another.
   const perChain = await Promise.all(
     config.chains.map(async (chain) => {
@@ -239,6 +243,12 @@ export async function runCycle(config: Config, deps: CycleDeps): Promise<CycleSu
         summary.sponsorWallets.push({ chainId, sponsorWallet, balanceWei });
       }
       summary.rpcCalls += result.output.rpcCalls;
+      // A worker's output is read back from its pod log: only a decimal integer counts.
+      const gasPrice = result.output.gasPriceWei;
+      if (typeof gasPrice === 'string' && /^[0-9]{1,78}$/.test(gasPrice)) {
+        const { chainId } = result.output;
+        if (BigInt(gasPrice) > (gasPrices.get(chainId) ?? -1n)) gasPrices.set(chainId, BigInt(gasPrice));
+      }
       for (const outcome of result.output.outcomes) {
         if (outcome.outcome === 'fulfilled') summary.transactions.fulfilled++;
         else if (outcome.outcome === 'failed') summary.transactions.failed++;
@@ -248,6 +258,7 @@ export async function runCycle(config: Config, deps: CycleDeps): Promise<CycleSu
       }
     }
   }
+  summary.gasPrices = [...gasPrices].map(([chainId, wei]) => ({ chainId, gasPriceWei: String(wei) }));
   deps.logger.info(
     {
       requests: summary.requests,

@@ -64,6 +64,8 @@ export type ShardOutput = {
   timings: { apiMs: number; planMs: number; sendMs: number };
   /** The sponsor wallet's balance after this shard's transactions (wei, decimal), when a provider told it. */
   balanceWei?: string;
+  /** The gas price (legacy) or max fee per gas (EIP-1559) the transactions were priced at (wei, decimal). */
+  gasPriceWei?: string;
 };
 
 export type ShardContext = {
@@ -178,6 +180,7 @@ export async function runShard(shard: ShardInput, context: ShardContext): Promis
   const outcomes: ShardOutcome[] = [];
   let rpcCalls = 0;
   let balanceWei: string | undefined;
+  let gasPriceWei: string | undefined;
 
   // 1. API calls (cached responses reused), all before any transaction, as the reference.
   let cacheHits = 0;
@@ -212,6 +215,7 @@ export async function runShard(shard: ShardInput, context: ShardContext): Promis
       );
       // Transactions still pending from an earlier cycle are replaced (same nonces): that needs a higher price.
       if (pendingCount > latestCount) gasTarget = bumpGasTarget(gasTarget, 20);
+      gasPriceWei = String(gasTarget.type === 0 ? gasTarget.gasPrice : gasTarget.maxFeePerGas);
       let nonce = latestCount;
 
       if (resumed) {
@@ -343,6 +347,7 @@ export async function runShard(shard: ShardInput, context: ShardContext): Promis
       sendMs: Math.round(timings.sendMs),
     },
     ...(balanceWei === undefined ? {} : { balanceWei }),
+    ...(gasPriceWei === undefined ? {} : { gasPriceWei }),
   };
 }
 

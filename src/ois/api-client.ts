@@ -4,10 +4,13 @@
 // the answer must be JSON, its size is capped (also after decompression), and redirects are followed
 // only within the same origin so credentials never travel to another host. Error messages never
 // contain the URL, headers or body, so credentials cannot leak through them.
+import dns from 'node:dns';
 import http from 'node:http';
 import https from 'node:https';
 import type { Readable } from 'node:stream';
 import zlib from 'node:zlib';
+import { destinationPolicy, isPrivateAddress } from './destinations.js';
+import { MAX_RESPONSE_DEPTH, nestedDeeperThan } from './limits.js';
 import type { HttpRequest } from './request.js';
 
 export const DEFAULT_API_TIMEOUTS_MS: readonly number[] = [10_000, 20_000];
@@ -20,7 +23,10 @@ export type ApiCallOptions = {
   maxResponseBytes?: number | undefined;
 };
 
-export type ApiCallResult = { success: true; data: unknown; status: number } | { success: false; errorMessage: string };
+export type ApiCallResult =
+  | { success: true; data: unknown; status: number }
+  /** unusableResponse: the API answered, but with something the node refuses to process (an upstream fault). */
+  | { success: false; errorMessage: string; unusableResponse?: boolean };
 
 const httpAgent = new http.Agent({ keepAlive: true, maxSockets: 256, maxFreeSockets: 32, timeout: 60_000 });
 const httpsAgent = new https.Agent({ keepAlive: true, maxSockets: 256, maxFreeSockets: 32, timeout: 60_000 });
@@ -105,6 +111,25 @@ function readBody(response: http.IncomingMessage, limit: number, signal: AbortSi
   });
 }
 
+const DESTINATION_DENIED = 'API call refused: the API server is at a private, loopback or link-local address';
+const DENIED_CODE = 'EDESTINATIONDENIED';
+
+/** dns.lookup that fails for private addresses (the deny list, when it is on). */
+const guardedLookup = ((hostname: string, options: dns.LookupOptions, callback: (...args: unknown[]) => void) => {
+  dns.lookup(hostname, options, (error, address, family) => {
+    if (error) {
+      callback(error, address, family);
+      return;
+    }
+    const entries = Array.isArray(address) ? address : [{ address, family }];
+    if (entries.some((entry) => isPrivateAddress(entry.address))) {
+      callback(Object.assign(new Error(DESTINATION_DENIED), { code: DENIED_CODE }), address, family);
+      return;
+    }
+    callback(null, address, family);
+  });
+}) as unknown as typeof dns.lookup;
+
 function send(
   method: string,
   url: URL,
@@ -119,6 +144,11 @@ function send(
       reject(new ApiCallError('API call failed in building the HTTP request'));
       return;
     }
+    const denyPrivate = destinationPolicy().denyPrivate;
+    if (denyPrivate && isPrivateAddress(url.hostname.replace(/^\[|\]$/g, ''))) {
+      reject(new ApiCallError(DESTINATION_DENIED));
+      return;
+    }
     const requestHeaders = { ...headers };
     if (body !== undefined) requestHeaders['Content-Length'] = String(Buffer.byteLength(body));
     let request: http.ClientRequest;
@@ -128,13 +158,16 @@ function send(
         headers: requestHeaders,
         agent: isHttps ? httpsAgent : httpAgent,
         signal,
+        ...(denyPrivate ? { lookup: guardedLookup } : {}),
       });
     } catch {
       // Invalid header names or values: node:http throws synchronously.
       reject(new ApiCallError('API call failed in building the HTTP request'));
       return;
     }
-    request.on('error', () => reject(new ApiCallError('API call failed with no response')));
+    request.on('error', (error: NodeJS.ErrnoException) =>
+      reject(new ApiCallError(error.code === DENIED_CODE ? DESTINATION_DENIED : 'API call failed with no response')),
+    );
     request.on('response', (response) => {
       readBody(response, attempt.maxResponseBytes, signal).then(
         (buffer) => resolve({ status: response.statusCode ?? 0, headers: response.headers, body: buffer }),
@@ -184,11 +217,20 @@ async function runAttempt(attempt: Attempt): Promise<ApiCallResult> {
       if (response.status < 200 || response.status >= 300) {
         return { success: false, errorMessage: `API call failed with status code ${response.status}` };
       }
+      let data: unknown;
       try {
-        return { success: true, status: response.status, data: JSON.parse(response.body.toString('utf8')) };
+        data = JSON.parse(response.body.toString('utf8'));
       } catch {
         return { success: false, errorMessage: 'API call failed with a response that is not valid JSON' };
       }
+      if (nestedDeeperThan(data, MAX_RESPONSE_DEPTH)) {
+        return {
+          success: false,
+          errorMessage: `API call failed with a response nested deeper than ${MAX_RESPONSE_DEPTH} levels`,
+          unusableResponse: true,
+        };
+      }
+      return { success: true, status: response.status, data };
     }
   } catch (error) {
     if (error instanceof ApiCallError) return { success: false, errorMessage: error.message };

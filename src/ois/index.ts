@@ -4,6 +4,7 @@
 // failure is { success: false, errorMessage }, with rawValue when the API answered but encoding failed.
 import { errorMessage } from '../common/errors.js';
 import { callApi } from './api-client.js';
+import { InvalidParameterError, parameterProblem } from './limits.js';
 import { postProcessResponse, preProcessEndpointParameters } from './processing.js';
 import { buildRequest, findEndpoint, type RequestMetadata } from './request.js';
 import { extractAndEncodeResponse, getReservedParameters } from './reserved.js';
@@ -30,7 +31,16 @@ export type EndpointCall = {
 
 export type EndpointResult =
   | { success: true; rawValue: unknown; encodedValue: string; values: unknown[]; timestamp?: number }
-  | { success: false; errorMessage: string; rawValue?: unknown };
+  | {
+      success: false;
+      errorMessage: string;
+      rawValue?: unknown;
+      /**
+       * Whose fault, when it is known: 'parameters' the request's (a gateway answers 4xx), 'upstream' the API's
+       * answer (502). Without it, the failure is answered as in the reference.
+       */
+      cause?: 'parameters' | 'upstream';
+    };
 
 function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -53,6 +63,13 @@ export async function callEndpoint(call: EndpointCall): Promise<EndpointResult> 
   try {
     return await runEndpointCall(call);
   } catch (error) {
+    if (error instanceof InvalidParameterError) {
+      return { success: false, errorMessage: errorMessage(error), cause: 'parameters' };
+    }
+    if (error instanceof RangeError || error instanceof URIError) {
+      // A stack overflow or an encoding failure on some value of the request: never an internal message.
+      return { success: false, errorMessage: 'Invalid parameters: they cannot be encoded', cause: 'parameters' };
+    }
     return { success: false, errorMessage: errorMessage(error) };
   }
 }
@@ -62,6 +79,8 @@ async function runEndpointCall(call: EndpointCall): Promise<EndpointResult> {
     return { success: false, errorMessage: 'Invalid endpoint call: an OIS is required' };
   }
   if (!isRecord(call.parameters)) return { success: false, errorMessage: 'Parameters must be an object' };
+  const problem = parameterProblem(call.parameters);
+  if (problem) return { success: false, errorMessage: problem, cause: 'parameters' };
   const endpoint = findEndpoint(call.ois, call.endpointName);
   const processingOptions = { totalTimeoutMs: call.options?.processingTimeoutMs };
 
@@ -91,7 +110,13 @@ async function runEndpointCall(call: EndpointCall): Promise<EndpointResult> {
       timeoutsMs: call.options?.apiTimeoutsMs,
       maxResponseBytes: call.options?.maxResponseBytes,
     });
-    if (!result.success) return { success: false, errorMessage: result.errorMessage };
+    if (!result.success) {
+      return {
+        success: false,
+        errorMessage: result.errorMessage,
+        ...(result.unusableResponse ? { cause: 'upstream' as const } : {}),
+      };
+    }
     apiResponse = result.data;
   }
 

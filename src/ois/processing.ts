@@ -1,9 +1,11 @@
 // Pre- and post-processing specifications (airnode-facts §8) with the reference's inputs and outputs,
-// executed in the QuickJS sandbox instead of Node's vm. V2 takes precedence over V1 as in the reference.
+// executed in the QuickJS sandbox, on a worker thread of the pool, instead of Node's vm. V2 takes precedence over
+// V1 as in the reference.
 // Reserved parameters are hidden from snippets and re-added after pre-processing.
-import { runInSandbox, type SandboxMode } from './sandbox.js';
+import type { SandboxMode } from './sandbox.js';
 import type { Endpoint, ProcessingSpecification, ProcessingSpecificationV2 } from './types.js';
 import { isReservedParameterName } from './types.js';
+import { runSnippet } from './worker-pool.js';
 
 /** Overall budget of one processing phase, as the reference's PROCESSING_TIMEOUT. */
 export const DEFAULT_PROCESSING_TIMEOUT_MS = 10_000;
@@ -75,7 +77,7 @@ async function runV1Chain(
     } else {
       throw new ProcessingError(`Unsupported processing environment: ${specification.environment}`);
     }
-    current = await runInSandbox({
+    current = await runSnippet({
       code: specification.value,
       mode,
       globals: { input: current, endpointParameters },
@@ -96,7 +98,7 @@ function runV2(
     throw new ProcessingError(`Unsupported processing environment: ${specification.environment}`);
   }
   const budget = new Budget(options.totalTimeoutMs ?? DEFAULT_PROCESSING_TIMEOUT_MS);
-  return runInSandbox({
+  return runSnippet({
     code: specification.value,
     mode: 'function',
     globals: { payload },

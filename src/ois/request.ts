@@ -2,6 +2,8 @@
 // Precedence as in the reference adapter: user parameters < fixedOperationParameters < security schemes.
 // Differences (docs/ois-engine.md): path values are URL-encoded, `0`/`false` are valid path values,
 // header names merge case-insensitively (as axios does on the wire), `required` parameters are enforced.
+
+import { InvalidParameterError } from './limits.js';
 import type { ApiCredential, Endpoint, Ois, Operation, SecurityScheme } from './types.js';
 import { isReservedParameterName } from './types.js';
 
@@ -148,10 +150,18 @@ function substitutePath(rawPath: string, values: Record<string, unknown>): strin
       missing.push(`'${name}'`);
       return match;
     }
-    return encodeURIComponent(stringify(value));
+    const text = stringify(value);
+    // "." and ".." stay dot segments even when percent-encoded (%2E%2E): the URL would walk up the API's path
+    // and the credentials go to another endpoint of the host. They are refused.
+    if (text === '.' || text === '..') {
+      throw new InvalidParameterError(`Path parameter '${name}' cannot be "." or ".."`);
+    }
+    return encodeURIComponent(text);
   });
   if (missing.length > 0) {
-    throw new Error(`The following path parameters were expected but not provided: ${missing.join(', ')}`);
+    throw new InvalidParameterError(
+      `The following path parameters were expected but not provided: ${missing.join(', ')}`,
+    );
   }
   return path;
 }

@@ -22,7 +22,7 @@ const variant = ((variantImport as unknown as { default?: QuickJSSyncVariant }).
 
 // The compiler's lib has no DOM/WebAssembly typings; declare the two members used here.
 type WasmModule = object;
-type WasmMemory = object;
+type WasmMemory = { buffer: ArrayBuffer };
 const wasm = (
   globalThis as unknown as {
     WebAssembly: {
@@ -68,7 +68,8 @@ export type SandboxOptions = {
 export class SandboxError extends Error {}
 
 let compiledWasm: Promise<WasmModule> | undefined;
-const idleModules: { module: QuickJSWASMModule; memoryLimitBytes: number }[] = [];
+type PooledModule = { module: QuickJSWASMModule; memory: WasmMemory; memoryLimitBytes: number };
+const idleModules: PooledModule[] = [];
 
 function compileWasm(): Promise<WasmModule> {
   const require = createRequire(import.meta.url);
@@ -85,29 +86,31 @@ function effectiveMemoryLimit(requested: number | undefined): number {
  * tracked), so the cap is the linear memory itself: every instance gets a Memory whose maximum is the
  * limit, and an instance serves one execution at a time. Compilation happens once; instances are pooled.
  */
-async function acquireModule(memoryLimitBytes: number): Promise<QuickJSWASMModule> {
+async function acquireModule(memoryLimitBytes: number): Promise<PooledModule> {
   const index = idleModules.findIndex((entry) => entry.memoryLimitBytes === memoryLimitBytes);
-  if (index >= 0) return idleModules.splice(index, 1)[0]!.module;
+  if (index >= 0) return idleModules.splice(index, 1)[0]!;
   compiledWasm ??= compileWasm();
   const wasmModule = await compiledWasm;
-  const wasmMemory = new wasm.Memory({
+  const memory = new wasm.Memory({
     initial: INITIAL_PAGES,
     maximum: Math.ceil(memoryLimitBytes / WASM_PAGE_BYTES),
   });
-  return newQuickJSWASMModuleFromVariant(
-    newVariant(variant, { wasmModule, wasmMemory } as Parameters<typeof newVariant>[1]),
+  const module = await newQuickJSWASMModuleFromVariant(
+    newVariant(variant, { wasmModule, wasmMemory: memory } as Parameters<typeof newVariant>[1]),
   );
+  return { module, memory, memoryLimitBytes };
 }
 
-function releaseModule(module: QuickJSWASMModule, memoryLimitBytes: number, healthy: boolean): void {
-  // An instance that ran out of memory keeps its grown memory: drop it so the host gets the memory back.
-  if (healthy && idleModules.length < MAX_IDLE_MODULES) idleModules.push({ module, memoryLimitBytes });
+function releaseModule(entry: PooledModule, healthy: boolean): void {
+  // WebAssembly memory never shrinks: an instance whose memory grew (a snippet that allocated a lot, or ran out
+  // of memory) is dropped so that the host gets the memory back; only instances at their initial size are kept.
+  const grown = entry.memory.buffer.byteLength > INITIAL_PAGES * WASM_PAGE_BYTES;
+  if (healthy && !grown && idleModules.length < MAX_IDLE_MODULES) idleModules.push(entry);
 }
 
 /** Compiles the WebAssembly module ahead of the first execution (optional warm-up). */
 export async function warmUpSandbox(): Promise<void> {
-  const limit = effectiveMemoryLimit(undefined);
-  releaseModule(await acquireModule(limit), limit, true);
+  releaseModule(await acquireModule(effectiveMemoryLimit(undefined)), true);
 }
 
 const PRELUDE = `
@@ -198,6 +201,7 @@ class Execution {
   constructor(
     module: QuickJSWASMModule,
     private readonly options: SandboxOptions,
+    private readonly memory?: WasmMemory,
   ) {
     this.deadline = Date.now() + options.timeoutMs;
     this.runtime = module.newRuntime();
@@ -221,7 +225,11 @@ class Execution {
       const text = ctx.getString(payload!);
       if (kindText === 'ok') this.settle({ kind: 'ok', json: text });
       else if (kindText === 'undefined') this.settle({ kind: 'undefined' });
-      else this.settle({ kind: 'error', message: /out of memory/i.test(text) ? this.memoryMessage() : text });
+      else if (/out of memory/i.test(text) || (text === 'null' && this.nearMemoryLimit())) {
+        // QuickJS throws null when it cannot even allocate the out-of-memory error.
+        this.healthy = false;
+        this.settle({ kind: 'error', message: this.memoryMessage() });
+      } else this.settle({ kind: 'error', message: text });
     });
     define('__hostLog', (line) => {
       const logs = this.options.logs;
@@ -232,10 +240,12 @@ class Execution {
       const id = ctx.getNumber(idHandle!);
       const ms = ctx.getNumber(msHandle!);
       if (this.hostTimers.size >= MAX_TIMERS) throw new Error('Too many timers');
-      const remaining = Math.max(0, this.deadline - Date.now());
+      // A timer that cannot fire within the budget never fires: the run ends with the timeout, every time
+      // (shortening it would let a snippet awaiting a 1 h timer succeed when the budget runs out).
+      if (Date.now() + ms > this.deadline) return;
       this.hostTimers.set(
         id,
-        setTimeout(() => this.fireTimer(id), Math.min(ms, remaining + 1)),
+        setTimeout(() => this.fireTimer(id), ms),
       );
     });
     define('__hostClear', (idHandle) => {
@@ -295,6 +305,12 @@ class Execution {
     this.wake?.();
   }
 
+  /** The linear memory has grown to most of its maximum (what a failed allocation looks like from outside). */
+  private nearMemoryLimit(): boolean {
+    if (!this.memory) return false;
+    return this.memory.buffer.byteLength >= 0.75 * effectiveMemoryLimit(this.options.memoryLimitBytes);
+  }
+
   private memoryMessage(): string {
     return `Processing exceeded the memory limit of ${effectiveMemoryLimit(this.options.memoryLimitBytes)} bytes`;
   }
@@ -305,7 +321,7 @@ class Execution {
       typeof error === 'object' && error !== null
         ? String((error as { message?: unknown }).message ?? '')
         : String(error);
-    if (/out of memory/i.test(message)) {
+    if (/out of memory/i.test(message) || (error === null && this.nearMemoryLimit())) {
       this.healthy = false;
       return this.memoryMessage();
     }
@@ -378,11 +394,11 @@ class Execution {
  */
 export async function runInSandbox(options: SandboxOptions): Promise<unknown> {
   const memoryLimitBytes = effectiveMemoryLimit(options.memoryLimitBytes);
-  const module = await acquireModule(memoryLimitBytes);
+  const pooled = await acquireModule(memoryLimitBytes);
   let execution: Execution | undefined;
   let outcome: Outcome;
   try {
-    execution = new Execution(module, options);
+    execution = new Execution(pooled.module, options, pooled.memory);
     outcome = await execution.run();
   } catch (error) {
     // Only a WebAssembly trap gets here (sandbox errors are outcomes): host stack or memory exhausted.
@@ -393,7 +409,7 @@ export async function runInSandbox(options: SandboxOptions): Promise<unknown> {
         : { kind: 'error', message: `Processing exceeded the memory limit of ${memoryLimitBytes} bytes` };
   } finally {
     execution?.dispose();
-    releaseModule(module, memoryLimitBytes, execution?.healthy ?? false);
+    releaseModule(pooled, execution?.healthy ?? false);
   }
   if (outcome.kind === 'error') throw new SandboxError(outcome.message);
   if (outcome.kind === 'undefined') return undefined;

@@ -2,9 +2,18 @@
 // server-side apply, runs stage rollouts blue/green with the two coordinators never active together, and keeps
 // status current. Every write is skipped when the cluster already matches, so a no-op resync writes nothing.
 
-import type { KubernetesObject, V1ConfigMap, V1CronJob, V1Deployment, V1Job, V1Secret } from '@kubernetes/client-node';
+import type {
+  KubernetesObject,
+  V1ConfigMap,
+  V1CronJob,
+  V1Deployment,
+  V1Job,
+  V1Secret,
+  V1Service,
+} from '@kubernetes/client-node';
 import { errorMessage } from '../common/errors.js';
-import { LABELS, parseCycleReport } from '../contract/pods.js';
+import { type CycleReport, LABELS, parseCycleReport } from '../contract/pods.js';
+import { registerSecrets } from '../observability/index.js';
 import { deriveNodeAddress } from '../protocol/wallet.js';
 import {
   type BuildInput,
@@ -16,6 +25,7 @@ import {
   gatewayUrls,
   hashOf,
   type OperatorSettings,
+  publicGatewayUrl,
 } from './builders/index.js';
 import { childCacheTransform } from './child-cache.js';
 import {
@@ -30,6 +40,7 @@ import type { OracleNodeMetrics } from './metrics.js';
 import {
   CHILD_KINDS,
   CONTROLLER_NAME,
+  type CycleRecord,
   isPaused,
   KINDS,
   MANAGED_SELECTOR,
@@ -48,6 +59,7 @@ import type {
 import {
   applyFailedCondition,
   cronJobHasActiveJobs,
+  cycleHistory,
   deploymentAvailable,
   deploymentReady,
   invalidConfigConditions,
@@ -100,7 +112,11 @@ type SecretRead =
   | { ok: true; values: Record<string, string>; hash: string; name?: string }
   | { ok: false; reason: 'SecretNotFound'; message: string };
 
-type ConfigRejection = { reason: string; message: string; requeueAfterMs: number };
+type ConfigRejection = {
+  reason: 'SecretNotFound' | 'SecretKeyMissing' | 'ValidationFailed';
+  message: string;
+  requeueAfterMs: number;
+};
 type LoadedConfig = { ok: true; input: BuildInput; warnings: string | undefined } | ({ ok: false } & ConfigRejection);
 
 /** Node addresses by the mnemonic's hash: deriving one costs a few ms of PBKDF2. Bounded. */
@@ -196,8 +212,12 @@ export class OracleNodeReconciler implements Reconciler {
     const rolloutMessage = await this.advanceRollout(node, rollout, children, context);
 
     const observed = this.observeWorkloads(input, context);
+    const history = cycleHistory(node.status, observed.report);
     const status = this.computeStatus({ input, observed, warnings: loaded.warnings, rollout, rolloutMessage, now });
+    if (history.cycles.length > 0) status.cycles = history.cycles;
+    if (history.recentFailedRequests.length > 0) status.recentFailedRequests = history.recentFailedRequests;
     await this.writeStatus(node, status, context);
+    if (history.added && observed.report) this.recordCycleEvents(node, history.added, observed.report, context);
     const waiting = rolloutMessage !== undefined || !observed.gateway.ready;
     return { requeueAfterMs: waiting ? this.waitPollMs : this.resyncMs };
   }
@@ -213,7 +233,7 @@ export class OracleNodeReconciler implements Reconciler {
       const reason = validation.errors.some(isMissingSecretIssue) ? 'SecretKeyMissing' : 'ValidationFailed';
       return { ok: false, reason, message: formatIssues(validation.errors), requeueAfterMs: this.resyncMs };
     }
-    const input: BuildInput = {
+    const base: BuildInput = {
       node,
       config: validation.config,
       rawConfig,
@@ -221,6 +241,12 @@ export class OracleNodeReconciler implements Reconciler {
       settings: this.settings,
       ...(secret.name ? { secretName: secret.name } : {}),
     };
+    const service = context.cache.get<V1Service>(KINDS.service, {
+      namespace: node.metadata.namespace,
+      name: childNames(node.metadata.name, validation.config.nodeSettings.stage).gateway,
+    });
+    const publicUrl = gatewayEnabled(base) ? publicGatewayUrl(base, service) : undefined;
+    const input: BuildInput = publicUrl ? { ...base, publicGatewayUrl: publicUrl } : base;
     const warnings = validation.warnings.length > 0 ? formatIssues(validation.warnings) : undefined;
     return { ok: true, input, warnings };
   }
@@ -270,8 +296,40 @@ export class OracleNodeReconciler implements Reconciler {
     }
   }
 
+  /**
+   * Events of a cycle seen for the first time: a Warning per failed request (its id and reason, so "why did
+   * request 0xabc fail?" is answered after the coordinator's pod is gone) and one when its heartbeat failed.
+   * The recorder rate-limits them per reason.
+   */
+  private recordCycleEvents(
+    node: OracleNode,
+    record: CycleRecord,
+    report: CycleReport,
+    context: ReconcileContext,
+  ): void {
+    for (const failed of report.failedRequests ?? [])
+      context.events.record(
+        node,
+        'Warning',
+        'RequestFailed',
+        `Request ${failed.requestId} on chain ${failed.chainId} failed in cycle ${record.job}: ${failed.reason}`,
+      );
+    if (report.heartbeat === 'Failed')
+      context.events.record(
+        node,
+        'Warning',
+        'HeartbeatFailed',
+        `The heartbeat after cycle ${record.job} was not accepted (see the coordinator's log)`,
+      );
+  }
+
   /** What the status reports about the running workloads: the gateway Deployment and the last cycle. */
-  private observeWorkloads(input: BuildInput, context: ReconcileContext): WorkloadObservation {
+  private observeWorkloads(
+    input: BuildInput,
+    context: ReconcileContext,
+  ): WorkloadObservation & {
+    report: CycleReport | undefined;
+  } {
     const { node } = input;
     const namespace = node.metadata.namespace;
     const stage = input.config.nodeSettings.stage;
@@ -295,6 +353,7 @@ export class OracleNodeReconciler implements Reconciler {
         available: deploymentAvailable(deployment),
       },
       cycle: lastCycle(coordinatorJobs, report),
+      report,
     };
   }
 
@@ -322,6 +381,9 @@ export class OracleNodeReconciler implements Reconciler {
     if (rollout.oldStages.length > 0 && rolloutMessage) next.previousStage = rollout.oldStages.join(',');
     const urls = gatewayUrls(input);
     if (Object.keys(urls).length > 0) next.gatewayUrls = urls;
+    if (input.publicGatewayUrl) next.publicGatewayUrl = input.publicGatewayUrl;
+    const ready = next.conditions?.find((c) => c.type === 'Ready');
+    if (ready && ready.status !== 'True') next.notReadyReason = ready.reason;
     if (observed.cycle) next.lastCycle = observed.cycle;
     return next;
   }
@@ -344,6 +406,7 @@ export class OracleNodeReconciler implements Reconciler {
       now,
       node.metadata.generation,
     );
+    next.notReadyReason = 'ConfigInvalid';
     if (!statusEqual(next, node.status)) context.events.record(node, 'Warning', rejection.reason, rejection.message);
     await this.writeStatus(node, next, context);
     return { requeueAfterMs: rejection.requeueAfterMs };
@@ -360,7 +423,10 @@ export class OracleNodeReconciler implements Reconciler {
         message: `spec.secretRef.name: Secret ${node.metadata.namespace}/${name} not found`,
       };
     }
-    return { ok: true, values: decodeSecret(secret), hash: hashOf(secret.data ?? {}), name };
+    const values = decodeSecret(secret);
+    // The operator's logs and events are scrubbed of every value it has read from a Secret.
+    registerSecrets(values);
+    return { ok: true, values, hash: hashOf(secret.data ?? {}), name };
   }
 
   /** Children of the current stage that the spec no longer asks for (gateways disabled, PDB at one replica). */

@@ -10,6 +10,8 @@ import {
   DEFAULT_TARGET_CPU_UTILIZATION,
   GROUP,
   KIND,
+  MAX_CYCLE_HISTORY,
+  MAX_RECENT_FAILED_REQUESTS,
   PLURAL,
   SHORT_NAME,
   SINGULAR,
@@ -494,6 +496,15 @@ function workloadProperties(): Record<string, StructuralSchema> {
             },
           },
         },
+        publicUrl: {
+          description:
+            'The base URL callers reach the gateways at (an Ingress or DNS name, e.g. https://oracle.example.org), ' +
+            "without the gateway path. Reported by the heartbeat; without it, the Service's load-balancer " +
+            'address (spec.gateway.service.type LoadBalancer) is, else no gateway URL.',
+          type: 'string',
+          maxLength: 2048,
+          pattern: '^https?://[^\\s/?#]+(/[^\\s?#]*)?$',
+        },
       },
     },
     worker: {
@@ -573,6 +584,67 @@ function statusSchema(): StructuralSchema {
         type: 'object',
         additionalProperties: { type: 'string' },
       },
+      publicGatewayUrl: {
+        description:
+          "Where callers reach the gateways: spec.gateway.publicUrl, else the Service's load-balancer address.",
+        type: 'string',
+      },
+      notReadyReason: {
+        description: "The Ready condition's reason while the node is not Ready (absent when Ready).",
+        type: 'string',
+      },
+      cycles: {
+        description: `The last ${MAX_CYCLE_HISTORY} coordinator cycles, newest first, from the coordinator's reports.`,
+        type: 'array',
+        maxItems: MAX_CYCLE_HISTORY,
+        items: {
+          type: 'object',
+          required: ['job', 'fulfilled', 'failed', 'dropped'],
+          properties: {
+            job: { description: 'Name of the coordinator Job.', type: 'string' },
+            startTime: { description: 'When the cycle started.', type: 'string' },
+            durationSeconds: { description: 'How long the cycle took, heartbeat included.', type: 'number' },
+            outcome: { description: 'Completed or PartiallyFailed (a shard failed).', type: 'string' },
+            fulfilled: { description: 'Requests fulfilled.', type: 'integer' },
+            failed: { description: 'Requests whose fulfilment failed.', type: 'integer' },
+            dropped: { description: "Requests left for a later cycle by the chain's maxConcurrency.", type: 'integer' },
+            errors: {
+              description: 'Errors by kind: providersDown, failedShards, transactionErrors, heartbeat.',
+              type: 'object',
+              additionalProperties: { type: 'integer' },
+            },
+            blocks: {
+              description: 'The block number each provider was at.',
+              type: 'array',
+              items: {
+                type: 'object',
+                required: ['chainId', 'provider', 'block'],
+                properties: {
+                  chainId: { description: 'Chain id.', type: 'string' },
+                  provider: { description: 'Provider name.', type: 'string' },
+                  block: { description: 'Block number.', type: 'integer' },
+                },
+              },
+            },
+            heartbeat: { description: 'Sent, Failed or Disabled.', type: 'string' },
+          },
+        },
+      },
+      recentFailedRequests: {
+        description: `The last ${MAX_RECENT_FAILED_REQUESTS} failed requests over the reported cycles, newest first.`,
+        type: 'array',
+        maxItems: MAX_RECENT_FAILED_REQUESTS,
+        items: {
+          type: 'object',
+          required: ['chainId', 'requestId', 'reason', 'job'],
+          properties: {
+            chainId: { description: 'Chain id.', type: 'string' },
+            requestId: { description: 'Request id.', type: 'string' },
+            reason: { description: 'Why it failed.', type: 'string' },
+            job: { description: 'The coordinator Job of the cycle it failed in.', type: 'string' },
+          },
+        },
+      },
       lastCycle: {
         description: 'The last coordinator cycle (its Job) and the counts the coordinator reported.',
         type: 'object',
@@ -600,6 +672,22 @@ function statusSchema(): StructuralSchema {
                   description: 'Blocks behind the most advanced provider of the same chain.',
                   type: 'integer',
                 },
+              },
+            },
+          },
+          heartbeat: {
+            description: 'How the heartbeat after that cycle went: Sent, Failed or Disabled.',
+            type: 'string',
+          },
+          gasPrices: {
+            description: "The gas price (or max fee per gas) each chain's transactions were priced at, in wei.",
+            type: 'array',
+            items: {
+              type: 'object',
+              required: ['chainId', 'gasPriceWei'],
+              properties: {
+                chainId: { description: 'Chain id.', type: 'string' },
+                gasPriceWei: { description: 'Gas price in wei (decimal string).', type: 'string' },
               },
             },
           },
@@ -668,9 +756,39 @@ export function buildCrd(configJsonSchema?: JsonSchema): CustomResourceDefinitio
               jsonPath: '.status.conditions[?(@.type=="Ready")].status',
               description: 'Whether the node serves its current spec.',
             },
+            {
+              name: 'Reason',
+              type: 'string',
+              jsonPath: '.status.notReadyReason',
+              description: 'Why the node is not Ready (empty when Ready).',
+            },
             { name: 'Stage', type: 'string', jsonPath: '.status.stage', description: 'The stage serving now.' },
-            { name: 'Node address', type: 'string', jsonPath: '.status.nodeAddress', description: 'The node address.' },
-            { name: 'Chains', type: 'integer', jsonPath: '.status.chains', description: 'Number of chains served.' },
+            {
+              name: 'Last cycle',
+              type: 'date',
+              jsonPath: '.status.cycles[0].startTime',
+              description: 'When the last reported coordinator cycle started.',
+            },
+            {
+              name: 'Fulfilled',
+              type: 'integer',
+              jsonPath: '.status.cycles[0].fulfilled',
+              description: 'Requests fulfilled in the last cycle.',
+            },
+            {
+              name: 'Failed',
+              type: 'integer',
+              jsonPath: '.status.cycles[0].failed',
+              description: 'Requests that failed in the last cycle.',
+            },
+            { name: 'Address', type: 'string', jsonPath: '.status.nodeAddress', description: 'The node address.' },
+            {
+              name: 'Chains',
+              type: 'integer',
+              jsonPath: '.status.chains',
+              description: 'Number of chains served.',
+              priority: 1,
+            },
             { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
           ],
           schema: {

@@ -3,16 +3,26 @@
 // the health and block lag of each chain provider. The operator scrapes nothing itself: the coordinator's cycle
 // report (status.lastCycle) is the source.
 import { Counter, Gauge, type Registry } from 'prom-client';
+import { HEARTBEAT_RESULTS } from '../contract/pods.js';
 import type { OracleNodeStatus } from './resource.js';
 import type { ObjectKey } from './runtime/types.js';
 
 const NODE_LABELS = ['namespace', 'name'] as const;
 const PROVIDER_LABELS = ['namespace', 'name', 'chain', 'provider'] as const;
 const WALLET_LABELS = ['namespace', 'name', 'chain', 'sponsor_wallet'] as const;
+const CHAIN_LABELS = ['namespace', 'name', 'chain'] as const;
+type ChainLabels = Record<(typeof CHAIN_LABELS)[number], string>;
 type ProviderLabels = Record<(typeof PROVIDER_LABELS)[number], string>;
 type WalletLabels = Record<(typeof WALLET_LABELS)[number], string>;
 /** Per node: the last cycle Job counted, and the label sets published (to remove them later). */
-type NodeSeries = { job?: string; providers: Map<string, ProviderLabels>; wallets: Map<string, WalletLabels> };
+type NodeSeries = {
+  job?: string;
+  /** The newest entry of status.cycles counted (its heartbeat). */
+  record?: string;
+  providers: Map<string, ProviderLabels>;
+  wallets: Map<string, WalletLabels>;
+  chains: Map<string, ChainLabels>;
+};
 
 /** Request outcomes counted from each new cycle report, keyed by the counts the coordinator writes. */
 const OUTCOMES = { seen: 'discovered', fulfilled: 'fulfilled', failed: 'failed' } as const;
@@ -25,6 +35,8 @@ export class OracleNodeMetrics {
   private readonly providerUp: Gauge<(typeof PROVIDER_LABELS)[number]>;
   private readonly providerLag: Gauge<(typeof PROVIDER_LABELS)[number]>;
   private readonly balance: Gauge<(typeof WALLET_LABELS)[number]>;
+  private readonly heartbeats: Counter<(typeof NODE_LABELS)[number] | 'outcome'>;
+  private readonly gasPrice: Gauge<(typeof CHAIN_LABELS)[number]>;
   private readonly seen = new Map<string, NodeSeries>();
 
   constructor(registry: Registry) {
@@ -71,16 +83,35 @@ export class OracleNodeMetrics {
       labelNames: WALLET_LABELS,
       registers,
     });
+    this.heartbeats = new Counter({
+      name: 'oracle_node_heartbeats_total',
+      help: 'Heartbeats after coordinator cycles by outcome (Sent, Failed, Disabled)',
+      labelNames: [...NODE_LABELS, 'outcome'],
+      registers,
+    });
+    this.gasPrice = new Gauge({
+      name: 'oracle_node_gas_price_wei',
+      help: "Gas price (or max fee per gas) a chain's transactions were priced at in the last cycle that sent any",
+      labelNames: CHAIN_LABELS,
+      registers,
+    });
   }
 
   observe(key: ObjectKey, status: OracleNodeStatus): void {
     const labels = { namespace: key.namespace, name: key.name };
     const id = `${key.namespace}/${key.name}`;
-    const state: NodeSeries = this.seen.get(id) ?? { providers: new Map(), wallets: new Map() };
+    const state: NodeSeries = this.seen.get(id) ?? { providers: new Map(), wallets: new Map(), chains: new Map() };
     this.seen.set(id, state);
 
     const ready = status.conditions?.find((c) => c.type === 'Ready');
     this.ready.set(labels, ready?.status === 'True' ? 1 : 0);
+
+    // Each reported cycle's heartbeat is counted once, when it first heads status.cycles.
+    const newest = status.cycles?.[0];
+    if (newest && newest.job !== state.record) {
+      state.record = newest.job;
+      if (newest.heartbeat) this.heartbeats.inc({ ...labels, outcome: newest.heartbeat });
+    }
 
     const cycle = status.lastCycle;
     if (!cycle || cycle.job === state.job || cycle.outcome === 'Running') return;
@@ -113,6 +144,12 @@ export class OracleNodeMetrics {
       this.balance.set(walletLabels, Number(wallet.balanceWei));
       state.wallets.set(JSON.stringify([wallet.chainId, wallet.sponsorWallet]), walletLabels);
     }
+    // Likewise a chain keeps its last gas price until its next transaction.
+    for (const price of cycle.gasPrices ?? []) {
+      const chainLabels = { ...labels, chain: price.chainId };
+      this.gasPrice.set(chainLabels, Number(price.gasPriceWei));
+      state.chains.set(price.chainId, chainLabels);
+    }
   }
 
   private removeProvider(providerLabels: ProviderLabels): void {
@@ -131,6 +168,8 @@ export class OracleNodeMetrics {
     const state = this.seen.get(id);
     for (const providerLabels of state?.providers.values() ?? []) this.removeProvider(providerLabels);
     for (const walletLabels of state?.wallets.values() ?? []) this.balance.remove(walletLabels);
+    for (const chainLabels of state?.chains.values() ?? []) this.gasPrice.remove(chainLabels);
+    for (const outcome of HEARTBEAT_RESULTS) this.heartbeats.remove({ ...labels, outcome });
     this.seen.delete(id);
   }
 }

@@ -7,7 +7,13 @@ import type {
   V1Toleration,
   V2MetricSpec,
 } from '@kubernetes/client-node';
-import { LABELS, type SponsorWalletReport } from '../contract/pods.js';
+import {
+  type FailedRequestReport,
+  type GasPriceReport,
+  type HeartbeatReport,
+  LABELS,
+  type SponsorWalletReport,
+} from '../contract/pods.js';
 import type { ResourceKind } from './runtime/types.js';
 
 export const GROUP = 'oracle-node.io';
@@ -98,6 +104,8 @@ export type OracleNodeSpec = {
     };
     resources?: V1ResourceRequirements;
     service?: { type?: 'ClusterIP' | 'NodePort' | 'LoadBalancer'; port?: number };
+    /** The base URL callers reach the gateways at (an Ingress, a DNS name): reported by the heartbeat. */
+    publicUrl?: string;
   };
   worker?: { resources?: V1ResourceRequirements; activeDeadlineSeconds?: number; ttlSecondsAfterFinished?: number };
 };
@@ -112,6 +120,25 @@ export type Condition = {
 };
 export type ConditionType = 'Ready' | 'ConfigValid' | 'Progressing' | 'Degraded';
 
+/** Every reason the operator sets on a condition; docs/runbook.md has a section under each name. */
+export const CONDITION_REASONS = [
+  'Ready',
+  'GatewayNotReady',
+  'StageRollout',
+  'ConfigInvalid',
+  'Valid',
+  'ValidationFailed',
+  'SecretNotFound',
+  'SecretKeyMissing',
+  'GatewayRollingOut',
+  'Reconciled',
+  'Paused',
+  'AsExpected',
+  'CycleFailed',
+  'ApplyFailed',
+] as const;
+export type ConditionReason = (typeof CONDITION_REASONS)[number];
+
 export type CycleStatus = {
   job: string;
   outcome: 'Running' | 'Succeeded' | 'Failed';
@@ -123,6 +150,27 @@ export type CycleStatus = {
   providers?: ProviderHealth[];
   /** Balances of the sponsor wallets that sent transactions in that cycle. */
   sponsorWallets?: SponsorWalletBalance[];
+  /** How the heartbeat after that cycle went. */
+  heartbeat?: HeartbeatReport;
+  /** The gas price each chain's transactions were priced at in that cycle. */
+  gasPrices?: GasPriceReport[];
+};
+
+/** One past cycle in status.cycles, from the coordinator's report. */
+export type CycleRecord = {
+  job: string;
+  startTime?: string;
+  durationSeconds?: number;
+  outcome?: 'Completed' | 'PartiallyFailed';
+  fulfilled: number;
+  failed: number;
+  /** Requests left for a later cycle by the chain's maxConcurrency. */
+  dropped: number;
+  /** Errors by kind (providersDown, failedShards, transactionErrors, heartbeat), only those that happened. */
+  errors?: Record<string, number>;
+  /** The block number each provider was at. */
+  blocks?: { chainId: string; provider: string; block: number }[];
+  heartbeat?: HeartbeatReport;
 };
 
 export type SponsorWalletBalance = SponsorWalletReport;
@@ -138,8 +186,20 @@ export type OracleNodeStatus = {
   chains?: number;
   chainIds?: string[];
   gatewayUrls?: Record<string, string>;
+  /** Where callers reach the gateways (spec.gateway.publicUrl, else the Service's load-balancer address). */
+  publicGatewayUrl?: string;
+  /** The Ready condition's reason while it is not True (empty when Ready): a printer column. */
+  notReadyReason?: string;
   lastCycle?: CycleStatus;
+  /** The last MAX_CYCLE_HISTORY cycles, newest first. */
+  cycles?: CycleRecord[];
+  /** The last MAX_RECENT_FAILED_REQUESTS failed requests over the reported cycles, newest first. */
+  recentFailedRequests?: (FailedRequestReport & { job: string })[];
 };
+
+export const MAX_RECENT_FAILED_REQUESTS = 20;
+
+export const MAX_CYCLE_HISTORY = 10;
 
 export type OracleNode = KubernetesObject & {
   apiVersion: typeof API_VERSION;

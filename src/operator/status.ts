@@ -4,9 +4,22 @@ import type { V1CronJob, V1Deployment, V1Job } from '@kubernetes/client-node';
 import { wholeSecondsIso } from '../common/time.js';
 import { type CycleReport, jobFinished, type ProviderReport } from '../contract/pods.js';
 import { canonicalJson } from './builders/common.js';
-import type { Condition, ConditionType, CycleStatus, OracleNodeStatus, ProviderHealth } from './resource.js';
+import {
+  type Condition,
+  type ConditionReason,
+  type ConditionType,
+  type CycleRecord,
+  type CycleStatus,
+  MAX_CYCLE_HISTORY,
+  MAX_RECENT_FAILED_REQUESTS,
+  type OracleNodeStatus,
+  type ProviderHealth,
+} from './resource.js';
 
-export type ConditionInput = Omit<Condition, 'lastTransitionTime' | 'observedGeneration'>;
+/** A condition as the operator sets it: its reason is one of CONDITION_REASONS. */
+export type ConditionInput = Omit<Condition, 'lastTransitionTime' | 'observedGeneration' | 'reason'> & {
+  reason: ConditionReason;
+};
 
 /** Sets a condition, keeping lastTransitionTime when the status did not change. */
 export function setCondition(
@@ -102,8 +115,59 @@ export function lastCycle(coordinatorJobs: V1Job[], report: CycleReport | undefi
     const providers = providerHealth(report.providers);
     if (providers) cycle.providers = providers;
     if (report.sponsorWallets) cycle.sponsorWallets = report.sponsorWallets;
+    if (report.heartbeat) cycle.heartbeat = report.heartbeat;
+    if (report.gasPrices) cycle.gasPrices = report.gasPrices;
   }
   return cycle;
+}
+
+/** A cycle report as one entry of status.cycles; undefined when it names neither its Job nor its start. */
+export function cycleRecord(report: CycleReport): CycleRecord | undefined {
+  const job = report.job ?? report.startTime;
+  if (!job) return undefined;
+  const counts = report.counts ?? {};
+  const record: CycleRecord = {
+    job,
+    fulfilled: counts['fulfilled'] ?? 0,
+    failed: counts['failed'] ?? 0,
+    dropped: counts['overChainLimit'] ?? 0,
+  };
+  if (report.startTime) record.startTime = toIso(report.startTime)!;
+  if (report.durationMs !== undefined) record.durationSeconds = Math.round(report.durationMs / 100) / 10;
+  if (report.outcome) record.outcome = report.outcome;
+  const errors = Object.entries({
+    providersDown: counts['providersDown'] ?? 0,
+    failedShards: counts['failedShards'] ?? 0,
+    transactionErrors: counts['errors'] ?? 0,
+    heartbeat: report.heartbeat === 'Failed' ? 1 : 0,
+  }).filter(([, count]) => count > 0);
+  if (errors.length > 0) record.errors = Object.fromEntries(errors);
+  const blocks = (report.providers ?? []).flatMap((p) =>
+    p.ok && p.currentBlock !== undefined ? [{ chainId: p.chainId, provider: p.provider, block: p.currentBlock }] : [],
+  );
+  if (blocks.length > 0) record.blocks = blocks;
+  if (report.heartbeat) record.heartbeat = report.heartbeat;
+  return record;
+}
+
+/**
+ * status.cycles with the report's cycle first (newest first, at most MAX_CYCLE_HISTORY), and that cycle when it
+ * is new: the controller emits its Events once, when it first appears.
+ */
+export function cycleHistory(
+  previous: Pick<OracleNodeStatus, 'cycles' | 'recentFailedRequests'> | undefined,
+  report: CycleReport | undefined,
+): Required<Pick<OracleNodeStatus, 'cycles' | 'recentFailedRequests'>> & { added?: CycleRecord } {
+  const cycles = previous?.cycles ?? [];
+  const failed = previous?.recentFailedRequests ?? [];
+  const record = report ? cycleRecord(report) : undefined;
+  if (!record || cycles.some((c) => c.job === record.job)) return { cycles, recentFailedRequests: failed };
+  const newlyFailed = (report?.failedRequests ?? []).map((f) => ({ ...f, job: record.job }));
+  return {
+    cycles: [record, ...cycles].slice(0, MAX_CYCLE_HISTORY),
+    recentFailedRequests: [...newlyFailed, ...failed].slice(0, MAX_RECENT_FAILED_REQUESTS),
+    added: record,
+  };
 }
 
 /** What the controller saw of the current stage's workloads: the inputs of the Ready/Progressing/Degraded rules. */
@@ -133,7 +197,11 @@ export function applyFailedCondition(message: string): ConditionInput {
 }
 
 /** The conditions of a config that cannot be applied (invalid, or its Secret is missing): nothing is changed. */
-export function invalidConfigConditions(reason: string, message: string, hasWorkloads: boolean): ConditionInput[] {
+export function invalidConfigConditions(
+  reason: ConditionReason,
+  message: string,
+  hasWorkloads: boolean,
+): ConditionInput[] {
   return [
     { type: 'ConfigValid', status: 'False', reason, message },
     { type: 'Ready', status: 'False', reason: 'ConfigInvalid', message: `The spec cannot be applied: ${message}` },

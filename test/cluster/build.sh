@@ -7,6 +7,12 @@
 # cluster-bin/, keyed by the helper module's go.mod/go.sum, the Go version and RECIPE), from where a fresh
 # clone copies it instead of relinking. CLUSTER_SHARED_BIN_DIR= (empty) turns that off.
 #
+# Before building, binaries already on the machine are used when they report the pinned version: from
+# $KUBEBUILDER_ASSETS (envtest's layout: etcd, kube-apiserver, kubectl), then from PATH. Those are copied into
+# $CLUSTER_BIN_DIR. CLUSTER_USE_HOST_BINS=0 turns that off. At the end, one line per binary says which file is
+# used, its version and where it came from (kept, copied from the shared cache, from KUBEBUILDER_ASSETS or PATH,
+# built).
+#
 # Usage: test/cluster/build.sh [all|k8s|kube-proxy|etcd|kwok|helm]...   (default: all; kube-proxy only when named)
 set -euo pipefail
 
@@ -22,7 +28,12 @@ die() {
 }
 log() { echo "cluster-bins: $*"; }
 
-command -v go >/dev/null 2>&1 || die "go not found on PATH: the test control plane is built from Go modules (Go >= 1.24)"
+# Go is needed only when something must be built: binaries kept, copied or found on the machine need none.
+HAVE_GO=0
+command -v go >/dev/null 2>&1 && HAVE_GO=1
+need_go() {
+  ((HAVE_GO)) || die "go not found on PATH: $1 must be built from its Go module (Go >= 1.24), or put a binary of the pinned version in KUBEBUILDER_ASSETS or on PATH"
+}
 
 # The pinned versions come from the committed go.mod files, so there is one place to bump them.
 mod_version() { # <dir> <module path>
@@ -38,8 +49,8 @@ K8S_MINOR="$(echo "$K8S_VERSION" | cut -d. -f2)"
 export CGO_ENABLED=0
 # Without HOME (some CI runners) go has no build cache ("GOCACHE is not defined") and no module cache: keep
 # both under .cache/ then.
-if [[ -z ${GOCACHE:-} && "$(go env GOCACHE 2>/dev/null)" != /* ]]; then export GOCACHE="$ROOT/.cache/go/build"; fi
-if [[ -z ${GOMODCACHE:-} && "$(go env GOMODCACHE 2>/dev/null)" != /* ]]; then export GOMODCACHE="$ROOT/.cache/go/mod"; fi
+if ((HAVE_GO)) && [[ -z ${GOCACHE:-} && "$(go env GOCACHE 2>/dev/null)" != /* ]]; then export GOCACHE="$ROOT/.cache/go/build"; fi
+if ((HAVE_GO)) && [[ -z ${GOMODCACHE:-} && "$(go env GOMODCACHE 2>/dev/null)" != /* ]]; then export GOMODCACHE="$ROOT/.cache/go/mod"; fi
 # Two parallel compiles per core is what go picks anyway; `nice` keeps an interactive machine usable.
 GO_BUILD=(nice -n 10 go build -trimpath)
 
@@ -48,21 +59,21 @@ mkdir -p "$BIN_DIR"
 # The shared copy of a binary lives under a key of what decides its bytes: the module's go.mod/go.sum, the Go
 # toolchain and the build recipe below. Bump RECIPE when the flags change (the version checks catch most of it).
 RECIPE=1
-GO_VERSION="$(go env GOVERSION)"
+GO_VERSION="$( ((HAVE_GO)) && go env GOVERSION)" || true
 shared_path() { # <binary> <module dir>
   local key
   key="$({ cat "$HERE/$2/go.mod" "$HERE/$2/go.sum"; echo "$GO_VERSION recipe $RECIPE"; } | cksum | cut -d' ' -f1)"
   echo "$SHARED_DIR/$2-$key/$1"
 }
 restore() { # <binary> <module dir>: copy a previously built binary from the shared cache
-  [[ -n $SHARED_DIR ]] || return 1
+  [[ -n $SHARED_DIR && -n $GO_VERSION ]] || return 1
   local src
   src="$(shared_path "$1" "$2")"
   [[ -x $src ]] || return 1
   cp -f "$src" "$BIN_DIR/$1.tmp" && mv -f "$BIN_DIR/$1.tmp" "$BIN_DIR/$1" && log "$1: copied from $(dirname "$src")"
 }
 publish() { # <binary> <module dir>: keep a copy for other clones on this machine (best effort)
-  [[ -n $SHARED_DIR ]] || return 0
+  [[ -n $SHARED_DIR && -n $GO_VERSION ]] || return 0
   local dst
   dst="$(shared_path "$1" "$2")"
   cmp -s "$BIN_DIR/$1" "$dst" && return 0
@@ -74,13 +85,52 @@ publish() { # <binary> <module dir>: keep a copy for other clones on this machin
 }
 
 # have <binary> <expected substring> <version command...>: true when the binary reports the pinned version.
+# HAVE_PATH overrides where the binary is looked for (a candidate from KUBEBUILDER_ASSETS or PATH).
 have() {
-  local bin="$BIN_DIR/$1" want="$2"
+  local bin="${HAVE_PATH:-$BIN_DIR/$1}" want="$2"
   shift 2
   [[ -x $bin ]] || return 1
   local out
   out="$("$bin" "$@" 2>/dev/null)" || return 1
   [[ $out == *"$want"* ]]
+}
+
+# Where each binary in BIN_DIR came from, for the summary at the end.
+declare -A ORIGIN=()
+origin() { # <binary> <origin>: records the first origin only (a later publish/check does not overwrite it)
+  [[ -n ${ORIGIN[$1]:-} ]] || ORIGIN[$1]="$2"
+}
+
+# adopt <binary> <check function>: copies a binary already on the machine that reports the pinned version:
+# $KUBEBUILDER_ASSETS/<binary> first (envtest users have etcd, kube-apiserver and kubectl there), then PATH.
+adopt() {
+  [[ ${CLUSTER_USE_HOST_BINS:-1} != 0 ]] || return 1
+  local name="$1" check="$2" candidate where
+  for where in KUBEBUILDER_ASSETS PATH; do
+    if [[ $where == KUBEBUILDER_ASSETS ]]; then
+      [[ -n ${KUBEBUILDER_ASSETS:-} ]] || continue
+      candidate="$KUBEBUILDER_ASSETS/$name"
+    else
+      candidate="$(command -v "$name" 2>/dev/null)" || continue
+    fi
+    [[ -x $candidate && "$(readlink -f "$candidate")" != "$(readlink -f "$BIN_DIR/$name")" ]] || continue
+    if HAVE_PATH="$candidate" "$check" "$name"; then
+      cp -f "$candidate" "$BIN_DIR/$name.tmp" && mv -f "$BIN_DIR/$name.tmp" "$BIN_DIR/$name"
+      log "$name: using $candidate (from $where, pinned version)"
+      origin "$name" "from $where $candidate"
+      return 0
+    fi
+    log "$name: $candidate (from $where) is not the pinned version; not used"
+  done
+  return 1
+}
+
+# current <binary> <check function>: the binary in BIN_DIR is usable as it is, or after copying one in.
+current() {
+  local name="$1" check="$2" module="$3"
+  if "$check" "$name"; then origin "$name" "kept"; return 0; fi
+  if restore "$name" "$module" && "$check" "$name"; then origin "$name" "copied from the shared cache"; return 0; fi
+  adopt "$name" "$check"
 }
 
 timed() { # <label> <command...>
@@ -111,16 +161,18 @@ k8s_ldflags() {
 build_k8s() {
   local missing=() b
   for b in kube-apiserver kube-controller-manager kube-scheduler kubectl; do
-    k8s_ok "$b" || { restore "$b" k8s && k8s_ok "$b"; } || missing+=("k8s.io/kubernetes/cmd/$b")
+    current "$b" k8s_ok k8s || missing+=("k8s.io/kubernetes/cmd/$b")
   done
   if ((${#missing[@]} == 0)); then
     log "kube-apiserver, kube-controller-manager, kube-scheduler, kubectl $K8S_VERSION: up to date"
     for b in kube-apiserver kube-controller-manager kube-scheduler kubectl; do publish "$b" k8s; done
     return
   fi
+  need_go "${missing[*]##*/}"
   (cd "$HERE/k8s" && timed "${missing[*]##*/} $K8S_VERSION" "${GO_BUILD[@]}" -ldflags "$(k8s_ldflags)" -o "$BIN_DIR/" "${missing[@]}")
   for b in "${missing[@]##*/}"; do
     k8s_ok "$b" || die "$BIN_DIR/$b does not report $K8S_VERSION after the build"
+    origin "$b" built
     publish "$b" k8s
   done
 }
@@ -128,40 +180,46 @@ build_k8s() {
 # kube-proxy: only the real node needs it (test/cluster/real-node.sh build; NODE=real make cluster-up), so
 # `all` (make cluster-bins, CI) does not build it. Same module (pinned in k8s/tools.go), same version stamps.
 build_kube_proxy() {
-  if k8s_ok kube-proxy || { restore kube-proxy k8s && k8s_ok kube-proxy; }; then
+  if current kube-proxy k8s_ok k8s; then
     log "kube-proxy $K8S_VERSION: up to date"
     publish kube-proxy k8s
     return
   fi
+  need_go kube-proxy
   (cd "$HERE/k8s" && timed "kube-proxy $K8S_VERSION" "${GO_BUILD[@]}" -ldflags "$(k8s_ldflags)" \
     -o "$BIN_DIR/kube-proxy" k8s.io/kubernetes/cmd/kube-proxy)
   k8s_ok kube-proxy || die "$BIN_DIR/kube-proxy does not report $K8S_VERSION after the build"
+  origin kube-proxy built
   publish kube-proxy k8s
 }
 
 etcd_ok() { have etcd "etcd Version: ${ETCD_VERSION#v}" --version; }
 build_etcd() {
-  if etcd_ok || { restore etcd etcd && etcd_ok; }; then
+  if current etcd etcd_ok etcd; then
     log "etcd $ETCD_VERSION: up to date"
     publish etcd etcd
     return
   fi
   # The version is a compiled-in constant of go.etcd.io/etcd/api/v3/version; no stamping needed.
+  need_go etcd
   (cd "$HERE/etcd" && timed "etcd $ETCD_VERSION" "${GO_BUILD[@]}" -ldflags "-s -w" -o "$BIN_DIR/etcd" go.etcd.io/etcd/server/v3)
+  origin etcd built
   etcd_ok || die "$BIN_DIR/etcd does not report $ETCD_VERSION after the build"
   publish etcd etcd
 }
 
 kwok_ok() { have kwok "${KWOK_VERSION#v}" --version; }
 build_kwok() {
-  if kwok_ok || { restore kwok kwok && kwok_ok; }; then
+  if current kwok kwok_ok kwok; then
     log "kwok $KWOK_VERSION: up to date"
     publish kwok kwok
     return
   fi
+  need_go kwok
   (cd "$HERE/kwok" && timed "kwok $KWOK_VERSION" "${GO_BUILD[@]}" \
     -ldflags "-s -w -X sigs.k8s.io/kwok/pkg/consts.Version=${KWOK_VERSION#v} -X sigs.k8s.io/kwok/pkg/consts.KubeVersion=${K8S_VERSION#v}" \
     -o "$BIN_DIR/kwok" sigs.k8s.io/kwok/cmd/kwok)
+  origin kwok built
   kwok_ok || die "$BIN_DIR/kwok does not report $KWOK_VERSION after the build"
   publish kwok kwok
 }
@@ -169,10 +227,10 @@ build_kwok() {
 # Helm must report its release and assume the pinned Kubernetes minor when rendering without a cluster.
 helm_ok() {
   have helm "Version:\"$HELM_VERSION\"" version \
-    && [[ "$("$BIN_DIR/helm" template x "$HERE/helm/capabilities-chart" 2>/dev/null)" == *"kube=v1.$K8S_MINOR.0"* ]]
+    && [[ "$("${HAVE_PATH:-$BIN_DIR/helm}" template x "$HERE/helm/capabilities-chart" 2>/dev/null)" == *"kube=v1.$K8S_MINOR.0"* ]]
 }
 build_helm() {
-  if helm_ok || { restore helm helm && helm_ok; }; then
+  if current helm helm_ok helm; then
     log "helm $HELM_VERSION: up to date"
     publish helm helm
     return
@@ -184,9 +242,22 @@ build_helm() {
   ldflags+=" -X helm.sh/helm/v3/internal/version.gitTreeState=clean"
   ldflags+=" -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=$K8S_MINOR"
   ldflags+=" -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMinor=$K8S_MINOR"
+  need_go helm
   (cd "$HERE/helm" && timed "helm $HELM_VERSION" "${GO_BUILD[@]}" -ldflags "$ldflags" -o "$BIN_DIR/helm" helm.sh/helm/v3/cmd/helm)
+  origin helm built
   helm_ok || die "$BIN_DIR/helm does not report $HELM_VERSION with Kubernetes v1.$K8S_MINOR capabilities after the build"
   publish helm helm
+}
+
+# version_of <binary>: the one line of its version output that names the version.
+version_of() {
+  local bin="$BIN_DIR/$1"
+  case "$1" in
+  kubectl) "$bin" version --client 2>/dev/null | head -n1 ;;
+  helm) "$bin" version --short 2>/dev/null ;;
+  etcd) "$bin" --version 2>/dev/null | head -n1 ;;
+  *) "$bin" --version 2>/dev/null | head -n1 ;;
+  esac
 }
 
 what=("$@")
@@ -201,4 +272,9 @@ for w in "${what[@]}"; do
   helm) build_helm ;;
   *) die "unknown component '$w' (all|k8s|kube-proxy|etcd|kwok|helm)" ;;
   esac
+done
+# Which binary each run uses, so `make test` says it (a control plane from the wrong binaries is hard to spot).
+for b in kube-apiserver kube-controller-manager kube-scheduler kubectl kube-proxy etcd kwok helm; do
+  [[ -n ${ORIGIN[$b]:-} ]] || continue
+  log "using $BIN_DIR/$b: $(version_of "$b") (${ORIGIN[$b]})"
 done

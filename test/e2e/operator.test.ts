@@ -1,12 +1,13 @@
-// The product end to end on a real node: the operator installed from manifests/install.yaml runs as a pod
-// (in-cluster config through the `kubernetes` Service), reconciles an OracleNode into a coordinator
-// CronJob whose pod really runs a cycle against anvil, worker Jobs really call the API stand-in, and an
+// The product end to end on a real node: the operator installed from manifests/install.yaml (its image set to the
+// local one) runs as a pod (in-cluster config through the `kubernetes` Service), reconciles an OracleNode into a
+// coordinator CronJob whose pod really runs a cycle against anvil, worker Jobs really call the API stand-in, and an
 // on-chain request is fulfilled. anvil and the API stand-in listen on the host's address on the pod
 // bridge (REAL_NODE_GATEWAY), which the pods reach directly.
 
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { resolve } from 'node:path';
+import { dirname, resolve } from 'node:path';
 import {
   AppsV1Api,
   CustomObjectsApi,
@@ -49,6 +50,22 @@ const real = (): RealNode => {
   return node;
 };
 const OPERATOR_NS = 'oracle-node-system';
+
+function installManifest(): string {
+  const path = resolve(repoRoot, '.cache/e2e/install.yaml');
+  mkdirSync(dirname(path), { recursive: true });
+  return path;
+}
+
+/** manifests/install.yaml with every use of the chart's default image (operator and workloads) set to the local one. */
+function withLocalImage(manifest: string): string {
+  const published = /^\s+image: "?([^"\s]+)"?$/m.exec(manifest)?.[1];
+  if (!published) throw new Error('manifests/install.yaml names no image');
+  const replaced = manifest.replaceAll(published, real().image);
+  if (replaced.split(real().image).length - 1 < 2)
+    throw new Error(`expected ${published} for the operator and workloads`);
+  return replaced;
+}
 const GATEWAY_BODY = JSON.stringify({ parameters: { coin: 'ETH' } });
 
 /** The gateway's answer for ETH from the API stand-in. */
@@ -94,9 +111,11 @@ describe('e2e: the operator reconciles an OracleNode into real workloads', funct
     await new Promise<void>((r) => api?.listen(0, gw, r));
     apiUrl = `http://${gw}:${(api.address() as AddressInfo).port}`;
 
-    // The product's install manifest as it is (CRD, RBAC, operator Deployment with oracle-node:<version>,
-    // IfNotPresent): the image is already in the node's containerd.
-    await kubectl('apply', '--server-side', '-f', resolve(repoRoot, 'manifests/install.yaml'));
+    // The product's install manifest (CRD, RBAC, operator Deployment, IfNotPresent) with its image set to the one
+    // `make image` built and the node imported, as `--set image.repository=...` does with the chart: the default,
+    // the project's published image, is not pulled here.
+    writeFileSync(installManifest(), withLocalImage(readFileSync(resolve(repoRoot, 'manifests/install.yaml'), 'utf8')));
+    await kubectl('apply', '--server-side', '-f', installManifest());
   });
 
   after(async () => {
@@ -104,13 +123,7 @@ describe('e2e: the operator reconciles an OracleNode into real workloads', funct
     api?.closeAllConnections();
     api?.close();
     if (process.env['KEEP_TEST_NAMESPACES'] !== '1') {
-      await kubectl(
-        'delete',
-        '--ignore-not-found',
-        '--wait=false',
-        '-f',
-        resolve(repoRoot, 'manifests/install.yaml'),
-      ).catch(() => undefined);
+      await kubectl('delete', '--ignore-not-found', '--wait=false', '-f', installManifest()).catch(() => undefined);
     }
   });
 
@@ -226,9 +239,14 @@ describe('e2e: the operator reconciles an OracleNode into real workloads', funct
     const service = await core().readNamespacedService({ name, namespace: ns.name });
     const base = `http://${service.spec?.clusterIP}:${service.spec?.ports?.[0]?.port}`;
     expect(service.spec?.clusterIP, 'a ClusterIP of 10.96.0.0/16').to.match(/^10\.96\.\d+\.\d+$/);
-    // Rules follow the EndpointSlice within kube-proxy's sync period (1 s): wait for the first answer.
+    // Rules follow the EndpointSlice within kube-proxy's sync period (1 s): wait for the first answer (any HTTP
+    // answer: the Service exposes the gateway port only, /readyz is on the pod's metrics port).
     await waitFor(
-      async () => (await fetch(`${base}/readyz`, { signal: AbortSignal.timeout(2000) })).ok,
+      async () =>
+        fetch(`${base}/`, { signal: AbortSignal.timeout(2000) }).then(
+          () => true,
+          () => false,
+        ),
       30_000,
       `the gateway Service ${base} answering`,
     );

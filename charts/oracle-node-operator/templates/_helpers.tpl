@@ -34,7 +34,11 @@ app.kubernetes.io/component: operator
 {{- end -}}
 
 {{- define "ono.image" -}}
+{{- if .Values.image.digest -}}
+{{- printf "%s@%s" .Values.image.repository .Values.image.digest -}}
+{{- else -}}
 {{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
+{{- end -}}
 {{- end -}}
 
 {{/*
@@ -84,4 +88,42 @@ what it holds itself, so the Job and ConfigMap verbs here cover the coordinator'
 - apiGroups: ["rbac.authorization.k8s.io"]
   resources: ["roles", "rolebindings"]
   verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
+{{- end -}}
+
+{{/* NetworkPolicy pieces shared by the operator's and the workloads' policies. */}}
+{{- define "ono.networkPolicy.metricsFrom" -}}
+{{- with .Values.networkPolicy.metricsNamespace -}}
+from:
+  - namespaceSelector:
+      matchLabels:
+        kubernetes.io/metadata.name: {{ . }}
+{{- end -}}
+{{- end -}}
+
+{{- define "ono.networkPolicy.dnsEgress" -}}
+- to:
+    - namespaceSelector: {}
+      podSelector:
+        matchLabels:
+          k8s-app: kube-dns
+  ports:
+    - port: 53
+      protocol: UDP
+    - port: 53
+      protocol: TCP
+{{- end -}}
+
+{{- define "ono.networkPolicy.apiServerEgress" -}}
+- ports:
+    {{- range .Values.networkPolicy.apiServer.ports }}
+    - port: {{ . }}
+      protocol: TCP
+    {{- end }}
+  {{- with .Values.networkPolicy.apiServer.cidrs }}
+  to:
+    {{- range . }}
+    - ipBlock:
+        cidr: {{ . }}
+    {{- end }}
+  {{- end }}
 {{- end -}}

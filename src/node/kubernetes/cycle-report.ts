@@ -1,6 +1,13 @@
 // The coordinator's cycle report: what the operator turns into status.lastCycle and metrics. Written into the
 // `<name>-cycle` ConfigMap under the contract's key; the shape is the contract's CycleReport.
-import { CYCLE_REPORT_KEY, type CycleReport } from '../../contract/pods.js';
+import {
+  CYCLE_REPORT_KEY,
+  type CycleReport,
+  type FailedRequestReport,
+  type HeartbeatReport,
+  MAX_REPORTED_FAILED_REQUESTS,
+} from '../../contract/pods.js';
+import { redact } from '../../observability/index.js';
 import type { CycleSummary } from '../cycle.js';
 import { type ConfigMapStore, updateConfigMapData } from './config-map-store.js';
 
@@ -21,11 +28,48 @@ export function cycleCounts(summary: CycleSummary): Record<string, number> {
   };
 }
 
+const MAX_REASON_LENGTH = 300;
+
+/** The requests that failed or errored in the cycle (the first MAX_REPORTED_FAILED_REQUESTS), with their reason. */
+export function failedRequests(summary: CycleSummary): FailedRequestReport[] {
+  const failed: FailedRequestReport[] = [];
+  for (const result of summary.results) {
+    if (!result.ok) continue;
+    for (const outcome of result.output.outcomes) {
+      if (outcome.outcome !== 'failed' && outcome.outcome !== 'error') continue;
+      if (failed.length >= MAX_REPORTED_FAILED_REQUESTS) return failed;
+      // The operator turns each reason into an Event: a registered secret (a provider URL in a transport error)
+      // must not get there.
+      const reason = redact(outcome.reason ?? outcome.outcome);
+      failed.push({
+        chainId: result.output.chainId,
+        requestId: outcome.id,
+        reason: reason.length > MAX_REASON_LENGTH ? `${reason.slice(0, MAX_REASON_LENGTH - 3)}...` : reason,
+      });
+    }
+  }
+  return failed;
+}
+
+/** What the coordinator knows about its cycle beyond the summary. */
+export type CycleContext = {
+  jobName?: string | undefined;
+  startTime?: Date;
+  durationMs?: number;
+  heartbeat?: HeartbeatReport;
+};
+
 /** The report of one cycle, naming the coordinator Job it ran in (so the operator pairs them). */
-export function cycleReport(summary: CycleSummary, jobName: string | undefined): CycleReport {
+export function cycleReport(summary: CycleSummary, context: CycleContext = {}): CycleReport {
+  const { jobName, startTime, durationMs, heartbeat } = context;
+  const failed = failedRequests(summary);
   return {
     ...(jobName ? { job: jobName } : {}),
     outcome: summary.shards.failed > 0 ? 'PartiallyFailed' : 'Completed',
+    ...(startTime ? { startTime: startTime.toISOString() } : {}),
+    ...(durationMs !== undefined ? { durationMs: Math.max(0, Math.round(durationMs)) } : {}),
+    ...(heartbeat ? { heartbeat } : {}),
+    ...(failed.length > 0 ? { failedRequests: failed } : {}),
     counts: cycleCounts(summary),
     providers: summary.providers.map(({ chainId, provider, ok, currentBlock }) => ({
       chainId,
@@ -34,6 +78,7 @@ export function cycleReport(summary: CycleSummary, jobName: string | undefined):
       ...(currentBlock === undefined ? {} : { currentBlock }),
     })),
     sponsorWallets: summary.sponsorWallets,
+    ...(summary.gasPrices.length > 0 ? { gasPrices: summary.gasPrices } : {}),
   };
 }
 

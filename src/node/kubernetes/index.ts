@@ -5,12 +5,15 @@
 import { readCoordinatorEnvironment, readWorkerEnvironment } from '../../contract/pods.js';
 import type { ResponseCache } from '../cache.js';
 import type { CycleSummary } from '../cycle.js';
+import type { CycleContext } from './cycle-report.js';
 import type { KubernetesJobExecutor } from './job-executor.js';
 
 export type CoordinatorKubernetes = {
   executor: KubernetesJobExecutor;
   cache: ResponseCache;
-  report: (summary: CycleSummary) => Promise<void>;
+  report: (summary: CycleSummary, context: Omit<CycleContext, 'jobName'>) => Promise<void>;
+  /** Where callers reach the gateways, for the heartbeat; undefined when the operator knows none. */
+  gatewayUrl: string | undefined;
 };
 
 type Env = Record<string, string | undefined>;
@@ -46,7 +49,9 @@ export async function coordinatorKubernetes(env: Env = process.env): Promise<Coo
     cache: new ConfigMapResponseCache({
       store: stores.kubeConfigMapStore(config, pod.namespace, pod.cacheConfigMap),
     }),
-    report: (summary) => reports.writeCycleReport(cycleStore, reports.cycleReport(summary, pod.jobName)),
+    report: (summary, context) =>
+      reports.writeCycleReport(cycleStore, reports.cycleReport(summary, { ...context, jobName: pod.jobName })),
+    gatewayUrl: pod.gatewayUrl,
   };
 }
 

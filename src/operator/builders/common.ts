@@ -43,6 +43,8 @@ export type BuildInput = {
   /** Hash of the Secret's data: part of the pod template so a rotation rolls the pods. */
   secretHash: string;
   settings: OperatorSettings;
+  /** Where callers reach the gateways (spec.gateway.publicUrl, else the Service's load-balancer address). */
+  publicGatewayUrl?: string;
 };
 
 /** Deterministic names: stage-qualified so two stages can run side by side during a blue/green rollout. */

@@ -12,6 +12,7 @@ import {
   metadata,
   podAnnotations,
 } from './common.js';
+import { gatewayEnabled } from './gateway.js';
 import { buildWorkerTemplate } from './worker.js';
 
 /** A cycle that has not started 20 s after its tick is skipped: the next tick is near. */
@@ -39,6 +40,10 @@ export function buildCoordinatorCronJob(
       { name: ENV.workerTemplate, value: canonicalJson(buildWorkerTemplate(input)) },
       // The cycle report names its Job, so status.lastCycle pairs the counts with the right cycle.
       { name: ENV.jobName, valueFrom: { fieldRef: { fieldPath: `metadata.labels['${JOB_NAME_LABEL}']` } } },
+      // The heartbeat reports the gateways where callers reach them; without a public URL, none.
+      ...(input.publicGatewayUrl && gatewayEnabled(input)
+        ? [{ name: ENV.gatewayUrl, value: input.publicGatewayUrl }]
+        : []),
     ],
   );
   const podSpec = basePodSpec(input, [container], names.coordinator);

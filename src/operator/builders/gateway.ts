@@ -10,7 +10,7 @@ import type {
   V2MetricSpec,
 } from '@kubernetes/client-node';
 import { DEFAULT_GATEWAY_SERVER_PORT } from '../../config/index.js';
-import { CONFIG_FILE } from '../../contract/pods.js';
+import { CONFIG_FILE, GATEWAY_METRICS_PORT } from '../../contract/pods.js';
 import { enabledGateways, gatewayServerPort } from '../config.js';
 import { DEFAULT_TARGET_CPU_UTILIZATION } from '../resource.js';
 import {
@@ -32,6 +32,11 @@ export function gatewayEnabled(input: BuildInput): boolean {
 
 export function gatewayContainerPort(input: BuildInput): number {
   return gatewayServerPort(input.config) ?? DEFAULT_GATEWAY_SERVER_PORT;
+}
+
+/** The pod's port for health and metrics; never the gateway's own port. */
+export function gatewayMetricsPort(input: BuildInput): number {
+  return gatewayContainerPort(input) === GATEWAY_METRICS_PORT ? GATEWAY_METRICS_PORT + 1 : GATEWAY_METRICS_PORT;
 }
 
 /** The port of the gateway's Service: spec.gateway.service.port, else the server's default. */
@@ -63,17 +68,23 @@ export function buildGatewayDeployment(input: BuildInput): Named<V1Deployment> {
   const stage = input.config.nodeSettings.stage;
   const names = childNames(input.node.metadata.name, stage);
   const port = gatewayContainerPort(input);
-  const args = ['gateway', '-c', CONFIG_FILE, '--port', String(port)];
+  const metricsPort = gatewayMetricsPort(input);
+  // Health and metrics on a port of their own, which the Service does not expose: a LoadBalancer in front of
+  // the gateway must not publish /metrics to its callers.
+  const args = ['gateway', '-c', CONFIG_FILE, '--port', String(port), '--metrics-port', String(metricsPort)];
   const container = engineContainer(input, 'gateway', args, input.node.spec.gateway?.resources);
-  container.ports = [{ name: 'http', containerPort: port, protocol: 'TCP' }];
+  container.ports = [
+    { name: 'http', containerPort: port, protocol: 'TCP' },
+    { name: 'metrics', containerPort: metricsPort, protocol: 'TCP' },
+  ];
   container.livenessProbe = {
-    httpGet: { path: '/healthz', port: 'http' },
+    httpGet: { path: '/healthz', port: 'metrics' },
     periodSeconds: 10,
     timeoutSeconds: 2,
     failureThreshold: 3,
   };
   container.readinessProbe = {
-    httpGet: { path: '/readyz', port: 'http' },
+    httpGet: { path: '/readyz', port: 'metrics' },
     periodSeconds: 5,
     timeoutSeconds: 2,
     failureThreshold: 2,
@@ -165,6 +176,21 @@ export function buildGatewayHpa(input: BuildInput): Named<V2HorizontalPodAutosca
       metrics,
     },
   };
+}
+
+/**
+ * The base URL callers reach the gateways at: spec.gateway.publicUrl, else the load-balancer address of the
+ * gateway Service (type LoadBalancer, once the cloud assigned one). Never an in-cluster or localhost address.
+ */
+export function publicGatewayUrl(input: BuildInput, service: V1Service | undefined): string | undefined {
+  const configured = input.node.spec.gateway?.publicUrl;
+  if (configured) return configured.replace(/\/+$/, '');
+  if (input.node.spec.gateway?.service?.type !== 'LoadBalancer') return undefined;
+  const ingress = service?.status?.loadBalancer?.ingress?.find((entry) => entry.hostname || entry.ip);
+  const host = ingress?.hostname ?? (ingress?.ip?.includes(':') ? `[${ingress.ip}]` : ingress?.ip);
+  if (!host) return undefined;
+  const port = gatewayServicePort(input);
+  return port === 80 ? `http://${host}` : `http://${host}:${port}`;
 }
 
 /** In-cluster base URLs of the enabled gateways, for status. */

@@ -47,6 +47,8 @@ export type RuntimeTuning = InformerTuning & {
   listenHost?: string;
   /** Component name on Events. */
   eventComponent?: string;
+  /** Further /readyz conditions of components beside the controller (the admission webhook serving). */
+  readinessChecks?: (() => Readiness)[];
 };
 
 export type RuntimeManagerOptions = ManagerOptions & { tuning?: RuntimeTuning };
@@ -133,6 +135,10 @@ export class RuntimeManager implements Manager {
           reason: `watch ${resourceName(informer.kind)} in ${informer.namespace ?? 'all namespaces'} silent for ${Math.round(silent / 1000)} s`,
         };
       }
+    }
+    for (const check of this.tuning.readinessChecks ?? []) {
+      const readiness = check();
+      if (!readiness.ready) return readiness;
     }
     return { ready: true };
   }

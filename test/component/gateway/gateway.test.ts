@@ -1,18 +1,13 @@
-import { createServer, type IncomingMessage, type Server } from 'node:http';
-import { createRequire } from 'node:module';
-import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
 import { AbiCoder, getBytes, keccak256, solidityPackedKeccak256, verifyMessage } from 'ethers';
 import fc from 'fast-check';
-import type { Config } from '../../../src/config/index.js';
-import { sendHeartbeat } from '../../../src/gateway/heartbeat.js';
 import {
   type CallEndpoint,
   DEFAULT_PATH_KEY,
   type GatewayServer,
   startGatewayServer,
 } from '../../../src/gateway/server.js';
-import { createMetricsRegistry, metricValue, silentLogger } from '../../../src/observability/index.js';
+import { metricValue, silentLogger } from '../../../src/observability/index.js';
 import { encodeParameters } from '../../../src/ois/abi.js';
 import { deriveTemplateIdV1 } from '../../../src/protocol/ids.js';
 import { nodeWallet } from '../../../src/protocol/wallet.js';
@@ -369,6 +364,14 @@ describe('gateway server (component)', function () {
           reason: 'concurrency',
         }),
       ).to.equal(4);
+      // Every answer by status class, and the 429s on their own.
+      expect(await metricValue(registry, 'gateway_too_many_requests_total', { gateway: 'httpGateway' })).to.equal(4);
+      expect(
+        await metricValue(registry, 'gateway_responses_total', { gateway: 'httpGateway', status_class: '4xx' }),
+      ).to.equal(4);
+      expect(
+        await metricValue(registry, 'gateway_responses_total', { gateway: 'httpGateway', status_class: '2xx' }),
+      ).to.equal(3);
     });
 
     it('serves /healthz, /readyz and /metrics with request, latency and API call series', async () => {
@@ -466,6 +469,17 @@ describe('gateway server (component)', function () {
         fc
           .integer({ min: 65 * 1024, max: 200 * 1024 })
           .map((size) => ({ raw: JSON.stringify({ parameters: { x: 'y'.repeat(size) } }) })),
+        // Hostile parameters: deep nesting, lone surrogates, prototype keys, dot segments, too many OEV beacons.
+        fc
+          .integer({ min: 33, max: 5_000 })
+          .map((depth) => ({ raw: `{"parameters":{"code":${'['.repeat(depth)}1${']'.repeat(depth)}}}` })),
+        fc
+          .constantFrom('\\ud800', 'a\\udfff', '..', '.', '%2e%2e')
+          .map((value) => ({ raw: `{"parameters":{"code":"${value}","${value}":1}}` })),
+        fc.constant({ raw: '{"parameters":{"__proto__":{"code":"500"},"constructor":{"prototype":{"x":1}}}}' }),
+        fc.integer({ min: 65, max: 300 }).map((count) => ({
+          raw: JSON.stringify({ chainId: 1, beacons: Array(count).fill({ airnodeAddress: '0x', templateId: '0x' }) }),
+        })),
       );
       const targetArb = fc.oneof(
         fc.constant('http-unknown'),
@@ -517,140 +531,5 @@ describe('gateway server (component)', function () {
       expect((await fetch(`${gw.base}/healthz`)).status).to.equal(200);
       expect((await post(gw.http(ENDPOINTS.price), { parameters: {} })).status).to.equal(200);
     });
-  });
-});
-
-describe('heartbeat (component)', function () {
-  this.timeout(30_000);
-  let receiver: Server;
-  let url: string;
-  const received: { headers: IncomingMessage['headers']; body: string }[] = [];
-  let mode: 'ok' | 'fail' | 'hang' | 'redirect' = 'ok';
-  const apiKey = 'heartbeat-api-key-0123456789-abcdefghij';
-
-  before(async () => {
-    receiver = createServer((req, res) => {
-      let body = '';
-      req.on('data', (chunk) => {
-        body += chunk;
-      });
-      req.on('end', () => {
-        received.push({ headers: req.headers, body });
-        if (mode === 'hang') return;
-        if (mode === 'redirect') {
-          res.writeHead(302, { location: 'http://127.0.0.1:1/elsewhere' }).end();
-          return;
-        }
-        res.writeHead(mode === 'ok' ? 200 : 500).end();
-      });
-    });
-    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
-    url = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/heartbeat`;
-  });
-  after(async () => {
-    receiver.closeAllConnections();
-    await new Promise((resolve) => receiver.close(resolve));
-  });
-
-  function config(overrides: ConfigOverrides = {}): Config {
-    return buildConfig('http://127.0.0.1:1', {
-      heartbeat: { enabled: true, url, apiKey },
-      gatewayServerPort: 8765,
-      ...overrides,
-    });
-  }
-
-  it('posts the signed payload with the API key header and the keys in reference order', async () => {
-    mode = 'ok';
-    received.length = 0;
-    const nowMs = 1_700_000_000_400;
-    const outcome = await sendHeartbeat(config(), { deploymentId: 'local1a2b3c4d', nowMs });
-    expect(outcome.sent).to.equal(true);
-    expect(received).to.have.length(1);
-    const { headers, body } = received[0]!;
-    expect(headers['airnode-heartbeat-api-key']).to.equal(apiKey);
-    expect(headers['content-type']).to.equal('application/json');
-    const parsed = JSON.parse(body) as { payload: string; signature: string };
-    expect(Object.keys(parsed)).to.deep.equal(['payload', 'signature']);
-    expect(parsed.payload).to.equal(
-      '{"timestamp":1700000000,"stage":"test","cloud_provider":"local","deployment_id":"local1a2b3c4d",' +
-        '"http_gateway_url":"http://localhost:8765/http-data","http_signed_data_gateway_url":"http://localhost:8765/http-signed-data",' +
-        '"oev_gateway_url":"http://localhost:8765/sign-oev"}',
-    );
-    expect(verifyMessage(parsed.payload, parsed.signature)).to.equal(NODE_ADDRESS);
-  });
-
-  it('sends the same request as the reference reportHeartbeat (differential)', async () => {
-    mode = 'ok';
-    process.env.AIRNODE_WALLET_PRIVATE_KEY = node.privateKey;
-    const require = createRequire(import.meta.url);
-    const reference = require('@api3/airnode-node/dist/src/reporting/heartbeat.js') as {
-      reportHeartbeat(state: unknown): Promise<unknown>;
-    };
-    for (const cloudProvider of [
-      { type: 'local', gatewayServerPort: 8765 },
-      { type: 'aws', region: 'us-east-1', disableConcurrencyReservations: false },
-    ]) {
-      const env = { HTTP_GATEWAY_URL: 'https://gw.example/uuid-1', OEV_GATEWAY_URL: 'https://gw.example/uuid-2' };
-      Object.assign(process.env, env);
-      const ours = config();
-      const referenceConfig = { nodeSettings: { ...ours.nodeSettings, cloudProvider } };
-      const oursConfig = { ...ours, nodeSettings: { ...ours.nodeSettings, cloudProvider } } as unknown as Config;
-      received.length = 0;
-      const log = console.log;
-      console.log = () => {};
-      try {
-        await reference.reportHeartbeat({ config: referenceConfig, settings: { deploymentId: 'aws12345678' } });
-      } finally {
-        console.log = log;
-      }
-      await sendHeartbeat(oursConfig, { deploymentId: 'aws12345678', env });
-      expect(received).to.have.length(2);
-      const [theirs, mine] = received.map((entry) => ({
-        header: entry.headers['airnode-heartbeat-api-key'],
-        body: JSON.parse(entry.body) as { payload: string; signature: string },
-      }));
-      expect(mine!.header).to.equal(theirs!.header);
-      const withoutTime = (payload: string) => payload.replace(/"timestamp":\d+/, '"timestamp":0');
-      expect(withoutTime(mine!.body.payload)).to.equal(withoutTime(theirs!.body.payload));
-      expect(verifyMessage(theirs!.body.payload, theirs!.body.signature)).to.equal(NODE_ADDRESS);
-      for (const name of Object.keys(env)) delete process.env[name];
-    }
-  });
-
-  it('derives the deployment id when the caller gives none', async () => {
-    mode = 'ok';
-    received.length = 0;
-    await sendHeartbeat(config(), {});
-    const payload = JSON.parse(JSON.parse(received[0]!.body).payload) as Record<string, unknown>;
-    expect(payload.deployment_id).to.match(/^local[0-9a-f]{8}$/);
-  });
-
-  it('does not send when disabled', async () => {
-    received.length = 0;
-    const outcome = await sendHeartbeat(buildConfig('http://127.0.0.1:1'), {});
-    expect(outcome).to.deep.equal({ sent: false, reason: 'disabled' });
-    expect(received).to.have.length(0);
-  });
-
-  it('logs and counts failures without throwing: error status, timeout, connection refused, redirect', async function () {
-    this.timeout(15_000); // a heartbeat timeout that did not work would hang far longer
-    const registry = createMetricsRegistry();
-    mode = 'fail';
-    expect(await sendHeartbeat(config(), {}, { registry })).to.include({ sent: false, reason: 'failed' });
-    mode = 'hang';
-    // A hanging heartbeat server never answers: only the 300 ms timeout ends this call (else the test times out).
-    expect(await sendHeartbeat(config(), {}, { registry, timeoutMs: 300 })).to.include({
-      sent: false,
-      reason: 'failed',
-    });
-    const refused = buildConfig('http://127.0.0.1:1', {
-      heartbeat: { enabled: true, url: 'http://127.0.0.1:1/hb', apiKey },
-    });
-    expect(await sendHeartbeat(refused, {}, { registry })).to.include({ sent: false, reason: 'failed' });
-    mode = 'redirect';
-    expect(await sendHeartbeat(config(), {}, { registry })).to.include({ sent: false, reason: 'failed' });
-    expect(await metricValue(registry, 'heartbeat_requests_total', { outcome: 'failure' })).to.equal(4);
-    mode = 'ok';
   });
 });

@@ -95,8 +95,13 @@ describe('oracle-node coordinator, worker and start (anvil, real AirnodeRrpV0)',
       transactions: { fulfilled: number };
       requests: { discovered: number };
       sponsorWallets: { chainId: string; sponsorWallet: string; balanceWei: string }[];
+      gasPrices: { chainId: string; gasPriceWei: string }[];
     };
     expect(summary.requests.discovered).to.equal(1);
+    // The price the fulfilment was sent at (anvil's recommendation x 1.1), for the operator's gas price gauge.
+    expect(summary.gasPrices).to.have.length(1);
+    expect(summary.gasPrices[0]!.chainId).to.equal(String(chain.deployment.chainId));
+    expect(BigInt(summary.gasPrices[0]!.gasPriceWei) > 0n).to.equal(true);
     expect(summary.transactions.fulfilled).to.equal(1);
     // The wallet paid for the fulfilment: its balance is reported, below the 10 ETH it was funded with.
     expect(summary.sponsorWallets).to.have.length(1);

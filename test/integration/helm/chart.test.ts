@@ -1,49 +1,18 @@
 // The Helm chart against the real test control plane: lint, server-side dry-run of the rendered manifests,
 // install (kwok makes the operator pods Ready), least-privilege RBAC, upgrade, and an uninstall that leaves no
 // orphans and no stuck finalizers.
-import { execFile } from 'node:child_process';
-import { existsSync } from 'node:fs';
-import { join } from 'node:path';
-import { promisify } from 'node:util';
-import { AppsV1Api, CoreV1Api, PolicyV1Api, RbacAuthorizationV1Api } from '@kubernetes/client-node';
+import { AppsV1Api, CoreV1Api, KubeConfig, PolicyV1Api, RbacAuthorizationV1Api } from '@kubernetes/client-node';
 import { expect } from 'chai';
 import { dump } from 'js-yaml';
+import { pino } from 'pino';
 import { buildChildren, DEFAULT_SETTINGS } from '../../../src/operator/builders/index.js';
 import { validateNodeConfig } from '../../../src/operator/config.js';
+import { RuntimeClient } from '../../../src/operator/runtime/client.js';
+import { RestClient } from '../../../src/operator/runtime/rest.js';
+import { AdmissionComponent } from '../../../src/operator/webhook/admission.js';
 import { loadSample } from '../../unit/operator/fake-kube.js';
-import { api, kubeconfigPath, statusOf, uniqueName, useNamespace, waitFor } from '../support/cluster.js';
-
-const run = promisify(execFile);
-const repoRoot = new URL('../../../', import.meta.url).pathname;
-const binDir = process.env['CLUSTER_BIN_DIR'] ?? join(repoRoot, '.cache/cluster/bin');
-const helmBin = join(binDir, 'helm');
-const kubectlBin = join(binDir, 'kubectl');
-const chart = join(repoRoot, 'charts/oracle-node-operator');
-
-async function helm(...args: string[]): Promise<string> {
-  const { stdout } = await run(helmBin, args, {
-    env: { ...process.env, KUBECONFIG: kubeconfigPath, HELM_CACHE_HOME: join(repoRoot, '.cache/helm') },
-    maxBuffer: 32 * 1024 * 1024,
-  });
-  return stdout;
-}
-
-async function kubectl(input: string | undefined, ...args: string[]): Promise<string> {
-  const child = execFile(kubectlBin, ['--kubeconfig', kubeconfigPath, ...args], { maxBuffer: 32 * 1024 * 1024 });
-  const output = new Promise<string>((resolve, reject) => {
-    let stdout = '';
-    let stderr = '';
-    child.stdout?.on('data', (chunk) => {
-      stdout += chunk;
-    });
-    child.stderr?.on('data', (chunk) => {
-      stderr += chunk;
-    });
-    child.on('close', (code) => (code === 0 ? resolve(stdout) : reject(new Error(`kubectl ${args[0]}: ${stderr}`))));
-  });
-  child.stdin?.end(input ?? '');
-  return output;
-}
+import { api, kc, statusOf, uniqueName, useNamespace, waitFor } from '../support/cluster.js';
+import { adoptCrd, chartDir as chart, helm, kubectl, requireBinaries } from './support.js';
 
 /** `kubectl auth can-i` as the chart's ServiceAccount; exits non-zero on "no", so read the answer text. */
 async function serviceAccountCan(namespace: string, sa: string, verb: string, resource: string, inNamespace: string) {
@@ -76,10 +45,7 @@ describe('Helm chart charts/oracle-node-operator', function () {
   const release = uniqueName('ono');
   const fullname = `${release}-oracle-node-operator`;
 
-  before(() => {
-    if (!existsSync(helmBin) || !existsSync(kubectlBin))
-      throw new Error(`helm/kubectl missing in ${binDir}: run make cluster-bins`);
-  });
+  before(() => requireBinaries());
 
   it('lints strictly with default and alternative values', async () => {
     await helm('lint', '--strict', chart);
@@ -93,6 +59,8 @@ describe('Helm chart charts/oracle-node-operator', function () {
       'metrics.serviceMonitor.enabled=true',
       '--set',
       'metrics.prometheusRule.enabled=true',
+      '--set',
+      'metrics.gatewayPodMonitor.enabled=true',
     );
   });
 
@@ -107,14 +75,49 @@ describe('Helm chart charts/oracle-node-operator', function () {
   });
 
   it('renders manifests that the apiserver accepts in a server-side dry-run', async () => {
-    const rendered = await helm('template', release, chart, '--namespace', ns.name, '--include-crds');
+    const rendered = await helm('template', release, chart, '--namespace', ns.name);
     const out = await kubectl(rendered, 'apply', '--server-side', '--force-conflicts', '--dry-run=server', '-f', '-');
     for (const kind of ['deployment.apps', 'serviceaccount', 'clusterrole', 'clusterrolebinding', 'service']) {
       expect(out).to.include(kind);
     }
   });
 
+  it('renders NetworkPolicies for the operator and the workloads that the apiserver accepts', async () => {
+    const rendered = await helm(
+      'template',
+      release,
+      chart,
+      '--namespace',
+      ns.name,
+      '--set',
+      'networkPolicy.operator.enabled=true',
+      '--set',
+      'networkPolicy.workloads.enabled=true',
+      '--set',
+      `networkPolicy.workloads.namespaces={${ns.name}}`,
+      '--set',
+      'networkPolicy.workloads.gatewayFrom[0].namespaceSelector.matchLabels.team=callers',
+      '--set',
+      'networkPolicy.apiServer.cidrs={10.0.0.1/32}',
+      '--show-only',
+      'templates/networkpolicy-operator.yaml',
+      '--show-only',
+      'templates/networkpolicy-workloads.yaml',
+    );
+    const out = await kubectl(rendered, 'apply', '--server-side', '--dry-run=server', '-f', '-');
+    expect(out).to.include(`networkpolicy.networking.k8s.io/${fullname} serverside-applied`);
+    expect(out).to.include(`networkpolicy.networking.k8s.io/${fullname}-workloads serverside-applied`);
+    // Without a namespace to put the workloads' policy in, rendering fails with a message that says so.
+    const failure = await helm('template', 'x', chart, '--set', 'networkPolicy.workloads.enabled=true').then(
+      () => '',
+      (err: Error) => err.message,
+    );
+    expect(failure).to.include('networkPolicy.workloads.namespaces');
+  });
+
   it('installs: the operator Deployment becomes Available with two replicas and the RBAC is least privilege', async () => {
+    // The CRD may be there already (other suites apply it, an earlier release kept it): this release takes it over.
+    await adoptCrd(release, ns.name);
     await helm('install', release, chart, '--namespace', ns.name, '--wait', '--timeout', '180s');
     const apps = api(AppsV1Api);
     const deployment = await waitFor(
@@ -185,6 +188,74 @@ describe('Helm chart charts/oracle-node-operator', function () {
     expect(out).to.match(/role\.rbac\.authorization\.k8s\.io\/\S+ serverside-applied/);
   });
 
+  it('the operator identity keeps its webhook Secret, configuration and fence with RBAC by name, and no more', async () => {
+    // kwok runs no operator process: run the admission component here, as the chart's ServiceAccount (a token of it),
+    // with the chart's names; the uninstall below then shows the objects it made are garbage-collected.
+    const token = await api(CoreV1Api).createNamespacedServiceAccountToken({
+      namespace: ns.name,
+      name: fullname,
+      body: { spec: { audiences: [], expirationSeconds: 3600 } },
+    });
+    const cluster = kc.getCurrentCluster()!;
+    const asOperator = new KubeConfig();
+    asOperator.loadFromOptions({
+      clusters: [cluster],
+      users: [{ name: 'operator', token: token.status!.token }],
+      contexts: [{ name: 'operator', cluster: cluster.name, user: 'operator' }],
+      currentContext: 'operator',
+    });
+    const component = new AdmissionComponent({
+      client: new RuntimeClient(
+        new RestClient(asOperator, { qps: 50, burst: 100, maxRetries: 0 }),
+        'oracle-node-operator',
+      ),
+      logger: pino({ level: 'silent' }),
+      port: 0,
+      host: '127.0.0.1',
+      target: { service: { namespace: ns.name, name: `${fullname}-webhook`, port: 443 } },
+      configurationName: fullname,
+      namespace: ns.name,
+      secretName: `${fullname}-webhook-cert`,
+      certificateSource: 'self',
+      failurePolicy: 'Fail',
+      timeoutSeconds: 5,
+      // Only this suite's namespace: the Service has no real endpoint behind it here.
+      watchNamespaces: [ns.name],
+      ownerClusterRole: `${fullname}-webhook`,
+      coordinatorFence: true,
+      workloadImage: 'oracle-node:0.1.0',
+    });
+    component.start();
+    try {
+      await component.ready();
+    } finally {
+      await component.stop();
+    }
+    const configuration = JSON.parse(
+      await kubectl(undefined, 'get', 'validatingwebhookconfiguration', fullname, '-o', 'json'),
+    ) as { metadata: { ownerReferences: { kind: string; name: string }[] } };
+    expect(configuration.metadata.ownerReferences.map((owner) => `${owner.kind}/${owner.name}`)).to.deep.equal([
+      `ClusterRole/${fullname}-webhook`,
+    ]);
+    const deployment = await api(AppsV1Api).readNamespacedDeployment({ name: fullname, namespace: ns.name });
+    expect(deployment.spec?.template.spec?.containers[0]?.args).to.include(
+      `--webhook-service=${ns.name}/${fullname}-webhook:443`,
+    );
+    await api(CoreV1Api).readNamespacedService({ name: `${fullname}-webhook`, namespace: ns.name });
+    // By name only: not another webhook configuration, not another Secret.
+    expect(
+      await serviceAccountCan(ns.name, fullname, 'patch', 'validatingwebhookconfigurations/other', 'default'),
+    ).to.equal(false);
+    expect(await serviceAccountCan(ns.name, fullname, 'get', 'secrets/other', ns.name)).to.equal(true); // managed rules read Secrets
+    expect(await serviceAccountCan(ns.name, fullname, 'update', 'secrets/other', ns.name)).to.equal(false);
+    expect(await serviceAccountCan(ns.name, fullname, 'update', `secrets/${fullname}-webhook-cert`, ns.name)).to.equal(
+      true,
+    );
+    expect(
+      await serviceAccountCan(ns.name, fullname, 'delete', 'validatingadmissionpolicies/other', 'default'),
+    ).to.equal(false);
+  });
+
   it('upgrades to namespaced RBAC: the ClusterRole goes, a Role appears in the watched namespace', async () => {
     await helm(
       'upgrade',
@@ -212,7 +283,7 @@ describe('Helm chart charts/oracle-node-operator', function () {
     expect(await serviceAccountCan(ns.name, fullname, 'watch', 'oraclenodes.oracle-node.io', ns.name)).to.equal(true);
   });
 
-  it('uninstalls without orphans or stuck finalizers (the CRD stays, as Helm does for crds/)', async () => {
+  it('uninstalls without orphans or stuck finalizers (the CRD stays: crds.keep)', async () => {
     await helm('uninstall', release, '--namespace', ns.name, '--wait', '--timeout', '120s');
     const selector = `app.kubernetes.io/instance=${release}`;
     await waitFor(
@@ -252,6 +323,23 @@ describe('Helm chart charts/oracle-node-operator', function () {
       'jsonpath={range .items[?(@.metadata.finalizers)]}{.kind}/{.metadata.name} {end}',
     );
     expect(withFinalizers.trim()).to.equal('');
+    // What the operator made (its webhook configuration and fence) goes with the chart's webhook ClusterRole.
+    await waitFor(
+      async () =>
+        (
+          await kubectl(
+            undefined,
+            'get',
+            'validatingwebhookconfigurations,validatingadmissionpolicies,validatingadmissionpolicybindings',
+            '-l',
+            'app.kubernetes.io/managed-by=oracle-node-operator',
+            '-o',
+            'name',
+          )
+        ).trim() === '',
+      120_000,
+      { description: 'the webhook configuration and fence to be garbage-collected' },
+    );
     const crd = await kubectl(undefined, 'get', 'crd', 'oraclenodes.oracle-node.io', '-o', 'name');
     expect(crd.trim()).to.equal('customresourcedefinition.apiextensions.k8s.io/oraclenodes.oracle-node.io');
   });

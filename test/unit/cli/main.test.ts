@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { subcommands } from '../../../src/cli/commands.js';
-import { runCli } from '../../../src/cli/main.js';
+import { runCli, usage } from '../../../src/cli/main.js';
 
 describe('oracle-node CLI', () => {
   it('answers an unknown command with usage and exit code 2', async () => {
@@ -11,10 +11,31 @@ describe('oracle-node CLI', () => {
     expect(await runCli(['--version'])).to.equal(0);
   });
 
-  it('has every subcommand of the image: operator, coordinator, worker, gateway, start, validate, derive, schema', () => {
+  it('has every subcommand: the workloads, the tools and the day-two commands', () => {
     expect(Object.keys(subcommands).sort()).to.deep.equal(
-      ['coordinator', 'derive', 'gateway', 'operator', 'schema', 'start', 'validate', 'worker'].sort(),
+      [
+        'coordinator',
+        'derive',
+        'gateway',
+        'operator',
+        'schema',
+        'start',
+        'validate',
+        'worker',
+        'status',
+        'logs',
+        'cycle',
+        'completion',
+      ].sort(),
     );
+  });
+
+  it('--help gives a one-line summary of each command', () => {
+    const lines = usage().split('\n');
+    for (const [name, entry] of Object.entries(subcommands)) {
+      const line = lines.find((l) => l.trimStart().startsWith(`${name} `));
+      expect(line, name).to.match(new RegExp(`^  ${name} +${entry.summary.replace(/[()|.*+?]/g, '\\$&')}$`));
+    }
   });
 
   for (const name of Object.keys(subcommands)) {

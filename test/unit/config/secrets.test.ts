@@ -37,7 +37,8 @@ describe('secrets.env parsing', () => {
       'secrets.env:3',
       'secrets.env:4',
     ]);
-    expect(errors[0]!.message).to.match(/Secret name "lower" is not valid/);
+    expect(errors[0]!.message).to.match(/^Secret name is not valid/);
+    expect(errors[0]!.message).not.to.contain('lower');
     expect(errors[1]!.message).to.match(/Secret EMPTY cannot be empty/);
     expect(JSON.stringify(errors)).to.not.include('supersecretvalue');
   });

@@ -100,4 +100,45 @@ describe('the operator <-> pod contract', () => {
     expect(parseCycleReport({ 'cycle.json': '[1,2]' })).to.equal(undefined);
     expect(parseCycleReport({})).to.equal(undefined);
   });
+
+  it('the cycle report carries the heartbeat, timing, failed requests (bounded) and gas prices', () => {
+    const requestId = `0x${'ab'.repeat(32)}`;
+    const report = parseCycleReport({
+      'cycle.json': JSON.stringify({
+        job: 'c-2',
+        startTime: '2026-11-24T00:00:01.000Z',
+        durationMs: 1234,
+        heartbeat: 'Failed',
+        failedRequests: [...Array.from({ length: 30 }, () => ({ chainId: '1', requestId, reason: 'reverted' }))],
+        gasPrices: [
+          { chainId: '1', gasPriceWei: '1000' },
+          { chainId: '2', gasPriceWei: '-1' },
+        ],
+      }),
+    });
+    expect(report?.heartbeat).to.equal('Failed');
+    expect(report?.startTime).to.equal('2026-11-24T00:00:01.000Z');
+    expect(report?.durationMs).to.equal(1234);
+    expect(report?.failedRequests).to.have.length(20);
+    expect(report?.gasPrices).to.deep.equal([{ chainId: '1', gasPriceWei: '1000' }]);
+    const bad = parseCycleReport({
+      'cycle.json': JSON.stringify({
+        startTime: 'yesterday',
+        durationMs: -5,
+        heartbeat: 'Maybe',
+        failedRequests: [{ chainId: '1', requestId: '0x12', reason: 'x' }],
+      }),
+    });
+    expect(bad).to.deep.equal({});
+  });
+
+  it('an optional gateway URL for the heartbeat: http(s) only, empty means absent', () => {
+    expect(readCoordinatorEnvironment(coordinatorEnv({ [ENV.gatewayUrl]: 'https://oracle.example.org' }))).to.include({
+      gatewayUrl: 'https://oracle.example.org',
+    });
+    expect(readCoordinatorEnvironment(coordinatorEnv({ [ENV.gatewayUrl]: '' }))).not.to.have.property('gatewayUrl');
+    expect(() => readCoordinatorEnvironment(coordinatorEnv({ [ENV.gatewayUrl]: 'ftp://x' }))).to.throw(
+      /ORACLE_NODE_GATEWAY_URL/,
+    );
+  });
 });

@@ -309,7 +309,8 @@ describe('ois/request: building the HTTP request', () => {
         { minLength: 6, maxLength: 6 },
       ),
       fixedValues: fc.array(anyText, { minLength: 6, maxLength: 6 }),
-      pathValue: safe,
+      // "." and ".." are refused on purpose (they would move the credentials to another path; docs/security.md).
+      pathValue: safe.filter((value) => value !== '.' && value !== '..'),
       schemes: fc.array(scheme, { maxLength: 4 }),
       credentialMask: fc.array(fc.boolean(), { minLength: 4, maxLength: 4 }),
       withMetadata: fc.boolean(),

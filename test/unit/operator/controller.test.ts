@@ -1,5 +1,7 @@
-import type { KubernetesObject, V1CronJob, V1Deployment } from '@kubernetes/client-node';
+import type { KubernetesObject, V1ConfigMap, V1CronJob, V1Deployment, V1Service } from '@kubernetes/client-node';
 import { expect } from 'chai';
+import { ENV } from '../../../src/contract/pods.js';
+import { clearSecrets, REDACTED, redact } from '../../../src/observability/index.js';
 import { createOracleNodeReconciler, nodesReferencingSecret, WATCHES } from '../../../src/operator/controller.js';
 import { KINDS, type OracleNode } from '../../../src/operator/resource.js';
 import type { ObjectCache } from '../../../src/operator/runtime/types.js';
@@ -62,6 +64,19 @@ describe('operator controller (reconcile against an in-memory cluster)', () => {
       hash,
     );
     expect(current().status!.observedGeneration).to.equal(2);
+  });
+
+  it('registers every value of the Secret it reads with the log redactor before anything is logged', async () => {
+    const { kube, secret, reconcile } = setup('minimal');
+    const value = 'http://rpc-user:operator-secret-9Xk2@10.0.0.5:8545';
+    (secret as { data: Record<string, string> }).data.PROVIDER_URL = Buffer.from(value).toString('base64');
+    kube.put(KINDS.secret, secret);
+    try {
+      await reconcile();
+      expect(redact(`provider ${value} failed`)).to.equal(`provider ${REDACTED} failed`);
+    } finally {
+      clearSecrets();
+    }
   });
 
   it('a Secret rotation rolls the pods (secret hash) without touching the ConfigMap', async () => {
@@ -230,6 +245,103 @@ describe('operator controller (reconcile against an in-memory cluster)', () => {
     await reconcile();
     expect(condition('Progressing')).to.include({ status: 'True', reason: 'GatewayRollingOut' });
     expect(condition('Ready')).to.include({ status: 'True' });
+  });
+
+  it('says why it is not Ready in status.notReadyReason (a printer column), and nothing once Ready', async () => {
+    const { kube, reconcile, current } = setup('gateways-only');
+    await reconcile();
+    expect(current().status!.notReadyReason).to.equal('GatewayNotReady');
+    const deployment = kube.get<V1Deployment>(KINDS.deployment, {
+      namespace: 'default',
+      name: 'gateways-dev-gateway',
+    })!;
+    deployment.status = { observedGeneration: 1, replicas: 1, updatedReplicas: 1, availableReplicas: 1 };
+    await reconcile();
+    expect(current().status).not.to.have.property('notReadyReason');
+  });
+
+  it('gives the coordinator the public gateway URL: spec.gateway.publicUrl, else the load-balancer address', async () => {
+    const { kube, node, reconcile, current } = setup('gateways-only');
+    const coordinatorEnv = () =>
+      kube
+        .get<V1CronJob>(KINDS.cronJob, { namespace: 'default', name: 'gateways-dev-coordinator' })!
+        .spec!.jobTemplate.spec!.template.spec!.containers[0]!.env!.find((e) => e.name === ENV.gatewayUrl)?.value;
+    await reconcile();
+    // ClusterIP and no publicUrl: no URL callers could use, so none (never localhost or an in-cluster name).
+    expect(coordinatorEnv()).to.equal(undefined);
+    node.spec.gateway = { service: { type: 'LoadBalancer', port: 8080 } };
+    kube.put(KINDS.oracleNode, node);
+    await reconcile();
+    expect(coordinatorEnv()).to.equal(undefined);
+    const service = kube.get<V1Service>(KINDS.service, { namespace: 'default', name: 'gateways-dev-gateway' })!;
+    service.status = { loadBalancer: { ingress: [{ ip: '203.0.113.7' }] } };
+    await reconcile();
+    expect(coordinatorEnv()).to.equal('http://203.0.113.7:8080');
+    expect(current().status!.publicGatewayUrl).to.equal('http://203.0.113.7:8080');
+    node.spec.gateway = { ...node.spec.gateway, publicUrl: 'https://oracle.example.org/' };
+    kube.put(KINDS.oracleNode, node);
+    await reconcile();
+    expect(coordinatorEnv()).to.equal('https://oracle.example.org');
+  });
+
+  it('keeps the last cycles in status.cycles and turns a new report into Events once', async () => {
+    const { kube, node, reconcile, current } = setup('minimal');
+    await reconcile();
+    const requestId = `0x${'ab'.repeat(32)}`;
+    const report = (job: string, extra: Record<string, unknown> = {}) => {
+      const cycle = kube.get<V1ConfigMap>(KINDS.configMap, {
+        namespace: 'default',
+        name: `${node.metadata.name}-cycle`,
+      })!;
+      cycle.data = {
+        'cycle.json': JSON.stringify({
+          job,
+          outcome: 'Completed',
+          startTime: '2026-01-01T00:00:00.000Z',
+          durationMs: 2500,
+          counts: { fulfilled: 3, failed: 1, overChainLimit: 2, providersDown: 1 },
+          providers: [{ chainId: '1', provider: 'a', ok: true, currentBlock: 100 }],
+          ...extra,
+        }),
+      };
+    };
+    report('c-1', {
+      heartbeat: 'Failed',
+      failedRequests: [{ chainId: '1', requestId, reason: 'Fulfillment reverted' }],
+    });
+    await reconcile();
+    expect(current().status!.cycles).to.deep.equal([
+      {
+        job: 'c-1',
+        startTime: '2026-01-01T00:00:00Z',
+        durationSeconds: 2.5,
+        outcome: 'Completed',
+        fulfilled: 3,
+        failed: 1,
+        dropped: 2,
+        errors: { providersDown: 1, heartbeat: 1 },
+        blocks: [{ chainId: '1', provider: 'a', block: 100 }],
+        heartbeat: 'Failed',
+      },
+    ]);
+    const warnings = () => kube.events.filter((e) => e.reason === 'RequestFailed' || e.reason === 'HeartbeatFailed');
+    expect(warnings().map((e) => e.reason)).to.deep.equal(['RequestFailed', 'HeartbeatFailed']);
+    expect(warnings()[0]!.message).to.include(requestId).and.to.include('Fulfillment reverted');
+    expect(current().status!.recentFailedRequests).to.deep.equal([
+      { chainId: '1', requestId, reason: 'Fulfillment reverted', job: 'c-1' },
+    ]);
+    // The same report again: no new entry, no new Event.
+    await reconcile();
+    expect(current().status!.cycles).to.have.length(1);
+    expect(warnings()).to.have.length(2);
+    // Bounded: the 10 newest, newest first.
+    for (let i = 2; i <= 12; i++) {
+      report(`c-${i}`);
+      await reconcile();
+    }
+    expect(current().status!.cycles!.map((c) => c.job)).to.deep.equal(
+      Array.from({ length: 10 }, (_, i) => `c-${12 - i}`),
+    );
   });
 
   it('stage rollout: new stage up, old coordinator suspended and drained, gateway Ready, then old stage removed', async () => {

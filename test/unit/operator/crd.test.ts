@@ -62,8 +62,12 @@ describe('operator CRD', () => {
     expect(version.subresources).to.deep.equal({ status: {} });
     expect(version.additionalPrinterColumns.map((c) => c.name)).to.deep.equal([
       'Ready',
+      'Reason',
       'Stage',
-      'Node address',
+      'Last cycle',
+      'Fulfilled',
+      'Failed',
+      'Address',
       'Chains',
       'Age',
     ]);

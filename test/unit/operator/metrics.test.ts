@@ -82,6 +82,28 @@ describe('oracle_node_* metrics from the OracleNode status', () => {
     );
   });
 
+  it('counts each reported heartbeat once by outcome, and publishes the gas price per chain', async () => {
+    const registry = new Registry();
+    const metrics = new OracleNodeMetrics(registry);
+    const record = (job: string, heartbeat: 'Sent' | 'Failed') => ({
+      job,
+      fulfilled: 0,
+      failed: 0,
+      dropped: 0,
+      heartbeat,
+    });
+    const withGas = { ...cycle, gasPrices: [{ chainId: '1', gasPriceWei: '1100000000' }] };
+    metrics.observe(key, { ...statusWith(withGas), cycles: [record('a', 'Failed')] });
+    metrics.observe(key, { ...statusWith(withGas), cycles: [record('a', 'Failed')] });
+    metrics.observe(key, { ...statusWith(withGas), cycles: [record('b', 'Sent'), record('a', 'Failed')] });
+    expect(await sample(registry, 'oracle_node_heartbeats_total', { ...key, outcome: 'Failed' })).to.equal(1);
+    expect(await sample(registry, 'oracle_node_heartbeats_total', { ...key, outcome: 'Sent' })).to.equal(1);
+    expect(await sample(registry, 'oracle_node_gas_price_wei', { ...key, chain: '1' })).to.equal(1.1e9);
+    metrics.forget(key);
+    expect(await sample(registry, 'oracle_node_gas_price_wei', key)).to.equal(undefined);
+    expect(await sample(registry, 'oracle_node_heartbeats_total', key)).to.equal(undefined);
+  });
+
   it('removes every series of a deleted OracleNode', async () => {
     const registry = new Registry();
     const metrics = new OracleNodeMetrics(registry);

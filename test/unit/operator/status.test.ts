@@ -17,11 +17,15 @@ import {
 
 describe('operator status', () => {
   it('keeps lastTransitionTime while the status holds, moves it on a flip', () => {
-    const first = setCondition(undefined, { type: 'Ready', status: 'False', reason: 'A', message: 'a' }, 'T1');
-    const same = setCondition([first], { type: 'Ready', status: 'False', reason: 'B', message: 'b' }, 'T2');
+    const first = setCondition(
+      undefined,
+      { type: 'Ready', status: 'False', reason: 'GatewayNotReady', message: 'a' },
+      'T1',
+    );
+    const same = setCondition([first], { type: 'Ready', status: 'False', reason: 'StageRollout', message: 'b' }, 'T2');
     expect(same.lastTransitionTime).to.equal('T1');
-    expect(same.reason).to.equal('B');
-    const flipped = setCondition([same], { type: 'Ready', status: 'True', reason: 'C', message: 'c' }, 'T3');
+    expect(same.reason).to.equal('StageRollout');
+    const flipped = setCondition([same], { type: 'Ready', status: 'True', reason: 'Ready', message: 'c' }, 'T3');
     expect(flipped.lastTransitionTime).to.equal('T3');
   });
 
@@ -29,8 +33,8 @@ describe('operator status', () => {
     const conditions = mergeConditions(
       undefined,
       [
-        { type: 'Degraded', status: 'False', reason: 'x', message: '' },
-        { type: 'Ready', status: 'True', reason: 'x', message: '' },
+        { type: 'Degraded', status: 'False', reason: 'AsExpected', message: '' },
+        { type: 'Ready', status: 'True', reason: 'Ready', message: '' },
       ],
       'T',
     );

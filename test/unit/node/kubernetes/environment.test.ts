@@ -1,7 +1,8 @@
 import { expect } from 'chai';
 import type { CycleSummary } from '../../../../src/node/cycle.js';
-import { cycleCounts } from '../../../../src/node/kubernetes/cycle-report.js';
+import { cycleCounts, cycleReport } from '../../../../src/node/kubernetes/cycle-report.js';
 import { coordinatorKubernetes, workerKubernetesCache } from '../../../../src/node/kubernetes/index.js';
+import { clearSecrets, registerSecret } from '../../../../src/observability/index.js';
 
 describe('coordinator in operator pods', () => {
   it('reports flat integer counts of a cycle', () => {
@@ -18,6 +19,7 @@ describe('coordinator in operator pods', () => {
       rpcCalls: 9,
       timings: { discoveryMs: 1, shardsMs: 2 },
       sponsorWallets: [],
+      gasPrices: [],
       results: [],
     };
     const counts = cycleCounts(summary);
@@ -30,6 +32,106 @@ describe('coordinator in operator pods', () => {
       cacheHits: 1,
     });
     for (const value of Object.values(counts)) expect(Number.isInteger(value)).to.equal(true);
+  });
+
+  it('reports the heartbeat, timing, gas prices and the failed requests with their reason', () => {
+    const id = (n: number) => `0x${n.toString(16).padStart(64, '0')}`;
+    const outcomes = Array.from({ length: 25 }, (_, n) => ({
+      id: id(n),
+      kind: 'api' as const,
+      outcome: n === 0 ? ('fulfilled' as const) : ('failed' as const),
+      reason: n === 1 ? 'x'.repeat(500) : 'reverted',
+    }));
+    const summary = {
+      providers: [],
+      requests: { discovered: 25, servable: 25, waitingForConfirmations: 0, overChainLimit: 0 },
+      shards: { total: 1, failed: 0 },
+      transactions: { fulfilled: 1, failed: 24, withdrawn: 0, skipped: 0, errors: 0 },
+      apiCalls: 25,
+      cacheHits: 0,
+      rpcCalls: 9,
+      timings: { discoveryMs: 1, shardsMs: 2 },
+      sponsorWallets: [],
+      gasPrices: [{ chainId: '1', gasPriceWei: '1100000000' }],
+      results: [
+        {
+          ok: true as const,
+          output: {
+            chainId: '1',
+            sponsorWallet: '0x0000000000000000000000000000000000000001',
+            outcomes,
+            apiCalls: 25,
+            cacheHits: 0,
+            rpcCalls: 1,
+            timings: { apiMs: 0, planMs: 0, sendMs: 0 },
+          },
+        },
+      ],
+    } satisfies CycleSummary;
+    const report = cycleReport(summary, {
+      jobName: 'n-dev-coordinator-1',
+      startTime: new Date('2026-11-24T00:00:00Z'),
+      durationMs: 1500.4,
+      heartbeat: 'Failed',
+    });
+    expect(report).to.include({
+      job: 'n-dev-coordinator-1',
+      startTime: '2026-11-24T00:00:00.000Z',
+      durationMs: 1500,
+      heartbeat: 'Failed',
+    });
+    expect(report.gasPrices).to.deep.equal([{ chainId: '1', gasPriceWei: '1100000000' }]);
+    expect(report.failedRequests).to.have.length(20);
+    expect(report.failedRequests![1]!.reason).to.equal('reverted');
+    expect(report.failedRequests![0]).to.deep.equal({
+      chainId: '1',
+      requestId: id(1),
+      reason: `${'x'.repeat(297)}...`,
+    });
+  });
+
+  it('redacts registered secrets in the reasons it reports (the operator makes Events of them)', () => {
+    registerSecret('https://rpc.example/v3/secret-project-key');
+    try {
+      const summary = {
+        providers: [],
+        requests: { discovered: 1, servable: 1, waitingForConfirmations: 0, overChainLimit: 0 },
+        shards: { total: 1, failed: 0 },
+        transactions: { fulfilled: 0, failed: 0, withdrawn: 0, skipped: 0, errors: 1 },
+        apiCalls: 0,
+        cacheHits: 0,
+        rpcCalls: 1,
+        timings: { discoveryMs: 1, shardsMs: 2 },
+        sponsorWallets: [],
+        gasPrices: [],
+        results: [
+          {
+            ok: true as const,
+            output: {
+              chainId: '1',
+              sponsorWallet: '0x0000000000000000000000000000000000000001',
+              outcomes: [
+                {
+                  id: `0x${'1'.repeat(64)}`,
+                  kind: 'api' as const,
+                  outcome: 'error' as const,
+                  reason: 'provider unreachable: request to https://rpc.example/v3/secret-project-key failed',
+                },
+              ],
+              apiCalls: 0,
+              cacheHits: 0,
+              rpcCalls: 1,
+              timings: { apiMs: 0, planMs: 0, sendMs: 0 },
+            },
+          },
+        ],
+      } satisfies CycleSummary;
+      const [failed] = cycleReport(summary).failedRequests!;
+      expect(failed!.reason).not.to.include('secret-project-key');
+      expect(failed!.reason).to.include('[REDACTED]');
+    } finally {
+      clearSecrets();
+    }
   });
 
   it('stays local (no Kubernetes client) outside operator pods', async () => {

@@ -3,6 +3,7 @@ import { expect } from 'chai';
 import {
   buildWorkerJob,
   ENV,
+  GATEWAY_METRICS_PORT,
   readCoordinatorEnvironment,
   readWorkerEnvironment,
   workerJobName,
@@ -140,13 +141,20 @@ describe('operator builders', () => {
     }
   });
 
-  it('gateway: probes on /healthz and /readyz, Service type and port from the spec', () => {
+  it('gateway: probes on /healthz and /readyz of the metrics port, Service type and port from the spec', () => {
     const children = buildChildren(inputFor('full-multi-chain'));
     const container = one<V1Deployment>(children, 'Deployment').spec!.template.spec!.containers[0]!;
-    expect(container.livenessProbe!.httpGet!.path).to.equal('/healthz');
-    expect(container.readinessProbe!.httpGet!.path).to.equal('/readyz');
+    expect(container.livenessProbe!.httpGet).to.deep.equal({ path: '/healthz', port: 'metrics' });
+    expect(container.readinessProbe!.httpGet).to.deep.equal({ path: '/readyz', port: 'metrics' });
+    expect(container.ports!.map((port) => [port.name, port.containerPort])).to.deep.equal([
+      ['http', 3000],
+      ['metrics', GATEWAY_METRICS_PORT],
+    ]);
+    expect(container.args!.slice(-2)).to.deep.equal(['--metrics-port', String(GATEWAY_METRICS_PORT)]);
     const service = one<V1Service>(children, 'Service');
     expect(service.spec).to.include({ type: 'ClusterIP' });
+    // Only the caller-facing port: health and metrics are not reachable through the Service.
+    expect(service.spec!.ports).to.have.length(1);
     expect(service.spec!.ports![0]).to.include({ port: 8080, targetPort: 'http' });
     expect(one<V1Deployment>(children, 'Deployment').spec!.replicas).to.equal(2);
   });

@@ -59,4 +59,47 @@ describe('oracle-node operator: flags and environment', () => {
     expect(() => parseOperatorFlags(['--leader-elect=maybe'], {})).to.throw(UsageError);
     expect(() => parseOperatorFlags(['--unknown'], {})).to.throw();
   });
+
+  it('webhook flags: one target, a Service or a URL, with defaults; off without a port', () => {
+    expect(parseOperatorFlags([], {}).webhook).to.equal(undefined);
+    const inCluster = parseOperatorFlags(['--webhook-port=9443', '--webhook-service=ops/ono-webhook'], {
+      POD_NAMESPACE: 'ops',
+    });
+    expect(inCluster.operatorNamespace).to.equal('ops');
+    expect(inCluster.webhook).to.deep.include({
+      port: 9443,
+      target: { service: { namespace: 'ops', name: 'ono-webhook', port: 443 } },
+      configurationName: 'oracle-node-operator',
+      secretName: 'oracle-node-operator-webhook-cert',
+      certificates: 'self',
+      failurePolicy: 'Fail',
+      timeoutSeconds: 5,
+      coordinatorFence: true,
+    });
+    const outside = parseOperatorFlags([], {
+      ONO_WEBHOOK_PORT: '9443',
+      ONO_WEBHOOK_URL: 'https://127.0.0.1:9443',
+      ONO_WEBHOOK_FAILURE_POLICY: 'Ignore',
+    });
+    expect(outside.webhook?.target).to.deep.equal({ url: 'https://127.0.0.1:9443' });
+    expect(outside.webhook?.failurePolicy).to.equal('Ignore');
+  });
+
+  it('webhook flags: refuses two targets, none, a plain-HTTP URL, a bad policy', () => {
+    const port = '--webhook-port=9443';
+    expect(() => parseOperatorFlags([port], {})).to.throw(UsageError, /exactly one/);
+    expect(() => parseOperatorFlags([port, '--webhook-service=a/b', '--webhook-url=https://127.0.0.1:1'], {})).to.throw(
+      UsageError,
+      /exactly one/,
+    );
+    expect(() => parseOperatorFlags([port, '--webhook-url=http://127.0.0.1:1'], {})).to.throw(UsageError);
+    expect(() => parseOperatorFlags([port, '--webhook-url=https://h:1/path'], {})).to.throw(UsageError);
+    expect(() => parseOperatorFlags([port, '--webhook-service=just-a-name'], {})).to.throw(UsageError);
+    expect(() => parseOperatorFlags([port, '--webhook-service=a/b', '--webhook-failure-policy=Maybe'], {})).to.throw(
+      UsageError,
+    );
+    expect(() => parseOperatorFlags([port, '--webhook-service=a/b', '--webhook-timeout-seconds=31'], {})).to.throw(
+      UsageError,
+    );
+  });
 });

@@ -191,6 +191,36 @@ describe('operator runtime against an in-memory API server', () => {
     expect(manager.readiness()).to.deep.include({ ready: false, reason: 'shutting down' });
   });
 
+  it('manager: /readyz also waits for the components beside the controller (readinessChecks)', async () => {
+    let webhookServing = false;
+    const manager = createManager({
+      kubeConfig: api.kubeConfig(),
+      namespaces: ['ns1'],
+      leaderElection: { enabled: false, namespace: 'ns1', leaseName: 'lock', identity: 'me' },
+      workers: 1,
+      qps: 1000,
+      burst: 1000,
+      metricsPort: 0,
+      healthPort: 0,
+      fieldManager: 'test',
+      logger,
+      tuning: {
+        registry: new Registry(),
+        readinessChecks: [() => (webhookServing ? { ready: true } : { ready: false, reason: 'webhook not serving' })],
+      },
+    });
+    const running = manager.run({
+      name: 'quiet',
+      watches: { primary: CONFIGMAP, owned: [] },
+      reconcile: async () => undefined,
+    });
+    await waitFor(() => manager.readiness().reason === 'webhook not serving', 10_000, { intervalMs: 10 });
+    webhookServing = true;
+    expect(manager.readiness()).to.deep.equal({ ready: true });
+    await manager.stop();
+    await running;
+  });
+
   it('informer: the label selector keeps foreign objects out of the cache', async () => {
     api.upsert('configmaps', configMap('mine', {}, { app: 'x' }));
     api.upsert('configmaps', configMap('foreign', {}));

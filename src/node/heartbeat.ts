@@ -1,13 +1,16 @@
 // Heartbeat after each cycle (airnode-facts §7; reference reporting/heartbeat.ts): a signed payload that tells
-// a monitoring service this node is alive and where its gateways are. It never throws: a failure is logged
-// and counted, and the cycle goes on.
+// a monitoring service this node is alive and where its gateways are. Sent by `oracle-node start` and by
+// `oracle-node coordinator` (alone or in the operator's CronJob). It never throws: a failure is logged and
+// counted, and the cycle goes on.
+import type { BaseWallet } from 'ethers';
 import type { Registry } from 'prom-client';
-import { type Config, DEFAULT_GATEWAY_SERVER_PORT } from '../config/index.js';
-import { counter, type Logger, silentLogger } from '../observability/index.js';
+import { type Config, DEFAULT_GATEWAY_SERVER_PORT, GATEWAY_BASE_PATHS } from '../config/index.js';
+import type { HeartbeatReport } from '../contract/pods.js';
+import { counter, type Logger, registerSecret, silentLogger } from '../observability/index.js';
 import { deriveDeploymentId } from '../protocol/ids.js';
 import { nodeWallet } from '../protocol/wallet.js';
-import { HTTP_BASE_PATH, HTTP_SIGNED_DATA_BASE_PATH, OEV_BASE_PATH } from './server.js';
-import type { NodeSigner } from './signing.js';
+
+export type HeartbeatSigner = Pick<BaseWallet, 'address' | 'signMessageSync'>;
 
 export const HEARTBEAT_API_KEY_HEADER = 'airnode-heartbeat-api-key';
 export const HEARTBEAT_TIMEOUT_MS = 5_000;
@@ -15,10 +18,16 @@ export const HEARTBEAT_TIMEOUT_MS = 5_000;
 export type HeartbeatState = {
   /** Defaults to the deployment id derived from the config (cloud provider, node address, stage, version). */
   deploymentId?: string;
-  signer?: NodeSigner;
+  signer?: HeartbeatSigner;
   nowMs?: number;
   /** Cloud gateway URLs come from HTTP_GATEWAY_URL, HTTP_SIGNED_DATA_GATEWAY_URL, OEV_GATEWAY_URL. */
   env?: Record<string, string | undefined>;
+  /**
+   * Set in a pod the operator made. The reference's local URLs (localhost) would be wrong there: the enabled
+   * gateways are reported under `gatewayUrl` (spec.gateway.publicUrl, else the Service's load-balancer
+   * address), and no URL at all when there is none.
+   */
+  kubernetes?: { gatewayUrl?: string };
 };
 
 export type HeartbeatOptions = {
@@ -33,23 +42,46 @@ export type HeartbeatOutcome =
   | { sent: true; status: number; payload: string; signature: string }
   | { sent: false; reason: 'failed'; error: string; payload?: string };
 
+/** How a heartbeat went, as the cycle report (and so the operator's metrics and Events) names it. */
+export function heartbeatResult(outcome: HeartbeatOutcome): HeartbeatReport {
+  if (outcome.sent) return 'Sent';
+  return outcome.reason === 'disabled' ? 'Disabled' : 'Failed';
+}
+
 function localGatewayUrl(port: number | undefined, path: string): string {
   return `http://localhost:${port || DEFAULT_GATEWAY_SERVER_PORT}${path}`;
+}
+
+type GatewayUrls = { http?: string | undefined; signed?: string | undefined; oev?: string | undefined };
+
+/** The enabled gateways under a public base URL (a trailing slash is dropped). */
+function publicGatewayUrls(config: Config, base: string | undefined): GatewayUrls {
+  if (!base) return {};
+  const root = base.replace(/\/+$/, '');
+  const at = (gateway: keyof typeof GATEWAY_BASE_PATHS) =>
+    config.nodeSettings[gateway]?.enabled === true ? `${root}${GATEWAY_BASE_PATHS[gateway]}` : undefined;
+  return { http: at('httpGateway'), signed: at('httpSignedDataGateway'), oev: at('oevGateway') };
+}
+
+function gatewayUrlsOf(config: Config, state: HeartbeatState): GatewayUrls {
+  const provider = config.nodeSettings.cloudProvider as { type: string; gatewayServerPort?: number };
+  if (state.kubernetes) return publicGatewayUrls(config, state.kubernetes.gatewayUrl);
+  if (provider.type === 'local')
+    return {
+      http: localGatewayUrl(provider.gatewayServerPort, GATEWAY_BASE_PATHS.httpGateway),
+      signed: localGatewayUrl(provider.gatewayServerPort, GATEWAY_BASE_PATHS.httpSignedDataGateway),
+      oev: localGatewayUrl(provider.gatewayServerPort, GATEWAY_BASE_PATHS.oevGateway),
+    };
+  const env = state.env ?? process.env;
+  return { http: env.HTTP_GATEWAY_URL, signed: env.HTTP_SIGNED_DATA_GATEWAY_URL, oev: env.OEV_GATEWAY_URL };
 }
 
 /** The payload string exactly as the reference builds it: keys in this order, optional ones omitted. */
 export function buildHeartbeatPayload(config: Config, state: HeartbeatState & { deploymentId: string }): string {
   const { cloudProvider, stage } = config.nodeSettings;
-  const provider = cloudProvider as { type: string; region?: string; gatewayServerPort?: number };
-  const env = state.env ?? process.env;
+  const provider = cloudProvider as { type: string; region?: string };
   const local = provider.type === 'local';
-  const urls = local
-    ? {
-        http: localGatewayUrl(provider.gatewayServerPort, HTTP_BASE_PATH),
-        signed: localGatewayUrl(provider.gatewayServerPort, HTTP_SIGNED_DATA_BASE_PATH),
-        oev: localGatewayUrl(provider.gatewayServerPort, OEV_BASE_PATH),
-      }
-    : { http: env.HTTP_GATEWAY_URL, signed: env.HTTP_SIGNED_DATA_GATEWAY_URL, oev: env.OEV_GATEWAY_URL };
+  const urls = gatewayUrlsOf(config, state);
   return JSON.stringify({
     timestamp: Math.round((state.nowMs ?? Date.now()) / 1000),
     stage,
@@ -80,6 +112,9 @@ export async function sendHeartbeat(
     logger.info("Not sending heartbeat as 'nodeSettings.heartbeat' is disabled");
     return { sent: false, reason: 'disabled' };
   }
+  // Either may carry a credential; whatever logs them (a fetch error naming the URL) redacts them.
+  registerSecret(heartbeat.url);
+  registerSecret(heartbeat.apiKey);
   let payload: string | undefined;
   try {
     const signer = state.signer ?? nodeWallet(config.nodeSettings.nodeWalletMnemonic!);
@@ -106,7 +141,6 @@ export async function sendHeartbeat(
   } catch (error) {
     const message = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
     results?.inc({ outcome: 'failure' });
-    // The URL may carry a token and is registered as a secret by the loader; the logger redacts it.
     logger.error({ err: message }, 'Failed to send heartbeat');
     return { sent: false, reason: 'failed', error: message, ...(payload ? { payload } : {}) };
   }

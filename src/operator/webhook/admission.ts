@@ -1,0 +1,285 @@
+// The admission component of `oracle-node operator`, run on every replica (not only the leader): it keeps the
+// certificate Secret current, serves the webhook with the Secret's certificate, and owns the
+// ValidatingWebhookConfiguration (CA bundle, target, rules) and the coordinator fence policies. Every check reads
+// first and writes only what differs, so replicas at rest write nothing; failures are logged and retried with
+// backoff, and never touch the controller, which keeps reconciling (ConfigValid stays the second line of defence).
+import type { KubernetesObject } from '@kubernetes/client-node';
+import type { Logger } from 'pino';
+import type { Registry } from 'prom-client';
+import {
+  buildCoordinatorFence,
+  buildWebhookConfiguration,
+  servingNames,
+  type WebhookConfigurationInput,
+  type WebhookTarget,
+} from '../builders/admission.js';
+import { canonicalJson } from '../builders/common.js';
+import { KINDS } from '../resource.js';
+import type { InformerCache } from '../runtime/cache.js';
+import type { RuntimeClient } from '../runtime/client.js';
+import type { ResourceKind } from '../runtime/types.js';
+import {
+  type CertificatePolicy,
+  type CertificateSet,
+  type CertificateSource,
+  CertificateStore,
+  nextRenewal,
+} from './certificate-store.js';
+import type { AdmissionLookups } from './review.js';
+import { WebhookServer } from './server.js';
+
+const admissionKind = (kind: string, plural: string): ResourceKind => ({
+  group: 'admissionregistration.k8s.io',
+  version: 'v1',
+  kind,
+  plural,
+  namespaced: false,
+});
+
+const CLUSTER_ROLE: ResourceKind = {
+  group: 'rbac.authorization.k8s.io',
+  version: 'v1',
+  kind: 'ClusterRole',
+  plural: 'clusterroles',
+  namespaced: false,
+};
+
+export const ADMISSION_KINDS = {
+  webhookConfiguration: admissionKind('ValidatingWebhookConfiguration', 'validatingwebhookconfigurations'),
+  policy: admissionKind('ValidatingAdmissionPolicy', 'validatingadmissionpolicies'),
+  policyBinding: admissionKind('ValidatingAdmissionPolicyBinding', 'validatingadmissionpolicybindings'),
+};
+
+export type AdmissionOptions = {
+  client: RuntimeClient;
+  logger: Logger;
+  registry?: Registry;
+  /** Port of the webhook server (0: any free port, for tests). */
+  port: number;
+  host?: string;
+  target: WebhookTarget;
+  configurationName: string;
+  /** The operator's namespace: the certificate Secret lives there, and the webhook never blocks it. */
+  namespace: string;
+  secretName: string;
+  certificateSource: CertificateSource;
+  failurePolicy: 'Fail' | 'Ignore';
+  timeoutSeconds: number;
+  watchNamespaces: string[];
+  /**
+   * A cluster-scoped owner of the objects this component creates (the chart's webhook ClusterRole), so that
+   * uninstalling the chart garbage-collects them instead of leaving a webhook nobody serves.
+   */
+  ownerClusterRole?: string;
+  /** Keep the coordinator fence policies (cluster-wide) current. */
+  coordinatorFence: boolean;
+  /** The image of workloads whose OracleNode names none (the fence allows it for their workers). */
+  workloadImage: string;
+  lookups?: AdmissionLookups;
+  certificatePolicy?: CertificatePolicy;
+  /** Longest time between two checks of the Secret and the configuration (default 1 min). */
+  checkIntervalMs?: number;
+  now?: () => Date;
+};
+
+export class AdmissionComponent {
+  private readonly store: CertificateStore;
+  private server: WebhookServer | undefined;
+  private boundPort: number | undefined;
+  private readonly stopSignal = new AbortController();
+  private loop: Promise<void> | undefined;
+  private readonly readyWaiters: (() => void)[] = [];
+  private configured = false;
+  private ownerReferences: Record<string, unknown>[] | undefined;
+
+  constructor(private readonly options: AdmissionOptions) {
+    this.store = new CertificateStore({
+      rest: options.client.rest,
+      namespace: options.namespace,
+      secretName: options.secretName,
+      names: servingNames(options.target),
+      source: options.certificateSource,
+      policy: options.certificatePolicy,
+      logger: options.logger,
+      now: options.now,
+    });
+  }
+
+  /** Starts the loop in the background; `ready()` resolves once the webhook serves and is configured. */
+  start(): void {
+    this.loop ??= this.run();
+  }
+
+  ready(): Promise<void> {
+    if (this.configured) return Promise.resolve();
+    return new Promise((resolve) => this.readyWaiters.push(resolve));
+  }
+
+  get port(): number | undefined {
+    return this.boundPort;
+  }
+
+  /** For /readyz: a replica is ready once its webhook serves (the Service sends the API server's calls to it). */
+  readiness(): { ready: boolean; reason?: string } {
+    return this.server ? { ready: true } : { ready: false, reason: 'admission webhook not serving yet' };
+  }
+
+  /** The serving certificate in use (PEM), for tests and diagnostics. */
+  get servingCertificate(): string | undefined {
+    return this.server?.certificatePem;
+  }
+
+  /** Stops serving at once; a check still waiting on the API server (retries) gets a few seconds to end. */
+  async stop(): Promise<void> {
+    this.stopSignal.abort();
+    await this.server?.close();
+    const bound = new AbortController();
+    await Promise.race([this.loop, sleep(5000, bound.signal)]);
+    bound.abort();
+  }
+
+  private async run(): Promise<void> {
+    const { logger } = this.options;
+    const interval = this.options.checkIntervalMs ?? 60_000;
+    let failures = 0;
+    while (!this.stopSignal.signal.aborted) {
+      let waitMs = interval;
+      try {
+        const certificates = await this.check();
+        failures = 0;
+        const renewal = nextRenewal(certificates, this.store.certificatePolicy);
+        const now = (this.options.now ?? (() => new Date()))().getTime();
+        if (renewal) waitMs = Math.max(200, Math.min(interval, renewal.getTime() - now + 50));
+      } catch (error) {
+        failures++;
+        waitMs = Math.min(interval, 500 * 2 ** Math.min(failures, 8));
+        logger.warn(
+          { err: error instanceof Error ? error.message : String(error), retryInMs: waitMs },
+          'webhook setup failed',
+        );
+      }
+      await sleep(waitMs, this.stopSignal.signal);
+    }
+  }
+
+  /** One pass: certificates, server, configuration, fence. */
+  private async check(): Promise<CertificateSet> {
+    const certificates = await this.store.sync();
+    if (this.stopSignal.signal.aborted) return certificates;
+    if (!this.server) {
+      const server = new WebhookServer({
+        port: this.options.port,
+        host: this.options.host,
+        certificate: certificates,
+        lookups: this.options.lookups,
+        logger: this.options.logger.child({ subsystem: 'webhook' }),
+        registry: this.options.registry,
+      });
+      this.boundPort = await server.start();
+      this.server = server;
+      this.options.logger.info({ port: this.boundPort }, 'webhook serving');
+    } else {
+      this.server.useCertificate(certificates);
+    }
+    const input: WebhookConfigurationInput = {
+      name: this.options.configurationName,
+      target: this.options.target,
+      caBundle: certificates.caBundle,
+      failurePolicy: this.options.failurePolicy,
+      timeoutSeconds: this.options.timeoutSeconds,
+      watchNamespaces: this.options.watchNamespaces,
+      exemptNamespaces: [this.options.namespace, 'kube-system'],
+    };
+    const owned = await this.owned();
+    await this.ensure(ADMISSION_KINDS.webhookConfiguration, owned(buildWebhookConfiguration(input)), [
+      'metadata',
+      'webhooks',
+    ]);
+    if (this.options.coordinatorFence) {
+      for (const object of buildCoordinatorFence(this.options.workloadImage)) {
+        const kind =
+          object.kind === 'ValidatingAdmissionPolicy' ? ADMISSION_KINDS.policy : ADMISSION_KINDS.policyBinding;
+        await this.ensure(kind, owned(object), ['metadata', 'spec']);
+      }
+    }
+    if (!this.configured) {
+      this.configured = true;
+      for (const resolve of this.readyWaiters.splice(0)) resolve();
+    }
+    return certificates;
+  }
+
+  /** Adds the owner reference to the ClusterRole named by ownerClusterRole (looked up once). */
+  private async owned(): Promise<<T extends KubernetesObject>(object: T) => T> {
+    const name = this.options.ownerClusterRole;
+    if (name && !this.ownerReferences) {
+      const owner = await this.options.client.get<KubernetesObject>(CLUSTER_ROLE, { namespace: '', name });
+      if (!owner?.metadata?.uid) throw new Error(`ClusterRole ${name} (the webhook objects' owner) not found`);
+      this.ownerReferences = [
+        { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', name, uid: owner.metadata.uid },
+      ];
+    }
+    const references = this.ownerReferences;
+    return (object) =>
+      references ? { ...object, metadata: { ...object.metadata, ownerReferences: references } } : object;
+  }
+
+  /** Applies `desired` when the live object lacks it or differs on what we set (never a write at rest). */
+  private async ensure(kind: ResourceKind, desired: KubernetesObject, fields: string[]): Promise<void> {
+    const live = await this.options.client.get<KubernetesObject>(kind, {
+      namespace: '',
+      name: desired.metadata!.name!,
+    });
+    if (
+      live &&
+      fields.every((field) =>
+        covers((live as Record<string, unknown>)[field], (desired as Record<string, unknown>)[field]),
+      )
+    )
+      return;
+    await this.options.client.apply(kind, desired);
+    this.options.logger.info(
+      { kind: kind.kind, name: desired.metadata?.name },
+      live ? 'admission object updated' : 'admission object created',
+    );
+  }
+}
+
+/**
+ * Whether a Secret exists, from the manager's metadata-only cache of Secrets (no API call, no Secret value); undefined
+ * until the informer covering the namespace has synced, or when no informer covers it.
+ */
+export function secretExistsInCache(cache: InformerCache) {
+  return (namespace: string, name: string): boolean | undefined => {
+    const covering = cache
+      .informers(KINDS.secret)
+      .filter((informer) => informer.namespace === undefined || informer.namespace === namespace);
+    if (covering.length === 0 || covering.some((informer) => !informer.hasSynced())) return undefined;
+    return cache.get(KINDS.secret, { namespace, name }) !== undefined;
+  };
+}
+
+/** True when `live` has every value `desired` sets (the API server adds defaults we do not set). */
+export function covers(live: unknown, desired: unknown): boolean {
+  if (Array.isArray(desired)) {
+    return Array.isArray(live) && live.length === desired.length && desired.every((item, i) => covers(live[i], item));
+  }
+  if (desired && typeof desired === 'object') {
+    if (!live || typeof live !== 'object' || Array.isArray(live)) return false;
+    return Object.entries(desired).every(([key, value]) => covers((live as Record<string, unknown>)[key], value));
+  }
+  return canonicalJson(live) === canonicalJson(desired);
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve();
+    const timer = setTimeout(done, ms);
+    function done() {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    }
+    signal.addEventListener('abort', done, { once: true });
+  });
+}

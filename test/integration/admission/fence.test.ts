@@ -1,0 +1,221 @@
+// The coordinator fence on the real control plane: with the ValidatingAdmissionPolicies applied and an OracleNode
+// reconciled by the operator (its ServiceAccounts, Roles and fence parameters), the coordinator's own identity (a
+// token of its ServiceAccount) can create the worker Jobs and shard inputs the executor makes, and nothing else:
+// other images, ServiceAccounts, host paths, privilege, wider parallelism, other Secrets, unlabelled ConfigMaps.
+import {
+  BatchV1Api,
+  CoreV1Api,
+  KubeConfig,
+  type V1ConfigMap,
+  type V1CronJob,
+  type V1Job,
+} from '@kubernetes/client-node';
+import { expect } from 'chai';
+import { buildWorkerJob, type WorkerTemplate, workerJobName } from '../../../src/contract/pods.js';
+import { buildShardInputConfigMap, kubeWorkerJobApi } from '../../../src/node/kubernetes/job-executor.js';
+import { buildCoordinatorFence } from '../../../src/operator/builders/admission.js';
+import { DEFAULT_IMAGE } from '../../../src/operator/resource.js';
+import { ADMISSION_KINDS } from '../../../src/operator/webhook/admission.js';
+import { installCrd, read, sampleDocs, startOperator } from '../operator/support.js';
+import { api, apply, describeError, kc, statusOf, useNamespace, waitFor } from '../support/cluster.js';
+import { restClient } from './support.js';
+
+const shards = [
+  { chainId: '31337', sponsorWallet: '0x1', requests: [] },
+  { chainId: '31337', sponsorWallet: '0x2', requests: [] },
+] as never[];
+
+/** A KubeConfig holding a token of the ServiceAccount: the coordinator's own identity, not an impersonation. */
+async function serviceAccountKubeConfig(namespace: string, name: string): Promise<KubeConfig> {
+  const request = await api(CoreV1Api).createNamespacedServiceAccountToken({
+    namespace,
+    name,
+    body: { spec: { audiences: [], expirationSeconds: 3600 } },
+  });
+  const cluster = kc.getCurrentCluster()!;
+  const config = new KubeConfig();
+  config.loadFromOptions({
+    clusters: [cluster],
+    users: [{ name, token: request.status!.token }],
+    contexts: [{ name, cluster: cluster.name, user: name }],
+    currentContext: name,
+  });
+  return config;
+}
+
+async function refusal(promise: Promise<unknown>): Promise<{ status?: number; message: string }> {
+  try {
+    await promise;
+  } catch (error) {
+    return { status: statusOf(error), message: describeError(error) };
+  }
+  throw new Error('expected a refusal, the request was admitted');
+}
+
+describe('coordinator fence (ValidatingAdmissionPolicy)', function () {
+  this.timeout(180_000);
+  const ns = useNamespace('fence');
+  let operator: ReturnType<typeof startOperator>;
+  let template: WorkerTemplate;
+  let coordinator: KubeConfig;
+  let counter = 0;
+  const jobName = () => workerJobName(template.namePrefix, `t${counter++}`);
+
+  before(async () => {
+    await installCrd();
+    for (const object of buildCoordinatorFence(DEFAULT_IMAGE)) await apply(object);
+    operator = startOperator(ns.name);
+    const { node, secret } = sampleDocs('minimal', ns.name);
+    await apply(secret);
+    await apply(node);
+    const cronJob = await waitFor(
+      () => read<V1CronJob>('batch/v1', 'CronJob', ns.name, 'minimal-dev-coordinator'),
+      90_000,
+      { description: 'the coordinator CronJob' },
+    );
+    const env = cronJob.spec!.jobTemplate.spec!.template.spec!.containers[0]!.env!;
+    template = JSON.parse(env.find((e) => e.name === 'ORACLE_NODE_WORKER_TEMPLATE')!.value!) as WorkerTemplate;
+    coordinator = await serviceAccountKubeConfig(ns.name, 'minimal-dev-coordinator');
+    // The policies reach the API server's admission through an informer: wait until a foreign image is refused.
+    await waitFor(
+      async () => {
+        const job = buildWorkerJob(template, { name: jobName(), shardCount: 1, concurrency: 1, chainId: '31337' });
+        job.spec!.template.spec!.containers[0]!.image = 'attacker/miner:latest';
+        try {
+          await coordinator.makeApiClient(BatchV1Api).createNamespacedJob({ namespace: ns.name, body: job });
+          return false;
+        } catch (error) {
+          if (describeError(error).includes('ValidatingAdmissionPolicy')) return true;
+          throw error; // reported as the last error on timeout
+        }
+      },
+      60_000,
+      { description: 'the fence policies to be enforced' },
+    );
+  });
+
+  after(async () => {
+    await operator?.stop();
+    const client = restClient();
+    for (const object of buildCoordinatorFence(DEFAULT_IMAGE)) {
+      const kind = object.kind === 'ValidatingAdmissionPolicy' ? ADMISSION_KINDS.policy : ADMISSION_KINDS.policyBinding;
+      await client.delete(kind, { namespace: '', name: object.metadata.name });
+    }
+  });
+
+  it('the coordinator still creates its worker Jobs and their shard inputs, and releases them', async () => {
+    const jobs = kubeWorkerJobApi(coordinator, ns.name);
+    const job = buildWorkerJob(template, { name: jobName(), shardCount: 2, concurrency: 10, chainId: '31337' });
+    const created = await jobs.createJob(job);
+    await jobs.createConfigMap(buildShardInputConfigMap(created, shards));
+    await jobs.unsuspendJob(created.metadata!.name!);
+    const live = await jobs.readJob(created.metadata!.name!);
+    expect(live?.spec?.suspend).to.equal(false);
+  });
+
+  // Each shape breaks one rule, and is refused by that rule (its message), not by an evaluation error.
+  const variants: [string, (job: V1Job) => void, string][] = [
+    [
+      'another image',
+      (job) => (job.spec!.template.spec!.containers[0]!.image = 'attacker/miner:latest'),
+      "only its node's worker image",
+    ],
+    [
+      'another ServiceAccount',
+      (job) => (job.spec!.template.spec!.serviceAccountName = 'default'),
+      "its node's worker ServiceAccount",
+    ],
+    [
+      'a host path',
+      (job) => {
+        job.spec!.template.spec!.volumes!.push({ name: 'host', hostPath: { path: '/' } });
+      },
+      "mount only the node's config",
+    ],
+    [
+      'another Secret',
+      (job) => (job.spec!.template.spec!.containers[0]!.envFrom = [{ secretRef: { name: 'other' } }]),
+      "read only their node's Secret",
+    ],
+    [
+      'privilege',
+      (job) =>
+        (job.spec!.template.spec!.containers[0]!.securityContext = {
+          privileged: true,
+          allowPrivilegeEscalation: true,
+        }),
+      'are unprivileged',
+    ],
+    ['more parallelism than maxConcurrency', (job) => (job.spec!.parallelism = 11), "the node's maxConcurrency"],
+    [
+      'resources beyond the template',
+      (job) => (job.spec!.template.spec!.containers[0]!.resources = { limits: { cpu: '64' } }),
+      "at most the worker template's resources",
+    ],
+    [
+      'another node',
+      (job) => (job.metadata!.labels!['oracle-node.io/name'] = 'someone-else'),
+      "carry its node's worker labels",
+    ],
+  ];
+  for (const [what, edit, rule] of variants) {
+    it(`refuses a Job with ${what}`, async () => {
+      const job = buildWorkerJob(template, { name: jobName(), shardCount: 2, concurrency: 10, chainId: '31337' });
+      edit(job);
+      const refused = await refusal(
+        coordinator.makeApiClient(BatchV1Api).createNamespacedJob({ namespace: ns.name, body: job }),
+      );
+      expect(refused.message).to.contain("ValidatingAdmissionPolicy 'oracle-node-coordinator-jobs'");
+      expect(refused.message).to.contain(rule);
+      expect(refused.message).to.not.contain('evaluated to error');
+    });
+  }
+
+  it('refuses ConfigMaps that are not its worker Job’s shard input (unlabelled, another node’s, not owned by the Job)', async () => {
+    const core = coordinator.makeApiClient(CoreV1Api);
+    const created = await kubeWorkerJobApi(coordinator, ns.name).createJob(
+      buildWorkerJob(template, { name: jobName(), shardCount: 1, concurrency: 1, chainId: '31337' }),
+    );
+    const input = buildShardInputConfigMap(created, shards);
+    const unlabelled: V1ConfigMap = { ...input, metadata: { ...input.metadata, labels: {} } };
+    const foreign: V1ConfigMap = {
+      ...input,
+      metadata: { ...input.metadata, labels: { ...input.metadata!.labels, 'oracle-node.io/name': 'someone-else' } },
+    };
+    const unowned: V1ConfigMap = { ...input, metadata: { ...input.metadata, ownerReferences: [] } };
+    for (const [body, rule] of [
+      [unlabelled, "labelled as its worker Job's shard inputs"],
+      [foreign, "labelled as its worker Job's shard inputs"],
+      [unowned, 'owned by their worker Job'],
+    ] as const) {
+      const refused = await refusal(core.createNamespacedConfigMap({ namespace: ns.name, body }));
+      expect(refused.message).to.contain("ValidatingAdmissionPolicy 'oracle-node-coordinator-configmaps'");
+      expect(refused.message).to.contain(rule);
+    }
+  });
+
+  it('RBAC refuses everything else (Pods, Secrets, CronJobs)', async () => {
+    const core = coordinator.makeApiClient(CoreV1Api);
+    const pod = { metadata: { name: 'p' }, spec: { containers: [{ name: 'c', image: 'busybox' }] } };
+    expect((await refusal(core.createNamespacedPod({ namespace: ns.name, body: pod }))).status).to.equal(403);
+    const secret = { metadata: { name: 's' }, stringData: { a: 'b' } };
+    expect((await refusal(core.createNamespacedSecret({ namespace: ns.name, body: secret }))).status).to.equal(403);
+    const cronJob = {
+      metadata: { name: 'c' },
+      spec: { schedule: '* * * * *', jobTemplate: { spec: { template: pod } } },
+    };
+    expect(
+      (
+        await refusal(
+          coordinator.makeApiClient(BatchV1Api).createNamespacedCronJob({ namespace: ns.name, body: cronJob as never }),
+        )
+      ).status,
+    ).to.equal(403);
+  });
+
+  it('other identities are not fenced', async () => {
+    const job = buildWorkerJob(template, { name: jobName(), shardCount: 1, concurrency: 1, chainId: '31337' });
+    job.spec!.template.spec!.containers[0]!.image = 'busybox:latest';
+    await api(BatchV1Api).createNamespacedJob({ namespace: ns.name, body: job });
+  });
+});
