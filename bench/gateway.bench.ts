@@ -9,12 +9,12 @@
 //   node --import tsx bench/gateway.bench.ts [--rounds 3] [--duration 5] [--connections 32] [--only <regexp>]
 // "same" scenarios send one request body from every connection (identical calls in flight: our gateway coalesces
 // them); "distinct" scenarios draw each body from 100,000 different parameters (no coalescing).
+// The results replace the "## Gateways" section of docs/benchmarks.md (not with --only, which prints them).
 // GATEWAY_BENCH_PROFILE=dir writes a V8 CPU profile of each child into dir.
 import { fork } from 'node:child_process';
 import { Agent, request as httpRequest } from 'node:http';
 import { createRequire } from 'node:module';
 import { createServer } from 'node:net';
-import { cpus, loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
@@ -33,6 +33,7 @@ import {
   SECRETS,
   startLoopbackApi,
 } from '../test/component/gateway/fixtures.js';
+import { loadAverage, machine, median, table, writeSection } from './report.js';
 
 const STUB_VALUE = AbiCoder.defaultAbiCoder().encode(['int256'], [123456n]);
 
@@ -181,12 +182,6 @@ function signaturesPerSecond(seconds: number): number {
   return count / seconds;
 }
 
-const median = (list: number[]): number => {
-  const sorted = [...list].sort((a, b) => a - b);
-  const middle = Math.floor(sorted.length / 2);
-  return sorted.length % 2 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
-};
-
 const JSON_HEADERS = { 'content-type': 'application/json' };
 const DISTINCT = 100_000;
 const coin = (index: number) => `c${index}`;
@@ -216,7 +211,7 @@ async function main(): Promise<void> {
   const gateway = await spawnRole('gateway', ['--api', apiUrl]);
   const reference = await spawnRole('reference', ['--api', apiUrl, '--port', String(await freePort())]);
   const only = values.only ? new RegExp(values.only) : undefined;
-  const loadAtStart = loadavg();
+  const loadAtStart = loadAverage();
   try {
     const ours = `http://127.0.0.1:${gateway.port}`;
     const theirs = `http://127.0.0.1:${reference.port}`;
@@ -284,7 +279,7 @@ async function main(): Promise<void> {
         added.reference.push((await medianLatencyMs(`${theirs}${httpPath}`, gatewayCall)) - apiAlone);
       }
     }
-    const loadAtEnd = loadavg();
+    const loadAtEnd = loadAverage();
 
     const med = (key: string, field: keyof Sample) => {
       const list = samples.get(key);
@@ -298,27 +293,6 @@ async function main(): Promise<void> {
       if (a.length === 0 || b.length === 0) return Number.NaN;
       return median(a.map((sample, round) => sample.requestsPerSecond / b[round]!.requestsPerSecond));
     };
-    const lines = [
-      `CPU: ${cpus().length} cores, ${cpus()[0]?.model ?? 'unknown'}; node ${process.version}`,
-      `load average (1, 5, 15 min): ${loadAtStart.map((v) => v.toFixed(2)).join(' ')} at start, ${loadAtEnd.map((v) => v.toFixed(2)).join(' ')} at end`,
-      `${rounds} interleaved rounds, ${values.duration} s per scenario, ${values.connections} connections unless stated; medians over the rounds`,
-      '',
-      "| scenario | ours req/s | ours p50 / p99 ms | reference req/s | reference p50 / p99 ms | ours ÷ reference (median of the rounds' ratios) | non-2xx / errors (ours, reference) |",
-      '|---|---|---|---|---|---|---|',
-    ];
-    for (const pair of pairs) {
-      const o = `${pair.name}|ours`;
-      const r = `${pair.name}|reference`;
-      const failures = (key: string) =>
-        samples.has(key) ? `${(samples.get(key) ?? []).reduce((n, s) => n + s.non2xx + s.errors, 0)}` : '-';
-      lines.push(
-        `| ${pair.name} | ${rate(o).toFixed(0)} | ${med(o, 'p50')} / ${med(o, 'p99')} | ` +
-          (pair.reference
-            ? `${rate(r).toFixed(0)} | ${med(r, 'p50')} / ${med(r, 'p99')} | ${paired(o, r).toFixed(2)}x | `
-            : '- | - | - | ') +
-          `${failures(o)}, ${failures(r)} |`,
-      );
-    }
     const api = rate('API directly|ours');
     const signRate = median(signing);
     const signedShare = (name: string) => {
@@ -327,15 +301,58 @@ async function main(): Promise<void> {
       return `${(100 * median(list.map((sample, round) => sample.requestsPerSecond / signing[round]!))).toFixed(0)} %`;
     };
     const share = (name: string) => `${(100 * paired(`${name}|ours`, 'API directly|ours')).toFixed(0)} %`;
-    lines.push(
+    const count = (value: number) => Math.round(value).toLocaleString('en-US');
+    const failures = (key: string) =>
+      samples.has(key) ? `${(samples.get(key) ?? []).reduce((n, s) => n + s.non2xx + s.errors, 0)}` : '-';
+    const rows = pairs.map((pair) => {
+      const o = `${pair.name}|ours`;
+      const r = `${pair.name}|reference`;
+      return [
+        pair.name,
+        count(rate(o)),
+        `${med(o, 'p50')} / ${med(o, 'p99')}`,
+        pair.reference ? count(rate(r)) : '',
+        pair.reference ? `${med(r, 'p50')} / ${med(r, 'p99')}` : '',
+        pair.reference ? `**${paired(o, r).toFixed(2)}x**` : '',
+        `${failures(o)}, ${failures(r)}`,
+      ];
+    });
+    const body = [
+      `Machine: ${machine()}, shared with other engineers' tests (load average ${loadAtStart} at start, ${loadAtEnd} at end). ${new Date().toISOString().slice(0, 10)}.`,
+      `Command: \`node --import tsx --expose-gc bench/gateway.bench.ts --rounds ${rounds} --duration ${values.duration} --connections ${values.connections}\` (run by \`make bench\`).`,
       '',
-      `API directly: ${api.toFixed(0)} req/s. HTTP gateway ÷ API: same parameters ${share('HTTP gateway, same parameters')}, distinct ${share('HTTP gateway, distinct parameters')}`,
-      `p50 added by the HTTP gateway at one connection (its p50 - the API's, medians over the rounds): ours ${added.ours.length ? median(added.ours).toFixed(3) : '-'} ms, reference ${added.reference.length ? median(added.reference).toFixed(3) : '-'} ms`,
-      `Raw ethers signMessageSync, one core: ${signRate.toFixed(0)}/s (rounds: ${signing.map((v) => v.toFixed(0)).join(', ')}). ` +
-        `Signed-data gateway ÷ that (same round): same parameters ${signedShare('Signed-data gateway, same parameters')}, distinct ${signedShare('Signed-data gateway, distinct parameters')}`,
+      'Four processes: autocannon, the loopback JSON API (API-key header checked), our gateway (`startGatewayServer`, the ' +
+        "real engine `src/ois`, logs silent, `maxConcurrency` 10,000) and the reference's local gateway server " +
+        '(`@api3/airnode-node` 0.15.0 `workers/local-gateways/server`, the same config in its names, logs at ERROR). The ' +
+        'endpoint calls `GET /price?coin=<coin>` and encodes `price` as `int256` x 100. Each round runs every scenario ' +
+        'against ours and the reference back to back (who goes first alternates by round), then raw ethers 6 ' +
+        '`signMessageSync` on one core for 2 s, then the p50 of single requests on one connection (API, ours, reference). ' +
+        '"same parameters": every request has the same body (our gateway shares identical calls in flight, see ' +
+        '[gateways.md](gateways.md#request-coalescing-and-the-signature-cache)); "distinct parameters": each body drawn ' +
+        'from 100,000 different coins (one API call and, for signed data, one signature per request). "stub engine": a ' +
+        'second gateway of ours whose engine answers at once (server, validation, metrics and signing alone). req/s, p50 ' +
+        "and p99 are medians over the rounds; ratios are the median of each round's ratio.",
       '',
-    );
-    process.stdout.write(lines.join('\n'));
+      ...table(
+        [
+          `scenario (${values.connections} connections)`,
+          'ours req/s',
+          'p50 / p99 ms',
+          'reference req/s',
+          'p50 / p99 ms',
+          'ours ÷ reference',
+          'non-2xx + errors (ours, reference)',
+        ],
+        [false, true, true, true, true, true, true],
+        rows,
+      ),
+      '',
+      `- HTTP gateway ÷ API directly (${count(api)} req/s), same round: **${share('HTTP gateway, same parameters')}** with the same parameters, **${share('HTTP gateway, distinct parameters')}** with distinct ones.`,
+      `- p50 added by the HTTP gateway at one connection (its p50 minus the API's): **${added.ours.length ? median(added.ours).toFixed(2) : '-'} ms** ours, ${added.reference.length ? median(added.reference).toFixed(2) : '-'} ms reference.`,
+      `- Raw \`signMessageSync\`, one core: ${count(signRate)}/s (rounds ${signing.map(count).join(' / ')}). Signed-data gateway ÷ that, same round: **${signedShare('Signed-data gateway, same parameters')}** with the same parameters (one signing per value and second), **${signedShare('Signed-data gateway, distinct parameters')}** with distinct ones.`,
+    ];
+    if (only) process.stdout.write(`${body.join('\n')}\n`);
+    else writeSection('Gateways', body);
   } finally {
     gateway.stop();
     reference.stop();
