@@ -17,6 +17,7 @@ import {
   type V1Job,
 } from '@kubernetes/client-node';
 import { expect } from 'chai';
+import { loadAll } from 'js-yaml';
 import { DEFAULT_PATH_KEY } from '../../src/gateway/server.js';
 import { type Anvil, type Deployment, deployProtocol, startAnvil } from '../support/chain.js';
 import {
@@ -34,6 +35,7 @@ import {
   jobDone,
   kc,
   kubectl,
+  kubectlWithInput,
   podsOf,
   type RealNode,
   realNode,
@@ -77,6 +79,36 @@ function expectPriceAnswer(status: number, answer: unknown): void {
   expect(body.encodedValue).to.match(/^0x[0-9a-f]{64}$/);
 }
 const MAX_CONCURRENCY = 2;
+
+/**
+ * manifests/samples/minimal.yaml's OracleNode, broken by rules only the zod model knows (the CRD's schema checks
+ * types and bounds): constantGasPrice not last, and a trigger naming an OIS that does not exist.
+ */
+function invalidNode(namespace: string): Record<string, unknown> {
+  const docs = loadAll(readFileSync(resolve(repoRoot, 'manifests/samples/minimal.yaml'), 'utf8')) as {
+    kind?: string;
+    metadata: Record<string, unknown>;
+    spec: { config: unknown };
+  }[];
+  const node = docs.find((doc) => doc?.kind === 'OracleNode');
+  if (!node) throw new Error('manifests/samples/minimal.yaml has no OracleNode');
+  node.metadata = { name: 'invalid', namespace };
+  const config = node.spec.config as {
+    chains: { options: Record<string, unknown> }[];
+    triggers: { rrp: { oisTitle: string }[] };
+  };
+  config.chains[0]!.options.gasPriceOracle = [
+    { gasPriceStrategy: 'constantGasPrice', gasPrice: { value: 10, unit: 'gwei' } },
+    { gasPriceStrategy: 'providerRecommendedGasPrice', recommendedGasPriceMultiplier: 1.2 },
+  ];
+  config.triggers.rrp[0]!.oisTitle = 'Nope';
+  return node as unknown as Record<string, unknown>;
+}
+/** The webhook's answer for invalidNode(): each error with its path. */
+const INVALID_NODE_ERRORS = [
+  'chains[0].options.gasPriceOracle: ConstantGasPrice strategy must be set as the last strategy in the array.',
+  'triggers.rrp[0].oisTitle: No matching OIS for trigger with OIS title "Nope"',
+] as const;
 
 describe('e2e: the operator reconciles an OracleNode into real workloads', function () {
   this.timeout(720_000);
@@ -131,7 +163,7 @@ describe('e2e: the operator reconciles an OracleNode into real workloads', funct
   let requestId = '';
   let appliedAt = 0;
 
-  it('the operator Deployment from manifests/install.yaml becomes available on the real node', async () => {
+  it('the operator Deployment from manifests/install.yaml becomes available on the real node, its webhook reachable', async () => {
     const t0 = Date.now();
     const apps = kc().makeApiClient(AppsV1Api);
     await waitFor(
@@ -145,6 +177,25 @@ describe('e2e: the operator reconciles an OracleNode into real workloads', funct
     recordTiming('operator_deployment_available_ms', Date.now() - t0);
     const pods = await podsOf(OPERATOR_NS, 'app.kubernetes.io/name=oracle-node-operator');
     expect(pods.some((p) => p.spec?.nodeName === real().nodeName && p.status?.phase === 'Running')).to.equal(true);
+    // The operator registers its webhook (failurePolicy Fail) as soon as it serves, but the API server reaches it
+    // only once the webhook Service has a ready endpoint and kube-proxy follows: until then every OracleNode write
+    // is refused (`connection refused`), as right after any install. Wait until a dry run gets the webhook's answer.
+    const t1 = Date.now();
+    await waitFor(
+      async () => {
+        const result = await kubectlWithInput(
+          JSON.stringify(invalidNode(ns.name)),
+          'apply',
+          '--dry-run=server',
+          '-f',
+          '-',
+        );
+        return result.code !== 0 && result.stderr.includes(INVALID_NODE_ERRORS[1]);
+      },
+      120_000,
+      { description: "the API server to reach the operator's webhook", intervalMs: 1000 },
+    );
+    recordTiming('operator_available_to_webhook_answering_ms', Date.now() - t1);
   });
 
   it('reconciles an OracleNode: Ready, with the coordinator Role (the operator may grant only what it holds)', async () => {
