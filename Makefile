@@ -92,8 +92,9 @@ test: install ## All tests: unit + component with coverage, then integration whe
 	else echo "go not found: skipping the integration tier (make test-integration needs Go)"; fi
 
 .PHONY: bench
-bench: build ## Benchmarks; results go to docs/benchmarks.md by hand
+bench: build ## Benchmarks against the reference packages; each writes its section of docs/benchmarks.md
 	@for b in bench/*.bench.ts; do echo "== $$b"; node --import tsx --expose-gc $$b; done
+	$(BIN)/biome format --write docs/benchmarks.md
 
 .PHONY: demo
 demo: build ## One-command demo: control plane, test chain, API, operator, an OracleNode, a request fulfilled

@@ -1,32 +1,49 @@
-// Config validation benchmark: ours vs the reference validator (@api3/airnode-validator 0.15.0) on the same
-// generated config (100 OIS x 50 endpoints, 20 chains) in the same process. Prints medians, ratio and memory.
-// Each validator runs in its own child process so that peak RSS (getrusage maxrss) belongs to it alone.
-// Run: node --import tsx --expose-gc bench/config-validate.bench.ts
+// `validate` benchmark: the `oracle-node validate` command against the reference validator's command
+// (@api3/airnode-validator 0.15.0, `airnode-validator -c -s`) on the same generated config: 100 OIS x 50
+// endpoints, an rrp AND an http trigger for every endpoint (10,000 triggers), 100 apiCredentials, 20 chains.
+// Each run is one process of the installed binary (its #! line included), as a user runs it: wall time from spawn
+// to exit (module loading included) and its
+// peak RSS (getrusage maxrss, reported by a preloaded exit hook). Rounds are interleaved (the order alternates
+// each round) so that the shared machine's load falls on both sides alike; medians and their ratio are reported
+// and written to the "Config validation" section of docs/benchmarks.md.
+//   node --import tsx bench/config-validate.bench.ts [--rounds 7] [--ois 100] [--endpoints 50] [--chains 20]
+// Needs `make build` (dist/cli/index.js): `make bench` builds first.
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { cpus, tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { validateConfig } from '../src/config/index.js';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
 import { deriveEndpointId } from '../src/protocol/ids.js';
+import { loadAverage, machine, median, table, writeSection } from './report.js';
 
+const { values: args } = parseArgs({
+  options: {
+    rounds: { type: 'string', default: '7' },
+    ois: { type: 'string', default: '100' },
+    endpoints: { type: 'string', default: '50' },
+    chains: { type: 'string', default: '20' },
+    'no-write': { type: 'boolean', default: false },
+  },
+});
+const ROUNDS = Number(args.rounds);
+const OIS_COUNT = Number(args.ois);
+const ENDPOINTS = Number(args.endpoints);
+const CHAINS = Number(args.chains);
+
+const root = resolve(import.meta.dirname, '..');
 const require = createRequire(import.meta.url);
-const reference = require('@api3/airnode-validator') as {
-  parseConfigWithSecrets: (config: unknown, secrets: Record<string, string>) => { success: boolean };
-};
-const dotenv = require('dotenv') as { parse: (text: string) => Record<string, string> };
-
-const OIS_COUNT = Number(process.env['BENCH_OIS'] ?? 100);
-const ENDPOINTS = Number(process.env['BENCH_ENDPOINTS'] ?? 50);
-const CHAINS = Number(process.env['BENCH_CHAINS'] ?? 20);
-const ITERATIONS = Number(process.env['BENCH_ITERATIONS'] ?? 7);
+const ourCli = join(root, 'dist/cli/index.js');
+const referenceCli = join(
+  dirname(require.resolve('@api3/airnode-validator/package.json')),
+  (require('@api3/airnode-validator/package.json') as { bin: Record<string, string> }).bin['airnode-validator']!,
+);
 
 const fixtures = new URL('../test/fixtures/airnode/', import.meta.url);
 const secretsText = readFileSync(new URL('node/secrets.example.env', fixtures), 'utf8');
 const base = JSON.parse(readFileSync(new URL('node/config.example.json', fixtures), 'utf8'));
 
-/** A large valid config built from the reference example: every endpoint has an rrp trigger. */
+/** A large valid config built from the reference example: every endpoint has an rrp and an http trigger. */
 function generateConfig(oisCount: number, endpointsPerOis: number, chainCount: number) {
   const config = structuredClone(base);
   const chain = base.chains[0];
@@ -64,7 +81,7 @@ function generateConfig(oisCount: number, endpointsPerOis: number, chainCount: n
         endpointName: endpoint.name,
       };
       config.triggers.rrp.push({ ...trigger, cacheResponses: false });
-      if (e % 10 === 0) config.triggers.http.push(trigger);
+      config.triggers.http.push(trigger);
     }
     config.ois.push({
       ...structuredClone(ois),
@@ -77,81 +94,100 @@ function generateConfig(oisCount: number, endpointsPerOis: number, chainCount: n
   return config;
 }
 
-const median = (values: number[]) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
-};
-const mib = (bytes: number) => (bytes / 1024 / 1024).toFixed(0);
-const gc = (globalThis as { gc?: () => void }).gc ?? (() => {});
+// Loaded with --require into each measured process: prints its peak RSS (KiB) on stderr as it exits.
+const PEAK_RSS_HOOK = `process.on('exit', () => process.stderr.write('\\nPEAK_RSS_KIB ' + process.resourceUsage().maxRSS + '\\n'));\n`;
 
-type Report = { times: number[]; baselineRss: number; peakRss: number; peakHeapAfterRun: number };
+type Run = { ms: number; peakRssMiB: number };
 
-/** Child process: validate the config file ITERATIONS times (after one warm-up) with one validator. */
-function worker(which: string, file: string): void {
-  const text = readFileSync(file, 'utf8');
-  const secretsRecord = dotenv.parse(secretsText);
-  // Both validators get freshly parsed JSON and the secrets; each interpolates and validates.
-  const run =
-    which === 'ours'
-      ? () => validateConfig(JSON.parse(text), secretsText).ok
-      : () => reference.parseConfigWithSecrets(JSON.parse(text), secretsRecord).success;
-  gc();
-  const baselineRss = process.memoryUsage().rss;
-  const times: number[] = [];
-  let peakHeapAfterRun = 0;
-  for (let i = 0; i <= ITERATIONS; i++) {
-    gc();
-    const start = performance.now();
-    const ok = run();
-    const elapsed = performance.now() - start;
-    peakHeapAfterRun = Math.max(peakHeapAfterRun, process.memoryUsage().heapUsed);
-    if (!ok) throw new Error(`${which}: the generated config did not validate`);
-    if (i > 0) times.push(elapsed);
+function runOnce(command: string[], configFile: string, secretsFile: string, hook: string): Run {
+  const start = performance.now();
+  // Both binaries run through their own `#!/usr/bin/env` lines, as installed; the hook rides in NODE_OPTIONS.
+  const [binary, ...rest] = command;
+  const child = spawnSync(binary!, [...rest, '-c', configFile, '-s', secretsFile], {
+    env: { ...process.env, NODE_OPTIONS: `--require ${hook}` },
+    encoding: 'utf8',
+    maxBuffer: 64 * 1024 * 1024,
+  });
+  const ms = performance.now() - start;
+  const peak = /PEAK_RSS_KIB (\d+)/.exec(child.stderr);
+  if (child.status !== 0 || !peak) {
+    throw new Error(
+      `${command.join(' ')} exited ${child.status}: ${child.stdout.slice(0, 2000)} ${child.stderr.slice(0, 2000)}`,
+    );
   }
-  const report: Report = { times, baselineRss, peakRss: process.resourceUsage().maxRSS * 1024, peakHeapAfterRun };
-  process.stdout.write(`${JSON.stringify(report)}\n`);
+  return { ms, peakRssMiB: Number(peak[1]) / 1024 };
 }
 
 function main(): void {
+  if (!existsSync(ourCli)) throw new Error(`${ourCli} is missing: run make build first`);
   const config = generateConfig(OIS_COUNT, ENDPOINTS, CHAINS);
   const text = JSON.stringify(config);
+  const triggers = config.triggers.rrp.length + config.triggers.http.length;
   const dir = mkdtempSync(join(tmpdir(), 'config-bench-'));
-  const file = join(dir, 'config.json');
-  writeFileSync(file, text);
-  if (process.env['BENCH_WRITE']) writeFileSync(process.env['BENCH_WRITE'], text);
+  const configFile = join(dir, 'config.json');
+  const secretsFile = join(dir, 'secrets.env');
+  const hook = join(dir, 'peak-rss.cjs');
+  writeFileSync(configFile, text);
+  writeFileSync(secretsFile, secretsText);
+  writeFileSync(hook, PEAK_RSS_HOOK);
+  const sizeMiB = text.length / 2 ** 20;
   console.log(
-    `config: ${OIS_COUNT} OIS x ${ENDPOINTS} endpoints (${OIS_COUNT * ENDPOINTS} rrp triggers), ${CHAINS} chains, ${(text.length / 1024 / 1024).toFixed(2)} MiB JSON`,
+    `config: ${OIS_COUNT} OIS x ${ENDPOINTS} endpoints, ${triggers} triggers, ${CHAINS} chains, ${sizeMiB.toFixed(2)} MiB`,
   );
-  console.log(
-    `cpu: ${cpus()[0]?.model ?? 'unknown'} x ${cpus().length}; node ${process.version}; ${ITERATIONS} iterations after 1 warm-up`,
-  );
-  const results: Record<string, Report> = {};
+  console.log(`machine: ${machine()}; load average ${loadAverage()} at the start; ${ROUNDS} interleaved rounds`);
+  const loadBefore = loadAverage();
+  const ours: Run[] = [];
+  const reference: Run[] = [];
   try {
-    for (const which of ['ours', 'reference']) {
-      const child = spawnSync(
-        process.execPath,
-        ['--import', 'tsx', '--expose-gc', fileURLToPath(import.meta.url), '--worker', which, file],
-        { encoding: 'utf8', maxBuffer: 16 * 1024 * 1024 },
-      );
-      if (child.status !== 0) throw new Error(`${which} worker failed: ${child.stderr}`);
-      results[which] = JSON.parse(child.stdout.trim().split('\n').pop()!) as Report;
+    const commands = { ours: [ourCli, 'validate'], reference: [referenceCli] };
+    runOnce(commands.ours, configFile, secretsFile, hook); // warms the file cache for both
+    for (let round = 0; round < ROUNDS; round++) {
+      const order = round % 2 === 0 ? (['ours', 'reference'] as const) : (['reference', 'ours'] as const);
+      for (const side of order) {
+        const run = runOnce(commands[side], configFile, secretsFile, hook);
+        (side === 'ours' ? ours : reference).push(run);
+        console.log(`round ${round + 1} ${side}: ${run.ms.toFixed(0)} ms, peak RSS ${run.peakRssMiB.toFixed(0)} MiB`);
+      }
     }
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
-  const ours = results['ours']!;
-  const theirs = results['reference']!;
-  const oursMedian = median(ours.times);
-  const theirsMedian = median(theirs.times);
-  const line = (name: string, r: Report, m: number) =>
-    `${name.padEnd(10)} median ${m.toFixed(0)} ms (runs ${r.times.map((t) => t.toFixed(0)).join(', ')}); ` +
-    `peak RSS ${mib(r.peakRss)} MiB (baseline ${mib(r.baselineRss)} MiB); peak heap after a run ${mib(r.peakHeapAfterRun)} MiB`;
-  console.log(line('ours', ours, oursMedian));
-  console.log(line('reference', theirs, theirsMedian));
-  console.log(`ratio: reference / ours = ${(theirsMedian / oursMedian).toFixed(2)}x faster`);
+  const loadAfter = loadAverage();
+  const oursMs = median(ours.map((r) => r.ms));
+  const referenceMs = median(reference.map((r) => r.ms));
+  const ratios = ours.map((r, i) => reference[i]!.ms / r.ms);
+  const oursRss = Math.max(...ours.map((r) => r.peakRssMiB));
+  const referenceRss = Math.max(...reference.map((r) => r.peakRssMiB));
+  console.log(`median: ours ${oursMs.toFixed(0)} ms, reference ${referenceMs.toFixed(0)} ms`);
+  console.log(
+    `reference / ours: ${(referenceMs / oursMs).toFixed(2)}x (per round ${ratios.map((r) => r.toFixed(1)).join(', ')})`,
+  );
+  console.log(`peak RSS (max over runs): ours ${oursRss.toFixed(0)} MiB, reference ${referenceRss.toFixed(0)} MiB`);
+  if (args['no-write']) return;
+  const runs = (list: Run[]) => list.map((r) => r.ms.toFixed(0)).join(', ');
+  writeSection('Config validation', [
+    `Machine: ${machine()}, shared with other engineers' builds and tests (1-minute load average ${loadBefore.split(' / ')[0]} before and ${loadAfter.split(' / ')[0]} after the run; 1 / 5 / 15 min after: ${loadAfter}). ${new Date().toISOString().slice(0, 10)}.`,
+    `Command: \`node --import tsx bench/config-validate.bench.ts --rounds ${ROUNDS}\` (run by \`make bench\`, after \`make build\`).`,
+    '',
+    `Input: a generated valid config, ${OIS_COUNT} OIS x ${ENDPOINTS} endpoints with an rrp and an http trigger for every endpoint ` +
+      `(${triggers.toLocaleString('en-US')} triggers), ${OIS_COUNT} apiCredentials, ${CHAINS} chains: ${sizeMiB.toFixed(2)} MiB of JSON, built from the ` +
+      'reference `node/config.example.json`. Each run is one process of the installed binary, as a user runs it: ours `oracle-node validate -c config.json -s secrets.env` ' +
+      "(`dist/cli/index.js`, whose `#!` line caps V8's young generation at 8 MiB per semi-space), " +
+      'the reference `@api3/airnode-validator` 0.15.0 `airnode-validator -c config.json -s secrets.env` (zod 3, ethers 5). ' +
+      "Wall time is from spawn to exit (Node start and module loading included); peak RSS is the process's getrusage maxrss. " +
+      `${ROUNDS} rounds, ours and the reference alternating which goes first.`,
+    '',
+    ...table(
+      ['', 'median', 'runs (ms)', 'peak RSS (max of runs)'],
+      [false, true, false, true],
+      [
+        ['ours', `${oursMs.toFixed(0)} ms`, runs(ours), `${oursRss.toFixed(0)} MiB`],
+        ['reference', `${referenceMs.toFixed(0)} ms`, runs(reference), `${referenceRss.toFixed(0)} MiB`],
+      ],
+    ),
+    '',
+    `Ratio of the medians: ours is **${(referenceMs / oursMs).toFixed(1)}x faster**; per round ${Math.min(...ratios).toFixed(1)}x-${Math.max(...ratios).toFixed(1)}x.`,
+  ]);
 }
 
-const workerAt = process.argv.indexOf('--worker');
-if (workerAt >= 0) worker(process.argv[workerAt + 1]!, process.argv[workerAt + 2]!);
-else main();
+main();

@@ -1,14 +1,16 @@
-// Request-response cycle benchmark: N pending requests (default 1,000 from 50 sponsors) on anvil, served
-// in one cycle by this node and, from the same chain snapshot and the same API, by the reference node
-// (@api3/airnode-node 0.15.0 local handlers). Each node runs in its own child process; RPC calls are
-// counted by a JSON-RPC proxy in front of anvil; wall time and peak RSS are measured in the child.
-//   node --import tsx bench/cycle.bench.ts [--requests 1000] [--sponsors 50] [--runs 3] [--no-reference]
+// Request-response cycle benchmark: N pending requests (default 1,000 from 50 sponsors) on anvil, served by this
+// node and, from the same chain snapshot and the same API, by the reference node (@api3/airnode-node 0.15.0 local
+// handlers). Each cycle runs in its own child process. The time measured is from the first cycle's start until
+// every request is answered ON CHAIN (fulfilled or failed events for all N, the pool empty): a node runs further
+// cycles (as its every-minute schedule would, without the wait) until then, up to --cap seconds. Rounds are
+// interleaved (the order alternates) and each starts from the same snapshot. A recording JSON-RPC proxy in front of
+// anvil counts calls by method and checks that each sponsor wallet's transactions were sent in nonce order and
+// mined without gaps. Writes the "Request-response cycle" section of docs/benchmarks.md.
+//   node --import tsx bench/cycle.bench.ts [--requests 1000] [--sponsors 50] [--runs 3] [--cap 300] [--no-reference]
 import { spawn } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
 import { createRequire } from 'node:module';
-import type { AddressInfo } from 'node:net';
-import { cpus, tmpdir, totalmem } from 'node:os';
+import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { AbiCoder, Contract, NonceManager, Wallet, zeroPadValue } from 'ethers';
@@ -21,6 +23,8 @@ import {
   startApiServer,
   wallets,
 } from '../test/support/harness.js';
+import { checkNonceOrder, type NonceReport, startRecordingProxy } from '../test/support/rpc-proxy.js';
+import { loadAverage, machine, median, table, writeSection } from './report.js';
 
 const repoRoot = resolve(import.meta.dirname, '..');
 const { values: args } = parseArgs({
@@ -28,6 +32,8 @@ const { values: args } = parseArgs({
     requests: { type: 'string', default: '1000' },
     sponsors: { type: 'string', default: '50' },
     runs: { type: 'string', default: '3' },
+    cap: { type: 'string', default: '300' },
+    'no-write': { type: 'boolean', default: false },
     'no-reference': { type: 'boolean', default: false },
     only: { type: 'string' },
     'reference-logs': { type: 'string' },
@@ -36,7 +42,7 @@ const { values: args } = parseArgs({
   },
 });
 
-type ChildResult = { wallMs: number; maxRssMb: number; heapPeakMb: number };
+type ChildResult = { wallMs: number; maxRssMb: number; heapPeakMb: number; phases?: Record<string, unknown> };
 
 // ---------------------------------------------------------------------------------------------------
 // Child mode: run exactly one cycle of one node and report timing and memory on stdout.
@@ -51,6 +57,7 @@ async function runChild(kind: string, configPath: string): Promise<void> {
     secrets: Record<string, string>;
   };
   let wallMs: number;
+  let phases: Record<string, unknown> | undefined;
   if (kind === 'ours') {
     const { validateConfig } = await import('../src/config/index.js');
     const { runCycle } = await import('../src/node/cycle.js');
@@ -73,9 +80,13 @@ async function runChild(kind: string, configPath: string): Promise<void> {
     wallMs = performance.now() - start;
     const shardTimings = summary.results.flatMap((r) => (r.ok ? [r.output.timings] : []));
     const slowest = (key: 'apiMs' | 'planMs' | 'sendMs') => Math.max(0, ...shardTimings.map((t) => t[key]));
-    process.stderr.write(
-      `ours: ${JSON.stringify({ ...summary.transactions, ...summary.timings, slowestShard: { api: slowest('apiMs'), plan: slowest('planMs'), send: slowest('sendMs') } })}\n`,
-    );
+    phases = {
+      discoveryMs: summary.timings.discoveryMs,
+      shardsMs: summary.timings.shardsMs,
+      slowestShardApiMs: Math.round(slowest('apiMs')),
+      slowestShardPlanMs: Math.round(slowest('planMs')),
+      slowestShardSendMs: Math.round(slowest('sendMs')),
+    };
   } else {
     // The reference reads config.json from its own package directory; point it at ours instead.
     const require = createRequire(import.meta.url);
@@ -100,6 +111,7 @@ async function runChild(kind: string, configPath: string): Promise<void> {
     wallMs,
     maxRssMb: process.resourceUsage().maxRSS / 1024,
     heapPeakMb: heapPeak / 1024 / 1024,
+    ...(phases ? { phases } : {}),
   };
   process.stdout.write(`RESULT ${JSON.stringify(result)}\n`);
 }
@@ -127,32 +139,6 @@ function toReferenceConfig(config: Record<string, unknown>, secrets: Record<stri
 // ---------------------------------------------------------------------------------------------------
 // Parent mode.
 
-/** A JSON-RPC proxy in front of anvil that counts requests by method. */
-async function countingProxy(target: string): Promise<{ url: string; counts: Map<string, number>; server: Server }> {
-  const counts = new Map<string, number>();
-  const server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', async () => {
-      const body = Buffer.concat(chunks).toString('utf8');
-      try {
-        const parsed = JSON.parse(body) as { method?: string } | { method?: string }[];
-        for (const call of Array.isArray(parsed) ? parsed : [parsed]) {
-          const method = call.method ?? '?';
-          counts.set(method, (counts.get(method) ?? 0) + 1);
-        }
-      } catch {
-        counts.set('<malformed>', (counts.get('<malformed>') ?? 0) + 1);
-      }
-      const upstream = await fetch(target, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
-      res.setHeader('content-type', 'application/json');
-      res.end(await upstream.text());
-    });
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, counts, server };
-}
-
 async function runNode(kind: 'ours' | 'reference', configPath: string): Promise<ChildResult> {
   const child = spawn(
     process.execPath,
@@ -178,12 +164,6 @@ async function runNode(kind: 'ours' | 'reference', configPath: string): Promise<
   if (stderr.trim()) process.stderr.write(`${stderr.trim().split('\n').slice(-3).join('\n')}\n`);
   return JSON.parse(line.slice(7)) as ChildResult;
 }
-
-const median = (values: number[]) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
-};
 
 async function answeredCount(
   url: string,
@@ -212,7 +192,7 @@ async function main(): Promise<void> {
   const runs = Number(args.runs);
   const { anvil, deployment } = await startTestChain({ accounts: 10 });
   const api = await startApiServer();
-  const proxy = await countingProxy(anvil.url);
+  const proxy = await startRecordingProxy(anvil.url);
   try {
     // Sponsors, sponsorships and funded sponsor wallets.
     const requesterAbi = (await import('../test/support/chain.js')).compileRequester().abi;
@@ -271,78 +251,175 @@ async function main(): Promise<void> {
       ),
     );
 
-    const measure = async (kind: 'ours' | 'reference') => {
-      const results: (ChildResult & {
-        rpcCalls: number;
-        byMethod: Record<string, number>;
-        fulfilled: number;
-        failed: number;
-        failures: Record<string, number>;
-      })[] = [];
-      for (let run = 0; run < runs; run++) {
-        const snapshot = await rpc<string>(anvil.url, 'evm_snapshot');
-        proxy.counts.clear();
-        const result = await runNode(kind, configPath);
-        await waitForMined(anvil.url);
-        const answered = await answeredCount(anvil.url, deployment.AirnodeRrpV0);
-        const byMethod = Object.fromEntries(proxy.counts);
-        const rpcCalls = [...proxy.counts.values()].reduce((a, b) => a + b, 0);
-        results.push({ ...result, rpcCalls, byMethod, ...answered });
-        process.stderr.write(`${kind} run ${run + 1}: ${JSON.stringify({ ...result, rpcCalls, ...answered })}\n`);
-        await rpc(anvil.url, 'evm_revert', [snapshot]);
+    type Round = {
+      kind: 'ours' | 'reference';
+      totalMs: number;
+      cycles: number;
+      cycleMs: number[];
+      maxRssMb: number;
+      rpcCalls: number;
+      byMethod: Record<string, number>;
+      fulfilled: number;
+      failed: number;
+      failures: Record<string, number>;
+      nonces: NonceReport;
+      phases?: Record<string, unknown>;
+      error?: string;
+    };
+    const capMs = Number(args.cap) * 1000;
+    /** Cycles of one node from the snapshot until all requests are answered on chain (or the cap). */
+    const measure = async (kind: 'ours' | 'reference'): Promise<Round> => {
+      const snapshot = await rpc<string>(anvil.url, 'evm_snapshot');
+      proxy.reset();
+      const start = performance.now();
+      const cycleMs: number[] = [];
+      let maxRssMb = 0;
+      let phases: Record<string, unknown> | undefined;
+      let answered = { fulfilled: 0, failed: 0, failures: {} as Record<string, number> };
+      let error: string | undefined;
+      try {
+        while (performance.now() - start < capMs) {
+          const result = await runNode(kind, configPath);
+          cycleMs.push(result.wallMs);
+          maxRssMb = Math.max(maxRssMb, result.maxRssMb);
+          phases ??= result.phases;
+          await waitForMined(anvil.url, 120_000);
+          answered = await answeredCount(anvil.url, deployment.AirnodeRrpV0);
+          if (answered.fulfilled + answered.failed >= requests) break;
+        }
+      } catch (caught) {
+        error = (caught as Error).message.slice(0, 300);
       }
-      return results;
+      const totalMs = performance.now() - start;
+      const nonces = await checkNonceOrder(anvil.url, proxy.sent);
+      const byMethod = Object.fromEntries(proxy.counts);
+      const rpcCalls = [...proxy.counts.values()].reduce((a, b) => a + b, 0);
+      await rpc(anvil.url, 'evm_revert', [snapshot]);
+      const round: Round = {
+        kind,
+        totalMs,
+        cycles: cycleMs.length,
+        cycleMs,
+        maxRssMb,
+        rpcCalls,
+        byMethod,
+        ...answered,
+        nonces,
+        ...(phases ? { phases } : {}),
+        ...(error ? { error } : {}),
+      };
+      process.stderr.write(
+        `${kind}: ${(totalMs / 1000).toFixed(1)} s, ${round.cycles} cycle(s) [${cycleMs.map((m) => (m / 1000).toFixed(1)).join(', ')} s], ` +
+          `${answered.fulfilled} fulfilled, ${answered.failed} failed, ${rpcCalls} RPC calls, peak RSS ${maxRssMb.toFixed(0)} MB, ` +
+          `nonce order: ${nonces.outOfOrder.length} out of order, ${nonces.gaps.length} gaps, ${nonces.queued} queued${error ? `; error ${error}` : ''}\n`,
+      );
+      return round;
     };
 
-    const ours = args.only === 'reference' ? [] : await measure('ours');
-    let reference: Awaited<ReturnType<typeof measure>> | undefined;
-    let referenceError: string | undefined;
-    if (!args['no-reference'] && args.only !== 'ours') {
-      try {
-        reference = await measure('reference');
-      } catch (error) {
-        referenceError = (error as Error).message;
-      }
+    const withReference = !args['no-reference'] && args.only !== 'ours';
+    const rounds: Round[] = [];
+    const loadBefore = loadAverage();
+    for (let run = 0; run < runs; run++) {
+      const order: ('ours' | 'reference')[] = withReference
+        ? run % 2 === 0
+          ? ['ours', 'reference']
+          : ['reference', 'ours']
+        : args.only === 'reference'
+          ? ['reference']
+          : ['ours'];
+      for (const kind of order) rounds.push(await measure(kind));
     }
-    const summarize = (results: typeof ours) => ({
-      wallMs: Math.round(median(results.map((r) => r.wallMs))),
-      rpcCalls: median(results.map((r) => r.rpcCalls)),
-      maxRssMb: Math.round(median(results.map((r) => r.maxRssMb))),
-      heapPeakMb: Math.round(median(results.map((r) => r.heapPeakMb))),
-      fulfilled: median(results.map((r) => r.fulfilled)),
-      failed: median(results.map((r) => r.failed)),
-      failuresPerRun: results.map((r) => r.failures),
-      byMethod: results[0]?.byMethod,
-    });
-    const report = {
-      machine: {
-        cpus: cpus().length,
-        cpu: cpus()[0]?.model,
-        memoryGb: Math.round(totalmem() / 2 ** 30),
-        node: process.version,
-      },
-      requests,
-      sponsors: sponsorCount,
-      runs,
-      ours: summarize(ours),
-      ...(reference ? { reference: summarize(reference) } : {}),
-      ...(referenceError ? { referenceError } : {}),
-    };
-    if (reference && ours.length > 0) {
-      const o = summarize(ours);
-      const r = summarize(reference);
-      Object.assign(report, {
-        ratio: {
-          wallTime: Number((r.wallMs / o.wallMs).toFixed(2)),
-          rpcCalls: Number((r.rpcCalls / o.rpcCalls).toFixed(2)),
-          maxRss: Number((r.maxRssMb / o.maxRssMb).toFixed(2)),
-        },
-      });
-    }
-    process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
+    const loadAfter = loadAverage();
+    const of = (kind: string) => rounds.filter((r) => r.kind === kind);
+    const ours = of('ours');
+    const reference = of('reference');
+    const medianMs = (list: Round[]) => median(list.map((r) => r.totalMs));
+    const ratio = reference.length && ours.length ? medianMs(reference) / medianMs(ours) : undefined;
+    const pairRatios = ours.map((o, i) => (reference[i] ? reference[i]!.totalMs / o.totalMs : Number.NaN));
+    console.log(
+      JSON.stringify(
+        { machine: machine(), requests, sponsors: sponsorCount, runs, ratio, pairRatios, rounds },
+        null,
+        2,
+      ),
+    );
+    if (args['no-write']) return;
+    const describe = (list: Round[]) =>
+      list
+        .map(
+          (r) =>
+            `${(r.totalMs / 1000).toFixed(1)} s (${r.cycles} cycle${r.cycles === 1 ? '' : 's'}, ${r.fulfilled} fulfilled${r.failed ? `, ${r.failed} failed` : ''}${r.fulfilled + r.failed < requests ? `, ${requests - r.fulfilled - r.failed} unanswered at the cap` : ''})`,
+        )
+        .join('; ');
+    const nonceLine = (list: Round[]) =>
+      list.every((r) => r.nonces.outOfOrder.length === 0 && r.nonces.gaps.length === 0 && r.nonces.queued === 0)
+        ? 'in order, no gaps'
+        : list
+            .map(
+              (r) =>
+                `${r.nonces.outOfOrder.length} out of order / ${r.nonces.gaps.length} gaps / ${r.nonces.queued} queued`,
+            )
+            .join('; ');
+    const methods = (r: Round | undefined) =>
+      r
+        ? Object.entries(r.byMethod)
+            .sort((a, b) => b[1] - a[1])
+            .map(([m, n]) => `\`${m}\` ${n}`)
+            .join(', ')
+        : '';
+    const phases = ours[0]?.phases as Record<string, number> | undefined;
+    writeSection('Request-response cycle', [
+      `Machine: ${machine()}, shared with other engineers' builds and tests (1-minute load average ${loadBefore.split(' / ')[0]} before and ${loadAfter.split(' / ')[0]} after). ${new Date().toISOString().slice(0, 10)}.`,
+      `Command: \`node --import tsx bench/cycle.bench.ts --requests ${requests} --sponsors ${sponsorCount} --runs ${runs} --cap ${args.cap}\` (run by \`make bench\`).`,
+      '',
+      `Setup: anvil with the published AirnodeRrpV0 (instant mining, one block per transaction), ${requests} \`makeFullRequest\`s from ${sponsorCount} sponsors mined in a burst, ` +
+        'the loopback API stand-in, `fulfillmentGasLimit` 500 000, `constantGasPrice` 10 gwei. Each round starts from the same chain snapshot. ' +
+        'A node runs one cycle per child process (ours `runCycle` with the in-process executor; the reference `@api3/airnode-node` 0.15.0 ' +
+        '`startCoordinator()` of its local handlers) and runs further cycles until every request is answered on chain (fulfilled or failed events ' +
+        `for all ${requests}, nothing pending), up to ${args.cap} s. **Time = first cycle start to all answered on chain**, measured by the parent ` +
+        '(process start and module loading included, the mining of the last transactions included). Rounds are interleaved, the order alternating.',
+      '',
+      ...table(
+        ['', 'median to all answered', 'rounds', 'RPC calls (first round)', 'peak RSS of a cycle', 'nonces on chain'],
+        [false, true, false, true, true, false],
+        [
+          [
+            'ours',
+            `${(medianMs(ours) / 1000).toFixed(1)} s`,
+            describe(ours),
+            String(ours[0]?.rpcCalls ?? ''),
+            `${Math.max(...ours.map((r) => r.maxRssMb)).toFixed(0)} MB`,
+            nonceLine(ours),
+          ],
+          ...(reference.length
+            ? [
+                [
+                  'reference 0.15.0',
+                  `${(medianMs(reference) / 1000).toFixed(1)} s`,
+                  describe(reference),
+                  String(reference[0]?.rpcCalls ?? ''),
+                  `${Math.max(...reference.map((r) => r.maxRssMb)).toFixed(0)} MB`,
+                  nonceLine(reference),
+                ],
+              ]
+            : []),
+        ],
+      ),
+      '',
+      ratio
+        ? `Ratio of the medians: ours is **${ratio.toFixed(1)}x faster** to all answered on chain (per round ${pairRatios.map((r) => `${r.toFixed(1)}x`).join(', ')}).`
+        : 'No reference in this run.',
+      '',
+      `RPC calls by method, first round — ours: ${methods(ours[0])}.${reference[0] ? ` Reference: ${methods(reference[0])}.` : ''}`,
+      '',
+      phases
+        ? `Our first cycle by phase (cycle summary timings): discovery ${phases['discoveryMs']} ms, shards ${phases['shardsMs']} ms; ` +
+          `in the slowest shard the API calls ${phases['slowestShardApiMs']} ms, planning (one static call per request) ${phases['slowestShardPlanMs']} ms, ` +
+          `sending ${phases['slowestShardSendMs']} ms.`
+        : '',
+    ]);
   } finally {
-    proxy.server.closeAllConnections();
-    proxy.server.close();
+    await proxy.close();
     await api.close();
     await anvil.stop();
   }

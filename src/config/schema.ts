@@ -365,7 +365,10 @@ function gatewaySchema(what: string) {
       [
         z.strictObject({
           enabled: z.literal(true).describe(`Whether the ${what} is enabled`),
-          maxConcurrency: z.int().positive().describe('Maximum simultaneous functions serving the gateway (> 0)'),
+          maxConcurrency: z
+            .int()
+            .positive()
+            .describe('Maximum calls one gateway process (one replica) serves at once; beyond it 429 (> 0)'),
           corsOrigins: corsOriginsSchema,
         }),
         z.strictObject({ enabled: z.literal(false).describe(`Whether the ${what} is enabled`) }),

@@ -112,6 +112,7 @@ export class NestingTooDeepError extends Error {}
 
 /**
  * Replaces `${NAME}` in every string (values and keys) of a parsed JSON tree; `\${…}` becomes a literal `${…}`.
+ * The input is never modified; unchanged subtrees are shared between the input and the result.
  * Recursive with a depth limit (default 256), so hostile nesting ends in NestingTooDeepError, not a stack overflow.
  */
 export function interpolateSecrets(root: unknown, secrets: Record<string, string>, maxDepth = 256): Interpolation {
@@ -153,6 +154,8 @@ export function interpolateSecrets(root: unknown, secrets: Record<string, string
     return result;
   };
 
+  // Copy on write: a subtree without placeholders is returned as it is, so a large config is not copied whole
+  // (the zod parse that follows makes its own output anyway).
   const walk = (node: unknown, depth: number): unknown => {
     if (typeof node === 'string') {
       if (node.includes('\uFFFD')) {
@@ -166,27 +169,45 @@ export function interpolateSecrets(root: unknown, secrets: Record<string, string
     if (node === null || typeof node !== 'object') return node;
     if (depth >= maxDepth) throw new NestingTooDeepError(`nested deeper than ${maxDepth} levels`);
     if (Array.isArray(node)) {
-      const copy: unknown[] = new Array(node.length);
+      let copy: unknown[] | undefined;
       for (let i = 0; i < node.length; i++) {
         path.push(i);
-        copy[i] = walk(node[i], depth + 1);
+        const value = walk(node[i], depth + 1);
         path.pop();
+        if (copy) copy[i] = value;
+        else if (value !== node[i]) {
+          copy = node.slice(0, i);
+          copy[i] = value;
+        }
       }
-      return copy;
+      return copy ?? node;
     }
-    // A null-prototype copy: no key, whatever its name, can reach Object.prototype or change the copy's prototype.
-    const copy: Record<string, unknown> = Object.create(null);
-    for (const key of Object.keys(node)) {
+    // Copies are null-prototype objects: no key, whatever its name, can reach Object.prototype or change a copy's
+    // prototype. A forbidden key is reported and left out, which makes a copy of its object.
+    const record = node as Record<string, unknown>;
+    const keys = Object.keys(record);
+    let copy: Record<string, unknown> | undefined;
+    const copyUpTo = (end: number): Record<string, unknown> => {
+      const started: Record<string, unknown> = Object.create(null);
+      for (let j = 0; j < end; j++) started[keys[j]!] = record[keys[j]!];
+      return started;
+    };
+    for (let k = 0; k < keys.length; k++) {
+      const key = keys[k]!;
       path.push(key);
       const newKey = key.includes('${') ? replaceString(key) : key;
       if (FORBIDDEN_KEYS.has(newKey)) {
         invalid.push({ path: formatPath(path), message: `The key "${newKey}" is not allowed` });
-      } else {
-        copy[newKey] = walk((node as Record<string, unknown>)[key], depth + 1);
+        path.pop();
+        copy ??= copyUpTo(k);
+        continue;
       }
+      const value = walk(record[key], depth + 1);
       path.pop();
+      if (!copy && (newKey !== key || value !== record[key])) copy = copyUpTo(k);
+      if (copy) copy[newKey] = value;
     }
-    return copy;
+    return copy ?? node;
   };
 
   const value = walk(root, 0);

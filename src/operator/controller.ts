@@ -27,6 +27,7 @@ import {
   type OperatorSettings,
   publicGatewayUrl,
 } from './builders/index.js';
+import { childCacheTransform } from './child-cache.js';
 import {
   type ConfigValidator,
   formatIssues,
@@ -97,7 +98,11 @@ export function nodesReferencingSecret(secret: KubernetesObject, cache: ObjectCa
 
 export const WATCHES: WatchSpec = {
   primary: KINDS.oracleNode,
-  owned: [...CHILD_KINDS, KINDS.job].map((kind) => ({ kind, labelSelector: MANAGED_SELECTOR })),
+  owned: [...CHILD_KINDS, KINDS.job].map((kind) => ({
+    kind,
+    labelSelector: MANAGED_SELECTOR,
+    transform: childCacheTransform,
+  })),
   // The user's Secrets are theirs (unlabelled): watched as metadata only, so no secret value sits in the cache,
   // and a rotation reaches the pods at once. The values are read live when a node is reconciled.
   referenced: [{ kind: KINDS.secret, map: nodesReferencingSecret }],

@@ -7,6 +7,7 @@ import { DEFAULT_GATEWAY_SERVER_PORT } from '../config/index.js';
 import {
   DEFAULT_IMAGE,
   DEFAULT_SCHEDULE,
+  DEFAULT_TARGET_CPU_UTILIZATION,
   GROUP,
   KIND,
   MAX_CYCLE_HISTORY,
@@ -421,12 +422,58 @@ function workloadProperties(): Record<string, StructuralSchema> {
       type: 'object',
       properties: {
         replicas: {
-          description: 'Number of gateway pods; a PodDisruptionBudget is added above 1. Default 1.',
+          description:
+            'Number of gateway pods; a PodDisruptionBudget is added above 1. Default 1. With autoscaling, the ' +
+            "default of autoscaling.minReplicas, and the HPA sets the count. The config's maxConcurrency is per " +
+            'replica: the node admits up to replicas x maxConcurrency gateway calls at once.',
           type: 'integer',
           format: 'int32',
           minimum: 0,
           maximum: 100,
           default: 1,
+        },
+        autoscaling: {
+          description:
+            'An autoscaling/v2 HorizontalPodAutoscaler on the gateway Deployment, owned by the OracleNode: on the ' +
+            'average CPU utilisation of the gateway pods by default (set resources.requests.cpu so that it can be ' +
+            'computed), or on the given metrics. Removing it deletes the HPA and spec.gateway.replicas applies again.',
+          type: 'object',
+          required: ['maxReplicas'],
+          properties: {
+            minReplicas: {
+              description: 'Least gateway pods. Default spec.gateway.replicas (at least 1).',
+              type: 'integer',
+              format: 'int32',
+              minimum: 1,
+              maximum: 100,
+            },
+            maxReplicas: {
+              description: 'Most gateway pods.',
+              type: 'integer',
+              format: 'int32',
+              minimum: 1,
+              maximum: 100,
+            },
+            targetCPUUtilizationPercentage: {
+              description: `Average CPU utilisation to aim at, % of the CPU request. Default ${DEFAULT_TARGET_CPU_UTILIZATION}. Ignored when metrics are given.`,
+              type: 'integer',
+              format: 'int32',
+              minimum: 1,
+              maximum: 1000,
+            },
+            metrics: {
+              description: 'autoscaling/v2 MetricSpec list used instead of the CPU target (as in an HPA spec.metrics).',
+              type: 'array',
+              maxItems: 10,
+              items: { type: 'object', ...PRESERVE },
+            },
+          },
+          'x-kubernetes-validations': [
+            {
+              rule: '!has(self.minReplicas) || self.minReplicas <= self.maxReplicas',
+              message: 'autoscaling.minReplicas must not exceed autoscaling.maxReplicas',
+            },
+          ],
         },
         resources: resources('Compute resources of the gateway container.'),
         service: {

@@ -1,6 +1,12 @@
 // The OracleNode resource: its API coordinates, the TypeScript shape of spec and status, the kinds of its
 // children, and the labels/annotations the operator puts on everything it manages.
-import type { KubernetesObject, V1Affinity, V1ResourceRequirements, V1Toleration } from '@kubernetes/client-node';
+import type {
+  KubernetesObject,
+  V1Affinity,
+  V1ResourceRequirements,
+  V1Toleration,
+  V2MetricSpec,
+} from '@kubernetes/client-node';
 import {
   type FailedRequestReport,
   type GasPriceReport,
@@ -22,6 +28,8 @@ export const CONTROLLER_NAME = 'oraclenode';
 
 export const DEFAULT_IMAGE = 'oracle-node:0.1.0';
 export const DEFAULT_SCHEDULE = '* * * * *';
+/** The average CPU utilisation (% of the CPU request) the gateway's HPA aims at when no metrics are given. */
+export const DEFAULT_TARGET_CPU_UTILIZATION = 80;
 
 export const MANAGED_BY = 'oracle-node-operator';
 export const MANAGED_SELECTOR = `${LABELS.managedBy}=${MANAGED_BY}`;
@@ -56,6 +64,7 @@ export const KINDS = {
   job: kind('batch', 'v1', 'Job', 'jobs'),
   deployment: kind('apps', 'v1', 'Deployment', 'deployments'),
   podDisruptionBudget: kind('policy', 'v1', 'PodDisruptionBudget', 'poddisruptionbudgets'),
+  horizontalPodAutoscaler: kind('autoscaling', 'v2', 'HorizontalPodAutoscaler', 'horizontalpodautoscalers'),
 } as const;
 
 /** The kinds the operator creates (and so watches by label), in the order they are applied. */
@@ -67,6 +76,7 @@ export const CHILD_KINDS: ResourceKind[] = [
   KINDS.service,
   KINDS.deployment,
   KINDS.podDisruptionBudget,
+  KINDS.horizontalPodAutoscaler,
   KINDS.cronJob,
 ];
 
@@ -83,6 +93,15 @@ export type OracleNodeSpec = {
   coordinator?: { schedule?: string; suspend?: boolean; resources?: V1ResourceRequirements };
   gateway?: {
     replicas?: number;
+    /** An autoscaling/v2 HPA on the gateway Deployment; it then owns the replica count. */
+    autoscaling?: {
+      minReplicas?: number;
+      maxReplicas: number;
+      /** Average CPU utilisation target, % of the CPU request (default 80); ignored when metrics are given. */
+      targetCPUUtilizationPercentage?: number;
+      /** autoscaling/v2 metric specs, in place of the CPU default. */
+      metrics?: V2MetricSpec[];
+    };
     resources?: V1ResourceRequirements;
     service?: { type?: 'ClusterIP' | 'NodePort' | 'LoadBalancer'; port?: number };
     /** The base URL callers reach the gateways at (an Ingress, a DNS name): reported by the heartbeat. */

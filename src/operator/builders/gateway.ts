@@ -1,9 +1,18 @@
-// The gateway Deployment, its Service and (above one replica) a PodDisruptionBudget: created when any of the
-// config's gateways is enabled; one process serves all of them.
-import type { V1Deployment, V1PodDisruptionBudget, V1Service } from '@kubernetes/client-node';
+// The gateway Deployment, its Service, (above one replica) a PodDisruptionBudget and (with spec.gateway.autoscaling)
+// a HorizontalPodAutoscaler: created when any of the config's gateways is enabled; one process serves all of them.
+// Each gateway process enforces the config's maxConcurrency on its own, so the limit is per replica: the node as a
+// whole admits up to replicas x maxConcurrency calls at once (docs/scaling.md).
+import type {
+  V1Deployment,
+  V1PodDisruptionBudget,
+  V1Service,
+  V2HorizontalPodAutoscaler,
+  V2MetricSpec,
+} from '@kubernetes/client-node';
 import { DEFAULT_GATEWAY_SERVER_PORT } from '../../config/index.js';
 import { CONFIG_FILE, GATEWAY_METRICS_PORT } from '../../contract/pods.js';
 import { enabledGateways, gatewayServerPort } from '../config.js';
+import { DEFAULT_TARGET_CPU_UTILIZATION } from '../resource.js';
 import {
   type BuildInput,
   basePodSpec,
@@ -39,6 +48,22 @@ export function gatewayReplicas(input: BuildInput): number {
   return input.node.spec.gateway?.replicas ?? 1;
 }
 
+/** spec.gateway.autoscaling, when set: the HPA then owns the replica count. */
+export function gatewayAutoscaling(input: BuildInput) {
+  return input.node.spec.gateway?.autoscaling;
+}
+
+/** Least replicas the gateway runs with: the HPA's minimum when autoscaling, else spec.gateway.replicas. */
+export function gatewayMinReplicas(input: BuildInput): number {
+  const autoscaling = gatewayAutoscaling(input);
+  return autoscaling ? (autoscaling.minReplicas ?? gatewayReplicas(input)) : gatewayReplicas(input);
+}
+
+/** Most replicas the gateway can run with: a PodDisruptionBudget is added when this is above one. */
+export function gatewayMaxReplicas(input: BuildInput): number {
+  return gatewayAutoscaling(input)?.maxReplicas ?? gatewayReplicas(input);
+}
+
 export function buildGatewayDeployment(input: BuildInput): Named<V1Deployment> {
   const stage = input.config.nodeSettings.stage;
   const names = childNames(input.node.metadata.name, stage);
@@ -69,7 +94,8 @@ export function buildGatewayDeployment(input: BuildInput): Named<V1Deployment> {
     kind: 'Deployment',
     metadata: metadata(input, names.gateway, 'gateway'),
     spec: {
-      replicas: gatewayReplicas(input),
+      // With autoscaling the HPA sets the replica count; applying one here would fight it on every reconcile.
+      ...(gatewayAutoscaling(input) ? {} : { replicas: gatewayReplicas(input) }),
       selector: { matchLabels: selectorLabels(input.node, stage, 'gateway') },
       // Never below the wanted capacity during a rollout of the gateway itself.
       strategy: { type: 'RollingUpdate', rollingUpdate: { maxSurge: 1, maxUnavailable: 0 } },
@@ -112,6 +138,43 @@ export function buildGatewayPdb(input: BuildInput): Named<V1PodDisruptionBudget>
     kind: 'PodDisruptionBudget',
     metadata: metadata(input, names.gateway, 'gateway'),
     spec: { maxUnavailable: 1, selector: { matchLabels: selectorLabels(input.node, stage, 'gateway') } },
+  };
+}
+
+/**
+ * autoscaling/v2 HPA on the gateway Deployment: CPU utilisation by default, or the metrics given in the spec.
+ * minReplicas defaults to spec.gateway.replicas (at least 1; an HPA cannot scale to zero without a feature gate).
+ */
+export function buildGatewayHpa(input: BuildInput): Named<V2HorizontalPodAutoscaler> {
+  const autoscaling = gatewayAutoscaling(input);
+  if (!autoscaling) throw new Error('buildGatewayHpa needs spec.gateway.autoscaling');
+  const stage = input.config.nodeSettings.stage;
+  const names = childNames(input.node.metadata.name, stage);
+  const minReplicas = Math.max(1, gatewayMinReplicas(input));
+  const metrics: V2MetricSpec[] = autoscaling.metrics?.length
+    ? structuredClone(autoscaling.metrics)
+    : [
+        {
+          type: 'Resource',
+          resource: {
+            name: 'cpu',
+            target: {
+              type: 'Utilization',
+              averageUtilization: autoscaling.targetCPUUtilizationPercentage ?? DEFAULT_TARGET_CPU_UTILIZATION,
+            },
+          },
+        },
+      ];
+  return {
+    apiVersion: 'autoscaling/v2',
+    kind: 'HorizontalPodAutoscaler',
+    metadata: metadata(input, names.gateway, 'gateway'),
+    spec: {
+      scaleTargetRef: { apiVersion: 'apps/v1', kind: 'Deployment', name: names.gateway },
+      minReplicas,
+      maxReplicas: Math.max(minReplicas, autoscaling.maxReplicas),
+      metrics,
+    },
   };
 }
 

@@ -6,10 +6,12 @@ import { buildConfigMap, buildStateConfigMaps } from './config-map.js';
 import { buildCoordinatorCronJob, type CoordinatorOptions } from './coordinator.js';
 import {
   buildGatewayDeployment,
+  buildGatewayHpa,
   buildGatewayPdb,
   buildGatewayService,
+  gatewayAutoscaling,
   gatewayEnabled,
-  gatewayReplicas,
+  gatewayMaxReplicas,
 } from './gateway.js';
 import { buildRoleBindings, buildRoles, buildServiceAccounts } from './rbac.js';
 
@@ -33,7 +35,8 @@ export function buildChildren(input: BuildInput, options: CoordinatorOptions = {
   if (gatewayEnabled(input)) {
     add(KINDS.service, buildGatewayService(input));
     add(KINDS.deployment, buildGatewayDeployment(input));
-    if (gatewayReplicas(input) > 1) add(KINDS.podDisruptionBudget, buildGatewayPdb(input));
+    if (gatewayMaxReplicas(input) > 1) add(KINDS.podDisruptionBudget, buildGatewayPdb(input));
+    if (gatewayAutoscaling(input)) add(KINDS.horizontalPodAutoscaler, buildGatewayHpa(input));
   }
   add(KINDS.cronJob, buildCoordinatorCronJob(input, options));
   return children;

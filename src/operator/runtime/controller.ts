@@ -26,7 +26,11 @@ import type {
 /** Informers the manager creates for a kind, one per watched namespace (or one cluster-wide), in its cache. */
 export type InformerSource = (
   kind: ResourceKind,
-  options: { labelSelector?: string; metadataOnly?: boolean },
+  options: {
+    labelSelector?: string;
+    metadataOnly?: boolean;
+    transform?: ((object: KubernetesObject) => KubernetesObject) | undefined;
+  },
 ) => Informer[];
 
 export type ControllerOptions = {
@@ -79,7 +83,10 @@ export class Controller {
       informer.on((_type, object) => this.queue.add(keyString(keyOf(object))));
     }
     for (const child of owned) {
-      for (const informer of informers(child.kind, { labelSelector: child.labelSelector })) {
+      for (const informer of informers(child.kind, {
+        labelSelector: child.labelSelector,
+        transform: child.transform,
+      })) {
         informer.on((_type, object) => {
           const owner = this.ownerKey(primary, object);
           if (owner) this.queue.add(keyString(owner));

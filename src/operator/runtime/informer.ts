@@ -37,6 +37,8 @@ export type InformerOptions = InformerTuning & {
   labelSelector?: string;
   /** Cache metadata only (PartialObjectMetadata): for objects whose contents must not sit in memory (Secrets). */
   metadataOnly?: boolean;
+  /** What the cache keeps of each object (before managedFields are dropped), e.g. projectToFieldManager. */
+  transform?: (object: KubernetesObject) => KubernetesObject;
   client: RuntimeClient;
   rest: RestClient;
   logger: Logger;
@@ -158,10 +160,11 @@ export class Informer {
     }
   }
 
-  /** Cache form: apiVersion/kind filled in (list items lack them), managedFields dropped. */
-  private normalize(object: KubernetesObject): KubernetesObject {
-    object.apiVersion ??= apiVersionOf(this.kind);
-    object.kind ??= this.kind.kind;
+  /** Cache form: apiVersion/kind filled in (list items lack them), the transform applied, managedFields dropped. */
+  private normalize(raw: KubernetesObject): KubernetesObject {
+    raw.apiVersion ??= apiVersionOf(this.kind);
+    raw.kind ??= this.kind.kind;
+    const object = this.options.transform ? this.options.transform(raw) : raw;
     if (object.metadata) delete object.metadata.managedFields;
     return object;
   }

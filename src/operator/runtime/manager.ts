@@ -4,6 +4,7 @@
 // The controller loop itself (queue, workers, event handlers) is controller.ts; it runs only while this replica
 // leads.
 
+import type { KubernetesObject } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { Registry } from 'prom-client';
 import { type ObservabilityServer, startObservabilityServer } from '../../observability/http.js';
@@ -165,8 +166,10 @@ export class RuntimeManager implements Manager {
     });
     this.controller = controller;
     this.metrics.leaderStatus.set({ name: this.options.leaderElection.leaseName }, 0);
-    controller.watch((kind, { labelSelector, metadataOnly }) =>
-      this.namespacesFor(kind).map((namespace) => this.informer(kind, namespace, labelSelector, metadataOnly)),
+    controller.watch((kind, { labelSelector, metadataOnly, transform }) =>
+      this.namespacesFor(kind).map((namespace) =>
+        this.informer(kind, namespace, labelSelector, metadataOnly, transform),
+      ),
     );
     await this.startServers();
     this.logger.info(
@@ -224,6 +227,7 @@ export class RuntimeManager implements Manager {
     namespace: string | undefined,
     labelSelector: string | undefined,
     metadataOnly = false,
+    transform?: (object: KubernetesObject) => KubernetesObject,
   ): Informer {
     const informer = new Informer({
       ...this.tuning,
@@ -231,6 +235,7 @@ export class RuntimeManager implements Manager {
       namespace,
       labelSelector,
       metadataOnly,
+      ...(transform ? { transform } : {}),
       client: this.client,
       rest: this.rest,
       logger: this.logger,

@@ -19,7 +19,12 @@ export type ObjectKey = { namespace: string; name: string };
 export type WatchSpec = {
   primary: ResourceKind;
   /** Children are cached only when they carry this label selector (never cluster-wide caches of foreign objects). */
-  owned: { kind: ResourceKind; labelSelector: string }[];
+  owned: {
+    kind: ResourceKind;
+    labelSelector: string;
+    /** What the cache keeps of each child (runtime/fields.ts); all of it (but managedFields) when absent. */
+    transform?: (object: KubernetesObject) => KubernetesObject;
+  }[];
   /**
    * Objects the primaries refer to but do not own (e.g. the user's Secret): watched as metadata only, in the same
    * namespaces, and every change enqueues the primaries `map` names (controller-runtime's EnqueueRequestsFromMapFunc).

@@ -38,6 +38,7 @@ import {
   startApiServer,
   wallets,
 } from '../../support/harness.js';
+import { checkNonceOrder, startRecordingProxy } from '../../support/rpc-proxy.js';
 
 describe('request-response cycle on anvil (real AirnodeRrpV0)', () => {
   let chain: Awaited<ReturnType<typeof startTestChain>>;
@@ -383,6 +384,21 @@ describe('request-response cycle on anvil (real AirnodeRrpV0)', () => {
         expect(Number(nonce)).to.equal(3);
       }
       for (const { id } of requests) expect((await requestEvents(chain.deployment, id)).fulfilled).to.have.length(1);
+    });
+
+    it("sends each sponsor wallet's transactions in nonce order, and the chain mines them without gaps", async () => {
+      const sponsors = await Promise.all(Array.from({ length: 4 }, () => newSponsor()));
+      for (let round = 0; round < 6; round++) {
+        for (const sponsor of sponsors) await fullRequest(sponsor, encodeCoin(round % 2 ? 'BTC' : 'ETH'));
+      }
+      const proxy = await startRecordingProxy(chain.anvil.url);
+      try {
+        await cycle({ providers: { anvil: proxy.url } });
+        const report = await checkNonceOrder(chain.anvil.url, proxy.sent);
+        expect(report).to.deep.include({ wallets: 4, transactions: 24, outOfOrder: [], gaps: [], queued: 0 });
+      } finally {
+        await proxy.close();
+      }
     });
 
     it('uses the `_gasPrice` of a request and EIP-1559 transactions from the oracle', async () => {

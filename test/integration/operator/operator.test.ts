@@ -14,6 +14,7 @@ import {
   type V1Job,
   type V1PodDisruptionBudget,
   type V1Service,
+  type V2HorizontalPodAutoscaler,
 } from '@kubernetes/client-node';
 import { expect } from 'chai';
 import { kubeConfigMapStore } from '../../../src/node/kubernetes/config-map-store.js';
@@ -162,6 +163,46 @@ describe('OracleNode operator (integration)', function () {
     expect(node.status).to.include({ chains: 0 });
     expect(await deployment('gateways-dev-gateway')).to.not.equal(undefined);
     expect(await cronJob('gateways-dev-coordinator')).to.not.equal(undefined);
+  });
+
+  it('gateway autoscaling: an owned autoscaling/v2 HPA scales the Deployment, the operator leaves replicas to it, and removing it prunes the HPA', async () => {
+    type Hpa = V2HorizontalPodAutoscaler & { metadata: { name: string } };
+    const hpa = () => read<Hpa>('autoscaling/v2', 'HorizontalPodAutoscaler', ns(), 'gateways-dev-gateway');
+    await editNode('gateways', (node) => {
+      node.spec.gateway = { ...node.spec.gateway, autoscaling: { minReplicas: 2, maxReplicas: 4 } };
+    });
+    const created = await waitFor(hpa, 60_000, { description: 'the gateway HPA' });
+    expect(created.metadata!.ownerReferences![0]).to.include({
+      kind: 'OracleNode',
+      name: 'gateways',
+      controller: true,
+    });
+    expect(created.spec).to.deep.include({
+      scaleTargetRef: { apiVersion: 'apps/v1', kind: 'Deployment', name: 'gateways-dev-gateway' },
+      minReplicas: 2,
+      maxReplicas: 4,
+    });
+    expect(created.spec!.metrics![0]!.resource).to.deep.equal({
+      name: 'cpu',
+      target: { type: 'Utilization', averageUtilization: 80 },
+    });
+    // The controller-manager's HPA controller raises the Deployment to minReplicas; the operator must not undo it.
+    await waitFor(async () => (await deployment('gateways-dev-gateway'))?.spec?.replicas === 2, 90_000, {
+      description: 'the HPA scaling the gateway to 2',
+    });
+    await readyNode('gateways');
+    await sleep(3000);
+    expect((await deployment('gateways-dev-gateway'))!.spec!.replicas).to.equal(2);
+    expect(await read('policy/v1', 'PodDisruptionBudget', ns(), 'gateways-dev-gateway')).to.not.equal(undefined);
+
+    await editNode('gateways', (node) => {
+      const { autoscaling: _removed, ...gateway } = node.spec.gateway ?? {};
+      node.spec.gateway = { ...gateway, replicas: 1 };
+    });
+    await waitFor(async () => (await hpa()) === undefined, 60_000, { description: 'the HPA pruned' });
+    await waitFor(async () => (await deployment('gateways-dev-gateway'))?.spec?.replicas === 1, 60_000, {
+      description: 'spec.gateway.replicas applied again',
+    });
   });
 
   it('a no-op resync makes zero API writes', async () => {

@@ -161,3 +161,21 @@ describe('secret values never appear in output', () => {
     });
   });
 });
+
+describe('${NAME} interpolation (copy on write)', () => {
+  it('shares the subtrees without placeholders with its input and never modifies the input', () => {
+    const input = { untouched: { list: [1, 'two', { three: 3 }] }, secret: { url: '${A}' }, '${A}': ['x'] };
+    const snapshot = structuredClone(input);
+    const { value } = interpolateSecrets(input, { A: 'alpha' }) as { value: Record<string, unknown> };
+    expect(value).to.deep.equal({ untouched: input.untouched, secret: { url: 'alpha' }, alpha: ['x'] });
+    expect(value['untouched']).to.equal(input.untouched);
+    expect(value['alpha']).to.equal(input['${A}']);
+    expect(value).to.not.equal(input);
+    expect(input).to.deep.equal(snapshot);
+  });
+
+  it('returns a tree without any placeholder as it is', () => {
+    const input = { a: [{ b: 'c' }], d: 1 };
+    expect(interpolateSecrets(input, { A: 'alpha' }).value).to.equal(input);
+  });
+});

@@ -1,9 +1,12 @@
 import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { expect } from 'chai';
-import { getBytes, HDNodeWallet, keccak256, solidityPacked, verifyMessage } from 'ethers';
+import { AbiCoder, getBytes, HDNodeWallet, keccak256, solidityPacked, verifyMessage } from 'ethers';
+import fc from 'fast-check';
 import {
   deriveDeploymentId,
   deriveEndpointId,
+  deriveEndpointIdWithAbiCoder,
   deriveFullRequestId,
   deriveTemplateIdV0,
   deriveTemplateIdV1,
@@ -75,5 +78,43 @@ describe('derivations (reference vectors)', () => {
     expect(signature).to.equal(v.signature_eip191_over_32_byte_hash);
     expect(verifyMessage(getBytes(hash), signature)).to.equal(v.recovers_to);
     expect(HDNodeWallet.fromPhrase(v.signerMnemonic).address).to.equal(v.recovers_to);
+  });
+});
+
+describe('deriveEndpointId (direct encoding) against ethers ABI coders', () => {
+  // Reference node 0.15 derives with ethers 5 (@ethersproject/abi); the general ethers 6 coder is the other oracle.
+  const require = createRequire(import.meta.url);
+  const ethers5Abi = require('@ethersproject/abi') as {
+    defaultAbiCoder: { encode: (t: string[], v: string[]) => string };
+  };
+  const ethers5Keccak = require('@ethersproject/keccak256') as { keccak256: (data: string) => string };
+  const ethers5 = (a: string, b: string) =>
+    ethers5Keccak.keccak256(ethers5Abi.defaultAbiCoder.encode(['string', 'string'], [a, b]));
+  const v6 = AbiCoder.defaultAbiCoder();
+  const ethers6 = (a: string, b: string) => keccak256(v6.encode(['string', 'string'], [a, b]));
+
+  it('is byte-identical for any well-formed strings (ASCII, multi-byte, astral, word-boundary lengths)', () => {
+    const text = fc.oneof(
+      fc.string({ maxLength: 80 }),
+      fc.string({ unit: 'grapheme', maxLength: 40 }),
+      fc.string({ unit: 'binary', maxLength: 40 }),
+      fc.integer({ min: 0, max: 3 }).map((k) => 'x'.repeat(32 * k)),
+      fc.integer({ min: 0, max: 3 }).map((k) => 'é'.repeat(16 * k + 1)),
+    );
+    fc.assert(
+      fc.property(text, text, (a, b) => {
+        const ours = deriveEndpointId(a, b);
+        expect(ours).to.equal(ethers6(a, b));
+        expect(ours).to.equal(ethers5(a, b));
+        expect(ours).to.equal(deriveEndpointIdWithAbiCoder(a, b));
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  it('answers as ethers does for unpaired surrogates (a lone low surrogate is encoded, a lone high one throws)', () => {
+    expect(deriveEndpointId('\udc00api', 'name')).to.equal(ethers6('\udc00api', 'name'));
+    expect(() => ethers6('api\ud800', 'name')).to.throw();
+    expect(() => deriveEndpointId('api\ud800', 'name')).to.throw();
   });
 });

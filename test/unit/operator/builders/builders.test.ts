@@ -1,4 +1,4 @@
-import type { V1CronJob, V1Deployment, V1Role, V1Service } from '@kubernetes/client-node';
+import type { V1CronJob, V1Deployment, V1Role, V1Service, V2HorizontalPodAutoscaler } from '@kubernetes/client-node';
 import { expect } from 'chai';
 import {
   buildWorkerJob,
@@ -157,6 +157,65 @@ describe('operator builders', () => {
     expect(service.spec!.ports).to.have.length(1);
     expect(service.spec!.ports![0]).to.include({ port: 8080, targetPort: 'http' });
     expect(one<V1Deployment>(children, 'Deployment').spec!.replicas).to.equal(2);
+  });
+
+  it('gateway autoscaling: an autoscaling/v2 HPA on CPU by default, the Deployment leaves replicas to it', () => {
+    const children = buildChildren(
+      inputFor('gateways-only', (node) => {
+        node.spec.gateway = { ...node.spec.gateway, replicas: 2, autoscaling: { maxReplicas: 6 } };
+      }),
+    );
+    const hpa = one<V2HorizontalPodAutoscaler>(children, 'HorizontalPodAutoscaler');
+    const deployment = one<V1Deployment>(children, 'Deployment');
+    expect(hpa.apiVersion).to.equal('autoscaling/v2');
+    expect(hpa.metadata!.name).to.equal(deployment.metadata!.name);
+    expect(hpa.metadata!.ownerReferences![0]).to.include({ kind: 'OracleNode', controller: true });
+    expect(hpa.spec).to.deep.equal({
+      scaleTargetRef: { apiVersion: 'apps/v1', kind: 'Deployment', name: deployment.metadata!.name },
+      minReplicas: 2,
+      maxReplicas: 6,
+      metrics: [
+        { type: 'Resource', resource: { name: 'cpu', target: { type: 'Utilization', averageUtilization: 80 } } },
+      ],
+    });
+    expect(deployment.spec).to.not.have.property('replicas');
+    expect(byKind(children, 'PodDisruptionBudget')).to.have.length(1);
+  });
+
+  it('gateway autoscaling: minReplicas, CPU target and custom metrics from the spec; none without it', () => {
+    const metrics = [
+      { type: 'Pods', pods: { metric: { name: 'rps' }, target: { type: 'AverageValue', averageValue: '100' } } },
+    ];
+    const custom = buildChildren(
+      inputFor('gateways-only', (node) => {
+        node.spec.gateway = { autoscaling: { minReplicas: 1, maxReplicas: 1, targetCPUUtilizationPercentage: 50 } };
+      }),
+    );
+    expect(one<V2HorizontalPodAutoscaler>(custom, 'HorizontalPodAutoscaler').spec).to.deep.include({
+      minReplicas: 1,
+      maxReplicas: 1,
+      metrics: [
+        { type: 'Resource', resource: { name: 'cpu', target: { type: 'Utilization', averageUtilization: 50 } } },
+      ],
+    });
+    expect(byKind(custom, 'PodDisruptionBudget')).to.have.length(0);
+    const withMetrics = buildChildren(
+      inputFor('gateways-only', (node) => {
+        node.spec.gateway = { autoscaling: { maxReplicas: 3, metrics } };
+      }),
+    );
+    expect(one<V2HorizontalPodAutoscaler>(withMetrics, 'HorizontalPodAutoscaler').spec!.metrics).to.deep.equal(metrics);
+    expect(byKind(buildChildren(inputFor('full-multi-chain')), 'HorizontalPodAutoscaler')).to.have.length(0);
+    expect(
+      byKind(
+        buildChildren(
+          inputFor('minimal', (node) => {
+            node.spec.gateway = { autoscaling: { maxReplicas: 3 } };
+          }),
+        ),
+        'HorizontalPodAutoscaler',
+      ),
+    ).to.have.length(0);
   });
 
   it('least privilege: namespaced Roles, no wildcards, writes only to its own cache and cycle ConfigMaps', () => {

@@ -458,4 +458,69 @@ describe('operator runtime against an in-memory API server', () => {
     const lease = api.objects.get('leases/ns1/lock') as { spec?: { holderIdentity?: string } };
     expect(lease.spec?.holderIdentity).to.equal('');
   });
+  it("manager: an owned kind's transform decides what its cache keeps (before managedFields are dropped)", async () => {
+    api.upsert('configmaps', configMap('p1', { v: '1' }));
+    api.upsert('secrets', {
+      apiVersion: 'v1',
+      kind: 'Secret',
+      data: { big: 'x'.repeat(1000) },
+      metadata: {
+        name: 'child',
+        namespace: 'ns1',
+        labels: { owned: 'yes' },
+        ownerReferences: [{ apiVersion: 'v1', kind: 'ConfigMap', name: 'p1', uid: 'u', controller: true }],
+        managedFields: [{ manager: 'test', operation: 'Apply', fieldsType: 'FieldsV1', fieldsV1: {} }],
+      },
+    } as never);
+    const seenByTransform: boolean[] = [];
+    const cached: (KubernetesObject | undefined)[] = [];
+    const reconciler: Reconciler = {
+      name: 'test',
+      watches: {
+        primary: CONFIGMAP,
+        owned: [
+          {
+            kind: SECRET,
+            labelSelector: 'owned=yes',
+            transform: (object) => {
+              seenByTransform.push(object.metadata?.managedFields !== undefined);
+              const { data: _dropped, ...rest } = object as KubernetesObject & { data?: unknown };
+              return rest;
+            },
+          },
+        ],
+      },
+      async reconcile(key: ObjectKey, context) {
+        if (key.name === 'p1') cached.push(context.cache.get(SECRET, { namespace: 'ns1', name: 'child' }));
+        return undefined;
+      },
+    };
+    const manager = createManager({
+      kubeConfig: api.kubeConfig(),
+      namespaces: ['ns1'],
+      leaderElection: { enabled: false, namespace: 'ns1', leaseName: 'lock', identity: 'me' },
+      workers: 1,
+      qps: 1000,
+      burst: 1000,
+      metricsPort: 0,
+      healthPort: 0,
+      fieldManager: 'test',
+      logger,
+      tuning: { registry: new Registry() },
+    });
+    const running = manager.run(reconciler);
+    try {
+      await waitFor(() => cached.some((object) => object !== undefined), 10_000, {
+        description: 'the child in the cache',
+        intervalMs: 10,
+      });
+      const child = cached.find((object) => object !== undefined) as KubernetesObject & { data?: unknown };
+      expect(child).to.not.have.property('data');
+      expect(child.metadata?.managedFields).to.equal(undefined);
+      expect(seenByTransform).to.include(true);
+    } finally {
+      await manager.stop();
+      await running;
+    }
+  });
 });
