@@ -39,9 +39,9 @@ export type TestCluster = {
 export async function connectTestCluster(benchmark: string): Promise<TestCluster | undefined> {
   const path = kubeconfigPath();
   const kc = new KubeConfig();
-  if (path) kc.loadFromFile(path);
   try {
     if (!path) throw new Error('no kubeconfig');
+    kc.loadFromFile(path);
     await kc.makeApiClient(CoreV1Api).listNamespace({ limit: 1 });
   } catch (error) {
     console.log(
