@@ -6,68 +6,23 @@
 // each changing the spec (the webhook's full validation runs every time), and reports p50/p99 per apply with and
 // without the webhook and the difference. Results go to the "Admission webhook" section of docs/benchmarks.md.
 import { type ChildProcess, spawn } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import {
-  CoreV1Api,
-  KubeConfig,
-  type KubernetesObject,
-  KubernetesObjectApi,
-  loadYaml,
-  PatchStrategy,
-} from '@kubernetes/client-node';
+import { CoreV1Api, type KubernetesObject, PatchStrategy } from '@kubernetes/client-node';
 import yaml from 'js-yaml';
 import type { OracleNode } from '../src/operator/resource.js';
+import { connectTestCluster, FIELD_MANAGER, freePort, installCrd, percentile, root, sleep } from './support/cluster.js';
 
-const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const { values: args } = parseArgs({ options: { applies: { type: 'string' } } });
 const APPLIES = Number(args.applies ?? 200);
-const FIELD_MANAGER = 'oracle-node-bench';
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const percentile = (sorted: number[], p: number) =>
-  sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
-
-function kubeconfigPath(): string | undefined {
-  if (process.env.KUBECONFIG) return process.env.KUBECONFIG;
-  const local = join(root, '.cache/cluster/run/admin.kubeconfig');
-  return existsSync(local) ? local : undefined;
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-    server.on('error', reject);
-  });
-}
 
 async function main(): Promise<void> {
-  const path = kubeconfigPath();
-  const kc = new KubeConfig();
-  if (path) kc.loadFromFile(path);
-  try {
-    if (!path) throw new Error('no kubeconfig');
-    await kc.makeApiClient(CoreV1Api).listNamespace({ limit: 1 });
-  } catch (error) {
-    console.log(
-      `admission benchmark skipped: no test control plane is running (make cluster-up): ${(error as Error).message}`,
-    );
-    return;
-  }
-  const objects = KubernetesObjectApi.makeApiClient(kc);
-  const apply = <T extends KubernetesObject>(object: T) =>
-    objects.patch(object, undefined, undefined, FIELD_MANAGER, true, PatchStrategy.ServerSideApply);
-  const crd = loadYaml<KubernetesObject>(readFileSync(join(root, 'crds/oracle-node.io_oraclenodes.yaml'), 'utf8'));
-  await apply(crd);
-  await sleep(2000);
+  const cluster = await connectTestCluster('admission');
+  if (!cluster) return;
+  const { kc, apply, objects, kubeconfigPath: path } = cluster;
+  await installCrd(cluster);
   const core = kc.makeApiClient(CoreV1Api);
   const suffix = Date.now().toString(36);
   const [watched, unwatched, operatorNamespace] = ['a', 'b', 'op'].map((n) => `onode-admission-${n}-${suffix}`) as [

@@ -6,49 +6,17 @@
 // makes during a no-op resync (must be 0). Results go to the "Operator" section of docs/benchmarks.md.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { loadavg } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import {
-  CoreV1Api,
-  KubeConfig,
-  type KubernetesObject,
-  KubernetesObjectApi,
-  loadYaml,
-  PatchStrategy,
-  Watch,
-} from '@kubernetes/client-node';
+import { CoreV1Api, type KubernetesObject, type KubernetesObjectApi, Watch } from '@kubernetes/client-node';
 import yaml from 'js-yaml';
 import type { OracleNode } from '../src/operator/resource.js';
+import { connectTestCluster, freePort, installCrd, percentile, root, sleep } from './support/cluster.js';
 
-const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const { values: args } = parseArgs({ options: { latency: { type: 'string' }, scale: { type: 'string' } } });
 const LATENCY_COUNT = Number(args.latency ?? 100);
 const SCALE_COUNT = Number(args.scale ?? 500);
-const FIELD_MANAGER = 'oracle-node-bench';
-
-function kubeconfigPath(): string | undefined {
-  if (process.env.KUBECONFIG) return process.env.KUBECONFIG;
-  const local = join(root, '.cache/cluster/run/admin.kubeconfig');
-  return existsSync(local) ? local : undefined;
-}
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const percentile = (sorted: number[], p: number) =>
-  sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-    server.on('error', reject);
-  });
-}
 
 function rssMiB(pid: number): number {
   const match = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
@@ -80,27 +48,12 @@ async function mapLimit<T>(items: T[], limit: number, fn: (item: T) => Promise<v
 }
 
 async function main(): Promise<void> {
-  const path = kubeconfigPath();
-  const kc = new KubeConfig();
-  if (path) kc.loadFromFile(path);
-  try {
-    if (!path) throw new Error('no kubeconfig');
-    await kc.makeApiClient(CoreV1Api).listNamespace({ limit: 1 });
-  } catch (error) {
-    console.log(
-      `operator benchmark skipped: no test control plane is running (make cluster-up): ${(error as Error).message}`,
-    );
-    return;
-  }
-  const objects = KubernetesObjectApi.makeApiClient(kc);
-  const apply = <T extends KubernetesObject>(object: T) =>
-    objects.patch(object, undefined, undefined, FIELD_MANAGER, true, PatchStrategy.ServerSideApply);
+  const cluster = await connectTestCluster('operator');
+  if (!cluster) return;
+  const { kc, apply, objects, kubeconfigPath: path } = cluster;
 
   // CRD, namespace, one shared Secret.
-  // Typed (loadYaml): client-node's serializer drops untyped keys such as enum and x-kubernetes-validations.
-  const crd = loadYaml<KubernetesObject>(readFileSync(join(root, 'crds/oracle-node.io_oraclenodes.yaml'), 'utf8'));
-  await apply(crd);
-  await sleep(2000);
+  await installCrd(cluster);
   const namespace = `onode-bench-${Date.now().toString(36)}`;
   await kc.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name: namespace } } });
   const docs = yaml.loadAll(readFileSync(join(root, 'manifests/samples/minimal.yaml'), 'utf8')) as KubernetesObject[];

@@ -565,10 +565,33 @@ up() {
   print_env
 }
 
+# The chains the kubelet writes at start and never removes: KUBE-FIREWALL (filter; drops packets to 127.0.0.0/8
+# from other sources, jumped to from INPUT and OUTPUT), its canaries and the mangle hint, IPv4 and IPv6. Left
+# alone while any other kubelet runs on the machine: they would be its chains too.
+kubelet_chains_down() {
+  if pgrep -x kubelet >/dev/null 2>&1; then
+    say "another kubelet runs on this machine: its KUBE-FIREWALL and canary chains are left in place"
+    return 0
+  fi
+  local ipt table
+  for ipt in iptables ip6tables; do
+    command -v "$ipt" >/dev/null 2>&1 || continue
+    while "$ipt" -D INPUT -j KUBE-FIREWALL 2>/dev/null; do :; done
+    while "$ipt" -D OUTPUT -j KUBE-FIREWALL 2>/dev/null; do :; done
+    "$ipt" -F KUBE-FIREWALL 2>/dev/null && "$ipt" -X KUBE-FIREWALL 2>/dev/null || true
+    for table in filter nat mangle; do
+      "$ipt" -t "$table" -X KUBE-KUBELET-CANARY 2>/dev/null || true
+    done
+    "$ipt" -t mangle -X KUBE-IPTABLES-HINT 2>/dev/null || true
+  done
+  return 0
+}
+
 down_node() {
   kube_proxy_down
   if alive kubelet "$KUBELET_BIN"; then stop_one kubelet "$KUBELET_BIN" 15; fi
   rm -f "$PIDS/kubelet"
+  kubelet_chains_down
   local netns=() id
   if alive containerd "$CONTAINERD_BIN"; then
     # The pod network namespaces of this containerd's sandboxes (from their OCI specs), removed below.

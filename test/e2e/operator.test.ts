@@ -1,14 +1,17 @@
 // The product end to end on a real node: the operator installed from manifests/install.yaml (its image set to the
-// local one) runs as a pod (in-cluster config through the `kubernetes` Service), reconciles an OracleNode into a
-// coordinator CronJob whose pod really runs a cycle against anvil, worker Jobs really call the API stand-in, and an
-// on-chain request is fulfilled. anvil and the API stand-in listen on the host's address on the pod
-// bridge (REAL_NODE_GATEWAY), which the pods reach directly.
+// local one) runs as a pod (in-cluster config through the `kubernetes` Service); the API server calls its
+// admission webhook through the webhook Service; it reconciles an OracleNode into a gateway whose metrics port
+// another pod scrapes, and a coordinator CronJob whose pod really runs a cycle against anvil and sends the
+// heartbeat, worker Jobs really call the API stand-in, and an on-chain request is fulfilled. anvil, the API
+// stand-in and the heartbeat receiver listen on the host's address on the pod bridge (REAL_NODE_GATEWAY), which
+// the pods reach directly.
 
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
+import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { dirname, resolve } from 'node:path';
 import {
+  AdmissionregistrationV1Api,
   AppsV1Api,
   CustomObjectsApi,
   PatchStrategy,
@@ -17,6 +20,9 @@ import {
   type V1Job,
 } from '@kubernetes/client-node';
 import { expect } from 'chai';
+import { verifyMessage } from 'ethers';
+import { loadAll } from 'js-yaml';
+import { GATEWAY_METRICS_PORT } from '../../src/contract/pods.js';
 import { DEFAULT_PATH_KEY } from '../../src/gateway/server.js';
 import { type Anvil, type Deployment, deployProtocol, startAnvil } from '../support/chain.js';
 import {
@@ -25,6 +31,7 @@ import {
   ENDPOINTS,
   encodeCoin,
   makeFullRequest,
+  NODE_ADDRESS,
   OIS_TITLE,
   requestEvents,
 } from '../support/harness.js';
@@ -34,6 +41,7 @@ import {
   jobDone,
   kc,
   kubectl,
+  kubectlWithInput,
   podsOf,
   type RealNode,
   realNode,
@@ -77,6 +85,43 @@ function expectPriceAnswer(status: number, answer: unknown): void {
   expect(body.encodedValue).to.match(/^0x[0-9a-f]{64}$/);
 }
 const MAX_CONCURRENCY = 2;
+/** The operator's webhook configuration and Service, as manifests/install.yaml's flags name them. */
+const WEBHOOK_CONFIGURATION = 'oracle-node-operator';
+const WEBHOOK_SERVICE = 'oracle-node-operator-webhook';
+const HEARTBEAT_API_KEY = 'e2e-heartbeat-api-key-0123456789abcdef';
+const PUBLIC_URL = 'https://oracle.e2e.example';
+
+type HeartbeatPost = { remoteAddress: string; path: string; headers: IncomingHttpHeaders; body: string };
+
+/**
+ * manifests/samples/minimal.yaml's OracleNode, broken by rules only the zod model knows (the CRD's schema checks
+ * types and bounds): constantGasPrice not last, and a trigger naming an OIS that does not exist.
+ */
+function invalidNode(namespace: string): Record<string, unknown> {
+  const docs = loadAll(readFileSync(resolve(repoRoot, 'manifests/samples/minimal.yaml'), 'utf8')) as {
+    kind?: string;
+    metadata: Record<string, unknown>;
+    spec: { config: unknown };
+  }[];
+  const node = docs.find((doc) => doc?.kind === 'OracleNode');
+  if (!node) throw new Error('manifests/samples/minimal.yaml has no OracleNode');
+  node.metadata = { name: 'invalid', namespace };
+  const config = node.spec.config as {
+    chains: { options: Record<string, unknown> }[];
+    triggers: { rrp: { oisTitle: string }[] };
+  };
+  config.chains[0]!.options.gasPriceOracle = [
+    { gasPriceStrategy: 'constantGasPrice', gasPrice: { value: 10, unit: 'gwei' } },
+    { gasPriceStrategy: 'providerRecommendedGasPrice', recommendedGasPriceMultiplier: 1.2 },
+  ];
+  config.triggers.rrp[0]!.oisTitle = 'Nope';
+  return node as unknown as Record<string, unknown>;
+}
+/** The webhook's answer for invalidNode(): each error with its path. */
+const INVALID_NODE_ERRORS = [
+  'chains[0].options.gasPriceOracle: ConstantGasPrice strategy must be set as the last strategy in the array.',
+  'triggers.rrp[0].oisTitle: No matching OIS for trigger with OIS title "Nope"',
+] as const;
 
 describe('e2e: the operator reconciles an OracleNode into real workloads', function () {
   this.timeout(720_000);
@@ -85,6 +130,9 @@ describe('e2e: the operator reconciles an OracleNode into real workloads', funct
   let apiCalls = 0;
   let deployment: Deployment;
   let apiUrl = '';
+  let heartbeatReceiver: Server | undefined;
+  let heartbeatUrl = '';
+  const heartbeats: HeartbeatPost[] = [];
 
   before(async function () {
     if (typeof node === 'string') {
@@ -111,6 +159,25 @@ describe('e2e: the operator reconciles an OracleNode into real workloads', funct
     await new Promise<void>((r) => api?.listen(0, gw, r));
     apiUrl = `http://${gw}:${(api.address() as AddressInfo).port}`;
 
+    // The heartbeat's monitoring endpoint: records every POST with where it came from.
+    heartbeatReceiver = createServer((req, res) => {
+      let body = '';
+      req.on('data', (chunk) => {
+        body += chunk;
+      });
+      req.on('end', () => {
+        heartbeats.push({
+          remoteAddress: req.socket.remoteAddress ?? '',
+          path: `${req.method} ${req.url}`,
+          headers: req.headers,
+          body,
+        });
+        res.writeHead(200).end();
+      });
+    });
+    await new Promise<void>((r) => heartbeatReceiver?.listen(0, gw, r));
+    heartbeatUrl = `http://${gw}:${(heartbeatReceiver.address() as AddressInfo).port}/heartbeat`;
+
     // The product's install manifest (CRD, RBAC, operator Deployment, IfNotPresent) with its image set to the one
     // `make image` built and the node imported, as `--set image.repository=...` does with the chart: the default,
     // the project's published image, is not pulled here.
@@ -122,6 +189,8 @@ describe('e2e: the operator reconciles an OracleNode into real workloads', funct
     await anvil?.stop();
     api?.closeAllConnections();
     api?.close();
+    heartbeatReceiver?.closeAllConnections();
+    heartbeatReceiver?.close();
     if (process.env['KEEP_TEST_NAMESPACES'] !== '1') {
       await kubectl('delete', '--ignore-not-found', '--wait=false', '-f', installManifest()).catch(() => undefined);
     }
@@ -131,7 +200,7 @@ describe('e2e: the operator reconciles an OracleNode into real workloads', funct
   let requestId = '';
   let appliedAt = 0;
 
-  it('the operator Deployment from manifests/install.yaml becomes available on the real node', async () => {
+  it('the operator Deployment from manifests/install.yaml becomes available on the real node, its webhook reachable', async () => {
     const t0 = Date.now();
     const apps = kc().makeApiClient(AppsV1Api);
     await waitFor(
@@ -145,6 +214,75 @@ describe('e2e: the operator reconciles an OracleNode into real workloads', funct
     recordTiming('operator_deployment_available_ms', Date.now() - t0);
     const pods = await podsOf(OPERATOR_NS, 'app.kubernetes.io/name=oracle-node-operator');
     expect(pods.some((p) => p.spec?.nodeName === real().nodeName && p.status?.phase === 'Running')).to.equal(true);
+    // The operator registers its webhook (failurePolicy Fail) as soon as it serves, but the API server reaches it
+    // only once the webhook Service has a ready endpoint and kube-proxy follows: until then every OracleNode write
+    // is refused (`connection refused`), as right after any install. Wait until a dry run gets the webhook's answer.
+    const t1 = Date.now();
+    await waitFor(
+      async () => {
+        const result = await kubectlWithInput(
+          JSON.stringify(invalidNode(ns.name)),
+          'apply',
+          '--dry-run=server',
+          '-f',
+          '-',
+        );
+        return result.code !== 0 && result.stderr.includes(INVALID_NODE_ERRORS[1]);
+      },
+      120_000,
+      { description: "the API server to reach the operator's webhook", intervalMs: 1000 },
+    );
+    recordTiming('operator_available_to_webhook_answering_ms', Date.now() - t1);
+  });
+
+  it("the API server calls the operator's admission webhook through its Service: an invalid OracleNode is refused with its paths, --dry-run=server too", async () => {
+    // The operator creates its own configuration (pointing at the webhook Service, with its CA) once it serves.
+    const admission = kc().makeApiClient(AdmissionregistrationV1Api);
+    const configuration = await waitFor(
+      async () => {
+        const c = await admission
+          .readValidatingWebhookConfiguration({ name: WEBHOOK_CONFIGURATION })
+          .catch(() => undefined);
+        return c?.webhooks?.[0]?.clientConfig?.caBundle ? c : undefined;
+      },
+      120_000,
+      { description: `ValidatingWebhookConfiguration ${WEBHOOK_CONFIGURATION} with a CA bundle`, intervalMs: 1000 },
+    );
+    const webhook = configuration.webhooks?.[0];
+    expect(webhook?.clientConfig?.service, 'reached through the Service, not a URL').to.deep.include({
+      namespace: OPERATOR_NS,
+      name: WEBHOOK_SERVICE,
+    });
+    expect(webhook?.clientConfig?.url).to.equal(undefined);
+    expect(webhook?.failurePolicy).to.equal('Fail');
+    const service = await core().readNamespacedService({ name: WEBHOOK_SERVICE, namespace: OPERATOR_NS });
+    expect(service.spec?.clusterIP, 'a ClusterIP kube-proxy serves').to.match(/^10\.96\.\d+\.\d+$/);
+
+    const manifest = JSON.stringify(invalidNode(ns.name));
+    const dryRun = await kubectlWithInput(manifest, 'apply', '--dry-run=server', '-f', '-');
+    const t1 = Date.now();
+    const applied = await kubectlWithInput(manifest, 'apply', '-f', '-');
+    recordTiming('kubectl_apply_refused_by_webhook_ms', Date.now() - t1);
+    expect(dryRun.code, dryRun.stdout).to.not.equal(0);
+    expect(applied.code, applied.stdout).to.not.equal(0);
+    expect(applied.stderr).to.contain('The OracleNode "invalid" is invalid:');
+    for (const path of INVALID_NODE_ERRORS) {
+      expect(applied.stderr).to.contain(path);
+      expect(dryRun.stderr).to.contain(path);
+    }
+    expect(dryRun.stderr).to.equal(applied.stderr);
+    const stored = await kubectl('-n', ns.name, 'get', 'oraclenodes', '-o', 'name');
+    expect(stored.trim(), 'nothing was stored').to.equal('');
+    // The refusals came from the operator's pods: their admission metrics counted them (either replica answers).
+    let refusals = 0;
+    for (const pod of await podsOf(OPERATOR_NS, 'app.kubernetes.io/name=oracle-node-operator')) {
+      const text = await (await fetch(`http://${pod.status?.podIP}:8080/metrics`)).text();
+      for (const line of text.split('\n')) {
+        const m = /^oracle_node_webhook_admission_duration_seconds_count\{(.*)\} (\d+)$/.exec(line);
+        if (m?.[1]?.includes('allowed="false"')) refusals += Number(m[2]);
+      }
+    }
+    expect(refusals, "refused reviews counted by the operator's pods").to.be.at.least(2);
   });
 
   it('reconciles an OracleNode: Ready, with the coordinator Role (the operator may grant only what it holds)', async () => {
@@ -157,12 +295,17 @@ describe('e2e: the operator reconciles an OracleNode into real workloads', funct
     const settings = config['nodeSettings'] as Record<string, unknown>;
     settings['logLevel'] = 'INFO';
     settings['httpGateway'] = { enabled: true, maxConcurrency: 10, corsOrigins: [] };
+    // As a migrated Airnode reports to its monitoring: URL and key from the Secret.
+    settings['heartbeat'] = { enabled: true, url: `\${HEARTBEAT_URL}`, apiKey: `\${HEARTBEAT_API_KEY}` };
     (config['triggers'] as Record<string, unknown>)['http'] = [
       { endpointId: ENDPOINTS.price, oisTitle: OIS_TITLE, endpointName: 'price' },
     ];
     await core().createNamespacedSecret({
       namespace: ns.name,
-      body: { metadata: { name: 'e2e-secrets' }, stringData: secrets },
+      body: {
+        metadata: { name: 'e2e-secrets' },
+        stringData: { ...secrets, HEARTBEAT_URL: heartbeatUrl, HEARTBEAT_API_KEY: HEARTBEAT_API_KEY },
+      },
     });
     const sponsor = await createSponsor(deployment, 'e2e');
     requestId = await makeFullRequest(deployment, {
@@ -183,7 +326,13 @@ describe('e2e: the operator reconciles an OracleNode into real workloads', funct
           apiVersion: 'oracle-node.io/v1alpha1',
           kind: 'OracleNode',
           metadata: { name: 'e2e' },
-          spec: { config, secretRef: { name: 'e2e-secrets' }, image: real().image, imagePullPolicy: 'Never' },
+          spec: {
+            config,
+            secretRef: { name: 'e2e-secrets' },
+            image: real().image,
+            imagePullPolicy: 'Never',
+            gateway: { publicUrl: PUBLIC_URL },
+          },
         },
       });
     const rbac = kc().makeApiClient(RbacAuthorizationV1Api);
@@ -265,6 +414,52 @@ describe('e2e: the operator reconciles an OracleNode into real workloads', funct
     expectPriceAnswer(fromPod.status, fromPod.body);
   });
 
+  it("another pod scrapes the gateway's metrics port (pod IP, 9090); the gateway Service serves no /metrics", async () => {
+    const name = 'e2e-test-gateway';
+    const [pod] = (await podsOf(ns.name, 'app.kubernetes.io/component=gateway')).filter((p) => p.status?.podIP);
+    const container = pod?.spec?.containers?.[0];
+    expect(container?.ports?.find((p) => p.name === 'metrics')?.containerPort).to.equal(GATEWAY_METRICS_PORT);
+    const service = await core().readNamespacedService({ name, namespace: ns.name });
+    const servicePorts = (service.spec?.ports ?? []).map((p) => [p.port, p.targetPort]);
+    expect(servicePorts.flat(), 'the Service exposes the gateway port only').to.not.include.members([
+      GATEWAY_METRICS_PORT,
+      'metrics',
+    ]);
+    const scrapeUrl = `http://${pod?.status?.podIP}:${GATEWAY_METRICS_PORT}/metrics`;
+    const serviceUrl = `http://${service.spec?.clusterIP}:${service.spec?.ports?.[0]?.port}/metrics`;
+    // A scraper's view: another pod on the node, as Prometheus (through the PodMonitor) reaches the pod.
+    const script = [
+      'const get = (u) => fetch(u, { signal: AbortSignal.timeout(10000) })',
+      '.then(async (r) => ({ status: r.status, type: r.headers.get("content-type"), body: await r.text() }),',
+      '(e) => ({ error: String(e.cause?.code || e.message) }));',
+      `Promise.all([get(${JSON.stringify(scrapeUrl)}), get(${JSON.stringify(serviceUrl)})])`,
+      '.then(([scrape, service]) => console.log(JSON.stringify({ scrape, service })));',
+    ].join(' ');
+    const t0 = Date.now();
+    const log = await runNodeScript(ns.name, 'scrape-gateway-metrics', script);
+    recordTiming('gateway_metrics_scrape_job_ms', Date.now() - t0);
+    const { scrape, service: viaService } = JSON.parse(log) as Record<
+      'scrape' | 'service',
+      { status?: number; type?: string; body?: string; error?: string }
+    >;
+    expect(scrape?.status, scrape?.error).to.equal(200);
+    expect(scrape?.type).to.match(/^text\/plain/);
+    // The request made through the pod IP and the Service before is counted, by endpoint and status class.
+    const requests = (scrape?.body ?? '').split('\n').filter((l) => l.startsWith('gateway_requests_total{'));
+    expect(requests.join('\n')).to.include(ENDPOINTS.price);
+    for (const series of [
+      'gateway_request_duration_seconds_bucket',
+      'gateway_responses_total',
+      'gateway_in_flight_requests',
+    ]) {
+      expect(scrape?.body, series).to.match(new RegExp(`^${series}`, 'm'));
+    }
+    // The caller-facing port answers, but not with metrics.
+    expect(viaService?.status, viaService?.error).to.be.a('number');
+    expect(viaService?.status).to.not.equal(200);
+    expect(viaService?.body ?? '').to.not.include('gateway_requests_total');
+  });
+
   it('the coordinator pod runs a cycle against the chain, worker Jobs call the API, the request is fulfilled', async () => {
     let fulfilled: Awaited<ReturnType<typeof requestEvents>>;
     try {
@@ -317,6 +512,49 @@ describe('e2e: the operator reconciles an OracleNode into real workloads', funct
     for (const w of workers) expect(w.spec?.parallelism ?? 1).to.be.at.most(MAX_CONCURRENCY);
     const done = workers.find((j) => jobDone(j) === 'Complete');
     expect(await kubectl('-n', ns.name, 'logs', `job/${done?.metadata?.name}`)).to.include('"outcome":"fulfilled"');
+  });
+
+  it('the coordinator pod sends the heartbeat after its cycle: API key header, payload signed by the node key', async () => {
+    const post = await waitFor(async () => heartbeats[0], 90_000, {
+      description: `a heartbeat POST at ${heartbeatUrl}`,
+      intervalMs: 1000,
+    });
+    expect(post.path).to.equal('POST /heartbeat');
+    // From a pod on the bridge (10.244.0.0/24), not from the host's 10.244.0.1.
+    const coordinatorPodIps = (await podsOf(ns.name, 'app.kubernetes.io/component=coordinator')).map(
+      (p) => p.status?.podIP,
+    );
+    expect(post.remoteAddress).to.match(/^10\.244\.0\.\d+$/);
+    expect(post.remoteAddress).to.not.equal(real().gateway);
+    if (coordinatorPodIps.some(Boolean)) expect(coordinatorPodIps).to.include(post.remoteAddress);
+    expect(post.headers['airnode-heartbeat-api-key']).to.equal(HEARTBEAT_API_KEY);
+    expect(post.headers['content-type']).to.equal('application/json');
+    const body = JSON.parse(post.body) as { payload: string; signature: string };
+    expect(Object.keys(body)).to.deep.equal(['payload', 'signature']);
+    expect(verifyMessage(body.payload, body.signature), 'signed by the node address').to.equal(NODE_ADDRESS);
+    const payload = JSON.parse(body.payload) as Record<string, unknown>;
+    expect(Object.keys(payload)).to.deep.equal([
+      'timestamp',
+      'stage',
+      'cloud_provider',
+      'deployment_id',
+      'http_gateway_url',
+    ]);
+    expect(payload['stage']).to.equal('test');
+    // The URL callers use (spec.gateway.publicUrl), never localhost.
+    expect(payload['http_gateway_url']).to.equal(`${PUBLIC_URL}/http-data`);
+    expect(post.body).to.not.include('localhost');
+    // The operator reads the coordinator's report: the last cycle's heartbeat was Sent; the key is nowhere in it.
+    const stored = await waitFor(
+      async () => {
+        const text = await kubectl('-n', ns.name, 'get', 'oraclenode', 'e2e', '-o', 'json');
+        const status = (JSON.parse(text) as { status?: { lastCycle?: { heartbeat?: string } } }).status;
+        return status?.lastCycle?.heartbeat === 'Sent' ? text : undefined;
+      },
+      60_000,
+      { description: "status.lastCycle.heartbeat 'Sent'", intervalMs: 1000 },
+    );
+    expect(stored).to.not.include(HEARTBEAT_API_KEY);
   });
 
   it('editing the stage rolls out: new gateway first, old stage removed, the two coordinators never overlap', async () => {

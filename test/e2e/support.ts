@@ -114,6 +114,25 @@ export async function kubectl(...args: string[]): Promise<string> {
   return stdout;
 }
 
+/** Runs kubectl with `input` on stdin; never throws for a non-zero exit (for answers that must be refusals). */
+export function kubectlWithInput(
+  input: string,
+  ...args: string[]
+): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolvePromise) => {
+    const child = execFile(
+      kubectlBinary,
+      args,
+      { env: process.env, maxBuffer: 16 * 1024 * 1024 },
+      (error, stdout, stderr) => {
+        const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0;
+        resolvePromise({ code, stdout, stderr });
+      },
+    );
+    child.stdin?.end(input);
+  });
+}
+
 /** Records a measured duration for docs/benchmarks.md (.cache/e2e/timings.txt and the test output). */
 export function recordTiming(name: string, ms: number): void {
   const dir = resolve(repoRoot, '.cache/e2e');

@@ -10,9 +10,9 @@ const paths = (file: string, text: string) => escapingPaths(file, text).map((v) 
 
 describe('scripts/check-repo-paths', () => {
   it('reports a URL relative to a test file that climbs above the root', () => {
-    const text = "const f = new URL('../../../../shared/fixtures/airnode/', import.meta.url);"; // repo-paths: allow
+    const text = "const f = new URL('../../../../sibling/fixtures/airnode/', import.meta.url);"; // repo-paths: allow
     expect(escapingPaths('test/unit/chain/protocol.test.ts', `\n${text}`)).to.deep.equal([
-      { file: 'test/unit/chain/protocol.test.ts', line: 2, path: '../../../../shared/fixtures/airnode/' }, // repo-paths: allow
+      { file: 'test/unit/chain/protocol.test.ts', line: 2, path: '../../../../sibling/fixtures/airnode/' }, // repo-paths: allow
     ]);
   });
 
@@ -23,16 +23,16 @@ describe('scripts/check-repo-paths', () => {
   });
 
   it('resolves shell, make and CI paths from the root, $HERE from the file and $ROOT from the root', () => {
-    expect(paths('.ci/run', 'ls ../shared')).to.deep.equal(['../shared']); // repo-paths: allow
-    expect(paths('Makefile', '\tcp -r ../shared/fixtures test/')).to.deep.equal(['../shared/fixtures']); // repo-paths: allow
-    const withDefault = '$' + '{SAMPLE_DIR:-$ROOT/../shared/node}'; // repo-paths: allow
+    expect(paths('.ci/run', 'ls ../sibling')).to.deep.equal(['../sibling']); // repo-paths: allow
+    expect(paths('Makefile', '\tcp -r ../sibling/fixtures test/')).to.deep.equal(['../sibling/fixtures']); // repo-paths: allow
+    const withDefault = '$' + '{SAMPLE_DIR:-$ROOT/../sibling/node}'; // repo-paths: allow
     expect(paths('image/x.sh', `D="${withDefault}"`)).to.deep.equal([withDefault]);
     expect(paths('test/cluster/build.sh', 'ROOT="$(cd "$HERE/../.." && pwd)"')).to.be.empty;
     expect(paths('test/cluster/build.sh', 'OUT="$HERE/../../../out"')).to.deep.equal(['$HERE/../../../out']); // repo-paths: allow
   });
 
   it('reports join/resolve calls whose separate arguments climb above the root', () => {
-    expect(paths('scripts/x.ts', "join(repoRoot, '..', 'shared')")).to.have.length(1); // repo-paths: allow
+    expect(paths('scripts/x.ts', "join(repoRoot, '..', 'sibling')")).to.have.length(1); // repo-paths: allow
     expect(paths('test/a/b.ts', "join(here, '..', '..')")).to.be.empty;
   });
 
@@ -53,7 +53,7 @@ describe('scripts/check-repo-paths', () => {
       mkdirSync(join(root, 'test/unit'), { recursive: true });
       mkdirSync(join(root, 'node_modules/x'), { recursive: true });
       writeFileSync(join(root, 'test/unit/ok.test.ts'), "new URL('../../src/a.ts', import.meta.url)\n");
-      writeFileSync(join(root, 'test/unit/bad.test.ts'), "new URL('../../../shared/f.json', import.meta.url)\n"); // repo-paths: allow
+      writeFileSync(join(root, 'test/unit/bad.test.ts'), "new URL('../../../sibling/f.json', import.meta.url)\n"); // repo-paths: allow
       writeFileSync(join(root, 'node_modules/x/index.ts'), "new URL('../../../../../../x', import.meta.url)\n"); // repo-paths: allow
       expect(scanRepository(root).map((v) => `${v.file}:${v.line}`)).to.deep.equal(['test/unit/bad.test.ts:1']);
     } finally {
