@@ -6,7 +6,7 @@ import { pino } from 'pino';
 import { Registry } from 'prom-client';
 import { RuntimeClient } from '../../../../src/operator/runtime/client.js';
 import { Informer } from '../../../../src/operator/runtime/informer.js';
-import { createManager } from '../../../../src/operator/runtime/manager.js';
+import { createManager, type RuntimeTuning } from '../../../../src/operator/runtime/manager.js';
 import { RuntimeMetrics } from '../../../../src/operator/runtime/metrics.js';
 import { ApiError, RestClient } from '../../../../src/operator/runtime/rest.js';
 import type { ObjectKey, Reconciler, ResourceKind } from '../../../../src/operator/runtime/types.js';
@@ -31,6 +31,30 @@ describe('operator runtime against an in-memory API server', () => {
   afterEach(async () => {
     await api.stop();
   });
+
+  /** A manager against the fake API server, scoped to ns1, with what each test tunes on top. */
+  function testManager(
+    options: {
+      namespaces?: string[];
+      leaderElection?: boolean;
+      workers?: number;
+      tuning?: Partial<RuntimeTuning>;
+    } = {},
+  ) {
+    return createManager({
+      kubeConfig: api.kubeConfig(),
+      namespaces: options.namespaces ?? ['ns1'],
+      leaderElection: { enabled: options.leaderElection ?? false, namespace: 'ns1', leaseName: 'lock', identity: 'me' },
+      workers: options.workers ?? 1,
+      qps: 1000,
+      burst: 1000,
+      metricsPort: 0,
+      healthPort: 0,
+      fieldManager: 'test',
+      logger,
+      tuning: { registry: new Registry(), ...options.tuning },
+    });
+  }
 
   function rest(options: Partial<ConstructorParameters<typeof RestClient>[1]> = {}) {
     return new RestClient(api.kubeConfig(), { qps: 1000, burst: 1000, retryInitialMs: 5, retryMaxMs: 50, ...options });
@@ -155,19 +179,7 @@ describe('operator runtime against an in-memory API server', () => {
   });
 
   it('manager: /readyz fails when a watch has been silent too long, and recovers with the next sign of life', async () => {
-    const manager = createManager({
-      kubeConfig: api.kubeConfig(),
-      namespaces: ['ns1'],
-      leaderElection: { enabled: false, namespace: 'ns1', leaseName: 'lock', identity: 'me' },
-      workers: 1,
-      qps: 1000,
-      burst: 1000,
-      metricsPort: 0,
-      healthPort: 0,
-      fieldManager: 'test',
-      logger,
-      tuning: { registry: new Registry(), watchStaleAfterMs: 300 },
-    });
+    const manager = testManager({ tuning: { watchStaleAfterMs: 300 } });
     const reconciler: Reconciler = {
       name: 'quiet',
       watches: { primary: CONFIGMAP, owned: [] },
@@ -193,19 +205,8 @@ describe('operator runtime against an in-memory API server', () => {
 
   it('manager: /readyz also waits for the components beside the controller (readinessChecks)', async () => {
     let webhookServing = false;
-    const manager = createManager({
-      kubeConfig: api.kubeConfig(),
-      namespaces: ['ns1'],
-      leaderElection: { enabled: false, namespace: 'ns1', leaseName: 'lock', identity: 'me' },
-      workers: 1,
-      qps: 1000,
-      burst: 1000,
-      metricsPort: 0,
-      healthPort: 0,
-      fieldManager: 'test',
-      logger,
+    const manager = testManager({
       tuning: {
-        registry: new Registry(),
         readinessChecks: [() => (webhookServing ? { ready: true } : { ready: false, reason: 'webhook not serving' })],
       },
     });
@@ -301,19 +302,7 @@ describe('operator runtime against an in-memory API server', () => {
         });
       }
       const seen = new Set<string>();
-      const manager = createManager({
-        kubeConfig: api.kubeConfig(),
-        namespaces,
-        leaderElection: { enabled: false, namespace: 'ns1', leaseName: 'lock', identity: 'me' },
-        workers: 1,
-        qps: 1000,
-        burst: 1000,
-        metricsPort: 0,
-        healthPort: 0,
-        fieldManager: 'test',
-        logger,
-        tuning: { registry: new Registry() },
-      });
+      const manager = testManager({ namespaces });
       const running = manager.run({
         name: 'scoped',
         watches: { primary: CONFIGMAP, owned: [] },
@@ -357,18 +346,10 @@ describe('operator runtime against an in-memory API server', () => {
         throw new Error('aborted');
       },
     };
-    const manager = createManager({
-      kubeConfig: api.kubeConfig(),
-      namespaces: ['ns1'],
-      leaderElection: { enabled: true, namespace: 'ns1', leaseName: 'lock', identity: 'me' },
+    const manager = testManager({
+      leaderElection: true,
       workers: 2,
-      qps: 1000,
-      burst: 1000,
-      metricsPort: 0,
-      healthPort: 0,
-      fieldManager: 'test',
-      logger,
-      tuning: { registry: new Registry(), leaseDurationMs: 1500, renewDeadlineMs: 1000, retryPeriodMs: 200 },
+      tuning: { leaseDurationMs: 1500, renewDeadlineMs: 1000, retryPeriodMs: 200 },
     });
     const running = manager.run(reconciler);
     await waitFor(() => started.includes('held'), 10_000, { description: 'the blocking reconcile', intervalMs: 10 });
@@ -411,19 +392,7 @@ describe('operator runtime against an in-memory API server', () => {
       },
     };
     const registry = new Registry();
-    const manager = createManager({
-      kubeConfig: api.kubeConfig(),
-      namespaces: ['ns1'],
-      leaderElection: { enabled: true, namespace: 'ns1', leaseName: 'lock', identity: 'me' },
-      workers: 2,
-      qps: 1000,
-      burst: 1000,
-      metricsPort: 0,
-      healthPort: 0,
-      fieldManager: 'test',
-      logger,
-      tuning: { registry },
-    });
+    const manager = testManager({ leaderElection: true, workers: 2, tuning: { registry } });
     const running = manager.run(reconciler);
     await waitFor(() => reconciled.includes('ns1/p1'), 10_000, { description: 'p1 reconciled', intervalMs: 10 });
     expect(manager.isLeader()).to.equal(true);
@@ -495,19 +464,7 @@ describe('operator runtime against an in-memory API server', () => {
         return undefined;
       },
     };
-    const manager = createManager({
-      kubeConfig: api.kubeConfig(),
-      namespaces: ['ns1'],
-      leaderElection: { enabled: false, namespace: 'ns1', leaseName: 'lock', identity: 'me' },
-      workers: 1,
-      qps: 1000,
-      burst: 1000,
-      metricsPort: 0,
-      healthPort: 0,
-      fieldManager: 'test',
-      logger,
-      tuning: { registry: new Registry() },
-    });
+    const manager = testManager({});
     const running = manager.run(reconciler);
     try {
       await waitFor(() => cached.some((object) => object !== undefined), 10_000, {
