@@ -92,6 +92,21 @@ describe('coordinator fence (ValidatingAdmissionPolicy)', function () {
       60_000,
       { description: 'the fence policies to be enforced' },
     );
+    // Each policy is loaded on its own: wait for the ConfigMaps policy too (an unlabelled, unowned ConfigMap).
+    await waitFor(
+      async () => {
+        const body: V1ConfigMap = { metadata: { name: `probe-${counter++}` }, data: {} };
+        try {
+          await coordinator.makeApiClient(CoreV1Api).createNamespacedConfigMap({ namespace: ns.name, body });
+          return false;
+        } catch (error) {
+          if (describeError(error).includes('ValidatingAdmissionPolicy')) return true;
+          throw error; // reported as the last error on timeout
+        }
+      },
+      60_000,
+      { description: 'the ConfigMaps fence policy to be enforced' },
+    );
   });
 
   after(async () => {
