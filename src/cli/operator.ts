@@ -3,14 +3,13 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { parseArgs } from 'node:util';
-import { KubeConfig } from '@kubernetes/client-node';
 import { errorMessage } from '../common/errors.js';
 import { createLogger, type LogLevel } from '../observability/logger.js';
 import type { WebhookTarget } from '../operator/builders/admission.js';
+import { type ClientConfig, loadClientConfig } from '../operator/runtime/kubeconfig.js';
 import type { Reconciler } from '../operator/runtime/types.js';
 import type { Subcommand } from './subcommand.js';
 
-const IN_CLUSTER_TOKEN = '/var/run/secrets/kubernetes.io/serviceaccount/token';
 const IN_CLUSTER_NAMESPACE = '/var/run/secrets/kubernetes.io/serviceaccount/namespace';
 const LEVELS = ['debug', 'info', 'warn', 'error'] as const;
 
@@ -235,27 +234,18 @@ export function webhookTarget(service: string | undefined, url: string | undefin
   return { url: parsed.origin };
 }
 
-/** --kubeconfig, else in-cluster (service account), else KUBECONFIG / ~/.kube/config. */
-export function loadKubeConfig(path: string | undefined, env: NodeJS.ProcessEnv = process.env): KubeConfig {
-  const kubeConfig = new KubeConfig();
-  if (path) kubeConfig.loadFromFile(path);
-  else if (env.KUBERNETES_SERVICE_HOST && existsSync(IN_CLUSTER_TOKEN)) kubeConfig.loadFromCluster();
-  else kubeConfig.loadFromDefault();
-  if (!kubeConfig.getCurrentCluster())
-    throw new UsageError('no Kubernetes cluster configured (use --kubeconfig or KUBECONFIG)');
-  return kubeConfig;
-}
-
 export async function runOperator(argv: string[]): Promise<number> {
   if (argv.includes('--help') || argv.includes('-h')) {
     process.stdout.write(USAGE);
     return 0;
   }
   let flags: OperatorFlags;
-  let kubeConfig: KubeConfig;
+  let kubeConfig: ClientConfig;
   try {
     flags = parseOperatorFlags(argv);
-    kubeConfig = loadKubeConfig(flags.kubeconfig);
+    // --kubeconfig, else in-cluster (service account), else KUBECONFIG / ~/.kube/config; without client-node
+    // unless the kubeconfig's user needs an exec or auth-provider plugin.
+    kubeConfig = await loadClientConfig(flags.kubeconfig ? { path: flags.kubeconfig } : {});
   } catch (error) {
     process.stderr.write(`oracle-node operator: ${errorMessage(error)}\n\n${USAGE}`);
     return 2;

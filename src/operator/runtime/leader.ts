@@ -2,11 +2,11 @@
 // acquires the lease when it is free, released (empty holder) or expired (its renewTime has not changed for
 // leaseDuration by our own clock, never trusting the other replica's clock); the leader renews every retryPeriod
 // and gives up when it could not renew for renewDeadline. Writes use the lease's resourceVersion, so two
-// candidates racing for the same lease cannot both win (the loser gets 409). Times are V1MicroTime because the
-// apiserver only accepts 6-digit fractions.
-import { V1MicroTime } from '@kubernetes/client-node';
+// candidates racing for the same lease cannot both win (the loser gets 409). Times are written with six fractional
+// digits (microTimeIso) because the apiserver only accepts those for a MicroTime.
 import type { Logger } from 'pino';
 import { errorMessage, isConflict, isNotFound } from '../../common/errors.js';
+import { microTimeIso } from '../../common/time.js';
 import { jitter } from './backoff.js';
 import { type Clock, systemClock } from './clock.js';
 import type { RestClient } from './rest.js';
@@ -211,8 +211,8 @@ export class LeaderElector {
     const spec = (acquireTime: Date | string | null | undefined, transitions: number): LeaseSpec => ({
       holderIdentity: this.config.identity,
       leaseDurationSeconds: Math.round(this.leaseDurationMs / 1000),
-      acquireTime: acquireTime ? new V1MicroTime(acquireTime) : new V1MicroTime(now),
-      renewTime: new V1MicroTime(now),
+      acquireTime: microTimeIso(acquireTime || now),
+      renewTime: microTimeIso(now),
       leaseTransitions: transitions,
     });
     try {
@@ -273,7 +273,7 @@ export class LeaderElector {
   private async release(): Promise<void> {
     const lease = this.lastLease;
     if (!lease || lease.spec?.holderIdentity !== this.config.identity) return;
-    const now = new V1MicroTime(this.clock.now());
+    const now = microTimeIso(this.clock.now());
     try {
       const released = await this.store.update({
         ...lease,

@@ -1,14 +1,14 @@
 // A small REST transport over node:http(s) for the Kubernetes API. Every call, watches and lists included, waits
 // on one client-side QPS/burst token bucket, is counted in rest_client_requests_total, and is retried with jittered
 // exponential backoff on 429, 5xx and connection errors (honouring Retry-After). Credentials come from the
-// KubeConfig on every request, so rotated in-cluster tokens are picked up.
+// ClientConfig (runtime/kubeconfig.ts) on every request, so rotated in-cluster tokens are picked up.
 import http from 'node:http';
 import https from 'node:https';
-import type { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { errorMessage } from '../../common/errors.js';
 import { Backoff, TokenBucket } from './backoff.js';
 import { type Clock, systemClock } from './clock.js';
+import type { ClientConfig } from './kubeconfig.js';
 import type { RuntimeMetrics } from './metrics.js';
 
 export type RestClientOptions = {
@@ -98,7 +98,7 @@ export class RestClient {
   private readonly options: RestClientOptions;
 
   constructor(
-    private readonly kubeConfig: KubeConfig,
+    private readonly kubeConfig: ClientConfig,
     options: RestClientOptions,
   ) {
     const cluster = kubeConfig.getCurrentCluster();

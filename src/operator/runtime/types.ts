@@ -1,8 +1,9 @@
 // The contract between the controller runtime (informers, work queue, leader election, rate-limited client,
 // events, metrics; src/operator/runtime/) and the OracleNode controller (src/operator/*.ts). The runtime plays the
 // part controller-runtime plays for Go operators; the controller only says what to watch and how to reconcile.
-import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
+import type { KubernetesObject } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
+import type { ClientConfig } from './kubeconfig.js';
 
 /** A resource kind the runtime can list, watch and write. `plural` and `namespaced` drive the REST paths. */
 export type ResourceKind = {
@@ -88,7 +89,8 @@ export interface Reconciler {
 }
 
 export type ManagerOptions = {
-  kubeConfig: KubeConfig;
+  /** runtime/kubeconfig.ts's loadClientConfig(), or a client-node KubeConfig. */
+  kubeConfig: ClientConfig;
   /** Empty: all namespaces. */
   namespaces: string[];
   leaderElection: { enabled: boolean; namespace: string; leaseName: string; identity: string };

@@ -1,0 +1,371 @@
+// The operator's kubeconfig loader (runtime/kubeconfig.ts) against a real HTTPS server on loopback: a CA and a
+// serving certificate for 127.0.0.1 issued by the webhook's certificate code, kubeconfig and service-account
+// fixtures written to a temporary directory, and the runtime's RestClient making the request.
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:https';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { TLSSocket } from 'node:tls';
+import { expect } from 'chai';
+import yaml from 'js-yaml';
+import { microTimeIso } from '../../../../src/common/time.js';
+import {
+  type ClientConfig,
+  KubeConfigError,
+  LeanKubeConfig,
+  loadClientConfig,
+  parseKubeConfig,
+  TOKEN_FILE_PERIOD_MS,
+} from '../../../../src/operator/runtime/kubeconfig.js';
+import { RestClient } from '../../../../src/operator/runtime/rest.js';
+import {
+  createCertificateAuthority,
+  issueServingCertificate,
+  type KeyPairPem,
+} from '../../../../src/operator/webhook/certificates.js';
+
+// By shape: the test's import of the package and the loader's dynamic one may be two module instances under tsx.
+const isClientNodeKubeConfig = (config: object) =>
+  config.constructor.name === 'KubeConfig' &&
+  typeof (config as { makeApiClient?: unknown }).makeApiClient === 'function';
+
+type Seen = { authorization?: string; impersonate?: string; clientCertificate?: string };
+
+const day = 24 * 3600 * 1000;
+const validity = () => ({ notBefore: new Date(Date.now() - day), notAfter: new Date(Date.now() + day) });
+
+describe('operator runtime: kubeconfig loader (no @kubernetes/client-node)', () => {
+  let dir: string;
+  let ca: KeyPairPem;
+  let client: KeyPairPem;
+  let server: Server;
+  let port: number;
+  let seen: Seen[];
+
+  before(async () => {
+    ca = createCertificateAuthority({ commonName: 'kubeconfig-test-ca', ...validity() });
+    const serving = issueServingCertificate(ca, { commonName: 'apiserver', ipAddresses: ['127.0.0.1'], ...validity() });
+    // A second CA's certificate stands in for a client certificate: the server only records what it was shown.
+    client = createCertificateAuthority({ commonName: 'kubeconfig-test-client', ...validity() });
+    server = createServer(
+      { cert: serving.certPem, key: serving.keyPem, requestCert: true, rejectUnauthorized: false },
+      (req, res) => {
+        const peer = (req.socket as TLSSocket).getPeerCertificate();
+        seen.push({
+          authorization: req.headers.authorization,
+          impersonate: req.headers['impersonate-user'] as string | undefined,
+          clientCertificate: peer?.subject?.CN as string | undefined,
+        });
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end('{"kind":"APIVersions"}');
+      },
+    );
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    port = (server.address() as AddressInfo).port;
+  });
+
+  after(async () => {
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  });
+
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), 'kubeconfig-test-'));
+    seen = [];
+  });
+
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+  const b64 = (text: string) => Buffer.from(text).toString('base64');
+
+  function kubeconfig(cluster: Record<string, unknown>, user: Record<string, unknown>, extra: object = {}): string {
+    return yaml.dump({
+      apiVersion: 'v1',
+      kind: 'Config',
+      clusters: [{ name: 'test', cluster: { server: `https://127.0.0.1:${port}`, ...cluster } }],
+      users: [{ name: 'me', user }],
+      contexts: [{ name: 'ctx', context: { cluster: 'test', user: 'me', namespace: 'team-a' } }],
+      'current-context': 'ctx',
+      ...extra,
+    });
+  }
+
+  function write(name: string, text: string): string {
+    const path = join(dir, name);
+    writeFileSync(path, text);
+    return path;
+  }
+
+  async function get(config: ClientConfig) {
+    const rest = new RestClient(config, { qps: 100, burst: 100, maxRetries: 0 });
+    try {
+      return await rest.request({ method: 'GET', path: '/api' });
+    } finally {
+      rest.close();
+    }
+  }
+
+  it('uses a token and certificate-authority-data, verifying the server against that CA', async () => {
+    const path = write('config', kubeconfig({ 'certificate-authority-data': b64(ca.certPem) }, { token: 'tok-1' }));
+    const config = await loadClientConfig({ path, env: {} });
+    expect(config).to.be.instanceOf(LeanKubeConfig);
+    expect(config.namespace).to.equal('team-a');
+    expect(config.getCurrentCluster()?.server).to.equal(`https://127.0.0.1:${port}`);
+    expect(await get(config)).to.deep.equal({ kind: 'APIVersions' });
+    expect(seen).to.deep.equal([
+      { authorization: 'Bearer tok-1', impersonate: undefined, clientCertificate: undefined },
+    ]);
+  });
+
+  it('reads a CA file and a client certificate and key by paths relative to the kubeconfig', async () => {
+    mkdirSync(join(dir, 'pki'));
+    write('pki/ca.crt', ca.certPem);
+    write('pki/client.crt', client.certPem);
+    write('pki/client.key', client.keyPem);
+    const path = write(
+      'config',
+      kubeconfig(
+        { 'certificate-authority': 'pki/ca.crt' },
+        { 'client-certificate': 'pki/client.crt', 'client-key': 'pki/client.key', as: 'someone-else' },
+      ),
+    );
+    await get(await loadClientConfig({ path, env: {} }));
+    expect(seen).to.deep.equal([
+      { authorization: undefined, impersonate: 'someone-else', clientCertificate: 'kubeconfig-test-client' },
+    ]);
+  });
+
+  it('takes client-certificate-data and client-key-data', async () => {
+    const path = write(
+      'config',
+      kubeconfig(
+        { 'certificate-authority-data': b64(ca.certPem) },
+        { 'client-certificate-data': b64(client.certPem), 'client-key-data': b64(client.keyPem) },
+      ),
+    );
+    await get(await loadClientConfig({ path, env: {} }));
+    expect(seen[0]?.clientCertificate).to.equal('kubeconfig-test-client');
+  });
+
+  it('refuses a server its CA did not sign, unless insecure-skip-tls-verify is set', async () => {
+    const other = createCertificateAuthority({ commonName: 'other-ca', ...validity() });
+    const strict = write('strict', kubeconfig({ 'certificate-authority-data': b64(other.certPem) }, { token: 't' }));
+    let error: unknown;
+    await get(await loadClientConfig({ path: strict, env: {} })).catch((e) => {
+      error = e;
+    });
+    expect(String(error)).to.match(/certificate/);
+    expect(seen).to.deep.equal([]);
+    const insecure = write('insecure', kubeconfig({ 'insecure-skip-tls-verify': true }, { token: 't' }));
+    await get(await loadClientConfig({ path: insecure, env: {} }));
+    expect(seen).to.have.length(1);
+  });
+
+  it('merges a KUBECONFIG list: current-context and each name from the first file that has them', async () => {
+    const first = write(
+      'first',
+      yaml.dump({
+        users: [{ name: 'me', user: { token: 'from-first' } }],
+        'current-context': 'ctx',
+      }),
+    );
+    mkdirSync(join(dir, 'second'));
+    write('second/ca.crt', ca.certPem);
+    const second = write(
+      'second/config',
+      kubeconfig({ 'certificate-authority': 'ca.crt' }, { token: 'from-second' }, { 'current-context': 'other' }),
+    );
+    const config = await loadClientConfig({ env: { KUBECONFIG: `${first}:${second}`, HOME: dir } });
+    await get(config);
+    expect(seen[0]?.authorization).to.equal('Bearer from-first');
+  });
+
+  it('in a cluster: the service account token, CA and namespace, the token file re-read once a minute', async () => {
+    const account = join(dir, 'serviceaccount');
+    mkdirSync(account);
+    writeFileSync(join(account, 'token'), 'first-token\n');
+    writeFileSync(join(account, 'ca.crt'), ca.certPem);
+    writeFileSync(join(account, 'namespace'), 'operators');
+    let now = 1_000_000;
+    const config = await loadClientConfig({
+      env: { KUBERNETES_SERVICE_HOST: '127.0.0.1', KUBERNETES_SERVICE_PORT: String(port), HOME: dir },
+      serviceAccountDir: account,
+      now: () => now,
+    });
+    expect(config.namespace).to.equal('operators');
+    const rest = new RestClient(config, { qps: 100, burst: 100, maxRetries: 0 });
+    try {
+      await rest.request({ method: 'GET', path: '/api' });
+      writeFileSync(join(account, 'token'), 'rotated-token\n'); // the kubelet rotates it
+      now += TOKEN_FILE_PERIOD_MS - 1;
+      await rest.request({ method: 'GET', path: '/api' });
+      now += 1;
+      await rest.request({ method: 'GET', path: '/api' });
+      rmSync(join(account, 'token')); // a failed read keeps the last good token
+      now += TOKEN_FILE_PERIOD_MS;
+      await rest.request({ method: 'GET', path: '/api' });
+    } finally {
+      rest.close();
+    }
+    expect(seen.map((s) => s.authorization)).to.deep.equal([
+      'Bearer first-token',
+      'Bearer first-token',
+      'Bearer rotated-token',
+      'Bearer rotated-token',
+    ]);
+  });
+
+  it('a tokenFile in a kubeconfig is read like the service account token, and wins over a token', async () => {
+    write('token', 'from-file');
+    const path = write(
+      'config',
+      kubeconfig({ 'certificate-authority-data': b64(ca.certPem) }, { token: 'inline', tokenFile: 'token' }),
+    );
+    await get(await loadClientConfig({ path, env: {} }));
+    expect(seen[0]?.authorization).to.equal('Bearer from-file');
+  });
+
+  it('hands a user with an exec plugin to @kubernetes/client-node, which runs the plugin', async () => {
+    const plugin = write(
+      'plugin.mjs',
+      `process.stdout.write(JSON.stringify({ apiVersion: 'client.authentication.k8s.io/v1', kind: 'ExecCredential',
+        status: { token: 'from-exec-plugin' } }));`,
+    );
+    const path = write(
+      'config',
+      kubeconfig(
+        { 'certificate-authority-data': b64(ca.certPem) },
+        {
+          exec: {
+            apiVersion: 'client.authentication.k8s.io/v1',
+            command: process.execPath,
+            args: [plugin],
+            interactiveMode: 'Never',
+          },
+        },
+      ),
+    );
+    const config = await loadClientConfig({ path, env: {} });
+    expect(isClientNodeKubeConfig(config)).to.equal(true);
+    expect(config).not.to.be.instanceOf(LeanKubeConfig);
+    expect(config.namespace).to.equal('team-a');
+    await get(config);
+    expect(seen[0]?.authorization).to.equal('Bearer from-exec-plugin');
+  });
+
+  it('hands a user with an auth-provider to @kubernetes/client-node', async () => {
+    const path = write(
+      'config',
+      kubeconfig(
+        { 'certificate-authority-data': b64(ca.certPem) },
+        { 'auth-provider': { name: 'oidc', config: { 'id-token': 'x', 'client-id': 'y' } } },
+      ),
+    );
+    expect(isClientNodeKubeConfig(await loadClientConfig({ path, env: {} }))).to.equal(true);
+  });
+
+  it('loads no @kubernetes/client-node module for a plain kubeconfig, and does for an exec plugin', () => {
+    const plain = write('plain', kubeconfig({ 'certificate-authority-data': b64(ca.certPem) }, { token: 't' }));
+    const exec = write(
+      'exec',
+      kubeconfig({}, { exec: { apiVersion: 'client.authentication.k8s.io/v1', command: 'true' } }),
+    );
+    // A fresh process records every module it resolves while importing the operator's CLI and loading the config.
+    const script = `
+      import { registerHooks } from 'node:module';
+      const resolved = [];
+      registerHooks({ resolve(specifier, context, next) { const r = next(specifier, context); resolved.push(r.url); return r; } });
+      await import('./src/cli/operator.ts');
+      await import('./src/operator/runtime/manager.ts');
+      await import('./src/operator/controller.ts');
+      const { loadClientConfig } = await import('./src/operator/runtime/kubeconfig.ts');
+      await loadClientConfig({ path: process.argv[1], env: {} });
+      console.log(resolved.some((url) => url.includes('/@kubernetes/client-node/')));`;
+    const loaded = (path: string) =>
+      execFileSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script, path], {
+        cwd: join(import.meta.dirname, '../../../..'),
+        encoding: 'utf8',
+      }).trim();
+    expect(loaded(plain)).to.equal('false');
+    expect(loaded(exec)).to.equal('true');
+  });
+
+  describe('errors name the file and field, never a credential', () => {
+    it('a YAML syntax error gives only its position', () => {
+      const text = 'users:\n- name: me\n  user:\n    token: secret-token-value\n  : : bad\n';
+      let error: unknown;
+      try {
+        parseKubeConfig(text, '/k/config');
+      } catch (e) {
+        error = e;
+      }
+      expect(error).to.be.instanceOf(KubeConfigError);
+      expect(String(error)).to.match(/kubeconfig \/k\/config: not valid YAML \(line \d+, column \d+\)/);
+      expect(String(error)).not.to.contain('secret-token-value');
+    });
+
+    it('a missing context, cluster, user, server or file', async () => {
+      const load = async (text: string) => {
+        const path = write('config', text);
+        try {
+          await loadClientConfig({ path, env: {} });
+          return 'loaded';
+        } catch (error) {
+          expect(error).to.be.instanceOf(KubeConfigError);
+          return (error as Error).message;
+        }
+      };
+      expect(await load(kubeconfig({}, { token: 'secret-token-value' }, { 'current-context': 'nope' }))).to.equal(
+        'kubeconfig: context "nope" (current-context) is not defined',
+      );
+      expect(await load(yaml.dump({ clusters: [{ cluster: {} }] }))).to.match(/clusters\[0\]\.name is missing/);
+      expect(await load(kubeconfig({ server: '' }, {}))).to.equal(
+        'kubeconfig: clusters["test"].cluster.server is missing',
+      );
+      expect(await load(kubeconfig({ 'proxy-url': 'http://proxy:3128' }, {}))).to.match(/proxy-url is not supported/);
+      expect(await load(kubeconfig({}, { 'client-certificate-data': b64(client.certPem) }))).to.match(
+        /client certificate without its key/,
+      );
+      expect(await load(kubeconfig({ 'certificate-authority': 'missing.crt' }, {}))).to.match(
+        /clusters\["test"\]\.cluster\.certificate-authority: ENOENT/,
+      );
+      const message = await load(kubeconfig({}, { token: 'secret-token-value', tokenFile: 'missing-token' }));
+      expect(message).to.match(/token file .*missing-token cannot be read/);
+      expect(message).not.to.contain('secret-token-value');
+    });
+
+    it('no configuration at all', async () => {
+      let error: unknown;
+      await loadClientConfig({ env: { HOME: dir } }).catch((e) => {
+        error = e;
+      });
+      expect(String(error)).to.match(/no Kubernetes cluster configured/);
+    });
+  });
+
+  it('resolves relative file paths against each file, absolute ones as they are', () => {
+    const document = parseKubeConfig(
+      yaml.dump({
+        clusters: [{ name: 'c', cluster: { server: 'https://x', 'certificate-authority': 'ca.crt' } }],
+        users: [{ name: 'u', user: { 'client-certificate': '/abs/c.crt', 'client-key': 'k/c.key', tokenFile: 't' } }],
+      }),
+      '/etc/kube/config',
+    );
+    expect(document.clusters[0]?.cluster['certificate-authority']).to.equal('/etc/kube/ca.crt');
+    expect(document.users[0]?.user).to.include({
+      'client-certificate': '/abs/c.crt',
+      'client-key': '/etc/kube/k/c.key',
+      tokenFile: '/etc/kube/t',
+    });
+  });
+});
+
+describe('microTimeIso', () => {
+  it('writes six fractional digits, as the API server wants for a Lease time', () => {
+    expect(microTimeIso(Date.UTC(2026, 10, 24, 3, 4, 5, 678))).to.equal('2026-11-24T03:04:05.678000Z');
+    expect(microTimeIso('2026-11-24T03:04:05.678912Z')).to.equal('2026-11-24T03:04:05.678000Z');
+    expect(microTimeIso(new Date(0))).to.equal('1970-01-01T00:00:00.000000Z');
+  });
+});
