@@ -83,15 +83,20 @@ export class RuntimeClient implements KubeWriter {
     return (await this.listPaged<T>(kind, namespace, labelSelector)).items;
   }
 
-  /** Lists every page; returns the items and the resourceVersion of the list to watch from. */
-  async listPaged<T extends KubernetesObject>(
+  /**
+   * Lists every page; returns the items and the resourceVersion of the list to watch from. `each` turns an item
+   * into what is kept as its page arrives (an informer's cache form), so a large list never sits in memory whole
+   * as the server sent it, only one page of it.
+   */
+  async listPaged<T extends KubernetesObject, U = T>(
     kind: ResourceKind,
     namespace: string | undefined,
     labelSelector?: string,
     signal?: AbortSignal,
     accept?: string,
-  ): Promise<{ items: T[]; resourceVersion: string }> {
-    const items: T[] = [];
+    each: (item: T) => U = (item) => item as unknown as U,
+  ): Promise<{ items: U[]; resourceVersion: string }> {
+    const items: U[] = [];
     let continueToken: string | undefined;
     let resourceVersion = '';
     do {
@@ -102,7 +107,7 @@ export class RuntimeClient implements KubeWriter {
         signal,
         ...(accept ? { accept } : {}),
       });
-      for (const item of page.items ?? []) items.push(item);
+      for (const item of page.items ?? []) items.push(each(item));
       continueToken = page.metadata?.continue || undefined;
       resourceVersion = page.metadata?.resourceVersion ?? resourceVersion;
     } while (continueToken);

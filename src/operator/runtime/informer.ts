@@ -238,12 +238,12 @@ export class Informer {
       this.labelSelector,
       this.stopController.signal,
       this.options.metadataOnly ? PARTIAL_METADATA_LIST : undefined,
+      (raw) => this.normalize(raw),
     );
     this.touch();
     const seen = new Set<string>();
     let changes = 0;
-    for (const raw of items) {
-      const object = this.normalize(raw);
+    for (const object of items) {
       const key = keyString(keyOf(object));
       seen.add(key);
       const old = this.store.get(key);

@@ -88,6 +88,31 @@ describe('operator runtime against an in-memory API server', () => {
     await informer.stop();
   });
 
+  it('informer: a paginated list is reduced to the cache form page by page, not after the last page', async () => {
+    for (let i = 0; i < 5; i++) api.upsert('configmaps', configMap(`c${i}`, { v: String(i), big: 'x'.repeat(100) }));
+    const transport = rest();
+    const listRequests = () => api.requests.filter((r) => r.method === 'GET' && r.path.endsWith('/configmaps')).length;
+    const requestsWhenTransformed: number[] = [];
+    const informer = new Informer({
+      kind: CONFIGMAP,
+      namespace: 'ns1',
+      client: new RuntimeClient(transport, 'test', 2),
+      rest: transport,
+      logger,
+      transform: (object) => {
+        requestsWhenTransformed.push(listRequests());
+        const { big: _dropped, ...kept } = (object as { data: Record<string, string> }).data;
+        return { ...object, data: kept } as KubernetesObject;
+      },
+    });
+    informer.start();
+    await informer.waitForSync();
+    await informer.stop();
+    // Three pages of 2, 2 and 1: each page's items are transformed before the next page is requested.
+    expect(requestsWhenTransformed).to.deep.equal([1, 1, 2, 2, 3]);
+    expect(informer.get('ns1', 'c3')).to.deep.include({ data: { v: '3' } });
+  });
+
   it('informer: a watch expiring (410) relists and misses no update made while it was away', async () => {
     for (let i = 0; i < 5; i++) api.upsert('configmaps', configMap(`c${i}`, { v: '0' }));
     const transport = rest();
