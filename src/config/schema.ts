@@ -3,8 +3,9 @@
 // airnode-facts §10. Reference names (airnodeWalletMnemonic, AirnodeRrp, AirnodeRrpDryRun) are accepted
 // as aliases and normalised to the canonical names (nodeWalletMnemonic, NodeRrp, NodeRrpDryRun) in the output.
 import { z } from 'zod';
-import { BYTES32_PATTERN, deriveEndpointId, deriveTemplateIdV0, isBytes32 } from '../protocol/ids.js';
-import { deriveNodeAddress, isValidMnemonic } from '../protocol/wallet.js';
+// Not ids.ts or wallet.ts: those load ethers, which the operator (validating every OracleNode's config) never needs.
+import { BYTES32_PATTERN, deriveEndpointId, deriveTemplateIdV0Packed, isBytes32 } from '../protocol/endpoint-id.js';
+import { deriveNodeAddress, isValidMnemonic } from '../protocol/mnemonic.js';
 import { oisSchema, RELAY_SCHEME_TYPES } from './ois.js';
 import { PUBLIC_DEPLOYMENTS } from './references.js';
 
@@ -601,7 +602,7 @@ function checkConfigReferences(config: ConfigShape, ctx: z.RefinementCtx): void 
     config.templates.forEach((template, index) => {
       // Format issues of the fields are continuable in zod, so this runs on unchecked strings too.
       if (!isBytes32(template.endpointId) || !EVEN_HEX.test(template.encodedParameters)) return;
-      const expected = deriveTemplateIdV0(nodeAddress, template.endpointId, template.encodedParameters);
+      const expected = deriveTemplateIdV0Packed(nodeAddress, template.endpointId, template.encodedParameters);
       if (expected !== template.templateId) {
         ctx.addIssue({
           code: 'custom',

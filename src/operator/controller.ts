@@ -14,7 +14,7 @@ import type {
 import { errorMessage } from '../common/errors.js';
 import { type CycleReport, LABELS, parseCycleReport } from '../contract/pods.js';
 import { registerSecrets } from '../observability/index.js';
-import { deriveNodeAddress } from '../protocol/wallet.js';
+import { deriveNodeAddress } from '../protocol/mnemonic.js';
 import {
   type BuildInput,
   buildChildren,

@@ -266,7 +266,7 @@ describe('operator runtime: kubeconfig loader (no @kubernetes/client-node)', () 
     expect(isClientNodeKubeConfig(await loadClientConfig({ path, env: {} }))).to.equal(true);
   });
 
-  it('loads no @kubernetes/client-node module for a plain kubeconfig, and does for an exec plugin', () => {
+  it('loads no @kubernetes/client-node (nor ethers) for a plain kubeconfig, and client-node for an exec plugin', () => {
     const plain = write('plain', kubeconfig({ 'certificate-authority-data': b64(ca.certPem) }, { token: 't' }));
     const exec = write(
       'exec',
@@ -282,14 +282,20 @@ describe('operator runtime: kubeconfig loader (no @kubernetes/client-node)', () 
       await import('./src/operator/controller.ts');
       const { loadClientConfig } = await import('./src/operator/runtime/kubeconfig.ts');
       await loadClientConfig({ path: process.argv[1], env: {} });
-      console.log(resolved.some((url) => url.includes('/@kubernetes/client-node/')));`;
+      // Validating a config (a mnemonic, endpoint and template ids) must not load ethers either.
+      const { validateConfig } = await import('./src/config/index.ts');
+      validateConfig({});
+      const loaded = (name) => resolved.some((url) => url.includes('/node_modules/' + name + '/'));
+      console.log(JSON.stringify({ clientNode: loaded('@kubernetes/client-node'), ethers: loaded('ethers') }));`;
     const loaded = (path: string) =>
-      execFileSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script, path], {
-        cwd: join(import.meta.dirname, '../../../..'),
-        encoding: 'utf8',
-      }).trim();
-    expect(loaded(plain)).to.equal('false');
-    expect(loaded(exec)).to.equal('true');
+      JSON.parse(
+        execFileSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script, path], {
+          cwd: join(import.meta.dirname, '../../../..'),
+          encoding: 'utf8',
+        }),
+      );
+    expect(loaded(plain)).to.deep.equal({ clientNode: false, ethers: false });
+    expect(loaded(exec)).to.deep.equal({ clientNode: true, ethers: false });
   });
 
   describe('errors name the file and field, never a credential', () => {
