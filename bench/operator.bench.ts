@@ -74,12 +74,17 @@ async function main(): Promise<void> {
   // process carries the TypeScript compiler's memory too (idle RSS 232 MiB against ~150).
   const binary = join(root, 'dist/cli/index.js');
   if (!existsSync(binary)) throw new Error(`${binary} is missing: run make build first`);
-  // With the NODE_OPTIONS the Helm chart gives the operator (operator.nodeOptions).
+  // With the environment the Helm chart gives the operator (operator.nodeOptions, operator.mallocArenaMax).
   const chartValues = yaml.load(readFileSync(join(root, 'charts/oracle-node-operator/values.yaml'), 'utf8')) as {
-    operator?: { nodeOptions?: string };
+    operator?: { nodeOptions?: string; mallocArenaMax?: number };
   };
   const nodeOptions = chartValues.operator?.nodeOptions ?? '';
-  nodeOptionsUsed = nodeOptions || 'none';
+  const chartEnv: Record<string, string> = { NODE_OPTIONS: nodeOptions };
+  if (chartValues.operator?.mallocArenaMax) chartEnv.MALLOC_ARENA_MAX = String(chartValues.operator.mallocArenaMax);
+  chartEnvUsed = Object.entries(chartEnv)
+    .filter(([, value]) => value)
+    .map(([name, value]) => `${name}=${value}`)
+    .join(' ');
   const startOperator = (port: number): ChildProcess =>
     spawn(
       process.execPath,
@@ -96,7 +101,7 @@ async function main(): Promise<void> {
         '--burst=600',
         '--log-level=warn',
       ],
-      { stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, NODE_OPTIONS: nodeOptions } },
+      { stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, ...chartEnv } },
     );
   let operator: ChildProcess = startOperator(metricsPort);
   const results: string[] = [];
@@ -206,7 +211,8 @@ async function waitUntil(condition: () => Promise<boolean>, timeoutMs: number, i
   }
 }
 
-let nodeOptionsUsed = 'none';
+let chartEnvUsed = '';
+const loadAtStart = loadavg()[0]!;
 
 function writeSection(rows: string[]): void {
   const file = join(root, 'docs/benchmarks.md');
@@ -216,9 +222,9 @@ function writeSection(rows: string[]): void {
     '',
     `Measured by \`bench/operator.bench.ts\` on ${new Date().toISOString().slice(0, 10)} against the test control plane ` +
       '(`make cluster-up`: etcd, kube-apiserver, controller-manager, scheduler and kwok as local processes) on a ' +
-      `2-core machine; the operator ran as \`node dist/cli/index.js operator --workers=8 --qps=300 --burst=600\` (the built binary, as the image runs it) with the chart's NODE_OPTIONS (\`${nodeOptionsUsed}\`) in its own process. ` +
+      `2-core machine; the operator ran as \`node dist/cli/index.js operator --workers=8 --qps=300 --burst=600\` (the built binary, as the image runs it) with the chart's environment (\`${chartEnvUsed || 'none'}\`) in its own process. ` +
       'The OracleNodes are the minimal sample (10 children each) with their coordinator suspended. ' +
-      `The machine was shared with other work (1-minute load average ${loadavg()[0]!.toFixed(1)} at the end of the run), ` +
+      `The machine was shared with other work (1-minute load average ${loadAtStart.toFixed(1)} at the start of the run, ${loadavg()[0]!.toFixed(1)} at the end), ` +
       'so the times are an upper bound.',
     '',
     '| Measure | Result |',
