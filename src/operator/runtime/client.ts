@@ -28,9 +28,9 @@ export class RuntimeClient implements KubeWriter {
     return key;
   }
 
-  async apply<T extends KubernetesObject>(kind: ResourceKind, object: T, options: ApplyOptions = {}): Promise<T> {
+  async apply<T extends KubernetesObject>(kind: ResourceKind, object: T, options: ApplyOptions = {}): Promise<void> {
     const key = this.requireKey(kind, object);
-    return this.rest.request<T>({
+    await this.rest.request({
       method: 'PATCH',
       path: objectPath(kind, key),
       query: {
@@ -40,17 +40,19 @@ export class RuntimeClient implements KubeWriter {
       },
       body: object,
       contentType: APPLY_CONTENT_TYPE,
+      discardBody: true,
     });
   }
 
-  async applyStatus<T extends KubernetesObject>(kind: ResourceKind, object: T): Promise<T> {
+  async applyStatus<T extends KubernetesObject>(kind: ResourceKind, object: T): Promise<void> {
     const key = this.requireKey(kind, object);
-    return this.rest.request<T>({
+    await this.rest.request({
       method: 'PATCH',
       path: `${objectPath(kind, key)}/status`,
       query: { fieldManager: this.fieldManager, force: true },
       body: object,
       contentType: APPLY_CONTENT_TYPE,
+      discardBody: true,
     });
   }
 

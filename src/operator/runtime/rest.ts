@@ -37,6 +37,12 @@ export type RequestOptions = {
   retry?: boolean;
   /** The Accept header (default application/json), e.g. PARTIAL_METADATA_LIST for metadata-only lists. */
   accept?: string;
+  /**
+   * A 2xx answer's body is read and dropped, never parsed, and the request resolves with undefined: for writes
+   * whose answer nobody reads (an apply returns the whole object, managedFields included, which the informer
+   * delivers anyway). Error bodies are still parsed into the ApiError.
+   */
+  discardBody?: boolean;
 };
 
 export class ApiError extends Error {
@@ -203,14 +209,18 @@ export class RestClient {
         { method: request.method, headers, agent: this.agent, auth: connection.auth, signal: request.signal },
         (res) => {
           const chunks: Buffer[] = [];
-          res.on('data', (chunk: Buffer) => chunks.push(chunk));
+          const status = res.statusCode ?? 0;
+          const keep = !(request.discardBody && status >= 200 && status < 300);
+          res.on('data', (chunk: Buffer) => {
+            if (keep) chunks.push(chunk);
+          });
           res.on('error', (error) => {
             this.count('<error>', verb, seconds());
             reject(new ApiError(`${request.method} ${request.path}: ${error.message}`, 0));
           });
           res.on('end', () => {
-            const status = res.statusCode ?? 0;
             this.count(String(status), verb, seconds());
+            if (!keep) return resolve(undefined);
             const text = Buffer.concat(chunks).toString('utf8');
             let body: unknown;
             try {

@@ -49,10 +49,14 @@ export type ApplyOptions = { force?: boolean; dryRun?: boolean };
  * rest_client_requests_total, and uses one field manager for server-side apply.
  */
 export interface KubeWriter {
-  /** Server-side apply of a full desired object (apiVersion/kind/metadata.name/namespace required). */
-  apply<T extends KubernetesObject>(kind: ResourceKind, object: T, options?: ApplyOptions): Promise<T>;
-  /** Server-side apply to the status subresource. */
-  applyStatus<T extends KubernetesObject>(kind: ResourceKind, object: T): Promise<T>;
+  /**
+   * Server-side apply of a full desired object (apiVersion/kind/metadata.name/namespace required). The applied
+   * object is not read back: it reaches the cache through the informer, and parsing every answer (the whole
+   * object with its managedFields) was most of a convergence burst's garbage.
+   */
+  apply<T extends KubernetesObject>(kind: ResourceKind, object: T, options?: ApplyOptions): Promise<void>;
+  /** Server-side apply to the status subresource (not read back either). */
+  applyStatus<T extends KubernetesObject>(kind: ResourceKind, object: T): Promise<void>;
   /** Delete; a missing object is not an error. */
   delete(
     kind: ResourceKind,

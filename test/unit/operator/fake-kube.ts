@@ -69,14 +69,12 @@ export class FakeKube {
         stored.metadata = { ...stored.metadata, uid: existing?.metadata?.uid ?? `uid-${++this.uid}` };
         if (existing && 'status' in existing) stored.status = (existing as { status?: unknown }).status;
         this.objects.set(keyOf(kind, stored.metadata.namespace, stored.metadata.name!), stored);
-        return stored as typeof object;
       },
       applyStatus: async (kind, object) => {
         this.writes.push({ verb: 'applyStatus', kind: kind.kind, name: object.metadata!.name! });
         const existing = this.get(kind, { namespace: object.metadata!.namespace!, name: object.metadata!.name! });
         if (existing)
           (existing as { status?: unknown }).status = structuredClone((object as { status?: unknown }).status);
-        return object;
       },
       delete: async (kind, key) => {
         this.writes.push({ verb: 'delete', kind: kind.kind, name: key.name });

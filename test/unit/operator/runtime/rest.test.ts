@@ -4,7 +4,7 @@ import { createServer, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { KubeConfig } from '@kubernetes/client-node';
 import { expect } from 'chai';
-import { RestClient, type WatchEvent } from '../../../../src/operator/runtime/rest.js';
+import { ApiError, RestClient, type WatchEvent } from '../../../../src/operator/runtime/rest.js';
 
 function kubeConfigFor(port: number): KubeConfig {
   const kubeConfig = new KubeConfig();
@@ -61,5 +61,34 @@ describe('runtime REST transport: watch stream', () => {
     }
     const labels = events.map((received) => (received.object.metadata as { labels: Record<string, string> }).labels);
     expect(labels).to.deep.equal([{ plain: 'ascii' }, { greeting: 'café' }, { emoji: 'sat 🛰' }]);
+  });
+
+  it('drops a 2xx body unread when asked (discardBody), and still reads an error body into the ApiError', async () => {
+    // Not JSON: parsing it would throw or keep a string; a dropped body is never looked at.
+    const server = createServer((req, res) => {
+      if (req.url?.startsWith('/ok')) {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(`{"not json${'x'.repeat(100_000)}`);
+        return;
+      }
+      res.writeHead(409, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ kind: 'Status', code: 409, reason: 'Conflict', message: 'held by another manager' }));
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const rest = new RestClient(kubeConfigFor((server.address() as AddressInfo).port), { qps: 100, burst: 100 });
+    try {
+      expect(await rest.request({ method: 'PATCH', path: '/ok', body: {}, discardBody: true })).to.equal(undefined);
+      expect(await rest.request({ method: 'PATCH', path: '/ok', body: {} })).to.be.a('string');
+      const error = await rest
+        .request({ method: 'PATCH', path: '/conflict', body: {}, discardBody: true })
+        .catch((e) => e);
+      expect(error).to.be.instanceOf(ApiError);
+      expect(error).to.include({ status: 409, reason: 'Conflict' });
+      expect(String(error)).to.contain('held by another manager');
+    } finally {
+      rest.close();
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
   });
 });
