@@ -1,52 +1,15 @@
 // Identifier derivations of the request-response protocol, byte-compatible with Airnode 0.15
 // (airnode-facts §1). Pure functions: no I/O, no providers.
 import { AbiCoder, keccak256, sha256, solidityPackedKeccak256, toUtf8Bytes } from 'ethers';
-import jsSha3 from 'js-sha3';
+
+// The endpoint id and the bytes32 check live in direct-ids.ts (no ethers), so config validation loads without ethers.
+export { BYTES32_PATTERN, deriveEndpointId, isBytes32 } from './direct-ids.js';
 
 const abi = AbiCoder.defaultAbiCoder();
-
-/** keccak256(abi.encode(string oisTitle, string endpointName)): standard, not packed, ABI encoding. */
-export function deriveEndpointId(oisTitle: string, endpointName: string): string {
-  // Unpaired surrogates: Buffer writes U+FFFD where ethers throws or writes the surrogate itself; keep ethers' answer.
-  if (LONE_SURROGATE.test(oisTitle) || LONE_SURROGATE.test(endpointName)) {
-    return deriveEndpointIdWithAbiCoder(oisTitle, endpointName);
-  }
-  // js-sha3's keccak is about 2.5x faster than the noble one inside ethers on these short inputs.
-  return `0x${jsSha3.keccak256(encodeTwoStrings(oisTitle, endpointName))}`;
-}
 
 /** The same derivation through ethers' general ABI coder: the reference the direct encoding is tested against. */
 export function deriveEndpointIdWithAbiCoder(oisTitle: string, endpointName: string): string {
   return keccak256(abi.encode(['string', 'string'], [oisTitle, endpointName]));
-}
-
-// With the u flag a well-formed pair is one code point, so this matches only unpaired surrogates.
-const LONE_SURROGATE = /\p{Surrogate}/u;
-const WORD = 32;
-const paddedLength = (length: number) => Math.ceil(length / WORD) * WORD;
-
-/**
- * abi.encode(string a, string b) written directly: two head words (the offsets of a and b), then each string as
- * its length word and its UTF-8 bytes zero-padded to whole words. The general coder builds a ParamType and copies
- * the bytes several times per call, which made it most of `validate`'s CPU on large configs.
- */
-function encodeTwoStrings(a: string, b: string): Uint8Array {
-  const aLength = Buffer.byteLength(a, 'utf8');
-  const bLength = Buffer.byteLength(b, 'utf8');
-  const aTail = WORD + paddedLength(aLength);
-  const out = Buffer.alloc(2 * WORD + aTail + WORD + paddedLength(bLength));
-  writeWordUint(out, 0, 2 * WORD);
-  writeWordUint(out, WORD, 2 * WORD + aTail);
-  writeWordUint(out, 2 * WORD, aLength);
-  out.write(a, 3 * WORD, 'utf8');
-  writeWordUint(out, 2 * WORD + aTail, bLength);
-  out.write(b, 3 * WORD + aTail, 'utf8');
-  return out;
-}
-
-/** A uint256 word holding a length or offset (< 2^32: strings are far shorter), big-endian, in a zeroed buffer. */
-function writeWordUint(out: Buffer, offset: number, value: number): void {
-  out.writeUInt32BE(value, offset + WORD - 4);
 }
 
 /** RRP template id ("V0"): keccak256(abi.encodePacked(address node, bytes32 endpointId, bytes parameters)). */
@@ -136,11 +99,4 @@ export function deriveDeploymentId(
   if (cloudProvider.type === 'gcp' && cloudProvider.projectId) parts.push(cloudProvider.projectId);
   parts.push(nodeAddress, stage, nodeVersion);
   return cloudProvider.type + sha256(toUtf8Bytes(parts.join(''))).slice(2, 10);
-}
-
-/** A 32-byte hex word: request ids, endpoint ids, template ids, log topics. */
-export const BYTES32_PATTERN = /^0x[0-9a-fA-F]{64}$/;
-
-export function isBytes32(value: unknown): value is string {
-  return typeof value === 'string' && BYTES32_PATTERN.test(value);
 }
