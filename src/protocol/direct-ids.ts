@@ -1,7 +1,7 @@
-// The identifier derivations config validation needs, written over js-sha3's keccak256 without ethers (loading
-// ethers was a quarter of `oracle-node validate`'s time). Byte-identical to the general encoders: unit tests check
-// them against ethers 6 and ethers 5 with random inputs and against the reference derivation vectors.
-import jsSha3 from 'js-sha3';
+// The identifier derivations config validation needs, written over keccak.ts without ethers (loading ethers was a
+// quarter of `oracle-node validate`'s time). Byte-identical to the general encoders: unit tests check them against
+// ethers 6 and ethers 5 with random inputs and against the reference derivation vectors.
+import { keccak256Hex } from './keccak.js';
 
 /** A 32-byte hex word: request ids, endpoint ids, template ids, log topics. */
 export const BYTES32_PATTERN = /^0x[0-9a-fA-F]{64}$/;
@@ -12,8 +12,7 @@ export function isBytes32(value: unknown): value is string {
 
 /** keccak256(abi.encode(string oisTitle, string endpointName)): standard, not packed, ABI encoding. */
 export function deriveEndpointId(oisTitle: string, endpointName: string): string {
-  // js-sha3's keccak is about 2.5x faster than the noble one inside ethers on these short inputs.
-  return `0x${jsSha3.keccak256(encodeTwoStrings(oisTitle, endpointName))}`;
+  return `0x${keccak256Hex(encodeTwoStrings(oisTitle, endpointName))}`;
 }
 
 // With the u flag a well-formed pair is one code point, so this matches only unpaired surrogates.
@@ -84,5 +83,5 @@ export function deriveTemplateIdV0FromCheckedHex(
   encodedParameters: string,
 ): string {
   const packed = Buffer.from(`${nodeAddress.slice(2)}${endpointId.slice(2)}${encodedParameters.slice(2)}`, 'hex');
-  return `0x${jsSha3.keccak256(packed)}`;
+  return `0x${keccak256Hex(packed)}`;
 }

@@ -1,11 +1,11 @@
 // The BIP-39 mnemonic check and the node address (BIP-32/44 m/44'/60'/0'/0/0) written with node:crypto (SHA-256,
-// PBKDF2-HMAC-SHA512, HMAC-SHA512, secp256k1) and js-sha3 (keccak256), without ethers: config validation needs
+// PBKDF2-HMAC-SHA512, HMAC-SHA512, secp256k1) and keccak.ts, without ethers: config validation needs
 // both, and loading ethers was a quarter of `oracle-node validate`'s time. Each answer is the one ethers 6 gives
 // (Mnemonic.isValidMnemonic, HDNodeWallet.fromPhrase(...).address), which unit tests check with random mnemonics
 // and the reference derivation vectors.
 import { createECDH, createHash, createHmac, pbkdf2Sync } from 'node:crypto';
-import jsSha3 from 'js-sha3';
 import { BIP39_ENGLISH } from './bip39-english.js';
+import { keccak256Hex } from './keccak.js';
 
 let wordIndex: Map<string, number> | undefined;
 function indexOfWord(word: string): number {
@@ -70,7 +70,7 @@ function deriveChild(key: Buffer, chainCode: Buffer, index: number): { key: Buff
 /** EIP-55 mixed-case checksum of a 40-hex-digit address (ethers' getAddress). */
 export function checksumAddress(hex40: string): string {
   const lower = hex40.toLowerCase();
-  const hash = jsSha3.keccak256(lower);
+  const hash = keccak256Hex(Buffer.from(lower, 'latin1'));
   let out = '0x';
   for (let i = 0; i < 40; i++) out += Number.parseInt(hash[i]!, 16) >= 8 ? lower[i]!.toUpperCase() : lower[i]!;
   return out;
@@ -89,5 +89,5 @@ export function deriveNodeAddress(mnemonic: string): string {
   let node: { key: Buffer; chainCode: Buffer } = { key: master.subarray(0, 32), chainCode: master.subarray(32) };
   for (const index of NODE_ADDRESS_PATH) node = deriveChild(node.key, node.chainCode, index);
   const uncompressed = publicKey(node.key, 'uncompressed');
-  return checksumAddress(jsSha3.keccak256(uncompressed.subarray(1)).slice(-40));
+  return checksumAddress(keccak256Hex(uncompressed.subarray(1)).slice(-40));
 }
