@@ -1,7 +1,7 @@
 // The identifier derivations config validation needs, written over keccak.ts without ethers (loading ethers was a
 // quarter of `oracle-node validate`'s time). Byte-identical to the general encoders: unit tests check them against
 // ethers 6 and ethers 5 with random inputs and against the reference derivation vectors.
-import { keccak256Hex } from './keccak.js';
+import { keccak256Hex, keccak256HexOfWritten } from './keccak.js';
 
 /** A 32-byte hex word: request ids, endpoint ids, template ids, log topics. */
 export const BYTES32_PATTERN = /^0x[0-9a-fA-F]{64}$/;
@@ -12,7 +12,18 @@ export function isBytes32(value: unknown): value is string {
 
 /** keccak256(abi.encode(string oisTitle, string endpointName)): standard, not packed, ABI encoding. */
 export function deriveEndpointId(oisTitle: string, endpointName: string): string {
-  return `0x${keccak256Hex(encodeTwoStrings(oisTitle, endpointName))}`;
+  if (LONE_SURROGATE.test(oisTitle) || LONE_SURROGATE.test(endpointName)) {
+    return `0x${keccak256Hex(encodeTwoStrings(ethersUtf8(oisTitle), ethersUtf8(endpointName)))}`;
+  }
+  // Well-formed strings are encoded by Buffer straight into the hash's input.
+  const aLength = Buffer.byteLength(oisTitle, 'utf8');
+  const bLength = Buffer.byteLength(endpointName, 'utf8');
+  const layout = twoStringsLayout(aLength, bLength);
+  return `0x${keccak256HexOfWritten(layout.size, (out) => {
+    writeTwoStringsHeads(out, layout, aLength, bLength);
+    out.write(oisTitle, layout.aAt, 'utf8');
+    out.write(endpointName, layout.bAt, 'utf8');
+  })}`;
 }
 
 // With the u flag a well-formed pair is one code point, so this matches only unpaired surrogates.
@@ -21,10 +32,12 @@ const WORD = 32;
 const paddedLength = (length: number) => Math.ceil(length / WORD) * WORD;
 
 /**
- * UTF-8 bytes of a string holding unpaired surrogates, as ethers' toUtf8Bytes writes them (Buffer would write
- * U+FFFD): a lone low surrogate is encoded as its own three bytes; a lone high one throws, as in ethers.
+ * UTF-8 bytes as ethers' toUtf8Bytes writes them: Buffer's for well-formed strings; with unpaired surrogates
+ * (where Buffer would write U+FFFD) a lone low surrogate is encoded as its own three bytes and a lone high one
+ * throws, as in ethers.
  */
 function ethersUtf8(text: string): Buffer {
+  if (!LONE_SURROGATE.test(text)) return Buffer.from(text, 'utf8');
   const bytes: number[] = [];
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
@@ -46,24 +59,32 @@ function ethersUtf8(text: string): Buffer {
   return Buffer.from(bytes);
 }
 
-const utf8 = (text: string): Buffer => (LONE_SURROGATE.test(text) ? ethersUtf8(text) : Buffer.from(text, 'utf8'));
+type TwoStringsLayout = { size: number; bHeadAt: number; aAt: number; bAt: number };
 
 /**
  * abi.encode(string a, string b) written directly: two head words (the offsets of a and b), then each string as
  * its length word and its UTF-8 bytes zero-padded to whole words. The general coder builds a ParamType and copies
  * the bytes several times per call, which made it most of `validate`'s CPU on large configs.
  */
-function encodeTwoStrings(a: string, b: string): Uint8Array {
-  const aBytes = utf8(a);
-  const bBytes = utf8(b);
-  const aTail = WORD + paddedLength(aBytes.length);
-  const out = Buffer.alloc(2 * WORD + aTail + WORD + paddedLength(bBytes.length));
+function twoStringsLayout(aLength: number, bLength: number): TwoStringsLayout {
+  const bHeadAt = 3 * WORD + paddedLength(aLength);
+  return { size: bHeadAt + WORD + paddedLength(bLength), bHeadAt, aAt: 3 * WORD, bAt: bHeadAt + WORD };
+}
+
+/** The three words around the strings, in a zero-filled buffer: the two offsets and both length words. */
+function writeTwoStringsHeads(out: Buffer, layout: TwoStringsLayout, aLength: number, bLength: number): void {
   writeWordUint(out, 0, 2 * WORD);
-  writeWordUint(out, WORD, 2 * WORD + aTail);
-  writeWordUint(out, 2 * WORD, aBytes.length);
-  aBytes.copy(out, 3 * WORD);
-  writeWordUint(out, 2 * WORD + aTail, bBytes.length);
-  bBytes.copy(out, 3 * WORD + aTail);
+  writeWordUint(out, WORD, layout.bHeadAt);
+  writeWordUint(out, 2 * WORD, aLength);
+  writeWordUint(out, layout.bHeadAt, bLength);
+}
+
+function encodeTwoStrings(a: Buffer, b: Buffer): Buffer {
+  const layout = twoStringsLayout(a.length, b.length);
+  const out = Buffer.alloc(layout.size);
+  writeTwoStringsHeads(out, layout, a.length, b.length);
+  a.copy(out, layout.aAt);
+  b.copy(out, layout.bAt);
   return out;
 }
 
