@@ -260,11 +260,12 @@ function duplicateKeyWarning(path: string): Issue {
   return { path, message: 'This key appears more than once in the same object; the last value is used' };
 }
 
-function loadJson(input: unknown, errors: Issue[]): { ok: boolean; value?: unknown; duplicates: string[] } {
-  if (typeof input !== 'string') return { ok: true, value: input, duplicates: [] };
+/** The parsed config and, when it came as text, that text (BOM removed) for the duplicate-key check. */
+function loadJson(input: unknown, errors: Issue[]): { ok: boolean; value?: unknown; text?: string } {
+  if (typeof input !== 'string') return { ok: true, value: input };
   if (Buffer.byteLength(input, 'utf8') > MAX_CONFIG_BYTES) {
     errors.push({ path: '', message: `Config is larger than the ${MAX_CONFIG_BYTES / 1024 / 1024} MiB limit` });
-    return { ok: false, duplicates: [] };
+    return { ok: false };
   }
   const text = input.replace(/^\uFEFF/, '');
   let value: unknown;
@@ -272,9 +273,23 @@ function loadJson(input: unknown, errors: Issue[]): { ok: boolean; value?: unkno
     value = JSON.parse(text);
   } catch (error) {
     errors.push({ path: '', message: describeJsonError(input, error) });
-    return { ok: false, duplicates: [] };
+    return { ok: false };
   }
-  return { ok: true, value, duplicates: duplicateKeyPaths(text) };
+  return { ok: true, value, text };
+}
+
+/**
+ * True when valid JSON text cannot repeat a key in any object, decided without the full scan. Without a quote,
+ * white space and a colon anywhere in the text, every key's closing quote is followed directly by its colon, so
+ * the occurrences of `":` are at least the keys written (an escaped quote or a string starting with a colon adds
+ * more), and those are at least the keys JSON.parse keeps (one per distinct name in each object). Equal counts
+ * therefore mean no key was written twice; any difference leaves the answer to duplicateKeyPaths.
+ */
+export function keysAllDistinct(text: string, parsedKeyCount: number): boolean {
+  if (/"\s+:/.test(text)) return false;
+  let written = 0;
+  for (let at = text.indexOf('":'); at !== -1; at = text.indexOf('":', at + 2)) written++;
+  return written === parsedKeyCount;
 }
 
 function validateWith<S extends z.ZodType>(
@@ -313,7 +328,12 @@ function validateWith<S extends z.ZodType>(
     }
     const redact = makeRedactor(interpolation, secrets);
     errors.push(...interpolation.invalid);
-    warnings.push(...interpolation.warnings, ...loaded.duplicates.map((path) => duplicateKeyWarning(path)));
+    // The full scan of the text runs only when the quick count cannot rule out a repeated key.
+    const duplicates =
+      loaded.text === undefined || keysAllDistinct(loaded.text, interpolation.keyCount)
+        ? []
+        : duplicateKeyPaths(loaded.text);
+    warnings.push(...interpolation.warnings, ...duplicates.map((path) => duplicateKeyWarning(path)));
     const placeholderPaths = new Set<string>();
     for (const [name, paths] of interpolation.missing) {
       for (const p of paths) placeholderPaths.add(p);

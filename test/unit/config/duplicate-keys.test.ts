@@ -3,7 +3,8 @@
 import { expect } from 'chai';
 import fc from 'fast-check';
 import { formatPath, type PathSegment } from '../../../src/config/paths.js';
-import { duplicateKeyPaths } from '../../../src/config/validate.js';
+import { interpolateSecrets } from '../../../src/config/secrets.js';
+import { duplicateKeyPaths, keysAllDistinct, validateConfig } from '../../../src/config/validate.js';
 
 /** The straightforward scan: every character, one Set per object, each key decoded with JSON.parse. */
 function referenceDuplicateKeyPaths(text: string): string[] {
@@ -42,7 +43,27 @@ function referenceDuplicateKeyPaths(text: string): string[] {
 
 // Few distinct keys (so objects repeat them), some needing escapes, and enough of them to pass the list limit.
 const key = fc.oneof(
-  fc.constantFrom('a', 'b', 'c', 'a"b', 'a\\b', '\\', '"', 'é', '\u0001', '', 'x y', '[', '{', ','),
+  fc.constantFrom(
+    'a',
+    'b',
+    'c',
+    'a"b',
+    'a\\b',
+    '\\',
+    '"',
+    'é',
+    '\u0001',
+    '',
+    'x y',
+    '[',
+    '{',
+    ',',
+    ':',
+    ': x',
+    ' :',
+    'a":',
+    '" :',
+  ),
   fc.integer({ min: 0, max: 40 }).map((n) => `k${n}`),
 );
 const { text: jsonText } = fc.letrec<{ text: string }>((tie) => ({
@@ -57,8 +78,11 @@ const { text: jsonText } = fc.letrec<{ text: string }>((tie) => ({
       .array(fc.tuple(key, tie('text')), { maxLength: 24 })
       .chain((entries) =>
         fc
-          .constantFrom(' ', '', '\n  ')
-          .map((space) => `{${entries.map(([k, v]) => `${space}${JSON.stringify(k)}${space}:${v}`).join(',')}}`),
+          .tuple(fc.constantFrom(' ', '', '\n  '), fc.constantFrom('', '', ' ', '\t'))
+          .map(
+            ([space, beforeColon]) =>
+              `{${entries.map(([k, v]) => `${space}${JSON.stringify(k)}${beforeColon}:${space}${v}`).join(',')}}`,
+          ),
       ),
   ),
 }));
@@ -72,6 +96,30 @@ describe('duplicateKeyPaths', () => {
       }),
       { numRuns: 1000 },
     );
+  });
+
+  it('rules out repeated keys by counting only when none is there (else the scan decides)', () => {
+    let ruledOut = 0;
+    fc.assert(
+      fc.property(jsonText, (text) => {
+        const { keyCount } = interpolateSecrets(JSON.parse(text), {});
+        if (keysAllDistinct(text, keyCount)) {
+          ruledOut++;
+          expect(referenceDuplicateKeyPaths(text)).to.deep.equal([]);
+        }
+      }),
+      { numRuns: 3000 },
+    );
+    expect(ruledOut).to.be.greaterThan(100); // the quick answer is reached, not only the fallback
+  });
+
+  it('warns about a repeated key through validateConfig, with or without escapes and spacing', () => {
+    for (const text of ['{"a":1,"a":2}', '{"a" :1,"a":2}', '{"x":"\\n","a":1,"a":2}', '{"b":":","a":{"c":1,"c":1}}']) {
+      const paths = validateConfig(text, {}).warnings.filter((w) => w.message.includes('more than once'));
+      expect(paths.length, text).to.equal(1);
+    }
+    const distinct = validateConfig('{"a":1,"b":{"a":":x"}}', {});
+    expect(distinct.warnings.filter((w) => w.message.includes('more than once'))).to.deep.equal([]);
   });
 
   it('reports a key repeated in a large object and under escaped names', () => {
