@@ -124,6 +124,19 @@ describe('template id V0 over checked hex, against ethers', () => {
   });
 });
 
+describe('endpoint id of long strings (length and offset words above one byte), against ethers', () => {
+  it('is byte-identical for strings of 255-70,000 bytes', () => {
+    const coder = AbiCoder.defaultAbiCoder();
+    for (const [a, b] of [
+      ['t'.repeat(255), 'n'],
+      ['t'.repeat(300), 'é'.repeat(200)],
+      ['€'.repeat(25_000), 'x'.repeat(70_000)],
+    ] as const) {
+      expect(deriveEndpointId(a, b)).to.equal(keccak256(coder.encode(['string', 'string'], [a, b])));
+    }
+  });
+});
+
 describe('endpoint id with unpaired surrogates, against ethers', () => {
   it('encodes or throws exactly when ethers does', () => {
     const unit = fc.constantFrom('a', 'é', '€', '\ud800', '\udbff', '\udc00', '\udfff', '\ud83d\ude00', '\ud83d');
