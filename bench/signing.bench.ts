@@ -1,5 +1,5 @@
 // secp256k1 signing side by side: what the gateways sign with (libsecp256k1 compiled to WebAssembly, from
-// tiny-secp256k1, behind src/protocol/wallet.ts fastMessageSigner), what the wallets and fulfilments sign with (ethers
+// tiny-secp256k1, behind src/protocol/message-signer.ts fastMessageSigner), what the wallets and fulfilments sign with (ethers
 // 6 SigningKey, which is @noble/curves underneath), and the other candidates installed here: @noble/curves called
 // directly, the same curve with RFC 6979's HMAC-DRBG on node:crypto's native HMAC, and elliptic (ethers 5's,
 // canonical low-s). Two kinds of rows: a 32-byte digest signed (the curve alone), and a 32-byte message signed with
@@ -16,7 +16,7 @@ import { secp256k1 } from '@noble/curves/secp256k1';
 import { sha256 } from '@noble/hashes/sha256';
 import { getBytes, keccak256, SigningKey, Wallet } from 'ethers';
 import { signRecoverable } from 'tiny-secp256k1';
-import { fastMessageSigner } from '../src/protocol/wallet.js';
+import { fastMessageSigner } from '../src/protocol/message-signer.js';
 import { loadAverage, machine, median, table, writeSection } from './report.js';
 
 const { values: args } = parseArgs({
@@ -164,8 +164,8 @@ function main(): void {
     ),
     '',
     'The gateways sign with libsecp256k1 (tiny-secp256k1 2.2.4: the C library compiled to WebAssembly, no native build, ' +
-      'no install script) behind `fastMessageSigner` (`src/protocol/wallet.ts`), which hashes the EIP-191 message with ' +
-      "js-sha3 instead of ethers' keccak. The bytes are ethers': the property tests in " +
+      'no install script) behind `fastMessageSigner` (`src/protocol/message-signer.ts`, loaded when the first signer is made), which hashes ' +
+      "the EIP-191 message with js-sha3 instead of ethers' keccak. The bytes are ethers': the property tests in " +
       '`test/unit/protocol/message-signer.test.ts` compare both over random keys and messages, and the reference ' +
       "fulfilment vector. @noble/curves directly saves only ethers' wrapping; noble with node's HMAC pays more per " +
       "call than it saves; elliptic is slower. Node's own crypto cannot stand in: it has no secp256k1 signing of a " +

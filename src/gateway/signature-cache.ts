@@ -2,7 +2,7 @@
 // the same message always gets the same signature bytes. Callers that ask for the same signed data within the
 // same second (one timestamp) need one signing, not one each: this keeps the last signatures by message.
 import { BaseWallet } from 'ethers';
-import { fastMessageSigner } from '../protocol/wallet.js';
+import { fastMessageSigner } from '../protocol/message-signer.js';
 import type { NodeSigner } from './signing.js';
 
 export const DEFAULT_SIGNATURE_CACHE_ENTRIES = 1024;

@@ -12,7 +12,7 @@ import { z } from 'zod';
 import { errorMessage } from '../common/errors.js';
 import { type RecoverableSignature, recoverSigners } from '../ois/worker-tasks.js';
 import { BYTES32_PATTERN, deriveTemplateIdV1, HEX_BYTES_PATTERN } from '../protocol/ids.js';
-import type { MessageSigner } from '../protocol/wallet.js';
+import type { MessageSigner } from '../protocol/message-signer.js';
 
 const abi = AbiCoder.defaultAbiCoder();
 

@@ -29,7 +29,8 @@ import {
   verifySignOevDataRequest,
 } from '../../../src/gateway/signing.js';
 import { deriveTemplateIdV1 } from '../../../src/protocol/ids.js';
-import { fastMessageSigner, nodeWallet } from '../../../src/protocol/wallet.js';
+import { fastMessageSigner } from '../../../src/protocol/message-signer.js';
+import { nodeWallet } from '../../../src/protocol/wallet.js';
 
 const abi = AbiCoder.defaultAbiCoder();
 const MNEMONIC = 'test test test test test test test test test test test junk';

@@ -4,7 +4,8 @@ import { expect } from 'chai';
 import { getBytes, hashMessage, keccak256, solidityPackedKeccak256, Wallet } from 'ethers';
 import fc from 'fast-check';
 import { deriveTemplateIdV1, deriveTemplateIdV1WithSolidityPacked } from '../../../src/protocol/ids.js';
-import { fastMessageSigner, hashMessageBytes, nodeWallet } from '../../../src/protocol/wallet.js';
+import { fastMessageSigner, hashMessageBytes } from '../../../src/protocol/message-signer.js';
+import { nodeWallet } from '../../../src/protocol/wallet.js';
 
 const vectors = JSON.parse(
   readFileSync(new URL('../../fixtures/airnode/vectors/derivation-vectors.json', import.meta.url), 'utf8'),
