@@ -185,7 +185,8 @@ class ProviderQueue {
   }
 
   private async send(calls: QueuedCall[]): Promise<void> {
-    const timeoutMs = Math.max(...calls.map((c) => c.timeoutMs));
+    // A batch carries many calls' work: it gets twice the longest budget among them.
+    const timeoutMs = Math.max(...calls.map((c) => c.timeoutMs)) * (calls.length > 1 ? 2 : 1);
     const what = calls.length === 1 ? calls[0]!.method : `batch of ${calls.length}`;
     const entries = calls.map((c, i) => ({ jsonrpc: '2.0', id: i + 1, method: c.method, params: c.params }));
     let answer: unknown;
