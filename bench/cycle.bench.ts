@@ -64,10 +64,11 @@ function referenceRunner(referenceConfigPath: string): string {
     'const original = configModule.loadTrustedConfig;',
     `configModule.loadTrustedConfig = (_path, env) => original(${JSON.stringify(referenceConfigPath)}, env);`,
     "if (!process.env.REFERENCE_LOGS) process.env.SILENCE_LOGGER = 'true';",
-    `require(${JSON.stringify(referenceModule('workers/local-handlers'))}).startCoordinator().then(`,
-    '  () => process.exit(0),',
-    '  (error) => { console.error(error); process.exit(1); },',
-    ');',
+    // No exit on success: the process ends when the reference's work is drained, as in its own deployment.
+    `require(${JSON.stringify(referenceModule('workers/local-handlers'))}).startCoordinator().catch((error) => {`,
+    '  console.error(error);',
+    '  process.exitCode = 1;',
+    '});',
     '',
   ].join('\n');
 }
@@ -266,6 +267,8 @@ async function main(): Promise<void> {
       failed: number;
       failures: Record<string, number>;
       nonces: NonceReport;
+      /** Blocks the chain mined in the round (anvil mines on arrival: several ready transactions can share one). */
+      blocks: number;
       phases?: Record<string, unknown>;
       error?: string;
     };
@@ -273,6 +276,7 @@ async function main(): Promise<void> {
     /** Cycles of one node from the snapshot until all requests are answered on chain (or the cap). */
     const measure = async (kind: 'ours' | 'reference'): Promise<Round> => {
       const snapshot = await rpc<string>(anvil.url, 'evm_snapshot');
+      const firstBlock = Number(await rpc<string>(anvil.url, 'eth_blockNumber'));
       proxy.reset();
       const start = performance.now();
       const cycleMs: number[] = [];
@@ -295,6 +299,7 @@ async function main(): Promise<void> {
       }
       const totalMs = performance.now() - start;
       const nonces = await checkNonceOrder(anvil.url, proxy.sent);
+      const blocks = Number(await rpc<string>(anvil.url, 'eth_blockNumber')) - firstBlock;
       const byMethod = Object.fromEntries(proxy.counts);
       const rpcCalls = [...proxy.counts.values()].reduce((a, b) => a + b, 0);
       await rpc(anvil.url, 'evm_revert', [snapshot]);
@@ -308,13 +313,14 @@ async function main(): Promise<void> {
         byMethod,
         ...answered,
         nonces,
+        blocks,
         ...(phases ? { phases } : {}),
         ...(error ? { error } : {}),
       };
       process.stderr.write(
         `${kind}: ${(totalMs / 1000).toFixed(1)} s, ${round.cycles} cycle(s) [${cycleMs.map((m) => (m / 1000).toFixed(1)).join(', ')} s], ` +
           `${answered.fulfilled} fulfilled, ${answered.failed} failed, ${rpcCalls} RPC calls, peak RSS ${maxRssMb.toFixed(0)} MB, ` +
-          `nonce order: ${nonces.outOfOrder.length} out of order, ${nonces.gaps.length} gaps, ${nonces.queued} queued${error ? `; error ${error}` : ''}\n`,
+          `nonce order: ${nonces.outOfOrder.length} out of order, ${nonces.gaps.length} gaps, ${nonces.queued} queued, ${blocks} blocks${error ? `; error ${error}` : ''}\n`,
       );
       return round;
     };
@@ -377,20 +383,31 @@ async function main(): Promise<void> {
       '',
       `Setup: anvil with the published AirnodeRrpV0 (instant mining, one block per transaction), ${requests} \`makeFullRequest\`s from ${sponsorCount} sponsors mined in a burst, ` +
         'the loopback API stand-in, `fulfillmentGasLimit` 500 000, `constantGasPrice` 10 gwei. Each round starts from the same chain snapshot. ' +
-        'A node runs one cycle per child process (ours `runCycle` with the in-process executor; the reference `@api3/airnode-node` 0.15.0 ' +
-        '`startCoordinator()` of its local handlers) and runs further cycles until every request is answered on chain (fulfilled or failed events ' +
-        `for all ${requests}, nothing pending), up to ${args.cap} s. **Time = first cycle start to all answered on chain**, measured by the parent ` +
-        '(process start and module loading included, the mining of the last transactions included). Rounds are interleaved, the order alternating.',
+        'A node runs one cycle per process, each from its built package as a user runs it (ours the `oracle-node coordinator` binary, ' +
+        '`dist/cli/index.js`, in-process shards; the reference `@api3/airnode-node` 0.15.0 `startCoordinator()` of its local handlers from its ' +
+        '`dist/`, in plain Node; neither under tsx) and runs further cycles until every request is answered on chain (fulfilled or failed events ' +
+        `for all ${requests}, nothing pending), up to ${args.cap} s. **Time = first cycle's spawn to all answered on chain**, measured by the parent ` +
+        '(process start and module loading included, the mining of the last transactions included). Rounds are interleaved, the order alternating. ' +
+        'Every RPC call of both goes through a recording proxy in the benchmark process (it decodes the transactions after the round, not in their path).',
       '',
       ...table(
-        ['', 'median to all answered', 'rounds', 'RPC calls (first round)', 'peak RSS of a cycle', 'nonces on chain'],
-        [false, true, false, true, true, false],
+        [
+          '',
+          'median to all answered',
+          'rounds',
+          'RPC calls (first round)',
+          'blocks mined (first round)',
+          'peak RSS of a cycle',
+          'nonces on chain',
+        ],
+        [false, true, false, true, true, true, false],
         [
           [
             'ours',
             `${(medianMs(ours) / 1000).toFixed(1)} s`,
             describe(ours),
             String(ours[0]?.rpcCalls ?? ''),
+            String(ours[0]?.blocks ?? ''),
             `${Math.max(...ours.map((r) => r.maxRssMb)).toFixed(0)} MB`,
             nonceLine(ours),
           ],
@@ -401,6 +418,7 @@ async function main(): Promise<void> {
                   `${(medianMs(reference) / 1000).toFixed(1)} s`,
                   describe(reference),
                   String(reference[0]?.rpcCalls ?? ''),
+                  String(reference[0]?.blocks ?? ''),
                   `${Math.max(...reference.map((r) => r.maxRssMb)).toFixed(0)} MB`,
                   nonceLine(reference),
                 ],
@@ -417,8 +435,8 @@ async function main(): Promise<void> {
       '',
       phases
         ? `Our first cycle by phase (cycle summary timings): discovery ${phases['discoveryMs']} ms, shards ${phases['shardsMs']} ms; ` +
-          `in the slowest shard the API calls ${phases['slowestShardApiMs']} ms, planning (one static call per request) ${phases['slowestShardPlanMs']} ms, ` +
-          `sending ${phases['slowestShardSendMs']} ms.`
+          `in the slowest shard the API calls ${phases['slowestShardApiMs']} ms, planning (one static call per request, each as soon as its API answer is in, ` +
+          `so this overlaps the API calls) ${phases['slowestShardPlanMs']} ms, sending (one batch) ${phases['slowestShardSendMs']} ms.`
         : '',
     ]);
   } finally {
