@@ -37,7 +37,7 @@ export type SendReport = {
 
 export type SendOptions = {
   client: RpcClient;
-  wallet: Pick<BaseWallet, 'address' | 'signTransaction'>;
+  wallet: Pick<BaseWallet, 'address' | 'signingKey'>;
   chainId: string;
   firstNonce: number;
   /** Price of the fillers (the wallet's price this cycle). */

@@ -1,12 +1,13 @@
 // Sponsor wallets derived from one account root per process: deriving from the phrase each time
 // (PBKDF2) would cost tens of milliseconds per sponsor. Same paths as wallet.ts (airnode-facts §1).
 //
-// The six non-hardened BIP-32 steps below the account run on Node's native secp256k1 (OpenSSL ECDH computes
-// k·G) instead of ethers' HDNodeWallet, which computes two public keys per step in JavaScript: discovery
-// checks every request's sponsor wallet address, ~20 ms per sponsor that way and well under 1 ms this way.
+// The six non-hardened BIP-32 steps below the account compute one k·G each with libsecp256k1 (WebAssembly)
+// instead of ethers' HDNodeWallet, which computes two public keys per step in JavaScript: discovery checks
+// every request's sponsor wallet address, ~20 ms per sponsor that way and well under 1 ms this way.
 // The private keys and addresses are the same (unit tests compare both with ethers on random sponsors).
-import { createECDH, createHmac } from 'node:crypto';
+import { createHmac } from 'node:crypto';
 import { computeAddress, getAddress, HDNodeWallet, Wallet } from 'ethers';
+import { publicKeyOfScalar } from '../protocol/message-signer.js';
 import { deriveWalletPathFromSponsorAddress, PROTOCOL_IDS } from '../protocol/wallet.js';
 
 export type SponsorWallets = {
@@ -25,11 +26,9 @@ const HARDENED = 0x80000000;
 /** A BIP-32 node: its key, chain code, and public key both ways (compressed feeds the next step). */
 type ExtendedKey = { privateKey: bigint; chainCode: Buffer; publicKey: Buffer; uncompressedPublicKey: Buffer };
 
-/** One native k·G; the compressed form is cut from the uncompressed one (no second multiplication). */
+/** One k·G (libsecp256k1); the compressed form is cut from the uncompressed one (no second multiplication). */
 function publicKeysOf(privateKey: bigint): { compressed: Buffer; uncompressed: Buffer } {
-  const ecdh = createECDH('secp256k1');
-  ecdh.setPrivateKey(Buffer.from(privateKey.toString(16).padStart(64, '0'), 'hex'));
-  const uncompressed = ecdh.getPublicKey();
+  const uncompressed = Buffer.from(publicKeyOfScalar(Buffer.from(privateKey.toString(16).padStart(64, '0'), 'hex')));
   const compressed = Buffer.alloc(33);
   compressed[0] = (uncompressed[64]! & 1) === 0 ? 0x02 : 0x03;
   uncompressed.copy(compressed, 1, 1, 33);
