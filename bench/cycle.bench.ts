@@ -381,7 +381,7 @@ async function main(): Promise<void> {
       `Machine: ${machine()}, shared with other engineers' builds and tests (1-minute load average ${loadBefore.split(' / ')[0]} before and ${loadAfter.split(' / ')[0]} after). ${new Date().toISOString().slice(0, 10)}.`,
       `Command: \`node --import tsx bench/cycle.bench.ts --requests ${requests} --sponsors ${sponsorCount} --runs ${runs} --cap ${args.cap}\` (run by \`make bench\`).`,
       '',
-      `Setup: anvil with the published AirnodeRrpV0 (instant mining, one block per transaction), ${requests} \`makeFullRequest\`s from ${sponsorCount} sponsors mined in a burst, ` +
+      `Setup: anvil with the published AirnodeRrpV0 (instant mining: a block as soon as transactions are ready, unchanged), ${requests} \`makeFullRequest\`s from ${sponsorCount} sponsors mined in a burst, ` +
         'the loopback API stand-in, `fulfillmentGasLimit` 500 000, `constantGasPrice` 10 gwei. Each round starts from the same chain snapshot. ' +
         'A node runs one cycle per process, each from its built package as a user runs it (ours the `oracle-node coordinator` binary, ' +
         '`dist/cli/index.js`, in-process shards; the reference `@api3/airnode-node` 0.15.0 `startCoordinator()` of its local handlers from its ' +

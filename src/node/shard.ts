@@ -324,7 +324,7 @@ export async function runShard(shard: ShardInput, context: ShardContext): Promis
           });
           logger.warn(
             { requestId: itemId(item), nonce: sent.nonce, reason: sent.rejected },
-            'transaction rejected; later ones wait for the next cycle',
+            'transaction rejected; nothing more is sent for this wallet in this cycle',
           );
           stopped = 'skipped because one of the previous requests failed';
         } else if (stopped) {
