@@ -57,3 +57,26 @@ export function fastMessageSigner(wallet: { readonly address: string; readonly p
     },
   };
 }
+
+/**
+ * A 32-byte digest signed with a private key by libsecp256k1: the same r, s and recovery as ethers'
+ * SigningKey.sign (RFC 6979, low s), as the { r, s, v } ethers takes for a transaction's signature.
+ */
+export function signDigest(privateKey: string, digest: string): { r: string; s: string; v: 27 | 28 } {
+  const key = Buffer.from(privateKey.slice(2), 'hex');
+  if (key.length !== 32) throw new Error('the private key is not 32 bytes of hex');
+  const { signature, recoveryId } = libsecp256k1().signRecoverable(Buffer.from(digest.slice(2), 'hex'), key);
+  const bytes = Buffer.from(signature.buffer, signature.byteOffset, 64);
+  return {
+    r: `0x${bytes.subarray(0, 32).toString('hex')}`,
+    s: `0x${bytes.subarray(32).toString('hex')}`,
+    v: recoveryId ? 28 : 27,
+  };
+}
+
+/** The uncompressed public key (65 bytes, 0x04 ‖ x ‖ y) of a 32-byte private key, by libsecp256k1. */
+export function publicKeyOfScalar(privateKey: Uint8Array): Uint8Array {
+  const point = libsecp256k1().pointFromScalar(privateKey, false);
+  if (!point) throw new Error('the private key is not a valid secp256k1 scalar');
+  return point;
+}
