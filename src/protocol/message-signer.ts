@@ -74,9 +74,9 @@ export function signDigest(privateKey: string, digest: string): { r: string; s: 
   };
 }
 
-/** The uncompressed public key (65 bytes, 0x04 ‖ x ‖ y) of a 32-byte private key, by libsecp256k1. */
-export function publicKeyOfScalar(privateKey: Uint8Array): Uint8Array {
-  const point = libsecp256k1().pointFromScalar(privateKey, false);
+/** The public key of a 32-byte private key by libsecp256k1 (for many BIP-32 steps; see node-key.ts's publicKeyOf). */
+export function publicKeyOfScalar(privateKey: Uint8Array, format: 'compressed' | 'uncompressed'): Uint8Array {
+  const point = libsecp256k1().pointFromScalar(privateKey, format === 'compressed');
   if (!point) throw new Error('the private key is not a valid secp256k1 scalar');
   return point;
 }
