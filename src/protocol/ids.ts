@@ -54,8 +54,20 @@ export function deriveTemplateIdV0(nodeAddress: string, endpointId: string, enco
   return solidityPackedKeccak256(['address', 'bytes32', 'bytes'], [nodeAddress, endpointId, encodedParameters]);
 }
 
-/** Signed-data and OEV template id ("V1"): keccak256(abi.encodePacked(bytes32 endpointId, bytes parameters)). */
+/**
+ * Signed-data and OEV template id ("V1"): keccak256(abi.encodePacked(bytes32 endpointId, bytes parameters)).
+ * The packed encoding of two hex strings is their bytes one after the other, hashed here with js-sha3; anything
+ * ethers would not take as bytes32 and bytes goes through ethers, which throws as it always did.
+ */
 export function deriveTemplateIdV1(endpointId: string, encodedParameters: string): string {
+  if (!BYTES32_PATTERN.test(endpointId) || !HEX_BYTES_PATTERN.test(encodedParameters)) {
+    return deriveTemplateIdV1WithSolidityPacked(endpointId, encodedParameters);
+  }
+  return `0x${jsSha3.keccak256(Buffer.from(endpointId.slice(2) + encodedParameters.slice(2), 'hex'))}`;
+}
+
+/** The same derivation through ethers' solidityPacked: the reference the direct one is tested against. */
+export function deriveTemplateIdV1WithSolidityPacked(endpointId: string, encodedParameters: string): string {
   return solidityPackedKeccak256(['bytes32', 'bytes'], [endpointId, encodedParameters]);
 }
 
@@ -140,6 +152,9 @@ export function deriveDeploymentId(
 
 /** A 32-byte hex word: request ids, endpoint ids, template ids, log topics. */
 export const BYTES32_PATTERN = /^0x[0-9a-fA-F]{64}$/;
+
+/** Bytes as ethers' getBytes takes a string: 0x, then whole bytes of hex digits in either case. */
+export const HEX_BYTES_PATTERN = /^0x(?:[0-9a-fA-F]{2})*$/;
 
 export function isBytes32(value: unknown): value is string {
   return typeof value === 'string' && BYTES32_PATTERN.test(value);
