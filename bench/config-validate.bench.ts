@@ -2,8 +2,8 @@
 // (@api3/airnode-validator 0.15.0, `airnode-validator -c -s`) on the same generated config: 100 OIS x 50
 // endpoints, an rrp AND an http trigger for every endpoint (10,000 triggers), 100 apiCredentials, 20 chains.
 // Each run is one process of the installed binary (its #! line included), as a user runs it: wall time from spawn
-// to exit (module loading included) and its
-// peak RSS (getrusage maxrss, reported by a preloaded exit hook). Rounds are interleaved (the order alternates
+// to exit (module loading included), its CPU time (user + system) and its peak RSS (getrusage, reported by a
+// preloaded exit hook). The CPU time depends far less on the shared machine's load than the wall time. Rounds are interleaved (the order alternates
 // each round) so that the shared machine's load falls on both sides alike; medians and their ratio are reported
 // and written to the "Config validation" section of docs/benchmarks.md.
 //   node --import tsx bench/config-validate.bench.ts [--rounds 7] [--ois 100] [--endpoints 50] [--chains 20]
@@ -94,10 +94,11 @@ function generateConfig(oisCount: number, endpointsPerOis: number, chainCount: n
   return config;
 }
 
-// Loaded with --require into each measured process: prints its peak RSS (KiB) on stderr as it exits.
-const PEAK_RSS_HOOK = `process.on('exit', () => process.stderr.write('\\nPEAK_RSS_KIB ' + process.resourceUsage().maxRSS + '\\n'));\n`;
+// Loaded with --require into each measured process: prints its peak RSS (KiB) and CPU time (µs) on stderr as it
+// exits.
+const PEAK_RSS_HOOK = `process.on('exit', () => { const u = process.resourceUsage(); process.stderr.write('\\nPEAK_RSS_KIB ' + u.maxRSS + ' CPU_US ' + (u.userCPUTime + u.systemCPUTime) + '\\n'); });\n`;
 
-type Run = { ms: number; peakRssMiB: number };
+type Run = { ms: number; cpuMs: number; peakRssMiB: number };
 
 function runOnce(command: string[], configFile: string, secretsFile: string, hook: string): Run {
   const start = performance.now();
@@ -109,13 +110,13 @@ function runOnce(command: string[], configFile: string, secretsFile: string, hoo
     maxBuffer: 64 * 1024 * 1024,
   });
   const ms = performance.now() - start;
-  const peak = /PEAK_RSS_KIB (\d+)/.exec(child.stderr);
+  const peak = /PEAK_RSS_KIB (\d+) CPU_US (\d+)/.exec(child.stderr);
   if (child.status !== 0 || !peak) {
     throw new Error(
       `${command.join(' ')} exited ${child.status}: ${child.stdout.slice(0, 2000)} ${child.stderr.slice(0, 2000)}`,
     );
   }
-  return { ms, peakRssMiB: Number(peak[1]) / 1024 };
+  return { ms, cpuMs: Number(peak[2]) / 1000, peakRssMiB: Number(peak[1]) / 1024 };
 }
 
 function main(): void {
@@ -146,7 +147,9 @@ function main(): void {
       for (const side of order) {
         const run = runOnce(commands[side], configFile, secretsFile, hook);
         (side === 'ours' ? ours : reference).push(run);
-        console.log(`round ${round + 1} ${side}: ${run.ms.toFixed(0)} ms, peak RSS ${run.peakRssMiB.toFixed(0)} MiB`);
+        console.log(
+          `round ${round + 1} ${side}: ${run.ms.toFixed(0)} ms (CPU ${run.cpuMs.toFixed(0)} ms), peak RSS ${run.peakRssMiB.toFixed(0)} MiB`,
+        );
       }
     }
   } finally {
@@ -155,12 +158,17 @@ function main(): void {
   const loadAfter = loadAverage();
   const oursMs = median(ours.map((r) => r.ms));
   const referenceMs = median(reference.map((r) => r.ms));
+  const oursCpu = median(ours.map((r) => r.cpuMs));
+  const referenceCpu = median(reference.map((r) => r.cpuMs));
   const ratios = ours.map((r, i) => reference[i]!.ms / r.ms);
   const oursRss = Math.max(...ours.map((r) => r.peakRssMiB));
   const referenceRss = Math.max(...reference.map((r) => r.peakRssMiB));
   console.log(`median: ours ${oursMs.toFixed(0)} ms, reference ${referenceMs.toFixed(0)} ms`);
   console.log(
     `reference / ours: ${(referenceMs / oursMs).toFixed(2)}x (per round ${ratios.map((r) => r.toFixed(1)).join(', ')})`,
+  );
+  console.log(
+    `CPU (user + system) medians: ours ${oursCpu.toFixed(0)} ms, reference ${referenceCpu.toFixed(0)} ms: ${(referenceCpu / oursCpu).toFixed(2)}x`,
   );
   console.log(`peak RSS (max over runs): ours ${oursRss.toFixed(0)} MiB, reference ${referenceRss.toFixed(0)} MiB`);
   if (args['no-write']) return;
@@ -174,19 +182,26 @@ function main(): void {
       'reference `node/config.example.json`. Each run is one process of the installed binary, as a user runs it: ours `oracle-node validate -c config.json -s secrets.env` ' +
       "(`dist/cli/index.js`, whose `#!` line caps V8's young generation at 8 MiB per semi-space), " +
       'the reference `@api3/airnode-validator` 0.15.0 `airnode-validator -c config.json -s secrets.env` (zod 3, ethers 5). ' +
-      "Wall time is from spawn to exit (Node start and module loading included); peak RSS is the process's getrusage maxrss. " +
+      "Wall time is from spawn to exit (Node start and module loading included); CPU is the process's user + system time and peak RSS its maxrss (getrusage, at exit). " +
       `${ROUNDS} rounds, ours and the reference alternating which goes first.`,
     '',
     ...table(
-      ['', 'median', 'runs (ms)', 'peak RSS (max of runs)'],
-      [false, true, false, true],
+      ['', 'median', 'runs (ms)', 'CPU median', 'peak RSS (max of runs)'],
+      [false, true, false, true, true],
       [
-        ['ours', `${oursMs.toFixed(0)} ms`, runs(ours), `${oursRss.toFixed(0)} MiB`],
-        ['reference', `${referenceMs.toFixed(0)} ms`, runs(reference), `${referenceRss.toFixed(0)} MiB`],
+        ['ours', `${oursMs.toFixed(0)} ms`, runs(ours), `${oursCpu.toFixed(0)} ms`, `${oursRss.toFixed(0)} MiB`],
+        [
+          'reference',
+          `${referenceMs.toFixed(0)} ms`,
+          runs(reference),
+          `${referenceCpu.toFixed(0)} ms`,
+          `${referenceRss.toFixed(0)} MiB`,
+        ],
       ],
     ),
     '',
-    `Ratio of the medians: ours is **${(referenceMs / oursMs).toFixed(1)}x faster**; per round ${Math.min(...ratios).toFixed(1)}x-${Math.max(...ratios).toFixed(1)}x.`,
+    `Ratio of the medians: ours is **${(referenceMs / oursMs).toFixed(1)}x faster**; per round ${Math.min(...ratios).toFixed(1)}x-${Math.max(...ratios).toFixed(1)}x. ` +
+      `CPU time (user + system), which the machine's load moves far less: ${(referenceCpu / oursCpu).toFixed(1)}x.`,
   ]);
 }
 

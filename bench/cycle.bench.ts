@@ -1,17 +1,21 @@
 // Request-response cycle benchmark: N pending requests (default 1,000 from 50 sponsors) on anvil, served by this
 // node and, from the same chain snapshot and the same API, by the reference node (@api3/airnode-node 0.15.0 local
-// handlers). Each cycle runs in its own child process. The time measured is from the first cycle's start until
-// every request is answered ON CHAIN (fulfilled or failed events for all N, the pool empty): a node runs further
-// cycles (as its every-minute schedule would, without the wait) until then, up to --cap seconds. Rounds are
-// interleaved (the order alternates) and each starts from the same snapshot. A recording JSON-RPC proxy in front of
-// anvil counts calls by method and checks that each sponsor wallet's transactions were sent in nonce order and
-// mined without gaps. Writes the "Request-response cycle" section of docs/benchmarks.md.
+// handlers). Each cycle runs in its own process, each side from its built package as a user runs it: ours the
+// `oracle-node coordinator` binary (dist/cli/index.js through its #! line), the reference `startCoordinator()` of
+// its published dist/ in a plain Node script (neither under tsx). The time measured is from the first cycle's
+// spawn until every request is answered ON CHAIN (fulfilled or failed events for all N, the pool empty): a node
+// runs further cycles (as its every-minute schedule would, without the wait) until then, up to --cap seconds.
+// Rounds are interleaved (the order alternates) and each starts from the same snapshot. A recording JSON-RPC proxy
+// in front of anvil counts calls by method and checks that each sponsor wallet's transactions were sent in nonce
+// order and mined without gaps. Writes the "Request-response cycle" section of docs/benchmarks.md.
+// Needs `make build` (dist/cli/index.js): `make bench` builds first.
 //   node --import tsx bench/cycle.bench.ts [--requests 1000] [--sponsors 50] [--runs 3] [--cap 300] [--no-reference]
+//     [--only ours|reference] [--logs DIR: each cycle's stderr] [--profile DIR: a CPU profile of each cycle]
 import { spawn } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { AbiCoder, Contract, NonceManager, Wallet, zeroPadValue } from 'ethers';
 import { rpc, startTestChain, testProvider, waitForMined } from '../test/support/chain.js';
@@ -36,84 +40,37 @@ const { values: args } = parseArgs({
     'no-write': { type: 'boolean', default: false },
     'no-reference': { type: 'boolean', default: false },
     only: { type: 'string' },
-    'reference-logs': { type: 'string' },
-    child: { type: 'string' },
-    config: { type: 'string' },
+    logs: { type: 'string' },
+    profile: { type: 'string' },
   },
 });
 
-type ChildResult = { wallMs: number; maxRssMb: number; heapPeakMb: number; phases?: Record<string, unknown> };
+type ChildResult = { wallMs: number; maxRssMb: number; phases?: Record<string, unknown> };
 
-// ---------------------------------------------------------------------------------------------------
-// Child mode: run exactly one cycle of one node and report timing and memory on stdout.
-async function runChild(kind: string, configPath: string): Promise<void> {
-  let heapPeak = 0;
-  const sampler = setInterval(() => {
-    heapPeak = Math.max(heapPeak, process.memoryUsage().heapUsed);
-  }, 10);
-  const { readFileSync } = await import('node:fs');
-  const { config: configJson, secrets } = JSON.parse(readFileSync(configPath, 'utf8')) as {
-    config: Record<string, unknown>;
-    secrets: Record<string, string>;
-  };
-  let wallMs: number;
-  let phases: Record<string, unknown> | undefined;
-  if (kind === 'ours') {
-    const { validateConfig } = await import('../src/config/index.js');
-    const { runCycle } = await import('../src/node/cycle.js');
-    const { InProcessExecutor } = await import('../src/node/executor.js');
-    const { MemoryResponseCache } = await import('../src/node/cache.js');
-    const { silentLogger } = await import('../src/node/logger.js');
-    const { sponsorWallets } = await import('../src/chain/sponsor-wallets.js');
-    const result = validateConfig(configJson, secrets);
-    if (!result.config) throw new Error(JSON.stringify(result.errors));
-    const config = result.config;
-    const start = performance.now();
-    const nodeWallets = sponsorWallets(config.nodeSettings.nodeWalletMnemonic);
-    const executor = new InProcessExecutor({
-      config,
-      wallets: nodeWallets,
-      logger: silentLogger,
-      cache: new MemoryResponseCache(),
-    });
-    const summary = await runCycle(config, { executor, logger: silentLogger, wallets: nodeWallets });
-    wallMs = performance.now() - start;
-    const shardTimings = summary.results.flatMap((r) => (r.ok ? [r.output.timings] : []));
-    const slowest = (key: 'apiMs' | 'planMs' | 'sendMs') => Math.max(0, ...shardTimings.map((t) => t[key]));
-    phases = {
-      discoveryMs: summary.timings.discoveryMs,
-      shardsMs: summary.timings.shardsMs,
-      slowestShardApiMs: Math.round(slowest('apiMs')),
-      slowestShardPlanMs: Math.round(slowest('planMs')),
-      slowestShardSendMs: Math.round(slowest('sendMs')),
-    };
-  } else {
-    // The reference reads config.json from its own package directory; point it at ours instead.
-    const require = createRequire(import.meta.url);
-    const referenceConfig = toReferenceConfig(configJson, secrets);
-    const referencePath = join(tmpdir(), `reference-config-${process.pid}.json`);
-    writeFileSync(referencePath, JSON.stringify(referenceConfig));
-    const configModule = require('@api3/airnode-node/dist/src/config') as {
-      loadTrustedConfig: (path: string, secrets: Record<string, string | undefined>) => unknown;
-    };
-    const original = configModule.loadTrustedConfig;
-    configModule.loadTrustedConfig = (_path, env) => original(referencePath, env);
-    if (!process.env['REFERENCE_LOGS']) process.env['SILENCE_LOGGER'] = 'true';
-    const local = require('@api3/airnode-node/dist/src/workers/local-handlers') as {
-      startCoordinator: () => Promise<unknown>;
-    };
-    const start = performance.now();
-    await local.startCoordinator();
-    wallMs = performance.now() - start;
-  }
-  clearInterval(sampler);
-  const result: ChildResult = {
-    wallMs,
-    maxRssMb: process.resourceUsage().maxRSS / 1024,
-    heapPeakMb: heapPeak / 1024 / 1024,
-    ...(phases ? { phases } : {}),
-  };
-  process.stdout.write(`RESULT ${JSON.stringify(result)}\n`);
+const ourCli = join(repoRoot, 'dist/cli/index.js');
+const require = createRequire(import.meta.url);
+const referenceModule = (path: string) => require.resolve(`@api3/airnode-node/dist/src/${path}`);
+
+// Loaded with --require into each measured process: prints its peak RSS (KiB) on stderr as it exits.
+const PEAK_RSS_HOOK = `process.on('exit', () => process.stderr.write('\\nPEAK_RSS_KIB ' + process.resourceUsage().maxRSS + '\\n'));\n`;
+
+/**
+ * The reference's cycle as its local deployment runs it: startCoordinator() of its handlers, with its config
+ * read from our file instead of its package directory (loadTrustedConfig patched), logs at ERROR.
+ */
+function referenceRunner(referenceConfigPath: string): string {
+  return [
+    `const configModule = require(${JSON.stringify(referenceModule('config'))});`,
+    'const original = configModule.loadTrustedConfig;',
+    `configModule.loadTrustedConfig = (_path, env) => original(${JSON.stringify(referenceConfigPath)}, env);`,
+    "if (!process.env.REFERENCE_LOGS) process.env.SILENCE_LOGGER = 'true';",
+    // No exit on success: the process ends when the reference's work is drained, as in its own deployment.
+    `require(${JSON.stringify(referenceModule('workers/local-handlers'))}).startCoordinator().catch((error) => {`,
+    '  console.error(error);',
+    '  process.exitCode = 1;',
+    '});',
+    '',
+  ].join('\n');
 }
 
 /** Our canonical names back to the reference's (airnodeWalletMnemonic, AirnodeRrp), secrets inlined. */
@@ -128,7 +85,7 @@ function toReferenceConfig(config: Record<string, unknown>, secrets: Record<stri
   parsed.nodeSettings = {
     ...settings,
     airnodeWalletMnemonic: nodeWalletMnemonic,
-    logLevel: process.env['REFERENCE_LOGS'] ? 'INFO' : 'ERROR',
+    logLevel: args['logs'] ? 'INFO' : 'ERROR',
   };
   for (const chain of parsed.chains) {
     chain.contracts = { AirnodeRrp: chain.contracts['NodeRrp']!, AirnodeRrpDryRun: chain.contracts['NodeRrpDryRun']! };
@@ -136,19 +93,37 @@ function toReferenceConfig(config: Record<string, unknown>, secrets: Record<stri
   return parsed;
 }
 
-// ---------------------------------------------------------------------------------------------------
-// Parent mode.
+type CycleFiles = { dir: string; config: string; secrets: string; referenceRunner: string; hook: string };
 
-async function runNode(kind: 'ours' | 'reference', configPath: string): Promise<ChildResult> {
-  const child = spawn(
-    process.execPath,
-    ['--import', 'tsx', 'bench/cycle.bench.ts', '--child', kind, '--config', configPath],
-    {
-      cwd: repoRoot,
-      stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...process.env, ...(args['reference-logs'] && kind === 'reference' ? { REFERENCE_LOGS: '1' } : {}) },
+let cycleSeq = 0;
+/** One cycle of one node in its own process; wall time from spawn to exit. */
+async function runNode(kind: 'ours' | 'reference', files: CycleFiles): Promise<ChildResult> {
+  const command =
+    kind === 'ours'
+      ? [
+          ourCli,
+          'coordinator',
+          '-c',
+          files.config,
+          '-s',
+          files.secrets,
+          '--cache-dir',
+          join(files.dir, `cache-${cycleSeq++}`),
+          '--details',
+        ]
+      : [process.execPath, files.referenceRunner];
+  const start = performance.now();
+  const child = spawn(command[0]!, command.slice(1), {
+    cwd: repoRoot,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: {
+      ...process.env,
+      // Our binary's #! line finds node on the PATH: this one.
+      PATH: `${dirname(process.execPath)}:${process.env['PATH'] ?? ''}`,
+      NODE_OPTIONS: `--require ${files.hook}${args['profile'] ? ` --cpu-prof --cpu-prof-dir=${resolve(args['profile'])}` : ''}`,
+      ...(args['logs'] && kind === 'reference' ? { REFERENCE_LOGS: '1' } : {}),
     },
-  );
+  });
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (c) => {
@@ -158,11 +133,27 @@ async function runNode(kind: 'ours' | 'reference', configPath: string): Promise<
     stderr += c;
   });
   const code = await new Promise<number | null>((r) => child.once('exit', r));
-  if (args['reference-logs'] && kind === 'reference') writeFileSync(args['reference-logs'], stdout + stderr);
-  const line = stdout.split('\n').find((l) => l.startsWith('RESULT '));
-  if (code !== 0 || !line) throw new Error(`${kind} child failed (${code}): ${stderr.slice(-2000)}`);
-  if (stderr.trim()) process.stderr.write(`${stderr.trim().split('\n').slice(-3).join('\n')}\n`);
-  return JSON.parse(line.slice(7)) as ChildResult;
+  const wallMs = performance.now() - start;
+  if (args['logs']) writeFileSync(join(args['logs'], `${kind}-${cycleSeq++}.log`), `${stdout}\n${stderr}`);
+  const peak = /PEAK_RSS_KIB (\d+)/.exec(stderr);
+  if (code !== 0 || !peak) throw new Error(`${kind} cycle failed (${code}): ${stderr.slice(-2000)}`);
+  let phases: Record<string, unknown> | undefined;
+  if (kind === 'ours') {
+    const summary = JSON.parse(stdout.trim().split('\n').at(-1)!) as {
+      timings: { discoveryMs: number; shardsMs: number };
+      results: { ok: boolean; output?: { timings: { apiMs: number; planMs: number; sendMs: number } } }[];
+    };
+    const shardTimings = summary.results.flatMap((r) => (r.ok && r.output ? [r.output.timings] : []));
+    const slowest = (key: 'apiMs' | 'planMs' | 'sendMs') => Math.max(0, ...shardTimings.map((t) => t[key]));
+    phases = {
+      discoveryMs: summary.timings.discoveryMs,
+      shardsMs: summary.timings.shardsMs,
+      slowestShardApiMs: Math.round(slowest('apiMs')),
+      slowestShardPlanMs: Math.round(slowest('planMs')),
+      slowestShardSendMs: Math.round(slowest('sendMs')),
+    };
+  }
+  return { wallMs, maxRssMb: Number(peak[1]) / 1024, ...(phases ? { phases } : {}) };
 }
 
 async function answeredCount(
@@ -236,20 +227,33 @@ async function main(): Promise<void> {
     await rpc(anvil.url, 'evm_setAutomine', [true]);
 
     const dir = mkdtempSync(join(tmpdir(), 'cycle-bench-'));
-    const configPath = join(dir, 'config.json');
+    const { config: configJson, secrets } = buildConfigJson({
+      providers: { local: proxy.url },
+      deployment,
+      apiUrl: api.url,
+      fulfillmentGasLimit: 500_000,
+      maxConcurrency: Math.max(requests, 100),
+      gasPriceOracle: [{ gasPriceStrategy: 'constantGasPrice', gasPrice: { value: 10, unit: 'gwei' } }],
+    });
+    const files: CycleFiles = {
+      dir,
+      config: join(dir, 'config.json'),
+      secrets: join(dir, 'secrets.env'),
+      referenceRunner: join(dir, 'reference-cycle.cjs'),
+      hook: join(dir, 'peak-rss.cjs'),
+    };
+    if (args['logs']) (configJson['nodeSettings'] as Record<string, unknown>)['logLevel'] = 'INFO';
+    writeFileSync(files.config, JSON.stringify(configJson));
     writeFileSync(
-      configPath,
-      JSON.stringify(
-        buildConfigJson({
-          providers: { local: proxy.url },
-          deployment,
-          apiUrl: api.url,
-          fulfillmentGasLimit: 500_000,
-          maxConcurrency: Math.max(requests, 100),
-          gasPriceOracle: [{ gasPriceStrategy: 'constantGasPrice', gasPrice: { value: 10, unit: 'gwei' } }],
-        }),
-      ),
+      files.secrets,
+      Object.entries(secrets)
+        .map(([name, value]) => `${name}=${value}\n`)
+        .join(''),
     );
+    const referenceConfigPath = join(dir, 'reference-config.json');
+    writeFileSync(referenceConfigPath, JSON.stringify(toReferenceConfig(configJson, secrets)));
+    writeFileSync(files.referenceRunner, referenceRunner(referenceConfigPath));
+    writeFileSync(files.hook, PEAK_RSS_HOOK);
 
     type Round = {
       kind: 'ours' | 'reference';
@@ -263,6 +267,8 @@ async function main(): Promise<void> {
       failed: number;
       failures: Record<string, number>;
       nonces: NonceReport;
+      /** Blocks the chain mined in the round (anvil mines on arrival: several ready transactions can share one). */
+      blocks: number;
       phases?: Record<string, unknown>;
       error?: string;
     };
@@ -270,6 +276,7 @@ async function main(): Promise<void> {
     /** Cycles of one node from the snapshot until all requests are answered on chain (or the cap). */
     const measure = async (kind: 'ours' | 'reference'): Promise<Round> => {
       const snapshot = await rpc<string>(anvil.url, 'evm_snapshot');
+      const firstBlock = Number(await rpc<string>(anvil.url, 'eth_blockNumber'));
       proxy.reset();
       const start = performance.now();
       const cycleMs: number[] = [];
@@ -279,7 +286,7 @@ async function main(): Promise<void> {
       let error: string | undefined;
       try {
         while (performance.now() - start < capMs) {
-          const result = await runNode(kind, configPath);
+          const result = await runNode(kind, files);
           cycleMs.push(result.wallMs);
           maxRssMb = Math.max(maxRssMb, result.maxRssMb);
           phases ??= result.phases;
@@ -292,6 +299,7 @@ async function main(): Promise<void> {
       }
       const totalMs = performance.now() - start;
       const nonces = await checkNonceOrder(anvil.url, proxy.sent);
+      const blocks = Number(await rpc<string>(anvil.url, 'eth_blockNumber')) - firstBlock;
       const byMethod = Object.fromEntries(proxy.counts);
       const rpcCalls = [...proxy.counts.values()].reduce((a, b) => a + b, 0);
       await rpc(anvil.url, 'evm_revert', [snapshot]);
@@ -305,13 +313,14 @@ async function main(): Promise<void> {
         byMethod,
         ...answered,
         nonces,
+        blocks,
         ...(phases ? { phases } : {}),
         ...(error ? { error } : {}),
       };
       process.stderr.write(
         `${kind}: ${(totalMs / 1000).toFixed(1)} s, ${round.cycles} cycle(s) [${cycleMs.map((m) => (m / 1000).toFixed(1)).join(', ')} s], ` +
           `${answered.fulfilled} fulfilled, ${answered.failed} failed, ${rpcCalls} RPC calls, peak RSS ${maxRssMb.toFixed(0)} MB, ` +
-          `nonce order: ${nonces.outOfOrder.length} out of order, ${nonces.gaps.length} gaps, ${nonces.queued} queued${error ? `; error ${error}` : ''}\n`,
+          `nonce order: ${nonces.outOfOrder.length} out of order, ${nonces.gaps.length} gaps, ${nonces.queued} queued, ${blocks} blocks${error ? `; error ${error}` : ''}\n`,
       );
       return round;
     };
@@ -372,22 +381,33 @@ async function main(): Promise<void> {
       `Machine: ${machine()}, shared with other engineers' builds and tests (1-minute load average ${loadBefore.split(' / ')[0]} before and ${loadAfter.split(' / ')[0]} after). ${new Date().toISOString().slice(0, 10)}.`,
       `Command: \`node --import tsx bench/cycle.bench.ts --requests ${requests} --sponsors ${sponsorCount} --runs ${runs} --cap ${args.cap}\` (run by \`make bench\`).`,
       '',
-      `Setup: anvil with the published AirnodeRrpV0 (instant mining, one block per transaction), ${requests} \`makeFullRequest\`s from ${sponsorCount} sponsors mined in a burst, ` +
+      `Setup: anvil with the published AirnodeRrpV0 (instant mining: a block as soon as transactions are ready, unchanged), ${requests} \`makeFullRequest\`s from ${sponsorCount} sponsors mined in a burst, ` +
         'the loopback API stand-in, `fulfillmentGasLimit` 500 000, `constantGasPrice` 10 gwei. Each round starts from the same chain snapshot. ' +
-        'A node runs one cycle per child process (ours `runCycle` with the in-process executor; the reference `@api3/airnode-node` 0.15.0 ' +
-        '`startCoordinator()` of its local handlers) and runs further cycles until every request is answered on chain (fulfilled or failed events ' +
-        `for all ${requests}, nothing pending), up to ${args.cap} s. **Time = first cycle start to all answered on chain**, measured by the parent ` +
-        '(process start and module loading included, the mining of the last transactions included). Rounds are interleaved, the order alternating.',
+        'A node runs one cycle per process, each from its built package as a user runs it (ours the `oracle-node coordinator` binary, ' +
+        '`dist/cli/index.js`, in-process shards; the reference `@api3/airnode-node` 0.15.0 `startCoordinator()` of its local handlers from its ' +
+        '`dist/`, in plain Node; neither under tsx) and runs further cycles until every request is answered on chain (fulfilled or failed events ' +
+        `for all ${requests}, nothing pending), up to ${args.cap} s. **Time = first cycle's spawn to all answered on chain**, measured by the parent ` +
+        '(process start and module loading included, the mining of the last transactions included). Rounds are interleaved, the order alternating. ' +
+        'Every RPC call of both goes through a recording proxy in the benchmark process (it decodes the transactions after the round, not in their path).',
       '',
       ...table(
-        ['', 'median to all answered', 'rounds', 'RPC calls (first round)', 'peak RSS of a cycle', 'nonces on chain'],
-        [false, true, false, true, true, false],
+        [
+          '',
+          'median to all answered',
+          'rounds',
+          'RPC calls (first round)',
+          'blocks mined (first round)',
+          'peak RSS of a cycle',
+          'nonces on chain',
+        ],
+        [false, true, false, true, true, true, false],
         [
           [
             'ours',
             `${(medianMs(ours) / 1000).toFixed(1)} s`,
             describe(ours),
             String(ours[0]?.rpcCalls ?? ''),
+            String(ours[0]?.blocks ?? ''),
             `${Math.max(...ours.map((r) => r.maxRssMb)).toFixed(0)} MB`,
             nonceLine(ours),
           ],
@@ -398,6 +418,7 @@ async function main(): Promise<void> {
                   `${(medianMs(reference) / 1000).toFixed(1)} s`,
                   describe(reference),
                   String(reference[0]?.rpcCalls ?? ''),
+                  String(reference[0]?.blocks ?? ''),
                   `${Math.max(...reference.map((r) => r.maxRssMb)).toFixed(0)} MB`,
                   nonceLine(reference),
                 ],
@@ -414,8 +435,8 @@ async function main(): Promise<void> {
       '',
       phases
         ? `Our first cycle by phase (cycle summary timings): discovery ${phases['discoveryMs']} ms, shards ${phases['shardsMs']} ms; ` +
-          `in the slowest shard the API calls ${phases['slowestShardApiMs']} ms, planning (one static call per request) ${phases['slowestShardPlanMs']} ms, ` +
-          `sending ${phases['slowestShardSendMs']} ms.`
+          `in the slowest shard the API calls ${phases['slowestShardApiMs']} ms, planning (one static call per request, each as soon as its API answer is in, ` +
+          `so this overlaps the API calls) ${phases['slowestShardPlanMs']} ms, sending (one batch) ${phases['slowestShardSendMs']} ms.`
         : '',
     ]);
   } finally {
@@ -425,5 +446,5 @@ async function main(): Promise<void> {
   }
 }
 
-if (args.child) await runChild(args.child, args.config ?? '');
-else await main();
+if (!existsSync(ourCli)) throw new Error(`${ourCli} is missing: run make build first`);
+await main();

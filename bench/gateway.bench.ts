@@ -12,6 +12,7 @@
 // The results replace the "## Gateways" section of docs/benchmarks.md (not with --only, which prints them).
 // GATEWAY_BENCH_PROFILE=dir writes a V8 CPU profile of each child into dir.
 import { fork } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { Agent, request as httpRequest } from 'node:http';
 import { createRequire } from 'node:module';
 import { createServer } from 'node:net';
@@ -115,7 +116,7 @@ function freePort(): Promise<number> {
   });
 }
 
-type Child = { port: number; stubPort?: number; stop(): void };
+type Child = { port: number; stubPort?: number; pid: number; stop(): void };
 
 function spawnRole(role: string, extra: string[] = []): Promise<Child> {
   const profile = process.env.GATEWAY_BENCH_PROFILE;
@@ -123,26 +124,58 @@ function spawnRole(role: string, extra: string[] = []): Promise<Child> {
   const child = fork(fileURLToPath(import.meta.url), ['--role', role, ...extra], { execArgv });
   return new Promise((resolve, reject) => {
     child.once('message', (message: { port: number; stubPort?: number }) =>
-      resolve({ ...message, stop: () => child.kill('SIGINT') }),
+      resolve({ ...message, pid: child.pid!, stop: () => child.kill('SIGINT') }),
     );
     child.once('exit', (code) => reject(new Error(`${role} exited with ${code}`)));
   });
 }
 
-type Sample = { requestsPerSecond: number; p50: number; p99: number; non2xx: number; errors: number };
+type Sample = {
+  requestsPerSecond: number;
+  p50: number;
+  p99: number;
+  non2xx: number;
+  errors: number;
+  /** CPU time (user + system) per answered request, in µs: the gateway under test, the API, autocannon. */
+  cpu: { gateway: number; api: number; loadGenerator: number };
+};
 
-async function load(name: string, options: autocannon.Options): Promise<Sample> {
+/** User + system CPU time of a process so far, in µs (Linux /proc; 0 elsewhere). */
+function cpuMicros(pid: number): number {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1e6) / 100;
+  } catch {
+    return 0;
+  }
+}
+
+/** Runs autocannon; `pids` are the gateway under test (if any) and the API, whose CPU time is measured. */
+async function load(
+  name: string,
+  options: autocannon.Options,
+  pids: { gateway?: number; api: number },
+): Promise<Sample> {
+  const before = { gateway: pids.gateway ? cpuMicros(pids.gateway) : 0, api: cpuMicros(pids.api) };
+  const ownBefore = process.cpuUsage();
   const result = await autocannon({
     connections: Number(values.connections),
     duration: Number(values.duration),
     ...options,
   });
-  const sample = {
+  const own = process.cpuUsage(ownBefore);
+  const answered = Math.max(1, result.requests.total);
+  const sample: Sample = {
     requestsPerSecond: result.requests.average,
     p50: result.latency.p50,
     p99: result.latency.p99,
     non2xx: result.non2xx,
     errors: result.errors + result.timeouts,
+    cpu: {
+      gateway: pids.gateway ? Math.round((cpuMicros(pids.gateway) - before.gateway) / answered) : 0,
+      api: Math.round((cpuMicros(pids.api) - before.api) / answered),
+      loadGenerator: Math.round((own.user + own.system) / answered),
+    },
   };
   process.stderr.write(`${name}: ${JSON.stringify(sample)}\n`);
   return sample;
@@ -219,16 +252,35 @@ async function main(): Promise<void> {
     const httpPath = `/http-data/${DEFAULT_PATH_KEY}/${ENDPOINTS.price}`;
     const signedPath = `/http-signed-data/${DEFAULT_PATH_KEY}/${ENDPOINTS.price}`;
     const direct: autocannon.Options = { url: `${apiUrl}/price?coin=eth`, headers: { 'x-api-key': API_KEY } };
+    const directPaths = Array.from({ length: DISTINCT }, (_, index) => `/price?coin=${coin(index)}`);
+    const directDistinct: autocannon.Options = {
+      url: apiUrl,
+      requests: [
+        {
+          method: 'GET',
+          headers: { 'x-api-key': API_KEY },
+          setupRequest: (request) => ({ ...request, path: directPaths[Math.floor(Math.random() * DISTINCT)]! }),
+        },
+      ],
+    };
 
     // Warm-up: JIT, connection pools and the engines' first calls, on both gateways.
-    for (const base of [ours, theirs]) {
-      await load(`warm-up ${base}`, { ...post(`${base}${httpPath}`, httpBody, false), duration: 2 });
-      await load(`warm-up ${base}`, { ...post(`${base}${signedPath}`, signedBody, false), duration: 2 });
+    for (const [base, pid] of [
+      [ours, gateway.pid],
+      [theirs, reference.pid],
+    ] as const) {
+      const pids = { gateway: pid, api: api.pid };
+      await load(`warm-up ${base}`, { ...post(`${base}${httpPath}`, httpBody, false), duration: 2 }, pids);
+      await load(`warm-up ${base}`, { ...post(`${base}${signedPath}`, signedBody, false), duration: 2 }, pids);
     }
 
-    type Pair = { name: string; ours: autocannon.Options; reference?: autocannon.Options };
+    /** direct: no gateway in the path (the API alone). */
+    type Pair = { name: string; ours: autocannon.Options; reference?: autocannon.Options; direct?: boolean };
     const pairs: Pair[] = [
-      { name: 'API directly', ours: direct },
+      { name: 'API directly', ours: direct, direct: true },
+      // The same API call with a distinct query per request, drawn by the same per-request hook as the distinct
+      // gateway rows: autocannon's hook costs it CPU on the same two cores, so this is the like-for-like baseline.
+      { name: 'API directly, distinct parameters', ours: directDistinct, direct: true },
       {
         name: 'HTTP gateway, same parameters',
         ours: post(`${ours}${httpPath}`, httpBody, false),
@@ -265,7 +317,10 @@ async function main(): Promise<void> {
         const order: ('ours' | 'reference')[] = round % 2 === 0 ? ['ours', 'reference'] : ['reference', 'ours'];
         for (const who of order) {
           const options = who === 'ours' ? pair.ours : pair.reference;
-          if (options) record(`${pair.name}|${who}`, await load(`round ${round + 1} ${pair.name} ${who}`, options));
+          if (!options) continue;
+          const target = pair.direct ? undefined : who === 'ours' ? gateway.pid : reference.pid;
+          const pids = { api: api.pid, ...(target ? { gateway: target } : {}) };
+          record(`${pair.name}|${who}`, await load(`round ${round + 1} ${pair.name} ${who}`, options, pids));
         }
       }
       signing.push(signaturesPerSecond(2));
@@ -281,9 +336,13 @@ async function main(): Promise<void> {
     }
     const loadAtEnd = loadAverage();
 
-    const med = (key: string, field: keyof Sample) => {
+    const med = (key: string, field: Exclude<keyof Sample, 'cpu'>) => {
       const list = samples.get(key);
       return list ? median(list.map((sample) => sample[field])) : Number.NaN;
+    };
+    const cpuMedian = (key: string, part: keyof Sample['cpu']) => {
+      const list = samples.get(key);
+      return list ? median(list.map((sample) => sample.cpu[part])) : Number.NaN;
     };
     const rate = (key: string) => med(key, 'requestsPerSecond');
     /** Median over the rounds of a ratio of two scenarios measured in the same round. */
@@ -293,7 +352,7 @@ async function main(): Promise<void> {
       if (a.length === 0 || b.length === 0) return Number.NaN;
       return median(a.map((sample, round) => sample.requestsPerSecond / b[round]!.requestsPerSecond));
     };
-    const api = rate('API directly|ours');
+    const apiRate = rate('API directly|ours');
     const signRate = median(signing);
     const signedShare = (name: string) => {
       const list = samples.get(`${name}|ours`) ?? [];
@@ -304,6 +363,12 @@ async function main(): Promise<void> {
     const count = (value: number) => Math.round(value).toLocaleString('en-US');
     const failures = (key: string) =>
       samples.has(key) ? `${(samples.get(key) ?? []).reduce((n, s) => n + s.non2xx + s.errors, 0)}` : '-';
+    /** "gateway ours, reference / API / autocannon" CPU µs per answered request. */
+    const cpuColumn = (gatewayKey: string | undefined, referenceKey: string | undefined, sameRound: string) => {
+      const part = (key: string | undefined, which: keyof Sample['cpu']) => (key ? count(cpuMedian(key, which)) : '-');
+      const gateways = gatewayKey ? `${part(gatewayKey, 'gateway')}, ${part(referenceKey, 'gateway')}` : '-';
+      return `${gateways} / ${part(sameRound, 'api')} / ${part(sameRound, 'loadGenerator')}`;
+    };
     const rows = pairs.map((pair) => {
       const o = `${pair.name}|ours`;
       const r = `${pair.name}|reference`;
@@ -315,6 +380,7 @@ async function main(): Promise<void> {
         pair.reference ? `${med(r, 'p50')} / ${med(r, 'p99')}` : '',
         pair.reference ? `**${paired(o, r).toFixed(2)}x**` : '',
         `${failures(o)}, ${failures(r)}`,
+        cpuColumn(pair.direct ? undefined : o, pair.reference ? r : undefined, o),
       ];
     });
     const body = [
@@ -331,7 +397,9 @@ async function main(): Promise<void> {
         '[gateways.md](gateways.md#request-coalescing-and-the-signature-cache)); "distinct parameters": each body drawn ' +
         'from 100,000 different coins (one API call and, for signed data, one signature per request). "stub engine": a ' +
         'second gateway of ours whose engine answers at once (server, validation, metrics and signing alone). req/s, p50 ' +
-        "and p99 are medians over the rounds; ratios are the median of each round's ratio.",
+        "and p99 are medians over the rounds; ratios are the median of each round's ratio. CPU µs per request: user + " +
+        'system CPU time of each process during the run (/proc) over the requests answered, median over the rounds; ' +
+        'it varies less with the load of other work on the machine than req/s does.',
       '',
       ...table(
         [
@@ -342,12 +410,14 @@ async function main(): Promise<void> {
           'p50 / p99 ms',
           'ours ÷ reference',
           'non-2xx + errors (ours, reference)',
+          'CPU µs per request: gateway (ours, reference) / API / autocannon (ours)',
         ],
-        [false, true, true, true, true, true, true],
+        [false, true, true, true, true, true, true, true],
         rows,
       ),
       '',
-      `- HTTP gateway ÷ API directly (${count(api)} req/s), same round: **${share('HTTP gateway, same parameters')}** with the same parameters, **${share('HTTP gateway, distinct parameters')}** with distinct ones.`,
+      `- HTTP gateway ÷ API directly (${count(apiRate)} req/s), same round: **${share('HTTP gateway, same parameters')}** with the same parameters, **${share('HTTP gateway, distinct parameters')}** with distinct ones.`,
+      `- HTTP gateway with distinct parameters ÷ the API called directly with distinct parameters (${count(rate('API directly, distinct parameters|ours'))} req/s, the same per-request hook in autocannon), same round: ${(100 * paired('HTTP gateway, distinct parameters|ours', 'API directly, distinct parameters|ours')).toFixed(0)} %.`,
       `- p50 added by the HTTP gateway at one connection (its p50 minus the API's): **${added.ours.length ? median(added.ours).toFixed(2) : '-'} ms** ours, ${added.reference.length ? median(added.reference).toFixed(2) : '-'} ms reference.`,
       `- Raw \`signMessageSync\`, one core: ${count(signRate)}/s (rounds ${signing.map(count).join(' / ')}). Signed-data gateway ÷ that, same round: **${signedShare('Signed-data gateway, same parameters')}** with the same parameters (one signing per value and second), **${signedShare('Signed-data gateway, distinct parameters')}** with distinct ones.`,
     ];

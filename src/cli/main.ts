@@ -1,6 +1,7 @@
 // Subcommand dispatch. Each subcommand lives in its own module and returns an exit code:
 // 0 success, 1 a finding (e.g. invalid config), 2 usage or I/O error.
-import { redact } from '../observability/index.js';
+// redaction.js alone: the observability index would load pino and prom-client, which `validate` never uses.
+import { redact } from '../observability/redaction.js';
 import { destinationPolicyFromEnvironment, setDestinationPolicy } from '../ois/destinations.js';
 import { subcommands } from './commands.js';
 

@@ -3,9 +3,14 @@
 // airnode-facts §10. Reference names (airnodeWalletMnemonic, AirnodeRrp, AirnodeRrpDryRun) are accepted
 // as aliases and normalised to the canonical names (nodeWalletMnemonic, NodeRrp, NodeRrpDryRun) in the output.
 import { z } from 'zod';
-// Not ids.ts or wallet.ts: those load ethers, which the operator (validating every OracleNode's config) never needs.
-import { BYTES32_PATTERN, deriveEndpointId, deriveTemplateIdV0Packed, isBytes32 } from '../protocol/endpoint-id.js';
-import { deriveNodeAddress, isValidMnemonic } from '../protocol/mnemonic.js';
+// The ethers-free derivations: validating a config loads neither ethers nor its wordlists.
+import {
+  BYTES32_PATTERN,
+  deriveEndpointId,
+  deriveTemplateIdV0FromCheckedHex,
+  isBytes32,
+} from '../protocol/direct-ids.js';
+import { deriveNodeAddress, isValidMnemonic } from '../protocol/node-key.js';
 import { oisSchema, RELAY_SCHEME_TYPES } from './ois.js';
 import { PUBLIC_DEPLOYMENTS } from './references.js';
 
@@ -547,6 +552,8 @@ const blocksCrossChecks = (path: readonly PropertyKey[]) =>
 /** Rules that span sections; paths are absolute from the config root. */
 function checkConfigReferences(config: ConfigShape, ctx: z.RefinementCtx): void {
   const oisByTitle = new Map<string, ConfigShape['ois'][number]>();
+  /** The endpoint names of each OIS, so that a trigger's endpoint is found without scanning the list. */
+  const endpointNames = new Map<ConfigShape['ois'][number], Set<string>>();
   config.ois.forEach((ois, index) => {
     if (oisByTitle.has(ois.title)) {
       ctx.addIssue({
@@ -554,42 +561,59 @@ function checkConfigReferences(config: ConfigShape, ctx: z.RefinementCtx): void 
         message: `OIS titles must be unique, but "${ois.title}" is used multiple times`,
         path: ['ois', index, 'title'],
       });
-    } else oisByTitle.set(ois.title, ois);
+    } else {
+      oisByTitle.set(ois.title, ois);
+      endpointNames.set(ois, new Set(ois.endpoints.map((e) => e.name)));
+    }
   });
 
-  // The same endpoint is often listed in several trigger lists; derive each endpointId once per validation.
-  const endpointIds = new Map<string, string>();
+  // The same endpoint is often listed in several trigger lists; derive each endpointId once per validation
+  // (keyed by OIS title, then endpoint name).
+  const endpointIds = new Map<string, Map<string, string>>();
   for (const section of ['rrp', 'http', 'httpSignedData'] as const) {
     config.triggers[section].forEach((trigger, index) => {
-      const at = ['triggers', section, index];
       const ois = oisByTitle.get(trigger.oisTitle);
       if (!ois) {
         ctx.addIssue({
           code: 'custom',
           message: `No matching OIS for trigger with OIS title "${trigger.oisTitle}"`,
-          path: [...at, 'oisTitle'],
+          path: ['triggers', section, index, 'oisTitle'],
         });
         return;
       }
-      if (!ois.endpoints.some((e) => e.name === trigger.endpointName)) {
+      if (!endpointNames.get(ois)!.has(trigger.endpointName)) {
         ctx.addIssue({
           code: 'custom',
           message: `No matching endpoint for trigger with endpoint name "${trigger.endpointName}" in OIS "${trigger.oisTitle}"`,
-          path: [...at, 'endpointName'],
+          path: ['triggers', section, index, 'endpointName'],
         });
         return;
       }
-      const key = JSON.stringify([trigger.oisTitle, trigger.endpointName]);
-      let expected = endpointIds.get(key);
+      // The id hashes the UTF-8 bytes of both names; a lone surrogate has none (the reference's ethers throws too).
+      const malformed = (['oisTitle', 'endpointName'] as const).find((field) => !trigger[field].isWellFormed());
+      if (malformed) {
+        ctx.addIssue({
+          code: 'custom',
+          message: `The ${malformed} contains an unpaired UTF-16 surrogate, so it has no UTF-8 form to derive the endpointId from`,
+          path: ['triggers', section, index, malformed],
+        });
+        return;
+      }
+      let idsOfOis = endpointIds.get(trigger.oisTitle);
+      if (idsOfOis === undefined) {
+        idsOfOis = new Map();
+        endpointIds.set(trigger.oisTitle, idsOfOis);
+      }
+      let expected = idsOfOis.get(trigger.endpointName);
       if (expected === undefined) {
         expected = deriveEndpointId(trigger.oisTitle, trigger.endpointName);
-        endpointIds.set(key, expected);
+        idsOfOis.set(trigger.endpointName, expected);
       }
       if (expected !== trigger.endpointId) {
         ctx.addIssue({
           code: 'custom',
           message: `The endpointId does not match the hash of the oisTitle and endpointName (expected ${expected})`,
-          path: [...at, 'endpointId'],
+          path: ['triggers', section, index, 'endpointId'],
         });
       }
     });
@@ -602,7 +626,7 @@ function checkConfigReferences(config: ConfigShape, ctx: z.RefinementCtx): void 
     config.templates.forEach((template, index) => {
       // Format issues of the fields are continuable in zod, so this runs on unchecked strings too.
       if (!isBytes32(template.endpointId) || !EVEN_HEX.test(template.encodedParameters)) return;
-      const expected = deriveTemplateIdV0Packed(nodeAddress, template.endpointId, template.encodedParameters);
+      const expected = deriveTemplateIdV0FromCheckedHex(nodeAddress, template.endpointId, template.encodedParameters);
       if (expected !== template.templateId) {
         ctx.addIssue({
           code: 'custom',

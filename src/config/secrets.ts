@@ -99,6 +99,8 @@ export type Interpolation = {
   invalid: Issue[];
   /** strings holding U+FFFD, the mark of bytes that were not UTF-8 when the file was read */
   warnings: Issue[];
+  /** how many keys the input's objects hold (validate compares it with the keys written in the JSON text) */
+  keyCount: number;
 };
 
 /** Keys that would reach an object's prototype when copied; never meaningful in a config. */
@@ -122,6 +124,7 @@ export function interpolateSecrets(root: unknown, secrets: Record<string, string
   const invalid: Issue[] = [];
   const warnings: Issue[] = [];
   const path: PathSegment[] = [];
+  let keyCount = 0;
 
   const record = (map: Map<string, string[]>, name: string, rendered: string) => {
     const list = map.get(name);
@@ -186,6 +189,7 @@ export function interpolateSecrets(root: unknown, secrets: Record<string, string
     // prototype. A forbidden key is reported and left out, which makes a copy of its object.
     const record = node as Record<string, unknown>;
     const keys = Object.keys(record);
+    keyCount += keys.length;
     let copy: Record<string, unknown> | undefined;
     const copyUpTo = (end: number): Record<string, unknown> => {
       const started: Record<string, unknown> = Object.create(null);
@@ -211,7 +215,7 @@ export function interpolateSecrets(root: unknown, secrets: Record<string, string
   };
 
   const value = walk(root, 0);
-  return { value, usages, missing, redactions, invalid, warnings };
+  return { value, usages, missing, redactions, invalid, warnings, keyCount };
 }
 
 /** Replaces secret values in a message with their `${NAME}` origin. */

@@ -6,25 +6,62 @@
 // ethers 6 (an "address" is any even-length hex, numbers may be hex strings, negative uint256 wrap to two's
 // complement), so the packing below reproduces ethers 5 rather than calling solidityPacked: otherwise the
 // same request would get a different data feed id or update hash, or a 400, from this node.
-import { AbiCoder, type BaseWallet, concat, getBytes, keccak256, solidityPackedKeccak256 } from 'ethers';
+import { AbiCoder, concat, getBytes, keccak256, solidityPackedKeccak256 } from 'ethers';
+import jsSha3 from 'js-sha3';
 import { z } from 'zod';
 import { errorMessage } from '../common/errors.js';
 import { type RecoverableSignature, recoverSigners } from '../ois/worker-tasks.js';
-import { deriveTemplateIdV1 } from '../protocol/ids.js';
+import { BYTES32_PATTERN, deriveTemplateIdV1, HEX_BYTES_PATTERN } from '../protocol/ids.js';
+import type { MessageSigner } from '../protocol/message-signer.js';
 
 const abi = AbiCoder.defaultAbiCoder();
 
 /** The node key: anything that signs EIP-191 messages synchronously (ethers Wallet / HDNodeWallet). */
-export type NodeSigner = Pick<BaseWallet, 'address' | 'signMessageSync'>;
+export type NodeSigner = MessageSigner;
 
 export type SignedData = { timestamp: string; encodedValue: string; signature: string };
 
 // ---------------------------------------------------------------------------------------------------------------
 // Signed data
 
+const UINT256_LIMIT = 1n << 256n;
+
+/** A uint256 as 64 hex digits, for the plain forms (decimal digits, safe integers, bigints); else undefined. */
+function plainUint256Hex(value: string | number | bigint): string | undefined {
+  let number: bigint;
+  if (typeof value === 'string') {
+    if (!/^[0-9]{1,78}$/.test(value)) return undefined;
+    number = BigInt(value);
+  } else if (typeof value === 'number') {
+    if (!Number.isSafeInteger(value)) return undefined;
+    number = BigInt(value);
+  } else if (typeof value === 'bigint') {
+    number = value;
+  } else {
+    return undefined;
+  }
+  if (number < 0n || number >= UINT256_LIMIT) return undefined;
+  return number.toString(16).padStart(64, '0');
+}
+
+/**
+ * keccak256(abi.encodePacked(bytes32 templateId, uint256 timestamp, bytes encodedValue)) as 32 bytes. The packed
+ * encoding is the three values' bytes one after the other, hashed with js-sha3; any other form of a value (a hex
+ * or negative timestamp, malformed hex) goes through ethers' solidityPacked, which answers or throws as before.
+ */
+function signedDataDigest(templateId: string, timestamp: string | number | bigint, encodedValue: string): Uint8Array {
+  const value = encodedValue || '0x';
+  const time = plainUint256Hex(timestamp);
+  if (time === undefined || !BYTES32_PATTERN.test(templateId) || !HEX_BYTES_PATTERN.test(value)) {
+    return getBytes(solidityPackedKeccak256(['bytes32', 'uint256', 'bytes'], [templateId, timestamp, value]));
+  }
+  const packed = Buffer.from(templateId.slice(2) + time + value.slice(2), 'hex');
+  return new Uint8Array(jsSha3.keccak256.arrayBuffer(packed));
+}
+
 /** keccak256(abi.encodePacked(bytes32 templateId, uint256 timestamp, bytes encodedValue)). */
 export function signedDataHash(templateId: string, timestamp: string | number | bigint, encodedValue: string): string {
-  return solidityPackedKeccak256(['bytes32', 'uint256', 'bytes'], [templateId, timestamp, encodedValue || '0x']);
+  return `0x${Buffer.from(signedDataDigest(templateId, timestamp, encodedValue)).toString('hex')}`;
 }
 
 /** EIP-191 signature over the 32 bytes of signedDataHash, as the reference's signWithTemplateId. */
@@ -34,7 +71,30 @@ export function signWithTemplateId(
   timestamp: string | number | bigint,
   encodedValue: string,
 ): string {
-  return signer.signMessageSync(getBytes(signedDataHash(templateId, timestamp, encodedValue)));
+  return signer.signMessageSync(signedDataDigest(templateId, timestamp, encodedValue));
+}
+
+/** Template ids of recent (endpoint, parameters) pairs: the same parameters come back every second or so. */
+const TEMPLATE_IDS_KEPT = 4096;
+/** Longer parameters are derived every time rather than held as a key. */
+const MAX_MEMOISED_PARAMETERS_LENGTH = 2048;
+const templateIds = new Map<string, string>();
+
+/**
+ * deriveTemplateIdV1, remembered for the last TEMPLATE_IDS_KEPT pairs (a pure function of its two strings). Only a
+ * bytes32 endpoint id (always 66 characters) is remembered, so that the key, the two strings joined, is unambiguous.
+ */
+export function memoisedTemplateIdV1(endpointId: string, encodedParameters: string): string {
+  if (encodedParameters.length > MAX_MEMOISED_PARAMETERS_LENGTH || !BYTES32_PATTERN.test(endpointId)) {
+    return deriveTemplateIdV1(endpointId, encodedParameters);
+  }
+  const key = endpointId + encodedParameters;
+  const known = templateIds.get(key);
+  if (known !== undefined) return known;
+  const templateId = deriveTemplateIdV1(endpointId, encodedParameters);
+  if (templateIds.size >= TEMPLATE_IDS_KEPT) templateIds.delete(templateIds.keys().next().value!);
+  templateIds.set(key, templateId);
+  return templateId;
 }
 
 export type SignedDataInput = {
@@ -50,7 +110,7 @@ export type SignedDataInput = {
 
 /** The signed-data gateway answer: templateId V1, timestamp (post-processing or now), signature. */
 export function signHttpSignedData(input: SignedDataInput): SignedData & { templateId: string } {
-  const templateId = deriveTemplateIdV1(input.endpointId, input.encodedParameters);
+  const templateId = memoisedTemplateIdV1(input.endpointId, input.encodedParameters);
   const timestamp = String(input.timestamp ?? Math.floor((input.nowMs ?? Date.now()) / 1000));
   const signature = signWithTemplateId(input.signer, templateId, timestamp, input.encodedValue);
   return { templateId, timestamp, encodedValue: input.encodedValue, signature };

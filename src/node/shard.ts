@@ -10,14 +10,13 @@ import {
   type ApiResponse,
   type PlannedTransaction,
   planApiCallTransaction,
-  sendRawTransaction,
   signFulfillment,
-  signPlanned,
   transactionCount,
 } from '../chain/fulfillment.js';
 import { amountToWei, bumpGasTarget, type GasTarget, getGasTarget } from '../chain/gas-price.js';
 import type { DiscoveredApiCall } from '../chain/requests.js';
-import { RpcClient, RpcTransportError } from '../chain/rpc.js';
+import { RpcClient } from '../chain/rpc.js';
+import { sendInNonceOrder } from '../chain/sending.js';
 import type { SponsorWallets } from '../chain/sponsor-wallets.js';
 import { dryRunAddressOf, rrpAddressOf, type WithdrawalRequest } from '../chain/types.js';
 import { type PlannedWithdrawal, planWithdrawal } from '../chain/withdrawals.js';
@@ -96,6 +95,18 @@ export async function mapLimit<T, R>(
   return results;
 }
 
+function deferred<T>(): { promise: Promise<T>; resolve: (value: T) => void; reject: (error: unknown) => void } {
+  let resolve!: (value: T) => void;
+  let reject!: (error: unknown) => void;
+  const promise = new Promise<T>((res, rej) => {
+    resolve = res;
+    reject = rej;
+  });
+  // Awaited where the value is needed; a rejection nobody reached (all providers down) is not unhandled.
+  promise.catch(() => undefined);
+  return { promise, resolve, reject };
+}
+
 function findEndpoint(config: Config, call: DiscoveredApiCall) {
   const ois = config.ois.find((o) => o.title === call.oisTitle) as Ois | undefined;
   const endpoint = ois?.endpoints.find((e) => e.name === call.endpointName);
@@ -150,7 +161,7 @@ async function respond(
 }
 
 type WorkItem =
-  | { kind: 'api'; call: DiscoveredApiCall; response: ApiResponse }
+  | { kind: 'api'; call: DiscoveredApiCall; response: Promise<ApiResponse> }
   | { kind: 'withdrawal'; withdrawal: WithdrawalRequest };
 
 function itemId(item: WorkItem): string {
@@ -182,18 +193,27 @@ export async function runShard(shard: ShardInput, context: ShardContext): Promis
   let balanceWei: string | undefined;
   let gasPriceWei: string | undefined;
 
-  // 1. API calls (cached responses reused), all before any transaction, as the reference.
+  // 1. API calls (cached responses reused), all answered before any transaction is sent, as the reference.
+  // They start at once and each request is planned as soon as its answer is in, while the others still run.
   let cacheHits = 0;
   const timings = { apiMs: 0, planMs: 0, sendMs: 0 };
-  let phaseStart = performance.now();
-  const responses = await mapLimit(shard.apiCalls, context.apiConcurrency ?? 16, async (call) => {
-    const { response, cached } = await respond(context, shard.chainId, call);
-    if (cached) cacheHits++;
-    return response;
+  const apiStart = performance.now();
+  let apiFailure: { error: unknown } | undefined;
+  const responses = shard.apiCalls.map(() => deferred<ApiResponse>());
+  const answered = mapLimit(shard.apiCalls, context.apiConcurrency ?? 16, async (call, i) => {
+    try {
+      const { response, cached } = await respond(context, shard.chainId, call);
+      if (cached) cacheHits++;
+      responses[i]!.resolve(response);
+    } catch (error) {
+      apiFailure ??= { error };
+      responses[i]!.reject(error);
+    }
+  }).finally(() => {
+    timings.apiMs = performance.now() - apiStart;
   });
-  timings.apiMs = performance.now() - phaseStart;
   let pending: WorkItem[] = [
-    ...shard.apiCalls.map((call, i) => ({ kind: 'api' as const, call, response: responses[i]! })),
+    ...shard.apiCalls.map((call, i) => ({ kind: 'api' as const, call, response: responses[i]!.promise })),
     ...shard.withdrawals.map((withdrawal) => ({ kind: 'withdrawal' as const, withdrawal })),
   ];
 
@@ -216,7 +236,6 @@ export async function runShard(shard: ShardInput, context: ShardContext): Promis
       // Transactions still pending from an earlier cycle are replaced (same nonces): that needs a higher price.
       if (pendingCount > latestCount) gasTarget = bumpGasTarget(gasTarget, 20);
       gasPriceWei = String(gasTarget.type === 0 ? gasTarget.gasPrice : gasTarget.maxFeePerGas);
-      let nonce = latestCount;
 
       if (resumed) {
         // The previous provider may have delivered a transaction before failing: never serve twice.
@@ -236,7 +255,7 @@ export async function runShard(shard: ShardInput, context: ShardContext): Promis
       }
 
       const remainder = chain.options.withdrawalRemainder ? amountToWei(chain.options.withdrawalRemainder) : 0n;
-      phaseStart = performance.now();
+      const planStart = performance.now();
       const plans = await mapLimit(pending, 8, async (item): Promise<PlannedTransaction | PlannedWithdrawal> => {
         if (item.kind === 'api') {
           return planApiCallTransaction(
@@ -251,7 +270,7 @@ export async function runShard(shard: ShardInput, context: ShardContext): Promis
               stateBlock: shard.currentBlock,
             },
             item.call,
-            item.response,
+            await item.response,
           );
         }
         return planWithdrawal(client, {
@@ -264,60 +283,71 @@ export async function runShard(shard: ShardInput, context: ShardContext): Promis
           remainder,
         });
       });
+      timings.planMs += performance.now() - planStart;
 
-      // Send in nonce order; a transport failure hands the rest to the next provider, any other
-      // failure stops this sponsor for the cycle (later nonces would be stuck behind it).
-      timings.planMs += performance.now() - phaseStart;
-      phaseStart = performance.now();
-      let index = 0;
-      let stopped: string | undefined;
-      for (; index < pending.length; index++) {
-        const item = pending[index]!;
+      // Send in nonce order, in batches (src/chain/sending.ts); a transport failure hands what was not
+      // answered to the next provider, a rejection stops this sponsor for the cycle once its nonce is filled.
+      const sendStart = performance.now();
+      const sendable: { item: WorkItem; plan: Exclude<PlannedTransaction | PlannedWithdrawal, { kind: 'skip' }> }[] =
+        [];
+      pending.forEach((item, index) => {
         const plan = plans[index]!;
-        if (stopped) {
-          outcomes.push({ id: itemId(item), kind: item.kind, outcome: 'skipped', reason: stopped });
-          continue;
-        }
         if (plan.kind === 'skip') {
           outcomes.push({ id: itemId(item), kind: item.kind, outcome: 'skipped', reason: plan.reason });
-          continue;
-        }
-        const signed = await signPlanned(wallet, plan, nonce, shard.chainId);
-        try {
-          const txHash = await sendRawTransaction(client, signed);
+        } else sendable.push({ item, plan });
+      });
+      const report = await sendInNonceOrder(
+        sendable.map((s) => s.plan),
+        { client, wallet, chainId: shard.chainId, firstNonce: latestCount, gasTarget },
+      );
+      let stopped: string | undefined;
+      sendable.forEach(({ item, plan }, index) => {
+        const sent = report.sent[index];
+        if (sent && 'txHash' in sent) {
           outcomes.push({
             id: itemId(item),
             kind: item.kind,
             outcome: plan.kind === 'fulfill' ? 'fulfilled' : plan.kind === 'fail' ? 'failed' : 'withdrawn',
-            txHash,
-            nonce,
+            txHash: sent.txHash,
+            nonce: sent.nonce,
             provider: providerName,
             ...(plan.kind === 'fail' && plan.errorMessage ? { reason: plan.errorMessage } : {}),
           });
-          nonce++;
-        } catch (error) {
-          if (error instanceof RpcTransportError) throw error;
-          const message = errorMessage(error);
+        } else if (sent) {
           outcomes.push({
             id: itemId(item),
             kind: item.kind,
             outcome: 'error',
-            reason: message,
-            nonce,
+            reason: sent.rejected,
+            nonce: sent.nonce,
             provider: providerName,
           });
           logger.warn(
-            { requestId: itemId(item), reason: message },
-            'transaction rejected; later ones wait for the next cycle',
+            { requestId: itemId(item), nonce: sent.nonce, reason: sent.rejected },
+            'transaction rejected; nothing more is sent for this wallet in this cycle',
           );
           stopped = 'skipped because one of the previous requests failed';
+        } else if (stopped) {
+          outcomes.push({ id: itemId(item), kind: item.kind, outcome: 'skipped', reason: stopped });
         }
+        // Neither: not answered before a transport failure; the next provider settles it.
+      });
+      for (const filler of report.fillers) {
+        if (filler.txHash)
+          logger.info({ nonce: filler.nonce, txHash: filler.txHash }, 'filled the nonce of a rejected transaction');
+        else
+          logger.error(
+            { nonce: filler.nonce, reason: filler.rejected },
+            'could not fill the nonce of a rejected transaction; later transactions wait behind it',
+          );
       }
-      timings.sendMs += performance.now() - phaseStart;
+      if (report.transportError) throw report.transportError;
+      timings.sendMs += performance.now() - sendStart;
       pending = [];
       // Best effort, for the low-balance alert: a wallet that cannot pay for gas fails every later request.
       balanceWei = await walletBalance(client, wallet.address);
     } catch (error) {
+      if (apiFailure) throw apiFailure.error;
       // Keep what was sent; the rest goes to the next provider.
       const done = new Set(outcomes.map((o) => o.id));
       pending = pending.filter((item) => !done.has(itemId(item)));
@@ -326,6 +356,8 @@ export async function runShard(shard: ShardInput, context: ShardContext): Promis
       rpcCalls += client.calls;
     }
   }
+  await answered;
+  if (apiFailure) throw apiFailure.error;
   for (const item of pending) {
     outcomes.push({
       id: itemId(item),

@@ -14,7 +14,8 @@ import type {
 import { errorMessage } from '../common/errors.js';
 import { type CycleReport, LABELS, parseCycleReport } from '../contract/pods.js';
 import { registerSecrets } from '../observability/index.js';
-import { deriveNodeAddress } from '../protocol/mnemonic.js';
+// node-key.ts, not wallet.ts: the operator never loads ethers.
+import { deriveNodeAddress } from '../protocol/node-key.js';
 import {
   type BuildInput,
   buildChildren,

@@ -1,10 +1,13 @@
 // Identifier derivations of the request-response protocol, byte-compatible with Airnode 0.15
 // (airnode-facts §1). Pure functions: no I/O, no providers.
 import { AbiCoder, keccak256, sha256, solidityPackedKeccak256, toUtf8Bytes } from 'ethers';
+import jsSha3 from 'js-sha3';
+import { BYTES32_PATTERN } from './direct-ids.js';
+
+// The endpoint id and the bytes32 check live in direct-ids.ts (no ethers), so config validation loads without ethers.
+export { BYTES32_PATTERN, deriveEndpointId, isBytes32 } from './direct-ids.js';
 
 const abi = AbiCoder.defaultAbiCoder();
-
-export { BYTES32_PATTERN, deriveEndpointId, isBytes32 } from './endpoint-id.js';
 
 /** The same derivation through ethers' general ABI coder: the reference the direct encoding is tested against. */
 export function deriveEndpointIdWithAbiCoder(oisTitle: string, endpointName: string): string {
@@ -16,8 +19,20 @@ export function deriveTemplateIdV0(nodeAddress: string, endpointId: string, enco
   return solidityPackedKeccak256(['address', 'bytes32', 'bytes'], [nodeAddress, endpointId, encodedParameters]);
 }
 
-/** Signed-data and OEV template id ("V1"): keccak256(abi.encodePacked(bytes32 endpointId, bytes parameters)). */
+/**
+ * Signed-data and OEV template id ("V1"): keccak256(abi.encodePacked(bytes32 endpointId, bytes parameters)).
+ * The packed encoding of two hex strings is their bytes one after the other, hashed here with js-sha3; anything
+ * ethers would not take as bytes32 and bytes goes through ethers, which throws as it always did.
+ */
 export function deriveTemplateIdV1(endpointId: string, encodedParameters: string): string {
+  if (!BYTES32_PATTERN.test(endpointId) || !HEX_BYTES_PATTERN.test(encodedParameters)) {
+    return deriveTemplateIdV1WithSolidityPacked(endpointId, encodedParameters);
+  }
+  return `0x${jsSha3.keccak256(Buffer.from(endpointId.slice(2) + encodedParameters.slice(2), 'hex'))}`;
+}
+
+/** The same derivation through ethers' solidityPacked: the reference the direct one is tested against. */
+export function deriveTemplateIdV1WithSolidityPacked(endpointId: string, encodedParameters: string): string {
   return solidityPackedKeccak256(['bytes32', 'bytes'], [endpointId, encodedParameters]);
 }
 
@@ -99,3 +114,6 @@ export function deriveDeploymentId(
   parts.push(nodeAddress, stage, nodeVersion);
   return cloudProvider.type + sha256(toUtf8Bytes(parts.join(''))).slice(2, 10);
 }
+
+/** Bytes as ethers' getBytes takes a string: 0x, then whole bytes of hex digits in either case. */
+export const HEX_BYTES_PATTERN = /^0x(?:[0-9a-fA-F]{2})*$/;

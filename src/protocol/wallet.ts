@@ -1,6 +1,6 @@
 // Key derivations of the node (airnode-facts §1): node address m/44'/60'/0'/0/0, the xpub at m/44'/60'/0',
 // and sponsor wallets m/44'/60'/0'/<protocolId>/<six 31-bit chunks of the sponsor address>.
-import { getAddress, HDNodeWallet } from 'ethers';
+import { getAddress, HDNodeWallet, Mnemonic } from 'ethers';
 
 export const PROTOCOL_IDS = {
   RRP: '1',
@@ -13,12 +13,17 @@ export const PROTOCOL_IDS = {
 
 const NODE_ACCOUNT_PATH = "m/44'/60'/0'";
 
-// Both without ethers (mnemonic.ts), for config validation in the operator.
-export { deriveNodeAddress, isValidMnemonic } from './mnemonic.js';
+export function isValidMnemonic(mnemonic: string): boolean {
+  return Mnemonic.isValidMnemonic(mnemonic);
+}
 
 /** The node's signing wallet (m/44'/60'/0'/0/0); its address is the node address. */
 export function nodeWallet(mnemonic: string): HDNodeWallet {
   return HDNodeWallet.fromPhrase(mnemonic, undefined, `${NODE_ACCOUNT_PATH}/0/0`);
+}
+
+export function deriveNodeAddress(mnemonic: string): string {
+  return nodeWallet(mnemonic).address;
 }
 
 export function deriveXpub(mnemonic: string): string {

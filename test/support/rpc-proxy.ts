@@ -1,37 +1,49 @@
 // A JSON-RPC proxy in front of a chain (anvil) that counts calls by method and records every raw transaction
 // sent through it, in arrival order (sender and nonce decoded): what the tests and the cycle benchmark use to
 // check that each sponsor wallet's transactions were sent in nonce order, and then mined without gaps.
+// Transactions are decoded when `sent` is read, not on the way through: recovering a sender is a signature
+// recovery (milliseconds of the benchmark's CPU each), which must not slow the node being measured.
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Transaction } from 'ethers';
 import { rpc } from './chain.js';
 
-export type SentTransaction = { from: string; nonce: number; hash: string };
+/** A raw transaction as it arrived; `rejected` when the chain answered it with an error. */
+export type SentTransaction = { from: string; nonce: number; hash: string; rejected?: string };
 
 export type RecordingProxy = {
   url: string;
   counts: Map<string, number>;
-  sent: SentTransaction[];
+  /** Decoded on reading (see above). */
+  readonly sent: SentTransaction[];
   reset(): void;
   close(): Promise<void>;
 };
 
 export async function startRecordingProxy(target: string): Promise<RecordingProxy> {
   const counts = new Map<string, number>();
-  const sent: SentTransaction[] = [];
+  const raw: { tx: string; rejected?: string }[] = [];
+  const decoded: SentTransaction[] = [];
   const server: Server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', async () => {
       const body = Buffer.concat(chunks).toString('utf8');
+      // Recorded before forwarding, so arrival order is the order the node sent them in.
+      const recorded = new Map<unknown, { tx: string; rejected?: string }>();
       try {
         const parsed = JSON.parse(body) as { method?: string; params?: unknown[] } | { method?: string }[];
-        for (const call of (Array.isArray(parsed) ? parsed : [parsed]) as { method?: string; params?: unknown[] }[]) {
+        for (const call of (Array.isArray(parsed) ? parsed : [parsed]) as {
+          id?: unknown;
+          method?: string;
+          params?: unknown[];
+        }[]) {
           const method = call.method ?? '?';
           counts.set(method, (counts.get(method) ?? 0) + 1);
           if (method === 'eth_sendRawTransaction' && typeof call.params?.[0] === 'string') {
-            const tx = Transaction.from(call.params[0]);
-            sent.push({ from: tx.from!, nonce: tx.nonce, hash: tx.hash! });
+            const entry = { tx: call.params[0] };
+            raw.push(entry);
+            recorded.set(call.id, entry);
           }
         }
       } catch {
@@ -43,8 +55,20 @@ export async function startRecordingProxy(target: string): Promise<RecordingProx
           headers: { 'content-type': 'application/json' },
           body,
         });
+        const text = await upstream.text();
+        if (recorded.size > 0) {
+          try {
+            const answer = JSON.parse(text) as { id?: unknown; error?: { message?: string } }[];
+            for (const entry of Array.isArray(answer) ? answer : [answer]) {
+              const tx = recorded.get(entry.id);
+              if (tx && entry.error) tx.rejected = entry.error.message ?? 'error';
+            }
+          } catch {
+            // not JSON: nothing to mark
+          }
+        }
         res.setHeader('content-type', 'application/json');
-        res.end(await upstream.text());
+        res.end(text);
       } catch {
         res.statusCode = 502;
         res.end();
@@ -55,10 +79,18 @@ export async function startRecordingProxy(target: string): Promise<RecordingProx
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     counts,
-    sent,
+    get sent() {
+      for (let i = decoded.length; i < raw.length; i++) {
+        const tx = Transaction.from(raw[i]!.tx);
+        decoded.push({ from: tx.from!, nonce: tx.nonce, hash: tx.hash! });
+      }
+      // Rejections are known only once the chain answered: read them each time.
+      return decoded.map((tx, i) => (raw[i]!.rejected ? { ...tx, rejected: raw[i]!.rejected } : tx));
+    },
     reset() {
       counts.clear();
-      sent.length = 0;
+      raw.length = 0;
+      decoded.length = 0;
     },
     close: () =>
       new Promise<void>((resolve) => {
@@ -71,32 +103,65 @@ export async function startRecordingProxy(target: string): Promise<RecordingProx
 export type NonceReport = {
   wallets: number;
   transactions: number;
-  /** Wallets whose transactions arrived out of nonce order or with a nonce skipped, with their arrival nonces. */
+  /** Wallets whose accepted transactions arrived out of nonce order or with a nonce skipped, with their nonces. */
   outOfOrder: { from: string; nonces: number[] }[];
   /** Wallets whose on-chain transaction count is not just past their last sent nonce (a gap or a lost one). */
   gaps: { from: string; lastSent: number; minedCount: number }[];
   /** Transactions the chain holds back (queued behind a missing nonce). */
   queued: number;
+  /** Transactions the chain refused (they use no nonce). */
+  rejected: number;
+  /** Nonces sent again after the chain refused them, once later nonces were in: the filling of a hole. */
+  refilled: { from: string; nonce: number }[];
 };
 
 /**
- * Checks the transactions a proxy saw: per sender, arrival nonces strictly consecutive (n, n+1, ...; a resend of
- * the same nonce, a replacement, is allowed), and after mining the sender's `latest` count is last nonce + 1 with
- * nothing queued in the pool.
+ * Checks the transactions a proxy saw: per sender, the accepted ones in arrival order have strictly consecutive
+ * nonces (n, n+1, ...; a resend of the same nonce, a replacement, is allowed; a nonce the chain refused before
+ * may come again later, as the filling of that hole, and is listed in `refilled`), and after mining the
+ * sender's `latest` count is last nonce + 1 with nothing queued in the pool.
  */
 export async function checkNonceOrder(chainUrl: string, sent: SentTransaction[]): Promise<NonceReport> {
-  const bySender = new Map<string, number[]>();
-  for (const tx of sent) bySender.set(tx.from, [...(bySender.get(tx.from) ?? []), tx.nonce]);
+  const bySender = new Map<string, SentTransaction[]>();
+  for (const tx of sent) bySender.set(tx.from, [...(bySender.get(tx.from) ?? []), tx]);
   const outOfOrder: NonceReport['outOfOrder'] = [];
   const gaps: NonceReport['gaps'] = [];
-  for (const [from, nonces] of bySender) {
-    if (nonces.some((nonce, i) => i > 0 && nonce !== nonces[i - 1]! + 1 && nonce !== nonces[i - 1]!)) {
-      outOfOrder.push({ from, nonces });
+  const refilled: NonceReport['refilled'] = [];
+  for (const [from, txs] of bySender) {
+    const refused = new Set<number>();
+    const inOrder: number[] = [];
+    for (const tx of txs) {
+      if (tx.rejected) refused.add(tx.nonce);
+      else if (refused.has(tx.nonce) && inOrder.length > 0 && tx.nonce < inOrder[inOrder.length - 1]!) {
+        refilled.push({ from, nonce: tx.nonce });
+      } else inOrder.push(tx.nonce);
     }
-    const lastSent = Math.max(...nonces);
+    const filled = new Set(refilled.filter((r) => r.from === from).map((r) => r.nonce));
+    // A refilled hole is the one missing step allowed between two accepted nonces.
+    const inSequence = inOrder.every(
+      (nonce, i) =>
+        i === 0 ||
+        nonce === inOrder[i - 1]! ||
+        nonce === inOrder[i - 1]! + 1 ||
+        Array.from({ length: nonce - inOrder[i - 1]! - 1 }, (_, k) => inOrder[i - 1]! + 1 + k).every((n) =>
+          filled.has(n),
+        ),
+    );
+    if (!inSequence) outOfOrder.push({ from, nonces: txs.map((tx) => tx.nonce) });
+    const accepted = txs.filter((tx) => !tx.rejected).map((tx) => tx.nonce);
+    if (accepted.length === 0) continue;
+    const lastSent = Math.max(...accepted);
     const minedCount = Number(await rpc<string>(chainUrl, 'eth_getTransactionCount', [from, 'latest']));
     if (minedCount !== lastSent + 1) gaps.push({ from, lastSent, minedCount });
   }
   const status = await rpc<{ queued: string }>(chainUrl, 'txpool_status');
-  return { wallets: bySender.size, transactions: sent.length, outOfOrder, gaps, queued: Number(status.queued) };
+  return {
+    wallets: bySender.size,
+    transactions: sent.length,
+    outOfOrder,
+    gaps,
+    queued: Number(status.queued),
+    rejected: sent.filter((tx) => tx.rejected).length,
+    refilled,
+  };
 }

@@ -6,6 +6,7 @@
 import type { KubernetesObject } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
+import { errorMessage } from '../../common/errors.js';
 import {
   buildCoordinatorFence,
   buildWebhookConfiguration,
@@ -35,6 +36,14 @@ const admissionKind = (kind: string, plural: string): ResourceKind => ({
   plural,
   namespaced: false,
 });
+
+const ENDPOINT_SLICE: ResourceKind = {
+  group: 'discovery.k8s.io',
+  version: 'v1',
+  kind: 'EndpointSlice',
+  plural: 'endpointslices',
+  namespaced: true,
+};
 
 const CLUSTER_ROLE: ResourceKind = {
   group: 'rbac.authorization.k8s.io',
@@ -79,6 +88,12 @@ export type AdmissionOptions = {
   certificatePolicy?: CertificatePolicy;
   /** Longest time between two checks of the Secret and the configuration (default 1 min). */
   checkIntervalMs?: number;
+  /**
+   * With a Service target, how long the first registration waits for the Service to have a ready endpoint (default
+   * 60 s) before it registers anyway; polled every `endpointPollMs` (default 500 ms).
+   */
+  endpointWaitMs?: number;
+  endpointPollMs?: number;
   now?: () => Date;
 };
 
@@ -153,10 +168,7 @@ export class AdmissionComponent {
       } catch (error) {
         failures++;
         waitMs = Math.min(interval, 500 * 2 ** Math.min(failures, 8));
-        logger.warn(
-          { err: error instanceof Error ? error.message : String(error), retryInMs: waitMs },
-          'webhook setup failed',
-        );
+        logger.warn({ err: errorMessage(error), retryInMs: waitMs }, 'webhook setup failed');
       }
       await sleep(waitMs, this.stopSignal.signal);
     }
@@ -190,6 +202,11 @@ export class AdmissionComponent {
       watchNamespaces: this.options.watchNamespaces,
       exemptNamespaces: [this.options.namespace, 'kube-system'],
     };
+    // The API server calls the Service as soon as the configuration exists: registering before any replica is behind
+    // it refuses every OracleNode write ("connection refused") for the seconds until the first readiness probe.
+    if (!this.configured && 'service' in this.options.target)
+      await this.waitForReadyEndpoint(this.options.target.service);
+    if (this.stopSignal.signal.aborted) return certificates;
     const owned = await this.owned();
     await this.ensure(ADMISSION_KINDS.webhookConfiguration, owned(buildWebhookConfiguration(input)), [
       'metadata',
@@ -207,6 +224,48 @@ export class AdmissionComponent {
       for (const resolve of this.readyWaiters.splice(0)) resolve();
     }
     return certificates;
+  }
+
+  /**
+   * Waits until an EndpointSlice of the webhook Service has a ready endpoint, at most endpointWaitMs; then (or when the
+   * slices cannot be read) registers anyway, since the controller's ConfigValid check stays the second line.
+   */
+  private async waitForReadyEndpoint(service: { namespace: string; name: string }): Promise<void> {
+    const { logger } = this.options;
+    const deadline = Date.now() + (this.options.endpointWaitMs ?? 60_000);
+    const pollMs = this.options.endpointPollMs ?? 500;
+    let logged = false;
+    while (!this.stopSignal.signal.aborted) {
+      try {
+        const slices = await this.options.client.list<EndpointSliceView>(
+          ENDPOINT_SLICE,
+          service.namespace,
+          `kubernetes.io/service-name=${service.name}`,
+        );
+        if (slices.some(hasReadyEndpoint)) return;
+      } catch (error) {
+        logger.warn(
+          { err: errorMessage(error), service: service.name },
+          'cannot read the webhook Service endpoints; registering the webhook without waiting',
+        );
+        return;
+      }
+      if (Date.now() >= deadline) {
+        logger.warn(
+          { service: service.name },
+          'webhook Service has no ready endpoint yet; registering the webhook anyway',
+        );
+        return;
+      }
+      if (!logged) {
+        logger.info(
+          { service: service.name },
+          'waiting for a ready endpoint of the webhook Service before registering',
+        );
+        logged = true;
+      }
+      await sleep(pollMs, this.stopSignal.signal);
+    }
   }
 
   /** Adds the owner reference to the ClusterRole named by ownerClusterRole (looked up once). */
@@ -257,6 +316,13 @@ export function secretExistsInCache(cache: InformerCache) {
     if (covering.length === 0 || covering.some((informer) => !informer.hasSynced())) return undefined;
     return cache.get(KINDS.secret, { namespace, name }) !== undefined;
   };
+}
+
+type EndpointSliceView = KubernetesObject & { endpoints?: { conditions?: { ready?: boolean } }[] | null };
+
+/** An endpoint whose `ready` condition is unset counts as ready (the EndpointSlice API's rule). */
+export function hasReadyEndpoint(slice: EndpointSliceView): boolean {
+  return (slice.endpoints ?? []).some((endpoint) => endpoint.conditions?.ready !== false);
 }
 
 /** True when `live` has every value `desired` sets (the API server adds defaults we do not set). */

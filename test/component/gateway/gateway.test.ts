@@ -1,3 +1,4 @@
+import { request as httpRequest } from 'node:http';
 import { expect } from 'chai';
 import { AbiCoder, getBytes, keccak256, solidityPackedKeccak256, verifyMessage } from 'ethers';
 import fc from 'fast-check';
@@ -491,6 +492,87 @@ describe('gateway server (component)', function () {
         refused = true;
       }
       expect(refused).to.equal(true);
+    });
+  });
+
+  describe('JSON bodies: the lean reader answers as body-parser', () => {
+    // The same body sent with a Content-Length (read by the gateway's lean reader) and chunked (left to
+    // express.json, i.e. body-parser): the status and the answer must be the same.
+    const echo: CallEndpoint = async (call) => ({
+      success: true,
+      rawValue: call.parameters,
+      encodedValue: '0x',
+      values: [],
+    });
+    let url: string;
+    before(async () => {
+      url = (await start({}, { callEndpoint: echo })).http(ENDPOINTS.price);
+    });
+
+    const send = (body: string, contentType: string, chunked: boolean) =>
+      new Promise<{ status: number; text: string }>((resolve, reject) => {
+        const bytes = Buffer.from(body, 'utf8');
+        const request = httpRequest(url, {
+          method: 'POST',
+          headers: { 'content-type': contentType, ...(chunked ? {} : { 'content-length': String(bytes.length) }) },
+        });
+        request.on('response', (response) => {
+          let text = '';
+          response.setEncoding('utf8');
+          response.on('data', (chunk: string) => {
+            text += chunk;
+          });
+          response.on('end', () => resolve({ status: response.statusCode ?? 0, text }));
+        });
+        request.on('error', reject);
+        if (chunked) {
+          request.write(bytes);
+          request.end();
+        } else request.end(bytes);
+      });
+
+    const same = async (body: string, contentType = 'application/json') => {
+      const lean = await send(body, contentType, false);
+      const bodyParser = await send(body, contentType, true);
+      expect(lean, JSON.stringify(body)).to.deep.equal(bodyParser);
+      return lean;
+    };
+
+    it('gives the same answer for valid, empty, non-object, malformed and BOM-prefixed bodies', async () => {
+      const bodies = [
+        '{"parameters":{"coin":"btc"}}',
+        ' \n\t{"parameters":{"coin":"é€😀"}}',
+        '\uFEFF{"parameters":{"coin":"btc"}}',
+        '',
+        '   ',
+        '"text"',
+        '5',
+        'null',
+        'true',
+        '[1,2]',
+        '{bad json',
+        '{"parameters": 5}',
+        '{"parameters":{}} trailing',
+        '\u0000',
+      ];
+      for (const body of bodies) await same(body);
+      expect((await same('{"parameters":{"coin":"btc"}}', 'application/json; charset=UTF-8')).status).to.equal(200);
+      expect((await same('{"parameters":{"coin":"btc"}}')).status).to.equal(200);
+      expect((await same('{bad json')).text).to.equal('{"message":"Invalid request body"}');
+    });
+
+    it('fuzz: any text body gets the same answer from both readers', async () => {
+      const jsonish = fc.oneof(
+        fc.string({ unit: fc.constantFrom('{', '}', '[', ']', '"', ':', ',', ' ', '\n', 'a', '1', '\uFEFF', 'é') }),
+        fc.json().map((text) => `{"parameters":${text}}`),
+        fc.string(),
+      );
+      await fc.assert(
+        fc.asyncProperty(jsonish, async (body) => {
+          await same(body);
+        }),
+        { numRuns: 60 },
+      );
     });
   });
 

@@ -401,6 +401,52 @@ describe('request-response cycle on anvil (real AirnodeRrpV0)', () => {
       }
     });
 
+    it('fills the nonce of a transaction the chain rejects inside a batch, so the later ones are mined', async () => {
+      const sponsor = await newSponsor();
+      const first = await fullRequest(sponsor);
+      // 10^24 wei per gas: more than the sponsor wallet holds, so the chain refuses this one transaction.
+      const unaffordable = await fullRequest(
+        sponsor,
+        encodeCoin('ETH', [{ name: '_gasPrice', type: 'string', value: '1000000000000000000000000' }]),
+      );
+      const third = await fullRequest(sponsor);
+      const fourth = await fullRequest(sponsor);
+      const proxy = await startRecordingProxy(chain.anvil.url);
+      try {
+        const summary = await cycle({ providers: { anvil: proxy.url } });
+        const outcome = (id: string) =>
+          summary.results.flatMap((r) => (r.ok ? r.output.outcomes : [])).find((o) => o.id === id)!;
+        expect(outcome(first)).to.include({ outcome: 'fulfilled', nonce: 0 });
+        expect(outcome(unaffordable)).to.include({ outcome: 'error', nonce: 1 });
+        expect(outcome(unaffordable).reason).to.match(/insufficient funds/i);
+        // Sent in the same batch, after the refused one: mined once nonce 1 was filled.
+        expect(outcome(third)).to.include({ outcome: 'fulfilled', nonce: 2 });
+        expect(outcome(fourth)).to.include({ outcome: 'fulfilled', nonce: 3 });
+        const report = await checkNonceOrder(chain.anvil.url, proxy.sent);
+        expect(report).to.deep.include({
+          wallets: 1,
+          outOfOrder: [],
+          gaps: [],
+          queued: 0,
+          rejected: 1,
+          refilled: [{ from: sponsor.sponsorWallet, nonce: 1 }],
+        });
+        for (const id of [first, third, fourth]) {
+          expect((await requestEvents(chain.deployment, id)).fulfilled).to.have.length(1);
+        }
+        const filler = await rpc<{ to: string; value: string; input: string } | null>(
+          chain.anvil.url,
+          'eth_getTransactionByHash',
+          [proxy.sent.find((tx) => tx.nonce === 1 && !tx.rejected)!.hash],
+        );
+        expect(filler).to.deep.include({ to: sponsor.sponsorWallet.toLowerCase(), value: '0x0', input: '0x' });
+        // The refused request is still open: the next cycle tries it again (and is refused again, alone).
+        expect((await requestEvents(chain.deployment, unaffordable)).fulfilled).to.have.length(0);
+      } finally {
+        await proxy.close();
+      }
+    });
+
     it('uses the `_gasPrice` of a request and EIP-1559 transactions from the oracle', async () => {
       const sponsor = await newSponsor();
       const priced = await fullRequest(

@@ -45,6 +45,27 @@ describe('ois/api-client against loopback APIs', function () {
     expect(api.requests[0]!.headers['content-type']).to.equal('application/json');
   });
 
+  it('sends headers the pooled client refuses (Keep-Alive, Host) exactly as given, through node:http', async () => {
+    api.json('/headers', { ok: true });
+    const result = await callApi(
+      { method: 'GET', url: `${api.url}/headers`, headers: { 'Keep-Alive': 'timeout=5', Host: 'api.example' } },
+      { timeoutsMs: [2_000] },
+    );
+    expect(result).to.deep.include({ success: true });
+    expect(api.requests[0]!.headers['keep-alive']).to.equal('timeout=5');
+    expect(api.requests[0]!.headers.host).to.equal('api.example');
+  });
+
+  it('sends the method upper-cased whatever its spelling in the request', async () => {
+    api.json('/method', { ok: true });
+    const result = await callApi(
+      { method: 'get' as 'GET', url: `${api.url}/method`, headers: {} },
+      { timeoutsMs: [2_000] },
+    );
+    expect(result).to.deep.include({ success: true });
+    expect(api.requests[0]!.method).to.equal('GET');
+  });
+
   it('turns non-2xx answers into "API call failed with status code N" after one retry', async () => {
     api.json('/fail', { error: 'boom' }, 500);
     expect(await get('/fail')).to.deep.equal({ success: false, errorMessage: 'API call failed with status code 500' });

@@ -4,11 +4,11 @@
 // API server keeps calling, two replicas starting together agree on one Secret, and the controller reconciles
 // with the webhook down.
 import { X509Certificate } from 'node:crypto';
-import { CoreV1Api, type KubernetesObject } from '@kubernetes/client-node';
+import { CoreV1Api, type KubernetesObject, PatchStrategy } from '@kubernetes/client-node';
 import { expect } from 'chai';
 import { dump } from 'js-yaml';
 import { pino } from 'pino';
-
+import { WEBHOOK_PATH } from '../../../src/operator/builders/admission.js';
 import {
   ADMISSION_KINDS,
   type AdmissionComponent,
@@ -257,6 +257,65 @@ describe('admission webhook certificates', function () {
     } finally {
       await replica.stop();
       await deleteConfiguration(configurationName); // a Fail webhook nobody serves would block the next test
+    }
+  });
+
+  it('with a Service target, registers only once the Service has a ready endpoint', async () => {
+    const configurationName = uniqueName('oracle-node-webhook-endpoint');
+    configurations.push(configurationName);
+    // A selectorless Service whose EndpointSlice the test writes: not ready, then ready (as a replica's probe would).
+    const service = 'webhook-endpoint';
+    await objects.create({
+      apiVersion: 'v1',
+      kind: 'Service',
+      metadata: { name: service, namespace: operatorNamespace },
+      spec: { ports: [{ name: 'webhook', port: 443, targetPort: 9443 }] },
+    } as KubernetesObject);
+    const slice = (ready: boolean) =>
+      ({
+        apiVersion: 'discovery.k8s.io/v1',
+        kind: 'EndpointSlice',
+        metadata: {
+          name: `${service}-test`,
+          namespace: operatorNamespace,
+          labels: { 'kubernetes.io/service-name': service, 'endpointslice.kubernetes.io/managed-by': 'admission-test' },
+        },
+        addressType: 'IPv4',
+        ports: [{ name: 'webhook', port: 9443, protocol: 'TCP' }],
+        endpoints: [{ addresses: ['10.0.0.10'], conditions: { ready } }],
+      }) as KubernetesObject;
+    await objects.create(slice(false));
+    const replica = startAdmission({
+      port: await freePort(),
+      configurationName,
+      namespace: operatorNamespace,
+      secretName: 'webhook-cert-endpoint',
+      watchNamespaces: [namespace],
+      target: { service: { namespace: operatorNamespace, name: service, port: 443 } },
+      failurePolicy: 'Ignore', // the API server cannot reach a Service here; never block other tests
+      endpointPollMs: 100,
+    });
+    try {
+      await waitFor(async () => replica.readiness().ready, 30_000, 'the webhook serving');
+      // Serving, but no ready endpoint: many polls later there is still no configuration.
+      await new Promise((resolve) => setTimeout(resolve, 2000));
+      const early = await restClient().get(ADMISSION_KINDS.webhookConfiguration, {
+        namespace: '',
+        name: configurationName,
+      });
+      expect(early, 'registered before the Service had a ready endpoint').to.equal(undefined);
+      await objects.patch(slice(true), undefined, undefined, 'admission-test', true, PatchStrategy.ServerSideApply);
+      await replica.ready();
+      const registered = await restClient().get<KubernetesObject & { webhooks: { clientConfig: unknown }[] }>(
+        ADMISSION_KINDS.webhookConfiguration,
+        { namespace: '', name: configurationName },
+      );
+      expect(registered?.webhooks[0]?.clientConfig).to.deep.include({
+        service: { namespace: operatorNamespace, name: service, port: 443, path: WEBHOOK_PATH },
+      });
+    } finally {
+      await replica.stop();
+      await deleteConfiguration(configurationName);
     }
   });
 

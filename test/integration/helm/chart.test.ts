@@ -248,6 +248,10 @@ describe('Helm chart charts/oracle-node-operator', function () {
     ).to.equal(false);
     expect(await serviceAccountCan(ns.name, fullname, 'get', 'secrets/other', ns.name)).to.equal(true); // managed rules read Secrets
     expect(await serviceAccountCan(ns.name, fullname, 'update', 'secrets/other', ns.name)).to.equal(false);
+    // The registration waits for a ready endpoint of its Service: it must be able to list the EndpointSlices.
+    expect(await serviceAccountCan(ns.name, fullname, 'list', 'endpointslices.discovery.k8s.io', ns.name)).to.equal(
+      true,
+    );
     expect(await serviceAccountCan(ns.name, fullname, 'update', `secrets/${fullname}-webhook-cert`, ns.name)).to.equal(
       true,
     );

@@ -1,5 +1,15 @@
 import { expect } from 'chai';
-import { AbiCoder, getBytes, HDNodeWallet, solidityPackedKeccak256, Transaction, verifyMessage } from 'ethers';
+import {
+  AbiCoder,
+  getBytes,
+  HDNodeWallet,
+  hashMessage,
+  hexlify,
+  solidityPackedKeccak256,
+  Transaction,
+  verifyMessage,
+} from 'ethers';
+import fc from 'fast-check';
 import {
   decodeRevertString,
   revertReasonOf,
@@ -62,6 +72,39 @@ describe('fulfilment helpers', () => {
     expect(eip1559.type).to.equal(2);
     expect(eip1559.maxFeePerGas).to.equal(9n);
     expect(eip1559.from).to.equal(node.address);
+  });
+
+  it("signs transactions and fulfilments byte for byte as ethers' wallet does (libsecp256k1 against noble)", async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.uint8Array({ minLength: 32, maxLength: 32 }),
+        fc.uint8Array({ minLength: 0, maxLength: 300 }),
+        fc.nat({ max: 2 ** 32 }),
+        fc.boolean(),
+        async (id, data, nonce, legacy) => {
+          const wallet = node.deriveChild(nonce % 1000);
+          const planned = {
+            to: node.address,
+            data: hexlify(data),
+            gasLimit: 500_000n,
+            value: BigInt(nonce),
+            gasTarget: legacy
+              ? ({ type: 0, gasPrice: 10n ** 10n + BigInt(nonce) } as const)
+              : ({ type: 2, maxFeePerGas: 3n * 10n ** 9n, maxPriorityFeePerGas: BigInt(nonce % 10 ** 9) } as const),
+          };
+          const signed = await signPlanned(wallet, planned, nonce, '31337');
+          const tx = Transaction.from(signed);
+          tx.signature = null;
+          expect(signed).to.equal(await wallet.signTransaction(tx));
+          const requestId = hexlify(id);
+          const hash = solidityPackedKeccak256(['bytes32', 'bytes'], [requestId, hexlify(data)]);
+          expect(signFulfillment(wallet, requestId, hexlify(data))).to.equal(
+            wallet.signingKey.sign(hashMessage(getBytes(hash))).serialized,
+          );
+        },
+      ),
+      { numRuns: 60 },
+    );
   });
 });
 

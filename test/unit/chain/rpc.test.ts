@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { asQuantity, RpcClient, RpcError, RpcTransportError } from '../../../src/chain/rpc.js';
+import { asQuantity, RpcBatchRefused, RpcClient, RpcError, RpcTransportError } from '../../../src/chain/rpc.js';
 
 async function rejection(promise: Promise<unknown>): Promise<unknown> {
   try {
@@ -76,5 +76,95 @@ describe('RpcClient in-flight limit', () => {
     const b = new RpcClient(url, {}, transport, 3);
     await Promise.all(Array.from({ length: 20 }, (_, i) => (i % 2 ? a : b).request('eth_blockNumber', [])));
     expect(peak).to.equal(3);
+  });
+});
+
+describe('RpcClient batching', () => {
+  type Call = { id: number; method: string; params: unknown[] };
+  /** A provider that takes batches and answers them in reverse order; records each HTTP exchange's size. */
+  const batchingProvider =
+    (exchanges: number[], answer: (call: Call) => object = (c) => ({ result: c.params[0] })) =>
+    async (_url: string, body: string) => {
+      const parsed = JSON.parse(body) as Call | Call[];
+      const calls = Array.isArray(parsed) ? parsed : [parsed];
+      exchanges.push(Array.isArray(parsed) ? calls.length : 0);
+      await new Promise((resolve) => setTimeout(resolve, 2));
+      const answers = calls.map((c) => ({ jsonrpc: '2.0', id: c.id, ...answer(c) })).reverse();
+      return Array.isArray(parsed) ? answers : answers[0];
+    };
+
+  it('sends the calls queued in the same turn as one JSON-RPC batch and matches the answers by id', async () => {
+    const exchanges: number[] = [];
+    const client = new RpcClient('http://127.0.0.1:3/batched', {}, batchingProvider(exchanges));
+    const results = await Promise.all(Array.from({ length: 7 }, (_, i) => client.request('eth_call', [`0x0${i}`])));
+    expect(results).to.deep.equal(['0x00', '0x01', '0x02', '0x03', '0x04', '0x05', '0x06']);
+    expect(exchanges).to.deep.equal([7]);
+    expect(client.calls).to.equal(7);
+    // A call on its own goes on its own (a plain JSON-RPC object, no batch).
+    expect(await client.request('eth_call', ['0x09'])).to.equal('0x09');
+    expect(exchanges).to.deep.equal([7, 0]);
+  });
+
+  it('keeps the error of one call in a batch to that call', async () => {
+    const client = new RpcClient(
+      'http://127.0.0.1:3/one-error',
+      {},
+      batchingProvider([], (c) =>
+        c.params[0] === 'bad' ? { error: { code: 3, message: 'execution reverted' } } : { result: '0x1' },
+      ),
+    );
+    const settled = await Promise.allSettled(['a', 'bad', 'c'].map((p) => client.request('eth_call', [p])));
+    expect(settled.map((s) => s.status)).to.deep.equal(['fulfilled', 'rejected', 'fulfilled']);
+    expect((settled[1] as PromiseRejectedResult).reason).to.be.instanceOf(RpcError);
+  });
+
+  it('falls back to one call at a time for a provider that answers a batch with one error', async () => {
+    const sizes: number[] = [];
+    const client = new RpcClient('http://127.0.0.1:3/no-batches', {}, async (_url, body) => {
+      const parsed = JSON.parse(body);
+      sizes.push(Array.isArray(parsed) ? parsed.length : 0);
+      if (Array.isArray(parsed))
+        return { jsonrpc: '2.0', id: null, error: { code: -32600, message: 'batch not supported' } };
+      return { jsonrpc: '2.0', id: parsed.id, result: parsed.params[0] };
+    });
+    const results = await Promise.all(['0x1', '0x2', '0x3'].map((p) => client.request('eth_call', [p])));
+    expect(results).to.deep.equal(['0x1', '0x2', '0x3']);
+    expect(sizes).to.deep.equal([3, 0, 0, 0]);
+    const explicit = await rejection(
+      client.batch([
+        { method: 'eth_sendRawTransaction', params: ['0x01'] },
+        { method: 'eth_sendRawTransaction', params: ['0x02'] },
+      ]),
+    );
+    expect(explicit).to.be.instanceOf(RpcBatchRefused);
+  });
+
+  it('a call the batch answer leaves out is a transport error (and retried as such)', async () => {
+    let exchanges = 0;
+    const client = new RpcClient('http://127.0.0.1:3/lossy', { backoffMs: { min: 1, max: 2 } }, async (_url, body) => {
+      exchanges++;
+      const parsed = JSON.parse(body) as Call | Call[];
+      if (!Array.isArray(parsed)) return { jsonrpc: '2.0', id: parsed.id, result: 'retried' };
+      return parsed.slice(1).map((c) => ({ jsonrpc: '2.0', id: c.id, result: 'batched' }));
+    });
+    const results = await Promise.all([1, 2, 3].map((p) => client.request('eth_call', [p])));
+    expect(results).to.deep.equal(['retried', 'batched', 'batched']);
+    expect(exchanges).to.equal(2);
+  });
+
+  it('answers an explicit batch entry by entry, in the order given', async () => {
+    const client = new RpcClient(
+      'http://127.0.0.1:3/explicit',
+      {},
+      batchingProvider([], (c) =>
+        c.params[0] === '0x02' ? { error: { code: -32000, message: 'insufficient funds' } } : { result: '0xaa' },
+      ),
+    );
+    const entries = await client.batch(
+      ['0x01', '0x02', '0x03'].map((tx) => ({ method: 'eth_sendRawTransaction', params: [tx] })),
+    );
+    expect(entries.map((e) => e.ok)).to.deep.equal([true, false, true]);
+    expect(entries[1]!.ok ? undefined : entries[1]!.error.message).to.match(/insufficient funds/);
+    expect(client.calls).to.equal(3);
   });
 });

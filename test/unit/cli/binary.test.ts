@@ -1,6 +1,9 @@
 // End to end through the real binary entry (src/cli/index.ts under tsx): registration and exit codes.
 import { spawnSync } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { expect } from 'chai';
 import { fixturePath } from '../config/fixtures.js';
 
@@ -31,6 +34,53 @@ describe('oracle-node binary (validate, derive, schema)', function () {
     expect(invalid.code).to.equal(1);
     expect(JSON.parse(invalid.stdout).ok).to.equal(false);
     expect(oracleNode(['validate']).code).to.equal(2);
+  });
+
+  it('validate loads only what it uses: no ethers, logger, metrics or Kubernetes client', () => {
+    // Module loading was most of a large config's validation time (ethers alone a quarter): a hook records every
+    // module the process loads and the test names the packages among them.
+    const dir = mkdtempSync(join(tmpdir(), 'validate-modules-'));
+    try {
+      const record = join(dir, 'loaded.txt');
+      const hook = join(dir, 'record-modules.mjs');
+      writeFileSync(
+        hook,
+        `import { registerHooks } from 'node:module';
+import { appendFileSync } from 'node:fs';
+registerHooks({ load(url, context, next) { appendFileSync(${JSON.stringify(record)}, url + '\\n'); return next(url, context); } });
+`,
+      );
+      const config = fixturePath('node/config.example.json');
+      const result = spawnSync(
+        process.execPath,
+        [
+          '--import',
+          'tsx',
+          '--import',
+          pathToFileURL(hook).href,
+          ENTRY,
+          'validate',
+          '-c',
+          config,
+          '-s',
+          fixturePath('node/secrets.example.env'),
+        ],
+        { encoding: 'utf8', timeout: 60_000 },
+      );
+      expect(result.status, result.stderr).to.equal(0);
+      const packages = new Set(
+        readFileSync(record, 'utf8')
+          .split('\n')
+          .map((url) => /node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(url)?.[1])
+          .filter((name) => name !== undefined),
+      );
+      expect(packages.has('zod'), [...packages].join(', ')).to.equal(true);
+      for (const unused of ['ethers', 'pino', 'prom-client', '@kubernetes/client-node', 'express']) {
+        expect(packages.has(unused), `${unused} loaded`).to.equal(false);
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('derive reads the mnemonic from stdin', () => {

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { getBytes, keccak256, verifyMessage } from 'ethers';
+import { getBytes, keccak256, verifyMessage, Wallet } from 'ethers';
 import { cachingSigner } from '../../../src/gateway/signature-cache.js';
 import type { NodeSigner } from '../../../src/gateway/signing.js';
 import { nodeWallet } from '../../../src/protocol/wallet.js';
@@ -51,5 +51,25 @@ describe('gateway signature cache', () => {
     signer.signMessageSync(new Uint8Array(65));
     signer.signMessageSync(new Uint8Array(65));
     expect(inner.signings).to.equal(8);
+  });
+
+  it('signs for an ethers wallet with libsecp256k1: the wallet’s bytes, without calling the wallet', () => {
+    const key = `0x${'5a'.repeat(32)}`;
+    const reference = new Wallet(key);
+    const held = new Wallet(key);
+    let walletSignings = 0;
+    const walletSign = held.signMessageSync.bind(held);
+    held.signMessageSync = (message: string | Uint8Array) => {
+      walletSignings++;
+      return walletSign(message);
+    };
+    const signer = cachingSigner(held);
+    for (let i = 0; i < 50; i++) {
+      const message = getBytes(keccak256(Buffer.from(`m${i}`)));
+      expect(signer.signMessageSync(message)).to.equal(reference.signMessageSync(message));
+    }
+    expect(signer.signMessageSync('text')).to.equal(reference.signMessageSync('text'));
+    expect(signer.address).to.equal(reference.address);
+    expect(walletSignings).to.equal(0);
   });
 });

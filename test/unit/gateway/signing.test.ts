@@ -19,14 +19,17 @@ import {
   calculateUpdateTimestamp,
   deriveBeaconId,
   deriveBeaconSetId,
+  memoisedTemplateIdV1,
   type SignOevDataBody,
   signedDataHash,
   signHttpSignedData,
   signOevData,
   signOevDataBodySchema,
+  signWithTemplateId,
   verifySignOevDataRequest,
 } from '../../../src/gateway/signing.js';
 import { deriveTemplateIdV1 } from '../../../src/protocol/ids.js';
+import { fastMessageSigner } from '../../../src/protocol/message-signer.js';
 import { nodeWallet } from '../../../src/protocol/wallet.js';
 
 const abi = AbiCoder.defaultAbiCoder();
@@ -159,6 +162,94 @@ describe('gateway signing', () => {
         ),
         { numRuns: 30 },
       );
+    });
+  });
+
+  describe('signed-data hashing (direct packing) against ethers solidityPacked', () => {
+    const ethersHash = (templateId: string, timestamp: unknown, encodedValue: string) =>
+      solidityPackedKeccak256(['bytes32', 'uint256', 'bytes'], [templateId, timestamp, encodedValue || '0x']);
+    const hexOf = (bytes: Uint8Array, upper: boolean) => {
+      const text = Buffer.from(bytes).toString('hex');
+      return `0x${upper ? text.toUpperCase() : text}`;
+    };
+    const MAX_UINT256 = 2n ** 256n - 1n;
+
+    it('is byte-identical for every form of timestamp ethers takes (decimal, number, bigint, up to 2^256 - 1)', () => {
+      const timestamp = fc.oneof(
+        fc.bigInt({ min: 0n, max: MAX_UINT256 }),
+        fc.bigInt({ min: 0n, max: MAX_UINT256 }).map(String),
+        fc.bigInt({ min: 0n, max: 2n ** 40n }).map((n) => `000${n}`),
+        fc.integer({ min: 0, max: Number.MAX_SAFE_INTEGER }),
+        fc.bigInt({ min: 0n, max: MAX_UINT256 }).map((n) => `0x${n.toString(16)}`),
+        fc.constantFrom('0', '1700000000', ' 12', '0b101', '0o17', 0, MAX_UINT256),
+      );
+      fc.assert(
+        fc.property(
+          fc.uint8Array({ minLength: 32, maxLength: 32 }),
+          timestamp,
+          fc.uint8Array({ maxLength: 100 }),
+          fc.boolean(),
+          (templateBytes, time, valueBytes, upper) => {
+            const templateId = hexOf(templateBytes, upper);
+            const encodedValue = hexOf(valueBytes, !upper);
+            const expected = ethersHash(templateId, time, encodedValue);
+            expect(signedDataHash(templateId, time, encodedValue)).to.equal(expected);
+            expect(signWithTemplateId(node, templateId, time, encodedValue)).to.equal(
+              node.signMessageSync(getBytes(expected)),
+            );
+          },
+        ),
+        { numRuns: 400 },
+      );
+    });
+
+    it('takes an empty value as 0x and refuses what ethers refuses', () => {
+      const templateId = keccak256('0x01');
+      expect(signedDataHash(templateId, 1, '')).to.equal(ethersHash(templateId, 1, '0x'));
+      const refused: [string, string | number | bigint, string][] = [
+        [templateId, -1, '0x'],
+        [templateId, '-1', '0x'],
+        [templateId, 2n ** 256n, '0x'],
+        [templateId, (2n ** 256n).toString(), '0x'],
+        [templateId, 1.5, '0x'],
+        [templateId, 'abc', '0x'],
+        [templateId, 1, '0x1'],
+        [templateId, 1, 'zz'],
+        [templateId.slice(0, 64), 1, '0x'],
+      ];
+      for (const [id, time, value] of refused) {
+        expect(() => ethersHash(id, time, value), `${id} ${time} ${value}`).to.throw();
+        expect(() => signedDataHash(id, time, value), `${id} ${time} ${value}`).to.throw();
+      }
+    });
+  });
+
+  describe('remembered template ids', () => {
+    it('answers deriveTemplateIdV1 for new and repeated pairs, long parameters included', () => {
+      for (const parameters of ['0x', '0x1234', `0x${'ab'.repeat(2000)}`]) {
+        const expected = deriveTemplateIdV1(ENDPOINT_ID, parameters);
+        expect(memoisedTemplateIdV1(ENDPOINT_ID, parameters)).to.equal(expected);
+        expect(memoisedTemplateIdV1(ENDPOINT_ID, parameters)).to.equal(expected);
+      }
+    });
+
+    it('never answers a remembered id for an endpoint id that is not bytes32 (the joined key would collide)', () => {
+      const parameters = '0x1234';
+      memoisedTemplateIdV1(ENDPOINT_ID, parameters);
+      // endpointId + parameters here is the same text as the remembered pair's key.
+      expect(() => memoisedTemplateIdV1(`${ENDPOINT_ID}0x`, '1234')).to.throw();
+      expect(() => memoisedTemplateIdV1(ENDPOINT_ID.slice(0, 60), ENDPOINT_ID.slice(60) + parameters)).to.throw();
+    });
+
+    it('signs signed data with the libsecp256k1 signer exactly as with the wallet', () => {
+      const input = {
+        endpointId: ENDPOINT_ID,
+        encodedParameters: '0x3173000000000000000000000000000000000000000000000000000000000000',
+        encodedValue: encodeValue(987654321n),
+        nowMs: 1_700_000_123_000,
+      };
+      const fast = signHttpSignedData({ ...input, signer: fastMessageSigner(node) });
+      expect(fast).to.deep.equal(signHttpSignedData({ ...input, signer: node }));
     });
   });
 

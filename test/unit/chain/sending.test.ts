@@ -1,0 +1,70 @@
+// sendInNonceOrder against scripted providers (the batch path with a refused entry runs on anvil in
+// test/component/node/cycle.test.ts): the one-at-a-time fallback and a batch that goes unanswered.
+import { expect } from 'chai';
+import { Transaction, Wallet } from 'ethers';
+import { RpcClient, RpcTransportError } from '../../../src/chain/rpc.js';
+import { type Signable, sendInNonceOrder } from '../../../src/chain/sending.js';
+
+const wallet = new Wallet(`0x${'42'.repeat(32)}`);
+const transactions: Signable[] = Array.from({ length: 4 }, () => ({
+  to: `0x${'11'.repeat(20)}`,
+  data: '0x',
+  gasLimit: 21_000n,
+  gasTarget: { type: 0, gasPrice: 10n },
+}));
+type Call = { id: number; method: string; params: string[] };
+
+describe('sendInNonceOrder', () => {
+  it('sends one at a time, in nonce order, to a provider that refuses batches; a rejection stops there', async () => {
+    const arrivals: (number | 'batch')[] = [];
+    const client = new RpcClient('http://127.0.0.1:4/no-batches', {}, async (_url, body) => {
+      const parsed = JSON.parse(body) as Call | Call[];
+      if (Array.isArray(parsed)) {
+        arrivals.push('batch');
+        return { jsonrpc: '2.0', id: null, error: { code: -32600, message: 'batch requests are not supported' } };
+      }
+      const tx = Transaction.from(parsed.params[0]!);
+      arrivals.push(tx.nonce);
+      if (tx.nonce === 7)
+        return { jsonrpc: '2.0', id: parsed.id, error: { code: -32000, message: 'insufficient funds' } };
+      return { jsonrpc: '2.0', id: parsed.id, result: tx.hash };
+    });
+    const report = await sendInNonceOrder(transactions, {
+      client,
+      wallet,
+      chainId: '31337',
+      firstNonce: 5,
+      gasTarget: { type: 0, gasPrice: 10n },
+    });
+    expect(arrivals).to.deep.equal(['batch', 5, 6, 7]);
+    expect(
+      report.sent.map((s) => (s ? ('txHash' in s ? `sent ${s.nonce}` : `rejected ${s.nonce}`) : 'not sent')),
+    ).to.deep.equal(['sent 5', 'sent 6', 'rejected 7', 'not sent']);
+    // Nothing after the rejected nonce went out: no hole to fill.
+    expect(report.fillers).to.deep.equal([]);
+    expect(report.transportError).to.equal(undefined);
+  });
+
+  it('reports a batch that got no answer as a transport error, its transactions neither sent nor rejected', async () => {
+    let exchanges = 0;
+    const client = new RpcClient('http://127.0.0.1:4/down', {}, async (_url, body) => {
+      exchanges++;
+      const parsed = JSON.parse(body) as Call[];
+      if (exchanges === 1) {
+        return parsed.map((c) => ({ jsonrpc: '2.0', id: c.id, result: Transaction.from(c.params[0]!).hash }));
+      }
+      throw new RpcTransportError('provider unreachable: ECONNRESET');
+    });
+    const report = await sendInNonceOrder(transactions, {
+      client,
+      wallet,
+      chainId: '31337',
+      firstNonce: 0,
+      gasTarget: { type: 0, gasPrice: 10n },
+      batchSize: 2,
+    });
+    expect(report.sent.map((s) => s?.nonce)).to.deep.equal([0, 1, undefined, undefined]);
+    expect(report.transportError).to.be.instanceOf(RpcTransportError);
+    expect(exchanges).to.equal(2);
+  });
+});
