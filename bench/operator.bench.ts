@@ -83,7 +83,7 @@ async function main(): Promise<void> {
   if (chartValues.operator?.mallocArenaMax) chartEnv.MALLOC_ARENA_MAX = String(chartValues.operator.mallocArenaMax);
   chartEnvUsed = Object.entries(chartEnv)
     .filter(([, value]) => value)
-    .map(([name, value]) => `${name}=${value}`)
+    .map(([name, value]) => `${name}="${value}"`)
     .join(' ');
   const startOperator = (port: number): ChildProcess =>
     spawn(
