@@ -589,6 +589,16 @@ function checkConfigReferences(config: ConfigShape, ctx: z.RefinementCtx): void 
         });
         return;
       }
+      // The id hashes the UTF-8 bytes of both names; a lone surrogate has none (the reference's ethers throws too).
+      const malformed = (['oisTitle', 'endpointName'] as const).find((field) => !trigger[field].isWellFormed());
+      if (malformed) {
+        ctx.addIssue({
+          code: 'custom',
+          message: `The ${malformed} contains an unpaired UTF-16 surrogate, so it has no UTF-8 form to derive the endpointId from`,
+          path: ['triggers', section, index, malformed],
+        });
+        return;
+      }
       let idsOfOis = endpointIds.get(trigger.oisTitle);
       if (idsOfOis === undefined) {
         idsOfOis = new Map();

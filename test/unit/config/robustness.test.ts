@@ -63,6 +63,24 @@ describe('validator robustness', () => {
     expect(result.errors.map((e) => e.path)).to.include('templates[0].encodedParameters');
   });
 
+  it('gives a lone surrogate in a trigger name a path-addressed error, not an internal one', () => {
+    // The same malformed name in the OIS and in the trigger: the trigger matches it, and its id must be derived.
+    for (const field of ['oisTitle', 'endpointName'] as const) {
+      const config = baseConfig();
+      const trigger = config.triggers.rrp[0] as Record<string, string>;
+      const ois = (config.ois as { title: string; endpoints: { name: string }[] }[]).find(
+        (candidate) => candidate.title === trigger.oisTitle,
+      )!;
+      const endpoint = ois.endpoints.find((candidate) => candidate.name === trigger.endpointName)!;
+      if (field === 'oisTitle') ois.title = `${ois.title}\ud800`;
+      else endpoint.name = `${endpoint.name}\ud800`;
+      trigger[field] = `${trigger[field]}\ud800`;
+      const result = validateConfig(config, BASE_SECRETS);
+      expectStructured(result);
+      expect(result.errors.map((e) => e.path)).to.include(`triggers.rrp[0].${field}`);
+    }
+  });
+
   it('handles wrong types at every path of a valid config', () => {
     const paths: (string | number)[][] = [];
     const collect = (node: Json, path: (string | number)[]) => {
