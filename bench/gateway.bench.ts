@@ -3,15 +3,16 @@
 // run: interleaved rounds (ours and the reference alternate which goes first), medians over the rounds, the raw
 // signing rate of one core measured in each round, the machine's core count and load average printed.
 //
-// Four processes so that the load generator, the gateways and the API do not share an event loop: this one runs
-// autocannon; it forks itself as the API (`--role api`), our gateway (`--role gateway`) and the reference's
-// (`--role reference`).
+// Five processes so that the load generator, the gateways and the API do not share an event loop: this one runs
+// autocannon; it forks itself as the API (`--role api`) and the reference's gateway (`--role reference`, its
+// published dist/), and runs our gateway from our built dist/ and a minimal proxy (the ceiling of any one-hop Node
+// gateway here), both in plain Node (bench/support/gateway-children.mjs). Needs `make build` (`make bench` builds).
 //   node --import tsx bench/gateway.bench.ts [--rounds 3] [--duration 5] [--connections 32] [--only <regexp>]
 // "same" scenarios send one request body from every connection (identical calls in flight: our gateway coalesces
 // them); "distinct" scenarios draw each body from 100,000 different parameters (no coalescing).
 // The results replace the "## Gateways" section of docs/benchmarks.md (not with --only, which prints them).
 // GATEWAY_BENCH_PROFILE=dir writes a V8 CPU profile of each child into dir.
-import { fork } from 'node:child_process';
+import { fork, type Serializable } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { Agent, request as httpRequest } from 'node:http';
 import { createRequire } from 'node:module';
@@ -20,16 +21,14 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import { AbiCoder, getBytes, keccak256 } from 'ethers';
-import { type CallEndpoint, DEFAULT_PATH_KEY, startGatewayServer } from '../src/gateway/server.js';
-import { silentLogger } from '../src/observability/index.js';
+import { DEFAULT_PATH_KEY } from '../src/gateway/server.js';
 import { encodeParameters } from '../src/ois/abi.js';
+import { fastMessageSigner } from '../src/protocol/message-signer.js';
 import { nodeWallet } from '../src/protocol/wallet.js';
 import {
   API_KEY,
-  buildConfig,
   configJson,
   ENDPOINTS,
-  loadEngine,
   MNEMONIC,
   SECRETS,
   startLoopbackApi,
@@ -60,27 +59,6 @@ async function serveApi(): Promise<void> {
 }
 
 const WIDE = { enabled: true as const, maxConcurrency: 10_000, corsOrigins: [] };
-
-async function serveGateway(apiUrl: string): Promise<void> {
-  const config = buildConfig(apiUrl, { httpGateway: WIDE, httpSignedDataGateway: WIDE, oevGateway: WIDE });
-  const { callEndpoint } = await loadEngine();
-  const server = await startGatewayServer(config, { host: '127.0.0.1', port: 0, callEndpoint, logger: silentLogger() });
-  // The same gateway with an engine that answers at once: the cost of the server, validation, metrics and
-  // signing alone, without the API call.
-  const stub: CallEndpoint = async () => ({
-    success: true,
-    rawValue: { price: 1234.5678 },
-    encodedValue: STUB_VALUE,
-    values: ['123456'],
-  });
-  const stubbed = await startGatewayServer(config, {
-    host: '127.0.0.1',
-    port: 0,
-    callEndpoint: stub,
-    logger: silentLogger(),
-  });
-  process.send!({ port: server.port, stubPort: stubbed.port });
-}
 
 /** The reference's local gateway server on the same config: its names, secrets inlined, logs at ERROR. */
 function serveReference(apiUrl: string, port: number): void {
@@ -118,17 +96,33 @@ function freePort(): Promise<number> {
 
 type Child = { port: number; stubPort?: number; pid: number; stop(): void };
 
-function spawnRole(role: string, extra: string[] = []): Promise<Child> {
+/** A child process that answers its port(s) in its first IPC message; `input`, if given, is sent to it first. */
+function spawnChild(role: string, modulePath: string, args: string[], execArgv: string[], input?: Serializable) {
   const profile = process.env.GATEWAY_BENCH_PROFILE;
-  const execArgv = ['--import', 'tsx', ...(profile ? ['--cpu-prof', `--cpu-prof-dir=${profile}`] : [])];
-  const child = fork(fileURLToPath(import.meta.url), ['--role', role, ...extra], { execArgv });
-  return new Promise((resolve, reject) => {
+  const child = fork(modulePath, args, {
+    execArgv: [...execArgv, ...(profile ? ['--cpu-prof', `--cpu-prof-dir=${profile}`] : [])],
+  });
+  if (input !== undefined) child.send(input);
+  return new Promise<Child>((resolve, reject) => {
     child.once('message', (message: { port: number; stubPort?: number }) =>
       resolve({ ...message, pid: child.pid!, stop: () => child.kill('SIGINT') }),
     );
     child.once('exit', (code) => reject(new Error(`${role} exited with ${code}`)));
   });
 }
+
+/** This file again as the API or the reference (their code needs no build of ours). */
+function spawnRole(role: string, extra: string[] = []): Promise<Child> {
+  return spawnChild(role, fileURLToPath(import.meta.url), ['--role', role, ...extra], ['--import', 'tsx']);
+}
+
+/**
+ * Our gateway, and the minimal proxy, from built JavaScript in plain Node (no tsx): our gateway as `oracle-node
+ * gateway` runs it, from dist/ (`make bench` builds first), as the reference runs from its published dist/.
+ */
+const BUILT_CHILDREN = fileURLToPath(new URL('./support/gateway-children.mjs', import.meta.url));
+const spawnBuilt = (role: 'gateway' | 'minimal-proxy', input: Serializable) =>
+  spawnChild(role, BUILT_CHILDREN, [role], [], input);
 
 type Sample = {
   requestsPerSecond: number;
@@ -203,8 +197,9 @@ async function medianLatencyMs(url: string, init: { method: string; headers: Rec
   return result;
 }
 
-function signaturesPerSecond(seconds: number): number {
-  const wallet = nodeWallet(MNEMONIC);
+/** EIP-191 signatures of a 32-byte message per second on one core: ethers 6's wallet, or the gateway's signer. */
+function signaturesPerSecond(seconds: number, signer: 'ethers' | 'libsecp256k1'): number {
+  const wallet = signer === 'ethers' ? nodeWallet(MNEMONIC) : fastMessageSigner(nodeWallet(MNEMONIC));
   const message = getBytes(keccak256('0x1234'));
   let count = 0;
   const end = Date.now() + seconds * 1000;
@@ -215,6 +210,7 @@ function signaturesPerSecond(seconds: number): number {
   return count / seconds;
 }
 
+const MINIMAL_PROXY = 'Minimal proxy (node:http + undici, no framework, no engine), distinct parameters';
 const JSON_HEADERS = { 'content-type': 'application/json' };
 const DISTINCT = 100_000;
 const coin = (index: number) => `c${index}`;
@@ -241,7 +237,12 @@ function post(url: string, body: (value: string) => string, distinct: boolean): 
 async function main(): Promise<void> {
   const api = await spawnRole('api');
   const apiUrl = `http://127.0.0.1:${api.port}`;
-  const gateway = await spawnRole('gateway', ['--api', apiUrl]);
+  const gateway = await spawnBuilt('gateway', {
+    config: configJson(apiUrl, { httpGateway: WIDE, httpSignedDataGateway: WIDE, oevGateway: WIDE }),
+    secrets: SECRETS,
+    stubValue: STUB_VALUE,
+  });
+  const minimalProxy = await spawnBuilt('minimal-proxy', { apiUrl, apiKey: API_KEY });
   const reference = await spawnRole('reference', ['--api', apiUrl, '--port', String(await freePort())]);
   const only = values.only ? new RegExp(values.only) : undefined;
   const loadAtStart = loadAverage();
@@ -249,6 +250,7 @@ async function main(): Promise<void> {
     const ours = `http://127.0.0.1:${gateway.port}`;
     const theirs = `http://127.0.0.1:${reference.port}`;
     const stub = `http://127.0.0.1:${gateway.stubPort}`;
+    const proxy = `http://127.0.0.1:${minimalProxy.port}`;
     const httpPath = `/http-data/${DEFAULT_PATH_KEY}/${ENDPOINTS.price}`;
     const signedPath = `/http-signed-data/${DEFAULT_PATH_KEY}/${ENDPOINTS.price}`;
     const direct: autocannon.Options = { url: `${apiUrl}/price?coin=eth`, headers: { 'x-api-key': API_KEY } };
@@ -273,9 +275,21 @@ async function main(): Promise<void> {
       await load(`warm-up ${base}`, { ...post(`${base}${httpPath}`, httpBody, false), duration: 2 }, pids);
       await load(`warm-up ${base}`, { ...post(`${base}${signedPath}`, signedBody, false), duration: 2 }, pids);
     }
+    await load(
+      `warm-up ${proxy}`,
+      { ...post(`${proxy}/`, httpBody, true), duration: 2 },
+      { gateway: minimalProxy.pid, api: api.pid },
+    );
 
     /** direct: no gateway in the path (the API alone). */
-    type Pair = { name: string; ours: autocannon.Options; reference?: autocannon.Options; direct?: boolean };
+    /** process: the process whose CPU is measured when it is not our gateway. */
+    type Pair = {
+      name: string;
+      ours: autocannon.Options;
+      reference?: autocannon.Options;
+      direct?: boolean;
+      process?: number;
+    };
     const pairs: Pair[] = [
       { name: 'API directly', ours: direct, direct: true },
       // The same API call with a distinct query per request, drawn by the same per-request hook as the distinct
@@ -290,6 +304,13 @@ async function main(): Promise<void> {
         name: 'HTTP gateway, distinct parameters',
         ours: post(`${ours}${httpPath}`, httpBody, true),
         reference: post(`${theirs}${httpPath}`, httpBody, true),
+      },
+      // Not a gateway of ours: the same distinct bodies through the least a Node.js one-hop proxy does (see
+      // bench/support/gateway-children.mjs), measured right after the HTTP gateway rows as the ceiling here.
+      {
+        name: MINIMAL_PROXY,
+        ours: post(`${proxy}/`, httpBody, true),
+        process: minimalProxy.pid,
       },
       {
         name: 'Signed-data gateway, same parameters',
@@ -307,6 +328,7 @@ async function main(): Promise<void> {
 
     const samples = new Map<string, Sample[]>();
     const signing: number[] = [];
+    const fastSigning: number[] = [];
     const added = { ours: [] as number[], reference: [] as number[] };
     const gatewayCall = { method: 'POST', headers: JSON_HEADERS, body: httpBody('eth') };
     const record = (key: string, sample: Sample) => samples.set(key, [...(samples.get(key) ?? []), sample]);
@@ -318,12 +340,13 @@ async function main(): Promise<void> {
         for (const who of order) {
           const options = who === 'ours' ? pair.ours : pair.reference;
           if (!options) continue;
-          const target = pair.direct ? undefined : who === 'ours' ? gateway.pid : reference.pid;
+          const target = pair.direct ? undefined : who === 'reference' ? reference.pid : (pair.process ?? gateway.pid);
           const pids = { api: api.pid, ...(target ? { gateway: target } : {}) };
           record(`${pair.name}|${who}`, await load(`round ${round + 1} ${pair.name} ${who}`, options, pids));
         }
       }
-      signing.push(signaturesPerSecond(2));
+      signing.push(signaturesPerSecond(2, 'ethers'));
+      fastSigning.push(signaturesPerSecond(2, 'libsecp256k1'));
       if (!only) {
         // p50 added by a gateway at one connection: its p50 minus the API's, measured back to back.
         const apiAlone = await medianLatencyMs(`${apiUrl}/price?coin=eth`, {
@@ -353,12 +376,13 @@ async function main(): Promise<void> {
       return median(a.map((sample, round) => sample.requestsPerSecond / b[round]!.requestsPerSecond));
     };
     const apiRate = rate('API directly|ours');
-    const signRate = median(signing);
-    const signedShare = (name: string) => {
+    /** A gateway's rate over a raw signing rate measured in the same round, median over the rounds. */
+    const signedShare = (name: string, rates: number[]) => {
       const list = samples.get(`${name}|ours`) ?? [];
       if (list.length === 0) return '-';
-      return `${(100 * median(list.map((sample, round) => sample.requestsPerSecond / signing[round]!))).toFixed(0)} %`;
+      return `${(100 * median(list.map((sample, round) => sample.requestsPerSecond / rates[round]!))).toFixed(0)} %`;
     };
+    const percent = (top: string, bottom: string) => `${(100 * paired(top, bottom)).toFixed(0)} %`;
     const share = (name: string) => `${(100 * paired(`${name}|ours`, 'API directly|ours')).toFixed(0)} %`;
     const count = (value: number) => Math.round(value).toLocaleString('en-US');
     const failures = (key: string) =>
@@ -387,12 +411,16 @@ async function main(): Promise<void> {
       `Machine: ${machine()}, shared with other engineers' tests (load average ${loadAtStart} at start, ${loadAtEnd} at end). ${new Date().toISOString().slice(0, 10)}.`,
       `Command: \`node --import tsx --expose-gc bench/gateway.bench.ts --rounds ${rounds} --duration ${values.duration} --connections ${values.connections}\` (run by \`make bench\`).`,
       '',
-      'Four processes: autocannon, the loopback JSON API (API-key header checked), our gateway (`startGatewayServer`, the ' +
-        "real engine `src/ois`, logs silent, `maxConcurrency` 10,000) and the reference's local gateway server " +
-        '(`@api3/airnode-node` 0.15.0 `workers/local-gateways/server`, the same config in its names, logs at ERROR). The ' +
+      'Five processes: autocannon, the loopback JSON API (API-key header checked), our gateway (`startGatewayServer`, the ' +
+        'real engine `src/ois`, logs silent, `maxConcurrency` 10,000; built `dist/` in plain Node, as `oracle-node gateway` ' +
+        "runs), the reference's local gateway server (`@api3/airnode-node` 0.15.0 `workers/local-gateways/server` from its " +
+        'published `dist/`, the same config in its names, logs at ERROR) and a minimal proxy (node:http server, one GET ' +
+        "per request on undici's pooled client, no framework, no validation, no engine, no metrics; not a gateway of " +
+        'ours, the ceiling of any one-hop Node.js gateway on this machine, plain Node). The ' +
         'endpoint calls `GET /price?coin=<coin>` and encodes `price` as `int256` x 100. Each round runs every scenario ' +
         'against ours and the reference back to back (who goes first alternates by round), then raw ethers 6 ' +
-        '`signMessageSync` on one core for 2 s, then the p50 of single requests on one connection (API, ours, reference). ' +
+        "`signMessageSync` on one core for 2 s and the gateway's own signer (`fastMessageSigner`, libsecp256k1) for 2 s, " +
+        'then the p50 of single requests on one connection (API, ours, reference). ' +
         '"same parameters": every request has the same body (our gateway shares identical calls in flight, see ' +
         '[gateways.md](gateways.md#request-coalescing-and-the-signature-cache)); "distinct parameters": each body drawn ' +
         'from 100,000 different coins (one API call and, for signed data, one signature per request). "stub engine": a ' +
@@ -419,18 +447,20 @@ async function main(): Promise<void> {
       `- HTTP gateway ÷ API directly (${count(apiRate)} req/s), same round: **${share('HTTP gateway, same parameters')}** with the same parameters, **${share('HTTP gateway, distinct parameters')}** with distinct ones.`,
       `- HTTP gateway with distinct parameters ÷ the API called directly with distinct parameters (${count(rate('API directly, distinct parameters|ours'))} req/s, the same per-request hook in autocannon), same round: ${(100 * paired('HTTP gateway, distinct parameters|ours', 'API directly, distinct parameters|ours')).toFixed(0)} %.`,
       `- p50 added by the HTTP gateway at one connection (its p50 minus the API's): **${added.ours.length ? median(added.ours).toFixed(2) : '-'} ms** ours, ${added.reference.length ? median(added.reference).toFixed(2) : '-'} ms reference.`,
-      `- Raw \`signMessageSync\`, one core: ${count(signRate)}/s (rounds ${signing.map(count).join(' / ')}). Signed-data gateway ÷ that, same round: **${signedShare('Signed-data gateway, same parameters')}** with the same parameters (one signing per value and second), **${signedShare('Signed-data gateway, distinct parameters')}** with distinct ones.`,
+      `- Raw \`signMessageSync\`, one core: ${count(median(signing))}/s (rounds ${signing.map(count).join(' / ')}). Signed-data gateway ÷ that, same round: **${signedShare('Signed-data gateway, same parameters', signing)}** with the same parameters (one signing per value and second), **${signedShare('Signed-data gateway, distinct parameters', signing)}** with distinct ones.`,
+      `- Raw EIP-191 signing with the gateway's own signer (\`fastMessageSigner\`, libsecp256k1), one core: ${count(median(fastSigning))}/s (rounds ${fastSigning.map(count).join(' / ')}). Signed-data gateway ÷ that, same round: **${signedShare('Signed-data gateway, same parameters', fastSigning)}** with the same parameters, **${signedShare('Signed-data gateway, distinct parameters', fastSigning)}** with distinct ones.`,
+      `- ${MINIMAL_PROXY} (not a gateway of ours; the same distinct bodies, one API call each), same round: **${percent(`${MINIMAL_PROXY}|ours`, 'API directly|ours')}** of the API directly, ${percent(`${MINIMAL_PROXY}|ours`, 'API directly, distinct parameters|ours')} of the API directly with distinct parameters. Our HTTP gateway with distinct parameters ÷ the minimal proxy: **${percent('HTTP gateway, distinct parameters|ours', `${MINIMAL_PROXY}|ours`)}**; the reference's ÷ the minimal proxy: ${percent('HTTP gateway, distinct parameters|reference', `${MINIMAL_PROXY}|ours`)}.`,
     ];
     if (only) process.stdout.write(`${body.join('\n')}\n`);
     else writeSection('Gateways', body);
   } finally {
     gateway.stop();
+    minimalProxy.stop();
     reference.stop();
     api.stop();
   }
 }
 
 if (values.role === 'api') await serveApi();
-else if (values.role === 'gateway') await serveGateway(values.api!);
 else if (values.role === 'reference') serveReference(values.api!, Number(values.port));
 else await main();
