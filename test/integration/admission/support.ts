@@ -1,39 +1,18 @@
 // Admission support: the webhook component as the operator runs it (a real HTTPS server on loopback that the
 // test control plane calls through a ValidatingWebhookConfiguration with a URL), kubectl.
-import { execFile } from 'node:child_process';
-import { join } from 'node:path';
 import { pino } from 'pino';
 import { Registry } from 'prom-client';
 import { DEFAULT_IMAGE, FIELD_MANAGER } from '../../../src/operator/resource.js';
 import { RuntimeClient } from '../../../src/operator/runtime/client.js';
 import { RestClient } from '../../../src/operator/runtime/rest.js';
 import { AdmissionComponent, type AdmissionOptions } from '../../../src/operator/webhook/admission.js';
-import { kc, kubeconfigPath } from '../support/cluster.js';
+import { kc } from '../support/cluster.js';
+import { runKubectl } from '../support/kubectl.js';
 
 export { freePort } from '../../support/net.js';
 
-const repoRoot = new URL('../../../', import.meta.url).pathname;
-const binDir = process.env['CLUSTER_BIN_DIR'] ?? join(repoRoot, '.cache/cluster/bin');
-export const kubectlBin = join(binDir, 'kubectl');
-
-export type KubectlResult = { code: number; stdout: string; stderr: string };
-
 /** kubectl with the admin kubeconfig; resolves with the exit code and both outputs (never rejects on exit code). */
-export function kubectl(input: string | undefined, ...args: string[]): Promise<KubectlResult> {
-  const child = execFile(kubectlBin, ['--kubeconfig', kubeconfigPath, ...args], { maxBuffer: 32 * 1024 * 1024 });
-  return new Promise((resolve) => {
-    let stdout = '';
-    let stderr = '';
-    child.stdout?.on('data', (chunk) => {
-      stdout += chunk;
-    });
-    child.stderr?.on('data', (chunk) => {
-      stderr += chunk;
-    });
-    child.on('close', (code) => resolve({ code: code ?? -1, stdout, stderr }));
-    child.stdin?.end(input ?? '');
-  });
-}
+export const kubectl = runKubectl;
 
 export function restClient(): RuntimeClient {
   return new RuntimeClient(new RestClient(kc, { qps: 100, burst: 200, retryMaxMs: 2000 }), FIELD_MANAGER);

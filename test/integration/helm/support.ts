@@ -3,19 +3,18 @@ import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { repoRoot } from '../../support/binary.js';
 import { kubeconfigPath } from '../support/cluster.js';
+import { clusterBinDir, kubectlBin, runKubectl } from '../support/kubectl.js';
 
 const run = promisify(execFile);
-export const repoRoot = new URL('../../../', import.meta.url).pathname;
-const binDir = process.env['CLUSTER_BIN_DIR'] ?? join(repoRoot, '.cache/cluster/bin');
-const helmBin = join(binDir, 'helm');
-const kubectlBin = join(binDir, 'kubectl');
+const helmBin = join(clusterBinDir, 'helm');
 export const chartDir = join(repoRoot, 'charts/oracle-node-operator');
 export const CRD_NAME = 'oraclenodes.oracle-node.io';
 
 export function requireBinaries(): void {
   if (!existsSync(helmBin) || !existsSync(kubectlBin))
-    throw new Error(`helm/kubectl missing in ${binDir}: run make cluster-bins`);
+    throw new Error(`helm/kubectl missing in ${clusterBinDir}: run make cluster-bins`);
 }
 
 export async function helm(...args: string[]): Promise<string> {
@@ -26,21 +25,11 @@ export async function helm(...args: string[]): Promise<string> {
   return stdout;
 }
 
+/** kubectl that resolves with stdout and rejects with stderr on a non-zero exit. */
 export async function kubectl(input: string | undefined, ...args: string[]): Promise<string> {
-  const child = execFile(kubectlBin, ['--kubeconfig', kubeconfigPath, ...args], { maxBuffer: 32 * 1024 * 1024 });
-  const output = new Promise<string>((resolve, reject) => {
-    let stdout = '';
-    let stderr = '';
-    child.stdout?.on('data', (chunk) => {
-      stdout += chunk;
-    });
-    child.stderr?.on('data', (chunk) => {
-      stderr += chunk;
-    });
-    child.on('close', (code) => (code === 0 ? resolve(stdout) : reject(new Error(`kubectl ${args[0]}: ${stderr}`))));
-  });
-  child.stdin?.end(input ?? '');
-  return output;
+  const { code, stdout, stderr } = await runKubectl(input, ...args);
+  if (code !== 0) throw new Error(`kubectl ${args[0]}: ${stderr}`);
+  return stdout;
 }
 
 /**
