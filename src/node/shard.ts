@@ -95,16 +95,14 @@ export async function mapLimit<T, R>(
   return results;
 }
 
-function deferred<T>(): { promise: Promise<T>; resolve: (value: T) => void; reject: (error: unknown) => void } {
-  let resolve!: (value: T) => void;
-  let reject!: (error: unknown) => void;
-  const promise = new Promise<T>((res, rej) => {
-    resolve = res;
-    reject = rej;
-  });
-  // Awaited where the value is needed; a rejection nobody reached (all providers down) is not unhandled.
-  promise.catch(() => undefined);
-  return { promise, resolve, reject };
+/**
+ * Promise.withResolvers, awaited where the value is needed; a rejection nobody reached (all providers down) is not
+ * unhandled.
+ */
+function deferred<T>(): PromiseWithResolvers<T> {
+  const resolvers = Promise.withResolvers<T>();
+  resolvers.promise.catch(() => undefined);
+  return resolvers;
 }
 
 function findEndpoint(config: Config, call: DiscoveredApiCall) {
