@@ -296,7 +296,7 @@ export async function runShard(shard: ShardInput, context: ShardContext): Promis
       });
       const report = await sendInNonceOrder(
         sendable.map((s) => s.plan),
-        { client, wallet, chainId: shard.chainId, firstNonce: latestCount, gasTarget },
+        { client, wallet, chainId: shard.chainId, firstNonce: latestCount, pendingNonce: pendingCount, gasTarget },
       );
       let stopped: string | undefined;
       sendable.forEach(({ item, plan }, index) => {
@@ -333,6 +333,8 @@ export async function runShard(shard: ShardInput, context: ShardContext): Promis
       for (const filler of report.fillers) {
         if (filler.txHash)
           logger.info({ nonce: filler.nonce, txHash: filler.txHash }, 'filled the nonce of a rejected transaction');
+        else if (filler.occupied)
+          logger.info({ nonce: filler.nonce, reason: filler.rejected }, 'the nonce of a rejected transaction is taken');
         else
           logger.error(
             { nonce: filler.nonce, reason: filler.rejected },
