@@ -13,7 +13,7 @@ import {
   signFulfillment,
   transactionCount,
 } from '../chain/fulfillment.js';
-import { amountToWei, bumpGasTarget, type GasTarget, getGasTarget } from '../chain/gas-price.js';
+import { amountToWei, bumpGasTarget, type GasTarget, getGasTarget, type StrategyFailure } from '../chain/gas-price.js';
 import type { DiscoveredApiCall } from '../chain/requests.js';
 import { RpcClient } from '../chain/rpc.js';
 import { sendInNonceOrder } from '../chain/sending.js';
@@ -65,6 +65,8 @@ export type ShardOutput = {
   balanceWei?: string;
   /** The gas price (legacy) or max fee per gas (EIP-1559) the transactions were priced at (wei, decimal). */
   gasPriceWei?: string;
+  /** Gas price strategies that failed (each also logged at WARN), in the order they were tried. */
+  gasPriceStrategyFailures?: StrategyFailure[];
 };
 
 export type ShardContext = {
@@ -190,6 +192,7 @@ export async function runShard(shard: ShardInput, context: ShardContext): Promis
   let rpcCalls = 0;
   let balanceWei: string | undefined;
   let gasPriceWei: string | undefined;
+  const gasPriceStrategyFailures: StrategyFailure[] = [];
 
   // 1. API calls (cached responses reused), all answered before any transaction is sent, as the reference.
   // They start at once and each request is planned as soon as its answer is in, while the others still run.
@@ -230,6 +233,10 @@ export async function runShard(shard: ShardInput, context: ShardContext): Promis
         client,
         chain.options.gasPriceOracle,
         chain.options.fulfillmentGasLimit,
+        {
+          logger: logger.child({ provider: providerName }),
+          onFailure: (failure) => gasPriceStrategyFailures.push(failure),
+        },
       );
       // Transactions still pending from an earlier cycle are replaced (same nonces): that needs a higher price.
       if (pendingCount > latestCount) gasTarget = bumpGasTarget(gasTarget, 20);
@@ -380,6 +387,7 @@ export async function runShard(shard: ShardInput, context: ShardContext): Promis
     },
     ...(balanceWei === undefined ? {} : { balanceWei }),
     ...(gasPriceWei === undefined ? {} : { gasPriceWei }),
+    ...(gasPriceStrategyFailures.length === 0 ? {} : { gasPriceStrategyFailures }),
   };
 }
 

@@ -8,6 +8,8 @@ import { type CycleSummary, runCycle } from '../../../src/node/cycle.js';
 import { InProcessExecutor } from '../../../src/node/executor.js';
 import type { Logger } from '../../../src/node/logger.js';
 import { silentLogger } from '../../../src/node/logger.js';
+import { cycleMetrics } from '../../../src/node/metrics.js';
+import { createMetricsRegistry } from '../../../src/observability/index.js';
 import { rpc, setBalance, startTestChain, waitForMined } from '../../support/chain.js';
 import {
   type ApiServer,
@@ -24,6 +26,14 @@ import {
 } from '../../support/harness.js';
 import { capturingLogger } from '../../support/logs.js';
 import { type RecordingProxy, startRecordingProxy } from '../../support/rpc-proxy.js';
+
+const PERCENTILE = {
+  gasPriceStrategy: 'latestBlockPercentileGasPrice',
+  percentile: 50,
+  minTransactionCount: 1,
+  pastToCompareInBlocks: 3,
+  maxDeviationMultiplier: 2,
+};
 
 describe('shard submission on a bad day of the chain (anvil, fault-injecting proxy)', () => {
   let chain: Awaited<ReturnType<typeof startTestChain>>;
@@ -113,5 +123,48 @@ describe('shard submission on a bad day of the chain (anvil, fault-injecting pro
         expect(at('ERROR')).to.deep.equal([]);
       });
     }
+  });
+
+  describe('a slow provider and the gas price oracle', () => {
+    it('waits for a provider that answers in 2.5 s instead of paying the constant price, and logs and counts a failed strategy', async () => {
+      const { sponsor, ids } = await sponsorWithRequests(1);
+      // Everything the shard reads before pricing comes late: slow, not dead (over the 2 s of a fixed timeout).
+      proxy.setFault((call) =>
+        ['eth_getTransactionCount', 'eth_gasPrice', 'eth_getBlockByNumber'].includes(call.method)
+          ? { delayMs: 2_500 }
+          : undefined,
+      );
+      const { logger, at } = capturingLogger();
+      const summary = await cycle(
+        {
+          gasPriceOracle: [
+            // Fails (the chain is younger than that): must be said, not swallowed.
+            { ...PERCENTILE, pastToCompareInBlocks: 1_000_000 },
+            { gasPriceStrategy: 'providerRecommendedGasPrice', recommendedGasPriceMultiplier: 1 },
+            { gasPriceStrategy: 'constantGasPrice', gasPrice: { value: 100, unit: 'gwei' } },
+          ],
+        },
+        logger,
+      );
+      expect((await requestEvents(chain.deployment, ids[0]!)).fulfilled).to.have.length(1);
+      const tx = await rpc<{ gasPrice: string }>(chain.anvil.url, 'eth_getTransactionByHash', [
+        await fulfilmentHash(ids[0]!),
+      ]);
+      // The chain's own price (anvil: about 1 gwei), not the 100 gwei of the last resort.
+      expect(BigInt(tx.gasPrice) < 10n ** 10n, `paid ${tx.gasPrice}`).to.equal(true);
+      const warnings = at('WARN').filter((line) => line.msg === 'gas price strategy failed; trying the next one');
+      expect(warnings.map((w) => [w.strategy, w.sponsorWallet])).to.deep.equal([
+        ['latestBlockPercentileGasPrice', sponsor.sponsorWallet],
+      ]);
+      expect(warnings[0]!.reason).to.match(/not enough blocks/);
+      expect(summary.gasPriceStrategyFailures).to.deep.equal([
+        { chainId: '31337', strategy: 'latestBlockPercentileGasPrice', count: 1 },
+      ]);
+      const registry = createMetricsRegistry();
+      cycleMetrics(registry).observe(summary, 1);
+      expect(await registry.metrics()).to.include(
+        'node_gas_price_strategy_failures_total{chain_id="31337",strategy="latestBlockPercentileGasPrice"} 1',
+      );
+    });
   });
 });
