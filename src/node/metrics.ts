@@ -39,6 +39,11 @@ export function cycleMetrics(registry: Registry) {
     help: 'Balance of a sponsor wallet after the last cycle in which it sent a transaction',
     labelNames: ['chain_id', 'sponsor_wallet'] as const,
   });
+  const strategyFailures = counter(registry, {
+    name: 'node_gas_price_strategy_failures_total',
+    help: 'Gas price strategies that failed (each logged at WARN); the next strategy, at last the constant one, is used',
+    labelNames: ['chain_id', 'strategy'] as const,
+  });
   return {
     observe(summary: CycleSummary | undefined, seconds: number) {
       duration.observe(seconds);
@@ -51,6 +56,9 @@ export function cycleMetrics(registry: Registry) {
         if (provider.lagBlocks === undefined) providerLag.remove(labels);
         else providerLag.set(labels, provider.lagBlocks);
         if (provider.fault) providerFaults.inc({ ...labels, fault: provider.fault });
+      }
+      for (const failure of summary.gasPriceStrategyFailures) {
+        strategyFailures.inc({ chain_id: failure.chainId, strategy: failure.strategy }, failure.count);
       }
       for (const wallet of summary.sponsorWallets) {
         balance.set({ chain_id: wallet.chainId, sponsor_wallet: wallet.sponsorWallet }, Number(wallet.balanceWei));
