@@ -14,11 +14,13 @@ import {
   transactionCount,
 } from '../chain/fulfillment.js';
 import { amountToWei, bumpGasTarget, type GasTarget, getGasTarget, type StrategyFailure } from '../chain/gas-price.js';
+import { decidePending, needsCountBefore, STUCK_AFTER_BLOCKS } from '../chain/pending.js';
 import type { DiscoveredApiCall } from '../chain/requests.js';
+import { parseMinConfirmations } from '../chain/requests.js';
 import { RpcClient } from '../chain/rpc.js';
 import { sendInNonceOrder } from '../chain/sending.js';
 import type { SponsorWallets } from '../chain/sponsor-wallets.js';
-import { dryRunAddressOf, rrpAddressOf, type WithdrawalRequest } from '../chain/types.js';
+import { DEFAULT_MIN_CONFIRMATIONS, dryRunAddressOf, rrpAddressOf, type WithdrawalRequest } from '../chain/types.js';
 import { type PlannedWithdrawal, planWithdrawal } from '../chain/withdrawals.js';
 import { errorMessage } from '../common/errors.js';
 import type { Config } from '../config/index.js';
@@ -229,6 +231,23 @@ export async function runShard(shard: ShardInput, context: ShardContext): Promis
         transactionCount(client, wallet.address, 'latest'),
         transactionCount(client, wallet.address, 'pending'),
       ]);
+      // Transactions already in the pool, whoever sent them, are left alone unless they are stuck
+      // (src/chain/pending.ts); stuck ones are replaced (same nonces), which needs a higher price.
+      const decision = await pendingDecision(client, {
+        address: wallet.address,
+        latestCount,
+        pendingCount,
+        currentBlock: shard.currentBlock,
+        oldestServableBlock: oldestServableBlock(context.config, chain, pending),
+      });
+      if (decision.action === 'wait') {
+        logger.info({ provider: providerName, pending: decision.pending }, 'pending transactions left alone');
+        for (const item of pending) {
+          outcomes.push({ id: itemId(item), kind: item.kind, outcome: 'skipped', reason: decision.reason });
+        }
+        pending = [];
+        break;
+      }
       let gasTarget: GasTarget = await getGasTarget(
         client,
         chain.options.gasPriceOracle,
@@ -238,8 +257,10 @@ export async function runShard(shard: ShardInput, context: ShardContext): Promis
           onFailure: (failure) => gasPriceStrategyFailures.push(failure),
         },
       );
-      // Transactions still pending from an earlier cycle are replaced (same nonces): that needs a higher price.
-      if (pendingCount > latestCount) gasTarget = bumpGasTarget(gasTarget, 20);
+      if (decision.action === 'replace') {
+        logger.info({ provider: providerName, pending: decision.pending }, 'replacing stuck pending transactions');
+        gasTarget = bumpGasTarget(gasTarget, 20);
+      }
       gasPriceWei = String(gasTarget.type === 0 ? gasTarget.gasPrice : gasTarget.maxFeePerGas);
 
       if (resumed) {
@@ -389,6 +410,39 @@ export async function runShard(shard: ShardInput, context: ShardContext): Promis
     ...(gasPriceWei === undefined ? {} : { gasPriceWei }),
     ...(gasPriceStrategyFailures.length === 0 ? {} : { gasPriceStrategyFailures }),
   };
+}
+
+/** The block from which a transaction for the oldest of `items` may have been sent (its block + confirmations). */
+function oldestServableBlock(config: Config, chain: Config['chains'][number], items: WorkItem[]): number {
+  const calls = items.flatMap((item) => (item.kind === 'api' ? [item.call] : []));
+  // As the confirmation filter: the largest valid `_minConfirmations` of the sponsor's requests, else the chain's.
+  const requested = calls
+    .map((call) => parseMinConfirmations(requestedMinConfirmations(config, call)))
+    .filter((n): n is number => n !== undefined);
+  const confirmations =
+    requested.length > 0 ? Math.max(...requested) : (chain.minConfirmations ?? DEFAULT_MIN_CONFIRMATIONS);
+  return Math.min(
+    ...items.map((item) => (item.kind === 'api' ? item.call.blockNumber + confirmations : item.withdrawal.blockNumber)),
+  );
+}
+
+/** The pending-transaction rule with its inputs read from the provider (one more read only when it matters). */
+async function pendingDecision(
+  client: RpcClient,
+  input: {
+    address: string;
+    latestCount: number;
+    pendingCount: number;
+    currentBlock: number;
+    oldestServableBlock: number;
+  },
+) {
+  const { address, ...state } = input;
+  if (!needsCountBefore(state)) return decidePending(state);
+  const before = state.currentBlock - STUCK_AFTER_BLOCKS;
+  // A provider without that block's state cannot tell: the requests' age decides alone.
+  const latestCountBefore = await transactionCount(client, address, before).catch(() => undefined);
+  return decidePending(latestCountBefore === undefined ? state : { ...state, latestCountBefore });
 }
 
 /**
