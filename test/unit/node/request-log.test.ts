@@ -20,6 +20,7 @@ function summary(parts: Pick<CycleSummary, 'results' | 'seen'>): CycleSummary {
     timings: { discoveryMs: 0, shardsMs: 0 },
     sponsorWallets: [],
     gasPrices: [],
+    gasPriceStrategyFailures: [],
     ...parts,
   };
 }
