@@ -72,6 +72,20 @@ export type CycleSummary = {
   /** Per chain and strategy, how many times a gas price strategy failed in this cycle (each logged at WARN). */
   gasPriceStrategyFailures: { chainId: string; strategy: string; count: number }[];
   results: ShardResult[];
+  /** Every request discovered, servable or not (the request log's input). */
+  seen?: SeenRequest[];
+};
+
+/** A request the cycle discovered, and where it stood before any shard ran: servable, or why not. */
+export type SeenRequest = {
+  chainId: string;
+  id: string;
+  state: 'servable' | 'waitingForConfirmations' | 'overChainLimit' | 'dropped';
+  reason?: string;
+  sponsorWallet?: string;
+  blockNumber?: number;
+  /** The confirmed head (lowest current block of the healthy providers). */
+  headBlock: number;
 };
 
 type ProviderState = { name: string; discovery?: ProviderDiscovery; summary: ProviderSummary };
@@ -141,6 +155,7 @@ export async function planChainShards(
   discovered: number;
   waiting: number;
   overLimit: number;
+  seen: SeenRequest[];
 }> {
   const makeClient = deps.rpcClient ?? ((url: string) => new RpcClient(url));
   const options: DiscoveryOptions = {
@@ -215,7 +230,7 @@ export async function planChainShards(
   );
   const healthy = leaveOutBehindProviders(chain, states, memory, deps.logger);
   if (healthy.length === 0)
-    return { shards: [], providers: states.map((s) => s.summary), discovered: 0, waiting: 0, overLimit: 0 };
+    return { shards: [], providers: states.map((s) => s.summary), discovered: 0, waiting: 0, overLimit: 0, seen: [] };
 
   const discovered = new Set(healthy.flatMap((s) => s.discovery.apiCalls.map((c) => c.id))).size;
   const limited = applyChainLimit(
@@ -260,6 +275,7 @@ export async function planChainShards(
     }
     return shard;
   };
+  const seen = seenRequests(chain.id, confirmedHead, { kept, waiting, limited: apiCalls, healthy });
   for (const call of kept.sort(byLogPosition)) shardOf(call.sponsor, call.sponsorWallet).apiCalls.push(call);
   for (const withdrawal of [...withdrawals.values()].sort(byLogPosition)) {
     shardOf(withdrawal.sponsor, withdrawal.sponsorWallet).withdrawals.push(withdrawal);
@@ -270,7 +286,44 @@ export async function planChainShards(
     discovered,
     waiting: waiting.length,
     overLimit: discovered - limitedCount,
+    seen,
   };
+}
+
+function seenRequests(
+  chainId: string,
+  headBlock: number,
+  planned: {
+    kept: DiscoveredApiCall[];
+    waiting: DiscoveredApiCall[];
+    limited: Map<string, DiscoveredApiCall>;
+    healthy: { discovery: ProviderDiscovery }[];
+  },
+): SeenRequest[] {
+  const seen = new Map<string, SeenRequest>();
+  const add = (call: DiscoveredApiCall, state: SeenRequest['state'], reason?: string) => {
+    if (seen.has(call.id)) return;
+    seen.set(call.id, {
+      chainId,
+      id: call.id,
+      state,
+      ...(reason ? { reason } : {}),
+      sponsorWallet: call.sponsorWallet,
+      blockNumber: call.blockNumber,
+      headBlock,
+    });
+  };
+  for (const call of planned.kept) add(call, 'servable');
+  for (const call of planned.waiting) add(call, 'waitingForConfirmations');
+  for (const { discovery } of planned.healthy)
+    for (const call of discovery.apiCalls)
+      if (!planned.limited.has(call.id))
+        add(call, 'overChainLimit', 'over the chain limit (maxConcurrency) this cycle');
+  for (const { discovery } of planned.healthy)
+    for (const dropped of discovery.dropped)
+      if (!seen.has(dropped.id))
+        seen.set(dropped.id, { chainId, id: dropped.id, state: 'dropped', reason: dropped.reason, headBlock });
+  return [...seen.values()];
 }
 
 export async function runCycle(config: Config, deps: CycleDeps): Promise<CycleSummary> {
@@ -289,6 +342,8 @@ export async function runCycle(config: Config, deps: CycleDeps): Promise<CycleSu
     gasPriceStrategyFailures: [],
     results: [],
   };
+  const seen: SeenRequest[] = [];
+  summary.seen = seen;
   const gasPrices = new Map<string, bigint>();
   // Chains are independent: one failing chain never stops another.
   const perChain = await Promise.all(
@@ -314,6 +369,7 @@ export async function runCycle(config: Config, deps: CycleDeps): Promise<CycleSu
     summary.timings.discoveryMs = Math.max(summary.timings.discoveryMs, Math.round(timings.discoveryMs));
     summary.timings.shardsMs = Math.max(summary.timings.shardsMs, Math.round(timings.shardsMs));
     summary.providers.push(...planned.providers);
+    seen.push(...planned.seen);
     summary.requests.discovered += planned.discovered;
     summary.requests.waitingForConfirmations += planned.waiting;
     summary.requests.overChainLimit += planned.overLimit;

@@ -167,4 +167,47 @@ describe('shard submission on a bad day of the chain (anvil, fault-injecting pro
       );
     });
   });
+
+  describe('two coordinators whose cycles overlap', () => {
+    it("leaves the other coordinator's pending transactions alone and counts each fulfilment once", async () => {
+      const { ids } = await sponsorWithRequests(3);
+      const config = buildConfig({
+        providers: { proxied: proxy.url },
+        deployment: chain.deployment,
+        apiUrl: api.url,
+        gasPriceOracle: [{ gasPriceStrategy: 'constantGasPrice', gasPrice: { value: 10, unit: 'gwei' } }],
+      });
+      const coordinator = () =>
+        runCycle(config, {
+          executor: new InProcessExecutor({ config, wallets, logger: silentLogger }),
+          logger: silentLogger,
+          wallets,
+        });
+      // The first coordinator's transactions are in the pool, not mined yet, when the second one runs.
+      await rpc(chain.anvil.url, 'evm_setAutomine', [false]);
+      let first: CycleSummary;
+      let second: CycleSummary;
+      try {
+        first = await coordinator();
+        second = await coordinator();
+        await rpc(chain.anvil.url, 'evm_mine', []);
+      } finally {
+        await rpc(chain.anvil.url, 'evm_setAutomine', [true]);
+      }
+      await waitForMined(chain.anvil.url);
+      // Three transactions in all, the first coordinator's, mined at its price (no +20 % replacement).
+      expect(proxy.sent.map((tx) => tx.nonce)).to.deep.equal([0, 1, 2]);
+      for (const id of ids) {
+        expect((await requestEvents(chain.deployment, id)).fulfilled).to.have.length(1);
+        const tx = await rpc<{ gasPrice: string }>(chain.anvil.url, 'eth_getTransactionByHash', [
+          await fulfilmentHash(id),
+        ]);
+        expect(BigInt(tx.gasPrice)).to.equal(10n ** 10n);
+      }
+      expect(first.transactions.fulfilled + second.transactions.fulfilled).to.equal(3);
+      const skipped = outcomesOf(second);
+      expect(skipped.map((o) => [o.id, o.outcome])).to.deep.equal(ids.map((id) => [id, 'skipped']));
+      for (const o of skipped) expect(o.reason).to.match(/^3 pending transaction\(s\) of this wallet.*: not stuck$/);
+    });
+  });
 });
