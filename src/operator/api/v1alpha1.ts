@@ -262,7 +262,16 @@ const conditionSchema = z
 const providerHealthSchema = z.object({
   chainId: z.string().meta(described('Chain id of the provider.')),
   provider: z.string().meta(described('Provider name (a key of chains[].providers).')),
-  up: z.boolean().meta(described('Whether the provider answered the block number and logs.')),
+  up: z.boolean().meta(described('Whether the provider answered the block number and logs and was fit to serve.')),
+  /** Why the coordinator left the provider out of the cycle (unavailable, lagging, wrong-chain, …). */
+  fault: z
+    .string()
+    .optional()
+    .meta(
+      described(
+        'Why the provider was left out of that cycle: unavailable, oversized (answer over the size cap), wrong-chain, syncing, lagging or stalled.',
+      ),
+    ),
   blockLag: z.int().optional().meta(described('Blocks behind the most advanced provider of the same chain.')),
 });
 
