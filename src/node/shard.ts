@@ -24,6 +24,7 @@ import { DEFAULT_MIN_CONFIRMATIONS, dryRunAddressOf, rrpAddressOf, type Withdraw
 import { type PlannedWithdrawal, planWithdrawal } from '../chain/withdrawals.js';
 import { errorMessage } from '../common/errors.js';
 import type { Config } from '../config/index.js';
+import type { ApiOutcome } from '../contract/request-log.js';
 import { getReservedParameterValue } from '../ois/reserved.js';
 import type { Ois } from '../ois/types.js';
 import type { ResponseCache } from './cache.js';
@@ -52,6 +53,8 @@ export type ShardOutcome = {
   nonce?: number;
   provider?: string;
   reason?: string;
+  /** The request's API call: its status class (never the answer) and how long it took. */
+  api?: { outcome: ApiOutcome; durationMs: number };
 };
 
 export type ShardOutput = {
@@ -121,25 +124,40 @@ export function requestedMinConfirmations(config: Config, call: DiscoveredApiCal
   return endpoint ? getReservedParameterValue('_minConfirmations', endpoint, call.parameters) : undefined;
 }
 
-async function respond(
-  context: ShardContext,
-  chainId: string,
-  call: DiscoveredApiCall,
-): Promise<{ response: ApiResponse; cached: boolean }> {
-  if (call.errorMessage) return { response: { success: false, errorMessage: call.errorMessage }, cached: false };
+/** The class of an API call's outcome from the engine's error message, which names the status code. */
+export function apiOutcomeOf(result: CallEndpointResult): ApiOutcome {
+  if (result.success) return '2xx';
+  const status = /^API call failed with status code ([1-5])\d\d$/.exec(result.errorMessage);
+  if (status) return `${status[1]}xx` as ApiOutcome;
+  return result.errorMessage === 'API call failed with no response' ? 'no response' : 'failed';
+}
+
+type Answer = { response: ApiResponse; cached: boolean; api: { outcome: ApiOutcome; durationMs: number } };
+const notCalled = { outcome: 'not called', durationMs: 0 } as const;
+
+async function respond(context: ShardContext, chainId: string, call: DiscoveredApiCall): Promise<Answer> {
+  if (call.errorMessage)
+    return { response: { success: false, errorMessage: call.errorMessage }, cached: false, api: notCalled };
   const { ois, endpoint } = findEndpoint(context.config, call);
   if (!ois || !endpoint) {
     return {
       response: { success: false, errorMessage: `No endpoint ${call.endpointName} in OIS ${call.oisTitle}` },
       cached: false,
+      api: notCalled,
     };
   }
   const gasPriceValue = getReservedParameterValue('_gasPrice', endpoint, call.parameters);
   const gasPrice = gasPriceValue !== undefined && /^\d+$/.test(gasPriceValue) ? { gasPrice: gasPriceValue } : {};
   if (call.cacheResponses && context.cache) {
     const hit = await context.cache.get(call.id);
-    if (hit) return { response: { success: true, ...hit, ...gasPrice }, cached: true };
+    if (hit)
+      return {
+        response: { success: true, ...hit, ...gasPrice },
+        cached: true,
+        api: { outcome: 'cached', durationMs: 0 },
+      };
   }
+  const started = performance.now();
   const result = await (context.callEndpoint ?? defaultCallEndpoint)({
     ois,
     endpointName: call.endpointName,
@@ -154,12 +172,17 @@ async function respond(
       requestId: call.id,
     },
   });
-  if (!result.success) return { response: { success: false, errorMessage: result.errorMessage }, cached: false };
+  const api = { outcome: apiOutcomeOf(result), durationMs: Math.round(performance.now() - started) };
+  if (!result.success) return { response: { success: false, errorMessage: result.errorMessage }, cached: false, api };
   const signature = signFulfillment(context.wallets.node, call.id, result.encodedValue);
   if (call.cacheResponses && context.cache) {
     await context.cache.set(call.id, { encodedValue: result.encodedValue, signature });
   }
-  return { response: { success: true, encodedValue: result.encodedValue, signature, ...gasPrice }, cached: false };
+  return {
+    response: { success: true, encodedValue: result.encodedValue, signature, ...gasPrice },
+    cached: false,
+    api,
+  };
 }
 
 /** A transaction whose answer was lost, and the outcome it counts as once a provider knows its hash. */
@@ -206,10 +229,12 @@ export async function runShard(shard: ShardInput, context: ShardContext): Promis
   const apiStart = performance.now();
   let apiFailure: { error: unknown } | undefined;
   const responses = shard.apiCalls.map(() => deferred<ApiResponse>());
+  const apiOutcomes = new Map<string, Answer['api']>();
   const answered = mapLimit(shard.apiCalls, context.apiConcurrency ?? 16, async (call, i) => {
     try {
-      const { response, cached } = await respond(context, shard.chainId, call);
+      const { response, cached, api } = await respond(context, shard.chainId, call);
       if (cached) cacheHits++;
+      apiOutcomes.set(call.id, api);
       responses[i]!.resolve(response);
     } catch (error) {
       apiFailure ??= { error };
@@ -437,6 +462,10 @@ export async function runShard(shard: ShardInput, context: ShardContext): Promis
         ? 'sent, but its answer was lost and no provider knows the transaction by its hash'
         : 'no provider could take the transaction',
     });
+  }
+  for (const outcome of outcomes) {
+    const api = outcome.kind === 'api' ? apiOutcomes.get(outcome.id) : undefined;
+    if (api) outcome.api = api;
   }
   return {
     chainId: shard.chainId,
