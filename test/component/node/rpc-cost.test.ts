@@ -83,4 +83,38 @@ describe('RPC cost of a cycle on anvil (real AirnodeRrpV0)', () => {
       expect(wallet.balanceWei).to.equal(BigInt(balance).toString());
     }
   });
+
+  it('reads the balances one by one from a provider that refuses an eth_call without a target', async () => {
+    const sponsor = await createSponsor(chain.deployment, 'rpc-cost-refused');
+    const id = await makeFullRequest(chain.deployment, {
+      endpointId: ENDPOINTS.price,
+      sponsor: sponsor.address,
+      sponsorWallet: sponsor.sponsorWallet,
+      parameters: encodeCoin('ETH'),
+    });
+    const config = buildConfig({ providers: { counted: proxy.url }, deployment: chain.deployment, apiUrl: api.url });
+    proxy.reset();
+    proxy.setFault(({ method, params }) =>
+      method === 'eth_call' && (params[0] as { to?: string }).to === undefined
+        ? { error: { code: -32602, message: 'missing "to"' } }
+        : undefined,
+    );
+    try {
+      const summary = await runCycle(config, {
+        executor: new InProcessExecutor({ config, wallets, logger: silentLogger }),
+        logger: silentLogger,
+        wallets,
+        providerMemory: new ProviderMemory(),
+      });
+      await waitForMined(chain.anvil.url);
+      expect((await requestEvents(chain.deployment, id)).fulfilled).to.have.length(1);
+      expect(proxy.counts.get('eth_getBalance')).to.equal(1);
+      const balance = await rpc<string>(chain.anvil.url, 'eth_getBalance', [sponsor.sponsorWallet, 'latest']);
+      expect(summary.sponsorWallets).to.deep.equal([
+        { chainId: '31337', sponsorWallet: sponsor.sponsorWallet, balanceWei: BigInt(balance).toString() },
+      ]);
+    } finally {
+      proxy.setFault(undefined);
+    }
+  });
 });
