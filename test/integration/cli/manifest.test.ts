@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { expect } from 'chai';
 import { LABELS } from '../../../src/contract/pods.js';
-import { API_VERSION, KIND } from '../../../src/operator/resource.js';
+import { ANNOTATIONS, API_VERSION, KIND } from '../../../src/operator/resource.js';
 import { ORACLE_NODE_ARGS, repoRoot } from '../../support/binary.js';
 import {
   condition,
@@ -75,15 +75,23 @@ describe('oracle-node manifest on the test control plane (integration)', functio
       120_000,
       { description: `OracleNode ${namespace}/minimal to be Ready`, intervalMs: 500 },
     );
-  /** The node's children as the operator wrote them, without what the apiserver adds or what names the namespace. */
+  /**
+   * The node's children as the operator wrote them, without what the apiserver adds; the namespace and the
+   * OracleNode's uid (in owner references) replaced, and without the applied-hash annotation, a hash of the whole
+   * desired object, namespace and uid included. The pod templates' hashes of the config and the Secret stay.
+   */
   async function children(namespace: string) {
+    const uid = (await readNode(namespace, 'minimal'))!.metadata.uid!;
     const list = JSON.parse(
       await kubectl(undefined, 'get', CHILDREN, '-n', namespace, '-l', `${LABELS.name}=minimal`, '-o', 'json'),
     ) as { items: { kind: string; metadata: Record<string, unknown>; status?: unknown }[] };
     return list.items
       .map(({ kind, metadata, status: _status, ...body }) => {
         const { name, labels, annotations } = metadata;
-        return JSON.parse(JSON.stringify({ kind, name, labels, annotations, ...body }).replaceAll(namespace, 'NS'));
+        const text = JSON.stringify({ kind, name, labels, annotations, ...body });
+        const normalized = JSON.parse(text.replaceAll(namespace, 'NS').replaceAll(uid, 'UID'));
+        delete normalized.annotations?.[ANNOTATIONS.appliedHash];
+        return normalized;
       })
       .sort((a, b) => `${a.kind}/${a.name}`.localeCompare(`${b.kind}/${b.name}`));
   }
@@ -130,6 +138,11 @@ describe('oracle-node manifest on the test control plane (integration)', functio
       'RoleBinding/minimal-dev-coordinator',
       'ServiceAccount/minimal-dev-coordinator',
     ]);
+    const cronJob = expected.find((c) => c.kind === 'CronJob');
+    expect(cronJob.spec.jobTemplate.spec.template.metadata.annotations).to.have.keys(
+      ANNOTATIONS.configHash,
+      ANNOTATIONS.secretHash,
+    );
     expect(await children(generated.name)).to.deep.equal(expected);
   });
 
