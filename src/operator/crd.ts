@@ -533,11 +533,11 @@ function workloadProperties(): Record<string, StructuralSchema> {
 }
 
 const condition: StructuralSchema = {
-  description: 'One aspect of the current state (Ready, ConfigValid, Progressing, Degraded).',
+  description: 'One aspect of the current state (Ready, ConfigValid, Progressing, Degraded, Reconciling, Stalled).',
   type: 'object',
   required: ['type', 'status', 'reason', 'message', 'lastTransitionTime'],
   properties: {
-    type: { description: 'Ready, ConfigValid, Progressing or Degraded.', type: 'string' },
+    type: { description: 'Ready, ConfigValid, Progressing, Degraded, Reconciling or Stalled.', type: 'string' },
     status: { description: 'True, False or Unknown.', type: 'string', enum: ['True', 'False', 'Unknown'] },
     reason: { description: 'Machine-readable CamelCase reason of the last transition.', type: 'string' },
     message: { description: 'Human-readable detail, with config paths for validation errors.', type: 'string' },
@@ -554,10 +554,17 @@ function statusSchema(): StructuralSchema {
   return {
     description: 'Observed state, written by the operator.',
     type: 'object',
+    // A new OracleNode reads "generation 1, observed 0" until the operator's first status write, so kstatus (Flux)
+    // and Argo CD see it in progress instead of current before anything was reconciled.
+    default: { observedGeneration: 0 },
     properties: {
-      observedGeneration: { description: 'The metadata.generation the status reflects.', type: 'integer' },
+      observedGeneration: {
+        description: 'The metadata.generation the status reflects (0 until the operator has seen the OracleNode).',
+        type: 'integer',
+      },
       conditions: {
-        description: 'Ready, ConfigValid, Progressing and Degraded.',
+        description:
+          'Ready, ConfigValid, Progressing and Degraded; Reconciling and Stalled (kstatus) only while they are True.',
         type: 'array',
         items: condition,
         'x-kubernetes-list-type': 'map',

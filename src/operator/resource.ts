@@ -118,7 +118,8 @@ export type Condition = {
   lastTransitionTime: string;
   observedGeneration?: number;
 };
-export type ConditionType = 'Ready' | 'ConfigValid' | 'Progressing' | 'Degraded';
+/** Reconciling and Stalled are kstatus's (abnormal-true: present only while True), derived from the others. */
+export type ConditionType = 'Ready' | 'ConfigValid' | 'Progressing' | 'Degraded' | 'Reconciling' | 'Stalled';
 
 /** Every reason the operator sets on a condition; docs/runbook.md has a section under each name. */
 export const CONDITION_REASONS = [
