@@ -26,6 +26,7 @@ describe('oracle-node CLI', () => {
         'status',
         'logs',
         'cycle',
+        'request',
         'completion',
       ].sort(),
     );
