@@ -271,7 +271,11 @@ describe('GitOps health: kstatus and the Argo CD health check over the states of
       status: 'Healthy',
       message: 'Stage prod is serving; the coordinator is suspended (spec.coordinator.suspend)',
     });
-    const discovered = await tool<Record<string, { disabled: boolean }>>('argocd-lua', ['discovery', DISCOVERY], seen.node);
+    const discovered = await tool<Record<string, { disabled: boolean }>>(
+      'argocd-lua',
+      ['discovery', DISCOVERY],
+      seen.node,
+    );
     expect([discovered['suspend-coordinator']!.disabled, discovered['resume-coordinator']!.disabled]).to.deep.equal([
       true,
       false,
