@@ -5,10 +5,11 @@
 import { readFile } from 'node:fs/promises';
 import { sponsorWallets } from '../chain/sponsor-wallets.js';
 import { errorMessage } from '../common/errors.js';
+import { parseShardInput, type ShardInput } from '../contract/shard.js';
 import { FileResponseCache } from '../node/cache.js';
 import { workerKubernetesCache } from '../node/kubernetes/index.js';
 import { createNodeLogger } from '../node/logger.js';
-import { runShard, type ShardInput } from '../node/shard.js';
+import { runShard } from '../node/shard.js';
 import { engineEnvironment, loadCommandConfig, parseCommandArgs } from './args.js';
 import { DEFAULT_CACHE_DIR } from './coordinator.js';
 import type { Subcommand } from './subcommand.js';
@@ -49,7 +50,12 @@ export const command: Subcommand = {
     let shard: ShardInput;
     try {
       const text = values.shard === '-' ? await readStdin() : await readFile(values.shard, 'utf8');
-      shard = JSON.parse(text) as ShardInput;
+      const parsed = parseShardInput(text);
+      if ('error' in parsed) {
+        process.stderr.write(`Not a shard: ${parsed.error}\n`);
+        return 2;
+      }
+      shard = parsed.shard;
     } catch (error) {
       process.stderr.write(`Cannot read the shard: ${errorMessage(error)}\n`);
       return 2;

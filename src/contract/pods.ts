@@ -1,10 +1,10 @@
 // The contract between the operator and the pods it creates, in one place: what the operator puts into a pod
-// (environment variables, mounted paths, labels, the worker Job template) and what the pods give back (the cycle
-// report). The operator's builders write it and the engine's Kubernetes adapters read it; neither imports the
+// (environment variables, mounted paths, labels) and what the pods give back (the cycle report). The worker Job
+// template and the shards it carries are the coordinator <-> worker contract (shard.ts). The operator's builders write it and the engine's Kubernetes adapters read it; neither imports the
 // other. Everything a pod reads from its environment is parsed here, never cast.
-import { createHash } from 'node:crypto';
-import type { V1Job, V1OwnerReference, V1PodTemplateSpec } from '@kubernetes/client-node';
+import type { V1Job } from '@kubernetes/client-node';
 import { z } from 'zod';
+import { CYCLE_LABEL, parseWorkerTemplate, type WorkerTemplate } from './shard.js';
 
 /** Environment variables the operator sets on engine containers. */
 export const ENV = {
@@ -36,14 +36,11 @@ export const LABELS = {
   component: 'app.kubernetes.io/component',
   partOf: 'app.kubernetes.io/part-of',
   instance: 'app.kubernetes.io/instance',
-  cycle: 'oracle-node.io/cycle',
+  cycle: CYCLE_LABEL,
 } as const;
 
 /** Set by the Job controller on a Job's pods. */
 export const JOB_NAME_LABEL = 'batch.kubernetes.io/job-name';
-/** Set by the Job controller on each pod of an Indexed Job. */
-export const COMPLETION_INDEX_ANNOTATION = 'batch.kubernetes.io/job-completion-index';
-export const CHAIN_ID_ANNOTATION = 'oracle-node.io/chain-id';
 
 /**
  * The gateway pod's port for /healthz, /readyz and /metrics (`oracle-node gateway --metrics-port`): the probes
@@ -53,93 +50,6 @@ export const GATEWAY_METRICS_PORT = 9090;
 
 export const CONFIG_DIR = '/etc/oracle-node';
 export const CONFIG_FILE = `${CONFIG_DIR}/config.json`;
-/** Not under the config mount: volumes cannot nest inside a ConfigMap volume. */
-export const SHARD_DIR = '/var/run/oracle-node/shards';
-export const SHARD_VOLUME = 'shards';
-export const WORKER_CONTAINER = 'worker';
-/** The key of shard `index` in a worker Job's input ConfigMap (and its file name under SHARD_DIR). */
-export const shardKey = (index: number | string) => `shard-${index}.json`;
-
-/** The worker Job template: computed by the operator, completed by the coordinator once per chain and cycle. */
-export type WorkerTemplate = {
-  namePrefix: string;
-  labels: Record<string, string>;
-  ownerReferences: V1OwnerReference[];
-  activeDeadlineSeconds: number;
-  ttlSecondsAfterFinished: number;
-  /** The pod template; buildWorkerJob adds the shard-input volume and the Job-specific labels. */
-  template: V1PodTemplateSpec;
-};
-
-const labelMap = z.record(z.string(), z.string());
-const workerTemplateSchema = z.object({
-  namePrefix: z.string().min(1).max(63),
-  labels: labelMap,
-  ownerReferences: z.array(
-    z.looseObject({ apiVersion: z.string(), kind: z.string(), name: z.string(), uid: z.string() }),
-  ),
-  activeDeadlineSeconds: z.number().int().positive(),
-  ttlSecondsAfterFinished: z.number().int().nonnegative(),
-  template: z.looseObject({
-    metadata: z.looseObject({ labels: labelMap.optional() }).optional(),
-    spec: z.looseObject({ containers: z.array(z.looseObject({ name: z.string() })).min(1) }),
-  }),
-});
-
-const MAX_NAME = 63;
-
-/** A Job name within the 63-character label limit, unique per cycle and chain. */
-export function workerJobName(prefix: string, cycleId: string): string {
-  const suffix = `-${cycleId}`;
-  const room = MAX_NAME - suffix.length;
-  const digest = createHash('sha256').update(JSON.stringify(prefix)).digest('hex').slice(0, 8);
-  const base = prefix.length <= room ? prefix : `${prefix.slice(0, room - 9)}-${digest}`;
-  return `${base}${suffix}`.replace(/-+$/, '');
-}
-
-/**
- * The Indexed Job for one batch of shards, from the operator's template. It is created suspended: its input
- * ConfigMap is owned by the Job (so it is garbage-collected with it) and can only be created once the Job's uid
- * exists; then the Job is released.
- */
-export function buildWorkerJob(
-  template: WorkerTemplate,
-  options: { name: string; shardCount: number; concurrency: number; chainId: string },
-): V1Job {
-  const completions = Math.max(1, options.shardCount);
-  const parallelism = Math.max(1, Math.min(Math.floor(options.concurrency), completions));
-  const labels = { ...template.labels, [LABELS.cycle]: options.name };
-  const podTemplate = structuredClone(template.template);
-  podTemplate.metadata = {
-    ...podTemplate.metadata,
-    labels: { ...podTemplate.metadata?.labels, [LABELS.cycle]: options.name },
-  };
-  const spec = podTemplate.spec!;
-  spec.volumes = [...(spec.volumes ?? []), { name: SHARD_VOLUME, configMap: { name: options.name } }];
-  return {
-    apiVersion: 'batch/v1',
-    kind: 'Job',
-    metadata: {
-      name: options.name,
-      labels,
-      annotations: { [CHAIN_ID_ANNOTATION]: options.chainId },
-      ownerReferences: template.ownerReferences,
-    },
-    spec: {
-      suspend: true,
-      completionMode: 'Indexed',
-      completions,
-      parallelism,
-      // One shard failing (e.g. its API is down) must not stop the others: failures are counted per index.
-      backoffLimitPerIndex: 0,
-      maxFailedIndexes: completions,
-      activeDeadlineSeconds: template.activeDeadlineSeconds,
-      ttlSecondsAfterFinished: template.ttlSecondsAfterFinished,
-      template: podTemplate,
-    },
-  };
-}
-
 /** The cycle report: written by the coordinator into `<name>-cycle` (key cycle.json), read by the operator. */
 export const CYCLE_REPORT_KEY = 'cycle.json';
 
@@ -328,22 +238,16 @@ export function readCoordinatorEnvironment(env: Env): CoordinatorEnvironment | u
   // An empty optional variable is an absent one.
   const parsed = coordinatorEnvironmentSchema.safeParse({ ...env, [ENV.gatewayUrl]: present(env, ENV.gatewayUrl) });
   if (!parsed.success) throw new Error(`invalid coordinator pod environment: ${explain(parsed.error)}`);
-  let rawTemplate: unknown;
-  try {
-    rawTemplate = JSON.parse(parsed.data[ENV.workerTemplate]);
-  } catch {
-    throw new Error(`invalid coordinator pod environment: ${ENV.workerTemplate} is not JSON`);
-  }
-  const template = workerTemplateSchema.safeParse(rawTemplate);
-  if (!template.success)
-    throw new Error(`invalid coordinator pod environment: ${ENV.workerTemplate}.${explain(template.error)}`);
+  const template = parseWorkerTemplate(parsed.data[ENV.workerTemplate]);
+  if ('error' in template)
+    throw new Error(`invalid coordinator pod environment: ${ENV.workerTemplate}${template.error}`);
   const jobName = parsed.data[ENV.jobName];
   const gatewayUrl = parsed.data[ENV.gatewayUrl];
   return {
     namespace: parsed.data[ENV.namespace],
     cacheConfigMap: parsed.data[ENV.cacheConfigMap],
     cycleConfigMap: parsed.data[ENV.cycleConfigMap],
-    workerTemplate: template.data as WorkerTemplate,
+    workerTemplate: template.template,
     ...(jobName ? { jobName } : {}),
     ...(gatewayUrl ? { gatewayUrl } : {}),
   };

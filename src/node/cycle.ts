@@ -20,10 +20,11 @@ import { type SponsorWallets, sponsorWallets } from '../chain/sponsor-wallets.js
 import { DEFAULT_MIN_CONFIRMATIONS, type WithdrawalRequest } from '../chain/types.js';
 import { errorMessage } from '../common/errors.js';
 import type { Config } from '../config/index.js';
+import { SHARD_FORMAT, type ShardInput, type ShardOutput } from '../contract/shard.js';
+import { requestedMinConfirmations } from './endpoints.js';
 import type { ShardExecutor, ShardResult } from './executor.js';
 import type { Logger } from './logger.js';
 import { decodeParameters } from './ois-adapter.js';
-import { requestedMinConfirmations, SHARD_FORMAT, type ShardInput, type ShardOutput } from './shard.js';
 
 /** Budget of one provider's discovery (the reference's initializeProvider worker). */
 export const PROVIDER_DISCOVERY_TIMEOUT_MS = 20_000;

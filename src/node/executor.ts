@@ -1,8 +1,10 @@
 // Shard executors. The interface is deliberately small and JSON-only so that a Kubernetes-Jobs
 // executor can run each shard as `oracle-node worker --shard <file>` in another pod.
 
+import { mapLimit } from '../common/concurrency.js';
 import { errorMessage } from '../common/errors.js';
-import { mapLimit, runShard, type ShardContext, type ShardInput, type ShardOutput } from './shard.js';
+import type { ShardInput, ShardOutput } from '../contract/shard.js';
+import { runShard, type ShardContext } from './shard.js';
 
 export type ShardResult =
   | { ok: true; output: ShardOutput }

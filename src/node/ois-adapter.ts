@@ -1,12 +1,15 @@
-// The cycle's one door to the OIS engine (src/ois): endpoint calls and Node-ABI parameter decoding.
+// The node's one door to the OIS engine (src/ois): endpoint calls, reserved parameters and Node-ABI decoding.
 // Kept as a seam so tests and benchmarks can inject a stand-in engine.
 import {
   type ApiCredential,
   decodeParameters as decodeNodeAbi,
   callEndpoint as engineCallEndpoint,
+  getReservedParameterValue,
   type Ois,
   type RequestMetadata,
 } from '../ois/index.js';
+
+export type { Ois };
 
 export type CallEndpointInput = {
   ois: Ois;
@@ -27,3 +30,6 @@ export function decodeParameters(encoded: string): Record<string, unknown> {
 export async function callEndpoint(call: CallEndpointInput): Promise<CallEndpointResult> {
   return engineCallEndpoint({ ...call, apiCredentials: [...call.apiCredentials] });
 }
+
+/** The value of a reserved parameter (`_gasPrice`, `_minConfirmations`, ...) for a request to an endpoint. */
+export const reservedParameterValue = getReservedParameterValue;

@@ -2,7 +2,12 @@
 // the sponsor's transactions in nonce order through ONE provider (the first healthy one), moving to the
 // next provider only when sending through the current one fails at transport level. Shards share no nonce
 // sequence, so they run independently (in-process here, as Kubernetes Jobs in the operator).
-// Input and output are plain JSON; secrets come from the worker's own config, never from the shard.
+// Input and output are the coordinator <-> worker contract (src/contract/shard.ts); secrets come from the
+// worker's own config, never from the shard.
+//
+// runShard reads as its phases: call the APIs (all at once, each request planned as soon as its answer is in),
+// then per provider: confirm lost sends, decide about pending transactions, price, drop what was served, plan,
+// send in nonce order; finally settle what no provider took and report.
 
 import { callView } from '../chain/calls.js';
 import { rrpInterface } from '../chain/contracts.js';
@@ -17,70 +22,37 @@ import {
   amountToWei,
   bumpGasTarget,
   type GasTarget,
-  type GasTargetJson,
   gasTargetFromJson,
   getGasTarget,
   type StrategyFailure,
 } from '../chain/gas-price.js';
-import { decidePending, needsCountBefore, STUCK_AFTER_BLOCKS } from '../chain/pending.js';
-import type { DiscoveredApiCall } from '../chain/requests.js';
+import { decidePending, needsCountBefore, type PendingDecision, STUCK_AFTER_BLOCKS } from '../chain/pending.js';
 import { parseMinConfirmations } from '../chain/requests.js';
 import { RpcClient } from '../chain/rpc.js';
-import { isKnown, sendInNonceOrder } from '../chain/sending.js';
+import { isKnown, type SendReport, sendInNonceOrder } from '../chain/sending.js';
 import type { SponsorWallets } from '../chain/sponsor-wallets.js';
-import { DEFAULT_MIN_CONFIRMATIONS, dryRunAddressOf, rrpAddressOf, type WithdrawalRequest } from '../chain/types.js';
+import { DEFAULT_MIN_CONFIRMATIONS, dryRunAddressOf, rrpAddressOf } from '../chain/types.js';
 import { type PlannedWithdrawal, planWithdrawal } from '../chain/withdrawals.js';
+import { mapLimit } from '../common/concurrency.js';
 import { errorMessage } from '../common/errors.js';
 import type { Config } from '../config/index.js';
 import type { ApiOutcome } from '../contract/request-log.js';
-import { getReservedParameterValue } from '../ois/reserved.js';
-import type { Ois } from '../ois/types.js';
+import {
+  SHARD_FORMAT,
+  type ShardApiCall,
+  type ShardInput,
+  type ShardOutcome,
+  type ShardOutput,
+} from '../contract/shard.js';
 import type { ResponseCache } from './cache.js';
+import { findEndpoint, requestedMinConfirmations } from './endpoints.js';
 import type { Logger } from './logger.js';
-import { type CallEndpointInput, type CallEndpointResult, callEndpoint as defaultCallEndpoint } from './ois-adapter.js';
-
-export const SHARD_FORMAT = 'oracle-node/shard@1';
-
-export type ShardInput = {
-  format: typeof SHARD_FORMAT;
-  chainId: string;
-  sponsor: string;
-  sponsorWallet: string;
-  /** Provider names of the chain, most preferred first (healthy in discovery). */
-  providers: string[];
-  currentBlock: number;
-  /** The chain's gas price in this cycle, read once by the coordinator for all shards; absent: the shard reads it. */
-  gasTarget?: GasTargetJson;
-  apiCalls: DiscoveredApiCall[];
-  withdrawals: WithdrawalRequest[];
-};
-
-export type ShardOutcome = {
-  id: string;
-  kind: 'api' | 'withdrawal';
-  outcome: 'fulfilled' | 'failed' | 'withdrawn' | 'skipped' | 'error';
-  txHash?: string;
-  nonce?: number;
-  provider?: string;
-  reason?: string;
-  /** The request's API call: its status class (never the answer) and how long it took. */
-  api?: { outcome: ApiOutcome; durationMs: number };
-};
-
-export type ShardOutput = {
-  chainId: string;
-  sponsorWallet: string;
-  outcomes: ShardOutcome[];
-  apiCalls: number;
-  cacheHits: number;
-  rpcCalls: number;
-  /** Milliseconds spent calling APIs, planning (static calls, estimates) and sending. */
-  timings: { apiMs: number; planMs: number; sendMs: number };
-  /** The gas price (legacy) or max fee per gas (EIP-1559) the transactions were priced at (wei, decimal). */
-  gasPriceWei?: string;
-  /** Gas price strategies that failed (each also logged at WARN), in the order they were tried. */
-  gasPriceStrategyFailures?: StrategyFailure[];
-};
+import {
+  type CallEndpointInput,
+  type CallEndpointResult,
+  callEndpoint as defaultCallEndpoint,
+  reservedParameterValue,
+} from './ois-adapter.js';
 
 export type ShardContext = {
   config: Config;
@@ -93,22 +65,88 @@ export type ShardContext = {
   apiConcurrency?: number;
 };
 
-export async function mapLimit<T, R>(
-  items: T[],
-  limit: number,
-  fn: (item: T, index: number) => Promise<R>,
-): Promise<R[]> {
-  const results = new Array<R>(items.length);
-  let next = 0;
-  const worker = async () => {
-    while (next < items.length) {
-      const index = next++;
-      results[index] = await fn(items[index]!, index);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.max(1, Math.min(limit, items.length)) }, worker));
-  return results;
+type Chain = Config['chains'][number];
+type ApiRecord = { outcome: ApiOutcome; durationMs: number };
+
+/** A transaction whose answer was lost, and the outcome it counts as once a provider knows its hash. */
+type LostSend = { id: string; txHash: string; outcome: ShardOutcome };
+
+type WorkItem =
+  | { kind: 'api'; call: ShardApiCall; response: Promise<ApiResponse> }
+  | { kind: 'withdrawal'; withdrawal: ShardInput['withdrawals'][number] };
+
+type Plan = PlannedTransaction | PlannedWithdrawal;
+type SendablePlan = Exclude<Plan, { kind: 'skip' }>;
+
+/** The state of one shard's run, shared by its phases. */
+type ShardRun = {
+  shard: ShardInput;
+  context: ShardContext;
+  chain: Chain;
+  logger: Logger;
+  wallet: ReturnType<SponsorWallets['walletOf']>;
+  rrpAddress: string;
+  dryRunAddress: string | undefined;
+  outcomes: ShardOutcome[];
+  /** What is still to be settled, in the shard's order. */
+  pending: WorkItem[];
+  /** Transactions sent whose answer was lost (the provider may have taken them), by item id. */
+  lost: Map<string, LostSend>;
+  rpcCalls: number;
+  timings: { apiMs: number; planMs: number; sendMs: number };
+  gasPriceWei: string | undefined;
+  gasPriceStrategyFailures: StrategyFailure[];
+};
+
+/** The API calls of a shard, running: each item's answer is a promise of its own. */
+type ApiPhase = {
+  answered: Promise<unknown>;
+  /** The first API call that threw (not an API failure: those are answers), which fails the shard. */
+  failure: { error: unknown } | undefined;
+  cacheHits: number;
+  records: Map<string, ApiRecord>;
+};
+
+export async function runShard(shard: ShardInput, context: ShardContext): Promise<ShardOutput> {
+  const run = startRun(shard, context);
+  // 1. API calls (cached responses reused), all answered before any transaction is sent, as the reference.
+  const apis = callApis(run);
+  // 2. Transactions through one provider at a time.
+  const providerNames = shard.providers.filter((name) => run.chain.providers[name]);
+  for (let p = 0; p < providerNames.length && run.pending.length > 0; p++) {
+    await submitThrough(run, providerNames[p]!, { resumed: p > 0, apis });
+  }
+  await apis.answered;
+  if (apis.failure) throw apis.failure.error;
+  settleUntaken(run);
+  return shardOutput(run, apis);
 }
+
+function startRun(shard: ShardInput, context: ShardContext): ShardRun {
+  if (shard.format !== SHARD_FORMAT) throw new Error(`Unknown shard format ${String(shard.format)}`);
+  const chain = context.config.chains.find((c) => c.id === shard.chainId);
+  if (!chain) throw new Error(`Chain ${shard.chainId} is not in the config`);
+  const wallet = context.wallets.walletOf(shard.sponsor);
+  if (wallet.address !== shard.sponsorWallet) throw new Error('Shard sponsor wallet does not match the node mnemonic');
+  return {
+    shard,
+    context,
+    chain,
+    logger: context.logger.child({ chainId: shard.chainId, sponsorWallet: shard.sponsorWallet }),
+    wallet,
+    rrpAddress: rrpAddressOf(chain),
+    dryRunAddress: dryRunAddressOf(chain),
+    outcomes: [],
+    pending: [],
+    lost: new Map(),
+    rpcCalls: 0,
+    timings: { apiMs: 0, planMs: 0, sendMs: 0 },
+    gasPriceWei: undefined,
+    gasPriceStrategyFailures: [],
+  };
+}
+
+// ---- Phase 1: the API calls --------------------------------------------------------------------------------
 
 /**
  * Promise.withResolvers, awaited where the value is needed; a rejection nobody reached (all providers down) is not
@@ -120,16 +158,30 @@ function deferred<T>(): PromiseWithResolvers<T> {
   return resolvers;
 }
 
-function findEndpoint(config: Config, call: DiscoveredApiCall) {
-  const ois = config.ois.find((o) => o.title === call.oisTitle) as Ois | undefined;
-  const endpoint = ois?.endpoints.find((e) => e.name === call.endpointName);
-  return { ois, endpoint };
-}
-
-/** The reserved `_minConfirmations` of a request, honoured only when the endpoint lists it. */
-export function requestedMinConfirmations(config: Config, call: DiscoveredApiCall): string | undefined {
-  const { endpoint } = findEndpoint(config, call);
-  return endpoint ? getReservedParameterValue('_minConfirmations', endpoint, call.parameters) : undefined;
+/** Starts every API call at once (bounded) and fills `run.pending` with the items, API answers as promises. */
+function callApis(run: ShardRun): ApiPhase {
+  const { shard, context } = run;
+  const apiStart = performance.now();
+  const responses = shard.apiCalls.map(() => deferred<ApiResponse>());
+  const phase: ApiPhase = { answered: Promise.resolve(), failure: undefined, cacheHits: 0, records: new Map() };
+  phase.answered = mapLimit(shard.apiCalls, context.apiConcurrency ?? 16, async (call, i) => {
+    try {
+      const { response, cached, api } = await respond(context, shard.chainId, call);
+      if (cached) phase.cacheHits++;
+      phase.records.set(call.id, api);
+      responses[i]!.resolve(response);
+    } catch (error) {
+      phase.failure ??= { error };
+      responses[i]!.reject(error);
+    }
+  }).finally(() => {
+    run.timings.apiMs = performance.now() - apiStart;
+  });
+  run.pending = [
+    ...shard.apiCalls.map((call, i) => ({ kind: 'api' as const, call, response: responses[i]!.promise })),
+    ...shard.withdrawals.map((withdrawal) => ({ kind: 'withdrawal' as const, withdrawal })),
+  ];
+  return phase;
 }
 
 /** The class of an API call's outcome from the engine's error message, which names the status code. */
@@ -140,10 +192,11 @@ export function apiOutcomeOf(result: CallEndpointResult): ApiOutcome {
   return result.errorMessage === 'API call failed with no response' ? 'no response' : 'failed';
 }
 
-type Answer = { response: ApiResponse; cached: boolean; api: { outcome: ApiOutcome; durationMs: number } };
+type Answer = { response: ApiResponse; cached: boolean; api: ApiRecord };
 const notCalled = { outcome: 'not called', durationMs: 0 } as const;
 
-async function respond(context: ShardContext, chainId: string, call: DiscoveredApiCall): Promise<Answer> {
+/** One request's answer: from the cache, else the API call through the OIS engine, signed. */
+async function respond(context: ShardContext, chainId: string, call: ShardApiCall): Promise<Answer> {
   if (call.errorMessage)
     return { response: { success: false, errorMessage: call.errorMessage }, cached: false, api: notCalled };
   const { ois, endpoint } = findEndpoint(context.config, call);
@@ -154,7 +207,7 @@ async function respond(context: ShardContext, chainId: string, call: DiscoveredA
       api: notCalled,
     };
   }
-  const gasPriceValue = getReservedParameterValue('_gasPrice', endpoint, call.parameters);
+  const gasPriceValue = reservedParameterValue('_gasPrice', endpoint, call.parameters);
   const gasPrice = gasPriceValue !== undefined && /^\d+$/.test(gasPriceValue) ? { gasPrice: gasPriceValue } : {};
   if (call.cacheResponses && context.cache) {
     const hit = await context.cache.get(call.id);
@@ -193,302 +246,95 @@ async function respond(context: ShardContext, chainId: string, call: DiscoveredA
   };
 }
 
-/** A transaction whose answer was lost, and the outcome it counts as once a provider knows its hash. */
-type LostSend = { id: string; txHash: string; outcome: ShardOutcome };
-
-type WorkItem =
-  | { kind: 'api'; call: DiscoveredApiCall; response: Promise<ApiResponse> }
-  | { kind: 'withdrawal'; withdrawal: WithdrawalRequest };
+// ---- Phase 2: the transactions, through one provider ---------------------------------------------------------
 
 function itemId(item: WorkItem): string {
   return item.kind === 'api' ? item.call.id : item.withdrawal.id;
 }
 
-async function stillAwaiting(client: RpcClient, rrpAddress: string, requestId: string): Promise<boolean> {
-  const [awaiting] = await callView<[boolean]>(
-    client,
-    { address: rrpAddress, iface: rrpInterface },
-    'requestIsAwaitingFulfillment',
-    [requestId],
-  );
-  return awaiting;
+/** Drops from `run.pending` what already has an outcome. */
+function dropSettled(run: ShardRun): void {
+  const done = new Set(run.outcomes.map((o) => o.id));
+  run.pending = run.pending.filter((item) => !done.has(itemId(item)));
 }
 
-export async function runShard(shard: ShardInput, context: ShardContext): Promise<ShardOutput> {
-  if (shard.format !== SHARD_FORMAT) throw new Error(`Unknown shard format ${String(shard.format)}`);
-  const chain = context.config.chains.find((c) => c.id === shard.chainId);
-  if (!chain) throw new Error(`Chain ${shard.chainId} is not in the config`);
-  const logger = context.logger.child({ chainId: shard.chainId, sponsorWallet: shard.sponsorWallet });
-  const wallet = context.wallets.walletOf(shard.sponsor);
-  if (wallet.address !== shard.sponsorWallet) throw new Error('Shard sponsor wallet does not match the node mnemonic');
-  const rrpAddress = rrpAddressOf(chain);
-  const dryRunAddress = dryRunAddressOf(chain);
-  const makeClient = context.rpcClient ?? ((url: string) => new RpcClient(url));
-  const outcomes: ShardOutcome[] = [];
-  let rpcCalls = 0;
-  let gasPriceWei: string | undefined;
-  const gasPriceStrategyFailures: StrategyFailure[] = [];
+function skipPending(run: ShardRun, reason: string): void {
+  for (const item of run.pending) run.outcomes.push({ id: itemId(item), kind: item.kind, outcome: 'skipped', reason });
+  run.pending = [];
+}
 
-  // 1. API calls (cached responses reused), all answered before any transaction is sent, as the reference.
-  // They start at once and each request is planned as soon as its answer is in, while the others still run.
-  let cacheHits = 0;
-  const timings = { apiMs: 0, planMs: 0, sendMs: 0 };
-  const apiStart = performance.now();
-  let apiFailure: { error: unknown } | undefined;
-  const responses = shard.apiCalls.map(() => deferred<ApiResponse>());
-  const apiOutcomes = new Map<string, Answer['api']>();
-  const answered = mapLimit(shard.apiCalls, context.apiConcurrency ?? 16, async (call, i) => {
-    try {
-      const { response, cached, api } = await respond(context, shard.chainId, call);
-      if (cached) cacheHits++;
-      apiOutcomes.set(call.id, api);
-      responses[i]!.resolve(response);
-    } catch (error) {
-      apiFailure ??= { error };
-      responses[i]!.reject(error);
+/**
+ * Settles `run.pending` through one provider: the phases below, in order. A transport failure keeps what was
+ * sent and leaves the rest for the next provider.
+ */
+async function submitThrough(
+  run: ShardRun,
+  providerName: string,
+  options: { resumed: boolean; apis: ApiPhase },
+): Promise<void> {
+  const makeClient = run.context.rpcClient ?? ((url: string) => new RpcClient(url));
+  const client = makeClient(run.chain.providers[providerName]!.url);
+  try {
+    if (run.lost.size > 0) {
+      await confirmLostSends(run, client, providerName);
+      dropSettled(run);
+      if (run.pending.length === 0) return;
     }
-  }).finally(() => {
-    timings.apiMs = performance.now() - apiStart;
+    const [latestCount, pendingCount] = await Promise.all([
+      transactionCount(client, run.wallet.address, 'latest'),
+      transactionCount(client, run.wallet.address, 'pending'),
+    ]);
+    // Transactions already in the pool, whoever sent them, are left alone unless they are stuck
+    // (src/chain/pending.ts); stuck ones are replaced (same nonces), which needs a higher price.
+    const decision = await pendingDecision(client, {
+      address: run.wallet.address,
+      latestCount,
+      pendingCount,
+      currentBlock: run.shard.currentBlock,
+      oldestServableBlock: oldestServableBlock(run.context.config, run.chain, run.pending),
+    });
+    if (decision.action === 'wait') {
+      run.logger.info({ provider: providerName, pending: decision.pending }, 'pending transactions left alone');
+      skipPending(run, decision.reason);
+      return;
+    }
+    const gasTarget = await priceTransactions(run, client, providerName, decision);
+    // The previous provider may have delivered a transaction before failing: never serve twice.
+    if (options.resumed) await dropServed(run, client);
+    const plans = await planTransactions(run, client, gasTarget);
+    const sendStart = performance.now();
+    await sendPlanned(run, client, providerName, plans, { latestCount, pendingCount, gasTarget });
+    run.timings.sendMs += performance.now() - sendStart;
+    run.pending = [];
+  } catch (error) {
+    if (options.apis.failure) throw options.apis.failure.error;
+    // A lost answer does not mean a dead provider: ask it first whether it took the transactions.
+    if (run.lost.size > 0) await confirmLostSends(run, client, providerName);
+    // Keep what was sent; the rest goes to the next provider.
+    dropSettled(run);
+    run.logger.warn({ provider: providerName, err: errorMessage(error) }, 'provider failed; trying the next one');
+  } finally {
+    run.rpcCalls += client.calls;
+  }
+}
+
+/** Lost sends that this provider knows by their hash count as sent; the others stay lost, never sent blindly. */
+async function confirmLostSends(run: ShardRun, client: RpcClient, provider: string): Promise<void> {
+  const sends = [...run.lost.values()];
+  const known = await mapLimit(sends, 8, (send) => isKnown(client, send.txHash));
+  sends.forEach((send, i) => {
+    if (!known[i]) return;
+    run.lost.delete(send.id);
+    run.outcomes.push(send.outcome);
+    run.logger.info(
+      { requestId: send.id, nonce: send.outcome.nonce, txHash: send.txHash, provider },
+      'a transaction whose answer was lost is known by its hash',
+    );
   });
-  let pending: WorkItem[] = [
-    ...shard.apiCalls.map((call, i) => ({ kind: 'api' as const, call, response: responses[i]!.promise })),
-    ...shard.withdrawals.map((withdrawal) => ({ kind: 'withdrawal' as const, withdrawal })),
-  ];
-
-  // 2. Transactions through one provider at a time.
-  const chainGasTarget = gasTargetFromJson(shard.gasTarget);
-  const providerNames = shard.providers.filter((name) => chain.providers[name]);
-  // Transactions sent whose answer was lost (the provider may have taken them): counted only once a provider
-  // knows them by their hash, never sent again blindly.
-  const lost = new Map<string, LostSend>();
-  const confirmLost = async (client: RpcClient, provider: string) => {
-    const known = await mapLimit([...lost.values()], 8, (send) => isKnown(client, send.txHash));
-    [...lost.values()].forEach((send, i) => {
-      if (!known[i]) return;
-      lost.delete(send.id);
-      outcomes.push(send.outcome);
-      logger.info(
-        { requestId: send.id, nonce: send.outcome.nonce, txHash: send.txHash, provider },
-        'a transaction whose answer was lost is known by its hash',
-      );
-    });
-  };
-  for (let p = 0; p < providerNames.length && pending.length > 0; p++) {
-    const providerName = providerNames[p]!;
-    const client = makeClient(chain.providers[providerName]!.url);
-    const resumed = p > 0;
-    try {
-      if (lost.size > 0) {
-        await confirmLost(client, providerName);
-        const done = new Set(outcomes.map((o) => o.id));
-        pending = pending.filter((item) => !done.has(itemId(item)));
-        if (pending.length === 0) break;
-      }
-      const [latestCount, pendingCount] = await Promise.all([
-        transactionCount(client, wallet.address, 'latest'),
-        transactionCount(client, wallet.address, 'pending'),
-      ]);
-      // Transactions already in the pool, whoever sent them, are left alone unless they are stuck
-      // (src/chain/pending.ts); stuck ones are replaced (same nonces), which needs a higher price.
-      const decision = await pendingDecision(client, {
-        address: wallet.address,
-        latestCount,
-        pendingCount,
-        currentBlock: shard.currentBlock,
-        oldestServableBlock: oldestServableBlock(context.config, chain, pending),
-      });
-      if (decision.action === 'wait') {
-        logger.info({ provider: providerName, pending: decision.pending }, 'pending transactions left alone');
-        for (const item of pending) {
-          outcomes.push({ id: itemId(item), kind: item.kind, outcome: 'skipped', reason: decision.reason });
-        }
-        pending = [];
-        break;
-      }
-      let gasTarget: GasTarget =
-        chainGasTarget ??
-        (await getGasTarget(client, chain.options.gasPriceOracle, chain.options.fulfillmentGasLimit, {
-          logger: logger.child({ provider: providerName }),
-          onFailure: (failure) => gasPriceStrategyFailures.push(failure),
-        }));
-      if (decision.action === 'replace') {
-        logger.info({ provider: providerName, pending: decision.pending }, 'replacing stuck pending transactions');
-        gasTarget = bumpGasTarget(gasTarget, 20);
-      }
-      gasPriceWei = String(gasTarget.type === 0 ? gasTarget.gasPrice : gasTarget.maxFeePerGas);
-
-      if (resumed) {
-        // The previous provider may have delivered a transaction before failing: never serve twice.
-        const checked = await mapLimit(pending, 8, async (item) =>
-          item.kind === 'api' ? stillAwaiting(client, rrpAddress, item.call.id) : true,
-        );
-        pending = pending.filter((item, i) => {
-          if (checked[i]) return true;
-          outcomes.push({
-            id: itemId(item),
-            kind: item.kind,
-            outcome: 'skipped',
-            reason: 'no longer awaiting fulfilment',
-          });
-          return false;
-        });
-      }
-
-      const remainder = chain.options.withdrawalRemainder ? amountToWei(chain.options.withdrawalRemainder) : 0n;
-      const planStart = performance.now();
-      const plans = await mapLimit(pending, 8, async (item): Promise<PlannedTransaction | PlannedWithdrawal> => {
-        if (item.kind === 'api') {
-          return planApiCallTransaction(
-            {
-              client,
-              rrpAddress,
-              ...(dryRunAddress ? { dryRunAddress } : {}),
-              ...(chain.options.fulfillmentGasLimit !== undefined
-                ? { fulfillmentGasLimit: chain.options.fulfillmentGasLimit }
-                : {}),
-              gasTarget,
-              stateBlock: shard.currentBlock,
-            },
-            item.call,
-            await item.response,
-          );
-        }
-        return planWithdrawal(client, {
-          id: item.withdrawal.id,
-          nodeAddress: item.withdrawal.nodeAddress,
-          sponsor: item.withdrawal.sponsor,
-          sponsorWallet: item.withdrawal.sponsorWallet,
-          rrpAddress,
-          gasTarget,
-          remainder,
-        });
-      });
-      timings.planMs += performance.now() - planStart;
-
-      // Send in nonce order, in batches (src/chain/sending.ts); a transport failure hands what was not
-      // answered to the next provider, a rejection stops this sponsor for the cycle once its nonce is filled.
-      const sendStart = performance.now();
-      const sendable: { item: WorkItem; plan: Exclude<PlannedTransaction | PlannedWithdrawal, { kind: 'skip' }> }[] =
-        [];
-      pending.forEach((item, index) => {
-        const plan = plans[index]!;
-        if (plan.kind === 'skip') {
-          outcomes.push({ id: itemId(item), kind: item.kind, outcome: 'skipped', reason: plan.reason });
-        } else sendable.push({ item, plan });
-      });
-      const report = await sendInNonceOrder(
-        sendable.map((s) => s.plan),
-        { client, wallet, chainId: shard.chainId, firstNonce: latestCount, pendingNonce: pendingCount, gasTarget },
-      );
-      let stopped: string | undefined;
-      sendable.forEach(({ item, plan }, index) => {
-        const sent = report.sent[index];
-        if (sent && 'txHash' in sent) {
-          outcomes.push({
-            id: itemId(item),
-            kind: item.kind,
-            outcome: plan.kind === 'fulfill' ? 'fulfilled' : plan.kind === 'fail' ? 'failed' : 'withdrawn',
-            txHash: sent.txHash,
-            nonce: sent.nonce,
-            provider: providerName,
-            ...(plan.kind === 'fail' && plan.errorMessage ? { reason: plan.errorMessage } : {}),
-          });
-        } else if (sent) {
-          outcomes.push({
-            id: itemId(item),
-            kind: item.kind,
-            outcome: 'error',
-            reason: sent.rejected,
-            nonce: sent.nonce,
-            provider: providerName,
-          });
-          logger.warn(
-            { requestId: itemId(item), nonce: sent.nonce, reason: sent.rejected },
-            'transaction rejected; nothing more is sent for this wallet in this cycle',
-          );
-          stopped = 'skipped because one of the previous requests failed';
-        } else if (stopped) {
-          outcomes.push({ id: itemId(item), kind: item.kind, outcome: 'skipped', reason: stopped });
-        }
-        // Neither: not answered before a transport failure; the next provider settles it.
-      });
-      for (const filler of report.fillers) {
-        if (filler.txHash)
-          logger.info({ nonce: filler.nonce, txHash: filler.txHash }, 'filled the nonce of a rejected transaction');
-        else if (filler.occupied)
-          logger.info({ nonce: filler.nonce, reason: filler.rejected }, 'the nonce of a rejected transaction is taken');
-        else
-          logger.error(
-            { nonce: filler.nonce, reason: filler.rejected },
-            'could not fill the nonce of a rejected transaction; later transactions wait behind it',
-          );
-      }
-      for (const { index, nonce, txHash } of report.unanswered ?? []) {
-        const { item, plan } = sendable[index]!;
-        lost.set(itemId(item), {
-          id: itemId(item),
-          txHash,
-          outcome: {
-            id: itemId(item),
-            kind: item.kind,
-            outcome: plan.kind === 'fulfill' ? 'fulfilled' : plan.kind === 'fail' ? 'failed' : 'withdrawn',
-            txHash,
-            nonce,
-            provider: providerName,
-            ...(plan.kind === 'fail' && plan.errorMessage ? { reason: plan.errorMessage } : {}),
-          },
-        });
-      }
-      if (report.transportError) throw report.transportError;
-      timings.sendMs += performance.now() - sendStart;
-      pending = [];
-    } catch (error) {
-      if (apiFailure) throw apiFailure.error;
-      // A lost answer does not mean a dead provider: ask it first whether it took the transactions.
-      if (lost.size > 0) await confirmLost(client, providerName);
-      // Keep what was sent; the rest goes to the next provider.
-      const done = new Set(outcomes.map((o) => o.id));
-      pending = pending.filter((item) => !done.has(itemId(item)));
-      logger.warn({ provider: providerName, err: errorMessage(error) }, 'provider failed; trying the next one');
-    } finally {
-      rpcCalls += client.calls;
-    }
-  }
-  await answered;
-  if (apiFailure) throw apiFailure.error;
-  for (const item of pending) {
-    outcomes.push({
-      id: itemId(item),
-      kind: item.kind,
-      outcome: 'error',
-      reason: lost.has(itemId(item))
-        ? 'sent, but its answer was lost and no provider knows the transaction by its hash'
-        : 'no provider could take the transaction',
-    });
-  }
-  for (const outcome of outcomes) {
-    const api = outcome.kind === 'api' ? apiOutcomes.get(outcome.id) : undefined;
-    if (api) outcome.api = api;
-  }
-  return {
-    chainId: shard.chainId,
-    sponsorWallet: shard.sponsorWallet,
-    outcomes,
-    apiCalls: shard.apiCalls.length - cacheHits,
-    cacheHits,
-    rpcCalls,
-    timings: {
-      apiMs: Math.round(timings.apiMs),
-      planMs: Math.round(timings.planMs),
-      sendMs: Math.round(timings.sendMs),
-    },
-    ...(gasPriceWei === undefined ? {} : { gasPriceWei }),
-    ...(gasPriceStrategyFailures.length === 0 ? {} : { gasPriceStrategyFailures }),
-  };
 }
 
 /** The block from which a transaction for the oldest of `items` may have been sent (its block + confirmations). */
-function oldestServableBlock(config: Config, chain: Config['chains'][number], items: WorkItem[]): number {
+function oldestServableBlock(config: Config, chain: Chain, items: WorkItem[]): number {
   const calls = items.flatMap((item) => (item.kind === 'api' ? [item.call] : []));
   // As the confirmation filter: the largest valid `_minConfirmations` of the sponsor's requests, else the chain's.
   const requested = calls
@@ -511,11 +357,236 @@ async function pendingDecision(
     currentBlock: number;
     oldestServableBlock: number;
   },
-) {
+): Promise<PendingDecision> {
   const { address, ...state } = input;
   if (!needsCountBefore(state)) return decidePending(state);
   const before = state.currentBlock - STUCK_AFTER_BLOCKS;
   // A provider without that block's state cannot tell: the requests' age decides alone.
   const latestCountBefore = await transactionCount(client, address, before).catch(() => undefined);
   return decidePending(latestCountBefore === undefined ? state : { ...state, latestCountBefore });
+}
+
+/** The cycle's gas price (the coordinator's, else read here), raised when stuck transactions are replaced. */
+async function priceTransactions(
+  run: ShardRun,
+  client: RpcClient,
+  providerName: string,
+  decision: Exclude<PendingDecision, { action: 'wait' }>,
+): Promise<GasTarget> {
+  const { chain, logger } = run;
+  let gasTarget: GasTarget =
+    gasTargetFromJson(run.shard.gasTarget) ??
+    (await getGasTarget(client, chain.options.gasPriceOracle, chain.options.fulfillmentGasLimit, {
+      logger: logger.child({ provider: providerName }),
+      onFailure: (failure) => run.gasPriceStrategyFailures.push(failure),
+    }));
+  if (decision.action === 'replace') {
+    logger.info({ provider: providerName, pending: decision.pending }, 'replacing stuck pending transactions');
+    gasTarget = bumpGasTarget(gasTarget, 20);
+  }
+  run.gasPriceWei = String(gasTarget.type === 0 ? gasTarget.gasPrice : gasTarget.maxFeePerGas);
+  return gasTarget;
+}
+
+async function stillAwaiting(client: RpcClient, rrpAddress: string, requestId: string): Promise<boolean> {
+  const [awaiting] = await callView<[boolean]>(
+    client,
+    { address: rrpAddress, iface: rrpInterface },
+    'requestIsAwaitingFulfillment',
+    [requestId],
+  );
+  return awaiting;
+}
+
+/** Skips the requests that are no longer awaiting fulfilment on chain. */
+async function dropServed(run: ShardRun, client: RpcClient): Promise<void> {
+  const checked = await mapLimit(run.pending, 8, async (item) =>
+    item.kind === 'api' ? stillAwaiting(client, run.rrpAddress, item.call.id) : true,
+  );
+  run.pending = run.pending.filter((item, i) => {
+    if (checked[i]) return true;
+    run.outcomes.push({
+      id: itemId(item),
+      kind: item.kind,
+      outcome: 'skipped',
+      reason: 'no longer awaiting fulfilment',
+    });
+    return false;
+  });
+}
+
+/** Each pending item's transaction (fulfil, fail, withdraw) or the reason to skip it; API answers awaited here. */
+async function planTransactions(run: ShardRun, client: RpcClient, gasTarget: GasTarget): Promise<Plan[]> {
+  const { chain } = run;
+  const remainder = chain.options.withdrawalRemainder ? amountToWei(chain.options.withdrawalRemainder) : 0n;
+  const planStart = performance.now();
+  const plans = await mapLimit(run.pending, 8, async (item): Promise<Plan> => {
+    if (item.kind === 'api') {
+      return planApiCallTransaction(
+        {
+          client,
+          rrpAddress: run.rrpAddress,
+          ...(run.dryRunAddress ? { dryRunAddress: run.dryRunAddress } : {}),
+          ...(chain.options.fulfillmentGasLimit !== undefined
+            ? { fulfillmentGasLimit: chain.options.fulfillmentGasLimit }
+            : {}),
+          gasTarget,
+          stateBlock: run.shard.currentBlock,
+        },
+        item.call,
+        await item.response,
+      );
+    }
+    return planWithdrawal(client, {
+      id: item.withdrawal.id,
+      nodeAddress: item.withdrawal.nodeAddress,
+      sponsor: item.withdrawal.sponsor,
+      sponsorWallet: item.withdrawal.sponsorWallet,
+      rrpAddress: run.rrpAddress,
+      gasTarget,
+      remainder,
+    });
+  });
+  run.timings.planMs += performance.now() - planStart;
+  return plans;
+}
+
+function sentOutcome(item: WorkItem, plan: SendablePlan, sent: { txHash: string; nonce: number }, provider: string) {
+  return {
+    id: itemId(item),
+    kind: item.kind,
+    outcome: plan.kind === 'fulfill' ? 'fulfilled' : plan.kind === 'fail' ? 'failed' : 'withdrawn',
+    txHash: sent.txHash,
+    nonce: sent.nonce,
+    provider,
+    ...(plan.kind === 'fail' && plan.errorMessage ? { reason: plan.errorMessage } : {}),
+  } satisfies ShardOutcome;
+}
+
+/**
+ * Sends in nonce order, in batches (src/chain/sending.ts), and records each answer; a transport failure (thrown)
+ * hands what was not answered to the next provider, a rejection stops this sponsor for the cycle once its nonce
+ * is filled.
+ */
+async function sendPlanned(
+  run: ShardRun,
+  client: RpcClient,
+  providerName: string,
+  plans: Plan[],
+  nonces: { latestCount: number; pendingCount: number; gasTarget: GasTarget },
+): Promise<void> {
+  const sendable: { item: WorkItem; plan: SendablePlan }[] = [];
+  run.pending.forEach((item, index) => {
+    const plan = plans[index]!;
+    if (plan.kind === 'skip') {
+      run.outcomes.push({ id: itemId(item), kind: item.kind, outcome: 'skipped', reason: plan.reason });
+    } else sendable.push({ item, plan });
+  });
+  const report = await sendInNonceOrder(
+    sendable.map((s) => s.plan),
+    {
+      client,
+      wallet: run.wallet,
+      chainId: run.shard.chainId,
+      firstNonce: nonces.latestCount,
+      pendingNonce: nonces.pendingCount,
+      gasTarget: nonces.gasTarget,
+    },
+  );
+  recordSends(run, providerName, sendable, report);
+  logFillers(run.logger, report);
+  for (const { index, nonce, txHash } of report.unanswered ?? []) {
+    const { item, plan } = sendable[index]!;
+    run.lost.set(itemId(item), {
+      id: itemId(item),
+      txHash,
+      outcome: sentOutcome(item, plan, { txHash, nonce }, providerName),
+    });
+  }
+  if (report.transportError) throw report.transportError;
+}
+
+function recordSends(
+  run: ShardRun,
+  providerName: string,
+  sendable: { item: WorkItem; plan: SendablePlan }[],
+  report: SendReport,
+): void {
+  let stopped: string | undefined;
+  sendable.forEach(({ item, plan }, index) => {
+    const sent = report.sent[index];
+    if (sent && 'txHash' in sent) {
+      run.outcomes.push(sentOutcome(item, plan, sent, providerName));
+    } else if (sent) {
+      run.outcomes.push({
+        id: itemId(item),
+        kind: item.kind,
+        outcome: 'error',
+        reason: sent.rejected,
+        nonce: sent.nonce,
+        provider: providerName,
+      });
+      run.logger.warn(
+        { requestId: itemId(item), nonce: sent.nonce, reason: sent.rejected },
+        'transaction rejected; nothing more is sent for this wallet in this cycle',
+      );
+      stopped = 'skipped because one of the previous requests failed';
+    } else if (stopped) {
+      run.outcomes.push({ id: itemId(item), kind: item.kind, outcome: 'skipped', reason: stopped });
+    }
+    // Neither: not answered before a transport failure; the next provider settles it.
+  });
+}
+
+function logFillers(logger: Logger, report: SendReport): void {
+  for (const filler of report.fillers) {
+    if (filler.txHash)
+      logger.info({ nonce: filler.nonce, txHash: filler.txHash }, 'filled the nonce of a rejected transaction');
+    else if (filler.occupied)
+      logger.info({ nonce: filler.nonce, reason: filler.rejected }, 'the nonce of a rejected transaction is taken');
+    else
+      logger.error(
+        { nonce: filler.nonce, reason: filler.rejected },
+        'could not fill the nonce of a rejected transaction; later transactions wait behind it',
+      );
+  }
+}
+
+// ---- The end: what no provider took, and the output -----------------------------------------------------------
+
+function settleUntaken(run: ShardRun): void {
+  for (const item of run.pending) {
+    run.outcomes.push({
+      id: itemId(item),
+      kind: item.kind,
+      outcome: 'error',
+      reason: run.lost.has(itemId(item))
+        ? 'sent, but its answer was lost and no provider knows the transaction by its hash'
+        : 'no provider could take the transaction',
+    });
+  }
+  run.pending = [];
+}
+
+function shardOutput(run: ShardRun, apis: ApiPhase): ShardOutput {
+  const { shard, outcomes, timings } = run;
+  for (const outcome of outcomes) {
+    const api = outcome.kind === 'api' ? apis.records.get(outcome.id) : undefined;
+    if (api) outcome.api = api;
+  }
+  return {
+    chainId: shard.chainId,
+    sponsorWallet: shard.sponsorWallet,
+    outcomes,
+    apiCalls: shard.apiCalls.length - apis.cacheHits,
+    cacheHits: apis.cacheHits,
+    rpcCalls: run.rpcCalls,
+    timings: {
+      apiMs: Math.round(timings.apiMs),
+      planMs: Math.round(timings.planMs),
+      sendMs: Math.round(timings.sendMs),
+    },
+    ...(run.gasPriceWei === undefined ? {} : { gasPriceWei: run.gasPriceWei }),
+    ...(run.gasPriceStrategyFailures.length === 0 ? {} : { gasPriceStrategyFailures: run.gasPriceStrategyFailures }),
+  };
 }

@@ -15,7 +15,7 @@ export type { AbiParameter, AbiParameterType, DecodedParameters } from './abi.js
 export { decodeParameters, encodeParameters } from './abi.js';
 export type { HttpRequest, RequestMetadata } from './request.js';
 export { buildRequest } from './request.js';
-export { extractAndEncodeResponse, getReservedParameters } from './reserved.js';
+export { extractAndEncodeResponse, getReservedParameters, getReservedParameterValue } from './reserved.js';
 /** Optional: compiles the processing sandbox at startup so the first processed call does not pay for it. */
 export { warmUpSandbox } from './sandbox.js';
 export type { ApiCredential, Endpoint, Ois } from './types.js';

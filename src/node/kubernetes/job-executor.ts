@@ -1,7 +1,8 @@
 // Runs inside the coordinator pod. KubernetesJobExecutor is the node's ShardExecutor on Kubernetes: each call
 // (one chain, one cycle) becomes one Indexed Job, completed from the operator's worker template, whose pods each
-// run one shard (`oracle-node worker --shard`), with parallelism capped at the chain's maxConcurrency. It talks
-// to the API through a small interface so it can be unit-tested without a cluster.
+// run one shard (`oracle-node worker --shard`), with parallelism capped at the chain's maxConcurrency. The Job,
+// its input and its output are the contract's (src/contract/shard.ts). It talks to the API through a small
+// interface so it can be unit-tested without a cluster.
 import {
   BatchV1Api,
   CoreV1Api,
@@ -13,18 +14,18 @@ import {
   type V1Pod,
 } from '@kubernetes/client-node';
 import { errorMessage, isNotFound } from '../../common/errors.js';
+import { JOB_NAME_LABEL, jobFinished } from '../../contract/pods.js';
 import {
+  buildShardInputConfigMap,
   buildWorkerJob,
   COMPLETION_INDEX_ANNOTATION,
-  JOB_NAME_LABEL,
-  jobFinished,
-  shardKey,
+  parseShardOutput,
+  type ShardInput,
   WORKER_CONTAINER,
   type WorkerTemplate,
   workerJobName,
-} from '../../contract/pods.js';
+} from '../../contract/shard.js';
 import type { ShardExecutor, ShardResult } from '../executor.js';
-import type { ShardInput, ShardOutput } from '../shard.js';
 
 /** The API calls the executor makes: one implementation over client-node, one in the unit tests. */
 export interface WorkerJobApi {
@@ -35,42 +36,6 @@ export interface WorkerJobApi {
   listJobPods(jobName: string): Promise<V1Pod[]>;
   /** The pod's log, or undefined when there is none (e.g. a pod that never ran a container). */
   readPodLog(podName: string, container: string): Promise<string | undefined>;
-}
-
-/** The worker Job's input: one key per shard, owned by the Job so it goes with it. */
-export function buildShardInputConfigMap(job: V1Job, shards: ShardInput[]): V1ConfigMap {
-  const data: Record<string, string> = {};
-  shards.forEach((shard, index) => {
-    data[shardKey(index)] = JSON.stringify(shard);
-  });
-  return {
-    apiVersion: 'v1',
-    kind: 'ConfigMap',
-    metadata: {
-      name: job.metadata!.name!,
-      labels: job.metadata?.labels ?? {},
-      ownerReferences: [
-        { apiVersion: 'batch/v1', kind: 'Job', name: job.metadata!.name!, uid: job.metadata!.uid!, controller: true },
-      ],
-    },
-    data,
-  };
-}
-
-/** The worker prints its ShardOutput as the last line of stdout; logs go to stderr but may be interleaved. */
-export function parseShardOutput(log: string | undefined): ShardOutput | undefined {
-  if (!log) return undefined;
-  const lines = log.trim().split('\n').reverse();
-  for (const line of lines) {
-    if (!line.startsWith('{')) continue;
-    try {
-      const parsed = JSON.parse(line) as Partial<ShardOutput>;
-      if (typeof parsed.chainId === 'string' && Array.isArray(parsed.outcomes)) return parsed as ShardOutput;
-    } catch {
-      // not the output line
-    }
-  }
-  return undefined;
 }
 
 export type JobExecutorOptions = {

@@ -1,14 +1,8 @@
 // The worker Job template: computed by the operator, handed to the coordinator in an environment variable, and
 // completed by the coordinator each cycle (the contract's buildWorkerJob: completions, parallelism, shard input).
 import type { V1ObjectMeta } from '@kubernetes/client-node';
-import {
-  CONFIG_FILE,
-  SHARD_DIR,
-  SHARD_VOLUME,
-  shardKey,
-  WORKER_CONTAINER,
-  type WorkerTemplate,
-} from '../../contract/pods.js';
+import { CONFIG_FILE } from '../../contract/pods.js';
+import { SHARD_DIR, SHARD_VOLUME, shardKey, WORKER_CONTAINER, type WorkerTemplate } from '../../contract/shard.js';
 import {
   type BuildInput,
   basePodSpec,

@@ -11,8 +11,13 @@ import {
   type V1Job,
 } from '@kubernetes/client-node';
 import { expect } from 'chai';
-import { buildWorkerJob, type WorkerTemplate, workerJobName } from '../../../src/contract/pods.js';
-import { buildShardInputConfigMap, kubeWorkerJobApi } from '../../../src/node/kubernetes/job-executor.js';
+import {
+  buildShardInputConfigMap,
+  buildWorkerJob,
+  type WorkerTemplate,
+  workerJobName,
+} from '../../../src/contract/shard.js';
+import { kubeWorkerJobApi } from '../../../src/node/kubernetes/job-executor.js';
 import { buildCoordinatorFence } from '../../../src/operator/builders/admission.js';
 import { DEFAULT_IMAGE } from '../../../src/operator/resource.js';
 import { ADMISSION_KINDS } from '../../../src/operator/webhook/admission.js';

@@ -3,8 +3,8 @@
 //   node --import tsx test/integration/operator/run-executor.ts <namespace> <cronjob> <shards> <concurrency>
 import type { V1CronJob } from '@kubernetes/client-node';
 import { BatchV1Api, KubeConfig } from '@kubernetes/client-node';
+import type { ShardInput } from '../../../src/contract/shard.js';
 import { coordinatorKubernetes } from '../../../src/node/kubernetes/index.js';
-import type { ShardInput } from '../../../src/node/shard.js';
 
 const [namespace, cronJobName, shardCount, concurrency] = process.argv.slice(2);
 const kubeConfig = new KubeConfig();

@@ -1,13 +1,12 @@
 import { expect } from 'chai';
 import {
-  buildWorkerJob,
   ENV,
   parseCycleReport,
   readCoordinatorEnvironment,
   readEngineEnvironment,
   readWorkerEnvironment,
-  type WorkerTemplate,
 } from '../../../src/contract/pods.js';
+import type { WorkerTemplate } from '../../../src/contract/shard.js';
 
 const template: WorkerTemplate = {
   namePrefix: 'n-dev-worker',
@@ -66,18 +65,6 @@ describe('the operator <-> pod contract', () => {
       readEngineEnvironment({ [ENV.configPath]: '/etc/oracle-node/config.json', [ENV.oracleNode]: 'n' }),
     ).to.deep.equal({ configPath: '/etc/oracle-node/config.json', oracleNode: 'n' });
     expect(readEngineEnvironment({ [ENV.configPath]: '' })).to.deep.equal({});
-  });
-
-  it('the worker Job is the template completed: shard volume, cycle label, bounded parallelism', () => {
-    const job = buildWorkerJob(template, { name: 'n-dev-worker-abc', shardCount: 5, concurrency: 2, chainId: '1' });
-    expect(job.spec!.parallelism).to.equal(2);
-    expect(job.spec!.completions).to.equal(5);
-    expect(job.metadata!.labels).to.include({ 'oracle-node.io/cycle': 'n-dev-worker-abc' });
-    expect(job.spec!.template.spec!.volumes).to.deep.equal([
-      { name: 'shards', configMap: { name: 'n-dev-worker-abc' } },
-    ]);
-    // The template itself is not changed.
-    expect(template.template.spec!.volumes).to.equal(undefined);
   });
 
   it('the cycle report keeps only well-formed fields and entries (the coordinator is not trusted)', () => {

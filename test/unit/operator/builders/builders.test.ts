@@ -1,13 +1,12 @@
 import type { V1CronJob, V1Deployment, V1Role, V1Service, V2HorizontalPodAutoscaler } from '@kubernetes/client-node';
 import { expect } from 'chai';
 import {
-  buildWorkerJob,
   ENV,
   GATEWAY_METRICS_PORT,
   readCoordinatorEnvironment,
   readWorkerEnvironment,
-  workerJobName,
 } from '../../../../src/contract/pods.js';
+import { buildWorkerJob, workerJobName } from '../../../../src/contract/shard.js';
 import {
   type BuildInput,
   buildChildren,
