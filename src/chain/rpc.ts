@@ -108,6 +108,9 @@ export const MAX_IN_FLIGHT_PER_PROVIDER = 32;
  */
 export const MAX_CALLS_PER_BATCH = 50;
 
+/** Answers a provider's measured latency is taken over. */
+const LATENCY_WINDOW = 8;
+
 type QueuedCall = {
   method: string;
   params: unknown[];
@@ -125,6 +128,18 @@ class ProviderQueue {
   private scheduled = false;
   /** Cleared for good once the provider answers a batch with one error object (it does not take batches). */
   private batching = true;
+  /** How long the provider's last answers took (ms), newest last: its measured latency (see `latencyMs`). */
+  private readonly answerTimes: number[] = [];
+
+  /** The slowest of the provider's last few answers, undefined before the first one. */
+  get latencyMs(): number | undefined {
+    return this.answerTimes.length === 0 ? undefined : Math.max(...this.answerTimes);
+  }
+
+  private recordAnswerTime(ms: number): void {
+    this.answerTimes.push(ms);
+    if (this.answerTimes.length > LATENCY_WINDOW) this.answerTimes.shift();
+  }
 
   constructor(
     readonly url: string,
@@ -192,7 +207,9 @@ class ProviderQueue {
     let answer: unknown;
     try {
       const body = JSON.stringify(calls.length === 1 ? entries[0] : entries);
+      const started = performance.now();
       answer = await withTimeout(calls[0]!.transport(this.url, body, timeoutMs), timeoutMs, what);
+      this.recordAnswerTime(performance.now() - started);
     } catch (error) {
       for (const call of calls) call.reject(error);
       return;
@@ -243,6 +260,14 @@ export class RpcClient {
     maxInFlight = MAX_IN_FLIGHT_PER_PROVIDER,
   ) {
     this.queue = queueFor(url, maxInFlight);
+  }
+
+  /**
+   * How long this provider takes to answer, as measured in this process (the slowest of its last few answers;
+   * undefined before its first): what timeouts that should follow the provider's pace are derived from.
+   */
+  get latencyMs(): number | undefined {
+    return this.queue.latencyMs;
   }
 
   async request<T = unknown>(method: string, params: unknown[], options: RpcOptions = {}): Promise<T> {

@@ -14,9 +14,8 @@ import { createNodeLogger } from '../node/logger.js';
 import { cycleMetrics } from '../node/metrics.js';
 import { callEndpoint } from '../node/ois-adapter.js';
 import { createMetricsRegistry } from '../observability/index.js';
-import { loadCommandConfig, parseCommandArgs } from './args.js';
+import { loadCommandConfig, parseCommandArgs, parseServerPorts } from './args.js';
 import { DEFAULT_CACHE_DIR } from './coordinator.js';
-import { parsePort } from './gateway.js';
 import type { Subcommand } from './subcommand.js';
 
 export const DEFAULT_CYCLE_INTERVAL_MS = 60_000;
@@ -54,12 +53,8 @@ export const command: Subcommand = {
       process.stderr.write('--interval-ms must be an integer >= 100\n');
       return 2;
     }
-    const port = parsePort(values.port);
-    const metricsPort = parsePort(values['metrics-port']);
-    if (port === null || metricsPort === null) {
-      process.stderr.write('--port and --metrics-port must be integers between 0 and 65535\n');
-      return 2;
-    }
+    const ports = parseServerPorts(values);
+    if ('exitCode' in ports) return ports.exitCode;
     const config = await loadCommandConfig(values.config, values.secrets);
     if (typeof config === 'number') return config;
     if (config.nodeSettings.cloudProvider.type !== 'local') {
@@ -76,11 +71,7 @@ export const command: Subcommand = {
     let gateway: GatewayServer | undefined;
     if (!values['no-gateway']) {
       try {
-        gateway = await startGatewayServer(config, {
-          callEndpoint,
-          ...(port === undefined ? {} : { port }),
-          ...(metricsPort === undefined ? {} : { metricsPort }),
-        });
+        gateway = await startGatewayServer(config, { callEndpoint, ...ports });
       } catch (error) {
         const code = (error as NodeJS.ErrnoException).code;
         process.stderr.write(

@@ -14,7 +14,7 @@ import type { Config } from '../config/index.js';
 import type { ShardExecutor, ShardResult } from './executor.js';
 import type { Logger } from './logger.js';
 import { decodeParameters } from './ois-adapter.js';
-import { requestedMinConfirmations, SHARD_FORMAT, type ShardInput } from './shard.js';
+import { requestedMinConfirmations, SHARD_FORMAT, type ShardInput, type ShardOutput } from './shard.js';
 
 /** Budget of one provider's discovery (the reference's initializeProvider worker). */
 export const PROVIDER_DISCOVERY_TIMEOUT_MS = 20_000;
@@ -55,6 +55,8 @@ export type CycleSummary = {
   sponsorWallets: { chainId: string; sponsorWallet: string; balanceWei: string }[];
   /** Per chain, the highest gas price its transactions were priced at in this cycle (wei, decimal). */
   gasPrices: { chainId: string; gasPriceWei: string }[];
+  /** Per chain and strategy, how many times a gas price strategy failed in this cycle (each logged at WARN). */
+  gasPriceStrategyFailures: { chainId: string; strategy: string; count: number }[];
   results: ShardResult[];
 };
 
@@ -197,6 +199,7 @@ export async function runCycle(config: Config, deps: CycleDeps): Promise<CycleSu
     timings: { discoveryMs: 0, shardsMs: 0 },
     sponsorWallets: [],
     gasPrices: [],
+    gasPriceStrategyFailures: [],
     results: [],
   };
   const gasPrices = new Map<string, bigint>();
@@ -249,6 +252,18 @@ export async function runCycle(config: Config, deps: CycleDeps): Promise<CycleSu
         const { chainId } = result.output;
         if (BigInt(gasPrice) > (gasPrices.get(chainId) ?? -1n)) gasPrices.set(chainId, BigInt(gasPrice));
       }
+      for (const failure of strategyFailuresOf(result.output)) {
+        const counted = summary.gasPriceStrategyFailures.find(
+          (f) => f.chainId === result.output.chainId && f.strategy === failure.strategy,
+        );
+        if (counted) counted.count++;
+        else
+          summary.gasPriceStrategyFailures.push({
+            chainId: result.output.chainId,
+            strategy: failure.strategy,
+            count: 1,
+          });
+      }
       for (const outcome of result.output.outcomes) {
         if (outcome.outcome === 'fulfilled') summary.transactions.fulfilled++;
         else if (outcome.outcome === 'failed') summary.transactions.failed++;
@@ -268,4 +283,14 @@ export async function runCycle(config: Config, deps: CycleDeps): Promise<CycleSu
     'cycle finished',
   );
   return summary;
+}
+
+/** A worker's gas price strategy failures, read as untrusted (its output comes back through a pod log). */
+function strategyFailuresOf(output: ShardOutput): { strategy: string }[] {
+  const failures: unknown = output.gasPriceStrategyFailures;
+  if (!Array.isArray(failures)) return [];
+  return failures.filter(
+    (f): f is { strategy: string } =>
+      typeof f === 'object' && f !== null && typeof f.strategy === 'string' && /^[A-Za-z0-9]{1,64}$/.test(f.strategy),
+  );
 }

@@ -29,6 +29,11 @@ export function cycleMetrics(registry: Registry) {
     help: 'Balance of a sponsor wallet after the last cycle in which it sent a transaction',
     labelNames: ['chain_id', 'sponsor_wallet'] as const,
   });
+  const strategyFailures = counter(registry, {
+    name: 'node_gas_price_strategy_failures_total',
+    help: 'Gas price strategies that failed (each logged at WARN); the next strategy, at last the constant one, is used',
+    labelNames: ['chain_id', 'strategy'] as const,
+  });
   return {
     observe(summary: CycleSummary | undefined, seconds: number) {
       duration.observe(seconds);
@@ -37,6 +42,9 @@ export function cycleMetrics(registry: Registry) {
       for (const [outcome, count] of Object.entries(summary.transactions)) transactions.inc({ outcome }, count);
       for (const provider of summary.providers) {
         providerUp.set({ chain_id: provider.chainId, provider: provider.provider }, provider.ok ? 1 : 0);
+      }
+      for (const failure of summary.gasPriceStrategyFailures) {
+        strategyFailures.inc({ chain_id: failure.chainId, strategy: failure.strategy }, failure.count);
       }
       for (const wallet of summary.sponsorWallets) {
         balance.set({ chain_id: wallet.chainId, sponsor_wallet: wallet.sponsorWallet }, Number(wallet.balanceWei));

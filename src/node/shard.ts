@@ -13,7 +13,7 @@ import {
   signFulfillment,
   transactionCount,
 } from '../chain/fulfillment.js';
-import { amountToWei, bumpGasTarget, type GasTarget, getGasTarget } from '../chain/gas-price.js';
+import { amountToWei, bumpGasTarget, type GasTarget, getGasTarget, type StrategyFailure } from '../chain/gas-price.js';
 import type { DiscoveredApiCall } from '../chain/requests.js';
 import { RpcClient } from '../chain/rpc.js';
 import { sendInNonceOrder } from '../chain/sending.js';
@@ -65,6 +65,8 @@ export type ShardOutput = {
   balanceWei?: string;
   /** The gas price (legacy) or max fee per gas (EIP-1559) the transactions were priced at (wei, decimal). */
   gasPriceWei?: string;
+  /** Gas price strategies that failed (each also logged at WARN), in the order they were tried. */
+  gasPriceStrategyFailures?: StrategyFailure[];
 };
 
 export type ShardContext = {
@@ -190,6 +192,7 @@ export async function runShard(shard: ShardInput, context: ShardContext): Promis
   let rpcCalls = 0;
   let balanceWei: string | undefined;
   let gasPriceWei: string | undefined;
+  const gasPriceStrategyFailures: StrategyFailure[] = [];
 
   // 1. API calls (cached responses reused), all answered before any transaction is sent, as the reference.
   // They start at once and each request is planned as soon as its answer is in, while the others still run.
@@ -230,6 +233,10 @@ export async function runShard(shard: ShardInput, context: ShardContext): Promis
         client,
         chain.options.gasPriceOracle,
         chain.options.fulfillmentGasLimit,
+        {
+          logger: logger.child({ provider: providerName }),
+          onFailure: (failure) => gasPriceStrategyFailures.push(failure),
+        },
       );
       // Transactions still pending from an earlier cycle are replaced (same nonces): that needs a higher price.
       if (pendingCount > latestCount) gasTarget = bumpGasTarget(gasTarget, 20);
@@ -296,7 +303,7 @@ export async function runShard(shard: ShardInput, context: ShardContext): Promis
       });
       const report = await sendInNonceOrder(
         sendable.map((s) => s.plan),
-        { client, wallet, chainId: shard.chainId, firstNonce: latestCount, gasTarget },
+        { client, wallet, chainId: shard.chainId, firstNonce: latestCount, pendingNonce: pendingCount, gasTarget },
       );
       let stopped: string | undefined;
       sendable.forEach(({ item, plan }, index) => {
@@ -333,6 +340,8 @@ export async function runShard(shard: ShardInput, context: ShardContext): Promis
       for (const filler of report.fillers) {
         if (filler.txHash)
           logger.info({ nonce: filler.nonce, txHash: filler.txHash }, 'filled the nonce of a rejected transaction');
+        else if (filler.occupied)
+          logger.info({ nonce: filler.nonce, reason: filler.rejected }, 'the nonce of a rejected transaction is taken');
         else
           logger.error(
             { nonce: filler.nonce, reason: filler.rejected },
@@ -378,6 +387,7 @@ export async function runShard(shard: ShardInput, context: ShardContext): Promis
     },
     ...(balanceWei === undefined ? {} : { balanceWei }),
     ...(gasPriceWei === undefined ? {} : { gasPriceWei }),
+    ...(gasPriceStrategyFailures.length === 0 ? {} : { gasPriceStrategyFailures }),
   };
 }
 

@@ -3,6 +3,8 @@
 // check that each sponsor wallet's transactions were sent in nonce order, and then mined without gaps.
 // Transactions are decoded when `sent` is read, not on the way through: recovering a sender is a signature
 // recovery (milliseconds of the benchmark's CPU each), which must not slow the node being measured.
+// It also injects the faults of a bad day on the chain (`setFault`): an answer that comes late, an answer lost
+// after the call reached the chain, or a chain's answer replaced by a canned error message.
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Transaction } from 'ethers';
@@ -11,19 +13,34 @@ import { rpc } from './chain.js';
 /** A raw transaction as it arrived; `rejected` when the chain answered it with an error. */
 export type SentTransaction = { from: string; nonce: number; hash: string; rejected?: string };
 
+/**
+ * What the proxy does to one call. Every call is forwarded to the chain first (so the chain sees what the node
+ * sent); then `delay` holds the answer back, `drop` closes the connection instead of answering (the node never
+ * learns the outcome), `error` replaces the chain's answer to this call with a JSON-RPC error.
+ */
+export type Fault = { delayMs: number } | { drop: true } | { error: { code?: number; message: string } };
+
+/** Chooses the fault of each call (undefined: pass it through); `seen` counts the earlier calls of that method. */
+export type FaultRule = (call: { method: string; params: unknown[]; seen: number }) => Fault | undefined;
+
 export type RecordingProxy = {
   url: string;
   counts: Map<string, number>;
   /** Decoded on reading (see above). */
   readonly sent: SentTransaction[];
+  /** Faults from now on (undefined: none). */
+  setFault(rule: FaultRule | undefined): void;
   reset(): void;
   close(): Promise<void>;
 };
+
+type JsonRpcCall = { id?: unknown; method?: string; params?: unknown[] };
 
 export async function startRecordingProxy(target: string): Promise<RecordingProxy> {
   const counts = new Map<string, number>();
   const raw: { tx: string; rejected?: string }[] = [];
   const decoded: SentTransaction[] = [];
+  let rule: FaultRule | undefined;
   const server: Server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
@@ -31,14 +48,13 @@ export async function startRecordingProxy(target: string): Promise<RecordingProx
       const body = Buffer.concat(chunks).toString('utf8');
       // Recorded before forwarding, so arrival order is the order the node sent them in.
       const recorded = new Map<unknown, { tx: string; rejected?: string }>();
+      const faults = new Map<unknown, Fault>();
       try {
-        const parsed = JSON.parse(body) as { method?: string; params?: unknown[] } | { method?: string }[];
-        for (const call of (Array.isArray(parsed) ? parsed : [parsed]) as {
-          id?: unknown;
-          method?: string;
-          params?: unknown[];
-        }[]) {
+        const parsed = JSON.parse(body) as JsonRpcCall | JsonRpcCall[];
+        for (const call of Array.isArray(parsed) ? parsed : [parsed]) {
           const method = call.method ?? '?';
+          const fault = rule?.({ method, params: call.params ?? [], seen: counts.get(method) ?? 0 });
+          if (fault) faults.set(call.id, fault);
           counts.set(method, (counts.get(method) ?? 0) + 1);
           if (method === 'eth_sendRawTransaction' && typeof call.params?.[0] === 'string') {
             const entry = { tx: call.params[0] };
@@ -55,7 +71,7 @@ export async function startRecordingProxy(target: string): Promise<RecordingProx
           headers: { 'content-type': 'application/json' },
           body,
         });
-        const text = await upstream.text();
+        let text = await upstream.text();
         if (recorded.size > 0) {
           try {
             const answer = JSON.parse(text) as { id?: unknown; error?: { message?: string } }[];
@@ -66,6 +82,16 @@ export async function startRecordingProxy(target: string): Promise<RecordingProx
           } catch {
             // not JSON: nothing to mark
           }
+        }
+        if (faults.size > 0) {
+          const all = [...faults.values()];
+          if (all.some((f) => 'drop' in f)) {
+            res.socket?.destroy();
+            return;
+          }
+          const delayMs = Math.max(0, ...all.map((f) => ('delayMs' in f ? f.delayMs : 0)));
+          if (delayMs > 0) await new Promise((resolve) => setTimeout(resolve, delayMs));
+          text = withErrors(text, faults);
         }
         res.setHeader('content-type', 'application/json');
         res.end(text);
@@ -87,6 +113,9 @@ export async function startRecordingProxy(target: string): Promise<RecordingProx
       // Rejections are known only once the chain answered: read them each time.
       return decoded.map((tx, i) => (raw[i]!.rejected ? { ...tx, rejected: raw[i]!.rejected } : tx));
     },
+    setFault(next) {
+      rule = next;
+    },
     reset() {
       counts.clear();
       raw.length = 0;
@@ -98,6 +127,23 @@ export async function startRecordingProxy(target: string): Promise<RecordingProx
         server.close(() => resolve());
       }),
   };
+}
+
+/** The chain's answer with the answers of the calls that have an `error` fault replaced by that error. */
+function withErrors(text: string, faults: Map<unknown, Fault>): string {
+  let answer: unknown;
+  try {
+    answer = JSON.parse(text);
+  } catch {
+    return text;
+  }
+  const replace = (entry: { id?: unknown }) => {
+    const fault = faults.get(entry.id);
+    return fault && 'error' in fault
+      ? { jsonrpc: '2.0', id: entry.id, error: { code: fault.error.code ?? -32000, message: fault.error.message } }
+      : entry;
+  };
+  return JSON.stringify(Array.isArray(answer) ? answer.map(replace) : replace(answer as { id?: unknown }));
 }
 
 export type NonceReport = {

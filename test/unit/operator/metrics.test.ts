@@ -2,8 +2,8 @@ import { expect } from 'chai';
 import { Registry } from 'prom-client';
 import { parseCycleReport } from '../../../src/contract/pods.js';
 import { lastSuccessfulCycleSeconds, OracleNodeMetrics } from '../../../src/operator/metrics.js';
+import { lastCycle, providerHealth } from '../../../src/operator/reconcile/status.js';
 import type { OracleNodeStatus } from '../../../src/operator/resource.js';
-import { lastCycle, providerHealth } from '../../../src/operator/status.js';
 
 const key = { namespace: 'oracles', name: 'eth-node' };
 

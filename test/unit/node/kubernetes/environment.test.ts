@@ -20,6 +20,7 @@ describe('coordinator in operator pods', () => {
       timings: { discoveryMs: 1, shardsMs: 2 },
       sponsorWallets: [],
       gasPrices: [],
+      gasPriceStrategyFailures: [],
       results: [],
     };
     const counts = cycleCounts(summary);
@@ -53,6 +54,7 @@ describe('coordinator in operator pods', () => {
       timings: { discoveryMs: 1, shardsMs: 2 },
       sponsorWallets: [],
       gasPrices: [{ chainId: '1', gasPriceWei: '1100000000' }],
+      gasPriceStrategyFailures: [],
       results: [
         {
           ok: true as const,
@@ -104,6 +106,7 @@ describe('coordinator in operator pods', () => {
         timings: { discoveryMs: 1, shardsMs: 2 },
         sponsorWallets: [],
         gasPrices: [],
+        gasPriceStrategyFailures: [],
         results: [
           {
             ok: true as const,

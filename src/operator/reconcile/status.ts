@@ -1,20 +1,29 @@
-// Status computation, kept pure: conditions keep their lastTransitionTime unless their status flips, and two
-// statuses are compared as canonical JSON so an unchanged status is never written.
-import type { V1CronJob, V1Deployment, V1Job } from '@kubernetes/client-node';
-import { wholeSecondsIso } from '../common/time.js';
-import { type CycleReport, jobFinished, type ProviderReport } from '../contract/pods.js';
-import { canonicalJson } from './builders/common.js';
+// All of the status: what a pass observed of the workloads, the conditions it adds up to, the status of each way a
+// pass ends (paused, config rejected, apply failed, applied), and the one place it is written. The rules are pure:
+// conditions keep their lastTransitionTime unless their status flips, and two statuses are compared as canonical
+// JSON so an unchanged status is never written.
+import type { V1ConfigMap, V1CronJob, V1Deployment, V1Job } from '@kubernetes/client-node';
+import { wholeSecondsIso } from '../../common/time.js';
+import { type CycleReport, jobFinished, LABELS, type ProviderReport, parseCycleReport } from '../../contract/pods.js';
+// node-key.ts, not wallet.ts: the operator never loads ethers.
+import { deriveNodeAddress } from '../../protocol/node-key.js';
+import { type BuildInput, canonicalJson, childNames, gatewayEnabled, gatewayUrls, hashOf } from '../builders/index.js';
+import type { OracleNodeMetrics } from '../metrics.js';
 import {
   type Condition,
   type ConditionReason,
   type ConditionType,
   type CycleRecord,
   type CycleStatus,
+  KINDS,
   MAX_CYCLE_HISTORY,
   MAX_RECENT_FAILED_REQUESTS,
+  type OracleNode,
   type OracleNodeStatus,
   type ProviderHealth,
-} from './resource.js';
+} from '../resource.js';
+import type { EventRecorder, ObjectCache, ReconcileContext } from '../runtime/types.js';
+import type { ConfigRejection } from './inputs.js';
 
 /** A condition as the operator sets it: its reason is one of CONDITION_REASONS. */
 export type ConditionInput = Omit<Condition, 'lastTransitionTime' | 'observedGeneration' | 'reason'> & {
@@ -263,4 +272,198 @@ export function nodeConditions(input: {
       : { type: 'Degraded', status: 'False', reason: 'AsExpected', message: 'No failure observed' },
   );
   return conditions;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Observation: what a pass reads of the running workloads.
+
+/** What the status reports about the running workloads, and the last cycle report as read. */
+export type Observed = WorkloadObservation & { report: CycleReport | undefined };
+
+/** The current stage's gateway Deployment, its coordinator Jobs and the last cycle report, from the cache. */
+export function observeWorkloads(input: BuildInput, cache: ObjectCache): Observed {
+  const { node } = input;
+  const namespace = node.metadata.namespace;
+  const stage = input.config.nodeSettings.stage;
+  const names = childNames(node.metadata.name, stage);
+  const wanted = gatewayEnabled(input);
+  const deployment = wanted ? cache.get<V1Deployment>(KINDS.deployment, { namespace, name: names.gateway }) : undefined;
+  const coordinatorJobs = cache
+    .list<V1Job>(KINDS.job, namespace, { [LABELS.name]: node.metadata.name, [LABELS.component]: 'coordinator' })
+    .filter((job) => job.metadata?.labels?.[LABELS.stage] === stage);
+  const report = parseCycleReport(cache.get<V1ConfigMap>(KINDS.configMap, { namespace, name: names.cycle })?.data);
+  return {
+    stage,
+    gateway: {
+      name: names.gateway,
+      wanted,
+      ready: !wanted || deploymentReady(deployment),
+      available: deploymentAvailable(deployment),
+    },
+    cycle: lastCycle(coordinatorJobs, report),
+    report,
+  };
+}
+
+/** The node has a coordinator CronJob of any stage: something runs, whatever this pass decides. */
+export function hasWorkloads(node: OracleNode, cache: ObjectCache): boolean {
+  return cache.list(KINDS.cronJob, node.metadata.namespace, { [LABELS.name]: node.metadata.name }).length > 0;
+}
+
+/** Node addresses by the mnemonic's hash: deriving one costs a few ms of PBKDF2. Bounded. */
+export class NodeAddresses {
+  private readonly byMnemonicHash = new Map<string, string>();
+
+  of(mnemonic: string): string | undefined {
+    const key = hashOf(mnemonic);
+    let address = this.byMnemonicHash.get(key);
+    if (!address) {
+      try {
+        address = deriveNodeAddress(mnemonic);
+      } catch {
+        return undefined;
+      }
+      if (this.byMnemonicHash.size > 10_000) this.byMnemonicHash.clear();
+      this.byMnemonicHash.set(key, address);
+    }
+    return address;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// The status of each way a pass ends.
+
+/** Paused: the status as it was, with Progressing=False/Paused. */
+export function pausedStatus(node: OracleNode, now: string): OracleNodeStatus {
+  const conditions = mergeConditions(node.status?.conditions, [PAUSED_CONDITION], now);
+  return { ...structuredClone(node.status ?? {}), conditions };
+}
+
+/** Invalid config or missing Secret: the status as it was, with the conditions that say why. */
+export function rejectedStatus(
+  node: OracleNode,
+  rejection: ConfigRejection,
+  workloads: boolean,
+  now: string,
+): OracleNodeStatus {
+  const next: OracleNodeStatus = structuredClone(node.status ?? {});
+  if (node.metadata.generation !== undefined) next.observedGeneration = node.metadata.generation;
+  next.conditions = mergeConditions(
+    node.status?.conditions,
+    invalidConfigConditions(rejection.reason, rejection.message, workloads),
+    now,
+    node.metadata.generation,
+  );
+  next.notReadyReason = 'ConfigInvalid';
+  return next;
+}
+
+/** An apply failed: the status as it was, Degraded=True/ApplyFailed with the error. */
+export function applyFailedStatus(node: OracleNode, message: string, now: string): OracleNodeStatus {
+  const status: OracleNodeStatus = structuredClone(node.status ?? {});
+  status.conditions = mergeConditions(
+    status.conditions,
+    [applyFailedCondition(message)],
+    now,
+    node.metadata.generation,
+  );
+  return status;
+}
+
+/**
+ * The status of a node whose children were applied: its conditions, identity, gateways, the last cycle, and the
+ * cycle history with the cycle the report adds (`added`, whose Events are recorded once).
+ */
+export function appliedStatus(step: {
+  input: BuildInput;
+  observed: Observed;
+  warnings: string | undefined;
+  rollout: { message?: string; previousStage?: string };
+  nodeAddress: string | undefined;
+  now: string;
+}): { status: OracleNodeStatus; added: CycleRecord | undefined } {
+  const { input, observed, warnings, rollout, nodeAddress, now } = step;
+  const { node, config } = input;
+  const generation = node.metadata.generation;
+  const conditions = nodeConditions({ observed, configWarnings: warnings, rolloutMessage: rollout.message });
+  const next: OracleNodeStatus = {
+    conditions: mergeConditions(node.status?.conditions, conditions, now, generation),
+    stage: observed.stage,
+    chains: config.chains.length,
+    chainIds: config.chains.map((chain) => String(chain.id)),
+  };
+  if (generation !== undefined) next.observedGeneration = generation;
+  if (nodeAddress) next.nodeAddress = nodeAddress;
+  if (rollout.previousStage && rollout.message) next.previousStage = rollout.previousStage;
+  const urls = gatewayUrls(input);
+  if (Object.keys(urls).length > 0) next.gatewayUrls = urls;
+  if (input.publicGatewayUrl) next.publicGatewayUrl = input.publicGatewayUrl;
+  const ready = next.conditions?.find((c) => c.type === 'Ready');
+  if (ready && ready.status !== 'True') next.notReadyReason = ready.reason;
+  if (observed.cycle) next.lastCycle = observed.cycle;
+  const history = cycleHistory(node.status, observed.report);
+  if (history.cycles.length > 0) next.cycles = history.cycles;
+  if (history.recentFailedRequests.length > 0) next.recentFailedRequests = history.recentFailedRequests;
+  return { status: next, added: history.added };
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Writing it.
+
+/**
+ * Publishes the status as metrics and writes it when it changed, with an Event on every Ready transition so
+ * `kubectl describe` tells the node's story.
+ */
+export async function writeStatus(
+  node: OracleNode,
+  status: OracleNodeStatus,
+  context: ReconcileContext,
+  metrics: OracleNodeMetrics | undefined,
+): Promise<void> {
+  metrics?.observe({ namespace: node.metadata.namespace ?? '', name: node.metadata.name }, status);
+  if (statusEqual(status, node.status)) return;
+  await context.client.applyStatus(KINDS.oracleNode, {
+    apiVersion: node.apiVersion,
+    kind: node.kind,
+    metadata: { name: node.metadata.name, namespace: node.metadata.namespace },
+    status,
+  });
+  const wasReady = node.status?.conditions?.find((c) => c.type === 'Ready');
+  const ready = status.conditions?.find((c) => c.type === 'Ready');
+  if (ready && ready.status !== wasReady?.status) {
+    const type = ready.status === 'True' ? 'Normal' : 'Warning';
+    context.events.record(
+      node,
+      type,
+      ready.status === 'True' ? 'Ready' : 'NotReady',
+      `${ready.reason}: ${ready.message}`,
+    );
+  }
+}
+
+/**
+ * Events of a cycle seen for the first time: a Warning per failed request (its id and reason, so "why did
+ * request 0xabc fail?" is answered after the coordinator's pod is gone) and one when its heartbeat failed.
+ * The recorder rate-limits them per reason.
+ */
+export function recordCycleEvents(
+  node: OracleNode,
+  record: CycleRecord,
+  report: CycleReport,
+  events: EventRecorder,
+): void {
+  for (const failed of report.failedRequests ?? [])
+    events.record(
+      node,
+      'Warning',
+      'RequestFailed',
+      `Request ${failed.requestId} on chain ${failed.chainId} failed in cycle ${record.job}: ${failed.reason}`,
+    );
+  if (report.heartbeat === 'Failed')
+    events.record(
+      node,
+      'Warning',
+      'HeartbeatFailed',
+      `The heartbeat after cycle ${record.job} was not accepted (see the coordinator's log)`,
+    );
 }

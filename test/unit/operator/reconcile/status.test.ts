@@ -1,8 +1,8 @@
 import type { V1Job } from '@kubernetes/client-node';
 import { expect } from 'chai';
-import { parseCycleReport } from '../../../src/contract/pods.js';
-import type { Child } from '../../../src/operator/builders/common.js';
-import { isSubset, needsApply, withAppliedHash } from '../../../src/operator/diff.js';
+import { parseCycleReport } from '../../../../src/contract/pods.js';
+import type { Child } from '../../../../src/operator/builders/common.js';
+import { isSubset, needsApply, withAppliedHash } from '../../../../src/operator/diff.js';
 import {
   deploymentAvailable,
   deploymentReady,
@@ -13,7 +13,7 @@ import {
   setCondition,
   statusEqual,
   type WorkloadObservation,
-} from '../../../src/operator/status.js';
+} from '../../../../src/operator/reconcile/status.js';
 
 describe('operator status', () => {
   it('keeps lastTransitionTime while the status holds, moves it on a flip', () => {
