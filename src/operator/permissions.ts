@@ -34,7 +34,7 @@ export function managedPermissions(): Permission[] {
     on(
       KINDS.oracleNode,
       ['patch'],
-      'server-side apply of the status (controller: status step, client.applyStatus)',
+      'server-side apply of the status (reconcile/status.ts, client.applyStatus)',
       'status',
     ),
     on(
@@ -44,12 +44,12 @@ export function managedPermissions(): Permission[] {
       'finalizers',
     ),
     on(KINDS.secret, ['list', 'watch'], 'metadata-only informer of the Secrets that OracleNodes reference'),
-    on(KINDS.secret, ['get'], "the referenced Secret's values, read live on reconcile (controller: readSecret)"),
+    on(KINDS.secret, ['get'], "the referenced Secret's values, read live on reconcile (reconcile/inputs.ts)"),
     ...CHILD_KINDS.map((kind) =>
       on(
         kind,
         ['list', 'watch', 'create', 'patch', 'delete'],
-        'children: informer by label; server-side apply (patch, and create when the child is new); delete of a child the spec no longer asks for and of an old stage',
+        'children: informer by label; server-side apply (patch, and create when the child is new); delete of a child the spec no longer asks for (reconcile/apply.ts) and of an old stage (reconcile/rollout.ts)',
       ),
     ),
     on(KINDS.job, ['list', 'watch'], "informer of the coordinator's Jobs (cycle outcome, stage rollout waits)"),
