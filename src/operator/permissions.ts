@@ -130,7 +130,7 @@ export function admissionPermissions(options: { selfSignedCertificates: boolean;
       why: 'the owner of the objects it creates (uid for the ownerReference)',
     },
   ];
-  if (options.coordinatorFence)
+  if (options.coordinatorFence) {
     for (const resource of ['validatingadmissionpolicies', 'validatingadmissionpolicybindings'])
       cluster.push({
         group: 'admissionregistration.k8s.io',
@@ -138,6 +138,13 @@ export function admissionPermissions(options: { selfSignedCertificates: boolean;
         verbs: ['get', 'create', 'patch'],
         why: 'the coordinator fence: read, server-side apply',
       });
+    cluster.push({
+      group: 'oracle-node.io',
+      resource: 'oraclenodes',
+      verbs: ['get'],
+      why: "no call of its own: the API server lets only who may get every object of a policy's paramKind (the fence's parameters are the OracleNodes) write the policy and its binding",
+    });
+  }
   return { namespaced, cluster };
 }
 

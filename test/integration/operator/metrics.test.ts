@@ -179,7 +179,10 @@ describe('metric names of the alert rules and the dashboard, on a running operat
     const operator = await spawnOperator(ns.name, 'names');
     let gateway: Process | undefined;
     try {
-      await writeFile(join(dir, 'config.json'), JSON.stringify(configJson(api.url)));
+      // The port is read from the plain INFO line 'gateway server running'.
+      const config = configJson(api.url, { logLevel: 'INFO' });
+      config.nodeSettings.logFormat = 'plain';
+      await writeFile(join(dir, 'config.json'), JSON.stringify(config));
       await writeFile(join(dir, 'secrets.env'), `NODE_WALLET_MNEMONIC=${MNEMONIC}\nAPI_KEY=${API_KEY}\n`);
       gateway = spawnLogged([
         'gateway',
@@ -194,8 +197,8 @@ describe('metric names of the alert rules and the dashboard, on a running operat
       ]);
       const port = await waitFor(
         async () => Number(/gateway server running .*?port=(\d+)/.exec(gateway!.output())?.[1]) || undefined,
-        30_000,
-        { description: `the gateway port (output: ${gateway.output().slice(-300)})` },
+        60_000,
+        { description: 'the gateway port' },
       );
       const gatewayText = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
       const operatorText = await waitFor(async () => {
