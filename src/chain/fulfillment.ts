@@ -293,9 +293,14 @@ export async function sendRawTransaction(client: RpcClient, signed: string): Pro
   return asData(await client.request('eth_sendRawTransaction', [signed], { attempts: 1, timeoutMs: 10_000 }), 'txHash');
 }
 
-/** Transaction count of an address at a block tag. */
-export async function transactionCount(client: RpcClient, address: string, tag: 'latest' | 'pending'): Promise<number> {
-  const value = await client.request('eth_getTransactionCount', [address, tag]);
+/** Transaction count of an address at a block tag or number. */
+export async function transactionCount(
+  client: RpcClient,
+  address: string,
+  tag: 'latest' | 'pending' | number,
+): Promise<number> {
+  const block = typeof tag === 'number' ? `0x${tag.toString(16)}` : tag;
+  const value = await client.request('eth_getTransactionCount', [address, block]);
   if (typeof value !== 'string' || !/^0x[0-9a-fA-F]+$/.test(value)) {
     throw new RpcTransportError('eth_getTransactionCount: malformed answer');
   }

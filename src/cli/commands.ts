@@ -17,6 +17,10 @@ export const subcommands: Record<string, CommandEntry> = {
     summary: 'Run one coordinator cycle of an OracleNode now (a Job from its CronJob)',
     load: async () => (await import('./cycle-command.js')).cycleCommand,
   },
+  request: {
+    summary: 'Where is my request: its timeline from the chain and what the node recorded',
+    load: async () => (await import('./request-command.js')).requestCommand,
+  },
   validate: {
     summary: 'Validate config.json with secrets.env',
     load: async () => (await import('./validate-command.js')).validateCommand,

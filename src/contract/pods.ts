@@ -144,32 +144,53 @@ export function buildWorkerJob(
 export const CYCLE_REPORT_KEY = 'cycle.json';
 
 const MAX_REPORT_ENTRIES = 1000;
+// The report's schemas carry the descriptions the OracleNode status shows them with: the operator's API
+// (src/operator/api/v1alpha1.ts) reuses them for status.lastCycle, status.cycles and status.recentFailedRequests.
 const providerReportSchema = z.object({
   chainId: z.string().max(78),
   provider: z.string().max(253),
   ok: z.boolean(),
+  /** Why the provider was left out of the cycle (the engine's ProviderFault: unavailable, lagging, wrong-chain, …). */
+  fault: z
+    .string()
+    .regex(/^[a-z][a-z-]{0,39}$/)
+    .optional(),
   currentBlock: z.number().int().nonnegative().optional(),
 });
-const sponsorWalletReportSchema = z.object({
-  chainId: z.string().max(78),
-  sponsorWallet: z.string().regex(/^0x[0-9a-fA-F]{40}$/),
-  balanceWei: z.string().regex(/^[0-9]{1,78}$/),
+export const sponsorWalletReportSchema = z.object({
+  chainId: z.string().max(78).meta({ description: 'Chain id.' }),
+  sponsorWallet: z
+    .string()
+    .regex(/^0x[0-9a-fA-F]{40}$/)
+    .meta({ description: 'Sponsor wallet address.' }),
+  balanceWei: z
+    .string()
+    .regex(/^[0-9]{1,78}$/)
+    .meta({ description: 'Balance after the cycle, in wei (decimal string).' }),
 });
-const cycleOutcomeSchema = z.enum(['Completed', 'PartiallyFailed']);
+export const cycleOutcomeSchema = z.enum(['Completed', 'PartiallyFailed']);
 /** How the heartbeat after the cycle went (Disabled: nodeSettings.heartbeat.enabled is false). */
 export const HEARTBEAT_RESULTS = ['Sent', 'Failed', 'Disabled'] as const;
-const heartbeatResultSchema = z.enum(HEARTBEAT_RESULTS);
+export const heartbeatResultSchema = z.enum(HEARTBEAT_RESULTS);
 /** At most this many failed requests are reported per cycle: the operator turns each into a Warning Event. */
 export const MAX_REPORTED_FAILED_REQUESTS = 20;
-const failedRequestReportSchema = z.object({
-  chainId: z.string().max(78),
-  requestId: z.string().regex(/^0x[0-9a-fA-F]{64}$/),
-  reason: z.string().max(300),
+export const failedRequestReportSchema = z.object({
+  chainId: z.string().max(78).meta({ description: 'Chain id.' }),
+  requestId: z
+    .string()
+    .regex(/^0x[0-9a-fA-F]{64}$/)
+    .meta({ description: 'Request id.' }),
+  reason: z.string().max(300).meta({ description: 'Why it failed.' }),
 });
-const gasPriceReportSchema = z.object({
-  chainId: z.string().max(78),
-  gasPriceWei: z.string().regex(/^[0-9]{1,78}$/),
+export const gasPriceReportSchema = z.object({
+  chainId: z.string().max(78).meta({ description: 'Chain id.' }),
+  gasPriceWei: z
+    .string()
+    .regex(/^[0-9]{1,78}$/)
+    .meta({ description: 'Gas price in wei (decimal string).' }),
 });
+/** Counts of a cycle as flat integers (requests seen, fulfilled, failed, ...). */
+export const cycleCountsSchema = z.record(z.string(), z.int());
 const isoTime = z.iso.datetime({ offset: true });
 
 export type ProviderReport = z.infer<typeof providerReportSchema>;
@@ -184,7 +205,7 @@ export type CycleReport = {
   startTime?: string;
   durationMs?: number;
   /** Counts of the cycle as flat integers (requests seen, fulfilled, failed, ...). */
-  counts?: Record<string, number>;
+  counts?: z.infer<typeof cycleCountsSchema>;
   providers?: ProviderReport[];
   sponsorWallets?: SponsorWalletReport[];
   heartbeat?: HeartbeatReport;

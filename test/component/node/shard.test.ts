@@ -125,6 +125,39 @@ describe('shard submission on a bad day of the chain (anvil, fault-injecting pro
     }
   });
 
+  describe('a send whose answer was lost', () => {
+    const cases: { name: string; providers: () => Record<string, string> }[] = [
+      { name: 'through the only provider', providers: () => ({ proxied: proxy.url }) },
+      {
+        name: 'with a second provider to go on with',
+        providers: () => ({ proxied: proxy.url, direct: chain.anvil.url }),
+      },
+    ];
+    for (const { name, providers } of cases) {
+      it(`counts transactions the chain took though their answer was lost, confirmed by hash (${name})`, async () => {
+        const { sponsor, ids } = await sponsorWithRequests(3);
+        // The batch reaches the chain, which mines it; the answer never comes back.
+        proxy.setFault((call) =>
+          call.method === 'eth_sendRawTransaction' && call.seen === 0 ? { drop: true } : undefined,
+        );
+        const summary = await cycle({ providers: providers() });
+        const outcomes = outcomesOf(summary);
+        for (const id of ids) {
+          expect((await requestEvents(chain.deployment, id)).fulfilled).to.have.length(1);
+          expect(outcomes.find((o) => o.id === id)).to.include({
+            outcome: 'fulfilled',
+            txHash: await fulfilmentHash(id),
+          });
+        }
+        // The summary says what the chain says, and nothing was sent twice.
+        expect(summary.transactions).to.include({ fulfilled: 3, skipped: 0, errors: 0 });
+        expect(proxy.sent.map((tx) => tx.nonce)).to.deep.equal([0, 1, 2]);
+        const count = await rpc<string>(chain.anvil.url, 'eth_getTransactionCount', [sponsor.sponsorWallet, 'latest']);
+        expect(Number(count)).to.equal(3);
+      });
+    }
+  });
+
   describe('a slow provider and the gas price oracle', () => {
     it('waits for a provider that answers in 2.5 s instead of paying the constant price, and logs and counts a failed strategy', async () => {
       const { sponsor, ids } = await sponsorWithRequests(1);
@@ -165,6 +198,49 @@ describe('shard submission on a bad day of the chain (anvil, fault-injecting pro
       expect(await registry.metrics()).to.include(
         'node_gas_price_strategy_failures_total{chain_id="31337",strategy="latestBlockPercentileGasPrice"} 1',
       );
+    });
+  });
+
+  describe('two coordinators whose cycles overlap', () => {
+    it("leaves the other coordinator's pending transactions alone and counts each fulfilment once", async () => {
+      const { ids } = await sponsorWithRequests(3);
+      const config = buildConfig({
+        providers: { proxied: proxy.url },
+        deployment: chain.deployment,
+        apiUrl: api.url,
+        gasPriceOracle: [{ gasPriceStrategy: 'constantGasPrice', gasPrice: { value: 10, unit: 'gwei' } }],
+      });
+      const coordinator = () =>
+        runCycle(config, {
+          executor: new InProcessExecutor({ config, wallets, logger: silentLogger }),
+          logger: silentLogger,
+          wallets,
+        });
+      // The first coordinator's transactions are in the pool, not mined yet, when the second one runs.
+      await rpc(chain.anvil.url, 'evm_setAutomine', [false]);
+      let first: CycleSummary;
+      let second: CycleSummary;
+      try {
+        first = await coordinator();
+        second = await coordinator();
+        await rpc(chain.anvil.url, 'evm_mine', []);
+      } finally {
+        await rpc(chain.anvil.url, 'evm_setAutomine', [true]);
+      }
+      await waitForMined(chain.anvil.url);
+      // Three transactions in all, the first coordinator's, mined at its price (no +20 % replacement).
+      expect(proxy.sent.map((tx) => tx.nonce)).to.deep.equal([0, 1, 2]);
+      for (const id of ids) {
+        expect((await requestEvents(chain.deployment, id)).fulfilled).to.have.length(1);
+        const tx = await rpc<{ gasPrice: string }>(chain.anvil.url, 'eth_getTransactionByHash', [
+          await fulfilmentHash(id),
+        ]);
+        expect(BigInt(tx.gasPrice)).to.equal(10n ** 10n);
+      }
+      expect(first.transactions.fulfilled + second.transactions.fulfilled).to.equal(3);
+      const skipped = outcomesOf(second);
+      expect(skipped.map((o) => [o.id, o.outcome])).to.deep.equal(ids.map((id) => [id, 'skipped']));
+      for (const o of skipped) expect(o.reason).to.match(/^3 pending transaction\(s\) of this wallet.*: not stuck$/);
     });
   });
 });

@@ -25,6 +25,7 @@ describe('oracle-node CLI', () => {
         'status',
         'logs',
         'cycle',
+        'request',
         'completion',
       ].sort(),
     );
