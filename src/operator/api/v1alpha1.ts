@@ -241,14 +241,16 @@ export type OracleNodeSpec = z.input<typeof oracleNodeSpecSchema>;
 // ---------------------------------------------------------------------------------------------------------------
 // Status
 
-export const CONDITION_TYPES = ['Ready', 'ConfigValid', 'Progressing', 'Degraded'] as const;
+/** Reconciling and Stalled are kstatus's (abnormal-true: present only while True), derived from the others. */
+export const CONDITION_TYPES = ['Ready', 'ConfigValid', 'Progressing', 'Degraded', 'Reconciling', 'Stalled'] as const;
 export type ConditionType = (typeof CONDITION_TYPES)[number];
 
 const conditionSchema = z
   .object({
-    type: z
-      .enum(CONDITION_TYPES)
-      .meta({ description: 'Ready, ConfigValid, Progressing or Degraded.', [CHECKS_KEYWORD]: 'types' }),
+    type: z.enum(CONDITION_TYPES).meta({
+      description: 'Ready, ConfigValid, Progressing, Degraded, Reconciling or Stalled.',
+      [CHECKS_KEYWORD]: 'types',
+    }),
     status: z.enum(['True', 'False', 'Unknown']).meta(described('True, False or Unknown.')),
     reason: z.string().meta(described('Machine-readable CamelCase reason of the last transition.')),
     message: z.string().meta(described('Human-readable detail, with config paths for validation errors.')),
@@ -257,7 +259,9 @@ const conditionSchema = z
       .meta({ description: 'When the status last changed (not when it was last checked).', format: 'date-time' }),
     observedGeneration: z.int().optional().meta(described('The generation the condition was computed for.')),
   })
-  .meta(described('One aspect of the current state (Ready, ConfigValid, Progressing, Degraded).'));
+  .meta(
+    described('One aspect of the current state (Ready, ConfigValid, Progressing, Degraded, Reconciling, Stalled).'),
+  );
 
 const providerHealthSchema = z.object({
   chainId: z.string().meta(described('Chain id of the provider.')),
@@ -334,12 +338,16 @@ const cycleRecordSchema = z.object({
 
 export const oracleNodeStatusSchema = z
   .object({
-    observedGeneration: z.int().optional().meta(described('The metadata.generation the status reflects.')),
+    observedGeneration: z
+      .int()
+      .optional()
+      .meta(described('The metadata.generation the status reflects (0 until the operator has seen the OracleNode).')),
     conditions: z
       .array(conditionSchema)
       .optional()
       .meta({
-        description: 'Ready, ConfigValid, Progressing and Degraded.',
+        description:
+          'Ready, ConfigValid, Progressing and Degraded; Reconciling and Stalled (kstatus) only while they are True.',
         [CHECKS_KEYWORD]: 'all',
         'x-kubernetes-list-type': 'map',
         'x-kubernetes-list-map-keys': ['type'],
@@ -449,5 +457,8 @@ export function specOpenApi(configJsonSchema: JsonSchema | undefined): Structura
 
 /** The OpenAPI of status. */
 export function statusOpenApi(): StructuralSchema {
-  return toStructural(openApi(oracleNodeStatusSchema), 'types');
+  const { description, type, ...rest } = toStructural(openApi(oracleNodeStatusSchema), 'types');
+  // A new OracleNode reads "generation 1, observed 0" until the operator's first status write, so kstatus (Flux)
+  // and Argo CD see it in progress instead of current before anything was reconciled (docs/gitops.md).
+  return { description, type, default: { observedGeneration: 0 }, ...rest } as StructuralSchema;
 }
