@@ -198,22 +198,28 @@ export type SponsorWalletReport = z.infer<typeof sponsorWalletReportSchema>;
 export type HeartbeatReport = z.infer<typeof heartbeatResultSchema>;
 export type FailedRequestReport = z.infer<typeof failedRequestReportSchema>;
 export type GasPriceReport = z.infer<typeof gasPriceReportSchema>;
-export type CycleReport = {
-  job?: string;
-  outcome?: z.infer<typeof cycleOutcomeSchema>;
+/**
+ * The whole report, each field optional. parseCycleReport reads it field by field (a malformed field or entry is
+ * dropped, not the report), so this schema gives the report its type and each field its rule.
+ */
+const cycleReportSchema = z.object({
+  job: z.string().max(253).optional(),
+  outcome: cycleOutcomeSchema.optional(),
   /** When the cycle started (ISO 8601) and how long it took, heartbeat included. */
-  startTime?: string;
-  durationMs?: number;
+  startTime: isoTime.optional(),
+  durationMs: z.int().nonnegative().optional(),
   /** Counts of the cycle as flat integers (requests seen, fulfilled, failed, ...). */
-  counts?: z.infer<typeof cycleCountsSchema>;
-  providers?: ProviderReport[];
-  sponsorWallets?: SponsorWalletReport[];
-  heartbeat?: HeartbeatReport;
+  counts: cycleCountsSchema.optional(),
+  providers: z.array(providerReportSchema).optional(),
+  sponsorWallets: z.array(sponsorWalletReportSchema).optional(),
+  heartbeat: heartbeatResultSchema.optional(),
   /** The requests that failed in the cycle, first MAX_REPORTED_FAILED_REQUESTS, with the reason. */
-  failedRequests?: FailedRequestReport[];
+  failedRequests: z.array(failedRequestReportSchema).optional(),
   /** The gas price each chain's transactions were sent at in the cycle (the highest, when they differ). */
-  gasPrices?: GasPriceReport[];
-};
+  gasPrices: z.array(gasPriceReportSchema).optional(),
+});
+export type CycleReport = z.infer<typeof cycleReportSchema>;
+const reportField = cycleReportSchema.shape;
 
 const isRecord = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -244,13 +250,14 @@ export function parseCycleReport(data: Record<string, string> | undefined): Cycl
   }
   if (!isRecord(value)) return undefined;
   const report: CycleReport = {};
-  if (typeof value['job'] === 'string' && value['job'].length <= 253) report.job = value['job'];
+  const job = reportField.job.safeParse(value['job']);
+  if (job.success && job.data !== undefined) report.job = job.data;
   const outcome = cycleOutcomeSchema.safeParse(value['outcome']);
   if (outcome.success) report.outcome = outcome.data;
   const startTime = isoTime.safeParse(value['startTime']);
   if (startTime.success) report.startTime = startTime.data;
-  const durationMs = value['durationMs'];
-  if (typeof durationMs === 'number' && Number.isInteger(durationMs) && durationMs >= 0) report.durationMs = durationMs;
+  const durationMs = reportField.durationMs.safeParse(value['durationMs']);
+  if (durationMs.success && durationMs.data !== undefined) report.durationMs = durationMs.data;
   const heartbeat = heartbeatResultSchema.safeParse(value['heartbeat']);
   if (heartbeat.success) report.heartbeat = heartbeat.data;
   if (isRecord(value['counts'])) {
