@@ -148,6 +148,17 @@ export class Tracer {
     else this.buffer.push(span);
   }
 
+  /** For long-running servers: flushes every `intervalMs` without keeping the process alive; returns the stop. */
+  flushEvery(intervalMs: number): () => Promise<void> {
+    if (!this.exporter) return async () => undefined;
+    const timer = setInterval(() => void this.flush(), intervalMs);
+    timer.unref();
+    return async () => {
+      clearInterval(timer);
+      await this.flush();
+    };
+  }
+
   /** Exports what was recorded; never throws (a receiver that is down loses the spans, not the cycle). */
   async flush(): Promise<void> {
     if (!this.exporter) return;

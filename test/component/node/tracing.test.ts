@@ -8,11 +8,13 @@ import { join } from 'node:path';
 import { expect } from 'chai';
 import type { Config } from '../../../src/config/index.js';
 import { validateConfig } from '../../../src/config/index.js';
+import { DEFAULT_PATH_KEY } from '../../../src/gateway/app.js';
+import { startGatewayServer } from '../../../src/gateway/server.js';
 import { runCycle } from '../../../src/node/cycle.js';
 import type { ShardExecutor, ShardResult } from '../../../src/node/executor.js';
 import { silentLogger } from '../../../src/node/logger.js';
 import type { ShardInput } from '../../../src/node/shard.js';
-import { tracerFromEnvironment } from '../../../src/observability/tracing.js';
+import { formatTraceparent, tracerFromEnvironment } from '../../../src/observability/tracing.js';
 import { ORACLE_NODE_ARGS, repoRoot } from '../../support/binary.js';
 import { startTestChain, TEST_MNEMONIC, waitForMined } from '../../support/chain.js';
 import {
@@ -34,6 +36,13 @@ import {
   type StoredSpan,
   startOtlpReceiver,
 } from '../../support/otlp-receiver.js';
+import {
+  API_KEY as GATEWAY_API_KEY,
+  ENDPOINTS as GATEWAY_ENDPOINTS,
+  buildConfig as gatewayConfig,
+  loadEngine,
+  startLoopbackApi,
+} from '../gateway/fixtures.js';
 
 const API_KEY = 's3cr3t-api-key-0123456789';
 
@@ -228,10 +237,51 @@ describe('OpenTelemetry traces of a cycle across the coordinator and worker proc
     expect(attributesOf(brokenCall)).to.include({ 'http.response.status_code': 500, 'oracle_node.api.outcome': '5xx' });
   });
 
+  it("makes a gateway request a trace: a server span under the caller's traceparent, with the HTTP attributes", async () => {
+    const loopback = await startLoopbackApi();
+    const tracer = tracerFromEnvironment({ OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint }, 'gateway');
+    const server = await startGatewayServer(gatewayConfig(loopback.url), {
+      host: '127.0.0.1',
+      port: 0,
+      callEndpoint: (await loadEngine()).callEndpoint,
+      tracer,
+    });
+    const caller = { traceId: 'ab'.repeat(16), spanId: 'cd'.repeat(8) };
+    try {
+      const base = `http://127.0.0.1:${server.port}/http-data/${DEFAULT_PATH_KEY}`;
+      const answer = await fetch(`${base}/${GATEWAY_ENDPOINTS.price}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', traceparent: formatTraceparent(caller) },
+        body: JSON.stringify({ parameters: { coin: 'btc' } }),
+      });
+      expect(answer.status).to.equal(200);
+      await (await fetch(`http://127.0.0.1:${server.port}/healthz`)).text();
+    } finally {
+      await server.close();
+      await loopback.close();
+    }
+    await tracer.flush();
+    const spans = receiver.spans().filter((s) => s.resource['oracle_node.role'] === 'gateway');
+    // One span: the health check is no gateway request.
+    expect(spans).to.have.length(1);
+    const span = spans[0]!;
+    expect(span.name).to.equal('gateway request');
+    expect(span.kind).to.equal(2); // server
+    expect(span.traceId).to.equal(caller.traceId);
+    expect(span.parentSpanId).to.equal(caller.spanId);
+    expect(attributesOf(span)).to.deep.equal({
+      'http.request.method': 'POST',
+      'http.route': '/http-data/{pathKey}/{endpointId}',
+      'http.response.status_code': 200,
+      'oracle_node.gateway': 'httpGateway',
+      endpointId: GATEWAY_ENDPOINTS.price,
+    });
+  });
+
   it('never puts a secret, the API URL or the API answer into what the receiver stored', () => {
     const stored = readFileSync(receiver.file, 'utf8');
     expect(stored.length).to.be.above(0);
-    for (const secret of [API_KEY, TEST_MNEMONIC, chain.anvil.url, api.url, '3000.25', '3000250000'])
+    for (const secret of [API_KEY, GATEWAY_API_KEY, TEST_MNEMONIC, chain.anvil.url, api.url, '3000.25', '1234.5678'])
       expect(stored, secret).to.not.include(secret);
   });
 });
