@@ -30,6 +30,14 @@ export class RpcTransportError extends Error {
   }
 }
 
+/** An answer over MAX_ANSWER_BYTES: abandoned unread, the provider counts as failed for the call. */
+export class RpcAnswerTooLarge extends RpcTransportError {
+  constructor(limit: number) {
+    super(`provider answer larger than ${limit} bytes`);
+    this.name = 'RpcAnswerTooLarge';
+  }
+}
+
 /** The provider answered a whole JSON-RPC batch with one error: it does not take batches (or not this big). */
 export class RpcBatchRefused extends RpcError {
   constructor(message: string, code?: number) {
@@ -70,6 +78,38 @@ function transportReason(error: unknown): string {
   return error instanceof Error ? error.name : 'error';
 }
 
+/**
+ * The largest answer read from a provider, in bytes. The biggest legitimate answer is an eth_getLogs page: a request
+ * log is ~1.7 KB of JSON (bench: 1,000 requests in one page are 1.7 MB), so 10,000 logs, the page limit of common
+ * hosted providers, are ~17 MB; the cap leaves twice that. Beyond it the answer is not read further and the provider
+ * counts as failed for the call: reading a 700 MB answer whole took a coordinator to 2.3 GB (an OOM kill in a pod).
+ */
+export const MAX_ANSWER_BYTES = 32 * 1024 * 1024;
+
+/** The body as text, read chunk by chunk and abandoned as soon as it passes `limit` bytes. */
+export async function readCappedBody(response: Response, limit: number): Promise<string> {
+  const declared = Number(response.headers.get('content-length') ?? Number.NaN);
+  if (declared > limit) {
+    await response.body?.cancel().catch(() => undefined);
+    throw new RpcAnswerTooLarge(limit);
+  }
+  if (!response.body) return '';
+  const reader = response.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > limit) {
+      await reader.cancel().catch(() => undefined);
+      throw new RpcAnswerTooLarge(limit);
+    }
+    chunks.push(value);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
 const fetchTransport: RpcTransport = async (url, body, timeoutMs) => {
   const target = providerRequestTarget(url);
   let response: Response;
@@ -83,7 +123,13 @@ const fetchTransport: RpcTransport = async (url, body, timeoutMs) => {
   } catch (error) {
     throw new RpcTransportError(`provider unreachable: ${transportReason(error)}`);
   }
-  const text = await response.text().catch(() => '');
+  let text: string;
+  try {
+    text = await readCappedBody(response, MAX_ANSWER_BYTES);
+  } catch (error) {
+    if (error instanceof RpcTransportError) throw error;
+    throw new RpcTransportError(`provider answer unreadable: ${transportReason(error)}`);
+  }
   try {
     return JSON.parse(text);
   } catch {

@@ -58,6 +58,11 @@ export type SendReport = {
   fillers: Filler[];
   /** A batch went unanswered (RpcTransportError): what it carried may or may not have reached the provider. */
   transportError?: RpcTransportError;
+  /**
+   * With `transportError`: the transactions whose answer was lost (index into the transactions given, nonce, and
+   * the hash the chain will know them by), for the caller to confirm by hash before counting them.
+   */
+  unanswered?: { index: number; nonce: number; txHash: string }[];
 };
 
 export type SendOptions = {
@@ -96,7 +101,14 @@ export async function sendInNonceOrder(transactions: Signable[], options: SendOp
         batchSize = 1; // the same chunk again, one transaction at a time
         continue;
       }
-      if (error instanceof RpcTransportError) return { ...report, transportError: error };
+      if (error instanceof RpcTransportError) {
+        const unanswered = signed.map((tx, i) => ({
+          index: start + i,
+          nonce: firstNonce + start + i,
+          txHash: transactionHash(tx),
+        }));
+        return { ...report, transportError: error, unanswered };
+      }
       throw error;
     }
     const rejectedNonces: number[] = [];
@@ -173,7 +185,7 @@ async function settleAnswer(client: RpcClient, signed: string, entry: BatchEntry
 /** Whether the provider knows a transaction by its hash (pending or mined); a failed lookup says no. */
 export async function isKnown(client: RpcClient, txHash: string): Promise<boolean> {
   try {
-    const tx = await client.request<unknown>('eth_getTransactionByHash', [txHash], { timeoutMs: SEND_TIMEOUT_MS });
+    const tx = await client.request<unknown>('eth_getTransactionByHash', [txHash]);
     const hash = typeof tx === 'object' && tx !== null ? (tx as { hash?: unknown }).hash : undefined;
     return typeof hash === 'string' && hash.toLowerCase() === txHash.toLowerCase();
   } catch {

@@ -148,6 +148,11 @@ const providerReportSchema = z.object({
   chainId: z.string().max(78),
   provider: z.string().max(253),
   ok: z.boolean(),
+  /** Why the provider was left out of the cycle (the engine's ProviderFault: unavailable, lagging, wrong-chain, …). */
+  fault: z
+    .string()
+    .regex(/^[a-z][a-z-]{0,39}$/)
+    .optional(),
   currentBlock: z.number().int().nonnegative().optional(),
 });
 const sponsorWalletReportSchema = z.object({

@@ -5,8 +5,15 @@
 
 import { type DiscoveryOptions, discoverOnProvider, type ProviderDiscovery } from '../chain/discovery.js';
 import { byLogPosition } from '../chain/logs.js';
+import {
+  headFaults,
+  MAX_PROVIDER_LAG_BLOCKS,
+  type ProviderFault,
+  type ProviderMemory,
+  processProviderMemory,
+} from '../chain/provider-health.js';
 import { applyChainLimit, type DiscoveredApiCall, filterByMinConfirmations } from '../chain/requests.js';
-import { RpcClient, withTimeout } from '../chain/rpc.js';
+import { RpcAnswerTooLarge, RpcClient, withTimeout } from '../chain/rpc.js';
 import { type SponsorWallets, sponsorWallets } from '../chain/sponsor-wallets.js';
 import { DEFAULT_MIN_CONFIRMATIONS, type WithdrawalRequest } from '../chain/types.js';
 import { errorMessage } from '../common/errors.js';
@@ -28,6 +35,8 @@ export type CycleDeps = {
   /** Called with every client created, e.g. to count RPC calls. */
   discoveryTimeoutMs?: number;
   maxLogRange?: number;
+  /** Chain ids and heads of providers seen in earlier cycles (default: this process's). */
+  providerMemory?: ProviderMemory;
   /** One trace per request: discovery and authorization here, the shard's spans as children (shard.traceparents). */
   tracer?: Tracer;
 };
@@ -35,8 +44,13 @@ export type CycleDeps = {
 export type ProviderSummary = {
   chainId: string;
   provider: string;
+  /** Answered and fit for the cycle: only such providers serve requests. */
   ok: boolean;
+  /** Why the provider was left out of this cycle (absent when ok). */
+  fault?: ProviderFault;
   currentBlock?: number;
+  /** Blocks behind the best head of the chain in this cycle. */
+  lagBlocks?: number;
   apiCalls?: number;
   withdrawals?: number;
   dropped?: number;
@@ -80,6 +94,61 @@ export type SeenRequest = {
 
 type ProviderState = { name: string; discovery?: ProviderDiscovery; summary: ProviderSummary };
 
+/** A provider that answered eth_chainId with another chain's id than its chain's. */
+class WrongChain extends Error {
+  constructor(readonly providerChainId: bigint) {
+    super(`provider is on chain ${providerChainId}`);
+    this.name = 'WrongChain';
+  }
+}
+
+/**
+ * The providers that answered and whose head is fit for the cycle (src/chain/provider-health.ts): one syncing,
+ * lagging or stuck is logged at WARN with its lag and left out, so it neither holds requests back through the
+ * confirmation filter nor takes transactions. Remembers every head for the next cycle's "not moved" rule.
+ */
+function leaveOutBehindProviders(
+  chain: Config['chains'][number],
+  states: ProviderState[],
+  memory: ProviderMemory,
+  logger: Logger,
+): (ProviderState & { discovery: ProviderDiscovery })[] {
+  const answered = states.filter(
+    (s): s is ProviderState & { discovery: ProviderDiscovery } => s.discovery !== undefined,
+  );
+  const urlOf = (name: string) => chain.providers[name]!.url;
+  const faults = headFaults(
+    answered.map((s) => ({
+      name: s.name,
+      currentBlock: s.discovery.currentBlock,
+      previousBlock: memory.previousHead(chain.id, urlOf(s.name)),
+    })),
+  );
+  const bestBlock = Math.max(0, ...answered.map((s) => s.discovery.currentBlock));
+  for (const state of answered) {
+    memory.rememberHead(chain.id, urlOf(state.name), state.discovery.currentBlock);
+    state.summary.lagBlocks = bestBlock - state.discovery.currentBlock;
+    const fault = faults.get(state.name);
+    if (!fault) continue;
+    state.summary.ok = false;
+    state.summary.fault = fault.fault;
+    state.summary.error = `${fault.fault}: ${fault.lagBlocks} blocks behind the best provider`;
+    logger.warn(
+      {
+        chainId: chain.id,
+        provider: state.name,
+        fault: fault.fault,
+        currentBlock: state.discovery.currentBlock,
+        bestBlock: fault.bestBlock,
+        lagBlocks: fault.lagBlocks,
+        maxLagBlocks: MAX_PROVIDER_LAG_BLOCKS,
+      },
+      'provider is behind the chain; not used this cycle',
+    );
+  }
+  return answered.filter((s) => !faults.has(s.name));
+}
+
 export async function planChainShards(
   config: Config,
   chain: Config['chains'][number],
@@ -104,12 +173,18 @@ export async function planChainShards(
     sponsorWalletOf: deps.wallets.addressOf,
     ...(deps.maxLogRange ? { maxLogRange: deps.maxLogRange } : {}),
   };
+  const memory = deps.providerMemory ?? processProviderMemory;
+  const expectedChainId = BigInt(chain.id);
   const states: ProviderState[] = await Promise.all(
     Object.entries(chain.providers).map(async ([name, provider]): Promise<ProviderState> => {
       const client = makeClient(provider.url);
       try {
         const discovery = await withTimeout(
-          discoverOnProvider(client, options),
+          (async () => {
+            const providerChainId = await memory.chainIdOf(client);
+            if (providerChainId !== expectedChainId) throw new WrongChain(providerChainId);
+            return discoverOnProvider(client, options);
+          })(),
           deps.discoveryTimeoutMs ?? PROVIDER_DISCOVERY_TIMEOUT_MS,
           `discovery on ${name}`,
         );
@@ -128,16 +203,30 @@ export async function planChainShards(
           },
         };
       } catch (error) {
-        deps.logger.warn(
-          { chainId: chain.id, provider: name, err: errorMessage(error) },
-          'provider unavailable this cycle',
-        );
+        const fault: ProviderFault =
+          error instanceof WrongChain
+            ? 'wrong-chain'
+            : error instanceof RpcAnswerTooLarge
+              ? 'oversized'
+              : 'unavailable';
+        if (error instanceof WrongChain) {
+          deps.logger.error(
+            { chainId: chain.id, provider: name, providerChainId: String(error.providerChainId) },
+            'provider is on another network (wrong chain id); refused',
+          );
+        } else {
+          deps.logger.warn(
+            { chainId: chain.id, provider: name, fault, err: errorMessage(error) },
+            'provider unavailable this cycle',
+          );
+        }
         return {
           name,
           summary: {
             chainId: chain.id,
             provider: name,
             ok: false,
+            fault,
             error: errorMessage(error),
             rpcCalls: client.calls,
           },
@@ -145,9 +234,7 @@ export async function planChainShards(
       }
     }),
   );
-  const healthy = states.filter(
-    (s): s is ProviderState & { discovery: ProviderDiscovery } => s.discovery !== undefined,
-  );
+  const healthy = leaveOutBehindProviders(chain, states, memory, deps.logger);
   if (healthy.length === 0)
     return { shards: [], providers: states.map((s) => s.summary), discovered: 0, waiting: 0, overLimit: 0, seen: [] };
 
@@ -423,7 +510,12 @@ export async function runCycle(config: Config, deps: CycleDeps): Promise<CycleSu
     {
       requests: summary.requests,
       transactions: summary.transactions,
-      providers: summary.providers.map((p) => ({ chainId: p.chainId, provider: p.provider, ok: p.ok })),
+      providers: summary.providers.map((p) => ({
+        chainId: p.chainId,
+        provider: p.provider,
+        ok: p.ok,
+        ...(p.fault ? { fault: p.fault } : {}),
+      })),
     },
     'cycle finished',
   );

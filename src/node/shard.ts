@@ -18,7 +18,7 @@ import { decidePending, needsCountBefore, STUCK_AFTER_BLOCKS } from '../chain/pe
 import type { DiscoveredApiCall } from '../chain/requests.js';
 import { parseMinConfirmations } from '../chain/requests.js';
 import { RpcClient } from '../chain/rpc.js';
-import { sendInNonceOrder } from '../chain/sending.js';
+import { isKnown, sendInNonceOrder } from '../chain/sending.js';
 import type { SponsorWallets } from '../chain/sponsor-wallets.js';
 import { DEFAULT_MIN_CONFIRMATIONS, dryRunAddressOf, rrpAddressOf, type WithdrawalRequest } from '../chain/types.js';
 import { type PlannedWithdrawal, planWithdrawal } from '../chain/withdrawals.js';
@@ -214,6 +214,9 @@ async function respond(
   };
 }
 
+/** A transaction whose answer was lost, and the outcome it counts as once a provider knows its hash. */
+type LostSend = { id: string; txHash: string; outcome: ShardOutcome };
+
 type WorkItem =
   | { kind: 'api'; call: DiscoveredApiCall; response: Promise<ApiResponse> }
   | { kind: 'withdrawal'; withdrawal: WithdrawalRequest };
@@ -278,11 +281,32 @@ export async function runShard(shard: ShardInput, context: ShardContext): Promis
   // 2. Transactions through one provider at a time.
   const submissionStartMs = Date.now();
   const providerNames = shard.providers.filter((name) => chain.providers[name]);
+  // Transactions sent whose answer was lost (the provider may have taken them): counted only once a provider
+  // knows them by their hash, never sent again blindly.
+  const lost = new Map<string, LostSend>();
+  const confirmLost = async (client: RpcClient, provider: string) => {
+    const known = await mapLimit([...lost.values()], 8, (send) => isKnown(client, send.txHash));
+    [...lost.values()].forEach((send, i) => {
+      if (!known[i]) return;
+      lost.delete(send.id);
+      outcomes.push(send.outcome);
+      logger.info(
+        { requestId: send.id, nonce: send.outcome.nonce, txHash: send.txHash, provider },
+        'a transaction whose answer was lost is known by its hash',
+      );
+    });
+  };
   for (let p = 0; p < providerNames.length && pending.length > 0; p++) {
     const providerName = providerNames[p]!;
     const client = makeClient(chain.providers[providerName]!.url);
     const resumed = p > 0;
     try {
+      if (lost.size > 0) {
+        await confirmLost(client, providerName);
+        const done = new Set(outcomes.map((o) => o.id));
+        pending = pending.filter((item) => !done.has(itemId(item)));
+        if (pending.length === 0) break;
+      }
       const [latestCount, pendingCount] = await Promise.all([
         transactionCount(client, wallet.address, 'latest'),
         transactionCount(client, wallet.address, 'pending'),
@@ -425,6 +449,22 @@ export async function runShard(shard: ShardInput, context: ShardContext): Promis
             'could not fill the nonce of a rejected transaction; later transactions wait behind it',
           );
       }
+      for (const { index, nonce, txHash } of report.unanswered ?? []) {
+        const { item, plan } = sendable[index]!;
+        lost.set(itemId(item), {
+          id: itemId(item),
+          txHash,
+          outcome: {
+            id: itemId(item),
+            kind: item.kind,
+            outcome: plan.kind === 'fulfill' ? 'fulfilled' : plan.kind === 'fail' ? 'failed' : 'withdrawn',
+            txHash,
+            nonce,
+            provider: providerName,
+            ...(plan.kind === 'fail' && plan.errorMessage ? { reason: plan.errorMessage } : {}),
+          },
+        });
+      }
       if (report.transportError) throw report.transportError;
       timings.sendMs += performance.now() - sendStart;
       pending = [];
@@ -432,6 +472,8 @@ export async function runShard(shard: ShardInput, context: ShardContext): Promis
       balanceWei = await walletBalance(client, wallet.address);
     } catch (error) {
       if (apiFailure) throw apiFailure.error;
+      // A lost answer does not mean a dead provider: ask it first whether it took the transactions.
+      if (lost.size > 0) await confirmLost(client, providerName);
       // Keep what was sent; the rest goes to the next provider.
       const done = new Set(outcomes.map((o) => o.id));
       pending = pending.filter((item) => !done.has(itemId(item)));
@@ -447,7 +489,9 @@ export async function runShard(shard: ShardInput, context: ShardContext): Promis
       id: itemId(item),
       kind: item.kind,
       outcome: 'error',
-      reason: 'no provider could take the transaction',
+      reason: lost.has(itemId(item))
+        ? 'sent, but its answer was lost and no provider knows the transaction by its hash'
+        : 'no provider could take the transaction',
     });
   }
   for (const outcome of outcomes) {

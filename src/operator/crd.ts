@@ -667,7 +667,15 @@ function statusSchema(): StructuralSchema {
               properties: {
                 chainId: { description: 'Chain id of the provider.', type: 'string' },
                 provider: { description: 'Provider name (a key of chains[].providers).', type: 'string' },
-                up: { description: 'Whether the provider answered the block number and logs.', type: 'boolean' },
+                up: {
+                  description: 'Whether the provider answered the block number and logs and was fit to serve.',
+                  type: 'boolean',
+                },
+                fault: {
+                  description:
+                    'Why the provider was left out of that cycle: unavailable, oversized (answer over the size cap), wrong-chain, syncing, lagging or stalled.',
+                  type: 'string',
+                },
                 blockLag: {
                   description: 'Blocks behind the most advanced provider of the same chain.',
                   type: 'integer',

@@ -175,7 +175,14 @@ export type CycleRecord = {
 
 export type SponsorWalletBalance = SponsorWalletReport;
 
-export type ProviderHealth = { chainId: string; provider: string; up: boolean; blockLag?: number };
+export type ProviderHealth = {
+  chainId: string;
+  provider: string;
+  up: boolean;
+  /** Why the coordinator left the provider out of the cycle (unavailable, lagging, wrong-chain, …). */
+  fault?: string;
+  blockLag?: number;
+};
 
 export type OracleNodeStatus = {
   observedGeneration?: number;

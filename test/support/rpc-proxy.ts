@@ -4,8 +4,10 @@
 // Transactions are decoded when `sent` is read, not on the way through: recovering a sender is a signature
 // recovery (milliseconds of the benchmark's CPU each), which must not slow the node being measured.
 // It also injects the faults of a bad day on the chain (`setFault`): an answer that comes late, an answer lost
-// after the call reached the chain, or a chain's answer replaced by a canned error message.
-import { createServer, type Server } from 'node:http';
+// after the call reached the chain, or a chain's answer replaced by a canned error message. `startFaultProxy`
+// plays a provider that answers but lies about the chain: rewritten results (a head behind, another chain id) or
+// answers padded past any sane size.
+import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Transaction } from 'ethers';
 import { rpc } from './chain.js';
@@ -210,4 +212,109 @@ export async function checkNonceOrder(chainUrl: string, sent: SentTransaction[])
     rejected: sent.filter((tx) => tx.rejected).length,
     refilled,
   };
+}
+
+/**
+ * What a faulty provider does, read at every exchange (a test may change it between cycles): `results` rewrites
+ * the upstream result of a method's calls (alone or inside a batch), `padTo` pads every answer with whitespace to
+ * that many bytes (still valid JSON, so only a size cap tells it from a good answer), streamed in 1 MB chunks.
+ */
+export type ProxyFault = {
+  results?: Record<string, (upstream: unknown) => unknown>;
+  padTo?: number;
+};
+
+export type FaultProxy = {
+  url: string;
+  fault: ProxyFault;
+  counts: Map<string, number>;
+  /** Bytes of answers written to the node (a client that hangs up stops the writing). */
+  bytesWritten: number;
+  close(): Promise<void>;
+};
+
+type RpcCall = { id?: unknown; method?: string; params?: unknown[] };
+type RpcAnswer = { id?: unknown; result?: unknown; error?: unknown };
+
+/** A JSON-RPC proxy in front of `target` that answers as `fault` says. */
+export async function startFaultProxy(target: string, fault: ProxyFault = {}): Promise<FaultProxy> {
+  const proxy: FaultProxy = {
+    url: '',
+    fault,
+    counts: new Map(),
+    bytesWritten: 0,
+    close: async () => undefined,
+  };
+  const server: Server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', async () => {
+      const body = Buffer.concat(chunks).toString('utf8');
+      let calls: RpcCall[] = [];
+      try {
+        const parsed = JSON.parse(body) as RpcCall | RpcCall[];
+        calls = Array.isArray(parsed) ? parsed : [parsed];
+      } catch {
+        // forwarded as it is: the chain answers the parse error
+      }
+      for (const call of calls) proxy.counts.set(call.method ?? '?', (proxy.counts.get(call.method ?? '?') ?? 0) + 1);
+      let text: string;
+      try {
+        const upstream = await fetch(target, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+        text = await upstream.text();
+      } catch {
+        res.statusCode = 502;
+        res.end();
+        return;
+      }
+      const rewrites = proxy.fault.results ?? {};
+      const methodOf = new Map(calls.map((call) => [call.id, call.method ?? '?']));
+      if (Object.keys(rewrites).length > 0) {
+        try {
+          const answer = JSON.parse(text) as RpcAnswer | RpcAnswer[];
+          const rewrite = (entry: RpcAnswer): RpcAnswer => {
+            const fn = rewrites[methodOf.get(entry.id) ?? ''];
+            return fn && 'result' in entry ? { ...entry, result: fn(entry.result) } : entry;
+          };
+          text = JSON.stringify(Array.isArray(answer) ? answer.map(rewrite) : rewrite(answer));
+        } catch {
+          // not JSON: passed on unchanged
+        }
+      }
+      res.setHeader('content-type', 'application/json');
+      const write = (chunk: string) => {
+        proxy.bytesWritten += Buffer.byteLength(chunk);
+        return res.write(chunk);
+      };
+      write(text);
+      let padding = (proxy.fault.padTo ?? 0) - Buffer.byteLength(text);
+      const block = ' '.repeat(1024 * 1024);
+      while (padding > 0 && !res.destroyed) {
+        const chunk = padding >= block.length ? block : ' '.repeat(padding);
+        padding -= chunk.length;
+        if (!write(chunk)) await drainedOrClosed(res);
+      }
+      res.end();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  proxy.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  proxy.close = () =>
+    new Promise<void>((resolve) => {
+      server.closeAllConnections();
+      server.close(() => resolve());
+    });
+  return proxy;
+}
+
+function drainedOrClosed(res: ServerResponse): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      res.off('drain', done);
+      res.off('close', done);
+      resolve();
+    };
+    res.on('drain', done);
+    res.on('close', done);
+  });
 }

@@ -77,10 +77,11 @@ export function cycleReport(summary: CycleSummary, context: CycleContext = {}): 
     ...(heartbeat ? { heartbeat } : {}),
     ...(failed.length > 0 ? { failedRequests: failed } : {}),
     counts: cycleCounts(summary),
-    providers: summary.providers.map(({ chainId, provider, ok, currentBlock }) => ({
+    providers: summary.providers.map(({ chainId, provider, ok, fault, currentBlock }) => ({
       chainId,
       provider,
       ok,
+      ...(fault === undefined ? {} : { fault }),
       ...(currentBlock === undefined ? {} : { currentBlock }),
     })),
     sponsorWallets: summary.sponsorWallets,

@@ -101,7 +101,9 @@ export function providerHealth(reports: ProviderReport[] | undefined): ProviderH
   return reports.map((r) => {
     const top = best.get(r.chainId);
     const health: ProviderHealth = { chainId: r.chainId, provider: r.provider, up: r.ok };
-    if (r.ok && top !== undefined && r.currentBlock !== undefined) health.blockLag = top - r.currentBlock;
+    if (r.fault) health.fault = r.fault;
+    // A provider left out for lagging still has its lag shown; the best head is taken among the providers in use.
+    if (top !== undefined && r.currentBlock !== undefined) health.blockLag = Math.max(0, top - r.currentBlock);
     return health;
   });
 }

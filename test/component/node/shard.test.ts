@@ -125,6 +125,39 @@ describe('shard submission on a bad day of the chain (anvil, fault-injecting pro
     }
   });
 
+  describe('a send whose answer was lost', () => {
+    const cases: { name: string; providers: () => Record<string, string> }[] = [
+      { name: 'through the only provider', providers: () => ({ proxied: proxy.url }) },
+      {
+        name: 'with a second provider to go on with',
+        providers: () => ({ proxied: proxy.url, direct: chain.anvil.url }),
+      },
+    ];
+    for (const { name, providers } of cases) {
+      it(`counts transactions the chain took though their answer was lost, confirmed by hash (${name})`, async () => {
+        const { sponsor, ids } = await sponsorWithRequests(3);
+        // The batch reaches the chain, which mines it; the answer never comes back.
+        proxy.setFault((call) =>
+          call.method === 'eth_sendRawTransaction' && call.seen === 0 ? { drop: true } : undefined,
+        );
+        const summary = await cycle({ providers: providers() });
+        const outcomes = outcomesOf(summary);
+        for (const id of ids) {
+          expect((await requestEvents(chain.deployment, id)).fulfilled).to.have.length(1);
+          expect(outcomes.find((o) => o.id === id)).to.include({
+            outcome: 'fulfilled',
+            txHash: await fulfilmentHash(id),
+          });
+        }
+        // The summary says what the chain says, and nothing was sent twice.
+        expect(summary.transactions).to.include({ fulfilled: 3, skipped: 0, errors: 0 });
+        expect(proxy.sent.map((tx) => tx.nonce)).to.deep.equal([0, 1, 2]);
+        const count = await rpc<string>(chain.anvil.url, 'eth_getTransactionCount', [sponsor.sponsorWallet, 'latest']);
+        expect(Number(count)).to.equal(3);
+      });
+    }
+  });
+
   describe('a slow provider and the gas price oracle', () => {
     it('waits for a provider that answers in 2.5 s instead of paying the constant price, and logs and counts a failed strategy', async () => {
       const { sponsor, ids } = await sponsorWithRequests(1);

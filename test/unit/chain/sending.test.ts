@@ -65,6 +65,12 @@ describe('sendInNonceOrder', () => {
     });
     expect(report.sent.map((s) => s?.nonce)).to.deep.equal([0, 1, undefined, undefined]);
     expect(report.transportError).to.be.instanceOf(RpcTransportError);
+    // What the lost batch carried, with the hashes to confirm it by.
+    expect(report.unanswered?.map((u) => [u.index, u.nonce])).to.deep.equal([
+      [2, 2],
+      [3, 3],
+    ]);
+    for (const u of report.unanswered ?? []) expect(u.txHash).to.match(/^0x[0-9a-f]{64}$/);
     expect(exchanges).to.equal(2);
   });
 
