@@ -25,6 +25,10 @@ export const subcommands: Record<string, CommandEntry> = {
     summary: 'Validate config.json with secrets.env',
     load: async () => (await import('./validate-command.js')).validateCommand,
   },
+  manifest: {
+    summary: 'Print the Secret and the OracleNode of an existing config.json + secrets.env, for kubectl apply -f -',
+    load: async () => (await import('./manifest-command.js')).manifestCommand,
+  },
   derive: {
     summary: 'Derive endpoint ids, template ids, the node address, xpub and sponsor wallets',
     load: async () => (await import('./derive-command.js')).deriveCommand,

@@ -40,6 +40,7 @@ export class OracleNodeMetrics {
   private readonly balance: Gauge<(typeof WALLET_LABELS)[number]>;
   private readonly heartbeats: Counter<(typeof NODE_LABELS)[number] | 'outcome'>;
   private readonly gasPrice: Gauge<(typeof CHAIN_LABELS)[number]>;
+  private readonly gasPriceStrategyFailures: Counter<(typeof NODE_LABELS)[number]>;
   private readonly seen = new Map<string, NodeSeries>();
 
   constructor(registry: Registry) {
@@ -104,6 +105,12 @@ export class OracleNodeMetrics {
       labelNames: CHAIN_LABELS,
       registers,
     });
+    this.gasPriceStrategyFailures = new Counter({
+      name: 'oracle_node_gas_price_strategy_failures_total',
+      help: 'Gas price strategies that failed in coordinator cycles (the next one, at last the constant price, was used); the WARN lines name strategy and reason',
+      labelNames: NODE_LABELS,
+      registers,
+    });
   }
 
   observe(key: ObjectKey, status: OracleNodeStatus): void {
@@ -139,6 +146,10 @@ export class OracleNodeMetrics {
     for (const [outcome, countKey] of Object.entries(OUTCOMES)) {
       const count = cycle.counts?.[countKey];
       if (typeof count === 'number' && count > 0) this.requests.inc({ ...labels, outcome }, count);
+    }
+    const strategyFailures = cycle.counts?.['gasPriceStrategyFailures'];
+    if (typeof strategyFailures === 'number' && strategyFailures > 0) {
+      this.gasPriceStrategyFailures.inc(labels, strategyFailures);
     }
     const published = new Map<string, ProviderLabels>();
     for (const provider of cycle.providers ?? []) {
@@ -184,6 +195,7 @@ export class OracleNodeMetrics {
     this.lastSuccess.remove(labels);
     this.cycleDuration.remove(labels);
     for (const outcome of Object.keys(OUTCOMES)) this.requests.remove({ ...labels, outcome });
+    this.gasPriceStrategyFailures.remove(labels);
     const state = this.seen.get(id);
     for (const providerLabels of state?.providers.values() ?? []) this.removeProvider(providerLabels);
     for (const faultLabels of state?.faults.values() ?? []) this.providerFaults.remove(faultLabels);

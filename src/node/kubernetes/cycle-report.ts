@@ -31,6 +31,7 @@ export function cycleCounts(summary: CycleSummary): Record<string, number> {
     cacheHits: summary.cacheHits,
     providersUp: summary.providers.filter((p) => p.ok).length,
     providersDown: summary.providers.filter((p) => !p.ok).length,
+    gasPriceStrategyFailures: summary.gasPriceStrategyFailures.reduce((n, f) => n + f.count, 0),
   };
 }
 

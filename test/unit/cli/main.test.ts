@@ -21,6 +21,7 @@ describe('oracle-node CLI', () => {
         'schema',
         'start',
         'validate',
+        'manifest',
         'worker',
         'status',
         'logs',

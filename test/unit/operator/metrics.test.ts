@@ -71,6 +71,16 @@ describe('oracle_node_* metrics from the OracleNode status', () => {
     expect(await sample(registry, 'oracle_node_requests_total', { ...key, outcome: 'fulfilled' })).to.equal(6);
   });
 
+  it('counts the gas price strategy failures the coordinator reported, once per cycle', async () => {
+    const registry = new Registry();
+    const metrics = new OracleNodeMetrics(registry);
+    const failing = { ...cycle, counts: { ...cycle.counts, gasPriceStrategyFailures: 2 } };
+    for (let i = 0; i < 2; i++) metrics.observe(key, statusWith(failing));
+    expect(await sample(registry, 'oracle_node_gas_price_strategy_failures_total', key)).to.equal(2);
+    metrics.observe(key, statusWith({ ...failing, job: 'next' }));
+    expect(await sample(registry, 'oracle_node_gas_price_strategy_failures_total', key)).to.equal(4);
+  });
+
   it('keeps the last success time when the newest cycle failed, and follows Ready', async () => {
     const registry = new Registry();
     const metrics = new OracleNodeMetrics(registry);

@@ -20,7 +20,10 @@ describe('coordinator in operator pods', () => {
       timings: { discoveryMs: 1, shardsMs: 2 },
       sponsorWallets: [],
       gasPrices: [],
-      gasPriceStrategyFailures: [],
+      gasPriceStrategyFailures: [
+        { chainId: '1', strategy: 'providerRecommendedGasPrice', count: 2 },
+        { chainId: '1', strategy: 'latestBlockPercentileGasPrice', count: 1 },
+      ],
       results: [],
     };
     const counts = cycleCounts(summary);
@@ -31,6 +34,7 @@ describe('coordinator in operator pods', () => {
       providersUp: 1,
       providersDown: 1,
       cacheHits: 1,
+      gasPriceStrategyFailures: 3,
     });
     for (const value of Object.values(counts)) expect(Number.isInteger(value)).to.equal(true);
   });
