@@ -3,7 +3,9 @@
 // shards by sponsor wallet handed to an executor. Deliberate difference from the reference: each request
 // is submitted once, through one provider, instead of once per provider (see docs/chain-cycle.md).
 
+import { readBalances } from '../chain/balances.js';
 import { type DiscoveryOptions, discoverOnProvider, type ProviderDiscovery } from '../chain/discovery.js';
+import { type GasTargetJson, gasTargetToJson, getGasTarget } from '../chain/gas-price.js';
 import { byLogPosition } from '../chain/logs.js';
 import {
   headFaults,
@@ -92,6 +94,8 @@ export type SeenRequest = {
   headBlock: number;
 };
 
+type ChainStrategyFailure = { chainId: string; strategy: string };
+
 type ProviderState = { name: string; discovery?: ProviderDiscovery; summary: ProviderSummary };
 
 /** A provider that answered eth_chainId with another chain's id than its chain's. */
@@ -156,6 +160,10 @@ export async function planChainShards(
 ): Promise<{
   shards: ShardInput[];
   providers: ProviderSummary[];
+  /** The first provider in use: the one shards send through unless it fails. */
+  servingProvider?: string;
+  /** Gas price strategies that failed when the chain's price was read for the shards (each logged at WARN). */
+  gasPriceStrategyFailures: ChainStrategyFailure[];
   discovered: number;
   waiting: number;
   overLimit: number;
@@ -236,7 +244,15 @@ export async function planChainShards(
   );
   const healthy = leaveOutBehindProviders(chain, states, memory, deps.logger);
   if (healthy.length === 0)
-    return { shards: [], providers: states.map((s) => s.summary), discovered: 0, waiting: 0, overLimit: 0, seen: [] };
+    return {
+      shards: [],
+      providers: states.map((s) => s.summary),
+      gasPriceStrategyFailures: [],
+      discovered: 0,
+      waiting: 0,
+      overLimit: 0,
+      seen: [],
+    };
 
   const discovered = new Set(healthy.flatMap((s) => s.discovery.apiCalls.map((c) => c.id))).size;
   const limited = applyChainLimit(
@@ -286,9 +302,17 @@ export async function planChainShards(
   for (const withdrawal of [...withdrawals.values()].sort(byLogPosition)) {
     shardOf(withdrawal.sponsor, withdrawal.sponsorWallet).withdrawals.push(withdrawal);
   }
+  const shards = [...bySponsorWallet.values()];
+  const gasPriceStrategyFailures: ChainStrategyFailure[] = [];
+  if (shards.length > 0) {
+    const gasTarget = await chainGasTarget(chain, healthy[0]!, makeClient, deps.logger, gasPriceStrategyFailures);
+    if (gasTarget) for (const shard of shards) shard.gasTarget = gasTarget;
+  }
   return {
-    shards: [...bySponsorWallet.values()],
+    shards,
     providers: states.map((s) => ({ ...s.summary })),
+    servingProvider: healthy[0]!.name,
+    gasPriceStrategyFailures,
     discovered,
     waiting: waiting.length,
     overLimit: discovered - limitedCount,
@@ -412,6 +436,69 @@ function endRequestTraces(roots: Map<string, Span>, results: ShardResult[]): voi
   for (const root of roots.values()) root.end();
 }
 
+/**
+ * The chain's gas price for this cycle, read once through the first provider in use and handed to every shard: what
+ * every sponsor wallet would otherwise read for itself (the strategies' blocks and the provider's price) costs the
+ * chain's calls once. Undefined when the strategies fail without a constant fallback: the shards then try themselves.
+ */
+async function chainGasTarget(
+  chain: Config['chains'][number],
+  provider: ProviderState,
+  makeClient: (url: string) => RpcClient,
+  logger: Logger,
+  failures: ChainStrategyFailure[],
+): Promise<GasTargetJson | undefined> {
+  const client = makeClient(chain.providers[provider.name]!.url);
+  try {
+    const target = await getGasTarget(client, chain.options.gasPriceOracle, chain.options.fulfillmentGasLimit, {
+      logger: logger.child({ chainId: chain.id, provider: provider.name }),
+      onFailure: (failure) => failures.push({ chainId: chain.id, strategy: failure.strategy }),
+    });
+    return gasTargetToJson(target);
+  } catch (error) {
+    logger.warn(
+      { chainId: chain.id, provider: provider.name, err: errorMessage(error) },
+      'gas price not read for the chain; each shard reads its own',
+    );
+    return undefined;
+  } finally {
+    provider.summary.rpcCalls += client.calls;
+  }
+}
+
+/**
+ * The balances of the sponsor wallets that sent transactions in the cycle (for the low-balance alert), all in one
+ * call through the provider the shards sent through, at 'pending' so this cycle's transactions are already paid
+ * for. Best effort: a failure leaves the balances unreported for this cycle.
+ */
+async function sponsorWalletBalances(
+  chain: Config['chains'][number],
+  providerName: string | undefined,
+  results: ShardResult[],
+  deps: CycleDeps,
+): Promise<{ wallets: CycleSummary['sponsorWallets']; rpcCalls: number }> {
+  const senders = results.flatMap((r) =>
+    r.ok && r.output.outcomes.some((o) => o.txHash !== undefined) ? [r.output.sponsorWallet] : [],
+  );
+  const url = providerName === undefined ? undefined : chain.providers[providerName]?.url;
+  if (senders.length === 0 || url === undefined) return { wallets: [], rpcCalls: 0 };
+  const client = (deps.rpcClient ?? ((u: string) => new RpcClient(u)))(url);
+  try {
+    const balances = await readBalances(client, senders);
+    return {
+      wallets: senders.map((sponsorWallet) => ({
+        chainId: chain.id,
+        sponsorWallet,
+        balanceWei: String(balances.get(sponsorWallet)),
+      })),
+      rpcCalls: client.calls,
+    };
+  } catch (error) {
+    deps.logger.warn({ chainId: chain.id, err: errorMessage(error) }, 'sponsor wallet balances not read');
+    return { wallets: [], rpcCalls: client.calls };
+  }
+}
+
 export async function runCycle(config: Config, deps: CycleDeps): Promise<CycleSummary> {
   const wallets = deps.wallets ?? sponsorWallets(config.nodeSettings.nodeWalletMnemonic);
   const summary: CycleSummary = {
@@ -445,7 +532,8 @@ export async function runCycle(config: Config, deps: CycleDeps): Promise<CycleSu
           : [];
         endRequestTraces(roots, results);
         const timings = { discoveryMs: discovered - started, shardsMs: performance.now() - discovered };
-        return { planned, results, timings };
+        const balances = await sponsorWalletBalances(chain, planned.servingProvider, results, deps);
+        return { planned, results, timings, balances };
       } catch (error) {
         deps.logger.error({ chainId: chain.id, err: errorMessage(error) }, 'chain cycle failed');
         return undefined;
@@ -454,7 +542,11 @@ export async function runCycle(config: Config, deps: CycleDeps): Promise<CycleSu
   );
   for (const chain of perChain) {
     if (!chain) continue;
-    const { planned, results, timings } = chain;
+    const { planned, results, timings, balances } = chain;
+    summary.sponsorWallets.push(...balances.wallets);
+    for (const failure of planned.gasPriceStrategyFailures)
+      countStrategyFailure(summary, failure.chainId, failure.strategy);
+    summary.rpcCalls += balances.rpcCalls;
     summary.timings.discoveryMs = Math.max(summary.timings.discoveryMs, Math.round(timings.discoveryMs));
     summary.timings.shardsMs = Math.max(summary.timings.shardsMs, Math.round(timings.shardsMs));
     summary.providers.push(...planned.providers);
@@ -473,10 +565,6 @@ export async function runCycle(config: Config, deps: CycleDeps): Promise<CycleSu
       }
       summary.apiCalls += result.output.apiCalls;
       summary.cacheHits += result.output.cacheHits;
-      if (result.output.balanceWei !== undefined) {
-        const { chainId, sponsorWallet, balanceWei } = result.output;
-        summary.sponsorWallets.push({ chainId, sponsorWallet, balanceWei });
-      }
       summary.rpcCalls += result.output.rpcCalls;
       // A worker's output is read back from its pod log: only a decimal integer counts.
       const gasPrice = result.output.gasPriceWei;
@@ -485,16 +573,7 @@ export async function runCycle(config: Config, deps: CycleDeps): Promise<CycleSu
         if (BigInt(gasPrice) > (gasPrices.get(chainId) ?? -1n)) gasPrices.set(chainId, BigInt(gasPrice));
       }
       for (const failure of strategyFailuresOf(result.output)) {
-        const counted = summary.gasPriceStrategyFailures.find(
-          (f) => f.chainId === result.output.chainId && f.strategy === failure.strategy,
-        );
-        if (counted) counted.count++;
-        else
-          summary.gasPriceStrategyFailures.push({
-            chainId: result.output.chainId,
-            strategy: failure.strategy,
-            count: 1,
-          });
+        countStrategyFailure(summary, result.output.chainId, failure.strategy);
       }
       for (const outcome of result.output.outcomes) {
         if (outcome.outcome === 'fulfilled') summary.transactions.fulfilled++;
@@ -520,6 +599,12 @@ export async function runCycle(config: Config, deps: CycleDeps): Promise<CycleSu
     'cycle finished',
   );
   return summary;
+}
+
+function countStrategyFailure(summary: CycleSummary, chainId: string, strategy: string): void {
+  const counted = summary.gasPriceStrategyFailures.find((f) => f.chainId === chainId && f.strategy === strategy);
+  if (counted) counted.count++;
+  else summary.gasPriceStrategyFailures.push({ chainId, strategy, count: 1 });
 }
 
 /** A worker's gas price strategy failures, read as untrusted (its output comes back through a pod log). */

@@ -13,7 +13,15 @@ import {
   signFulfillment,
   transactionCount,
 } from '../chain/fulfillment.js';
-import { amountToWei, bumpGasTarget, type GasTarget, getGasTarget, type StrategyFailure } from '../chain/gas-price.js';
+import {
+  amountToWei,
+  bumpGasTarget,
+  type GasTarget,
+  type GasTargetJson,
+  gasTargetFromJson,
+  getGasTarget,
+  type StrategyFailure,
+} from '../chain/gas-price.js';
 import { decidePending, needsCountBefore, STUCK_AFTER_BLOCKS } from '../chain/pending.js';
 import type { DiscoveredApiCall } from '../chain/requests.js';
 import { parseMinConfirmations } from '../chain/requests.js';
@@ -42,6 +50,8 @@ export type ShardInput = {
   /** Provider names of the chain, most preferred first (healthy in discovery). */
   providers: string[];
   currentBlock: number;
+  /** The chain's gas price in this cycle, read once by the coordinator for all shards; absent: the shard reads it. */
+  gasTarget?: GasTargetJson;
   apiCalls: DiscoveredApiCall[];
   withdrawals: WithdrawalRequest[];
   /** W3C traceparent of each request's trace, by request id (only when the coordinator traces). */
@@ -69,8 +79,6 @@ export type ShardOutput = {
   rpcCalls: number;
   /** Milliseconds spent calling APIs, planning (static calls, estimates) and sending. */
   timings: { apiMs: number; planMs: number; sendMs: number };
-  /** The sponsor wallet's balance after this shard's transactions (wei, decimal), when a provider told it. */
-  balanceWei?: string;
   /** The gas price (legacy) or max fee per gas (EIP-1559) the transactions were priced at (wei, decimal). */
   gasPriceWei?: string;
   /** Gas price strategies that failed (each also logged at WARN), in the order they were tried. */
@@ -247,7 +255,6 @@ export async function runShard(shard: ShardInput, context: ShardContext): Promis
   const makeClient = context.rpcClient ?? ((url: string) => new RpcClient(url));
   const outcomes: ShardOutcome[] = [];
   let rpcCalls = 0;
-  let balanceWei: string | undefined;
   let gasPriceWei: string | undefined;
   const gasPriceStrategyFailures: StrategyFailure[] = [];
 
@@ -280,6 +287,7 @@ export async function runShard(shard: ShardInput, context: ShardContext): Promis
 
   // 2. Transactions through one provider at a time.
   const submissionStartMs = Date.now();
+  const chainGasTarget = gasTargetFromJson(shard.gasTarget);
   const providerNames = shard.providers.filter((name) => chain.providers[name]);
   // Transactions sent whose answer was lost (the provider may have taken them): counted only once a provider
   // knows them by their hash, never sent again blindly.
@@ -328,15 +336,12 @@ export async function runShard(shard: ShardInput, context: ShardContext): Promis
         pending = [];
         break;
       }
-      let gasTarget: GasTarget = await getGasTarget(
-        client,
-        chain.options.gasPriceOracle,
-        chain.options.fulfillmentGasLimit,
-        {
+      let gasTarget: GasTarget =
+        chainGasTarget ??
+        (await getGasTarget(client, chain.options.gasPriceOracle, chain.options.fulfillmentGasLimit, {
           logger: logger.child({ provider: providerName }),
           onFailure: (failure) => gasPriceStrategyFailures.push(failure),
-        },
-      );
+        }));
       if (decision.action === 'replace') {
         logger.info({ provider: providerName, pending: decision.pending }, 'replacing stuck pending transactions');
         gasTarget = bumpGasTarget(gasTarget, 20);
@@ -468,8 +473,6 @@ export async function runShard(shard: ShardInput, context: ShardContext): Promis
       if (report.transportError) throw report.transportError;
       timings.sendMs += performance.now() - sendStart;
       pending = [];
-      // Best effort, for the low-balance alert: a wallet that cannot pay for gas fails every later request.
-      balanceWei = await walletBalance(client, wallet.address);
     } catch (error) {
       if (apiFailure) throw apiFailure.error;
       // A lost answer does not mean a dead provider: ask it first whether it took the transactions.
@@ -511,7 +514,6 @@ export async function runShard(shard: ShardInput, context: ShardContext): Promis
       planMs: Math.round(timings.planMs),
       sendMs: Math.round(timings.sendMs),
     },
-    ...(balanceWei === undefined ? {} : { balanceWei }),
     ...(gasPriceWei === undefined ? {} : { gasPriceWei }),
     ...(gasPriceStrategyFailures.length === 0 ? {} : { gasPriceStrategyFailures }),
   };
@@ -573,18 +575,5 @@ function traceSubmissions(tracer: Tracer, shard: ShardInput, outcomes: ShardOutc
     });
     if (outcome.outcome === 'error') span.fail(outcome.reason ?? 'transaction not accepted');
     span.end();
-  }
-}
-
-/**
- * The balance with this cycle's transactions counted ('pending'): what the wallet has left to pay with. At
- * 'latest' a transaction sent a moment ago may not be mined yet, and the alert would see the balance before it.
- */
-async function walletBalance(client: RpcClient, address: string): Promise<string | undefined> {
-  try {
-    const value = await client.request('eth_getBalance', [address, 'pending']);
-    return typeof value === 'string' && /^0x[0-9a-fA-F]+$/.test(value) ? BigInt(value).toString() : undefined;
-  } catch {
-    return undefined;
   }
 }

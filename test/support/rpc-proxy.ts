@@ -28,6 +28,8 @@ export type FaultRule = (call: { method: string; params: unknown[]; seen: number
 export type RecordingProxy = {
   url: string;
   counts: Map<string, number>;
+  /** HTTP exchanges (round trips): a JSON-RPC batch is one exchange carrying many calls. */
+  readonly exchanges: number;
   /** Decoded on reading (see above). */
   readonly sent: SentTransaction[];
   /** Faults from now on (undefined: none). */
@@ -43,7 +45,9 @@ export async function startRecordingProxy(target: string): Promise<RecordingProx
   const raw: { tx: string; rejected?: string }[] = [];
   const decoded: SentTransaction[] = [];
   let rule: FaultRule | undefined;
+  let exchanges = 0;
   const server: Server = createServer((req, res) => {
+    exchanges++;
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', async () => {
@@ -107,6 +111,9 @@ export async function startRecordingProxy(target: string): Promise<RecordingProx
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     counts,
+    get exchanges() {
+      return exchanges;
+    },
     get sent() {
       for (let i = decoded.length; i < raw.length; i++) {
         const tx = Transaction.from(raw[i]!.tx);
@@ -120,6 +127,7 @@ export async function startRecordingProxy(target: string): Promise<RecordingProx
     },
     reset() {
       counts.clear();
+      exchanges = 0;
       raw.length = 0;
       decoded.length = 0;
     },

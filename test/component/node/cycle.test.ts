@@ -503,9 +503,7 @@ describe('request-response cycle on anvil (real AirnodeRrpV0)', () => {
       try {
         const first = await run();
         // Nothing is mined yet, yet the reported balance already pays for the pending fulfilment ('pending').
-        const reported = first.results.flatMap((r) =>
-          r.ok && r.output.sponsorWallet === sponsor.sponsorWallet ? [r.output.balanceWei] : [],
-        )[0];
+        const reported = first.sponsorWallets.find((w) => w.sponsorWallet === sponsor.sponsorWallet)?.balanceWei;
         expect(BigInt(reported ?? funded) < funded, 'balance after the pending transaction').to.equal(true);
         // Blocks go by without it: a block gas limit below its gas keeps it in the pool.
         await rpc(chain.anvil.url, 'evm_setBlockGasLimit', ['0xc350']);
