@@ -64,7 +64,15 @@ export type CycleSummary = {
   providers: ProviderSummary[];
   requests: { discovered: number; servable: number; waitingForConfirmations: number; overChainLimit: number };
   shards: { total: number; failed: number };
-  transactions: { fulfilled: number; failed: number; withdrawn: number; skipped: number; errors: number };
+  /** Outcomes of the requests; `replaced`: stuck transactions replaced (their request was counted when first sent). */
+  transactions: {
+    fulfilled: number;
+    failed: number;
+    withdrawn: number;
+    skipped: number;
+    errors: number;
+    replaced: number;
+  };
   apiCalls: number;
   cacheHits: number;
   rpcCalls: number;
@@ -505,7 +513,7 @@ export async function runCycle(config: Config, deps: CycleDeps): Promise<CycleSu
     providers: [],
     requests: { discovered: 0, servable: 0, waitingForConfirmations: 0, overChainLimit: 0 },
     shards: { total: 0, failed: 0 },
-    transactions: { fulfilled: 0, failed: 0, withdrawn: 0, skipped: 0, errors: 0 },
+    transactions: { fulfilled: 0, failed: 0, withdrawn: 0, skipped: 0, errors: 0, replaced: 0 },
     apiCalls: 0,
     cacheHits: 0,
     rpcCalls: 0,
@@ -576,7 +584,9 @@ export async function runCycle(config: Config, deps: CycleDeps): Promise<CycleSu
         countStrategyFailure(summary, result.output.chainId, failure.strategy);
       }
       for (const outcome of result.output.outcomes) {
-        if (outcome.outcome === 'fulfilled') summary.transactions.fulfilled++;
+        // A replacement of a stuck transaction was counted when the first one was sent.
+        if (outcome.replacement === true) summary.transactions.replaced++;
+        else if (outcome.outcome === 'fulfilled') summary.transactions.fulfilled++;
         else if (outcome.outcome === 'failed') summary.transactions.failed++;
         else if (outcome.outcome === 'withdrawn') summary.transactions.withdrawn++;
         else if (outcome.outcome === 'skipped') summary.transactions.skipped++;

@@ -66,6 +66,11 @@ export type ShardOutcome = {
   nonce?: number;
   provider?: string;
   reason?: string;
+  /**
+   * The transaction replaces a stuck one at the same nonce (src/chain/pending.ts), sent for the same request in an
+   * earlier cycle: counted as `replaced`, not as a second fulfilment.
+   */
+  replacement?: true;
   /** The request's API call: its status class (never the answer) and how long it took. */
   api?: { outcome: ApiOutcome; durationMs: number };
 };
@@ -219,6 +224,24 @@ async function respond(
     response: { success: true, encodedValue: result.encodedValue, signature, ...gasPrice },
     cached: false,
     api,
+  };
+}
+
+/** The outcome of a transaction the provider took (or that a provider knows by its hash). */
+function sentOutcome(
+  item: WorkItem,
+  plan: Exclude<PlannedTransaction | PlannedWithdrawal, { kind: 'skip' }>,
+  sent: { nonce: number; txHash: string; provider: string; replaces: boolean },
+): ShardOutcome {
+  return {
+    id: itemId(item),
+    kind: item.kind,
+    outcome: plan.kind === 'fulfill' ? 'fulfilled' : plan.kind === 'fail' ? 'failed' : 'withdrawn',
+    txHash: sent.txHash,
+    nonce: sent.nonce,
+    provider: sent.provider,
+    ...(plan.kind === 'fail' && plan.errorMessage ? { reason: plan.errorMessage } : {}),
+    ...(sent.replaces ? { replacement: true as const } : {}),
   };
 }
 
@@ -411,19 +434,13 @@ export async function runShard(shard: ShardInput, context: ShardContext): Promis
         sendable.map((s) => s.plan),
         { client, wallet, chainId: shard.chainId, firstNonce: latestCount, pendingNonce: pendingCount, gasTarget },
       );
+      // Nonces below the pending count held stuck transactions: what is sent there replaces them.
+      const replaces = (nonce: number) => decision.action === 'replace' && nonce < pendingCount;
       let stopped: string | undefined;
       sendable.forEach(({ item, plan }, index) => {
         const sent = report.sent[index];
         if (sent && 'txHash' in sent) {
-          outcomes.push({
-            id: itemId(item),
-            kind: item.kind,
-            outcome: plan.kind === 'fulfill' ? 'fulfilled' : plan.kind === 'fail' ? 'failed' : 'withdrawn',
-            txHash: sent.txHash,
-            nonce: sent.nonce,
-            provider: providerName,
-            ...(plan.kind === 'fail' && plan.errorMessage ? { reason: plan.errorMessage } : {}),
-          });
+          outcomes.push(sentOutcome(item, plan, { ...sent, provider: providerName, replaces: replaces(sent.nonce) }));
         } else if (sent) {
           outcomes.push({
             id: itemId(item),
@@ -456,19 +473,8 @@ export async function runShard(shard: ShardInput, context: ShardContext): Promis
       }
       for (const { index, nonce, txHash } of report.unanswered ?? []) {
         const { item, plan } = sendable[index]!;
-        lost.set(itemId(item), {
-          id: itemId(item),
-          txHash,
-          outcome: {
-            id: itemId(item),
-            kind: item.kind,
-            outcome: plan.kind === 'fulfill' ? 'fulfilled' : plan.kind === 'fail' ? 'failed' : 'withdrawn',
-            txHash,
-            nonce,
-            provider: providerName,
-            ...(plan.kind === 'fail' && plan.errorMessage ? { reason: plan.errorMessage } : {}),
-          },
-        });
+        const outcome = sentOutcome(item, plan, { nonce, txHash, provider: providerName, replaces: replaces(nonce) });
+        lost.set(itemId(item), { id: itemId(item), txHash, outcome });
       }
       if (report.transportError) throw report.transportError;
       timings.sendMs += performance.now() - sendStart;
