@@ -76,6 +76,8 @@ const shardInputSchema = z.object({
   gasTarget: shardGasTargetSchema.optional(),
   apiCalls: z.array(shardApiCallSchema).max(MAX_SHARD_ENTRIES),
   withdrawals: z.array(shardWithdrawalSchema).max(MAX_SHARD_ENTRIES),
+  /** W3C traceparent of each request's trace, by request id (only when the coordinator traces). */
+  traceparents: z.record(bytes32, z.string().max(55)).optional(),
 });
 
 export type ShardInput = z.infer<typeof shardInputSchema>;
@@ -89,6 +91,11 @@ const shardOutcomeSchema = z.object({
   nonce: z.int().nonnegative().optional(),
   provider: z.string().max(253).optional(),
   reason: text.optional(),
+  /**
+   * The transaction replaces a stuck one at the same nonce (src/chain/pending.ts), sent for the same request in an
+   * earlier cycle: counted as `replaced`, not as a second fulfilment.
+   */
+  replacement: z.literal(true).optional(),
   /** The request's API call: its status class (never the answer) and how long it took. */
   api: z.object({ outcome: z.enum(API_OUTCOMES), durationMs: z.int().nonnegative() }).optional(),
 });

@@ -44,6 +44,7 @@ import {
   type ShardOutcome,
   type ShardOutput,
 } from '../contract/shard.js';
+import { parseTraceparent, type SpanContext, Tracer } from '../observability/tracing.js';
 import type { ResponseCache } from './cache.js';
 import { findEndpoint, requestedMinConfirmations } from './endpoints.js';
 import type { Logger } from './logger.js';
@@ -63,7 +64,11 @@ export type ShardContext = {
   rpcClient?: (url: string) => RpcClient;
   /** Concurrent API calls inside one shard. */
   apiConcurrency?: number;
+  /** Spans of the shard's requests, children of the traces named in the shard input. */
+  tracer?: Tracer;
 };
+
+const NO_TRACER = new Tracer();
 
 type Chain = Config['chains'][number];
 type ApiRecord = { outcome: ApiOutcome; durationMs: number };
@@ -96,6 +101,8 @@ type ShardRun = {
   timings: { apiMs: number; planMs: number; sendMs: number };
   gasPriceWei: string | undefined;
   gasPriceStrategyFailures: StrategyFailure[];
+  /** When the first provider was asked (the submission spans start there). */
+  submissionStartMs: number;
 };
 
 /** The API calls of a shard, running: each item's answer is a promise of its own. */
@@ -112,6 +119,7 @@ export async function runShard(shard: ShardInput, context: ShardContext): Promis
   // 1. API calls (cached responses reused), all answered before any transaction is sent, as the reference.
   const apis = callApis(run);
   // 2. Transactions through one provider at a time.
+  run.submissionStartMs = Date.now();
   const providerNames = shard.providers.filter((name) => run.chain.providers[name]);
   for (let p = 0; p < providerNames.length && run.pending.length > 0; p++) {
     await submitThrough(run, providerNames[p]!, { resumed: p > 0, apis });
@@ -143,6 +151,7 @@ function startRun(shard: ShardInput, context: ShardContext): ShardRun {
     timings: { apiMs: 0, planMs: 0, sendMs: 0 },
     gasPriceWei: undefined,
     gasPriceStrategyFailures: [],
+    submissionStartMs: Date.now(),
   };
 }
 
@@ -166,7 +175,8 @@ function callApis(run: ShardRun): ApiPhase {
   const phase: ApiPhase = { answered: Promise.resolve(), failure: undefined, cacheHits: 0, records: new Map() };
   phase.answered = mapLimit(shard.apiCalls, context.apiConcurrency ?? 16, async (call, i) => {
     try {
-      const { response, cached, api } = await respond(context, shard.chainId, call);
+      const trace = parseTraceparent(shard.traceparents?.[call.id]);
+      const { response, cached, api } = await respond(context, shard.chainId, call, trace);
       if (cached) phase.cacheHits++;
       phase.records.set(call.id, api);
       responses[i]!.resolve(response);
@@ -196,7 +206,12 @@ type Answer = { response: ApiResponse; cached: boolean; api: ApiRecord };
 const notCalled = { outcome: 'not called', durationMs: 0 } as const;
 
 /** One request's answer: from the cache, else the API call through the OIS engine, signed. */
-async function respond(context: ShardContext, chainId: string, call: ShardApiCall): Promise<Answer> {
+async function respond(
+  context: ShardContext,
+  chainId: string,
+  call: ShardApiCall,
+  trace: SpanContext | undefined,
+): Promise<Answer> {
   if (call.errorMessage)
     return { response: { success: false, errorMessage: call.errorMessage }, cached: false, api: notCalled };
   const { ois, endpoint } = findEndpoint(context.config, call);
@@ -218,6 +233,17 @@ async function respond(context: ShardContext, chainId: string, call: ShardApiCal
         api: { outcome: 'cached', durationMs: 0 },
       };
   }
+  const tracer = context.tracer ?? NO_TRACER;
+  const requestAttributes = { requestId: call.id, chainId, endpointId: call.endpointId };
+  // The OIS engine's whole call: the HTTP request, pre/post-processing and encoding. No URL, parameter or answer.
+  const span = tracer.startSpan('api call', {
+    parent: trace,
+    kind: 'client',
+    attributes: {
+      ...requestAttributes,
+      'http.request.method': (endpoint as { operation?: { method?: string } }).operation?.method?.toUpperCase(),
+    },
+  });
   const started = performance.now();
   const result = await (context.callEndpoint ?? defaultCallEndpoint)({
     ois,
@@ -234,8 +260,14 @@ async function respond(context: ShardContext, chainId: string, call: ShardApiCal
     },
   });
   const api = { outcome: apiOutcomeOf(result), durationMs: Math.round(performance.now() - started) };
+  const status = result.success ? undefined : /status code (\d{3})$/.exec(result.errorMessage)?.[1];
+  span.setAttributes({ 'oracle_node.api.outcome': api.outcome, 'http.response.status_code': status && Number(status) });
+  if (!result.success) span.fail(api.outcome === 'failed' ? 'processing or encoding failed' : `API ${api.outcome}`);
+  span.end();
   if (!result.success) return { response: { success: false, errorMessage: result.errorMessage }, cached: false, api };
+  const signing = tracer.startSpan('sign response', { parent: trace, attributes: requestAttributes });
   const signature = signFulfillment(context.wallets.node, call.id, result.encodedValue);
+  signing.end();
   if (call.cacheResponses && context.cache) {
     await context.cache.set(call.id, { encodedValue: result.encodedValue, signature });
   }
@@ -303,7 +335,9 @@ async function submitThrough(
     if (options.resumed) await dropServed(run, client);
     const plans = await planTransactions(run, client, gasTarget);
     const sendStart = performance.now();
-    await sendPlanned(run, client, providerName, plans, { latestCount, pendingCount, gasTarget });
+    // Nonces below the pending count held stuck transactions: what is sent there replaces them.
+    const replaces = (nonce: number) => decision.action === 'replace' && nonce < pendingCount;
+    await sendPlanned(run, client, providerName, plans, { latestCount, pendingCount, gasTarget, replaces });
     run.timings.sendMs += performance.now() - sendStart;
     run.pending = [];
   } catch (error) {
@@ -451,16 +485,22 @@ async function planTransactions(run: ShardRun, client: RpcClient, gasTarget: Gas
   return plans;
 }
 
-function sentOutcome(item: WorkItem, plan: SendablePlan, sent: { txHash: string; nonce: number }, provider: string) {
+/** The outcome of a transaction the provider took (or that a provider knows by its hash). */
+function sentOutcome(
+  item: WorkItem,
+  plan: SendablePlan,
+  sent: { nonce: number; txHash: string; provider: string; replaces: boolean },
+): ShardOutcome {
   return {
     id: itemId(item),
     kind: item.kind,
     outcome: plan.kind === 'fulfill' ? 'fulfilled' : plan.kind === 'fail' ? 'failed' : 'withdrawn',
     txHash: sent.txHash,
     nonce: sent.nonce,
-    provider,
+    provider: sent.provider,
     ...(plan.kind === 'fail' && plan.errorMessage ? { reason: plan.errorMessage } : {}),
-  } satisfies ShardOutcome;
+    ...(sent.replaces ? { replacement: true as const } : {}),
+  };
 }
 
 /**
@@ -473,7 +513,7 @@ async function sendPlanned(
   client: RpcClient,
   providerName: string,
   plans: Plan[],
-  nonces: { latestCount: number; pendingCount: number; gasTarget: GasTarget },
+  nonces: { latestCount: number; pendingCount: number; gasTarget: GasTarget; replaces: (nonce: number) => boolean },
 ): Promise<void> {
   const sendable: { item: WorkItem; plan: SendablePlan }[] = [];
   run.pending.forEach((item, index) => {
@@ -493,15 +533,17 @@ async function sendPlanned(
       gasTarget: nonces.gasTarget,
     },
   );
-  recordSends(run, providerName, sendable, report);
+  recordSends(run, providerName, sendable, report, nonces.replaces);
   logFillers(run.logger, report);
   for (const { index, nonce, txHash } of report.unanswered ?? []) {
     const { item, plan } = sendable[index]!;
-    run.lost.set(itemId(item), {
-      id: itemId(item),
+    const outcome = sentOutcome(item, plan, {
+      nonce,
       txHash,
-      outcome: sentOutcome(item, plan, { txHash, nonce }, providerName),
+      provider: providerName,
+      replaces: nonces.replaces(nonce),
     });
+    run.lost.set(itemId(item), { id: itemId(item), txHash, outcome });
   }
   if (report.transportError) throw report.transportError;
 }
@@ -511,12 +553,13 @@ function recordSends(
   providerName: string,
   sendable: { item: WorkItem; plan: SendablePlan }[],
   report: SendReport,
+  replaces: (nonce: number) => boolean,
 ): void {
   let stopped: string | undefined;
   sendable.forEach(({ item, plan }, index) => {
     const sent = report.sent[index];
     if (sent && 'txHash' in sent) {
-      run.outcomes.push(sentOutcome(item, plan, sent, providerName));
+      run.outcomes.push(sentOutcome(item, plan, { ...sent, provider: providerName, replaces: replaces(sent.nonce) }));
     } else if (sent) {
       run.outcomes.push({
         id: itemId(item),
@@ -574,6 +617,7 @@ function shardOutput(run: ShardRun, apis: ApiPhase): ShardOutput {
     const api = outcome.kind === 'api' ? apis.records.get(outcome.id) : undefined;
     if (api) outcome.api = api;
   }
+  traceSubmissions(run.context.tracer ?? NO_TRACER, shard, outcomes, run.submissionStartMs);
   return {
     chainId: shard.chainId,
     sponsorWallet: shard.sponsorWallet,
@@ -589,4 +633,30 @@ function shardOutput(run: ShardRun, apis: ApiPhase): ShardOutput {
     ...(run.gasPriceWei === undefined ? {} : { gasPriceWei: run.gasPriceWei }),
     ...(run.gasPriceStrategyFailures.length === 0 ? {} : { gasPriceStrategyFailures: run.gasPriceStrategyFailures }),
   };
+}
+
+/** One span per request from planning its transaction to the answer of the send, child of the request's trace. */
+function traceSubmissions(tracer: Tracer, shard: ShardInput, outcomes: ShardOutcome[], startMs: number): void {
+  if (!tracer.enabled) return;
+  for (const outcome of outcomes) {
+    if (outcome.kind !== 'api') continue;
+    const span = tracer.startSpan('submission', {
+      parent: parseTraceparent(shard.traceparents?.[outcome.id]),
+      kind: 'client',
+      startMs,
+      attributes: {
+        requestId: outcome.id,
+        chainId: shard.chainId,
+        endpointId: shard.apiCalls.find((call) => call.id === outcome.id)?.endpointId,
+        'rpc.system': 'jsonrpc',
+        'rpc.method': 'eth_sendRawTransaction',
+        'oracle_node.outcome': outcome.outcome,
+        'oracle_node.provider': outcome.provider,
+        'oracle_node.transaction_hash': outcome.txHash,
+        'oracle_node.nonce': outcome.nonce,
+      },
+    });
+    if (outcome.outcome === 'error') span.fail(outcome.reason ?? 'transaction not accepted');
+    span.end();
+  }
 }

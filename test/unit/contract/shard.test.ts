@@ -63,6 +63,7 @@ const shard: ShardInput = {
       sponsorWallet: word('2', 40),
     },
   ],
+  traceparents: { [word('b', 64)]: `00-${'a'.repeat(32)}-${'b'.repeat(16)}-01` },
 };
 
 const output: ShardOutput = {
@@ -76,6 +77,7 @@ const output: ShardOutput = {
       txHash: word('9', 64),
       nonce: 0,
       provider: 'local',
+      replacement: true,
       api: { outcome: '2xx', durationMs: 3 },
     },
   ],
