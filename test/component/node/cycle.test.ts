@@ -483,7 +483,7 @@ describe('request-response cycle on anvil (real AirnodeRrpV0)', () => {
   });
 
   describe('stuck transactions', () => {
-    it('replaces a transaction that stays pending for STUCK_AFTER_BLOCKS blocks (same nonce, higher price)', async () => {
+    it('replaces a transaction that stays pending for STUCK_AFTER_BLOCKS blocks (same nonce, higher price), counted as a replacement', async () => {
       const sponsor = await newSponsor();
       const requestId = await fullRequest(sponsor);
       const config = buildConfig({
@@ -514,7 +514,10 @@ describe('request-response cycle on anvil (real AirnodeRrpV0)', () => {
         await rpc(chain.anvil.url, 'evm_setBlockGasLimit', ['0x5f5e100']);
         const second = await run();
         expect(outcome(first).nonce).to.equal(0);
-        expect(outcome(second)).to.include({ outcome: 'fulfilled', nonce: 0 });
+        expect(outcome(second)).to.include({ outcome: 'fulfilled', nonce: 0, replacement: true });
+        // One fulfilment, counted once: the replacement is counted as such.
+        expect(first.transactions).to.include({ fulfilled: 1, replaced: 0 });
+        expect(second.transactions).to.include({ fulfilled: 0, replaced: 1 });
         expect(outcome(second).txHash).to.not.equal(outcome(first).txHash);
         const replacement = await rpc<{ gasPrice: string }>(chain.anvil.url, 'eth_getTransactionByHash', [
           outcome(second).txHash,
