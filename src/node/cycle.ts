@@ -20,6 +20,7 @@ import { type SponsorWallets, sponsorWallets } from '../chain/sponsor-wallets.js
 import { DEFAULT_MIN_CONFIRMATIONS, type WithdrawalRequest } from '../chain/types.js';
 import { errorMessage } from '../common/errors.js';
 import type { Config } from '../config/index.js';
+import { formatTraceparent, type Span, Tracer } from '../observability/tracing.js';
 import type { ShardExecutor, ShardResult } from './executor.js';
 import type { Logger } from './logger.js';
 import { decodeParameters } from './ois-adapter.js';
@@ -38,6 +39,8 @@ export type CycleDeps = {
   maxLogRange?: number;
   /** Chain ids and heads of providers seen in earlier cycles (default: this process's). */
   providerMemory?: ProviderMemory;
+  /** One trace per request: discovery and authorization here, the shard's spans as children (shard.traceparents). */
+  tracer?: Tracer;
 };
 
 export type ProviderSummary = {
@@ -93,6 +96,7 @@ export type SeenRequest = {
   state: 'servable' | 'waitingForConfirmations' | 'overChainLimit' | 'dropped';
   reason?: string;
   sponsorWallet?: string;
+  endpointId?: string;
   blockNumber?: number;
   /** The confirmed head (lowest current block of the healthy providers). */
   headBlock: number;
@@ -172,6 +176,8 @@ export async function planChainShards(
   waiting: number;
   overLimit: number;
   seen: SeenRequest[];
+  /** When the healthy providers asked the authorizers (epoch ms, widest window). */
+  authorization?: { startMs: number; endMs: number };
 }> {
   const makeClient = deps.rpcClient ?? ((url: string) => new RpcClient(url));
   const options: DiscoveryOptions = {
@@ -319,7 +325,70 @@ export async function planChainShards(
     waiting: waiting.length,
     overLimit: discovered - limitedCount,
     seen,
+    ...authorizationWindow(healthy.map((s) => s.discovery.authorization)),
   };
+}
+
+function authorizationWindow(windows: ({ startMs: number; endMs: number } | undefined)[]) {
+  const known = windows.filter((w) => w !== undefined);
+  if (known.length === 0) return {};
+  return {
+    authorization: {
+      startMs: Math.min(...known.map((w) => w.startMs)),
+      endMs: Math.max(...known.map((w) => w.endMs)),
+    },
+  };
+}
+
+/**
+ * The root span of each request the chain's cycle saw, with its discovery and authorization spans; servable requests'
+ * trace contexts go into their shards, so the worker's spans join the same trace.
+ */
+function traceRequests(
+  tracer: Tracer,
+  planned: Awaited<ReturnType<typeof planChainShards>>,
+  window: { startMs: number; discoveredMs: number },
+): Map<string, Span> {
+  const roots = new Map<string, Span>();
+  if (!tracer.enabled) return roots;
+  for (const request of planned.seen) {
+    const attributes = { requestId: request.id, chainId: request.chainId, endpointId: request.endpointId };
+    const root = tracer.startSpan('oracle-node request', {
+      startMs: window.startMs,
+      attributes: {
+        ...attributes,
+        'oracle_node.state': request.state,
+        'oracle_node.reason': request.reason,
+        'oracle_node.block': request.blockNumber,
+      },
+    });
+    roots.set(request.id, root);
+    tracer
+      .startSpan('discovery', {
+        parent: root.context,
+        startMs: window.startMs,
+        attributes: { ...attributes, 'rpc.system': 'jsonrpc', 'rpc.method': 'eth_getLogs' },
+      })
+      .end(window.discoveredMs);
+    const unauthorized = request.reason === 'requester is not authorized';
+    if (request.state === 'dropped' && !unauthorized) continue;
+    const authorization = tracer.startSpan('authorization', {
+      parent: root.context,
+      startMs: planned.authorization?.startMs ?? window.discoveredMs,
+      attributes: { ...attributes, 'oracle_node.authorized': !unauthorized },
+    });
+    if (unauthorized) authorization.fail('requester is not authorized');
+    authorization.end(planned.authorization?.endMs ?? window.discoveredMs);
+  }
+  for (const shard of planned.shards) {
+    const traceparents: Record<string, string> = {};
+    for (const call of shard.apiCalls) {
+      const root = roots.get(call.id);
+      if (root) traceparents[call.id] = formatTraceparent(root.context);
+    }
+    shard.traceparents = traceparents;
+  }
+  return roots;
 }
 
 function seenRequests(
@@ -341,6 +410,7 @@ function seenRequests(
       state,
       ...(reason ? { reason } : {}),
       sponsorWallet: call.sponsorWallet,
+      endpointId: call.endpointId,
       blockNumber: call.blockNumber,
       headBlock,
     });
@@ -356,6 +426,22 @@ function seenRequests(
       if (!seen.has(dropped.id))
         seen.set(dropped.id, { chainId, id: dropped.id, state: 'dropped', reason: dropped.reason, headBlock });
   return [...seen.values()];
+}
+
+const NO_TRACER = new Tracer();
+
+/** Each request's root span ends with its shard, carrying the outcome. */
+function endRequestTraces(roots: Map<string, Span>, results: ShardResult[]): void {
+  if (roots.size === 0) return;
+  for (const result of results) {
+    if (!result.ok) continue;
+    for (const outcome of result.output.outcomes) {
+      const root = roots.get(outcome.id);
+      root?.setAttributes({ 'oracle_node.outcome': outcome.outcome, 'oracle_node.transaction_hash': outcome.txHash });
+      if (outcome.outcome === 'error') root?.fail(outcome.reason ?? 'transaction not accepted');
+    }
+  }
+  for (const root of roots.values()) root.end();
 }
 
 /**
@@ -445,11 +531,14 @@ export async function runCycle(config: Config, deps: CycleDeps): Promise<CycleSu
     config.chains.map(async (chain) => {
       try {
         const started = performance.now();
+        const startMs = Date.now();
         const planned = await planChainShards(config, chain, { ...deps, wallets });
         const discovered = performance.now();
+        const roots = traceRequests(deps.tracer ?? NO_TRACER, planned, { startMs, discoveredMs: Date.now() });
         const results = planned.shards.length
           ? await deps.executor.run(planned.shards, { concurrency: chain.maxConcurrency })
           : [];
+        endRequestTraces(roots, results);
         const timings = { discoveryMs: discovered - started, shardsMs: performance.now() - discovered };
         const balances = await sponsorWalletBalances(chain, planned.servingProvider, results, deps);
         return { planned, results, timings, balances };

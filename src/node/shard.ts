@@ -33,6 +33,7 @@ import { type PlannedWithdrawal, planWithdrawal } from '../chain/withdrawals.js'
 import { errorMessage } from '../common/errors.js';
 import type { Config } from '../config/index.js';
 import type { ApiOutcome } from '../contract/request-log.js';
+import { parseTraceparent, type SpanContext, Tracer } from '../observability/tracing.js';
 import { getReservedParameterValue } from '../ois/reserved.js';
 import type { Ois } from '../ois/types.js';
 import type { ResponseCache } from './cache.js';
@@ -53,6 +54,8 @@ export type ShardInput = {
   gasTarget?: GasTargetJson;
   apiCalls: DiscoveredApiCall[];
   withdrawals: WithdrawalRequest[];
+  /** W3C traceparent of each request's trace, by request id (only when the coordinator traces). */
+  traceparents?: Record<string, string>;
 };
 
 export type ShardOutcome = {
@@ -96,7 +99,11 @@ export type ShardContext = {
   rpcClient?: (url: string) => RpcClient;
   /** Concurrent API calls inside one shard. */
   apiConcurrency?: number;
+  /** Spans of the shard's requests, children of the traces named in the shard input. */
+  tracer?: Tracer;
 };
+
+const NO_TRACER = new Tracer();
 
 export async function mapLimit<T, R>(
   items: T[],
@@ -148,7 +155,12 @@ export function apiOutcomeOf(result: CallEndpointResult): ApiOutcome {
 type Answer = { response: ApiResponse; cached: boolean; api: { outcome: ApiOutcome; durationMs: number } };
 const notCalled = { outcome: 'not called', durationMs: 0 } as const;
 
-async function respond(context: ShardContext, chainId: string, call: DiscoveredApiCall): Promise<Answer> {
+async function respond(
+  context: ShardContext,
+  chainId: string,
+  call: DiscoveredApiCall,
+  trace: SpanContext | undefined,
+): Promise<Answer> {
   if (call.errorMessage)
     return { response: { success: false, errorMessage: call.errorMessage }, cached: false, api: notCalled };
   const { ois, endpoint } = findEndpoint(context.config, call);
@@ -170,6 +182,17 @@ async function respond(context: ShardContext, chainId: string, call: DiscoveredA
         api: { outcome: 'cached', durationMs: 0 },
       };
   }
+  const tracer = context.tracer ?? NO_TRACER;
+  const requestAttributes = { requestId: call.id, chainId, endpointId: call.endpointId };
+  // The OIS engine's whole call: the HTTP request, pre/post-processing and encoding. No URL, parameter or answer.
+  const span = tracer.startSpan('api call', {
+    parent: trace,
+    kind: 'client',
+    attributes: {
+      ...requestAttributes,
+      'http.request.method': (endpoint as { operation?: { method?: string } }).operation?.method?.toUpperCase(),
+    },
+  });
   const started = performance.now();
   const result = await (context.callEndpoint ?? defaultCallEndpoint)({
     ois,
@@ -186,8 +209,14 @@ async function respond(context: ShardContext, chainId: string, call: DiscoveredA
     },
   });
   const api = { outcome: apiOutcomeOf(result), durationMs: Math.round(performance.now() - started) };
+  const status = result.success ? undefined : /status code (\d{3})$/.exec(result.errorMessage)?.[1];
+  span.setAttributes({ 'oracle_node.api.outcome': api.outcome, 'http.response.status_code': status && Number(status) });
+  if (!result.success) span.fail(api.outcome === 'failed' ? 'processing or encoding failed' : `API ${api.outcome}`);
+  span.end();
   if (!result.success) return { response: { success: false, errorMessage: result.errorMessage }, cached: false, api };
+  const signing = tracer.startSpan('sign response', { parent: trace, attributes: requestAttributes });
   const signature = signFulfillment(context.wallets.node, call.id, result.encodedValue);
+  signing.end();
   if (call.cacheResponses && context.cache) {
     await context.cache.set(call.id, { encodedValue: result.encodedValue, signature });
   }
@@ -262,7 +291,8 @@ export async function runShard(shard: ShardInput, context: ShardContext): Promis
   const apiOutcomes = new Map<string, Answer['api']>();
   const answered = mapLimit(shard.apiCalls, context.apiConcurrency ?? 16, async (call, i) => {
     try {
-      const { response, cached, api } = await respond(context, shard.chainId, call);
+      const trace = parseTraceparent(shard.traceparents?.[call.id]);
+      const { response, cached, api } = await respond(context, shard.chainId, call, trace);
       if (cached) cacheHits++;
       apiOutcomes.set(call.id, api);
       responses[i]!.resolve(response);
@@ -279,6 +309,7 @@ export async function runShard(shard: ShardInput, context: ShardContext): Promis
   ];
 
   // 2. Transactions through one provider at a time.
+  const submissionStartMs = Date.now();
   const chainGasTarget = gasTargetFromJson(shard.gasTarget);
   const providerNames = shard.providers.filter((name) => chain.providers[name]);
   // Transactions sent whose answer was lost (the provider may have taken them): counted only once a provider
@@ -476,6 +507,7 @@ export async function runShard(shard: ShardInput, context: ShardContext): Promis
     const api = outcome.kind === 'api' ? apiOutcomes.get(outcome.id) : undefined;
     if (api) outcome.api = api;
   }
+  traceSubmissions(context.tracer ?? NO_TRACER, shard, outcomes, submissionStartMs);
   return {
     chainId: shard.chainId,
     sponsorWallet: shard.sponsorWallet,
@@ -524,4 +556,30 @@ async function pendingDecision(
   // A provider without that block's state cannot tell: the requests' age decides alone.
   const latestCountBefore = await transactionCount(client, address, before).catch(() => undefined);
   return decidePending(latestCountBefore === undefined ? state : { ...state, latestCountBefore });
+}
+
+/** One span per request from planning its transaction to the answer of the send, child of the request's trace. */
+function traceSubmissions(tracer: Tracer, shard: ShardInput, outcomes: ShardOutcome[], startMs: number): void {
+  if (!tracer.enabled) return;
+  for (const outcome of outcomes) {
+    if (outcome.kind !== 'api') continue;
+    const span = tracer.startSpan('submission', {
+      parent: parseTraceparent(shard.traceparents?.[outcome.id]),
+      kind: 'client',
+      startMs,
+      attributes: {
+        requestId: outcome.id,
+        chainId: shard.chainId,
+        endpointId: shard.apiCalls.find((call) => call.id === outcome.id)?.endpointId,
+        'rpc.system': 'jsonrpc',
+        'rpc.method': 'eth_sendRawTransaction',
+        'oracle_node.outcome': outcome.outcome,
+        'oracle_node.provider': outcome.provider,
+        'oracle_node.transaction_hash': outcome.txHash,
+        'oracle_node.nonce': outcome.nonce,
+      },
+    });
+    if (outcome.outcome === 'error') span.fail(outcome.reason ?? 'transaction not accepted');
+    span.end();
+  }
 }
