@@ -26,6 +26,11 @@ export const ENV = {
    * Service's load-balancer address), reported by the heartbeat. Absent: the heartbeat reports no gateway URL.
    */
   gatewayUrl: 'ORACLE_NODE_GATEWAY_URL',
+  /**
+   * Optional, every engine pod: the OpenTelemetry standard variable (spec.telemetry.otlpEndpoint); tracing is off
+   * without it (src/observability/tracing.ts reads it, with the other OTEL_* variables).
+   */
+  otlpEndpoint: 'OTEL_EXPORTER_OTLP_ENDPOINT',
 } as const;
 
 /** Labels on everything the operator manages (and on worker Jobs, which the coordinator creates). */
