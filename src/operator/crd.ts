@@ -384,7 +384,9 @@ function workloadProperties(): Record<string, StructuralSchema> {
       type: 'string',
       enum: ['Always', 'IfNotPresent', 'Never'],
     },
-    resources: resources('Default compute resources of every container; component settings override them.'),
+    resources: resources(
+      "Compute resources of every container, merged key by key over the defaults (docs/scaling.md); each component's resources are merged over these.",
+    ),
     nodeSelector: {
       description: 'Node labels every pod must match, as on a pod spec.',
       type: 'object',
@@ -412,7 +414,9 @@ function workloadProperties(): Record<string, StructuralSchema> {
           type: 'boolean',
           default: false,
         },
-        resources: resources('Compute resources of the coordinator container.'),
+        resources: resources(
+          'Compute resources of the coordinator container, merged key by key over spec.resources and the defaults.',
+        ),
       },
     },
     gateway: {
@@ -475,7 +479,9 @@ function workloadProperties(): Record<string, StructuralSchema> {
             },
           ],
         },
-        resources: resources('Compute resources of the gateway container.'),
+        resources: resources(
+          'Compute resources of the gateway container, merged key by key over spec.resources and the defaults.',
+        ),
         service: {
           description: 'The Service in front of the gateway pods.',
           type: 'object',
@@ -511,7 +517,9 @@ function workloadProperties(): Record<string, StructuralSchema> {
       description: 'The worker Jobs the coordinator creates in each cycle (one Indexed Job per cycle).',
       type: 'object',
       properties: {
-        resources: resources('Compute resources of each worker container.'),
+        resources: resources(
+          'Compute resources of each worker container, merged key by key over spec.resources and the defaults.',
+        ),
         activeDeadlineSeconds: {
           description: 'Deadline of a worker Job; inside the minute so cycles do not pile up. Default 50.',
           type: 'integer',

@@ -8,7 +8,6 @@ import type {
   V1OwnerReference,
   V1PodSecurityContext,
   V1PodSpec,
-  V1ResourceRequirements,
   V1SecurityContext,
 } from '@kubernetes/client-node';
 import { CONFIG_DIR, CONFIG_FILE, ENV, LABELS } from '../../contract/pods.js';
@@ -22,6 +21,7 @@ import {
   MANAGED_BY,
   type OracleNode,
 } from '../resource.js';
+import { type Workload, workloadResources } from './resources.js';
 
 /** Settings of the operator itself (flags/environment of `oracle-node operator`). */
 export type OperatorSettings = {
@@ -144,10 +144,6 @@ export function image(input: BuildInput): string {
   return input.node.spec.image || input.settings.defaultImage;
 }
 
-export function resourcesFor(input: BuildInput, specific: V1ResourceRequirements | undefined): V1ResourceRequirements {
-  return specific ?? input.node.spec.resources ?? {};
-}
-
 /** The environment every engine container gets (the contract's ENV): where the config is and who it runs for. */
 export function baseEnv(input: BuildInput, stage: string): V1EnvVar[] {
   const names = childNames(input.node.metadata.name, stage);
@@ -165,7 +161,7 @@ export function engineContainer(
   input: BuildInput,
   name: string,
   args: string[],
-  resources: V1ResourceRequirements | undefined,
+  workload: Workload,
   extraEnv: V1EnvVar[] = [],
 ): V1Container {
   const stage = input.config.nodeSettings.stage;
@@ -175,7 +171,7 @@ export function engineContainer(
     imagePullPolicy: input.node.spec.imagePullPolicy ?? 'IfNotPresent',
     args,
     env: [...baseEnv(input, stage), ...extraEnv],
-    resources: resourcesFor(input, resources),
+    resources: workloadResources(input.node, workload),
     securityContext: CONTAINER_SECURITY_CONTEXT,
     volumeMounts: [
       { name: 'config', mountPath: CONFIG_DIR, readOnly: true },

@@ -72,7 +72,7 @@ export function buildGatewayDeployment(input: BuildInput): Named<V1Deployment> {
   // Health and metrics on a port of their own, which the Service does not expose: a LoadBalancer in front of
   // the gateway must not publish /metrics to its callers.
   const args = ['gateway', '-c', CONFIG_FILE, '--port', String(port), '--metrics-port', String(metricsPort)];
-  const container = engineContainer(input, 'gateway', args, input.node.spec.gateway?.resources);
+  const container = engineContainer(input, 'gateway', args, 'gateway');
   container.ports = [
     { name: 'http', containerPort: port, protocol: 'TCP' },
     { name: 'metrics', containerPort: metricsPort, protocol: 'TCP' },

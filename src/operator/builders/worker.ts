@@ -28,7 +28,7 @@ export function buildWorkerTemplate(input: BuildInput): WorkerTemplate {
   const workerLabels = labels(input.node, stage, 'worker');
   // $(JOB_COMPLETION_INDEX) is expanded by the kubelet: the Job controller sets it in each Indexed Job pod.
   const args = ['worker', '--shard', `${SHARD_DIR}/${shardKey('$(JOB_COMPLETION_INDEX)')}`, '-c', CONFIG_FILE];
-  const container = engineContainer(input, WORKER_CONTAINER, args, input.node.spec.worker?.resources);
+  const container = engineContainer(input, WORKER_CONTAINER, args, 'worker');
   container.volumeMounts = [
     ...(container.volumeMounts ?? []),
     { name: SHARD_VOLUME, mountPath: SHARD_DIR, readOnly: true },
