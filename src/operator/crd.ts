@@ -482,6 +482,15 @@ function workloadProperties(): Record<string, StructuralSchema> {
         resources: resources(
           'Compute resources of the gateway container, merged key by key over spec.resources and the defaults.',
         ),
+        topologySpreadConstraints: {
+          description:
+            'Topology spread constraints of the gateway pods, in place of the default: spread across nodes ' +
+            '(kubernetes.io/hostname) and zones (topology.kubernetes.io/zone), maxSkew 1, ScheduleAnyway. ' +
+            'An empty list turns spreading off.',
+          type: 'array',
+          maxItems: 8,
+          items: { type: 'object', ...PRESERVE },
+        },
         service: {
           description: 'The Service in front of the gateway pods.',
           type: 'object',

@@ -5,6 +5,7 @@ import type {
   V1Affinity,
   V1ResourceRequirements,
   V1Toleration,
+  V1TopologySpreadConstraint,
   V2MetricSpec,
 } from '@kubernetes/client-node';
 import {
@@ -103,6 +104,8 @@ export type OracleNodeSpec = {
       metrics?: V2MetricSpec[];
     };
     resources?: V1ResourceRequirements;
+    /** In place of the default spread across nodes and zones; [] turns spreading off. */
+    topologySpreadConstraints?: V1TopologySpreadConstraint[];
     service?: { type?: 'ClusterIP' | 'NodePort' | 'LoadBalancer'; port?: number };
     /** The base URL callers reach the gateways at (an Ingress, a DNS name): reported by the heartbeat. */
     publicUrl?: string;

@@ -208,7 +208,7 @@ const JOB_RULES: Validation[] = [
       "a coordinator's Jobs are unprivileged: no host namespaces, no privilege escalation, no added capabilities",
   },
   {
-    expression: `${CONTAINERS}.all(c, (!has(c.envFrom) || c.envFrom.all(e, has(e.secretRef) && !has(e.configMapRef) && e.secretRef.name == variables.secret)) && (!has(c.env) || c.env.all(e, !has(e.valueFrom) || has(e.valueFrom.fieldRef))))`,
+    expression: `${CONTAINERS}.all(c, (!has(c.envFrom) || c.envFrom.all(e, has(e.secretRef) && !has(e.configMapRef) && e.secretRef.name == variables.secret)) && (!has(c.env) || c.env.all(e, !has(e.valueFrom) || has(e.valueFrom.fieldRef) || (has(e.valueFrom.secretKeyRef) && e.valueFrom.secretKeyRef.name == variables.secret))))`,
     message: "a coordinator's Jobs read only their node's Secret",
   },
   {

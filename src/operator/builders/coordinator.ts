@@ -40,7 +40,8 @@ export function buildCoordinatorCronJob(
       ? [{ name: ENV.gatewayUrl, value: input.publicGatewayUrl }]
       : []),
   ]);
-  const podSpec = basePodSpec(input, [container], names.coordinator);
+  // The coordinator creates the cycle's worker Jobs and writes its cache and cycle report.
+  const podSpec = basePodSpec(input, [container], { serviceAccountName: names.coordinator, apiToken: true });
   podSpec.restartPolicy = 'Never';
   const podLabels = labels(input.node, stage, 'coordinator');
   return {

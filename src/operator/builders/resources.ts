@@ -2,9 +2,9 @@
 // in docs/benchmarks.md, with spec.resources and then spec.<workload>.resources merged over it key by key, so that
 // setting one value (a CPU limit) never drops the others (the memory request and limit).
 import type { V1ResourceRequirements } from '@kubernetes/client-node';
+import type { Workload } from '../../common/workloads.js';
 import type { OracleNode } from '../resource.js';
 
-export type Workload = 'coordinator' | 'gateway' | 'worker';
 type Quantities = Record<string, string>;
 
 /**

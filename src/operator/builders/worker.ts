@@ -33,7 +33,8 @@ export function buildWorkerTemplate(input: BuildInput): WorkerTemplate {
     ...(container.volumeMounts ?? []),
     { name: SHARD_VOLUME, mountPath: SHARD_DIR, readOnly: true },
   ];
-  const spec = basePodSpec(input, [container], names.worker);
+  // The worker reads and writes the response cache ConfigMap.
+  const spec = basePodSpec(input, [container], { serviceAccountName: names.worker, apiToken: true });
   spec.restartPolicy = 'Never';
   const metadata: V1ObjectMeta = { labels: workerLabels, annotations: podAnnotations(input) };
   return {
