@@ -38,6 +38,30 @@ export function parseCommandArgs<const O extends ParseArgsOptionsConfig>(
   return { values, positionals };
 }
 
+/** A port number from an option: undefined when absent, null when not a port. */
+export function parsePort(text: string | undefined): number | undefined | null {
+  if (text === undefined) return undefined;
+  const port = Number(text);
+  return Number.isInteger(port) && port >= 0 && port <= 65535 && text.trim() !== '' ? port : null;
+}
+
+/**
+ * `--port` and `--metrics-port` of a command that serves the gateway, or exit code 2 after the usage error went to
+ * stderr. Absent options stay absent (the config's port, the gateway port).
+ */
+export function parseServerPorts(values: {
+  port?: string | undefined;
+  'metrics-port'?: string | undefined;
+}): { port?: number; metricsPort?: number } | { exitCode: number } {
+  const port = parsePort(values.port);
+  const metricsPort = parsePort(values['metrics-port']);
+  if (port === null || metricsPort === null) {
+    process.stderr.write('--port and --metrics-port must be integers between 0 and 65535\n');
+    return { exitCode: 2 };
+  }
+  return { ...(port === undefined ? {} : { port }), ...(metricsPort === undefined ? {} : { metricsPort }) };
+}
+
 /**
  * config.json (+ secrets.env, or the environment) loaded and validated for an engine subcommand, or its exit code
  * after the reason went to stderr: 1 for an invalid config, 2 for a file that cannot be read.

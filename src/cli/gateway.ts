@@ -4,12 +4,12 @@
 // server start failure, 2 usage or I/O error.
 
 import { readFile } from 'node:fs/promises';
-import { parseArgs } from 'node:util';
 import { errorMessage } from '../common/errors.js';
 import { parseSecretsEnv, scopedSecretsFromEnvironment, secretValuesOf, validateConfig } from '../config/index.js';
 import { startGatewayServer } from '../gateway/server.js';
 import { createLogger, registerSecrets } from '../observability/index.js';
-import { secretScope } from './args.js';
+import { tracerFromEnvironment } from '../observability/tracing.js';
+import { parseCommandArgs, parseServerPorts, secretScope } from './args.js';
 import type { Subcommand } from './subcommand.js';
 
 const USAGE = `Usage: oracle-node gateway -c <config.json> [-s <secrets.env>] [--port N] [--host H] [--metrics-port N] [--path-key-secret NAME]
@@ -24,56 +24,27 @@ Serves the gateways enabled in nodeSettings (HTTP, signed-data, OEV) on gatewayS
       --path-key-secret  name of a secret in secrets.env used as the path key instead of the public default
 Stops on SIGTERM/SIGINT after draining in-flight requests.`;
 
-/** A port number from an option: undefined when absent, null when not a port. */
-export function parsePort(text: string | undefined): number | undefined | null {
-  if (text === undefined) return undefined;
-  const port = Number(text);
-  return Number.isInteger(port) && port >= 0 && port <= 65535 && text.trim() !== '' ? port : null;
-}
-
 export async function runGateway(argv: string[]): Promise<number> {
-  let values: {
-    config?: string | undefined;
-    secrets?: string | undefined;
-    port?: string | undefined;
-    host?: string | undefined;
-    'metrics-port'?: string | undefined;
-    'path-key-secret'?: string | undefined;
-    help?: boolean | undefined;
-  };
-  try {
-    ({ values } = parseArgs({
-      args: argv,
-      options: {
-        config: { type: 'string', short: 'c' },
-        secrets: { type: 'string', short: 's' },
-        port: { type: 'string' },
-        host: { type: 'string' },
-        'metrics-port': { type: 'string' },
-        'path-key-secret': { type: 'string' },
-        help: { type: 'boolean', short: 'h' },
-      },
-      strict: true,
-      allowPositionals: false,
-    }));
-  } catch (error) {
-    process.stderr.write(`${errorMessage(error)}\n\n${USAGE}\n`);
-    return 2;
-  }
-  if (values.help) {
-    process.stdout.write(`${USAGE}\n`);
-    return 0;
-  }
+  const parsed = parseCommandArgs(
+    argv,
+    {
+      config: { type: 'string', short: 'c' },
+      secrets: { type: 'string', short: 's' },
+      port: { type: 'string' },
+      host: { type: 'string' },
+      'metrics-port': { type: 'string' },
+      'path-key-secret': { type: 'string' },
+    },
+    `${USAGE}\n`,
+  );
+  if ('exitCode' in parsed) return parsed.exitCode;
+  const { values } = parsed;
   if (!values.config) {
     process.stderr.write(`Missing -c <config.json>\n\n${USAGE}\n`);
     return 2;
   }
-  const port = parsePort(values.port);
-  const metricsPort = parsePort(values['metrics-port']);
-  if (port === null || metricsPort === null) {
-    process.stderr.write('--port and --metrics-port must be integers between 0 and 65535\n');
-    return 2;
-  }
+  const ports = parseServerPorts(values);
+  if ('exitCode' in ports) return ports.exitCode;
 
   let configText: string;
   let secrets: Record<string, string> = {};
@@ -116,12 +87,15 @@ export async function runGateway(argv: string[]): Promise<number> {
     level: config.nodeSettings.logLevel,
     bindings: { component: 'gateway' },
   });
+  // Off unless OTEL_EXPORTER_OTLP_ENDPOINT is set: then a trace per gateway request, exported every 5 s.
+  const tracer = tracerFromEnvironment(process.env, 'gateway');
+  const stopTracing = tracer.flushEvery(5000);
   let server: Awaited<ReturnType<typeof startGatewayServer>>;
   try {
     server = await startGatewayServer(config, {
       logger,
-      ...(port === undefined ? {} : { port }),
-      ...(metricsPort === undefined ? {} : { metricsPort }),
+      tracer,
+      ...ports,
       ...(values.host ? { host: values.host } : {}),
       ...(pathKey ? { pathKey } : {}),
     });
@@ -129,7 +103,7 @@ export async function runGateway(argv: string[]): Promise<number> {
     const code = (error as NodeJS.ErrnoException).code;
     process.stderr.write(
       code === 'EADDRINUSE'
-        ? `Cannot start the gateway server: port ${port ?? 'configured'} is already in use\n`
+        ? `Cannot start the gateway server: port ${ports.port ?? 'configured'} is already in use\n`
         : `Cannot start the gateway server: ${errorMessage(error)}\n`,
     );
     return 1;
@@ -140,7 +114,7 @@ export async function runGateway(argv: string[]): Promise<number> {
       logger.info({ signal }, 'draining in-flight requests');
       process.off('SIGTERM', onTerm);
       process.off('SIGINT', onInt);
-      void server.close().then(resolve);
+      void server.close().then(stopTracing).then(resolve);
     };
     const onTerm = () => stop('SIGTERM');
     const onInt = () => stop('SIGINT');

@@ -13,10 +13,11 @@ import { sendHeartbeat } from '../node/heartbeat.js';
 import { createNodeLogger } from '../node/logger.js';
 import { cycleMetrics } from '../node/metrics.js';
 import { callEndpoint } from '../node/ois-adapter.js';
+import { FileRequestLog } from '../node/request-log.js';
 import { createMetricsRegistry } from '../observability/index.js';
-import { loadCommandConfig, parseCommandArgs } from './args.js';
-import { DEFAULT_CACHE_DIR } from './coordinator.js';
-import { parsePort } from './gateway.js';
+import { tracerFromEnvironment } from '../observability/tracing.js';
+import { loadCommandConfig, parseCommandArgs, parseServerPorts } from './args.js';
+import { DEFAULT_CACHE_DIR, recordRequestsLocally } from './coordinator.js';
 import type { Subcommand } from './subcommand.js';
 
 export const DEFAULT_CYCLE_INTERVAL_MS = 60_000;
@@ -54,12 +55,8 @@ export const command: Subcommand = {
       process.stderr.write('--interval-ms must be an integer >= 100\n');
       return 2;
     }
-    const port = parsePort(values.port);
-    const metricsPort = parsePort(values['metrics-port']);
-    if (port === null || metricsPort === null) {
-      process.stderr.write('--port and --metrics-port must be integers between 0 and 65535\n');
-      return 2;
-    }
+    const ports = parseServerPorts(values);
+    if ('exitCode' in ports) return ports.exitCode;
     const config = await loadCommandConfig(values.config, values.secrets);
     if (typeof config === 'number') return config;
     if (config.nodeSettings.cloudProvider.type !== 'local') {
@@ -70,17 +67,16 @@ export const command: Subcommand = {
     }
     const logger = createNodeLogger(config.nodeSettings);
     const wallets = sponsorWallets(config.nodeSettings.nodeWalletMnemonic);
-    const cache = new FileResponseCache(values['cache-dir'] ?? DEFAULT_CACHE_DIR);
-    const executor = new InProcessExecutor({ config, wallets, logger, cache });
+    const cacheDir = values['cache-dir'] ?? DEFAULT_CACHE_DIR;
+    const cache = new FileResponseCache(cacheDir);
+    const requestLog = new FileRequestLog(cacheDir);
+    const tracer = tracerFromEnvironment(process.env, 'coordinator');
+    const executor = new InProcessExecutor({ config, wallets, logger, cache, tracer });
 
     let gateway: GatewayServer | undefined;
     if (!values['no-gateway']) {
       try {
-        gateway = await startGatewayServer(config, {
-          callEndpoint,
-          ...(port === undefined ? {} : { port }),
-          ...(metricsPort === undefined ? {} : { metricsPort }),
-        });
+        gateway = await startGatewayServer(config, { callEndpoint, ...ports });
       } catch (error) {
         const code = (error as NodeJS.ErrnoException).code;
         process.stderr.write(
@@ -112,8 +108,10 @@ export const command: Subcommand = {
     while (!stopping) {
       const started = Date.now();
       try {
-        const summary = await runCycle(config, { executor, logger, wallets });
+        const summary = await runCycle(config, { executor, logger, wallets, tracer });
+        await tracer.flush();
         metrics.observe(summary, (Date.now() - started) / 1000);
+        await recordRequestsLocally(requestLog, summary, new Date(started), logger);
       } catch (error) {
         // runCycle isolates chains and providers; anything reaching here is a bug, never fatal for the loop.
         logger.error({ err: errorMessage(error) }, 'cycle failed');

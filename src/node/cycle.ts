@@ -3,18 +3,28 @@
 // shards by sponsor wallet handed to an executor. Deliberate difference from the reference: each request
 // is submitted once, through one provider, instead of once per provider (see docs/chain-cycle.md).
 
+import { readBalances } from '../chain/balances.js';
 import { type DiscoveryOptions, discoverOnProvider, type ProviderDiscovery } from '../chain/discovery.js';
+import { type GasTargetJson, gasTargetToJson, getGasTarget } from '../chain/gas-price.js';
 import { byLogPosition } from '../chain/logs.js';
+import {
+  headFaults,
+  MAX_PROVIDER_LAG_BLOCKS,
+  type ProviderFault,
+  type ProviderMemory,
+  processProviderMemory,
+} from '../chain/provider-health.js';
 import { applyChainLimit, type DiscoveredApiCall, filterByMinConfirmations } from '../chain/requests.js';
-import { RpcClient, withTimeout } from '../chain/rpc.js';
+import { RpcAnswerTooLarge, RpcClient, withTimeout } from '../chain/rpc.js';
 import { type SponsorWallets, sponsorWallets } from '../chain/sponsor-wallets.js';
 import { DEFAULT_MIN_CONFIRMATIONS, type WithdrawalRequest } from '../chain/types.js';
 import { errorMessage } from '../common/errors.js';
 import type { Config } from '../config/index.js';
+import { formatTraceparent, type Span, Tracer } from '../observability/tracing.js';
 import type { ShardExecutor, ShardResult } from './executor.js';
 import type { Logger } from './logger.js';
 import { decodeParameters } from './ois-adapter.js';
-import { requestedMinConfirmations, SHARD_FORMAT, type ShardInput } from './shard.js';
+import { requestedMinConfirmations, SHARD_FORMAT, type ShardInput, type ShardOutput } from './shard.js';
 
 /** Budget of one provider's discovery (the reference's initializeProvider worker). */
 export const PROVIDER_DISCOVERY_TIMEOUT_MS = 20_000;
@@ -27,13 +37,22 @@ export type CycleDeps = {
   /** Called with every client created, e.g. to count RPC calls. */
   discoveryTimeoutMs?: number;
   maxLogRange?: number;
+  /** Chain ids and heads of providers seen in earlier cycles (default: this process's). */
+  providerMemory?: ProviderMemory;
+  /** One trace per request: discovery and authorization here, the shard's spans as children (shard.traceparents). */
+  tracer?: Tracer;
 };
 
 export type ProviderSummary = {
   chainId: string;
   provider: string;
+  /** Answered and fit for the cycle: only such providers serve requests. */
   ok: boolean;
+  /** Why the provider was left out of this cycle (absent when ok). */
+  fault?: ProviderFault;
   currentBlock?: number;
+  /** Blocks behind the best head of the chain in this cycle. */
+  lagBlocks?: number;
   apiCalls?: number;
   withdrawals?: number;
   dropped?: number;
@@ -45,7 +64,15 @@ export type CycleSummary = {
   providers: ProviderSummary[];
   requests: { discovered: number; servable: number; waitingForConfirmations: number; overChainLimit: number };
   shards: { total: number; failed: number };
-  transactions: { fulfilled: number; failed: number; withdrawn: number; skipped: number; errors: number };
+  /** Outcomes of the requests; `replaced`: stuck transactions replaced (their request was counted when first sent). */
+  transactions: {
+    fulfilled: number;
+    failed: number;
+    withdrawn: number;
+    skipped: number;
+    errors: number;
+    replaced: number;
+  };
   apiCalls: number;
   cacheHits: number;
   rpcCalls: number;
@@ -55,10 +82,84 @@ export type CycleSummary = {
   sponsorWallets: { chainId: string; sponsorWallet: string; balanceWei: string }[];
   /** Per chain, the highest gas price its transactions were priced at in this cycle (wei, decimal). */
   gasPrices: { chainId: string; gasPriceWei: string }[];
+  /** Per chain and strategy, how many times a gas price strategy failed in this cycle (each logged at WARN). */
+  gasPriceStrategyFailures: { chainId: string; strategy: string; count: number }[];
   results: ShardResult[];
+  /** Every request discovered, servable or not (the request log's input). */
+  seen?: SeenRequest[];
 };
 
+/** A request the cycle discovered, and where it stood before any shard ran: servable, or why not. */
+export type SeenRequest = {
+  chainId: string;
+  id: string;
+  state: 'servable' | 'waitingForConfirmations' | 'overChainLimit' | 'dropped';
+  reason?: string;
+  sponsorWallet?: string;
+  endpointId?: string;
+  blockNumber?: number;
+  /** The confirmed head (lowest current block of the healthy providers). */
+  headBlock: number;
+};
+
+type ChainStrategyFailure = { chainId: string; strategy: string };
+
 type ProviderState = { name: string; discovery?: ProviderDiscovery; summary: ProviderSummary };
+
+/** A provider that answered eth_chainId with another chain's id than its chain's. */
+class WrongChain extends Error {
+  constructor(readonly providerChainId: bigint) {
+    super(`provider is on chain ${providerChainId}`);
+    this.name = 'WrongChain';
+  }
+}
+
+/**
+ * The providers that answered and whose head is fit for the cycle (src/chain/provider-health.ts): one syncing,
+ * lagging or stuck is logged at WARN with its lag and left out, so it neither holds requests back through the
+ * confirmation filter nor takes transactions. Remembers every head for the next cycle's "not moved" rule.
+ */
+function leaveOutBehindProviders(
+  chain: Config['chains'][number],
+  states: ProviderState[],
+  memory: ProviderMemory,
+  logger: Logger,
+): (ProviderState & { discovery: ProviderDiscovery })[] {
+  const answered = states.filter(
+    (s): s is ProviderState & { discovery: ProviderDiscovery } => s.discovery !== undefined,
+  );
+  const urlOf = (name: string) => chain.providers[name]!.url;
+  const faults = headFaults(
+    answered.map((s) => ({
+      name: s.name,
+      currentBlock: s.discovery.currentBlock,
+      previousBlock: memory.previousHead(chain.id, urlOf(s.name)),
+    })),
+  );
+  const bestBlock = Math.max(0, ...answered.map((s) => s.discovery.currentBlock));
+  for (const state of answered) {
+    memory.rememberHead(chain.id, urlOf(state.name), state.discovery.currentBlock);
+    state.summary.lagBlocks = bestBlock - state.discovery.currentBlock;
+    const fault = faults.get(state.name);
+    if (!fault) continue;
+    state.summary.ok = false;
+    state.summary.fault = fault.fault;
+    state.summary.error = `${fault.fault}: ${fault.lagBlocks} blocks behind the best provider`;
+    logger.warn(
+      {
+        chainId: chain.id,
+        provider: state.name,
+        fault: fault.fault,
+        currentBlock: state.discovery.currentBlock,
+        bestBlock: fault.bestBlock,
+        lagBlocks: fault.lagBlocks,
+        maxLagBlocks: MAX_PROVIDER_LAG_BLOCKS,
+      },
+      'provider is behind the chain; not used this cycle',
+    );
+  }
+  return answered.filter((s) => !faults.has(s.name));
+}
 
 export async function planChainShards(
   config: Config,
@@ -67,9 +168,16 @@ export async function planChainShards(
 ): Promise<{
   shards: ShardInput[];
   providers: ProviderSummary[];
+  /** The first provider in use: the one shards send through unless it fails. */
+  servingProvider?: string;
+  /** Gas price strategies that failed when the chain's price was read for the shards (each logged at WARN). */
+  gasPriceStrategyFailures: ChainStrategyFailure[];
   discovered: number;
   waiting: number;
   overLimit: number;
+  seen: SeenRequest[];
+  /** When the healthy providers asked the authorizers (epoch ms, widest window). */
+  authorization?: { startMs: number; endMs: number };
 }> {
   const makeClient = deps.rpcClient ?? ((url: string) => new RpcClient(url));
   const options: DiscoveryOptions = {
@@ -81,12 +189,18 @@ export async function planChainShards(
     sponsorWalletOf: deps.wallets.addressOf,
     ...(deps.maxLogRange ? { maxLogRange: deps.maxLogRange } : {}),
   };
+  const memory = deps.providerMemory ?? processProviderMemory;
+  const expectedChainId = BigInt(chain.id);
   const states: ProviderState[] = await Promise.all(
     Object.entries(chain.providers).map(async ([name, provider]): Promise<ProviderState> => {
       const client = makeClient(provider.url);
       try {
         const discovery = await withTimeout(
-          discoverOnProvider(client, options),
+          (async () => {
+            const providerChainId = await memory.chainIdOf(client);
+            if (providerChainId !== expectedChainId) throw new WrongChain(providerChainId);
+            return discoverOnProvider(client, options);
+          })(),
           deps.discoveryTimeoutMs ?? PROVIDER_DISCOVERY_TIMEOUT_MS,
           `discovery on ${name}`,
         );
@@ -105,16 +219,30 @@ export async function planChainShards(
           },
         };
       } catch (error) {
-        deps.logger.warn(
-          { chainId: chain.id, provider: name, err: errorMessage(error) },
-          'provider unavailable this cycle',
-        );
+        const fault: ProviderFault =
+          error instanceof WrongChain
+            ? 'wrong-chain'
+            : error instanceof RpcAnswerTooLarge
+              ? 'oversized'
+              : 'unavailable';
+        if (error instanceof WrongChain) {
+          deps.logger.error(
+            { chainId: chain.id, provider: name, providerChainId: String(error.providerChainId) },
+            'provider is on another network (wrong chain id); refused',
+          );
+        } else {
+          deps.logger.warn(
+            { chainId: chain.id, provider: name, fault, err: errorMessage(error) },
+            'provider unavailable this cycle',
+          );
+        }
         return {
           name,
           summary: {
             chainId: chain.id,
             provider: name,
             ok: false,
+            fault,
             error: errorMessage(error),
             rpcCalls: client.calls,
           },
@@ -122,11 +250,17 @@ export async function planChainShards(
       }
     }),
   );
-  const healthy = states.filter(
-    (s): s is ProviderState & { discovery: ProviderDiscovery } => s.discovery !== undefined,
-  );
+  const healthy = leaveOutBehindProviders(chain, states, memory, deps.logger);
   if (healthy.length === 0)
-    return { shards: [], providers: states.map((s) => s.summary), discovered: 0, waiting: 0, overLimit: 0 };
+    return {
+      shards: [],
+      providers: states.map((s) => s.summary),
+      gasPriceStrategyFailures: [],
+      discovered: 0,
+      waiting: 0,
+      overLimit: 0,
+      seen: [],
+    };
 
   const discovered = new Set(healthy.flatMap((s) => s.discovery.apiCalls.map((c) => c.id))).size;
   const limited = applyChainLimit(
@@ -171,17 +305,206 @@ export async function planChainShards(
     }
     return shard;
   };
+  const seen = seenRequests(chain.id, confirmedHead, { kept, waiting, limited: apiCalls, healthy });
   for (const call of kept.sort(byLogPosition)) shardOf(call.sponsor, call.sponsorWallet).apiCalls.push(call);
   for (const withdrawal of [...withdrawals.values()].sort(byLogPosition)) {
     shardOf(withdrawal.sponsor, withdrawal.sponsorWallet).withdrawals.push(withdrawal);
   }
+  const shards = [...bySponsorWallet.values()];
+  const gasPriceStrategyFailures: ChainStrategyFailure[] = [];
+  if (shards.length > 0) {
+    const gasTarget = await chainGasTarget(chain, healthy[0]!, makeClient, deps.logger, gasPriceStrategyFailures);
+    if (gasTarget) for (const shard of shards) shard.gasTarget = gasTarget;
+  }
   return {
-    shards: [...bySponsorWallet.values()],
+    shards,
     providers: states.map((s) => ({ ...s.summary })),
+    servingProvider: healthy[0]!.name,
+    gasPriceStrategyFailures,
     discovered,
     waiting: waiting.length,
     overLimit: discovered - limitedCount,
+    seen,
+    ...authorizationWindow(healthy.map((s) => s.discovery.authorization)),
   };
+}
+
+function authorizationWindow(windows: ({ startMs: number; endMs: number } | undefined)[]) {
+  const known = windows.filter((w) => w !== undefined);
+  if (known.length === 0) return {};
+  return {
+    authorization: {
+      startMs: Math.min(...known.map((w) => w.startMs)),
+      endMs: Math.max(...known.map((w) => w.endMs)),
+    },
+  };
+}
+
+/**
+ * The root span of each request the chain's cycle saw, with its discovery and authorization spans; servable requests'
+ * trace contexts go into their shards, so the worker's spans join the same trace.
+ */
+function traceRequests(
+  tracer: Tracer,
+  planned: Awaited<ReturnType<typeof planChainShards>>,
+  window: { startMs: number; discoveredMs: number },
+): Map<string, Span> {
+  const roots = new Map<string, Span>();
+  if (!tracer.enabled) return roots;
+  for (const request of planned.seen) {
+    const attributes = { requestId: request.id, chainId: request.chainId, endpointId: request.endpointId };
+    const root = tracer.startSpan('oracle-node request', {
+      startMs: window.startMs,
+      attributes: {
+        ...attributes,
+        'oracle_node.state': request.state,
+        'oracle_node.reason': request.reason,
+        'oracle_node.block': request.blockNumber,
+      },
+    });
+    roots.set(request.id, root);
+    tracer
+      .startSpan('discovery', {
+        parent: root.context,
+        startMs: window.startMs,
+        attributes: { ...attributes, 'rpc.system': 'jsonrpc', 'rpc.method': 'eth_getLogs' },
+      })
+      .end(window.discoveredMs);
+    const unauthorized = request.reason === 'requester is not authorized';
+    if (request.state === 'dropped' && !unauthorized) continue;
+    const authorization = tracer.startSpan('authorization', {
+      parent: root.context,
+      startMs: planned.authorization?.startMs ?? window.discoveredMs,
+      attributes: { ...attributes, 'oracle_node.authorized': !unauthorized },
+    });
+    if (unauthorized) authorization.fail('requester is not authorized');
+    authorization.end(planned.authorization?.endMs ?? window.discoveredMs);
+  }
+  for (const shard of planned.shards) {
+    const traceparents: Record<string, string> = {};
+    for (const call of shard.apiCalls) {
+      const root = roots.get(call.id);
+      if (root) traceparents[call.id] = formatTraceparent(root.context);
+    }
+    shard.traceparents = traceparents;
+  }
+  return roots;
+}
+
+function seenRequests(
+  chainId: string,
+  headBlock: number,
+  planned: {
+    kept: DiscoveredApiCall[];
+    waiting: DiscoveredApiCall[];
+    limited: Map<string, DiscoveredApiCall>;
+    healthy: { discovery: ProviderDiscovery }[];
+  },
+): SeenRequest[] {
+  const seen = new Map<string, SeenRequest>();
+  const add = (call: DiscoveredApiCall, state: SeenRequest['state'], reason?: string) => {
+    if (seen.has(call.id)) return;
+    seen.set(call.id, {
+      chainId,
+      id: call.id,
+      state,
+      ...(reason ? { reason } : {}),
+      sponsorWallet: call.sponsorWallet,
+      endpointId: call.endpointId,
+      blockNumber: call.blockNumber,
+      headBlock,
+    });
+  };
+  for (const call of planned.kept) add(call, 'servable');
+  for (const call of planned.waiting) add(call, 'waitingForConfirmations');
+  for (const { discovery } of planned.healthy)
+    for (const call of discovery.apiCalls)
+      if (!planned.limited.has(call.id))
+        add(call, 'overChainLimit', 'over the chain limit (maxConcurrency) this cycle');
+  for (const { discovery } of planned.healthy)
+    for (const dropped of discovery.dropped)
+      if (!seen.has(dropped.id))
+        seen.set(dropped.id, { chainId, id: dropped.id, state: 'dropped', reason: dropped.reason, headBlock });
+  return [...seen.values()];
+}
+
+const NO_TRACER = new Tracer();
+
+/** Each request's root span ends with its shard, carrying the outcome. */
+function endRequestTraces(roots: Map<string, Span>, results: ShardResult[]): void {
+  if (roots.size === 0) return;
+  for (const result of results) {
+    if (!result.ok) continue;
+    for (const outcome of result.output.outcomes) {
+      const root = roots.get(outcome.id);
+      root?.setAttributes({ 'oracle_node.outcome': outcome.outcome, 'oracle_node.transaction_hash': outcome.txHash });
+      if (outcome.outcome === 'error') root?.fail(outcome.reason ?? 'transaction not accepted');
+    }
+  }
+  for (const root of roots.values()) root.end();
+}
+
+/**
+ * The chain's gas price for this cycle, read once through the first provider in use and handed to every shard: what
+ * every sponsor wallet would otherwise read for itself (the strategies' blocks and the provider's price) costs the
+ * chain's calls once. Undefined when the strategies fail without a constant fallback: the shards then try themselves.
+ */
+async function chainGasTarget(
+  chain: Config['chains'][number],
+  provider: ProviderState,
+  makeClient: (url: string) => RpcClient,
+  logger: Logger,
+  failures: ChainStrategyFailure[],
+): Promise<GasTargetJson | undefined> {
+  const client = makeClient(chain.providers[provider.name]!.url);
+  try {
+    const target = await getGasTarget(client, chain.options.gasPriceOracle, chain.options.fulfillmentGasLimit, {
+      logger: logger.child({ chainId: chain.id, provider: provider.name }),
+      onFailure: (failure) => failures.push({ chainId: chain.id, strategy: failure.strategy }),
+    });
+    return gasTargetToJson(target);
+  } catch (error) {
+    logger.warn(
+      { chainId: chain.id, provider: provider.name, err: errorMessage(error) },
+      'gas price not read for the chain; each shard reads its own',
+    );
+    return undefined;
+  } finally {
+    provider.summary.rpcCalls += client.calls;
+  }
+}
+
+/**
+ * The balances of the sponsor wallets that sent transactions in the cycle (for the low-balance alert), all in one
+ * call through the provider the shards sent through, at 'pending' so this cycle's transactions are already paid
+ * for. Best effort: a failure leaves the balances unreported for this cycle.
+ */
+async function sponsorWalletBalances(
+  chain: Config['chains'][number],
+  providerName: string | undefined,
+  results: ShardResult[],
+  deps: CycleDeps,
+): Promise<{ wallets: CycleSummary['sponsorWallets']; rpcCalls: number }> {
+  const senders = results.flatMap((r) =>
+    r.ok && r.output.outcomes.some((o) => o.txHash !== undefined) ? [r.output.sponsorWallet] : [],
+  );
+  const url = providerName === undefined ? undefined : chain.providers[providerName]?.url;
+  if (senders.length === 0 || url === undefined) return { wallets: [], rpcCalls: 0 };
+  const client = (deps.rpcClient ?? ((u: string) => new RpcClient(u)))(url);
+  try {
+    const balances = await readBalances(client, senders);
+    return {
+      wallets: senders.map((sponsorWallet) => ({
+        chainId: chain.id,
+        sponsorWallet,
+        balanceWei: String(balances.get(sponsorWallet)),
+      })),
+      rpcCalls: client.calls,
+    };
+  } catch (error) {
+    deps.logger.warn({ chainId: chain.id, err: errorMessage(error) }, 'sponsor wallet balances not read');
+    return { wallets: [], rpcCalls: client.calls };
+  }
 }
 
 export async function runCycle(config: Config, deps: CycleDeps): Promise<CycleSummary> {
@@ -190,28 +513,35 @@ export async function runCycle(config: Config, deps: CycleDeps): Promise<CycleSu
     providers: [],
     requests: { discovered: 0, servable: 0, waitingForConfirmations: 0, overChainLimit: 0 },
     shards: { total: 0, failed: 0 },
-    transactions: { fulfilled: 0, failed: 0, withdrawn: 0, skipped: 0, errors: 0 },
+    transactions: { fulfilled: 0, failed: 0, withdrawn: 0, skipped: 0, errors: 0, replaced: 0 },
     apiCalls: 0,
     cacheHits: 0,
     rpcCalls: 0,
     timings: { discoveryMs: 0, shardsMs: 0 },
     sponsorWallets: [],
     gasPrices: [],
+    gasPriceStrategyFailures: [],
     results: [],
   };
+  const seen: SeenRequest[] = [];
+  summary.seen = seen;
   const gasPrices = new Map<string, bigint>();
   // Chains are independent: one failing chain never stops another.
   const perChain = await Promise.all(
     config.chains.map(async (chain) => {
       try {
         const started = performance.now();
+        const startMs = Date.now();
         const planned = await planChainShards(config, chain, { ...deps, wallets });
         const discovered = performance.now();
+        const roots = traceRequests(deps.tracer ?? NO_TRACER, planned, { startMs, discoveredMs: Date.now() });
         const results = planned.shards.length
           ? await deps.executor.run(planned.shards, { concurrency: chain.maxConcurrency })
           : [];
+        endRequestTraces(roots, results);
         const timings = { discoveryMs: discovered - started, shardsMs: performance.now() - discovered };
-        return { planned, results, timings };
+        const balances = await sponsorWalletBalances(chain, planned.servingProvider, results, deps);
+        return { planned, results, timings, balances };
       } catch (error) {
         deps.logger.error({ chainId: chain.id, err: errorMessage(error) }, 'chain cycle failed');
         return undefined;
@@ -220,10 +550,15 @@ export async function runCycle(config: Config, deps: CycleDeps): Promise<CycleSu
   );
   for (const chain of perChain) {
     if (!chain) continue;
-    const { planned, results, timings } = chain;
+    const { planned, results, timings, balances } = chain;
+    summary.sponsorWallets.push(...balances.wallets);
+    for (const failure of planned.gasPriceStrategyFailures)
+      countStrategyFailure(summary, failure.chainId, failure.strategy);
+    summary.rpcCalls += balances.rpcCalls;
     summary.timings.discoveryMs = Math.max(summary.timings.discoveryMs, Math.round(timings.discoveryMs));
     summary.timings.shardsMs = Math.max(summary.timings.shardsMs, Math.round(timings.shardsMs));
     summary.providers.push(...planned.providers);
+    seen.push(...planned.seen);
     summary.requests.discovered += planned.discovered;
     summary.requests.waitingForConfirmations += planned.waiting;
     summary.requests.overChainLimit += planned.overLimit;
@@ -238,10 +573,6 @@ export async function runCycle(config: Config, deps: CycleDeps): Promise<CycleSu
       }
       summary.apiCalls += result.output.apiCalls;
       summary.cacheHits += result.output.cacheHits;
-      if (result.output.balanceWei !== undefined) {
-        const { chainId, sponsorWallet, balanceWei } = result.output;
-        summary.sponsorWallets.push({ chainId, sponsorWallet, balanceWei });
-      }
       summary.rpcCalls += result.output.rpcCalls;
       // A worker's output is read back from its pod log: only a decimal integer counts.
       const gasPrice = result.output.gasPriceWei;
@@ -249,8 +580,13 @@ export async function runCycle(config: Config, deps: CycleDeps): Promise<CycleSu
         const { chainId } = result.output;
         if (BigInt(gasPrice) > (gasPrices.get(chainId) ?? -1n)) gasPrices.set(chainId, BigInt(gasPrice));
       }
+      for (const failure of strategyFailuresOf(result.output)) {
+        countStrategyFailure(summary, result.output.chainId, failure.strategy);
+      }
       for (const outcome of result.output.outcomes) {
-        if (outcome.outcome === 'fulfilled') summary.transactions.fulfilled++;
+        // A replacement of a stuck transaction was counted when the first one was sent.
+        if (outcome.replacement === true) summary.transactions.replaced++;
+        else if (outcome.outcome === 'fulfilled') summary.transactions.fulfilled++;
         else if (outcome.outcome === 'failed') summary.transactions.failed++;
         else if (outcome.outcome === 'withdrawn') summary.transactions.withdrawn++;
         else if (outcome.outcome === 'skipped') summary.transactions.skipped++;
@@ -263,9 +599,30 @@ export async function runCycle(config: Config, deps: CycleDeps): Promise<CycleSu
     {
       requests: summary.requests,
       transactions: summary.transactions,
-      providers: summary.providers.map((p) => ({ chainId: p.chainId, provider: p.provider, ok: p.ok })),
+      providers: summary.providers.map((p) => ({
+        chainId: p.chainId,
+        provider: p.provider,
+        ok: p.ok,
+        ...(p.fault ? { fault: p.fault } : {}),
+      })),
     },
     'cycle finished',
   );
   return summary;
+}
+
+function countStrategyFailure(summary: CycleSummary, chainId: string, strategy: string): void {
+  const counted = summary.gasPriceStrategyFailures.find((f) => f.chainId === chainId && f.strategy === strategy);
+  if (counted) counted.count++;
+  else summary.gasPriceStrategyFailures.push({ chainId, strategy, count: 1 });
+}
+
+/** A worker's gas price strategy failures, read as untrusted (its output comes back through a pod log). */
+function strategyFailuresOf(output: ShardOutput): { strategy: string }[] {
+  const failures: unknown = output.gasPriceStrategyFailures;
+  if (!Array.isArray(failures)) return [];
+  return failures.filter(
+    (f): f is { strategy: string } =>
+      typeof f === 'object' && f !== null && typeof f.strategy === 'string' && /^[A-Za-z0-9]{1,64}$/.test(f.strategy),
+  );
 }

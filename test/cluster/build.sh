@@ -13,7 +13,12 @@
 # used, its version and where it came from (kept, copied from the shared cache, from KUBEBUILDER_ASSETS or PATH,
 # built).
 #
-# Usage: test/cluster/build.sh [all|k8s|kube-proxy|etcd|kwok|helm]...   (default: all; kube-proxy only when named)
+# The same script builds the test tools: tiny Go programs under test/tools/<name>/ (each with its own go.mod) that
+# the integration tests run as processes (kstatus: cli-utils' kstatus.Compute; argocd-lua: gopher-lua set up as
+# Argo CD sets it up). They are stamped with a checksum of their module's files, so a changed source is rebuilt.
+#
+# Usage: test/cluster/build.sh [all|k8s|kube-proxy|etcd|kwok|helm|tools|prometheus]...   (default: all; kube-proxy and
+# prometheus (promtool + the Prometheus server, for make test-alerts and the scrape test) only when named)
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -43,7 +48,10 @@ K8S_VERSION="$(mod_version k8s k8s.io/kubernetes)"
 ETCD_VERSION="$(mod_version etcd go.etcd.io/etcd/server/v3)"
 KWOK_VERSION="$(mod_version kwok sigs.k8s.io/kwok)"
 HELM_VERSION="$(mod_version helm helm.sh/helm/v3)"
-[[ -n $K8S_VERSION && -n $ETCD_VERSION && -n $KWOK_VERSION && -n $HELM_VERSION ]] || die "cannot read the pinned versions from test/cluster/*/go.mod"
+PROMETHEUS_MODULE_VERSION="$(mod_version prometheus github.com/prometheus/prometheus)"
+[[ -n $K8S_VERSION && -n $ETCD_VERSION && -n $KWOK_VERSION && -n $HELM_VERSION && -n $PROMETHEUS_MODULE_VERSION ]] || die "cannot read the pinned versions from test/cluster/*/go.mod"
+# Prometheus 3.x.y is published as the Go module v0.(300+x).y.
+PROMETHEUS_VERSION="$(echo "$PROMETHEUS_MODULE_VERSION" | awk -F. '{ sub(/^v0/, "", $1); print 3 "." ($2 - 300) "." $3 }')"
 K8S_MINOR="$(echo "$K8S_VERSION" | cut -d. -f2)"
 
 export CGO_ENABLED=0
@@ -249,6 +257,66 @@ build_helm() {
   publish helm helm
 }
 
+# promtool (`make test-alerts`: promtool test rules) and the Prometheus server (the scrape tests), one build: they
+# share nearly every package. Stamped as Prometheus' own Makefile does, so --version names the release.
+prometheus_ok() { have "$1" "version $PROMETHEUS_VERSION " --version; }
+build_prometheus() {
+  local missing=() b
+  for b in promtool prometheus; do
+    current "$b" prometheus_ok prometheus || missing+=("github.com/prometheus/prometheus/cmd/$b")
+  done
+  if ((${#missing[@]} == 0)); then
+    log "promtool, prometheus $PROMETHEUS_VERSION: up to date"
+    for b in promtool prometheus; do publish "$b" prometheus; done
+    return
+  fi
+  local ldflags="-s -w -X github.com/prometheus/common/version.Version=$PROMETHEUS_VERSION"
+  ldflags+=" -X github.com/prometheus/common/version.Branch=release -X github.com/prometheus/common/version.Revision=$PROMETHEUS_MODULE_VERSION"
+  need_go "${missing[*]##*/}"
+  (cd "$HERE/prometheus" && timed "${missing[*]##*/} $PROMETHEUS_VERSION" "${GO_BUILD[@]}" -ldflags "$ldflags" -o "$BIN_DIR/" "${missing[@]}")
+  for b in "${missing[@]##*/}"; do
+    prometheus_ok "$b" || die "$BIN_DIR/$b does not report $PROMETHEUS_VERSION after the build"
+    origin "$b" built
+    publish "$b" prometheus
+  done
+}
+
+# Test tools. Their key is a checksum of the module's files only (not of the Go version: a tool built by another Go
+# behaves the same), so a binary built once stays usable on a machine without Go.
+TOOLS_DIR="$ROOT/test/tools"
+TOOLS=(kstatus argocd-lua)
+tool_key() { # <tool>
+  cat "$TOOLS_DIR/$1/go.mod" "$TOOLS_DIR/$1/go.sum" "$TOOLS_DIR/$1/"*.go | cksum | cut -d' ' -f1
+}
+tool_ok() { have "$1" "$(tool_key "$1")" --version; }
+build_tool() { # <tool>
+  local name="$1" key shared
+  key="$(tool_key "$name")"
+  shared="${SHARED_DIR:+$SHARED_DIR/tools/$name-$key/$name}"
+  if tool_ok "$name"; then
+    origin "$name" kept
+  elif [[ -n $shared && -x $shared ]] && cp -f "$shared" "$BIN_DIR/$name.tmp" && mv -f "$BIN_DIR/$name.tmp" "$BIN_DIR/$name" && tool_ok "$name"; then
+    log "$name: copied from $(dirname "$shared")"
+    origin "$name" "copied from the shared cache"
+  else
+    need_go "$name"
+    (cd "$TOOLS_DIR/$name" && timed "$name (test tool)" "${GO_BUILD[@]}" -ldflags "-s -w -X main.version=$key" -o "$BIN_DIR/$name" .)
+    tool_ok "$name" || die "$BIN_DIR/$name does not report its module checksum $key after the build"
+    origin "$name" built
+  fi
+  [[ -n $shared ]] || return 0
+  if ! cmp -s "$BIN_DIR/$name" "$shared"; then
+    { mkdir -p "$(dirname "$shared")" && cp -f "$BIN_DIR/$name" "$shared.tmp.$$" && mv -f "$shared.tmp.$$" "$shared"; } || rm -f "$shared.tmp.$$"
+  fi
+  local old # keep the two most recent keys per tool, as for the control plane
+  # shellcheck disable=SC2012
+  while IFS= read -r old; do rm -rf -- "$old"; done < <(ls -1dt -- "$SHARED_DIR/tools/$name-"* 2>/dev/null | tail -n +3)
+}
+build_tools() {
+  local tool
+  for tool in "${TOOLS[@]}"; do build_tool "$tool"; done
+}
+
 # version_of <binary>: the one line of its version output that names the version.
 version_of() {
   local bin="$BIN_DIR/$1"
@@ -264,17 +332,19 @@ what=("$@")
 ((${#what[@]})) || what=(all)
 for w in "${what[@]}"; do
   case "$w" in
-  all) build_k8s && build_etcd && build_kwok && build_helm ;;
+  all) build_k8s && build_etcd && build_kwok && build_helm && build_tools ;;
   k8s) build_k8s ;;
   kube-proxy) build_kube_proxy ;;
   etcd) build_etcd ;;
   kwok) build_kwok ;;
   helm) build_helm ;;
-  *) die "unknown component '$w' (all|k8s|kube-proxy|etcd|kwok|helm)" ;;
+  tools) build_tools ;;
+  prometheus) build_prometheus ;;
+  *) die "unknown component '$w' (all|k8s|kube-proxy|etcd|kwok|helm|tools|prometheus)" ;;
   esac
 done
 # Which binary each run uses, so `make test` says it (a control plane from the wrong binaries is hard to spot).
-for b in kube-apiserver kube-controller-manager kube-scheduler kubectl kube-proxy etcd kwok helm; do
+for b in kube-apiserver kube-controller-manager kube-scheduler kubectl kube-proxy etcd kwok helm "${TOOLS[@]}" promtool prometheus; do
   [[ -n ${ORIGIN[$b]:-} ]] || continue
   log "using $BIN_DIR/$b: $(version_of "$b") (${ORIGIN[$b]})"
 done

@@ -3,7 +3,10 @@
 // check that each sponsor wallet's transactions were sent in nonce order, and then mined without gaps.
 // Transactions are decoded when `sent` is read, not on the way through: recovering a sender is a signature
 // recovery (milliseconds of the benchmark's CPU each), which must not slow the node being measured.
-import { createServer, type Server } from 'node:http';
+// It also injects the faults of a bad day on the chain (`setFault`): an answer that comes late, an answer lost
+// after the call reached the chain, a chain's answer replaced by a canned error message or by another result (a
+// head behind, another chain id), or an answer padded past any sane size.
+import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Transaction } from 'ethers';
 import { rpc } from './chain.js';
@@ -11,34 +14,59 @@ import { rpc } from './chain.js';
 /** A raw transaction as it arrived; `rejected` when the chain answered it with an error. */
 export type SentTransaction = { from: string; nonce: number; hash: string; rejected?: string };
 
+/**
+ * What the proxy does to one call. Every call is forwarded to the chain first (so the chain sees what the node
+ * sent); then `delay` holds the answer back, `drop` closes the connection instead of answering (the node never
+ * learns the outcome), `error` replaces the chain's answer to this call with a JSON-RPC error, `result` replaces
+ * its result with what the function returns for it, `padTo` pads the whole HTTP answer with whitespace to that
+ * many bytes (still valid JSON: only a size cap tells it from a good answer), written in 1 MB chunks.
+ */
+export type Fault =
+  | { delayMs: number }
+  | { drop: true }
+  | { error: { code?: number; message: string } }
+  | { result: (upstream: unknown) => unknown }
+  | { padTo: number };
+
+/** Chooses the fault of each call (undefined: pass it through); `seen` counts the earlier calls of that method. */
+export type FaultRule = (call: { method: string; params: unknown[]; seen: number }) => Fault | undefined;
+
 export type RecordingProxy = {
   url: string;
   counts: Map<string, number>;
+  /** HTTP exchanges (round trips): a JSON-RPC batch is one exchange carrying many calls. */
+  readonly exchanges: number;
   /** Decoded on reading (see above). */
   readonly sent: SentTransaction[];
+  /** Faults from now on (undefined: none). */
+  setFault(rule: FaultRule | undefined): void;
   reset(): void;
   close(): Promise<void>;
 };
+
+type JsonRpcCall = { id?: unknown; method?: string; params?: unknown[] };
 
 export async function startRecordingProxy(target: string): Promise<RecordingProxy> {
   const counts = new Map<string, number>();
   const raw: { tx: string; rejected?: string }[] = [];
   const decoded: SentTransaction[] = [];
+  let rule: FaultRule | undefined;
+  let exchanges = 0;
   const server: Server = createServer((req, res) => {
+    exchanges++;
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', async () => {
       const body = Buffer.concat(chunks).toString('utf8');
       // Recorded before forwarding, so arrival order is the order the node sent them in.
       const recorded = new Map<unknown, { tx: string; rejected?: string }>();
+      const faults = new Map<unknown, Fault>();
       try {
-        const parsed = JSON.parse(body) as { method?: string; params?: unknown[] } | { method?: string }[];
-        for (const call of (Array.isArray(parsed) ? parsed : [parsed]) as {
-          id?: unknown;
-          method?: string;
-          params?: unknown[];
-        }[]) {
+        const parsed = JSON.parse(body) as JsonRpcCall | JsonRpcCall[];
+        for (const call of Array.isArray(parsed) ? parsed : [parsed]) {
           const method = call.method ?? '?';
+          const fault = rule?.({ method, params: call.params ?? [], seen: counts.get(method) ?? 0 });
+          if (fault) faults.set(call.id, fault);
           counts.set(method, (counts.get(method) ?? 0) + 1);
           if (method === 'eth_sendRawTransaction' && typeof call.params?.[0] === 'string') {
             const entry = { tx: call.params[0] };
@@ -55,7 +83,7 @@ export async function startRecordingProxy(target: string): Promise<RecordingProx
           headers: { 'content-type': 'application/json' },
           body,
         });
-        const text = await upstream.text();
+        let text = await upstream.text();
         if (recorded.size > 0) {
           try {
             const answer = JSON.parse(text) as { id?: unknown; error?: { message?: string } }[];
@@ -67,8 +95,20 @@ export async function startRecordingProxy(target: string): Promise<RecordingProx
             // not JSON: nothing to mark
           }
         }
+        if (faults.size > 0) {
+          const all = [...faults.values()];
+          if (all.some((f) => 'drop' in f)) {
+            res.socket?.destroy();
+            return;
+          }
+          const delayMs = Math.max(0, ...all.map((f) => ('delayMs' in f ? f.delayMs : 0)));
+          if (delayMs > 0) await new Promise((resolve) => setTimeout(resolve, delayMs));
+          text = withFaults(text, faults);
+        }
         res.setHeader('content-type', 'application/json');
-        res.end(text);
+        const padTo = Math.max(0, ...[...faults.values()].map((f) => ('padTo' in f ? f.padTo : 0)));
+        if (padTo > 0) await writePadded(res, text, padTo);
+        else res.end(text);
       } catch {
         res.statusCode = 502;
         res.end();
@@ -79,6 +119,9 @@ export async function startRecordingProxy(target: string): Promise<RecordingProx
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     counts,
+    get exchanges() {
+      return exchanges;
+    },
     get sent() {
       for (let i = decoded.length; i < raw.length; i++) {
         const tx = Transaction.from(raw[i]!.tx);
@@ -87,8 +130,12 @@ export async function startRecordingProxy(target: string): Promise<RecordingProx
       // Rejections are known only once the chain answered: read them each time.
       return decoded.map((tx, i) => (raw[i]!.rejected ? { ...tx, rejected: raw[i]!.rejected } : tx));
     },
+    setFault(next) {
+      rule = next;
+    },
     reset() {
       counts.clear();
+      exchanges = 0;
       raw.length = 0;
       decoded.length = 0;
     },
@@ -98,6 +145,29 @@ export async function startRecordingProxy(target: string): Promise<RecordingProx
         server.close(() => resolve());
       }),
   };
+}
+
+/** The chain's answer with the answers of the calls that have an `error` or a `result` fault replaced. */
+function withFaults(text: string, faults: Map<unknown, Fault>): string {
+  let answer: unknown;
+  try {
+    answer = JSON.parse(text);
+  } catch {
+    return text;
+  }
+  const replace = (entry: { id?: unknown; result?: unknown }) => {
+    const fault = faults.get(entry.id);
+    if (fault && 'error' in fault) {
+      return {
+        jsonrpc: '2.0',
+        id: entry.id,
+        error: { code: fault.error.code ?? -32000, message: fault.error.message },
+      };
+    }
+    if (fault && 'result' in fault && 'result' in entry) return { ...entry, result: fault.result(entry.result) };
+    return entry;
+  };
+  return JSON.stringify(Array.isArray(answer) ? answer.map(replace) : replace(answer as { id?: unknown }));
 }
 
 export type NonceReport = {
@@ -164,4 +234,29 @@ export async function checkNonceOrder(chainUrl: string, sent: SentTransaction[])
     rejected: sent.filter((tx) => tx.rejected).length,
     refilled,
   };
+}
+
+/** `text`, then whitespace up to `bytes` in all, stopping when the client hangs up. */
+async function writePadded(res: ServerResponse, text: string, bytes: number): Promise<void> {
+  res.write(text);
+  let padding = bytes - Buffer.byteLength(text);
+  const block = ' '.repeat(1024 * 1024);
+  while (padding > 0 && !res.destroyed) {
+    const chunk = padding >= block.length ? block : ' '.repeat(padding);
+    padding -= chunk.length;
+    if (!res.write(chunk)) await drainedOrClosed(res);
+  }
+  res.end();
+}
+
+function drainedOrClosed(res: ServerResponse): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      res.off('drain', done);
+      res.off('close', done);
+      resolve();
+    };
+    res.on('drain', done);
+    res.on('close', done);
+  });
 }

@@ -6,7 +6,7 @@ import {
   validateHttpRequest,
   validateHttpSignedDataRequest,
   verifyRequestOrigin,
-} from '../../../src/gateway/server.js';
+} from '../../../src/gateway/validation.js';
 import { encodeParameters } from '../../../src/ois/abi.js';
 
 // The reference's request validation (CommonJS, ethers 5) as a test oracle.

@@ -1,9 +1,9 @@
 import { expect } from 'chai';
 import { Registry } from 'prom-client';
 import { parseCycleReport } from '../../../src/contract/pods.js';
-import { OracleNodeMetrics } from '../../../src/operator/metrics.js';
+import { lastSuccessfulCycleSeconds, OracleNodeMetrics } from '../../../src/operator/metrics.js';
+import { lastCycle, providerHealth } from '../../../src/operator/reconcile/status.js';
 import type { OracleNodeStatus } from '../../../src/operator/resource.js';
-import { lastCycle, providerHealth } from '../../../src/operator/status.js';
 
 const key = { namespace: 'oracles', name: 'eth-node' };
 
@@ -30,7 +30,7 @@ describe('oracle_node_* metrics from the OracleNode status', () => {
     counts: { discovered: 7, fulfilled: 5, failed: 2 },
     providers: [
       { chainId: '1', provider: 'a', up: true, blockLag: 0 },
-      { chainId: '1', provider: 'b', up: false },
+      { chainId: '1', provider: 'b', up: false, fault: 'unavailable' },
     ],
     sponsorWallets: [
       { chainId: '1', sponsorWallet: '0x228A54F33E46fbb32a62ca650Fcc9eD3C730511d', balanceWei: '5000000000000000' },
@@ -53,6 +53,9 @@ describe('oracle_node_* metrics from the OracleNode status', () => {
     expect(await sample(registry, 'oracle_node_provider_up', { provider: 'b' })).to.equal(0);
     expect(await sample(registry, 'oracle_node_provider_block_lag', { provider: 'a' })).to.equal(0);
     expect(
+      await sample(registry, 'oracle_node_provider_faults_total', { provider: 'b', fault: 'unavailable' }),
+    ).to.equal(1);
+    expect(
       await sample(registry, 'oracle_node_sponsor_wallet_balance_wei', {
         sponsor_wallet: '0x228A54F33E46fbb32a62ca650Fcc9eD3C730511d',
       }),
@@ -66,6 +69,16 @@ describe('oracle_node_* metrics from the OracleNode status', () => {
     expect(await sample(registry, 'oracle_node_requests_total', { ...key, outcome: 'fulfilled' })).to.equal(5);
     metrics.observe(key, statusWith({ ...cycle, job: 'next', counts: { discovered: 1, fulfilled: 1 } }));
     expect(await sample(registry, 'oracle_node_requests_total', { ...key, outcome: 'fulfilled' })).to.equal(6);
+  });
+
+  it('counts the gas price strategy failures the coordinator reported, once per cycle', async () => {
+    const registry = new Registry();
+    const metrics = new OracleNodeMetrics(registry);
+    const failing = { ...cycle, counts: { ...cycle.counts, gasPriceStrategyFailures: 2 } };
+    for (let i = 0; i < 2; i++) metrics.observe(key, statusWith(failing));
+    expect(await sample(registry, 'oracle_node_gas_price_strategy_failures_total', key)).to.equal(2);
+    metrics.observe(key, statusWith({ ...failing, job: 'next' }));
+    expect(await sample(registry, 'oracle_node_gas_price_strategy_failures_total', key)).to.equal(4);
   });
 
   it('keeps the last success time when the newest cycle failed, and follows Ready', async () => {
@@ -104,6 +117,50 @@ describe('oracle_node_* metrics from the OracleNode status', () => {
     expect(await sample(registry, 'oracle_node_heartbeats_total', key)).to.equal(undefined);
   });
 
+  it('publishes no per-node series while not leading, drops them all when the lease is lost, and resumes', async () => {
+    const registry = new Registry();
+    const metrics = new OracleNodeMetrics(registry);
+    metrics.setLeading(false);
+    metrics.observe(key, statusWith(cycle));
+    expect((await registry.getMetricsAsJSON()).flatMap((m) => m.values)).to.deep.equal([]);
+    metrics.setLeading(true);
+    metrics.observe(key, statusWith(cycle));
+    expect(await sample(registry, 'oracle_node_ready', key)).to.equal(1);
+    metrics.setLeading(false);
+    expect((await registry.getMetricsAsJSON()).flatMap((m) => m.values)).to.deep.equal([]);
+    // A reconcile still finishing after the lease was lost publishes nothing.
+    metrics.observe(key, statusWith(cycle));
+    expect(await sample(registry, 'oracle_node_ready', key)).to.equal(undefined);
+    metrics.setLeading(true);
+    metrics.observe(key, statusWith(cycle));
+    expect(await sample(registry, 'oracle_node_requests_total', { ...key, outcome: 'seen' })).to.equal(7);
+  });
+
+  it('a new leader knows the last success from status.cycles even when the newest cycle failed', async () => {
+    const registry = new Registry();
+    const metrics = new OracleNodeMetrics(registry);
+    const status = {
+      ...statusWith({ job: 'j3', outcome: 'Failed', startTime: '2026-11-21T07:02:00Z' }),
+      cycles: [
+        { job: 'j2', startTime: '2026-11-21T07:01:00Z', durationSeconds: 4.5, fulfilled: 1, failed: 0, dropped: 0 },
+        { job: 'j1', startTime: '2026-11-21T07:00:00Z', durationSeconds: 3, fulfilled: 0, failed: 0, dropped: 0 },
+      ],
+    } as OracleNodeStatus;
+    metrics.observe(key, status);
+    expect(await sample(registry, 'oracle_node_last_successful_cycle_timestamp_seconds', key)).to.equal(
+      Date.parse('2026-11-21T07:01:04.5Z') / 1000,
+    );
+  });
+
+  it('has no last success for a node that never completed a cycle', () => {
+    expect(lastSuccessfulCycleSeconds({})).to.equal(undefined);
+    expect(
+      lastSuccessfulCycleSeconds({
+        lastCycle: { job: 'j', outcome: 'Failed', completionTime: '2026-11-21T07:00:00Z' },
+      }),
+    ).to.equal(undefined);
+  });
+
   it('removes every series of a deleted OracleNode', async () => {
     const registry = new Registry();
     const metrics = new OracleNodeMetrics(registry);
@@ -133,6 +190,24 @@ describe('provider health in status.lastCycle', () => {
       { chainId: '1', provider: 'b', up: true, blockLag: 3 },
       { chainId: '1', provider: 'c', up: false },
       { chainId: '5', provider: 'd', up: true, blockLag: 0 },
+    ]);
+  });
+
+  it('shows why a provider was left out, and the lag of one left out for lagging', () => {
+    const report = parseCycleReport({
+      'cycle.json': JSON.stringify({
+        providers: [
+          { chainId: '1', provider: 'a', ok: true, currentBlock: 500 },
+          { chainId: '1', provider: 'stale', ok: false, fault: 'lagging', currentBlock: 400 },
+          { chainId: '1', provider: 'mainnet', ok: false, fault: 'wrong-chain' },
+          { chainId: '1', provider: 'odd', ok: false, fault: 'Not A Fault <b>' },
+        ],
+      }),
+    });
+    expect(providerHealth(report?.providers)).to.deep.equal([
+      { chainId: '1', provider: 'a', up: true, blockLag: 0 },
+      { chainId: '1', provider: 'stale', up: false, fault: 'lagging', blockLag: 100 },
+      { chainId: '1', provider: 'mainnet', up: false, fault: 'wrong-chain' },
     ]);
   });
 

@@ -13,13 +13,17 @@ describe('coordinator in operator pods', () => {
       ],
       requests: { discovered: 5, servable: 4, waitingForConfirmations: 1, overChainLimit: 0 },
       shards: { total: 2, failed: 0 },
-      transactions: { fulfilled: 3, failed: 1, withdrawn: 0, skipped: 0, errors: 0 },
+      transactions: { fulfilled: 3, failed: 1, withdrawn: 0, skipped: 0, errors: 0, replaced: 0 },
       apiCalls: 3,
       cacheHits: 1,
       rpcCalls: 9,
       timings: { discoveryMs: 1, shardsMs: 2 },
       sponsorWallets: [],
       gasPrices: [],
+      gasPriceStrategyFailures: [
+        { chainId: '1', strategy: 'providerRecommendedGasPrice', count: 2 },
+        { chainId: '1', strategy: 'latestBlockPercentileGasPrice', count: 1 },
+      ],
       results: [],
     };
     const counts = cycleCounts(summary);
@@ -30,6 +34,7 @@ describe('coordinator in operator pods', () => {
       providersUp: 1,
       providersDown: 1,
       cacheHits: 1,
+      gasPriceStrategyFailures: 3,
     });
     for (const value of Object.values(counts)) expect(Number.isInteger(value)).to.equal(true);
   });
@@ -46,13 +51,14 @@ describe('coordinator in operator pods', () => {
       providers: [],
       requests: { discovered: 25, servable: 25, waitingForConfirmations: 0, overChainLimit: 0 },
       shards: { total: 1, failed: 0 },
-      transactions: { fulfilled: 1, failed: 24, withdrawn: 0, skipped: 0, errors: 0 },
+      transactions: { fulfilled: 1, failed: 24, withdrawn: 0, skipped: 0, errors: 0, replaced: 0 },
       apiCalls: 25,
       cacheHits: 0,
       rpcCalls: 9,
       timings: { discoveryMs: 1, shardsMs: 2 },
       sponsorWallets: [],
       gasPrices: [{ chainId: '1', gasPriceWei: '1100000000' }],
+      gasPriceStrategyFailures: [],
       results: [
         {
           ok: true as const,
@@ -97,13 +103,14 @@ describe('coordinator in operator pods', () => {
         providers: [],
         requests: { discovered: 1, servable: 1, waitingForConfirmations: 0, overChainLimit: 0 },
         shards: { total: 1, failed: 0 },
-        transactions: { fulfilled: 0, failed: 0, withdrawn: 0, skipped: 0, errors: 1 },
+        transactions: { fulfilled: 0, failed: 0, withdrawn: 0, skipped: 0, errors: 1, replaced: 0 },
         apiCalls: 0,
         cacheHits: 0,
         rpcCalls: 1,
         timings: { discoveryMs: 1, shardsMs: 2 },
         sponsorWallets: [],
         gasPrices: [],
+        gasPriceStrategyFailures: [],
         results: [
           {
             ok: true as const,

@@ -1,0 +1,62 @@
+// The current stage's children in the cluster: applied (server-side apply, one field manager, forced) only where the
+// cache differs from the desired object, and deleted when the spec no longer asks for them. Both steps read the
+// cache, so a pass with nothing changed writes nothing.
+import type { KubernetesObject } from '@kubernetes/client-node';
+import { LABELS } from '../../contract/pods.js';
+import type { Child, DesiredChild } from '../builders/index.js';
+import { needsApply, withAppliedHash } from '../diff.js';
+import { CHILD_KINDS, KINDS, type OracleNode } from '../resource.js';
+import type { ReconcileContext } from '../runtime/types.js';
+
+/** The child's controller is this OracleNode (by uid, so a re-created namesake does not count). */
+export function controlledBy(child: KubernetesObject, node: OracleNode): boolean {
+  return (child.metadata?.ownerReferences ?? []).some(
+    (ref) => ref.controller === true && ref.uid === node.metadata.uid,
+  );
+}
+
+/**
+ * Applies the children that differ from the cluster: everything the coordinator needs first, together, and the
+ * CronJob last, so it never starts a cycle without its config, RBAC or cache in place. Throws the first failure.
+ */
+export async function applyChildren(node: OracleNode, children: DesiredChild[], context: ReconcileContext) {
+  const pending = children
+    .map(({ kind, object }) => ({ kind, desired: withAppliedHash(object) }))
+    .filter(({ kind, desired }) =>
+      needsApply(
+        desired,
+        context.cache.get<Child>(kind, { namespace: node.metadata.namespace, name: desired.metadata.name }),
+      ),
+    );
+  const batches = [pending.filter((c) => c.kind !== KINDS.cronJob), pending.filter((c) => c.kind === KINDS.cronJob)];
+  for (const batch of batches) {
+    await Promise.all(
+      batch.map(({ kind, desired }) => {
+        context.logger.debug({ kind: kind.kind, child: desired.metadata.name }, 'applying child');
+        return context.client.apply(kind, desired, { force: true });
+      }),
+    );
+  }
+}
+
+/** Deletes children of the current stage that the spec no longer asks for (gateways disabled, PDB at one replica). */
+export async function pruneUnwanted(
+  node: OracleNode,
+  stage: string,
+  children: DesiredChild[],
+  context: ReconcileContext,
+): Promise<void> {
+  const namespace = node.metadata.namespace;
+  const wanted = new Set(children.map(({ kind, object }) => `${kind.plural}/${object.metadata.name}`));
+  for (const kind of CHILD_KINDS)
+    for (const child of context.cache.list(kind, namespace, {
+      [LABELS.name]: node.metadata.name,
+      [LABELS.stage]: stage,
+    })) {
+      const name = child.metadata!.name!;
+      // Only what the operator made: a worker Job's input ConfigMap carries the labels but is the Job's.
+      if (wanted.has(`${kind.plural}/${name}`) || !controlledBy(child, node)) continue;
+      context.logger.info({ kind: kind.kind, child: name }, 'deleting a child the spec no longer asks for');
+      await context.client.delete(kind, { namespace, name }, { propagationPolicy: 'Background' });
+    }
+}

@@ -1,0 +1,52 @@
+import { expect } from 'chai';
+import { parsePort, parseServerPorts } from '../../../src/cli/args.js';
+import { runGateway } from '../../../src/cli/gateway.js';
+import { command as startCommand } from '../../../src/cli/start.js';
+
+/** Runs a command with process.stderr captured (the engine subcommands write their usage errors there). */
+async function withStderr(run: () => Promise<number>): Promise<{ code: number; stderr: string }> {
+  const original = process.stderr.write.bind(process.stderr);
+  let stderr = '';
+  process.stderr.write = ((chunk: string | Uint8Array) => {
+    stderr += String(chunk);
+    return true;
+  }) as typeof process.stderr.write;
+  try {
+    return { code: await run(), stderr };
+  } finally {
+    process.stderr.write = original;
+  }
+}
+
+describe('cli/args', () => {
+  it('reads a port as an integer between 0 and 65535, absent as undefined and anything else as null', () => {
+    expect(parsePort(undefined)).to.equal(undefined);
+    expect(parsePort('0')).to.equal(0);
+    expect(parsePort('65535')).to.equal(65535);
+    for (const text of ['65536', '-1', '1.5', '', ' ', 'http']) expect(parsePort(text), text).to.equal(null);
+  });
+
+  it('keeps absent server ports absent so that the config decides', () => {
+    expect(parseServerPorts({})).to.deep.equal({});
+    expect(parseServerPorts({ port: '8080', 'metrics-port': '0' })).to.deep.equal({ port: 8080, metricsPort: 0 });
+  });
+
+  for (const [name, run] of [
+    ['gateway', runGateway],
+    ['start', (argv: string[]) => startCommand.run(argv)],
+  ] as const) {
+    it(`${name} refuses a port outside 0-65535 with exit code 2 before it reads the config`, async () => {
+      for (const option of ['--port', '--metrics-port']) {
+        const { code, stderr } = await withStderr(() => run(['-c', '/nonexistent/config.json', option, '70000']));
+        expect(code, option).to.equal(2);
+        expect(stderr).to.equal('--port and --metrics-port must be integers between 0 and 65535\n');
+      }
+    });
+
+    it(`${name} answers an unknown option with the usage and exit code 2`, async () => {
+      const { code, stderr } = await withStderr(() => run(['--no-such-option']));
+      expect(code).to.equal(2);
+      expect(stderr).to.match(/Unknown option '--no-such-option'[\s\S]*Usage: oracle-node/);
+    });
+  }
+});
