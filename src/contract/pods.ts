@@ -32,6 +32,11 @@ export const ENV = {
    * the keys its own part of the config references, and its engine puts stand-ins in place of the others.
    */
   secretScope: 'ORACLE_NODE_SECRET_SCOPE',
+  /**
+   * Optional, every engine pod: the OpenTelemetry standard variable (spec.telemetry.otlpEndpoint); tracing is off
+   * without it (src/observability/tracing.ts reads it, with the other OTEL_* variables).
+   */
+  otlpEndpoint: 'OTEL_EXPORTER_OTLP_ENDPOINT',
 } as const;
 
 /** Labels on everything the operator manages (and on worker Jobs, which the coordinator creates). */

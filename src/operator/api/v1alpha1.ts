@@ -243,6 +243,23 @@ export const oracleNodeSpecSchema = z
             'oevGateway) is enabled in the config.',
         ),
       ),
+    telemetry: z
+      .object({
+        otlpEndpoint: z
+          .string()
+          .max(2048)
+          .regex(/^https?:\/\/[^\s/?#]+(\/[^\s?#]*)?$/)
+          .optional()
+          .meta(
+            described(
+              'OTLP/HTTP endpoint of an OpenTelemetry collector (e.g. http://otel-collector.observability:4318): ' +
+                'set as OTEL_EXPORTER_OTLP_ENDPOINT on every pod of the node, which then exports a trace per ' +
+                'request and per gateway request to <endpoint>/v1/traces. Without it, no traces.',
+            ),
+          ),
+      })
+      .optional()
+      .meta(described('OpenTelemetry traces of the node (off by default).')),
     worker: z
       .object({
         resources: resources(

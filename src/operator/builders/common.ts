@@ -149,12 +149,14 @@ export function image(input: BuildInput): string {
 /** The environment every engine container gets (the contract's ENV): where the config is and who it runs for. */
 export function baseEnv(input: BuildInput, stage: string): V1EnvVar[] {
   const names = childNames(input.node.metadata.name, stage);
+  const otlpEndpoint = input.node.spec.telemetry?.otlpEndpoint;
   return [
     { name: ENV.configPath, value: CONFIG_FILE },
     { name: ENV.oracleNode, value: input.node.metadata.name },
     { name: ENV.cacheConfigMap, value: names.cache },
     { name: ENV.cycleConfigMap, value: names.cycle },
     { name: ENV.namespace, valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } } },
+    ...(otlpEndpoint ? [{ name: ENV.otlpEndpoint, value: otlpEndpoint }] : []),
   ];
 }
 

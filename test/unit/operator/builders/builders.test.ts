@@ -304,6 +304,28 @@ describe('operator builders', () => {
     expect(readWorkerEnvironment(env)).to.not.equal(undefined);
   });
 
+  it('spec.telemetry.otlpEndpoint reaches the coordinator, worker and gateway pods as OTEL_EXPORTER_OTLP_ENDPOINT, and nothing without it', () => {
+    const endpointOf = (input: BuildInput) => {
+      const children = buildChildren(input);
+      const cronJob = children.find((c) => c.object.kind === 'CronJob')!.object as V1CronJob;
+      const deployment = children.find((c) => c.object.kind === 'Deployment')!.object as V1Deployment;
+      return [
+        cronJob.spec!.jobTemplate.spec!.template.spec!.containers[0]!,
+        deployment.spec!.template.spec!.containers[0]!,
+        buildWorkerTemplate(input).template.spec!.containers[0]!,
+      ].map((container) => container.env?.find((v) => v.name === ENV.otlpEndpoint)?.value);
+    };
+    const endpoint = 'http://otel-collector.observability:4318';
+    expect(
+      endpointOf(
+        inputFor('full-multi-chain', (node) => {
+          node.spec.telemetry = { otlpEndpoint: endpoint };
+        }),
+      ),
+    ).to.deep.equal([endpoint, endpoint, endpoint]);
+    expect(endpointOf(inputFor('full-multi-chain'))).to.deep.equal([undefined, undefined, undefined]);
+  });
+
   describe('worker Jobs', () => {
     const template = buildWorkerTemplate(inputFor('full-multi-chain'));
 
