@@ -115,7 +115,13 @@ describe('operator builders', () => {
     const pod = spec.jobTemplate.spec!.template.spec!;
     const container = pod.containers[0]!;
     expect(container.args!.slice(0, 1)).to.deep.equal(['coordinator']);
-    expect(container.envFrom).to.deep.equal([{ secretRef: { name: 'minimal-secrets' } }]);
+    expect(container).not.to.have.property('envFrom');
+    expect(container.env!.filter((variable) => variable.valueFrom?.secretKeyRef)).to.deep.equal(
+      ['NODE_WALLET_MNEMONIC', 'PROVIDER_URL'].map((key) => ({
+        name: key,
+        valueFrom: { secretKeyRef: { name: 'minimal-secrets', key } },
+      })),
+    );
     expect(container.volumeMounts!.map((m) => m.mountPath)).to.include('/etc/oracle-node');
     expect(pod.serviceAccountName).to.equal('minimal-dev-coordinator');
     expect(pod.restartPolicy).to.equal('Never');
@@ -280,9 +286,13 @@ describe('operator builders', () => {
       ...deployment.spec!.template.spec!.containers,
       ...worker.spec!.containers,
     ];
+    // Besides the contract's variables, only single keys of the node's own Secret.
     for (const container of containers)
       for (const variable of container.env ?? [])
-        expect(contract.has(variable.name), `${container.name}: ${variable.name}`).to.equal(true);
+        expect(
+          contract.has(variable.name) || variable.valueFrom?.secretKeyRef?.name === 'full-secrets',
+          `${container.name}: ${variable.name}`,
+        ).to.equal(true);
     // What the coordinator pod would see (fieldRefs filled in as the kubelet does) satisfies the contract.
     const env = Object.fromEntries(
       (cronJob.spec!.jobTemplate.spec!.template.spec!.containers[0]!.env ?? []).map((v) => [
