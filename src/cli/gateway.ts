@@ -90,6 +90,7 @@ export async function runGateway(argv: string[]): Promise<number> {
   try {
     server = await startGatewayServer(config, {
       logger,
+      keepProcessingWarm: true,
       ...ports,
       ...(values.host ? { host: values.host } : {}),
       ...(pathKey ? { pathKey } : {}),
