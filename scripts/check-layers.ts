@@ -20,6 +20,15 @@ export const MAY_IMPORT: Record<string, readonly string[]> = {
   cli: ['common', 'protocol', 'contract', 'config', 'ois', 'chain', 'observability', 'gateway', 'node', 'operator'],
 };
 
+/**
+ * Sub-folders with a rule of their own inside their folder: the paths (relative to src/, a folder ending in /) that
+ * their files may import from the rest of that folder. `operator/api` is the OracleNode API, which the whole
+ * operator builds on, as CloudNativePG's api/v1 imports nothing of its controllers.
+ */
+export const INNER_MAY_IMPORT: Record<string, readonly string[]> = {
+  'operator/api': ['operator/api/', 'operator/resource.ts'],
+};
+
 export type Violation = { file: string; line: number; message: string };
 
 // `... from 'x'` (also the last line of a multi-line import) and `import 'x'`.
@@ -76,10 +85,25 @@ export function checkLayers(srcRoot: string): Violation[] {
         violations.push({ file: name, line, message: `imports ${specifier}, outside src/` });
       } else if (target !== from && !allowed.includes(target)) {
         violations.push({ file: name, line, message: `src/${from} may not import src/${target} (${specifier})` });
+      } else if (target === from) {
+        const inner = innerViolation(name, relative(srcRoot, resolve(dirname(file), specifier)));
+        if (inner) violations.push({ file: name, line, message: `${inner} (${specifier})` });
       }
     }
   }
   return violations;
+}
+
+/** Why an import inside a folder breaks its sub-folder's rule, or undefined. Paths are relative to src/. */
+function innerViolation(file: string, target: string): string | undefined {
+  const posix = (path: string) => path.split(sep).join('/');
+  const [source, imported] = [posix(file), posix(target).replace(/\.js$/, '.ts')];
+  for (const [folder, mayImport] of Object.entries(INNER_MAY_IMPORT)) {
+    if (!source.startsWith(`${folder}/`)) continue;
+    if (!mayImport.some((allowed) => (allowed.endsWith('/') ? imported.startsWith(allowed) : imported === allowed)))
+      return `src/${folder} may import of its folder only ${mayImport.map((p) => `src/${p}`).join(', ')}`;
+  }
+  return undefined;
 }
 
 if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {

@@ -5,8 +5,9 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import yaml from 'js-yaml';
+import type { JsonSchema } from '../src/operator/api/structural.js';
 import { loadConfigJsonSchema } from '../src/operator/config.js';
-import { buildCrd, type JsonSchema } from '../src/operator/crd.js';
+import { buildCrd } from '../src/operator/crd.js';
 import { renderCrdReference } from '../src/operator/crd-reference.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');

@@ -146,8 +146,7 @@ async function planFail(
       gasLimit = await estimateAtStateBlock(context, { from: request.sponsorWallet, to: context.rrpAddress, data });
     } catch (error) {
       const reason = revertReasonOf(error);
-      if (isNotAwaiting(reason))
-        return { kind: 'skip', requestId: request.id, reason: 'no longer awaiting fulfilment' };
+      if (isNotAwaiting(reason)) return noLongerAwaiting(request);
       throw error;
     }
   }
@@ -163,7 +162,7 @@ async function planFail(
   };
 }
 
-/** Static call of `fulfill` from the sponsor wallet: null when the callback succeeds, else the failure reason. */
+/** Static call of `fulfill` from the sponsor wallet: ok when the callback succeeds, else the failure reason. */
 async function staticFulfill(
   context: PlanContext,
   request: FulfillmentRequest,
@@ -201,16 +200,18 @@ export async function planApiCallTransaction(
   // `_gasPrice` replaces the price (legacy, in wei) but keeps the gas limit.
   const gasTarget: GasTarget =
     response.gasPrice !== undefined ? { type: 0, gasPrice: BigInt(response.gasPrice) } : { ...context.gasTarget };
+  const fulfill = (gasLimit: bigint): PlannedTransaction => ({
+    kind: 'fulfill',
+    requestId: request.id,
+    to: context.rrpAddress,
+    data,
+    gasLimit,
+    gasTarget,
+  });
 
   if (context.fulfillmentGasLimit !== undefined) {
     const gasLimit = BigInt(context.fulfillmentGasLimit);
-    const check = await staticFulfill(context, request, data, gasLimit);
-    if (!check.ok) {
-      if (isNotAwaiting(check.reason))
-        return { kind: 'skip', requestId: request.id, reason: 'no longer awaiting fulfilment' };
-      return planFail(context, request, check.reason);
-    }
-    return { kind: 'fulfill', requestId: request.id, to: context.rrpAddress, data, gasLimit, gasTarget };
+    return decideByStaticCall(context, request, data, gasLimit, () => fulfill(gasLimit));
   }
 
   let estimationError: string;
@@ -235,24 +236,33 @@ export async function planApiCallTransaction(
     const total = overhead + callback;
     // EIP-150: a call forwards at most 63/64 of the remaining gas, so reserve 1/63 on top.
     const gasLimit = total + total / 63n;
-    const check = await staticFulfill(context, request, data, gasLimit);
-    if (!check.ok) {
-      if (isNotAwaiting(check.reason))
-        return { kind: 'skip', requestId: request.id, reason: 'no longer awaiting fulfilment' };
-      return planFail(context, request, check.reason);
-    }
-    return { kind: 'fulfill', requestId: request.id, to: context.rrpAddress, data, gasLimit, gasTarget };
+    return await decideByStaticCall(context, request, data, gasLimit, () => fulfill(gasLimit));
   } catch (error) {
     if (!(error instanceof RpcError) && !(error instanceof Error && /NodeRrpDryRun/.test(error.message))) throw error;
     estimationError = `Gas estimation failed: ${revertReasonOf(error)}`;
   }
-  const check = await staticFulfill(context, request, data);
-  if (!check.ok) {
-    if (isNotAwaiting(check.reason))
-      return { kind: 'skip', requestId: request.id, reason: 'no longer awaiting fulfilment' };
-    return planFail(context, request, check.reason);
-  }
-  return planFail(context, request, estimationError);
+  return decideByStaticCall(context, request, data, undefined, () => planFail(context, request, estimationError));
+}
+
+/**
+ * The static call decides what is sent: nothing when the request is no longer awaiting fulfilment, `fail` with
+ * the reason when the call reverts, else what `whenItSucceeds` plans.
+ */
+async function decideByStaticCall(
+  context: PlanContext,
+  request: FulfillmentRequest,
+  data: string,
+  gas: bigint | undefined,
+  whenItSucceeds: () => PlannedTransaction | Promise<PlannedTransaction>,
+): Promise<PlannedTransaction> {
+  const check = await staticFulfill(context, request, data, gas);
+  if (check.ok) return whenItSucceeds();
+  if (isNotAwaiting(check.reason)) return noLongerAwaiting(request);
+  return planFail(context, request, check.reason);
+}
+
+function noLongerAwaiting(request: FulfillmentRequest): PlannedTransaction {
+  return { kind: 'skip', requestId: request.id, reason: 'no longer awaiting fulfilment' };
 }
 
 /** Signs a planned transaction with the sponsor wallet (local, no RPC), by libsecp256k1 as signFulfillment. */
@@ -283,9 +293,14 @@ export async function sendRawTransaction(client: RpcClient, signed: string): Pro
   return asData(await client.request('eth_sendRawTransaction', [signed], { attempts: 1, timeoutMs: 10_000 }), 'txHash');
 }
 
-/** Transaction count of an address at a block tag. */
-export async function transactionCount(client: RpcClient, address: string, tag: 'latest' | 'pending'): Promise<number> {
-  const value = await client.request('eth_getTransactionCount', [address, tag]);
+/** Transaction count of an address at a block tag or number. */
+export async function transactionCount(
+  client: RpcClient,
+  address: string,
+  tag: 'latest' | 'pending' | number,
+): Promise<number> {
+  const block = typeof tag === 'number' ? `0x${tag.toString(16)}` : tag;
+  const value = await client.request('eth_getTransactionCount', [address, block]);
   if (typeof value !== 'string' || !/^0x[0-9a-fA-F]+$/.test(value)) {
     throw new RpcTransportError('eth_getTransactionCount: malformed answer');
   }

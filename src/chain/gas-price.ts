@@ -1,6 +1,11 @@
 // Gas price strategies (airnode-facts §9), tried in the configured order within 10 s; the constant
-// strategy is the last resort. The arithmetic is pure and exported for unit tests.
+// strategy is the last resort. A strategy that fails is logged at WARN with its reason and reported to the
+// caller (who counts it), never swallowed: a silent fall back to the constant price can cost many times the
+// chain's own price. The timeout of each call follows the provider's measured latency (a provider that answers
+// in 3 s is slow, not dead) within what is left of the 10 s. The arithmetic is pure and exported for unit tests.
 import { parseUnits } from 'ethers';
+import { errorMessage } from '../common/errors.js';
+import type { Logger } from '../observability/index.js';
 import { asQuantity, type RpcClient, type RpcOptions, toQuantity, withTimeout } from './rpc.js';
 import type { Amount, GasPriceStrategy } from './types.js';
 
@@ -12,8 +17,38 @@ export type GasTargetJson =
   | { type: 0; gasPrice: string; gasLimit?: string }
   | { type: 2; maxFeePerGas: string; maxPriorityFeePerGas: string; gasLimit?: string };
 
-const GAS_RPC: RpcOptions = { timeoutMs: 2_000, attempts: 2, backoffMs: { min: 200, max: 2_500 } };
-const ORACLE_BUDGET_MS = 10_000;
+/** Budget of the whole gas price oracle, all strategies and retries included. */
+export const ORACLE_BUDGET_MS = 10_000;
+/** The shortest timeout of a gas price call, whatever the provider's measured latency. */
+export const MIN_GAS_CALL_TIMEOUT_MS = 2_000;
+/** A gas price call gets this many times the provider's measured latency. */
+export const LATENCY_FACTOR = 3;
+/** The timeout of a gas price call to a provider whose latency is not measured yet (the RPC client's default). */
+const UNMEASURED_TIMEOUT_MS = 5_000;
+
+/**
+ * Timeout of one gas price call: LATENCY_FACTOR x the provider's measured latency, at least
+ * MIN_GAS_CALL_TIMEOUT_MS, and never past the oracle's budget left.
+ */
+export function gasCallTimeoutMs(measuredLatencyMs: number | undefined, budgetLeftMs: number): number {
+  const paced =
+    measuredLatencyMs === undefined
+      ? UNMEASURED_TIMEOUT_MS
+      : Math.max(MIN_GAS_CALL_TIMEOUT_MS, Math.ceil(LATENCY_FACTOR * measuredLatencyMs));
+  return Math.max(1, Math.min(paced, Math.floor(budgetLeftMs)));
+}
+
+/** RPC options of the next gas price call, given the oracle's deadline (Date.now() based). */
+function gasRpc(client: RpcClient, deadline: number): RpcOptions {
+  return {
+    timeoutMs: gasCallTimeoutMs(client.latencyMs, deadline - Date.now()),
+    attempts: 2,
+    backoffMs: { min: 200, max: 1_000 },
+  };
+}
+
+/** A strategy that did not give a price, and why. */
+export type StrategyFailure = { strategy: GasPriceStrategy['gasPriceStrategy']; reason: string };
 
 export function amountToWei(amount: Amount): bigint {
   return parseUnits(String(amount.value), amount.unit);
@@ -43,8 +78,12 @@ type Block = {
   transactions: { gasPrice?: string; maxPriorityFeePerGas?: string; type?: string }[];
 };
 
-async function getBlock(client: RpcClient, tag: string, withTransactions: boolean): Promise<Block> {
-  const block = await client.request<Block | null>('eth_getBlockByNumber', [tag, withTransactions], GAS_RPC);
+async function getBlock(client: RpcClient, tag: string, withTransactions: boolean, deadline: number): Promise<Block> {
+  const block = await client.request<Block | null>(
+    'eth_getBlockByNumber',
+    [tag, withTransactions],
+    gasRpc(client, deadline),
+  );
   if (!block || typeof block !== 'object' || !Array.isArray(block.transactions))
     throw new Error(`block ${tag} missing`);
   return block;
@@ -66,24 +105,28 @@ export function blockTransactionPrices(block: Block): bigint[] {
   return prices;
 }
 
-async function latestBaseFee(client: RpcClient): Promise<bigint> {
-  const block = await getBlock(client, 'latest', false);
+async function latestBaseFee(client: RpcClient, deadline: number): Promise<bigint> {
+  const block = await getBlock(client, 'latest', false, deadline);
   if (!block.baseFeePerGas) throw new Error('latest block has no baseFeePerGas');
   return asQuantity(block.baseFeePerGas, 'baseFeePerGas');
 }
 
-async function providerGasPrice(client: RpcClient): Promise<bigint> {
-  return asQuantity(await client.request('eth_gasPrice', [], GAS_RPC), 'eth_gasPrice');
+async function providerGasPrice(client: RpcClient, deadline: number): Promise<bigint> {
+  return asQuantity(await client.request('eth_gasPrice', [], gasRpc(client, deadline)), 'eth_gasPrice');
 }
 
-export async function runStrategy(client: RpcClient, strategy: GasPriceStrategy): Promise<GasTarget> {
+export async function runStrategy(
+  client: RpcClient,
+  strategy: GasPriceStrategy,
+  deadline = Date.now() + ORACLE_BUDGET_MS,
+): Promise<GasTarget> {
   switch (strategy.gasPriceStrategy) {
     case 'latestBlockPercentileGasPrice': {
-      const latest = await getBlock(client, 'latest', true);
+      const latest = await getBlock(client, 'latest', true, deadline);
       const latestNumber = asQuantity((latest as unknown as { number: string }).number, 'block.number');
       const referenceNumber = latestNumber - BigInt(strategy.pastToCompareInBlocks);
       if (referenceNumber < 0n) throw new Error('not enough blocks to compare');
-      const reference = await getBlock(client, toQuantity(referenceNumber), true);
+      const reference = await getBlock(client, toQuantity(referenceNumber), true, deadline);
       const latestPrices = blockTransactionPrices(latest);
       const referencePrices = blockTransactionPrices(reference);
       if (latestPrices.length < strategy.minTransactionCount || referencePrices.length < strategy.minTransactionCount) {
@@ -97,14 +140,20 @@ export async function runStrategy(client: RpcClient, strategy: GasPriceStrategy)
     case 'providerRecommendedGasPrice':
       return {
         type: 0,
-        gasPrice: multiplyByPercentMultiplier(await providerGasPrice(client), strategy.recommendedGasPriceMultiplier),
+        gasPrice: multiplyByPercentMultiplier(
+          await providerGasPrice(client, deadline),
+          strategy.recommendedGasPriceMultiplier,
+        ),
       };
     case 'sanitizedProviderRecommendedGasPrice': {
       if (!Number.isInteger(strategy.baseFeeMultiplierThreshold) || !Number.isInteger(strategy.baseFeeMultiplier)) {
         throw new Error('non-integer base fee multipliers are not supported'); // as the reference (BigNumber.mul)
       }
-      const baseFee = await latestBaseFee(client);
-      const price = multiplyByPercentMultiplier(await providerGasPrice(client), strategy.recommendedGasPriceMultiplier);
+      const baseFee = await latestBaseFee(client, deadline);
+      const price = multiplyByPercentMultiplier(
+        await providerGasPrice(client, deadline),
+        strategy.recommendedGasPriceMultiplier,
+      );
       const sanitized =
         price > baseFee * BigInt(strategy.baseFeeMultiplierThreshold)
           ? baseFee * BigInt(strategy.baseFeeMultiplier) + amountToWei(strategy.priorityFee)
@@ -112,7 +161,7 @@ export async function runStrategy(client: RpcClient, strategy: GasPriceStrategy)
       return { type: 0, gasPrice: sanitized };
     }
     case 'providerRecommendedEip1559GasPrice': {
-      const baseFee = await latestBaseFee(client);
+      const baseFee = await latestBaseFee(client, deadline);
       const priorityFee = amountToWei(strategy.priorityFee);
       return {
         type: 2,
@@ -125,24 +174,43 @@ export async function runStrategy(client: RpcClient, strategy: GasPriceStrategy)
   }
 }
 
-/** Tries non-constant strategies in order (10 s in total); falls back to the (last) constant one. */
+export type GasOracleReport = {
+  /** Where a failed strategy is logged (WARN, with the strategy and the reason). */
+  logger?: Logger;
+  /** Called for each strategy that failed, e.g. to count it in a metric. */
+  onFailure?: (failure: StrategyFailure) => void;
+};
+
+/**
+ * Tries non-constant strategies in order (10 s in total); falls back to the (last) constant one. Every strategy
+ * that fails (or is not reached in time) is logged and reported.
+ */
 export async function getGasTarget(
   client: RpcClient,
   strategies: GasPriceStrategy[],
   fulfillmentGasLimit?: number,
+  report: GasOracleReport = {},
 ): Promise<GasTarget> {
   const constant = [...strategies].reverse().find((s) => s.gasPriceStrategy === 'constantGasPrice');
   const deadline = Date.now() + ORACLE_BUDGET_MS;
+  const failed = (strategy: GasPriceStrategy, reason: string) => {
+    const failure: StrategyFailure = { strategy: strategy.gasPriceStrategy, reason };
+    report.logger?.warn(failure, 'gas price strategy failed; trying the next one');
+    report.onFailure?.(failure);
+  };
   let target: GasTarget | undefined;
   for (const strategy of strategies) {
     if (strategy.gasPriceStrategy === 'constantGasPrice') continue;
+    if (target) break;
     const left = deadline - Date.now();
-    if (left <= 0) break;
+    if (left <= 0) {
+      failed(strategy, `not tried: the gas price oracle's ${ORACLE_BUDGET_MS} ms were used up`);
+      continue;
+    }
     try {
-      target = await withTimeout(runStrategy(client, strategy), left, strategy.gasPriceStrategy);
-      break;
-    } catch {
-      // next strategy
+      target = await withTimeout(runStrategy(client, strategy, deadline), left, strategy.gasPriceStrategy);
+    } catch (error) {
+      failed(strategy, errorMessage(error));
     }
   }
   if (!target) {

@@ -29,19 +29,28 @@ export function logWindow(currentBlock: number, blockHistoryLimit: number): { fr
 const RANGE_LIMIT = /range|limit|too many|exceed|10000|response size|query returned more/i;
 
 /**
- * All logs of the RRP contract with `node` as first indexed topic in [fromBlock, toBlock]. On a range-limit
- * error the range is halved and both halves fetched, down to single blocks.
+ * All logs of the RRP contract with `node` as first indexed topic in [fromBlock, toBlock] (and `requestId` as the
+ * second, when given: the request events of one request). On a range-limit error the range is halved and both
+ * halves fetched, down to single blocks.
  */
 export async function fetchNodeLogs(
   client: RpcClient,
-  input: { rrpAddress: string; nodeAddress: string; fromBlock: number; toBlock: number; maxRange?: number },
+  input: {
+    rrpAddress: string;
+    nodeAddress: string;
+    fromBlock: number;
+    toBlock: number;
+    maxRange?: number;
+    requestId?: string;
+  },
 ): Promise<RawLog[]> {
   const topic1 = zeroPadValue(input.nodeAddress, 32).toLowerCase();
+  const topicFilter = input.requestId ? [null, topic1, input.requestId.toLowerCase()] : [null, topic1];
   const fetchRange = async (from: number, to: number): Promise<RawLog[]> => {
     if (input.maxRange && to - from + 1 > input.maxRange) return split(from, to);
     try {
       const result = await client.request<unknown>('eth_getLogs', [
-        { address: input.rrpAddress, fromBlock: toQuantity(from), toBlock: toQuantity(to), topics: [null, topic1] },
+        { address: input.rrpAddress, fromBlock: toQuantity(from), toBlock: toQuantity(to), topics: topicFilter },
       ]);
       if (!Array.isArray(result)) throw new Error('eth_getLogs: answer is not an array');
       return result as RawLog[];

@@ -30,6 +30,14 @@ export class RpcTransportError extends Error {
   }
 }
 
+/** An answer over MAX_ANSWER_BYTES: abandoned unread, the provider counts as failed for the call. */
+export class RpcAnswerTooLarge extends RpcTransportError {
+  constructor(limit: number) {
+    super(`provider answer larger than ${limit} bytes`);
+    this.name = 'RpcAnswerTooLarge';
+  }
+}
+
 /** The provider answered a whole JSON-RPC batch with one error: it does not take batches (or not this big). */
 export class RpcBatchRefused extends RpcError {
   constructor(message: string, code?: number) {
@@ -70,6 +78,38 @@ function transportReason(error: unknown): string {
   return error instanceof Error ? error.name : 'error';
 }
 
+/**
+ * The largest answer read from a provider, in bytes. The biggest legitimate answer is an eth_getLogs page: a request
+ * log is ~1.7 KB of JSON (bench: 1,000 requests in one page are 1.7 MB), so 10,000 logs, the page limit of common
+ * hosted providers, are ~17 MB; the cap leaves twice that. Beyond it the answer is not read further and the provider
+ * counts as failed for the call: reading a 700 MB answer whole took a coordinator to 2.3 GB (an OOM kill in a pod).
+ */
+export const MAX_ANSWER_BYTES = 32 * 1024 * 1024;
+
+/** The body as text, read chunk by chunk and abandoned as soon as it passes `limit` bytes. */
+export async function readCappedBody(response: Response, limit: number): Promise<string> {
+  const declared = Number(response.headers.get('content-length') ?? Number.NaN);
+  if (declared > limit) {
+    await response.body?.cancel().catch(() => undefined);
+    throw new RpcAnswerTooLarge(limit);
+  }
+  if (!response.body) return '';
+  const reader = response.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > limit) {
+      await reader.cancel().catch(() => undefined);
+      throw new RpcAnswerTooLarge(limit);
+    }
+    chunks.push(value);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
 const fetchTransport: RpcTransport = async (url, body, timeoutMs) => {
   const target = providerRequestTarget(url);
   let response: Response;
@@ -83,7 +123,13 @@ const fetchTransport: RpcTransport = async (url, body, timeoutMs) => {
   } catch (error) {
     throw new RpcTransportError(`provider unreachable: ${transportReason(error)}`);
   }
-  const text = await response.text().catch(() => '');
+  let text: string;
+  try {
+    text = await readCappedBody(response, MAX_ANSWER_BYTES);
+  } catch (error) {
+    if (error instanceof RpcTransportError) throw error;
+    throw new RpcTransportError(`provider answer unreadable: ${transportReason(error)}`);
+  }
   try {
     return JSON.parse(text);
   } catch {
@@ -108,6 +154,9 @@ export const MAX_IN_FLIGHT_PER_PROVIDER = 32;
  */
 export const MAX_CALLS_PER_BATCH = 50;
 
+/** Answers a provider's measured latency is taken over. */
+const LATENCY_WINDOW = 8;
+
 type QueuedCall = {
   method: string;
   params: unknown[];
@@ -125,6 +174,18 @@ class ProviderQueue {
   private scheduled = false;
   /** Cleared for good once the provider answers a batch with one error object (it does not take batches). */
   private batching = true;
+  /** How long the provider's last answers took (ms), newest last: its measured latency (see `latencyMs`). */
+  private readonly answerTimes: number[] = [];
+
+  /** The slowest of the provider's last few answers, undefined before the first one. */
+  get latencyMs(): number | undefined {
+    return this.answerTimes.length === 0 ? undefined : Math.max(...this.answerTimes);
+  }
+
+  private recordAnswerTime(ms: number): void {
+    this.answerTimes.push(ms);
+    if (this.answerTimes.length > LATENCY_WINDOW) this.answerTimes.shift();
+  }
 
   constructor(
     readonly url: string,
@@ -192,7 +253,9 @@ class ProviderQueue {
     let answer: unknown;
     try {
       const body = JSON.stringify(calls.length === 1 ? entries[0] : entries);
+      const started = performance.now();
       answer = await withTimeout(calls[0]!.transport(this.url, body, timeoutMs), timeoutMs, what);
+      this.recordAnswerTime(performance.now() - started);
     } catch (error) {
       for (const call of calls) call.reject(error);
       return;
@@ -243,6 +306,14 @@ export class RpcClient {
     maxInFlight = MAX_IN_FLIGHT_PER_PROVIDER,
   ) {
     this.queue = queueFor(url, maxInFlight);
+  }
+
+  /**
+   * How long this provider takes to answer, as measured in this process (the slowest of its last few answers;
+   * undefined before its first): what timeouts that should follow the provider's pace are derived from.
+   */
+  get latencyMs(): number | undefined {
+    return this.queue.latencyMs;
   }
 
   async request<T = unknown>(method: string, params: unknown[], options: RpcOptions = {}): Promise<T> {

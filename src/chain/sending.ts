@@ -8,8 +8,14 @@
 // forever. Each such hole is filled at once with a zero-value transfer to the wallet itself (21,000 gas at the
 // wallet's price), after which nothing more is sent for the wallet this cycle: what was rejected waits for the
 // next cycle, as before. A provider that refuses batches gets the transactions one at a time.
+//
+// Some error answers do not mean "refused": "already known" (and its spellings in other clients) says this very
+// transaction is in the pool, and "nonce too low" or "replacement transaction underpriced" may be said of our own
+// transaction, mined or pooled a moment ago (two coordinators, a load-balanced provider, a resend). The first is
+// a success; the others are a success when the provider knows our transaction by its hash, and otherwise say
+// that another transaction holds the nonce, which may still be mined: such a nonce is never filled.
 
-import type { BaseWallet } from 'ethers';
+import { type BaseWallet, keccak256 } from 'ethers';
 import { signPlanned } from './fulfillment.js';
 import type { GasTarget } from './gas-price.js';
 import { asData, type BatchEntry, RpcBatchRefused, type RpcClient, RpcError, RpcTransportError } from './rpc.js';
@@ -24,7 +30,26 @@ export type Signable = { to: string; data: string; gasLimit: bigint; gasTarget: 
 
 export type Sent = { nonce: number; txHash: string } | { nonce: number; rejected: string };
 
-export type Filler = { nonce: number; txHash?: string; rejected?: string };
+/** `occupied`: the provider said another transaction holds the nonce (nothing to fill: it may be mined). */
+export type Filler = { nonce: number; txHash?: string; rejected?: string; occupied?: boolean };
+
+/** The transaction is in the pool already (geth, erigon, besu, nethermind, OpenEthereum and anvil spellings). */
+const ALREADY_IN_POOL =
+  /already known|known transaction|alreadyknown|already imported|already in (the )?(pool|mempool)|transaction already exists|tx already exists/i;
+/** The nonce is taken, by this transaction or another one: which one, only its hash can tell. */
+const NONCE_TAKEN =
+  /nonce too low|nonce has already been used|oldnonce|replacement transaction underpriced|replacement fee too low|replacementnotallowed|could not replace existing tx|another transaction with (the )?same nonce/i;
+
+/**
+ * What an answer to eth_sendRawTransaction means. `nonceTaken`: refused because another transaction holds the
+ * nonce, one that may still be mined (a filler must never compete with it).
+ */
+export type SendAnswer = { ok: true; txHash: string } | { ok: false; error: RpcError; nonceTaken: boolean };
+
+/** The hash of a signed transaction, as the chain will name it. */
+export function transactionHash(signed: string): string {
+  return keccak256(signed);
+}
 
 export type SendReport = {
   /** Per transaction given, in order: sent, rejected, or undefined when not sent (after a rejection). */
@@ -33,6 +58,11 @@ export type SendReport = {
   fillers: Filler[];
   /** A batch went unanswered (RpcTransportError): what it carried may or may not have reached the provider. */
   transportError?: RpcTransportError;
+  /**
+   * With `transportError`: the transactions whose answer was lost (index into the transactions given, nonce, and
+   * the hash the chain will know them by), for the caller to confirm by hash before counting them.
+   */
+  unanswered?: { index: number; nonce: number; txHash: string }[];
 };
 
 export type SendOptions = {
@@ -42,6 +72,11 @@ export type SendOptions = {
   firstNonce: number;
   /** Price of the fillers (the wallet's price this cycle). */
   gasTarget: GasTarget;
+  /**
+   * Nonces below this one hold transactions that may still be mined (the wallet's pending count): a rejected
+   * transaction at such a nonce leaves no hole to fill, it waits behind the pending one.
+   */
+  pendingNonce?: number;
   batchSize?: number;
 };
 
@@ -58,7 +93,7 @@ export async function sendInNonceOrder(transactions: Signable[], options: SendOp
   while (start < transactions.length) {
     const chunk = transactions.slice(start, start + batchSize);
     const signed = await Promise.all(chunk.map((tx, i) => signPlanned(wallet, tx, firstNonce + start + i, chainId)));
-    let entries: BatchEntry[];
+    let entries: SendAnswer[];
     try {
       entries = await sendSigned(client, signed, batchSize > 1);
     } catch (error) {
@@ -66,26 +101,37 @@ export async function sendInNonceOrder(transactions: Signable[], options: SendOp
         batchSize = 1; // the same chunk again, one transaction at a time
         continue;
       }
-      if (error instanceof RpcTransportError) return { ...report, transportError: error };
+      if (error instanceof RpcTransportError) {
+        const unanswered = signed.map((tx, i) => ({
+          index: start + i,
+          nonce: firstNonce + start + i,
+          txHash: transactionHash(tx),
+        }));
+        return { ...report, transportError: error, unanswered };
+      }
       throw error;
     }
     const rejectedNonces: number[] = [];
+    const freeNonces: number[] = [];
     let highestAccepted = -1;
     entries.forEach((entry, i) => {
       const nonce = firstNonce + start + i;
       if (entry.ok) {
-        report.sent[start + i] = { nonce, txHash: asData(entry.result, 'txHash') };
+        report.sent[start + i] = { nonce, txHash: entry.txHash };
         highestAccepted = nonce;
       } else {
         report.sent[start + i] = { nonce, rejected: entry.error.message };
         rejectedNonces.push(nonce);
+        if (!entry.nonceTaken && nonce >= (options.pendingNonce ?? 0)) freeNonces.push(nonce);
       }
     });
     if (rejectedNonces.length === 0) {
       start += chunk.length;
       continue;
     }
-    const holes = rejectedNonces.filter((nonce) => nonce < highestAccepted);
+    // Only a nonce nothing else may take is a hole: a filler must never compete with a transaction that may
+    // still be mined (it would replace it, or be refused and leave an error where nothing went wrong).
+    const holes = freeNonces.filter((nonce) => nonce < highestAccepted);
     if (holes.length > 0) {
       try {
         report.fillers = await fillHoles(options, holes, batchSize > 1);
@@ -99,27 +145,52 @@ export async function sendInNonceOrder(transactions: Signable[], options: SendOp
   return report;
 }
 
-async function sendSigned(client: RpcClient, signed: string[], asBatch: boolean): Promise<BatchEntry[]> {
+async function sendSigned(client: RpcClient, signed: string[], asBatch: boolean): Promise<SendAnswer[]> {
   if (asBatch && signed.length > 1) {
-    return client.batch(
+    const entries = await client.batch(
       signed.map((tx) => ({ method: 'eth_sendRawTransaction', params: [tx] })),
       { timeoutMs: SEND_TIMEOUT_MS },
     );
+    return Promise.all(entries.map((entry, i) => settleAnswer(client, signed[i]!, entry)));
   }
-  const entries: BatchEntry[] = [];
+  const answers: SendAnswer[] = [];
   for (const tx of signed) {
+    let entry: BatchEntry;
     try {
       // No retry: a lost answer is resolved by the nonce check of the next attempt, not by resending blindly.
       const result = await client.request('eth_sendRawTransaction', [tx], { attempts: 1, timeoutMs: SEND_TIMEOUT_MS });
-      entries.push({ ok: true, result });
+      entry = { ok: true, result };
     } catch (error) {
       if (!(error instanceof RpcError)) throw error;
-      entries.push({ ok: false, error });
-      // One at a time, a rejection stops here: nothing after it was sent, so it leaves no hole.
-      break;
+      entry = { ok: false, error };
     }
+    const answer = await settleAnswer(client, tx, entry);
+    answers.push(answer);
+    // One at a time, a rejection stops here: nothing after it was sent, so it leaves no hole.
+    if (!answer.ok) break;
   }
-  return entries;
+  return answers;
+}
+
+/** Reads one answer to eth_sendRawTransaction (see the header): an "in the pool" error is a success. */
+async function settleAnswer(client: RpcClient, signed: string, entry: BatchEntry): Promise<SendAnswer> {
+  if (entry.ok) return { ok: true, txHash: asData(entry.result, 'txHash') };
+  const { message } = entry.error;
+  if (ALREADY_IN_POOL.test(message)) return { ok: true, txHash: transactionHash(signed) };
+  if (!NONCE_TAKEN.test(message)) return { ok: false, error: entry.error, nonceTaken: false };
+  const txHash = transactionHash(signed);
+  return (await isKnown(client, txHash)) ? { ok: true, txHash } : { ok: false, error: entry.error, nonceTaken: true };
+}
+
+/** Whether the provider knows a transaction by its hash (pending or mined); a failed lookup says no. */
+export async function isKnown(client: RpcClient, txHash: string): Promise<boolean> {
+  try {
+    const tx = await client.request<unknown>('eth_getTransactionByHash', [txHash]);
+    const hash = typeof tx === 'object' && tx !== null ? (tx as { hash?: unknown }).hash : undefined;
+    return typeof hash === 'string' && hash.toLowerCase() === txHash.toLowerCase();
+  } catch {
+    return false;
+  }
 }
 
 async function fillHoles(options: SendOptions, holes: number[], asBatch: boolean): Promise<Filler[]> {
@@ -133,7 +204,7 @@ async function fillHoles(options: SendOptions, holes: number[], asBatch: boolean
     value: 0n,
   };
   const signed = await Promise.all(holes.map((nonce) => signPlanned(wallet, filler, nonce, chainId)));
-  let entries: BatchEntry[];
+  let entries: SendAnswer[];
   try {
     entries = await sendSigned(client, signed, asBatch);
   } catch (error) {
@@ -143,6 +214,7 @@ async function fillHoles(options: SendOptions, holes: number[], asBatch: boolean
   return holes.map((nonce, i): Filler => {
     const entry = entries[i];
     if (!entry) return { nonce, rejected: 'not sent: an earlier filler was rejected' };
-    return entry.ok ? { nonce, txHash: asData(entry.result, 'txHash') } : { nonce, rejected: entry.error.message };
+    if (entry.ok) return { nonce, txHash: entry.txHash };
+    return { nonce, rejected: entry.error.message, ...(entry.nonceTaken ? { occupied: true } : {}) };
   });
 }

@@ -17,9 +17,17 @@ export const subcommands: Record<string, CommandEntry> = {
     summary: 'Run one coordinator cycle of an OracleNode now (a Job from its CronJob)',
     load: async () => (await import('./cycle-command.js')).cycleCommand,
   },
+  request: {
+    summary: 'Where is my request: its timeline from the chain and what the node recorded',
+    load: async () => (await import('./request-command.js')).requestCommand,
+  },
   validate: {
     summary: 'Validate config.json with secrets.env',
     load: async () => (await import('./validate-command.js')).validateCommand,
+  },
+  manifest: {
+    summary: 'Print the Secret and the OracleNode of an existing config.json + secrets.env, for kubectl apply -f -',
+    load: async () => (await import('./manifest-command.js')).manifestCommand,
   },
   derive: {
     summary: 'Derive endpoint ids, template ids, the node address, xpub and sponsor wallets',

@@ -9,6 +9,7 @@ import { InProcessExecutor } from '../node/executor.js';
 import { heartbeatResult, sendHeartbeat } from '../node/heartbeat.js';
 import { coordinatorKubernetes } from '../node/kubernetes/index.js';
 import { createNodeLogger } from '../node/logger.js';
+import { cycleRequestRecords, FileRequestLog } from '../node/request-log.js';
 import { registerSecret } from '../observability/index.js';
 import { engineEnvironment, loadCommandConfig, parseCommandArgs } from './args.js';
 import type { Subcommand } from './subcommand.js';
@@ -24,6 +25,20 @@ nodeSettings.heartbeat.enabled, and exits.
       --cache-dir   directory of the response cache (default ${DEFAULT_CACHE_DIR})
       --details     include every request outcome in the summary
 `;
+
+/** A local run keeps its request log in the cache directory (what `oracle-node request -c` reads). */
+export async function recordRequestsLocally(
+  log: FileRequestLog,
+  summary: Parameters<typeof cycleRequestRecords>[0],
+  time: Date,
+  logger: ReturnType<typeof createNodeLogger>,
+): Promise<void> {
+  try {
+    await log.record(cycleRequestRecords(summary, { time }));
+  } catch (error) {
+    logger.warn({ err: errorMessage(error) }, 'could not write the request log');
+  }
+}
 
 export const command: Subcommand = {
   async run(argv) {
@@ -62,7 +77,8 @@ export const command: Subcommand = {
       process.stderr.write(`${errorMessage(error)}\n`);
       return 2;
     }
-    const cache = kubernetes?.cache ?? new FileResponseCache(values['cache-dir'] ?? DEFAULT_CACHE_DIR);
+    const cacheDir = values['cache-dir'] ?? DEFAULT_CACHE_DIR;
+    const cache = kubernetes?.cache ?? new FileResponseCache(cacheDir);
     const executor = kubernetes?.executor ?? new InProcessExecutor({ config, wallets, logger, cache });
     const startTime = new Date();
     const started = performance.now();
@@ -83,10 +99,13 @@ export const command: Subcommand = {
       } catch (error) {
         logger.warn({ err: errorMessage(error) }, 'could not write the cycle report');
       }
+    } else {
+      await recordRequestsLocally(new FileRequestLog(cacheDir), summary, startTime, logger);
     }
-    const { results, ...counts } = summary;
+    const { results, seen, ...counts } = summary;
     process.stdout.write(`${JSON.stringify(values.details ? summary : counts)}\n`);
     void results;
+    void seen;
     return 0;
   },
 };

@@ -34,6 +34,15 @@ export async function parseTarget(
     process.stderr.write(`Expected exactly one OracleNode name\n\n${help}`);
     return 2;
   }
+  const kubeConfig = await loadKubeConfig(values);
+  if (typeof kubeConfig === 'number') return kubeConfig;
+  const contextNamespace = kubeConfig.getContextObject(kubeConfig.getCurrentContext())?.namespace;
+  const namespace = typeof values.namespace === 'string' ? values.namespace : (contextNamespace ?? 'default');
+  return { kubeConfig, namespace, name: positionals[0]!, values };
+}
+
+/** The kubeconfig as kubectl reads it (--kubeconfig, --context), or exit code 2 after saying why it cannot. */
+export async function loadKubeConfig(values: Record<string, unknown>): Promise<KubeConfig | number> {
   const { KubeConfig } = await import('@kubernetes/client-node');
   const kubeConfig = new KubeConfig();
   try {
@@ -44,9 +53,7 @@ export async function parseTarget(
     process.stderr.write(`Cannot load the kubeconfig: ${errorMessage(error)}\n`);
     return 2;
   }
-  const contextNamespace = kubeConfig.getContextObject(kubeConfig.getCurrentContext())?.namespace;
-  const namespace = typeof values.namespace === 'string' ? values.namespace : (contextNamespace ?? 'default');
-  return { kubeConfig, namespace, name: positionals[0]!, values };
+  return kubeConfig;
 }
 
 /** The OracleNode, or an exit code after saying why it could not be read. */

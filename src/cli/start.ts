@@ -13,9 +13,10 @@ import { sendHeartbeat } from '../node/heartbeat.js';
 import { createNodeLogger } from '../node/logger.js';
 import { cycleMetrics } from '../node/metrics.js';
 import { callEndpoint } from '../node/ois-adapter.js';
+import { FileRequestLog } from '../node/request-log.js';
 import { createMetricsRegistry } from '../observability/index.js';
 import { loadCommandConfig, parseCommandArgs, parseServerPorts } from './args.js';
-import { DEFAULT_CACHE_DIR } from './coordinator.js';
+import { DEFAULT_CACHE_DIR, recordRequestsLocally } from './coordinator.js';
 import type { Subcommand } from './subcommand.js';
 
 export const DEFAULT_CYCLE_INTERVAL_MS = 60_000;
@@ -65,7 +66,9 @@ export const command: Subcommand = {
     }
     const logger = createNodeLogger(config.nodeSettings);
     const wallets = sponsorWallets(config.nodeSettings.nodeWalletMnemonic);
-    const cache = new FileResponseCache(values['cache-dir'] ?? DEFAULT_CACHE_DIR);
+    const cacheDir = values['cache-dir'] ?? DEFAULT_CACHE_DIR;
+    const cache = new FileResponseCache(cacheDir);
+    const requestLog = new FileRequestLog(cacheDir);
     const executor = new InProcessExecutor({ config, wallets, logger, cache });
 
     let gateway: GatewayServer | undefined;
@@ -105,6 +108,7 @@ export const command: Subcommand = {
       try {
         const summary = await runCycle(config, { executor, logger, wallets });
         metrics.observe(summary, (Date.now() - started) / 1000);
+        await recordRequestsLocally(requestLog, summary, new Date(started), logger);
       } catch (error) {
         // runCycle isolates chains and providers; anything reaching here is a bug, never fatal for the loop.
         logger.error({ err: errorMessage(error) }, 'cycle failed');

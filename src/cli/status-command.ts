@@ -114,7 +114,7 @@ export function renderStatus(node: OracleNode, gateway: GatewayReadiness | undef
         ...last.providers.map((p) => [
           `  ${p.chainId}`,
           p.provider,
-          p.up ? 'yes' : 'NO',
+          p.up ? 'yes' : p.fault ? `NO (${p.fault})` : 'NO',
           String(blocks.get(`${p.chainId}/${p.provider}`) ?? '-'),
           p.blockLag === undefined ? '-' : String(p.blockLag),
         ]),

@@ -30,7 +30,34 @@ function ioMessage(error: unknown): string {
   return errorMessage(error);
 }
 
-const line = (kind: string, issue: Issue) => `  ${kind} ${issue.path || '(root)'}: ${issue.message}\n`;
+/** What reading and validating config.json (+ secrets.env) gave: a file that cannot be read, or a result. */
+export type FileValidation =
+  | { readable: false; message: string }
+  | { readable: true; result: ValidationResult; configText?: string; secretsText?: string };
+
+/** Reads both files within the size limit and validates them: what `validate` and `manifest` share. */
+export async function validateFiles(configPath: string, secretsPath: string | undefined): Promise<FileValidation> {
+  let secretsText: string | undefined;
+  try {
+    secretsText = secretsPath === undefined ? undefined : await readLimited(secretsPath, 'Secrets file');
+  } catch (error) {
+    return { readable: false, message: ioMessage(error) };
+  }
+  let configText: string;
+  try {
+    configText = await readLimited(configPath, 'Config file');
+  } catch (error) {
+    if (error instanceof RangeError)
+      return { readable: true, result: { ok: false, errors: [{ path: '', message: error.message }], warnings: [] } };
+    return { readable: false, message: ioMessage(error) };
+  }
+  const result = validateConfig(configText, secretsText ?? {});
+  return secretsText === undefined
+    ? { readable: true, result, configText }
+    : { readable: true, result, configText, secretsText };
+}
+
+export const issueLine = (kind: string, issue: Issue) => `  ${kind} ${issue.path || '(root)'}: ${issue.message}\n`;
 
 export async function runValidate(argv: string[], io: CliIo = processIo): Promise<number> {
   let values: {
@@ -60,42 +87,26 @@ export async function runValidate(argv: string[], io: CliIo = processIo): Promis
   }
   if (!values.config) return usageError(io, 'Missing -c <config.json>', USAGE);
 
-  let configText: string;
-  let secretsText: string | undefined;
-  let result: ValidationResult;
-  try {
-    secretsText = values.secrets === undefined ? undefined : await readLimited(values.secrets, 'Secrets file');
-  } catch (error) {
-    return report(io, values.json, 2, ioMessage(error));
-  }
-  try {
-    configText = await readLimited(values.config, 'Config file');
-  } catch (error) {
-    if (error instanceof RangeError) {
-      result = { ok: false, errors: [{ path: '', message: error.message }], warnings: [] };
-      return print(io, values.json, values.config, result);
-    }
-    return report(io, values.json, 2, ioMessage(error));
-  }
-  result = validateConfig(configText, secretsText ?? {});
-  return print(io, values.json, values.config, result);
+  const checked = await validateFiles(values.config, values.secrets);
+  if (!checked.readable) return reportUnreadable(io, values.json, 2, checked.message);
+  return printValidation(io, values.json, values.config, checked.result);
 }
 
-function report(io: CliIo, json: boolean | undefined, code: number, message: string): number {
+export function reportUnreadable(io: CliIo, json: boolean | undefined, code: number, message: string): number {
   if (json) io.stdout(`${JSON.stringify({ ok: false, errors: [{ path: '', message }], warnings: [] }, null, 2)}\n`);
   else io.stderr(`Error: ${message}\n`);
   return code;
 }
 
-function print(io: CliIo, json: boolean | undefined, file: string, result: ValidationResult): number {
+export function printValidation(io: CliIo, json: boolean | undefined, file: string, result: ValidationResult): number {
   if (json) {
     io.stdout(`${JSON.stringify({ ok: result.ok, errors: result.errors, warnings: result.warnings }, null, 2)}\n`);
   } else {
     let text = result.ok
       ? `${file} is valid${result.warnings.length ? ` (${result.warnings.length} warning(s))` : ''}\n`
       : `${file} is not valid: ${result.errors.length} error(s)\n`;
-    for (const issue of result.errors) text += line('error  ', issue);
-    for (const issue of result.warnings) text += line('warning', issue);
+    for (const issue of result.errors) text += issueLine('error  ', issue);
+    for (const issue of result.warnings) text += issueLine('warning', issue);
     (result.ok ? io.stdout : io.stderr)(text);
   }
   return result.ok ? 0 : 1;

@@ -144,32 +144,53 @@ export function buildWorkerJob(
 export const CYCLE_REPORT_KEY = 'cycle.json';
 
 const MAX_REPORT_ENTRIES = 1000;
+// The report's schemas carry the descriptions the OracleNode status shows them with: the operator's API
+// (src/operator/api/v1alpha1.ts) reuses them for status.lastCycle, status.cycles and status.recentFailedRequests.
 const providerReportSchema = z.object({
   chainId: z.string().max(78),
   provider: z.string().max(253),
   ok: z.boolean(),
+  /** Why the provider was left out of the cycle (the engine's ProviderFault: unavailable, lagging, wrong-chain, …). */
+  fault: z
+    .string()
+    .regex(/^[a-z][a-z-]{0,39}$/)
+    .optional(),
   currentBlock: z.number().int().nonnegative().optional(),
 });
-const sponsorWalletReportSchema = z.object({
-  chainId: z.string().max(78),
-  sponsorWallet: z.string().regex(/^0x[0-9a-fA-F]{40}$/),
-  balanceWei: z.string().regex(/^[0-9]{1,78}$/),
+export const sponsorWalletReportSchema = z.object({
+  chainId: z.string().max(78).meta({ description: 'Chain id.' }),
+  sponsorWallet: z
+    .string()
+    .regex(/^0x[0-9a-fA-F]{40}$/)
+    .meta({ description: 'Sponsor wallet address.' }),
+  balanceWei: z
+    .string()
+    .regex(/^[0-9]{1,78}$/)
+    .meta({ description: 'Balance after the cycle, in wei (decimal string).' }),
 });
-const cycleOutcomeSchema = z.enum(['Completed', 'PartiallyFailed']);
+export const cycleOutcomeSchema = z.enum(['Completed', 'PartiallyFailed']);
 /** How the heartbeat after the cycle went (Disabled: nodeSettings.heartbeat.enabled is false). */
 export const HEARTBEAT_RESULTS = ['Sent', 'Failed', 'Disabled'] as const;
-const heartbeatResultSchema = z.enum(HEARTBEAT_RESULTS);
+export const heartbeatResultSchema = z.enum(HEARTBEAT_RESULTS);
 /** At most this many failed requests are reported per cycle: the operator turns each into a Warning Event. */
 export const MAX_REPORTED_FAILED_REQUESTS = 20;
-const failedRequestReportSchema = z.object({
-  chainId: z.string().max(78),
-  requestId: z.string().regex(/^0x[0-9a-fA-F]{64}$/),
-  reason: z.string().max(300),
+export const failedRequestReportSchema = z.object({
+  chainId: z.string().max(78).meta({ description: 'Chain id.' }),
+  requestId: z
+    .string()
+    .regex(/^0x[0-9a-fA-F]{64}$/)
+    .meta({ description: 'Request id.' }),
+  reason: z.string().max(300).meta({ description: 'Why it failed.' }),
 });
-const gasPriceReportSchema = z.object({
-  chainId: z.string().max(78),
-  gasPriceWei: z.string().regex(/^[0-9]{1,78}$/),
+export const gasPriceReportSchema = z.object({
+  chainId: z.string().max(78).meta({ description: 'Chain id.' }),
+  gasPriceWei: z
+    .string()
+    .regex(/^[0-9]{1,78}$/)
+    .meta({ description: 'Gas price in wei (decimal string).' }),
 });
+/** Counts of a cycle as flat integers (requests seen, fulfilled, failed, ...). */
+export const cycleCountsSchema = z.record(z.string(), z.int());
 const isoTime = z.iso.datetime({ offset: true });
 
 export type ProviderReport = z.infer<typeof providerReportSchema>;
@@ -177,22 +198,28 @@ export type SponsorWalletReport = z.infer<typeof sponsorWalletReportSchema>;
 export type HeartbeatReport = z.infer<typeof heartbeatResultSchema>;
 export type FailedRequestReport = z.infer<typeof failedRequestReportSchema>;
 export type GasPriceReport = z.infer<typeof gasPriceReportSchema>;
-export type CycleReport = {
-  job?: string;
-  outcome?: z.infer<typeof cycleOutcomeSchema>;
+/**
+ * The whole report, each field optional. parseCycleReport reads it field by field (a malformed field or entry is
+ * dropped, not the report), so this schema gives the report its type and each field its rule.
+ */
+const cycleReportSchema = z.object({
+  job: z.string().max(253).optional(),
+  outcome: cycleOutcomeSchema.optional(),
   /** When the cycle started (ISO 8601) and how long it took, heartbeat included. */
-  startTime?: string;
-  durationMs?: number;
+  startTime: isoTime.optional(),
+  durationMs: z.int().nonnegative().optional(),
   /** Counts of the cycle as flat integers (requests seen, fulfilled, failed, ...). */
-  counts?: Record<string, number>;
-  providers?: ProviderReport[];
-  sponsorWallets?: SponsorWalletReport[];
-  heartbeat?: HeartbeatReport;
+  counts: cycleCountsSchema.optional(),
+  providers: z.array(providerReportSchema).optional(),
+  sponsorWallets: z.array(sponsorWalletReportSchema).optional(),
+  heartbeat: heartbeatResultSchema.optional(),
   /** The requests that failed in the cycle, first MAX_REPORTED_FAILED_REQUESTS, with the reason. */
-  failedRequests?: FailedRequestReport[];
+  failedRequests: z.array(failedRequestReportSchema).optional(),
   /** The gas price each chain's transactions were sent at in the cycle (the highest, when they differ). */
-  gasPrices?: GasPriceReport[];
-};
+  gasPrices: z.array(gasPriceReportSchema).optional(),
+});
+export type CycleReport = z.infer<typeof cycleReportSchema>;
+const reportField = cycleReportSchema.shape;
 
 const isRecord = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -223,13 +250,14 @@ export function parseCycleReport(data: Record<string, string> | undefined): Cycl
   }
   if (!isRecord(value)) return undefined;
   const report: CycleReport = {};
-  if (typeof value['job'] === 'string' && value['job'].length <= 253) report.job = value['job'];
+  const job = reportField.job.safeParse(value['job']);
+  if (job.success && job.data !== undefined) report.job = job.data;
   const outcome = cycleOutcomeSchema.safeParse(value['outcome']);
   if (outcome.success) report.outcome = outcome.data;
   const startTime = isoTime.safeParse(value['startTime']);
   if (startTime.success) report.startTime = startTime.data;
-  const durationMs = value['durationMs'];
-  if (typeof durationMs === 'number' && Number.isInteger(durationMs) && durationMs >= 0) report.durationMs = durationMs;
+  const durationMs = reportField.durationMs.safeParse(value['durationMs']);
+  if (durationMs.success && durationMs.data !== undefined) report.durationMs = durationMs.data;
   const heartbeat = heartbeatResultSchema.safeParse(value['heartbeat']);
   if (heartbeat.success) report.heartbeat = heartbeat.data;
   if (isRecord(value['counts'])) {

@@ -5,8 +5,15 @@
 
 import { type DiscoveryOptions, discoverOnProvider, type ProviderDiscovery } from '../chain/discovery.js';
 import { byLogPosition } from '../chain/logs.js';
+import {
+  headFaults,
+  MAX_PROVIDER_LAG_BLOCKS,
+  type ProviderFault,
+  type ProviderMemory,
+  processProviderMemory,
+} from '../chain/provider-health.js';
 import { applyChainLimit, type DiscoveredApiCall, filterByMinConfirmations } from '../chain/requests.js';
-import { RpcClient, withTimeout } from '../chain/rpc.js';
+import { RpcAnswerTooLarge, RpcClient, withTimeout } from '../chain/rpc.js';
 import { type SponsorWallets, sponsorWallets } from '../chain/sponsor-wallets.js';
 import { DEFAULT_MIN_CONFIRMATIONS, type WithdrawalRequest } from '../chain/types.js';
 import { errorMessage } from '../common/errors.js';
@@ -14,7 +21,7 @@ import type { Config } from '../config/index.js';
 import type { ShardExecutor, ShardResult } from './executor.js';
 import type { Logger } from './logger.js';
 import { decodeParameters } from './ois-adapter.js';
-import { requestedMinConfirmations, SHARD_FORMAT, type ShardInput } from './shard.js';
+import { requestedMinConfirmations, SHARD_FORMAT, type ShardInput, type ShardOutput } from './shard.js';
 
 /** Budget of one provider's discovery (the reference's initializeProvider worker). */
 export const PROVIDER_DISCOVERY_TIMEOUT_MS = 20_000;
@@ -27,13 +34,20 @@ export type CycleDeps = {
   /** Called with every client created, e.g. to count RPC calls. */
   discoveryTimeoutMs?: number;
   maxLogRange?: number;
+  /** Chain ids and heads of providers seen in earlier cycles (default: this process's). */
+  providerMemory?: ProviderMemory;
 };
 
 export type ProviderSummary = {
   chainId: string;
   provider: string;
+  /** Answered and fit for the cycle: only such providers serve requests. */
   ok: boolean;
+  /** Why the provider was left out of this cycle (absent when ok). */
+  fault?: ProviderFault;
   currentBlock?: number;
+  /** Blocks behind the best head of the chain in this cycle. */
+  lagBlocks?: number;
   apiCalls?: number;
   withdrawals?: number;
   dropped?: number;
@@ -55,10 +69,81 @@ export type CycleSummary = {
   sponsorWallets: { chainId: string; sponsorWallet: string; balanceWei: string }[];
   /** Per chain, the highest gas price its transactions were priced at in this cycle (wei, decimal). */
   gasPrices: { chainId: string; gasPriceWei: string }[];
+  /** Per chain and strategy, how many times a gas price strategy failed in this cycle (each logged at WARN). */
+  gasPriceStrategyFailures: { chainId: string; strategy: string; count: number }[];
   results: ShardResult[];
+  /** Every request discovered, servable or not (the request log's input). */
+  seen?: SeenRequest[];
+};
+
+/** A request the cycle discovered, and where it stood before any shard ran: servable, or why not. */
+export type SeenRequest = {
+  chainId: string;
+  id: string;
+  state: 'servable' | 'waitingForConfirmations' | 'overChainLimit' | 'dropped';
+  reason?: string;
+  sponsorWallet?: string;
+  blockNumber?: number;
+  /** The confirmed head (lowest current block of the healthy providers). */
+  headBlock: number;
 };
 
 type ProviderState = { name: string; discovery?: ProviderDiscovery; summary: ProviderSummary };
+
+/** A provider that answered eth_chainId with another chain's id than its chain's. */
+class WrongChain extends Error {
+  constructor(readonly providerChainId: bigint) {
+    super(`provider is on chain ${providerChainId}`);
+    this.name = 'WrongChain';
+  }
+}
+
+/**
+ * The providers that answered and whose head is fit for the cycle (src/chain/provider-health.ts): one syncing,
+ * lagging or stuck is logged at WARN with its lag and left out, so it neither holds requests back through the
+ * confirmation filter nor takes transactions. Remembers every head for the next cycle's "not moved" rule.
+ */
+function leaveOutBehindProviders(
+  chain: Config['chains'][number],
+  states: ProviderState[],
+  memory: ProviderMemory,
+  logger: Logger,
+): (ProviderState & { discovery: ProviderDiscovery })[] {
+  const answered = states.filter(
+    (s): s is ProviderState & { discovery: ProviderDiscovery } => s.discovery !== undefined,
+  );
+  const urlOf = (name: string) => chain.providers[name]!.url;
+  const faults = headFaults(
+    answered.map((s) => ({
+      name: s.name,
+      currentBlock: s.discovery.currentBlock,
+      previousBlock: memory.previousHead(chain.id, urlOf(s.name)),
+    })),
+  );
+  const bestBlock = Math.max(0, ...answered.map((s) => s.discovery.currentBlock));
+  for (const state of answered) {
+    memory.rememberHead(chain.id, urlOf(state.name), state.discovery.currentBlock);
+    state.summary.lagBlocks = bestBlock - state.discovery.currentBlock;
+    const fault = faults.get(state.name);
+    if (!fault) continue;
+    state.summary.ok = false;
+    state.summary.fault = fault.fault;
+    state.summary.error = `${fault.fault}: ${fault.lagBlocks} blocks behind the best provider`;
+    logger.warn(
+      {
+        chainId: chain.id,
+        provider: state.name,
+        fault: fault.fault,
+        currentBlock: state.discovery.currentBlock,
+        bestBlock: fault.bestBlock,
+        lagBlocks: fault.lagBlocks,
+        maxLagBlocks: MAX_PROVIDER_LAG_BLOCKS,
+      },
+      'provider is behind the chain; not used this cycle',
+    );
+  }
+  return answered.filter((s) => !faults.has(s.name));
+}
 
 export async function planChainShards(
   config: Config,
@@ -70,6 +155,7 @@ export async function planChainShards(
   discovered: number;
   waiting: number;
   overLimit: number;
+  seen: SeenRequest[];
 }> {
   const makeClient = deps.rpcClient ?? ((url: string) => new RpcClient(url));
   const options: DiscoveryOptions = {
@@ -81,12 +167,18 @@ export async function planChainShards(
     sponsorWalletOf: deps.wallets.addressOf,
     ...(deps.maxLogRange ? { maxLogRange: deps.maxLogRange } : {}),
   };
+  const memory = deps.providerMemory ?? processProviderMemory;
+  const expectedChainId = BigInt(chain.id);
   const states: ProviderState[] = await Promise.all(
     Object.entries(chain.providers).map(async ([name, provider]): Promise<ProviderState> => {
       const client = makeClient(provider.url);
       try {
         const discovery = await withTimeout(
-          discoverOnProvider(client, options),
+          (async () => {
+            const providerChainId = await memory.chainIdOf(client);
+            if (providerChainId !== expectedChainId) throw new WrongChain(providerChainId);
+            return discoverOnProvider(client, options);
+          })(),
           deps.discoveryTimeoutMs ?? PROVIDER_DISCOVERY_TIMEOUT_MS,
           `discovery on ${name}`,
         );
@@ -105,16 +197,30 @@ export async function planChainShards(
           },
         };
       } catch (error) {
-        deps.logger.warn(
-          { chainId: chain.id, provider: name, err: errorMessage(error) },
-          'provider unavailable this cycle',
-        );
+        const fault: ProviderFault =
+          error instanceof WrongChain
+            ? 'wrong-chain'
+            : error instanceof RpcAnswerTooLarge
+              ? 'oversized'
+              : 'unavailable';
+        if (error instanceof WrongChain) {
+          deps.logger.error(
+            { chainId: chain.id, provider: name, providerChainId: String(error.providerChainId) },
+            'provider is on another network (wrong chain id); refused',
+          );
+        } else {
+          deps.logger.warn(
+            { chainId: chain.id, provider: name, fault, err: errorMessage(error) },
+            'provider unavailable this cycle',
+          );
+        }
         return {
           name,
           summary: {
             chainId: chain.id,
             provider: name,
             ok: false,
+            fault,
             error: errorMessage(error),
             rpcCalls: client.calls,
           },
@@ -122,11 +228,9 @@ export async function planChainShards(
       }
     }),
   );
-  const healthy = states.filter(
-    (s): s is ProviderState & { discovery: ProviderDiscovery } => s.discovery !== undefined,
-  );
+  const healthy = leaveOutBehindProviders(chain, states, memory, deps.logger);
   if (healthy.length === 0)
-    return { shards: [], providers: states.map((s) => s.summary), discovered: 0, waiting: 0, overLimit: 0 };
+    return { shards: [], providers: states.map((s) => s.summary), discovered: 0, waiting: 0, overLimit: 0, seen: [] };
 
   const discovered = new Set(healthy.flatMap((s) => s.discovery.apiCalls.map((c) => c.id))).size;
   const limited = applyChainLimit(
@@ -171,6 +275,7 @@ export async function planChainShards(
     }
     return shard;
   };
+  const seen = seenRequests(chain.id, confirmedHead, { kept, waiting, limited: apiCalls, healthy });
   for (const call of kept.sort(byLogPosition)) shardOf(call.sponsor, call.sponsorWallet).apiCalls.push(call);
   for (const withdrawal of [...withdrawals.values()].sort(byLogPosition)) {
     shardOf(withdrawal.sponsor, withdrawal.sponsorWallet).withdrawals.push(withdrawal);
@@ -181,7 +286,44 @@ export async function planChainShards(
     discovered,
     waiting: waiting.length,
     overLimit: discovered - limitedCount,
+    seen,
   };
+}
+
+function seenRequests(
+  chainId: string,
+  headBlock: number,
+  planned: {
+    kept: DiscoveredApiCall[];
+    waiting: DiscoveredApiCall[];
+    limited: Map<string, DiscoveredApiCall>;
+    healthy: { discovery: ProviderDiscovery }[];
+  },
+): SeenRequest[] {
+  const seen = new Map<string, SeenRequest>();
+  const add = (call: DiscoveredApiCall, state: SeenRequest['state'], reason?: string) => {
+    if (seen.has(call.id)) return;
+    seen.set(call.id, {
+      chainId,
+      id: call.id,
+      state,
+      ...(reason ? { reason } : {}),
+      sponsorWallet: call.sponsorWallet,
+      blockNumber: call.blockNumber,
+      headBlock,
+    });
+  };
+  for (const call of planned.kept) add(call, 'servable');
+  for (const call of planned.waiting) add(call, 'waitingForConfirmations');
+  for (const { discovery } of planned.healthy)
+    for (const call of discovery.apiCalls)
+      if (!planned.limited.has(call.id))
+        add(call, 'overChainLimit', 'over the chain limit (maxConcurrency) this cycle');
+  for (const { discovery } of planned.healthy)
+    for (const dropped of discovery.dropped)
+      if (!seen.has(dropped.id))
+        seen.set(dropped.id, { chainId, id: dropped.id, state: 'dropped', reason: dropped.reason, headBlock });
+  return [...seen.values()];
 }
 
 export async function runCycle(config: Config, deps: CycleDeps): Promise<CycleSummary> {
@@ -197,8 +339,11 @@ export async function runCycle(config: Config, deps: CycleDeps): Promise<CycleSu
     timings: { discoveryMs: 0, shardsMs: 0 },
     sponsorWallets: [],
     gasPrices: [],
+    gasPriceStrategyFailures: [],
     results: [],
   };
+  const seen: SeenRequest[] = [];
+  summary.seen = seen;
   const gasPrices = new Map<string, bigint>();
   // Chains are independent: one failing chain never stops another.
   const perChain = await Promise.all(
@@ -224,6 +369,7 @@ export async function runCycle(config: Config, deps: CycleDeps): Promise<CycleSu
     summary.timings.discoveryMs = Math.max(summary.timings.discoveryMs, Math.round(timings.discoveryMs));
     summary.timings.shardsMs = Math.max(summary.timings.shardsMs, Math.round(timings.shardsMs));
     summary.providers.push(...planned.providers);
+    seen.push(...planned.seen);
     summary.requests.discovered += planned.discovered;
     summary.requests.waitingForConfirmations += planned.waiting;
     summary.requests.overChainLimit += planned.overLimit;
@@ -249,6 +395,18 @@ export async function runCycle(config: Config, deps: CycleDeps): Promise<CycleSu
         const { chainId } = result.output;
         if (BigInt(gasPrice) > (gasPrices.get(chainId) ?? -1n)) gasPrices.set(chainId, BigInt(gasPrice));
       }
+      for (const failure of strategyFailuresOf(result.output)) {
+        const counted = summary.gasPriceStrategyFailures.find(
+          (f) => f.chainId === result.output.chainId && f.strategy === failure.strategy,
+        );
+        if (counted) counted.count++;
+        else
+          summary.gasPriceStrategyFailures.push({
+            chainId: result.output.chainId,
+            strategy: failure.strategy,
+            count: 1,
+          });
+      }
       for (const outcome of result.output.outcomes) {
         if (outcome.outcome === 'fulfilled') summary.transactions.fulfilled++;
         else if (outcome.outcome === 'failed') summary.transactions.failed++;
@@ -263,9 +421,24 @@ export async function runCycle(config: Config, deps: CycleDeps): Promise<CycleSu
     {
       requests: summary.requests,
       transactions: summary.transactions,
-      providers: summary.providers.map((p) => ({ chainId: p.chainId, provider: p.provider, ok: p.ok })),
+      providers: summary.providers.map((p) => ({
+        chainId: p.chainId,
+        provider: p.provider,
+        ok: p.ok,
+        ...(p.fault ? { fault: p.fault } : {}),
+      })),
     },
     'cycle finished',
   );
   return summary;
+}
+
+/** A worker's gas price strategy failures, read as untrusted (its output comes back through a pod log). */
+function strategyFailuresOf(output: ShardOutput): { strategy: string }[] {
+  const failures: unknown = output.gasPriceStrategyFailures;
+  if (!Array.isArray(failures)) return [];
+  return failures.filter(
+    (f): f is { strategy: string } =>
+      typeof f === 'object' && f !== null && typeof f.strategy === 'string' && /^[A-Za-z0-9]{1,64}$/.test(f.strategy),
+  );
 }

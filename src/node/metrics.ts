@@ -21,13 +21,28 @@ export function cycleMetrics(registry: Registry) {
   });
   const providerUp = gauge(registry, {
     name: 'node_provider_up',
-    help: '1 when the provider answered in the last cycle, else 0',
+    help: '1 when the provider answered in the last cycle and was fit to serve, else 0',
     labelNames: ['chain_id', 'provider'] as const,
+  });
+  const providerLag = gauge(registry, {
+    name: 'node_provider_lag_blocks',
+    help: 'Blocks the provider was behind the best provider of its chain in the last cycle',
+    labelNames: ['chain_id', 'provider'] as const,
+  });
+  const providerFaults = counter(registry, {
+    name: 'node_provider_faults_total',
+    help: 'Cycles that left a provider out, by fault (unavailable, oversized, wrong-chain, syncing, lagging, stalled)',
+    labelNames: ['chain_id', 'provider', 'fault'] as const,
   });
   const balance = gauge(registry, {
     name: 'node_sponsor_wallet_balance_wei',
     help: 'Balance of a sponsor wallet after the last cycle in which it sent a transaction',
     labelNames: ['chain_id', 'sponsor_wallet'] as const,
+  });
+  const strategyFailures = counter(registry, {
+    name: 'node_gas_price_strategy_failures_total',
+    help: 'Gas price strategies that failed (each logged at WARN); the next strategy, at last the constant one, is used',
+    labelNames: ['chain_id', 'strategy'] as const,
   });
   return {
     observe(summary: CycleSummary | undefined, seconds: number) {
@@ -36,7 +51,14 @@ export function cycleMetrics(registry: Registry) {
       if (!summary) return;
       for (const [outcome, count] of Object.entries(summary.transactions)) transactions.inc({ outcome }, count);
       for (const provider of summary.providers) {
-        providerUp.set({ chain_id: provider.chainId, provider: provider.provider }, provider.ok ? 1 : 0);
+        const labels = { chain_id: provider.chainId, provider: provider.provider };
+        providerUp.set(labels, provider.ok ? 1 : 0);
+        if (provider.lagBlocks === undefined) providerLag.remove(labels);
+        else providerLag.set(labels, provider.lagBlocks);
+        if (provider.fault) providerFaults.inc({ ...labels, fault: provider.fault });
+      }
+      for (const failure of summary.gasPriceStrategyFailures) {
+        strategyFailures.inc({ chain_id: failure.chainId, strategy: failure.strategy }, failure.count);
       }
       for (const wallet of summary.sponsorWallets) {
         balance.set({ chain_id: wallet.chainId, sponsor_wallet: wallet.sponsorWallet }, Number(wallet.balanceWei));

@@ -13,15 +13,18 @@ import {
   signFulfillment,
   transactionCount,
 } from '../chain/fulfillment.js';
-import { amountToWei, bumpGasTarget, type GasTarget, getGasTarget } from '../chain/gas-price.js';
+import { amountToWei, bumpGasTarget, type GasTarget, getGasTarget, type StrategyFailure } from '../chain/gas-price.js';
+import { decidePending, needsCountBefore, STUCK_AFTER_BLOCKS } from '../chain/pending.js';
 import type { DiscoveredApiCall } from '../chain/requests.js';
+import { parseMinConfirmations } from '../chain/requests.js';
 import { RpcClient } from '../chain/rpc.js';
-import { sendInNonceOrder } from '../chain/sending.js';
+import { isKnown, sendInNonceOrder } from '../chain/sending.js';
 import type { SponsorWallets } from '../chain/sponsor-wallets.js';
-import { dryRunAddressOf, rrpAddressOf, type WithdrawalRequest } from '../chain/types.js';
+import { DEFAULT_MIN_CONFIRMATIONS, dryRunAddressOf, rrpAddressOf, type WithdrawalRequest } from '../chain/types.js';
 import { type PlannedWithdrawal, planWithdrawal } from '../chain/withdrawals.js';
 import { errorMessage } from '../common/errors.js';
 import type { Config } from '../config/index.js';
+import type { ApiOutcome } from '../contract/request-log.js';
 import { getReservedParameterValue } from '../ois/reserved.js';
 import type { Ois } from '../ois/types.js';
 import type { ResponseCache } from './cache.js';
@@ -50,6 +53,8 @@ export type ShardOutcome = {
   nonce?: number;
   provider?: string;
   reason?: string;
+  /** The request's API call: its status class (never the answer) and how long it took. */
+  api?: { outcome: ApiOutcome; durationMs: number };
 };
 
 export type ShardOutput = {
@@ -65,6 +70,8 @@ export type ShardOutput = {
   balanceWei?: string;
   /** The gas price (legacy) or max fee per gas (EIP-1559) the transactions were priced at (wei, decimal). */
   gasPriceWei?: string;
+  /** Gas price strategies that failed (each also logged at WARN), in the order they were tried. */
+  gasPriceStrategyFailures?: StrategyFailure[];
 };
 
 export type ShardContext = {
@@ -117,25 +124,40 @@ export function requestedMinConfirmations(config: Config, call: DiscoveredApiCal
   return endpoint ? getReservedParameterValue('_minConfirmations', endpoint, call.parameters) : undefined;
 }
 
-async function respond(
-  context: ShardContext,
-  chainId: string,
-  call: DiscoveredApiCall,
-): Promise<{ response: ApiResponse; cached: boolean }> {
-  if (call.errorMessage) return { response: { success: false, errorMessage: call.errorMessage }, cached: false };
+/** The class of an API call's outcome from the engine's error message, which names the status code. */
+export function apiOutcomeOf(result: CallEndpointResult): ApiOutcome {
+  if (result.success) return '2xx';
+  const status = /^API call failed with status code ([1-5])\d\d$/.exec(result.errorMessage);
+  if (status) return `${status[1]}xx` as ApiOutcome;
+  return result.errorMessage === 'API call failed with no response' ? 'no response' : 'failed';
+}
+
+type Answer = { response: ApiResponse; cached: boolean; api: { outcome: ApiOutcome; durationMs: number } };
+const notCalled = { outcome: 'not called', durationMs: 0 } as const;
+
+async function respond(context: ShardContext, chainId: string, call: DiscoveredApiCall): Promise<Answer> {
+  if (call.errorMessage)
+    return { response: { success: false, errorMessage: call.errorMessage }, cached: false, api: notCalled };
   const { ois, endpoint } = findEndpoint(context.config, call);
   if (!ois || !endpoint) {
     return {
       response: { success: false, errorMessage: `No endpoint ${call.endpointName} in OIS ${call.oisTitle}` },
       cached: false,
+      api: notCalled,
     };
   }
   const gasPriceValue = getReservedParameterValue('_gasPrice', endpoint, call.parameters);
   const gasPrice = gasPriceValue !== undefined && /^\d+$/.test(gasPriceValue) ? { gasPrice: gasPriceValue } : {};
   if (call.cacheResponses && context.cache) {
     const hit = await context.cache.get(call.id);
-    if (hit) return { response: { success: true, ...hit, ...gasPrice }, cached: true };
+    if (hit)
+      return {
+        response: { success: true, ...hit, ...gasPrice },
+        cached: true,
+        api: { outcome: 'cached', durationMs: 0 },
+      };
   }
+  const started = performance.now();
   const result = await (context.callEndpoint ?? defaultCallEndpoint)({
     ois,
     endpointName: call.endpointName,
@@ -150,13 +172,21 @@ async function respond(
       requestId: call.id,
     },
   });
-  if (!result.success) return { response: { success: false, errorMessage: result.errorMessage }, cached: false };
+  const api = { outcome: apiOutcomeOf(result), durationMs: Math.round(performance.now() - started) };
+  if (!result.success) return { response: { success: false, errorMessage: result.errorMessage }, cached: false, api };
   const signature = signFulfillment(context.wallets.node, call.id, result.encodedValue);
   if (call.cacheResponses && context.cache) {
     await context.cache.set(call.id, { encodedValue: result.encodedValue, signature });
   }
-  return { response: { success: true, encodedValue: result.encodedValue, signature, ...gasPrice }, cached: false };
+  return {
+    response: { success: true, encodedValue: result.encodedValue, signature, ...gasPrice },
+    cached: false,
+    api,
+  };
 }
+
+/** A transaction whose answer was lost, and the outcome it counts as once a provider knows its hash. */
+type LostSend = { id: string; txHash: string; outcome: ShardOutcome };
 
 type WorkItem =
   | { kind: 'api'; call: DiscoveredApiCall; response: Promise<ApiResponse> }
@@ -190,6 +220,7 @@ export async function runShard(shard: ShardInput, context: ShardContext): Promis
   let rpcCalls = 0;
   let balanceWei: string | undefined;
   let gasPriceWei: string | undefined;
+  const gasPriceStrategyFailures: StrategyFailure[] = [];
 
   // 1. API calls (cached responses reused), all answered before any transaction is sent, as the reference.
   // They start at once and each request is planned as soon as its answer is in, while the others still run.
@@ -198,10 +229,12 @@ export async function runShard(shard: ShardInput, context: ShardContext): Promis
   const apiStart = performance.now();
   let apiFailure: { error: unknown } | undefined;
   const responses = shard.apiCalls.map(() => deferred<ApiResponse>());
+  const apiOutcomes = new Map<string, Answer['api']>();
   const answered = mapLimit(shard.apiCalls, context.apiConcurrency ?? 16, async (call, i) => {
     try {
-      const { response, cached } = await respond(context, shard.chainId, call);
+      const { response, cached, api } = await respond(context, shard.chainId, call);
       if (cached) cacheHits++;
+      apiOutcomes.set(call.id, api);
       responses[i]!.resolve(response);
     } catch (error) {
       apiFailure ??= { error };
@@ -217,22 +250,66 @@ export async function runShard(shard: ShardInput, context: ShardContext): Promis
 
   // 2. Transactions through one provider at a time.
   const providerNames = shard.providers.filter((name) => chain.providers[name]);
+  // Transactions sent whose answer was lost (the provider may have taken them): counted only once a provider
+  // knows them by their hash, never sent again blindly.
+  const lost = new Map<string, LostSend>();
+  const confirmLost = async (client: RpcClient, provider: string) => {
+    const known = await mapLimit([...lost.values()], 8, (send) => isKnown(client, send.txHash));
+    [...lost.values()].forEach((send, i) => {
+      if (!known[i]) return;
+      lost.delete(send.id);
+      outcomes.push(send.outcome);
+      logger.info(
+        { requestId: send.id, nonce: send.outcome.nonce, txHash: send.txHash, provider },
+        'a transaction whose answer was lost is known by its hash',
+      );
+    });
+  };
   for (let p = 0; p < providerNames.length && pending.length > 0; p++) {
     const providerName = providerNames[p]!;
     const client = makeClient(chain.providers[providerName]!.url);
     const resumed = p > 0;
     try {
+      if (lost.size > 0) {
+        await confirmLost(client, providerName);
+        const done = new Set(outcomes.map((o) => o.id));
+        pending = pending.filter((item) => !done.has(itemId(item)));
+        if (pending.length === 0) break;
+      }
       const [latestCount, pendingCount] = await Promise.all([
         transactionCount(client, wallet.address, 'latest'),
         transactionCount(client, wallet.address, 'pending'),
       ]);
+      // Transactions already in the pool, whoever sent them, are left alone unless they are stuck
+      // (src/chain/pending.ts); stuck ones are replaced (same nonces), which needs a higher price.
+      const decision = await pendingDecision(client, {
+        address: wallet.address,
+        latestCount,
+        pendingCount,
+        currentBlock: shard.currentBlock,
+        oldestServableBlock: oldestServableBlock(context.config, chain, pending),
+      });
+      if (decision.action === 'wait') {
+        logger.info({ provider: providerName, pending: decision.pending }, 'pending transactions left alone');
+        for (const item of pending) {
+          outcomes.push({ id: itemId(item), kind: item.kind, outcome: 'skipped', reason: decision.reason });
+        }
+        pending = [];
+        break;
+      }
       let gasTarget: GasTarget = await getGasTarget(
         client,
         chain.options.gasPriceOracle,
         chain.options.fulfillmentGasLimit,
+        {
+          logger: logger.child({ provider: providerName }),
+          onFailure: (failure) => gasPriceStrategyFailures.push(failure),
+        },
       );
-      // Transactions still pending from an earlier cycle are replaced (same nonces): that needs a higher price.
-      if (pendingCount > latestCount) gasTarget = bumpGasTarget(gasTarget, 20);
+      if (decision.action === 'replace') {
+        logger.info({ provider: providerName, pending: decision.pending }, 'replacing stuck pending transactions');
+        gasTarget = bumpGasTarget(gasTarget, 20);
+      }
       gasPriceWei = String(gasTarget.type === 0 ? gasTarget.gasPrice : gasTarget.maxFeePerGas);
 
       if (resumed) {
@@ -296,7 +373,7 @@ export async function runShard(shard: ShardInput, context: ShardContext): Promis
       });
       const report = await sendInNonceOrder(
         sendable.map((s) => s.plan),
-        { client, wallet, chainId: shard.chainId, firstNonce: latestCount, gasTarget },
+        { client, wallet, chainId: shard.chainId, firstNonce: latestCount, pendingNonce: pendingCount, gasTarget },
       );
       let stopped: string | undefined;
       sendable.forEach(({ item, plan }, index) => {
@@ -333,11 +410,29 @@ export async function runShard(shard: ShardInput, context: ShardContext): Promis
       for (const filler of report.fillers) {
         if (filler.txHash)
           logger.info({ nonce: filler.nonce, txHash: filler.txHash }, 'filled the nonce of a rejected transaction');
+        else if (filler.occupied)
+          logger.info({ nonce: filler.nonce, reason: filler.rejected }, 'the nonce of a rejected transaction is taken');
         else
           logger.error(
             { nonce: filler.nonce, reason: filler.rejected },
             'could not fill the nonce of a rejected transaction; later transactions wait behind it',
           );
+      }
+      for (const { index, nonce, txHash } of report.unanswered ?? []) {
+        const { item, plan } = sendable[index]!;
+        lost.set(itemId(item), {
+          id: itemId(item),
+          txHash,
+          outcome: {
+            id: itemId(item),
+            kind: item.kind,
+            outcome: plan.kind === 'fulfill' ? 'fulfilled' : plan.kind === 'fail' ? 'failed' : 'withdrawn',
+            txHash,
+            nonce,
+            provider: providerName,
+            ...(plan.kind === 'fail' && plan.errorMessage ? { reason: plan.errorMessage } : {}),
+          },
+        });
       }
       if (report.transportError) throw report.transportError;
       timings.sendMs += performance.now() - sendStart;
@@ -346,6 +441,8 @@ export async function runShard(shard: ShardInput, context: ShardContext): Promis
       balanceWei = await walletBalance(client, wallet.address);
     } catch (error) {
       if (apiFailure) throw apiFailure.error;
+      // A lost answer does not mean a dead provider: ask it first whether it took the transactions.
+      if (lost.size > 0) await confirmLost(client, providerName);
       // Keep what was sent; the rest goes to the next provider.
       const done = new Set(outcomes.map((o) => o.id));
       pending = pending.filter((item) => !done.has(itemId(item)));
@@ -361,8 +458,14 @@ export async function runShard(shard: ShardInput, context: ShardContext): Promis
       id: itemId(item),
       kind: item.kind,
       outcome: 'error',
-      reason: 'no provider could take the transaction',
+      reason: lost.has(itemId(item))
+        ? 'sent, but its answer was lost and no provider knows the transaction by its hash'
+        : 'no provider could take the transaction',
     });
+  }
+  for (const outcome of outcomes) {
+    const api = outcome.kind === 'api' ? apiOutcomes.get(outcome.id) : undefined;
+    if (api) outcome.api = api;
   }
   return {
     chainId: shard.chainId,
@@ -378,7 +481,41 @@ export async function runShard(shard: ShardInput, context: ShardContext): Promis
     },
     ...(balanceWei === undefined ? {} : { balanceWei }),
     ...(gasPriceWei === undefined ? {} : { gasPriceWei }),
+    ...(gasPriceStrategyFailures.length === 0 ? {} : { gasPriceStrategyFailures }),
   };
+}
+
+/** The block from which a transaction for the oldest of `items` may have been sent (its block + confirmations). */
+function oldestServableBlock(config: Config, chain: Config['chains'][number], items: WorkItem[]): number {
+  const calls = items.flatMap((item) => (item.kind === 'api' ? [item.call] : []));
+  // As the confirmation filter: the largest valid `_minConfirmations` of the sponsor's requests, else the chain's.
+  const requested = calls
+    .map((call) => parseMinConfirmations(requestedMinConfirmations(config, call)))
+    .filter((n): n is number => n !== undefined);
+  const confirmations =
+    requested.length > 0 ? Math.max(...requested) : (chain.minConfirmations ?? DEFAULT_MIN_CONFIRMATIONS);
+  return Math.min(
+    ...items.map((item) => (item.kind === 'api' ? item.call.blockNumber + confirmations : item.withdrawal.blockNumber)),
+  );
+}
+
+/** The pending-transaction rule with its inputs read from the provider (one more read only when it matters). */
+async function pendingDecision(
+  client: RpcClient,
+  input: {
+    address: string;
+    latestCount: number;
+    pendingCount: number;
+    currentBlock: number;
+    oldestServableBlock: number;
+  },
+) {
+  const { address, ...state } = input;
+  if (!needsCountBefore(state)) return decidePending(state);
+  const before = state.currentBlock - STUCK_AFTER_BLOCKS;
+  // A provider without that block's state cannot tell: the requests' age decides alone.
+  const latestCountBefore = await transactionCount(client, address, before).catch(() => undefined);
+  return decidePending(latestCountBefore === undefined ? state : { ...state, latestCountBefore });
 }
 
 /**

@@ -4,7 +4,7 @@
 // reconcile() is the list of steps; each step lives in reconcile/: inputs.ts, apply.ts, rollout.ts, status.ts.
 
 import type { KubernetesObject } from '@kubernetes/client-node';
-import { errorMessage } from '../common/errors.js';
+import { errorMessage, httpStatusOf } from '../common/errors.js';
 import { buildChildren, DEFAULT_SETTINGS, type OperatorSettings } from './builders/index.js';
 import { childCacheTransform } from './child-cache.js';
 import { type ConfigValidator, validateNodeConfig } from './config.js';
@@ -25,13 +25,14 @@ import {
   writeStatus,
 } from './reconcile/status.js';
 import { CHILD_KINDS, CONTROLLER_NAME, isPaused, KINDS, MANAGED_SELECTOR, type OracleNode } from './resource.js';
-import type {
-  ObjectCache,
-  ObjectKey,
-  ReconcileContext,
-  ReconcileResult,
-  Reconciler,
-  WatchSpec,
+import {
+  type ObjectCache,
+  type ObjectKey,
+  type ReconcileContext,
+  type ReconcileResult,
+  type Reconciler,
+  TerminalError,
+  type WatchSpec,
 } from './runtime/types.js';
 
 export type OracleNodeReconcilerOptions = {
@@ -142,11 +143,16 @@ export class OracleNodeReconciler implements Reconciler {
     return { requeueAfterMs: rejection.reason === 'SecretNotFound' ? this.waitPollMs : this.resyncMs };
   }
 
-  /** An apply failed: reported as Degraded (status and a Warning Event) and thrown, so the queue retries. */
+  /**
+   * An apply failed: reported as Degraded (status and a Warning Event) and thrown, so the queue retries with
+   * backoff; a child the apiserver refuses as invalid (422) would be refused again for the same spec, so that is a
+   * TerminalError, and the next edit of the node wakes it.
+   */
   private async applyFailed(node: OracleNode, error: unknown, context: ReconcileContext, now: string): Promise<never> {
     const message = errorMessage(error).slice(0, 500);
     await writeStatus(node, applyFailedStatus(node, message, now), context, this.metrics).catch(() => undefined);
     context.events.record(node, 'Warning', 'ApplyFailed', message);
+    if (httpStatusOf(error) === 422) throw new TerminalError(message, { cause: error });
     throw error;
   }
 }

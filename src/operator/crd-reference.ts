@@ -1,6 +1,7 @@
 // Renders docs/crd-reference.md from the CRD's schema: one table row per field, so the reference can never
 // disagree with what the apiserver enforces.
-import { type CustomResourceDefinition, NAME_PLACEHOLDER, type StructuralSchema } from './crd.js';
+import { NAME_PLACEHOLDER, type StructuralSchema } from './api/structural.js';
+import type { CustomResourceDefinition } from './crd.js';
 
 type Row = { path: string; type: string; required: boolean; description: string };
 

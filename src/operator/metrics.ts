@@ -1,6 +1,6 @@
 // The oracle's own metrics, per OracleNode, derived from the status the controller computes (so they say what
 // `kubectl get onode` says): Ready, the last successful coordinator cycle, its duration, request outcomes, and
-// the health and block lag of each chain provider. The operator scrapes nothing itself: the coordinator's cycle
+// the health, block lag and faults of each chain provider. The operator scrapes nothing itself: the coordinator's cycle
 // report (status.lastCycle) is the source.
 import { Counter, Gauge, type Registry } from 'prom-client';
 import { HEARTBEAT_RESULTS } from '../contract/pods.js';
@@ -20,6 +20,8 @@ type NodeSeries = {
   /** The newest entry of status.cycles counted (its heartbeat). */
   record?: string;
   providers: Map<string, ProviderLabels>;
+  /** Label sets of oracle_node_provider_faults_total counted so far. */
+  faults: Map<string, ProviderLabels & { fault: string }>;
   wallets: Map<string, WalletLabels>;
   chains: Map<string, ChainLabels>;
 };
@@ -34,9 +36,11 @@ export class OracleNodeMetrics {
   private readonly requests: Counter<(typeof NODE_LABELS)[number] | 'outcome'>;
   private readonly providerUp: Gauge<(typeof PROVIDER_LABELS)[number]>;
   private readonly providerLag: Gauge<(typeof PROVIDER_LABELS)[number]>;
+  private readonly providerFaults: Counter<(typeof PROVIDER_LABELS)[number] | 'fault'>;
   private readonly balance: Gauge<(typeof WALLET_LABELS)[number]>;
   private readonly heartbeats: Counter<(typeof NODE_LABELS)[number] | 'outcome'>;
   private readonly gasPrice: Gauge<(typeof CHAIN_LABELS)[number]>;
+  private readonly gasPriceStrategyFailures: Counter<(typeof NODE_LABELS)[number]>;
   private readonly seen = new Map<string, NodeSeries>();
 
   constructor(registry: Registry) {
@@ -77,6 +81,12 @@ export class OracleNodeMetrics {
       labelNames: PROVIDER_LABELS,
       registers,
     });
+    this.providerFaults = new Counter({
+      name: 'oracle_node_provider_faults_total',
+      help: 'Coordinator cycles that left a provider out, by fault (unavailable, oversized, wrong-chain, syncing, lagging, stalled)',
+      labelNames: [...PROVIDER_LABELS, 'fault'],
+      registers,
+    });
     this.balance = new Gauge({
       name: 'oracle_node_sponsor_wallet_balance_wei',
       help: 'Balance of a sponsor wallet after the last cycle in which it sent a transaction',
@@ -95,12 +105,23 @@ export class OracleNodeMetrics {
       labelNames: CHAIN_LABELS,
       registers,
     });
+    this.gasPriceStrategyFailures = new Counter({
+      name: 'oracle_node_gas_price_strategy_failures_total',
+      help: 'Gas price strategies that failed in coordinator cycles (the next one, at last the constant price, was used); the WARN lines name strategy and reason',
+      labelNames: NODE_LABELS,
+      registers,
+    });
   }
 
   observe(key: ObjectKey, status: OracleNodeStatus): void {
     const labels = { namespace: key.namespace, name: key.name };
     const id = `${key.namespace}/${key.name}`;
-    const state: NodeSeries = this.seen.get(id) ?? { providers: new Map(), wallets: new Map(), chains: new Map() };
+    const state: NodeSeries = this.seen.get(id) ?? {
+      providers: new Map(),
+      faults: new Map(),
+      wallets: new Map(),
+      chains: new Map(),
+    };
     this.seen.set(id, state);
 
     const ready = status.conditions?.find((c) => c.type === 'Ready');
@@ -126,6 +147,10 @@ export class OracleNodeMetrics {
       const count = cycle.counts?.[countKey];
       if (typeof count === 'number' && count > 0) this.requests.inc({ ...labels, outcome }, count);
     }
+    const strategyFailures = cycle.counts?.['gasPriceStrategyFailures'];
+    if (typeof strategyFailures === 'number' && strategyFailures > 0) {
+      this.gasPriceStrategyFailures.inc(labels, strategyFailures);
+    }
     const published = new Map<string, ProviderLabels>();
     for (const provider of cycle.providers ?? []) {
       const providerLabels = { ...labels, chain: provider.chainId, provider: provider.provider };
@@ -133,6 +158,11 @@ export class OracleNodeMetrics {
       this.providerUp.set(providerLabels, provider.up ? 1 : 0);
       if (provider.blockLag === undefined) this.providerLag.remove(providerLabels);
       else this.providerLag.set(providerLabels, provider.blockLag);
+      if (provider.fault) {
+        const faultLabels = { ...providerLabels, fault: provider.fault };
+        this.providerFaults.inc(faultLabels);
+        state.faults.set(JSON.stringify([provider.chainId, provider.provider, provider.fault]), faultLabels);
+      }
     }
     // Providers removed from the config stop being reported.
     for (const [entry, providerLabels] of state.providers)
@@ -165,8 +195,10 @@ export class OracleNodeMetrics {
     this.lastSuccess.remove(labels);
     this.cycleDuration.remove(labels);
     for (const outcome of Object.keys(OUTCOMES)) this.requests.remove({ ...labels, outcome });
+    this.gasPriceStrategyFailures.remove(labels);
     const state = this.seen.get(id);
     for (const providerLabels of state?.providers.values() ?? []) this.removeProvider(providerLabels);
+    for (const faultLabels of state?.faults.values() ?? []) this.providerFaults.remove(faultLabels);
     for (const walletLabels of state?.wallets.values() ?? []) this.balance.remove(walletLabels);
     for (const chainLabels of state?.chains.values() ?? []) this.gasPrice.remove(chainLabels);
     for (const outcome of HEARTBEAT_RESULTS) this.heartbeats.remove({ ...labels, outcome });

@@ -1,20 +1,19 @@
-// The OracleNode resource: its API coordinates, the TypeScript shape of spec and status, the kinds of its
-// children, and the labels/annotations the operator puts on everything it manages.
-import type {
-  KubernetesObject,
-  V1Affinity,
-  V1ResourceRequirements,
-  V1Toleration,
-  V2MetricSpec,
-} from '@kubernetes/client-node';
-import {
-  type FailedRequestReport,
-  type GasPriceReport,
-  type HeartbeatReport,
-  LABELS,
-  type SponsorWalletReport,
-} from '../contract/pods.js';
+// The OracleNode resource: its API coordinates, its object type (spec and status are the API's, api/v1alpha1.ts),
+// the kinds of its children, and the labels/annotations the operator puts on everything it manages.
+import type { KubernetesObject } from '@kubernetes/client-node';
+import { LABELS } from '../contract/pods.js';
+import type { OracleNodeSpec, OracleNodeStatus } from './api/v1alpha1.js';
 import type { ResourceKind } from './runtime/types.js';
+
+export type {
+  Condition,
+  ConditionType,
+  CycleRecord,
+  CycleStatus,
+  OracleNodeSpec,
+  OracleNodeStatus,
+  ProviderHealth,
+} from './api/v1alpha1.js';
 
 export const GROUP = 'oracle-node.io';
 export const VERSION = 'v1alpha1';
@@ -80,46 +79,6 @@ export const CHILD_KINDS: ResourceKind[] = [
   KINDS.cronJob,
 ];
 
-export type OracleNodeSpec = {
-  /** The whole config.json; strings may hold `${NAME}` placeholders resolved from the Secret. */
-  config: Record<string, unknown>;
-  secretRef?: { name: string };
-  image?: string;
-  imagePullPolicy?: 'Always' | 'IfNotPresent' | 'Never';
-  resources?: V1ResourceRequirements;
-  nodeSelector?: Record<string, string>;
-  tolerations?: V1Toleration[];
-  affinity?: V1Affinity;
-  coordinator?: { schedule?: string; suspend?: boolean; resources?: V1ResourceRequirements };
-  gateway?: {
-    replicas?: number;
-    /** An autoscaling/v2 HPA on the gateway Deployment; it then owns the replica count. */
-    autoscaling?: {
-      minReplicas?: number;
-      maxReplicas: number;
-      /** Average CPU utilisation target, % of the CPU request (default 80); ignored when metrics are given. */
-      targetCPUUtilizationPercentage?: number;
-      /** autoscaling/v2 metric specs, in place of the CPU default. */
-      metrics?: V2MetricSpec[];
-    };
-    resources?: V1ResourceRequirements;
-    service?: { type?: 'ClusterIP' | 'NodePort' | 'LoadBalancer'; port?: number };
-    /** The base URL callers reach the gateways at (an Ingress, a DNS name): reported by the heartbeat. */
-    publicUrl?: string;
-  };
-  worker?: { resources?: V1ResourceRequirements; activeDeadlineSeconds?: number; ttlSecondsAfterFinished?: number };
-};
-
-export type Condition = {
-  type: ConditionType;
-  status: 'True' | 'False' | 'Unknown';
-  reason: string;
-  message: string;
-  lastTransitionTime: string;
-  observedGeneration?: number;
-};
-export type ConditionType = 'Ready' | 'ConfigValid' | 'Progressing' | 'Degraded';
-
 /** Every reason the operator sets on a condition; docs/runbook.md has a section under each name. */
 export const CONDITION_REASONS = [
   'Ready',
@@ -138,64 +97,6 @@ export const CONDITION_REASONS = [
   'ApplyFailed',
 ] as const;
 export type ConditionReason = (typeof CONDITION_REASONS)[number];
-
-export type CycleStatus = {
-  job: string;
-  outcome: 'Running' | 'Succeeded' | 'Failed';
-  startTime?: string;
-  completionTime?: string;
-  /** Counts written by the coordinator at the end of its cycle (requests seen/fulfilled/failed, ...). */
-  counts?: Record<string, number>;
-  /** Health of each chain provider in that cycle. */
-  providers?: ProviderHealth[];
-  /** Balances of the sponsor wallets that sent transactions in that cycle. */
-  sponsorWallets?: SponsorWalletBalance[];
-  /** How the heartbeat after that cycle went. */
-  heartbeat?: HeartbeatReport;
-  /** The gas price each chain's transactions were priced at in that cycle. */
-  gasPrices?: GasPriceReport[];
-};
-
-/** One past cycle in status.cycles, from the coordinator's report. */
-export type CycleRecord = {
-  job: string;
-  startTime?: string;
-  durationSeconds?: number;
-  outcome?: 'Completed' | 'PartiallyFailed';
-  fulfilled: number;
-  failed: number;
-  /** Requests left for a later cycle by the chain's maxConcurrency. */
-  dropped: number;
-  /** Errors by kind (providersDown, failedShards, transactionErrors, heartbeat), only those that happened. */
-  errors?: Record<string, number>;
-  /** The block number each provider was at. */
-  blocks?: { chainId: string; provider: string; block: number }[];
-  heartbeat?: HeartbeatReport;
-};
-
-export type SponsorWalletBalance = SponsorWalletReport;
-
-export type ProviderHealth = { chainId: string; provider: string; up: boolean; blockLag?: number };
-
-export type OracleNodeStatus = {
-  observedGeneration?: number;
-  conditions?: Condition[];
-  nodeAddress?: string;
-  stage?: string;
-  previousStage?: string;
-  chains?: number;
-  chainIds?: string[];
-  gatewayUrls?: Record<string, string>;
-  /** Where callers reach the gateways (spec.gateway.publicUrl, else the Service's load-balancer address). */
-  publicGatewayUrl?: string;
-  /** The Ready condition's reason while it is not True (empty when Ready): a printer column. */
-  notReadyReason?: string;
-  lastCycle?: CycleStatus;
-  /** The last MAX_CYCLE_HISTORY cycles, newest first. */
-  cycles?: CycleRecord[];
-  /** The last MAX_RECENT_FAILED_REQUESTS failed requests over the reported cycles, newest first. */
-  recentFailedRequests?: (FailedRequestReport & { job: string })[];
-};
 
 export const MAX_RECENT_FAILED_REQUESTS = 20;
 

@@ -13,7 +13,11 @@
 # used, its version and where it came from (kept, copied from the shared cache, from KUBEBUILDER_ASSETS or PATH,
 # built).
 #
-# Usage: test/cluster/build.sh [all|k8s|kube-proxy|etcd|kwok|helm]...   (default: all; kube-proxy only when named)
+# The same script builds the test tools: tiny Go programs under test/tools/<name>/ (each with its own go.mod) that
+# the integration tests run as processes (kstatus: cli-utils' kstatus.Compute; argocd-lua: gopher-lua set up as
+# Argo CD sets it up). They are stamped with a checksum of their module's files, so a changed source is rebuilt.
+#
+# Usage: test/cluster/build.sh [all|k8s|kube-proxy|etcd|kwok|helm|tools]...   (default: all; kube-proxy only when named)
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -249,6 +253,42 @@ build_helm() {
   publish helm helm
 }
 
+# Test tools. Their key is a checksum of the module's files only (not of the Go version: a tool built by another Go
+# behaves the same), so a binary built once stays usable on a machine without Go.
+TOOLS_DIR="$ROOT/test/tools"
+TOOLS=(kstatus argocd-lua)
+tool_key() { # <tool>
+  cat "$TOOLS_DIR/$1/go.mod" "$TOOLS_DIR/$1/go.sum" "$TOOLS_DIR/$1/"*.go | cksum | cut -d' ' -f1
+}
+tool_ok() { have "$1" "$(tool_key "$1")" --version; }
+build_tool() { # <tool>
+  local name="$1" key shared
+  key="$(tool_key "$name")"
+  shared="${SHARED_DIR:+$SHARED_DIR/tools/$name-$key/$name}"
+  if tool_ok "$name"; then
+    origin "$name" kept
+  elif [[ -n $shared && -x $shared ]] && cp -f "$shared" "$BIN_DIR/$name.tmp" && mv -f "$BIN_DIR/$name.tmp" "$BIN_DIR/$name" && tool_ok "$name"; then
+    log "$name: copied from $(dirname "$shared")"
+    origin "$name" "copied from the shared cache"
+  else
+    need_go "$name"
+    (cd "$TOOLS_DIR/$name" && timed "$name (test tool)" "${GO_BUILD[@]}" -ldflags "-s -w -X main.version=$key" -o "$BIN_DIR/$name" .)
+    tool_ok "$name" || die "$BIN_DIR/$name does not report its module checksum $key after the build"
+    origin "$name" built
+  fi
+  [[ -n $shared ]] || return 0
+  if ! cmp -s "$BIN_DIR/$name" "$shared"; then
+    { mkdir -p "$(dirname "$shared")" && cp -f "$BIN_DIR/$name" "$shared.tmp.$$" && mv -f "$shared.tmp.$$" "$shared"; } || rm -f "$shared.tmp.$$"
+  fi
+  local old # keep the two most recent keys per tool, as for the control plane
+  # shellcheck disable=SC2012
+  while IFS= read -r old; do rm -rf -- "$old"; done < <(ls -1dt -- "$SHARED_DIR/tools/$name-"* 2>/dev/null | tail -n +3)
+}
+build_tools() {
+  local tool
+  for tool in "${TOOLS[@]}"; do build_tool "$tool"; done
+}
+
 # version_of <binary>: the one line of its version output that names the version.
 version_of() {
   local bin="$BIN_DIR/$1"
@@ -264,17 +304,18 @@ what=("$@")
 ((${#what[@]})) || what=(all)
 for w in "${what[@]}"; do
   case "$w" in
-  all) build_k8s && build_etcd && build_kwok && build_helm ;;
+  all) build_k8s && build_etcd && build_kwok && build_helm && build_tools ;;
   k8s) build_k8s ;;
   kube-proxy) build_kube_proxy ;;
   etcd) build_etcd ;;
   kwok) build_kwok ;;
   helm) build_helm ;;
-  *) die "unknown component '$w' (all|k8s|kube-proxy|etcd|kwok|helm)" ;;
+  tools) build_tools ;;
+  *) die "unknown component '$w' (all|k8s|kube-proxy|etcd|kwok|helm|tools)" ;;
   esac
 done
 # Which binary each run uses, so `make test` says it (a control plane from the wrong binaries is hard to spot).
-for b in kube-apiserver kube-controller-manager kube-scheduler kubectl kube-proxy etcd kwok helm; do
+for b in kube-apiserver kube-controller-manager kube-scheduler kubectl kube-proxy etcd kwok helm "${TOOLS[@]}"; do
   [[ -n ${ORIGIN[$b]:-} ]] || continue
   log "using $BIN_DIR/$b: $(version_of "$b") (${ORIGIN[$b]})"
 done

@@ -3,7 +3,11 @@
 // check that each sponsor wallet's transactions were sent in nonce order, and then mined without gaps.
 // Transactions are decoded when `sent` is read, not on the way through: recovering a sender is a signature
 // recovery (milliseconds of the benchmark's CPU each), which must not slow the node being measured.
-import { createServer, type Server } from 'node:http';
+// It also injects the faults of a bad day on the chain (`setFault`): an answer that comes late, an answer lost
+// after the call reached the chain, or a chain's answer replaced by a canned error message. `startFaultProxy`
+// plays a provider that answers but lies about the chain: rewritten results (a head behind, another chain id) or
+// answers padded past any sane size.
+import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Transaction } from 'ethers';
 import { rpc } from './chain.js';
@@ -11,19 +15,34 @@ import { rpc } from './chain.js';
 /** A raw transaction as it arrived; `rejected` when the chain answered it with an error. */
 export type SentTransaction = { from: string; nonce: number; hash: string; rejected?: string };
 
+/**
+ * What the proxy does to one call. Every call is forwarded to the chain first (so the chain sees what the node
+ * sent); then `delay` holds the answer back, `drop` closes the connection instead of answering (the node never
+ * learns the outcome), `error` replaces the chain's answer to this call with a JSON-RPC error.
+ */
+export type Fault = { delayMs: number } | { drop: true } | { error: { code?: number; message: string } };
+
+/** Chooses the fault of each call (undefined: pass it through); `seen` counts the earlier calls of that method. */
+export type FaultRule = (call: { method: string; params: unknown[]; seen: number }) => Fault | undefined;
+
 export type RecordingProxy = {
   url: string;
   counts: Map<string, number>;
   /** Decoded on reading (see above). */
   readonly sent: SentTransaction[];
+  /** Faults from now on (undefined: none). */
+  setFault(rule: FaultRule | undefined): void;
   reset(): void;
   close(): Promise<void>;
 };
+
+type JsonRpcCall = { id?: unknown; method?: string; params?: unknown[] };
 
 export async function startRecordingProxy(target: string): Promise<RecordingProxy> {
   const counts = new Map<string, number>();
   const raw: { tx: string; rejected?: string }[] = [];
   const decoded: SentTransaction[] = [];
+  let rule: FaultRule | undefined;
   const server: Server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
@@ -31,14 +50,13 @@ export async function startRecordingProxy(target: string): Promise<RecordingProx
       const body = Buffer.concat(chunks).toString('utf8');
       // Recorded before forwarding, so arrival order is the order the node sent them in.
       const recorded = new Map<unknown, { tx: string; rejected?: string }>();
+      const faults = new Map<unknown, Fault>();
       try {
-        const parsed = JSON.parse(body) as { method?: string; params?: unknown[] } | { method?: string }[];
-        for (const call of (Array.isArray(parsed) ? parsed : [parsed]) as {
-          id?: unknown;
-          method?: string;
-          params?: unknown[];
-        }[]) {
+        const parsed = JSON.parse(body) as JsonRpcCall | JsonRpcCall[];
+        for (const call of Array.isArray(parsed) ? parsed : [parsed]) {
           const method = call.method ?? '?';
+          const fault = rule?.({ method, params: call.params ?? [], seen: counts.get(method) ?? 0 });
+          if (fault) faults.set(call.id, fault);
           counts.set(method, (counts.get(method) ?? 0) + 1);
           if (method === 'eth_sendRawTransaction' && typeof call.params?.[0] === 'string') {
             const entry = { tx: call.params[0] };
@@ -55,7 +73,7 @@ export async function startRecordingProxy(target: string): Promise<RecordingProx
           headers: { 'content-type': 'application/json' },
           body,
         });
-        const text = await upstream.text();
+        let text = await upstream.text();
         if (recorded.size > 0) {
           try {
             const answer = JSON.parse(text) as { id?: unknown; error?: { message?: string } }[];
@@ -66,6 +84,16 @@ export async function startRecordingProxy(target: string): Promise<RecordingProx
           } catch {
             // not JSON: nothing to mark
           }
+        }
+        if (faults.size > 0) {
+          const all = [...faults.values()];
+          if (all.some((f) => 'drop' in f)) {
+            res.socket?.destroy();
+            return;
+          }
+          const delayMs = Math.max(0, ...all.map((f) => ('delayMs' in f ? f.delayMs : 0)));
+          if (delayMs > 0) await new Promise((resolve) => setTimeout(resolve, delayMs));
+          text = withErrors(text, faults);
         }
         res.setHeader('content-type', 'application/json');
         res.end(text);
@@ -87,6 +115,9 @@ export async function startRecordingProxy(target: string): Promise<RecordingProx
       // Rejections are known only once the chain answered: read them each time.
       return decoded.map((tx, i) => (raw[i]!.rejected ? { ...tx, rejected: raw[i]!.rejected } : tx));
     },
+    setFault(next) {
+      rule = next;
+    },
     reset() {
       counts.clear();
       raw.length = 0;
@@ -98,6 +129,23 @@ export async function startRecordingProxy(target: string): Promise<RecordingProx
         server.close(() => resolve());
       }),
   };
+}
+
+/** The chain's answer with the answers of the calls that have an `error` fault replaced by that error. */
+function withErrors(text: string, faults: Map<unknown, Fault>): string {
+  let answer: unknown;
+  try {
+    answer = JSON.parse(text);
+  } catch {
+    return text;
+  }
+  const replace = (entry: { id?: unknown }) => {
+    const fault = faults.get(entry.id);
+    return fault && 'error' in fault
+      ? { jsonrpc: '2.0', id: entry.id, error: { code: fault.error.code ?? -32000, message: fault.error.message } }
+      : entry;
+  };
+  return JSON.stringify(Array.isArray(answer) ? answer.map(replace) : replace(answer as { id?: unknown }));
 }
 
 export type NonceReport = {
@@ -164,4 +212,109 @@ export async function checkNonceOrder(chainUrl: string, sent: SentTransaction[])
     rejected: sent.filter((tx) => tx.rejected).length,
     refilled,
   };
+}
+
+/**
+ * What a faulty provider does, read at every exchange (a test may change it between cycles): `results` rewrites
+ * the upstream result of a method's calls (alone or inside a batch), `padTo` pads every answer with whitespace to
+ * that many bytes (still valid JSON, so only a size cap tells it from a good answer), streamed in 1 MB chunks.
+ */
+export type ProxyFault = {
+  results?: Record<string, (upstream: unknown) => unknown>;
+  padTo?: number;
+};
+
+export type FaultProxy = {
+  url: string;
+  fault: ProxyFault;
+  counts: Map<string, number>;
+  /** Bytes of answers written to the node (a client that hangs up stops the writing). */
+  bytesWritten: number;
+  close(): Promise<void>;
+};
+
+type RpcCall = { id?: unknown; method?: string; params?: unknown[] };
+type RpcAnswer = { id?: unknown; result?: unknown; error?: unknown };
+
+/** A JSON-RPC proxy in front of `target` that answers as `fault` says. */
+export async function startFaultProxy(target: string, fault: ProxyFault = {}): Promise<FaultProxy> {
+  const proxy: FaultProxy = {
+    url: '',
+    fault,
+    counts: new Map(),
+    bytesWritten: 0,
+    close: async () => undefined,
+  };
+  const server: Server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', async () => {
+      const body = Buffer.concat(chunks).toString('utf8');
+      let calls: RpcCall[] = [];
+      try {
+        const parsed = JSON.parse(body) as RpcCall | RpcCall[];
+        calls = Array.isArray(parsed) ? parsed : [parsed];
+      } catch {
+        // forwarded as it is: the chain answers the parse error
+      }
+      for (const call of calls) proxy.counts.set(call.method ?? '?', (proxy.counts.get(call.method ?? '?') ?? 0) + 1);
+      let text: string;
+      try {
+        const upstream = await fetch(target, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+        text = await upstream.text();
+      } catch {
+        res.statusCode = 502;
+        res.end();
+        return;
+      }
+      const rewrites = proxy.fault.results ?? {};
+      const methodOf = new Map(calls.map((call) => [call.id, call.method ?? '?']));
+      if (Object.keys(rewrites).length > 0) {
+        try {
+          const answer = JSON.parse(text) as RpcAnswer | RpcAnswer[];
+          const rewrite = (entry: RpcAnswer): RpcAnswer => {
+            const fn = rewrites[methodOf.get(entry.id) ?? ''];
+            return fn && 'result' in entry ? { ...entry, result: fn(entry.result) } : entry;
+          };
+          text = JSON.stringify(Array.isArray(answer) ? answer.map(rewrite) : rewrite(answer));
+        } catch {
+          // not JSON: passed on unchanged
+        }
+      }
+      res.setHeader('content-type', 'application/json');
+      const write = (chunk: string) => {
+        proxy.bytesWritten += Buffer.byteLength(chunk);
+        return res.write(chunk);
+      };
+      write(text);
+      let padding = (proxy.fault.padTo ?? 0) - Buffer.byteLength(text);
+      const block = ' '.repeat(1024 * 1024);
+      while (padding > 0 && !res.destroyed) {
+        const chunk = padding >= block.length ? block : ' '.repeat(padding);
+        padding -= chunk.length;
+        if (!write(chunk)) await drainedOrClosed(res);
+      }
+      res.end();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  proxy.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  proxy.close = () =>
+    new Promise<void>((resolve) => {
+      server.closeAllConnections();
+      server.close(() => resolve());
+    });
+  return proxy;
+}
+
+function drainedOrClosed(res: ServerResponse): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      res.off('drain', done);
+      res.off('close', done);
+      resolve();
+    };
+    res.on('drain', done);
+    res.on('close', done);
+  });
 }

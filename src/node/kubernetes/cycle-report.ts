@@ -7,6 +7,12 @@ import {
   type HeartbeatReport,
   MAX_REPORTED_FAILED_REQUESTS,
 } from '../../contract/pods.js';
+import {
+  type CycleRequestRecord,
+  mergeRequestLog,
+  parseRequestLog,
+  REQUEST_LOG_KEY,
+} from '../../contract/request-log.js';
 import { redact } from '../../observability/index.js';
 import type { CycleSummary } from '../cycle.js';
 import { type ConfigMapStore, updateConfigMapData } from './config-map-store.js';
@@ -25,6 +31,7 @@ export function cycleCounts(summary: CycleSummary): Record<string, number> {
     cacheHits: summary.cacheHits,
     providersUp: summary.providers.filter((p) => p.ok).length,
     providersDown: summary.providers.filter((p) => !p.ok).length,
+    gasPriceStrategyFailures: summary.gasPriceStrategyFailures.reduce((n, f) => n + f.count, 0),
   };
 }
 
@@ -71,10 +78,11 @@ export function cycleReport(summary: CycleSummary, context: CycleContext = {}): 
     ...(heartbeat ? { heartbeat } : {}),
     ...(failed.length > 0 ? { failedRequests: failed } : {}),
     counts: cycleCounts(summary),
-    providers: summary.providers.map(({ chainId, provider, ok, currentBlock }) => ({
+    providers: summary.providers.map(({ chainId, provider, ok, fault, currentBlock }) => ({
       chainId,
       provider,
       ok,
+      ...(fault === undefined ? {} : { fault }),
       ...(currentBlock === undefined ? {} : { currentBlock }),
     })),
     sponsorWallets: summary.sponsorWallets,
@@ -82,11 +90,22 @@ export function cycleReport(summary: CycleSummary, context: CycleContext = {}): 
   };
 }
 
-/** Writes the report into the cycle ConfigMap; nothing happens when the ConfigMap does not exist. */
-export async function writeCycleReport(store: ConfigMapStore, report: CycleReport): Promise<void> {
+/**
+ * Writes the report into the cycle ConfigMap, and this cycle's requests into its request log (merged with what it
+ * held, bounded); nothing happens when the ConfigMap does not exist.
+ */
+export async function writeCycleReport(
+  store: ConfigMapStore,
+  report: CycleReport,
+  requests: readonly CycleRequestRecord[] = [],
+): Promise<void> {
   await updateConfigMapData(
     store,
-    (data) => ({ ...data, [CYCLE_REPORT_KEY]: JSON.stringify(report) }),
+    (data) => ({
+      ...data,
+      [CYCLE_REPORT_KEY]: JSON.stringify(report),
+      [REQUEST_LOG_KEY]: JSON.stringify(mergeRequestLog(parseRequestLog(data[REQUEST_LOG_KEY]), requests)),
+    }),
     'the cycle ConfigMap',
   );
 }

@@ -5,6 +5,7 @@
 import { readCoordinatorEnvironment, readWorkerEnvironment } from '../../contract/pods.js';
 import type { ResponseCache } from '../cache.js';
 import type { CycleSummary } from '../cycle.js';
+import { cycleRequestRecords } from '../request-log.js';
 import type { CycleContext } from './cycle-report.js';
 import type { KubernetesJobExecutor } from './job-executor.js';
 
@@ -50,7 +51,11 @@ export async function coordinatorKubernetes(env: Env = process.env): Promise<Coo
       store: stores.kubeConfigMapStore(config, pod.namespace, pod.cacheConfigMap),
     }),
     report: (summary, context) =>
-      reports.writeCycleReport(cycleStore, reports.cycleReport(summary, { ...context, jobName: pod.jobName })),
+      reports.writeCycleReport(
+        cycleStore,
+        reports.cycleReport(summary, { ...context, jobName: pod.jobName }),
+        cycleRequestRecords(summary, { job: pod.jobName, time: context.startTime ?? new Date() }),
+      ),
     gatewayUrl: pod.gatewayUrl,
   };
 }

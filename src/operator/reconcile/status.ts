@@ -44,8 +44,42 @@ export function setCondition(
   return condition;
 }
 
-const CONDITION_ORDER: ConditionType[] = ['Ready', 'ConfigValid', 'Progressing', 'Degraded'];
+const CONDITION_ORDER: ConditionType[] = ['Ready', 'ConfigValid', 'Progressing', 'Degraded', 'Reconciling', 'Stalled'];
 
+/** Why a config is refused that only an edit of the spec or of the Secret's values can fix. */
+const STALLING_REASONS: ReadonlySet<string> = new Set(['ValidationFailed', 'SecretKeyMissing']);
+
+/**
+ * The kstatus conditions (sigs.k8s.io/cli-utils kstatus, what Flux and other GitOps tools read), derived from the
+ * operator's own, each with the condition it comes from (whose observedGeneration it shares). Abnormal-true: each
+ * is present only while True.
+ * - Stalled: the config or the Secret's values cannot be applied as written; retrying will not help (kstatus Failed).
+ * - Reconciling: the operator is working towards the spec: a stage or gateway rollout, a Secret it waits for, or
+ *   an apply it retries with backoff (kstatus InProgress). Paused is neither: the operator does nothing then.
+ * Without either, kstatus reads Ready and observedGeneration (Current once the generation is observed and Ready).
+ */
+export function kstatusConditions(conditions: Condition[]): { condition: ConditionInput; from: Condition }[] {
+  const byType = new Map(conditions.map((c) => [c.type, c]));
+  const derive = (type: 'Reconciling' | 'Stalled', from: Condition) => ({
+    condition: { type, status: 'True' as const, reason: from.reason as ConditionReason, message: from.message },
+    from,
+  });
+  const configValid = byType.get('ConfigValid');
+  if (configValid?.status === 'False' && STALLING_REASONS.has(configValid.reason))
+    return [derive('Stalled', configValid)];
+  const progressing = byType.get('Progressing');
+  if (progressing?.status === 'True') return [derive('Reconciling', progressing)];
+  if (configValid?.status === 'False' && configValid.reason === 'SecretNotFound')
+    return [derive('Reconciling', configValid)];
+  const degraded = byType.get('Degraded');
+  if (degraded?.status === 'True' && degraded.reason === 'ApplyFailed') return [derive('Reconciling', degraded)];
+  return [];
+}
+
+/**
+ * The conditions after `updates`, each keeping its lastTransitionTime unless its status flips; Reconciling and
+ * Stalled are then derived from the result (kstatusConditions), so every path that writes status keeps them true.
+ */
 export function mergeConditions(
   previous: Condition[] | undefined,
   updates: ConditionInput[],
@@ -53,8 +87,10 @@ export function mergeConditions(
   generation?: number,
 ): Condition[] {
   const byType = new Map<ConditionType, Condition>();
-  for (const c of previous ?? []) byType.set(c.type, c);
+  for (const c of previous ?? []) if (c.type !== 'Reconciling' && c.type !== 'Stalled') byType.set(c.type, c);
   for (const update of updates) byType.set(update.type, setCondition(previous, update, now, generation));
+  for (const { condition, from } of kstatusConditions([...byType.values()]))
+    byType.set(condition.type, setCondition(previous, condition, now, from.observedGeneration));
   return CONDITION_ORDER.filter((t) => byType.has(t)).map((t) => byType.get(t)!);
 }
 
@@ -101,7 +137,9 @@ export function providerHealth(reports: ProviderReport[] | undefined): ProviderH
   return reports.map((r) => {
     const top = best.get(r.chainId);
     const health: ProviderHealth = { chainId: r.chainId, provider: r.provider, up: r.ok };
-    if (r.ok && top !== undefined && r.currentBlock !== undefined) health.blockLag = top - r.currentBlock;
+    if (r.fault) health.fault = r.fault;
+    // A provider left out for lagging still has its lag shown; the best head is taken among the providers in use.
+    if (top !== undefined && r.currentBlock !== undefined) health.blockLag = Math.max(0, top - r.currentBlock);
     return health;
   });
 }

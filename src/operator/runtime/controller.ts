@@ -13,14 +13,15 @@ import type { Informer } from './informer.js';
 import type { RuntimeMetrics } from './metrics.js';
 import { keyOf, keyString, parseKey } from './paths.js';
 import { WorkQueue } from './queue.js';
-import type {
-  EventRecorder,
-  KubeWriter,
-  ObjectCache,
-  ObjectKey,
-  ReconcileResult,
-  Reconciler,
-  ResourceKind,
+import {
+  type EventRecorder,
+  type KubeWriter,
+  type ObjectCache,
+  type ObjectKey,
+  type ReconcileResult,
+  type Reconciler,
+  type ResourceKind,
+  TerminalError,
 } from './types.js';
 
 /** Informers the manager creates for a kind, one per watched namespace (or one cluster-wide), in its cache. */
@@ -190,21 +191,27 @@ export class Controller {
           events: this.options.events,
           signal,
         });
-        const after = result?.requeueAfterMs;
-        queue.forget(item);
-        if (after !== undefined && after > 0) {
-          queue.addAfter(item, after);
-          metrics.reconcileTotal.inc({ ...labels, result: 'requeue_after' });
-        } else if (after === 0) {
+        if (result && 'requeue' in result) {
           queue.addRateLimited(item);
           metrics.reconcileTotal.inc({ ...labels, result: 'requeue' });
+        } else if (result) {
+          queue.forget(item);
+          queue.addAfter(item, result.requeueAfterMs);
+          metrics.reconcileTotal.inc({ ...labels, result: 'requeue_after' });
         } else {
+          queue.forget(item);
           metrics.reconcileTotal.inc({ ...labels, result: 'success' });
         }
       } catch (error) {
         if (signal.aborted) {
           queue.add(item);
           logger.info({ err: errorMessage(error) }, 'reconcile interrupted: leadership lost or shutting down');
+        } else if (error instanceof TerminalError) {
+          queue.forget(item);
+          metrics.reconcileTotal.inc({ ...labels, result: 'error' });
+          metrics.reconcileErrors.inc(labels);
+          metrics.terminalReconcileErrors.inc(labels);
+          logger.error({ err: errorMessage(error) }, 'reconcile failed for good: not retried until the object changes');
         } else {
           const delay = queue.addRateLimited(item);
           metrics.reconcileTotal.inc({ ...labels, result: 'error' });

@@ -16,6 +16,7 @@ export class RuntimeMetrics {
   readonly workqueueLongestRunning: Gauge<'name'>;
   readonly reconcileTotal: Counter<'controller' | 'result'>;
   readonly reconcileErrors: Counter<'controller'>;
+  readonly terminalReconcileErrors: Counter<'controller'>;
   readonly reconcileTime: Histogram<'controller'>;
   readonly activeWorkers: Gauge<'controller'>;
   readonly maxConcurrentReconciles: Gauge<'controller'>;
@@ -93,6 +94,12 @@ export class RuntimeMetrics {
     this.reconcileErrors = new Counter({
       name: 'controller_runtime_reconcile_errors_total',
       help: 'Total number of reconciliation errors per controller',
+      labelNames: ['controller'],
+      registers: r,
+    });
+    this.terminalReconcileErrors = new Counter({
+      name: 'controller_runtime_terminal_reconcile_errors_total',
+      help: 'Total number of terminal reconciliation errors per controller',
       labelNames: ['controller'],
       registers: r,
     });

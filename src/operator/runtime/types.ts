@@ -83,8 +83,26 @@ export type ReconcileContext = {
   signal: AbortSignal; // aborted when leadership is lost or shutdown begins
 };
 
-/** `requeueAfterMs` schedules another reconcile; throwing requeues with per-object exponential backoff. */
-export type ReconcileResult = { requeueAfterMs?: number } | undefined;
+/**
+ * What a reconcile asks of the work queue, each meaning by its own name (controller-runtime deprecated its bare
+ * `Requeue` for the same ambiguity):
+ * - `undefined`: done; the next watch event of the object, its children or what it references wakes it.
+ * - `{ requeueAfterMs }`: look again after that many milliseconds (a wait being polled, the periodic resync).
+ * - `{ requeue: 'rateLimited' }`: look again after the object's backoff, as after an error but without one.
+ * Throwing requeues with the object's backoff; throwing a TerminalError does not (see there).
+ */
+export type ReconcileResult = { requeueAfterMs: number } | { requeue: 'rateLimited' } | undefined;
+
+/**
+ * Thrown by a reconcile for what retrying cannot fix (controller-runtime's reconcile.TerminalError): it is logged
+ * and counted once and the object is not requeued; the next change of the object or its children wakes it.
+ */
+export class TerminalError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'TerminalError';
+  }
+}
 
 export interface Reconciler {
   readonly name: string; // the controller label of controller_runtime_* metrics

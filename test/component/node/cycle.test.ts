@@ -4,6 +4,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
 import { Contract } from 'ethers';
+import { STUCK_AFTER_BLOCKS } from '../../../src/chain/pending.js';
 import { MemoryResponseCache } from '../../../src/node/cache.js';
 import { type CycleSummary, runCycle } from '../../../src/node/cycle.js';
 import { InProcessExecutor } from '../../../src/node/executor.js';
@@ -482,7 +483,7 @@ describe('request-response cycle on anvil (real AirnodeRrpV0)', () => {
   });
 
   describe('stuck transactions', () => {
-    it('replaces a transaction still pending from the previous cycle (same nonce, higher price)', async () => {
+    it('replaces a transaction that stays pending for STUCK_AFTER_BLOCKS blocks (same nonce, higher price)', async () => {
       const sponsor = await newSponsor();
       const requestId = await fullRequest(sponsor);
       const config = buildConfig({
@@ -495,6 +496,8 @@ describe('request-response cycle on anvil (real AirnodeRrpV0)', () => {
           logger: silentLogger,
           wallets,
         });
+      const outcome = (summary: CycleSummary) =>
+        summary.results.flatMap((r) => (r.ok ? r.output.outcomes : [])).find((o) => o.id === requestId)!;
       const funded = BigInt(await rpc<string>(chain.anvil.url, 'eth_getBalance', [sponsor.sponsorWallet, 'latest']));
       await rpc(chain.anvil.url, 'evm_setAutomine', [false]);
       try {
@@ -504,14 +507,24 @@ describe('request-response cycle on anvil (real AirnodeRrpV0)', () => {
           r.ok && r.output.sponsorWallet === sponsor.sponsorWallet ? [r.output.balanceWei] : [],
         )[0];
         expect(BigInt(reported ?? funded) < funded, 'balance after the pending transaction').to.equal(true);
+        // Blocks go by without it: a block gas limit below its gas keeps it in the pool.
+        await rpc(chain.anvil.url, 'evm_setBlockGasLimit', ['0xc350']);
+        await mineBlocks(chain.anvil.url, STUCK_AFTER_BLOCKS);
+        expect(await requestEvents(chain.deployment, requestId)).to.deep.equal({ fulfilled: [], failed: [] });
+        expect(await rpc(chain.anvil.url, 'txpool_status')).to.include({ pending: '0x1' });
+        // Nothing is mined before the next evm_mine: the limit can go back for the static calls of the cycle.
+        await rpc(chain.anvil.url, 'evm_setBlockGasLimit', ['0x5f5e100']);
         const second = await run();
-        const outcome = (summary: CycleSummary) =>
-          summary.results.flatMap((r) => (r.ok ? r.output.outcomes : [])).find((o) => o.id === requestId)!;
         expect(outcome(first).nonce).to.equal(0);
-        expect(outcome(second).nonce).to.equal(0);
+        expect(outcome(second)).to.include({ outcome: 'fulfilled', nonce: 0 });
         expect(outcome(second).txHash).to.not.equal(outcome(first).txHash);
+        const replacement = await rpc<{ gasPrice: string }>(chain.anvil.url, 'eth_getTransactionByHash', [
+          outcome(second).txHash,
+        ]);
+        expect(BigInt(replacement.gasPrice)).to.equal(12n * 10n ** 9n);
         await rpc(chain.anvil.url, 'evm_mine', []);
       } finally {
+        await rpc(chain.anvil.url, 'evm_setBlockGasLimit', ['0x5f5e100']);
         await rpc(chain.anvil.url, 'evm_setAutomine', [true]);
       }
       await waitForMined(chain.anvil.url);

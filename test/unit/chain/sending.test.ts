@@ -65,6 +65,61 @@ describe('sendInNonceOrder', () => {
     });
     expect(report.sent.map((s) => s?.nonce)).to.deep.equal([0, 1, undefined, undefined]);
     expect(report.transportError).to.be.instanceOf(RpcTransportError);
+    // What the lost batch carried, with the hashes to confirm it by.
+    expect(report.unanswered?.map((u) => [u.index, u.nonce])).to.deep.equal([
+      [2, 2],
+      [3, 3],
+    ]);
+    for (const u of report.unanswered ?? []) expect(u.txHash).to.match(/^0x[0-9a-f]{64}$/);
     expect(exchanges).to.equal(2);
+  });
+
+  it('fills no nonce that another transaction holds: "replacement underpriced" for a hash the provider does not know', async () => {
+    const methods: string[] = [];
+    const client = new RpcClient('http://127.0.0.1:4/taken', {}, async (_url, body) => {
+      const parsed = JSON.parse(body) as Call | Call[];
+      const calls = Array.isArray(parsed) ? parsed : [parsed];
+      methods.push(...calls.map((c) => c.method));
+      const answers = calls.map((c) => {
+        if (c.method === 'eth_getTransactionByHash') return { jsonrpc: '2.0', id: c.id, result: null };
+        const tx = Transaction.from(c.params[0]!);
+        return tx.nonce === 0
+          ? { jsonrpc: '2.0', id: c.id, error: { code: -32000, message: 'replacement transaction underpriced' } }
+          : { jsonrpc: '2.0', id: c.id, result: tx.hash };
+      });
+      return Array.isArray(parsed) ? answers : answers[0];
+    });
+    const report = await sendInNonceOrder(transactions, {
+      client,
+      wallet,
+      chainId: '31337',
+      firstNonce: 0,
+      gasTarget: { type: 0, gasPrice: 10n },
+    });
+    expect(report.sent[0]).to.deep.equal({
+      nonce: 0,
+      rejected: 'eth_sendRawTransaction: replacement transaction underpriced',
+    });
+    expect(report.fillers).to.deep.equal([]);
+    expect(methods.filter((m) => m === 'eth_sendRawTransaction')).to.have.length(4);
+  });
+
+  it('fills no nonce below the pending nonce, where a transaction may still be mined', async () => {
+    const client = new RpcClient('http://127.0.0.1:4/pending', {}, async (_url, body) => {
+      const parsed = JSON.parse(body) as Call | Call[];
+      const answers = (Array.isArray(parsed) ? parsed : [parsed]).map((c) => {
+        const tx = Transaction.from(c.params[0]!);
+        return tx.nonce === 1 && tx.to !== wallet.address
+          ? { jsonrpc: '2.0', id: c.id, error: { code: -32000, message: 'insufficient funds for gas * price + value' } }
+          : { jsonrpc: '2.0', id: c.id, result: tx.hash };
+      });
+      return Array.isArray(parsed) ? answers : answers[0];
+    });
+    const options = { client, wallet, chainId: '31337', firstNonce: 0, gasTarget: { type: 0, gasPrice: 10n } } as const;
+    expect((await sendInNonceOrder(transactions, { ...options, pendingNonce: 2 })).fillers).to.deep.equal([]);
+    // The same rejection above the pending nonce is a hole, and gets its filler.
+    expect(
+      (await sendInNonceOrder(transactions, { ...options, pendingNonce: 0 })).fillers.map((f) => f.nonce),
+    ).to.deep.equal([1]);
   });
 });

@@ -21,10 +21,12 @@ describe('oracle-node CLI', () => {
         'schema',
         'start',
         'validate',
+        'manifest',
         'worker',
         'status',
         'logs',
         'cycle',
+        'request',
         'completion',
       ].sort(),
     );

@@ -4,7 +4,8 @@ import { ENV } from '../../../src/contract/pods.js';
 import { clearSecrets, REDACTED, redact } from '../../../src/observability/index.js';
 import { createOracleNodeReconciler, nodesReferencingSecret, WATCHES } from '../../../src/operator/controller.js';
 import { KINDS, type OracleNode } from '../../../src/operator/resource.js';
-import type { ObjectCache } from '../../../src/operator/runtime/types.js';
+import { ApiError } from '../../../src/operator/runtime/rest.js';
+import { type ObjectCache, TerminalError } from '../../../src/operator/runtime/types.js';
 import { FakeKube, loadSample } from './fake-kube.js';
 
 // The public development mnemonic's first account (m/44'/60'/0'/0/0).
@@ -129,7 +130,7 @@ describe('operator controller (reconcile against an in-memory cluster)', () => {
     expect(condition('ConfigValid')).to.include({ status: 'False', reason: 'SecretNotFound' });
     expect(condition('ConfigValid')!.message).to.contain('minimal-secrets');
     expect(childWrites(kube)).to.deep.equal([]);
-    expect(result?.requeueAfterMs).to.be.a('number');
+    expect(result).to.have.property('requeueAfterMs').that.is.a('number');
     kube.put(KINDS.secret, secret);
     await reconcile();
     expect(condition('ConfigValid')).to.include({ status: 'True' });
@@ -177,6 +178,36 @@ describe('operator controller (reconcile against an in-memory cluster)', () => {
         .sort(),
     ).to.deep.equal(['CronJob/full-prod-a-coordinator', 'Service/full-prod-a-gateway']);
     expect(kube.get<V1CronJob>(KINDS.cronJob, cronJobKey)!.spec!.schedule).to.equal('* * * * *');
+  });
+
+  it('an apply the apiserver refuses for a while is Degraded/ApplyFailed and thrown as a plain error, so it is retried', async () => {
+    const { kube, reconcile, condition } = setup('minimal');
+    kube.refuseApply = (kind) => (kind === KINDS.role ? new ApiError('etcdserver: request timed out', 500) : undefined);
+    const failure = await reconcile().then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+    expect(failure).to.be.instanceOf(ApiError);
+    expect(failure).to.not.be.instanceOf(TerminalError);
+    expect(condition('Degraded')).to.include({ status: 'True', reason: 'ApplyFailed' });
+    expect(kube.events.map((e) => e.reason)).to.include('ApplyFailed');
+    kube.refuseApply = undefined;
+    await reconcile();
+    expect(condition('Degraded')).to.include({ status: 'False' });
+  });
+
+  it('an apply the apiserver refuses as invalid (422) is a terminal error: the same spec would be refused again', async () => {
+    const { kube, reconcile, condition } = setup('minimal');
+    kube.refuseApply = (kind) =>
+      kind === KINDS.cronJob ? new ApiError('CronJob.batch "x" is invalid: spec.schedule', 422, 'Invalid') : undefined;
+    const failure = await reconcile().then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+    expect(failure).to.be.instanceOf(TerminalError);
+    expect((failure as TerminalError).message).to.contain('spec.schedule');
+    expect(condition('Degraded')).to.include({ status: 'True', reason: 'ApplyFailed' });
+    expect(condition('Degraded')!.message).to.contain('spec.schedule');
   });
 
   it('children the spec no longer asks for are deleted (gateways disabled, one replica: no PDB)', async () => {

@@ -2,7 +2,9 @@ import { readFileSync } from 'node:fs';
 import { expect } from 'chai';
 import yaml from 'js-yaml';
 import { configJsonSchema } from '../../../src/config/index.js';
-import { buildCrd, configJsonSchemaToStructural, type StructuralSchema } from '../../../src/operator/crd.js';
+import type { StructuralSchema } from '../../../src/operator/api/structural.js';
+import { configJsonSchemaToStructural } from '../../../src/operator/api/v1alpha1.js';
+import { buildCrd } from '../../../src/operator/crd.js';
 import { renderCrdReference } from '../../../src/operator/crd-reference.js';
 
 type Version = {

@@ -23,6 +23,8 @@ export class FakeKube {
   readonly objects = new Map<string, KubernetesObject>();
   readonly writes: Write[] = [];
   readonly events: { type: string; reason: string; message: string }[] = [];
+  /** The apiserver's answer to an apply, when a test makes it refuse one (undefined: accepted). */
+  refuseApply: ((kind: ResourceKind, object: KubernetesObject) => Error | undefined) | undefined;
   private uid = 0;
 
   put(kind: ResourceKind, object: KubernetesObject): KubernetesObject {
@@ -63,6 +65,8 @@ export class FakeKube {
     };
     const client: KubeWriter = {
       apply: async (kind, object) => {
+        const refusal = this.refuseApply?.(kind, object);
+        if (refusal) throw refusal;
         this.writes.push({ verb: 'apply', kind: kind.kind, name: object.metadata!.name! });
         const existing = this.get(kind, { namespace: object.metadata!.namespace!, name: object.metadata!.name! });
         const stored = structuredClone(object) as KubernetesObject & { status?: unknown };

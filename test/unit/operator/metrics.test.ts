@@ -30,7 +30,7 @@ describe('oracle_node_* metrics from the OracleNode status', () => {
     counts: { discovered: 7, fulfilled: 5, failed: 2 },
     providers: [
       { chainId: '1', provider: 'a', up: true, blockLag: 0 },
-      { chainId: '1', provider: 'b', up: false },
+      { chainId: '1', provider: 'b', up: false, fault: 'unavailable' },
     ],
     sponsorWallets: [
       { chainId: '1', sponsorWallet: '0x228A54F33E46fbb32a62ca650Fcc9eD3C730511d', balanceWei: '5000000000000000' },
@@ -53,6 +53,9 @@ describe('oracle_node_* metrics from the OracleNode status', () => {
     expect(await sample(registry, 'oracle_node_provider_up', { provider: 'b' })).to.equal(0);
     expect(await sample(registry, 'oracle_node_provider_block_lag', { provider: 'a' })).to.equal(0);
     expect(
+      await sample(registry, 'oracle_node_provider_faults_total', { provider: 'b', fault: 'unavailable' }),
+    ).to.equal(1);
+    expect(
       await sample(registry, 'oracle_node_sponsor_wallet_balance_wei', {
         sponsor_wallet: '0x228A54F33E46fbb32a62ca650Fcc9eD3C730511d',
       }),
@@ -66,6 +69,16 @@ describe('oracle_node_* metrics from the OracleNode status', () => {
     expect(await sample(registry, 'oracle_node_requests_total', { ...key, outcome: 'fulfilled' })).to.equal(5);
     metrics.observe(key, statusWith({ ...cycle, job: 'next', counts: { discovered: 1, fulfilled: 1 } }));
     expect(await sample(registry, 'oracle_node_requests_total', { ...key, outcome: 'fulfilled' })).to.equal(6);
+  });
+
+  it('counts the gas price strategy failures the coordinator reported, once per cycle', async () => {
+    const registry = new Registry();
+    const metrics = new OracleNodeMetrics(registry);
+    const failing = { ...cycle, counts: { ...cycle.counts, gasPriceStrategyFailures: 2 } };
+    for (let i = 0; i < 2; i++) metrics.observe(key, statusWith(failing));
+    expect(await sample(registry, 'oracle_node_gas_price_strategy_failures_total', key)).to.equal(2);
+    metrics.observe(key, statusWith({ ...failing, job: 'next' }));
+    expect(await sample(registry, 'oracle_node_gas_price_strategy_failures_total', key)).to.equal(4);
   });
 
   it('keeps the last success time when the newest cycle failed, and follows Ready', async () => {
@@ -133,6 +146,24 @@ describe('provider health in status.lastCycle', () => {
       { chainId: '1', provider: 'b', up: true, blockLag: 3 },
       { chainId: '1', provider: 'c', up: false },
       { chainId: '5', provider: 'd', up: true, blockLag: 0 },
+    ]);
+  });
+
+  it('shows why a provider was left out, and the lag of one left out for lagging', () => {
+    const report = parseCycleReport({
+      'cycle.json': JSON.stringify({
+        providers: [
+          { chainId: '1', provider: 'a', ok: true, currentBlock: 500 },
+          { chainId: '1', provider: 'stale', ok: false, fault: 'lagging', currentBlock: 400 },
+          { chainId: '1', provider: 'mainnet', ok: false, fault: 'wrong-chain' },
+          { chainId: '1', provider: 'odd', ok: false, fault: 'Not A Fault <b>' },
+        ],
+      }),
+    });
+    expect(providerHealth(report?.providers)).to.deep.equal([
+      { chainId: '1', provider: 'a', up: true, blockLag: 0 },
+      { chainId: '1', provider: 'stale', up: false, fault: 'lagging', blockLag: 100 },
+      { chainId: '1', provider: 'mainnet', up: false, fault: 'wrong-chain' },
     ]);
   });
 

@@ -25,6 +25,23 @@ describe('the layering check (make lint)', () => {
     expect(checkLayers(root)).to.deep.equal([]);
   });
 
+  it('holds a sub-folder to its own rule inside its folder: the operator API imports nothing of the controller', () => {
+    write(
+      'operator/api/v1alpha1.ts',
+      "import { KIND } from '../resource.js';\nimport { toStructural } from './structural.js';\n",
+    );
+    write('operator/api/structural.ts', "import { z } from 'zod';\n");
+    write('operator/api/bad.ts', "import { x } from '../reconcile/status.js';\n");
+    expect(checkLayers(root)).to.deep.equal([
+      {
+        file: 'operator/api/bad.ts',
+        line: 1,
+        message:
+          'src/operator/api may import of its folder only src/operator/api/, src/operator/resource.ts (../reconcile/status.js)',
+      },
+    ]);
+  });
+
   it('refuses an upward or sideways import, on the line it is on, multi-line imports included', () => {
     write('node/kubernetes.ts', "// runs in pods\nimport {\n  a,\n} from '../operator/job-executor.js';\n");
     write('config/schema.ts', "import { deriveEndpointId } from '../chain/ids.js';\n");

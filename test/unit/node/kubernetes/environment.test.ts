@@ -20,6 +20,10 @@ describe('coordinator in operator pods', () => {
       timings: { discoveryMs: 1, shardsMs: 2 },
       sponsorWallets: [],
       gasPrices: [],
+      gasPriceStrategyFailures: [
+        { chainId: '1', strategy: 'providerRecommendedGasPrice', count: 2 },
+        { chainId: '1', strategy: 'latestBlockPercentileGasPrice', count: 1 },
+      ],
       results: [],
     };
     const counts = cycleCounts(summary);
@@ -30,6 +34,7 @@ describe('coordinator in operator pods', () => {
       providersUp: 1,
       providersDown: 1,
       cacheHits: 1,
+      gasPriceStrategyFailures: 3,
     });
     for (const value of Object.values(counts)) expect(Number.isInteger(value)).to.equal(true);
   });
@@ -53,6 +58,7 @@ describe('coordinator in operator pods', () => {
       timings: { discoveryMs: 1, shardsMs: 2 },
       sponsorWallets: [],
       gasPrices: [{ chainId: '1', gasPriceWei: '1100000000' }],
+      gasPriceStrategyFailures: [],
       results: [
         {
           ok: true as const,
@@ -104,6 +110,7 @@ describe('coordinator in operator pods', () => {
         timings: { discoveryMs: 1, shardsMs: 2 },
         sponsorWallets: [],
         gasPrices: [],
+        gasPriceStrategyFailures: [],
         results: [
           {
             ok: true as const,

@@ -7,9 +7,11 @@ import {
   deploymentAvailable,
   deploymentReady,
   invalidConfigConditions,
+  kstatusConditions,
   lastCycle,
   mergeConditions,
   nodeConditions,
+  PAUSED_CONDITION,
   setCondition,
   statusEqual,
   type WorkloadObservation,
@@ -206,6 +208,78 @@ describe('node conditions', () => {
       Degraded: 'True/ConfigInvalid',
       Progressing: 'False/ConfigInvalid',
     });
+  });
+});
+
+describe('operator status: the kstatus conditions (Reconciling, Stalled)', () => {
+  const observed: WorkloadObservation = {
+    stage: 'dev',
+    gateway: { name: 'n-dev-gateway', wanted: true, ready: true, available: true },
+    cycle: undefined,
+  };
+  const kstatus = (conditions: ReturnType<typeof mergeConditions>) =>
+    Object.fromEntries(
+      conditions
+        .filter((c) => c.type === 'Reconciling' || c.type === 'Stalled')
+        .map((c) => [c.type, `${c.status}/${c.reason}/${c.observedGeneration}`]),
+    );
+  const applied = (rolloutMessage?: string, gateway = observed.gateway) =>
+    nodeConditions({ observed: { ...observed, gateway }, configWarnings: undefined, rolloutMessage });
+
+  it('a settled node has neither (abnormal-true), so kstatus reads Ready', () => {
+    expect(kstatus(mergeConditions(undefined, applied(), 'T', 3))).to.deep.equal({});
+  });
+
+  it('a stage or gateway rollout is Reconciling, with the reason and generation of Progressing', () => {
+    expect(kstatus(mergeConditions(undefined, applied('Stage dev -> prod'), 'T', 2))).to.deep.equal({
+      Reconciling: 'True/StageRollout/2',
+    });
+    const rolling = { ...observed.gateway, ready: false, available: true };
+    expect(kstatus(mergeConditions(undefined, applied(undefined, rolling), 'T', 2))).to.deep.equal({
+      Reconciling: 'True/GatewayRollingOut/2',
+    });
+  });
+
+  it('a config that cannot be applied as written is Stalled; a Secret that does not exist yet is Reconciling', () => {
+    for (const reason of ['ValidationFailed', 'SecretKeyMissing'] as const)
+      expect(kstatus(mergeConditions(undefined, invalidConfigConditions(reason, 'm', true), 'T', 4))).to.deep.equal({
+        Stalled: `True/${reason}/4`,
+      });
+    expect(
+      kstatus(mergeConditions(undefined, invalidConfigConditions('SecretNotFound', 'm', false), 'T', 4)),
+    ).to.deep.equal({ Reconciling: 'True/SecretNotFound/4' });
+  });
+
+  it('an apply retried with backoff is Reconciling; fixing the config removes Stalled and keeps no stale one', () => {
+    const stalled = mergeConditions(undefined, invalidConfigConditions('ValidationFailed', 'm', true), 'T1', 1);
+    const fixed = mergeConditions(stalled, applied(), 'T2', 2);
+    expect(kstatus(fixed)).to.deep.equal({});
+    const failing = mergeConditions(
+      fixed,
+      [{ type: 'Degraded', status: 'True', reason: 'ApplyFailed', message: 'x' }],
+      'T3',
+    );
+    expect(kstatus(failing)).to.deep.equal({ Reconciling: 'True/ApplyFailed/undefined' });
+  });
+
+  it('paused: no Reconciling (the operator does nothing), a Stalled config stays Stalled', () => {
+    const rolling = mergeConditions(undefined, applied('Stage dev -> prod'), 'T1', 1);
+    expect(kstatus(mergeConditions(rolling, [PAUSED_CONDITION], 'T2'))).to.deep.equal({});
+    const stalled = mergeConditions(undefined, invalidConfigConditions('ValidationFailed', 'm', true), 'T1', 1);
+    expect(kstatus(mergeConditions(stalled, [PAUSED_CONDITION], 'T2'))).to.deep.equal({
+      Stalled: 'True/ValidationFailed/1',
+    });
+  });
+
+  it('keeps lastTransitionTime of Reconciling while the rollout goes on, and orders it after the others', () => {
+    const first = mergeConditions(undefined, applied('Stage dev -> prod: waiting'), 'T1', 1);
+    const later = mergeConditions(first, applied('Stage dev -> prod: old stage finishing'), 'T2', 1);
+    expect(later.find((c) => c.type === 'Reconciling')).to.include({
+      lastTransitionTime: 'T1',
+      message: 'Stage dev -> prod: old stage finishing',
+    });
+    expect(later.map((c) => c.type)).to.deep.equal(['Ready', 'ConfigValid', 'Progressing', 'Degraded', 'Reconciling']);
+    expect(kstatusConditions(later)).to.have.length(1);
   });
 });
 

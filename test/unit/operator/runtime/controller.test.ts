@@ -7,13 +7,16 @@ import { Registry } from 'prom-client';
 import { systemClock } from '../../../../src/operator/runtime/clock.js';
 import { Controller } from '../../../../src/operator/runtime/controller.js';
 import { RuntimeMetrics } from '../../../../src/operator/runtime/metrics.js';
-import type {
-  EventRecorder,
-  KubeWriter,
-  ObjectCache,
-  Reconciler,
-  ResourceKind,
+import {
+  type EventRecorder,
+  type KubeWriter,
+  type ObjectCache,
+  type ReconcileResult,
+  type Reconciler,
+  type ResourceKind,
+  TerminalError,
 } from '../../../../src/operator/runtime/types.js';
+import { FakeClock } from '../../../support/fake-clock.js';
 import { waitFor } from '../../../support/wait.js';
 
 const CONFIGMAP: ResourceKind = { group: '', version: 'v1', kind: 'ConfigMap', plural: 'configmaps', namespaced: true };
@@ -95,5 +98,94 @@ describe('runtime controller: leadership terms', () => {
     controller.shutDown();
     await controller.drained();
     expect(controller.workerLoops()).to.equal(0);
+  });
+});
+
+describe('runtime controller: what a reconcile asks of the queue', () => {
+  /** One primary `a`, reconciled by `outcome` on a fake clock; returns how many times it was reconciled. */
+  async function run(outcome: () => Promise<ReconcileResult>) {
+    const clock = new FakeClock();
+    const registry = new Registry();
+    let reconciles = 0;
+    const controller = new Controller({
+      reconciler: {
+        name: 'queue',
+        watches: { primary: CONFIGMAP, owned: [] },
+        async reconcile() {
+          reconciles++;
+          return outcome();
+        },
+      },
+      workers: 1,
+      cache: cacheOf(['a']),
+      client: {} as KubeWriter,
+      events: { record: () => undefined } as EventRecorder,
+      metrics: new RuntimeMetrics(registry),
+      logger: pino({ level: 'silent' }),
+      clock,
+    });
+    const leadership = new AbortController();
+    controller.startTerm(leadership.signal);
+    await waitFor(() => reconciles === 1 && controller.inFlight() === 0, 10_000, {
+      description: 'the first reconcile',
+      intervalMs: 5,
+    });
+    return {
+      reconciles: () => reconciles,
+      advance: (ms: number) => clock.advance(ms),
+      metrics: () => registry.metrics(),
+      stop: async () => {
+        leadership.abort(new Error('done'));
+        controller.shutDown();
+        await controller.drained();
+      },
+    };
+  }
+
+  it('requeueAfterMs looks again after that long, not before', async () => {
+    const loop = await run(async () => ({ requeueAfterMs: 1000 }));
+    await loop.advance(999);
+    expect(loop.reconciles()).to.equal(1);
+    await loop.advance(1);
+    await waitFor(() => loop.reconciles() === 2, 10_000, { description: 'the requeue', intervalMs: 5 });
+    expect(await loop.metrics()).to.match(
+      /controller_runtime_reconcile_total\{controller="queue",result="requeue_after"\} [12]/,
+    );
+    await loop.stop();
+  });
+
+  it("requeue: 'rateLimited' looks again after the object's backoff, which grows while it keeps asking", async () => {
+    const loop = await run(async () => ({ requeue: 'rateLimited' }));
+    await loop.advance(5);
+    await waitFor(() => loop.reconciles() === 2, 10_000, { description: 'the first backoff (5 ms)', intervalMs: 5 });
+    await loop.advance(9);
+    expect(loop.reconciles()).to.equal(2);
+    await loop.advance(1);
+    await waitFor(() => loop.reconciles() === 3, 10_000, { description: 'the second backoff (10 ms)', intervalMs: 5 });
+    expect(await loop.metrics()).to.match(
+      /controller_runtime_reconcile_total\{controller="queue",result="requeue"\} [23]/,
+    );
+    await loop.stop();
+  });
+
+  it('a thrown error is retried with backoff', async () => {
+    const loop = await run(async () => {
+      throw new Error('the apiserver is away');
+    });
+    await loop.advance(5);
+    await waitFor(() => loop.reconciles() === 2, 10_000, { description: 'the retry', intervalMs: 5 });
+    await loop.stop();
+  });
+
+  it('a TerminalError is counted once and never retried: retrying cannot fix it', async () => {
+    const loop = await run(async () => {
+      throw new TerminalError('the object is invalid');
+    });
+    await loop.advance(3_600_000);
+    expect(loop.reconciles()).to.equal(1);
+    const text = await loop.metrics();
+    expect(text).to.match(/controller_runtime_terminal_reconcile_errors_total\{controller="queue"\} 1/);
+    expect(text).to.match(/controller_runtime_reconcile_errors_total\{controller="queue"\} 1/);
+    await loop.stop();
   });
 });

@@ -1,0 +1,134 @@
+// `oracle-node manifest -c config.json -s secrets.env --name NAME [-n NS] [--secret-name NAME] [--omit-secret]`:
+// an existing deployment as the Secret and the OracleNode, YAML on stdout for `kubectl apply -f -` or Git.
+// The config is validated first by what `validate` runs (same messages, same exit codes); on error stdout stays
+// empty. stderr carries messages, warnings and the `kubectl create secret` command, never a secret value.
+import { parseArgs } from 'node:util';
+import { errorMessage } from '../common/errors.js';
+import { parseSecretsEnv } from '../config/index.js';
+import { MAX_NAME_AND_STAGE } from '../operator/crd.js';
+import {
+  createSecretCommand,
+  DNS_LABEL,
+  DNS_SUBDOMAIN,
+  manifestObjects,
+  manifestYaml,
+  namesKubectlReadsDifferently,
+} from './manifest.js';
+import type { Subcommand } from './subcommand.js';
+import { issueLine, printValidation, reportUnreadable, validateFiles } from './validate-command.js';
+import { type CliIo, processIo, usageError } from './validate-io.js';
+
+const USAGE = `Usage: oracle-node manifest -c <config.json> -s <secrets.env> --name <NAME> [-n <NAMESPACE>]
+                            [--secret-name <NAME>] [--omit-secret]
+
+Validates config.json with secrets.env as \`oracle-node validate\` does, then prints the Secret and the
+OracleNode of this deployment as YAML, for \`kubectl apply -f -\` or a Git repository.
+  -c, --config       path of config.json, put under spec.config as written
+  -s, --secrets      path of secrets.env; each NAME=value line becomes a key of the Secret
+      --name         name of the OracleNode (lowercase a-z, 0-9, '-'; with the stage at most ${MAX_NAME_AND_STAGE} characters)
+  -n, --namespace    namespace of both objects (default: none, kubectl's current namespace)
+      --secret-name  name of the Secret (default: <name>-secrets)
+      --omit-secret  leave the Secret out (a vault, sealed or external secrets provide it): the kubectl
+                     command that creates it from secrets.env is printed on stderr instead
+Exit codes: 0 printed, 1 invalid config (stdout empty, errors on stderr as validate prints them),
+2 usage or I/O error.
+`;
+
+type ManifestOptions = {
+  config?: string | undefined;
+  secrets?: string | undefined;
+  name?: string | undefined;
+  namespace?: string | undefined;
+  'secret-name'?: string | undefined;
+  'omit-secret'?: boolean | undefined;
+  help?: boolean | undefined;
+};
+
+/** The reason an option's value cannot name a Kubernetes object, or undefined when it can. */
+function nameProblem(values: ManifestOptions): string | undefined {
+  if (!values.name) return 'Missing --name <NAME>';
+  if (!DNS_LABEL.test(values.name) || values.name.length > 63)
+    return `--name ${values.name} is not a valid name: lowercase a-z, 0-9 and '-', starting and ending with a letter or digit`;
+  if (values.namespace !== undefined && (!DNS_LABEL.test(values.namespace) || values.namespace.length > 63))
+    return `-n ${values.namespace} is not a valid namespace: lowercase a-z, 0-9 and '-', at most 63 characters`;
+  const secretName = values['secret-name'];
+  if (secretName !== undefined && (!DNS_SUBDOMAIN.test(secretName) || secretName.length > 253))
+    return `--secret-name ${secretName} is not a valid Secret name: lowercase a-z, 0-9, '-' and '.'`;
+  if (values['omit-secret'] && values.secrets === undefined)
+    return '--omit-secret needs -s <secrets.env>: the printed command creates the Secret from it';
+  return undefined;
+}
+
+export async function runManifest(argv: string[], io: CliIo = processIo): Promise<number> {
+  let values: ManifestOptions;
+  try {
+    ({ values } = parseArgs({
+      args: argv,
+      options: {
+        config: { type: 'string', short: 'c' },
+        secrets: { type: 'string', short: 's' },
+        name: { type: 'string' },
+        namespace: { type: 'string', short: 'n' },
+        'secret-name': { type: 'string' },
+        'omit-secret': { type: 'boolean' },
+        help: { type: 'boolean', short: 'h' },
+      },
+      strict: true,
+      allowPositionals: false,
+    }));
+  } catch (error) {
+    return usageError(io, errorMessage(error), USAGE);
+  }
+  if (values.help) {
+    io.stdout(USAGE);
+    return 0;
+  }
+  if (!values.config) return usageError(io, 'Missing -c <config.json>', USAGE);
+  const problem = nameProblem(values);
+  if (problem) return usageError(io, problem, USAGE);
+  const name = values.name!;
+
+  const checked = await validateFiles(values.config, values.secrets);
+  if (!checked.readable) return reportUnreadable(io, false, 2, checked.message);
+  const { result } = checked;
+  if (!result.ok || !result.config) return printValidation(io, false, values.config, result);
+  const stage = result.config.nodeSettings.stage;
+  if (name.length + stage.length > MAX_NAME_AND_STAGE) {
+    return usageError(
+      io,
+      `--name ${name} with the stage ${stage} is ${name.length + stage.length} characters; at most ${MAX_NAME_AND_STAGE} fit (children are named <name>-<stage>-coordinator)`,
+      USAGE,
+    );
+  }
+
+  let text = '';
+  for (const issue of result.warnings) text += issueLine('warning', issue);
+  const secretName = values['secret-name'] ?? `${name}-secrets`;
+  const secrets = checked.secretsText === undefined ? undefined : parseSecretsEnv(checked.secretsText).secrets;
+  const inline = secrets !== undefined && !values['omit-secret'];
+  if (secrets !== undefined && !inline) {
+    text += `The Secret ${secretName} is not in the manifest; create it before applying, from secrets.env:\n`;
+    text += `  ${createSecretCommand(secretName, values.secrets!, values.namespace)}\n`;
+    text += `or from your secret store, with the keys: ${Object.keys(secrets).join(', ') || '(none)'}\n`;
+    const different = namesKubectlReadsDifferently(checked.secretsText!, secrets);
+    if (different.length > 0)
+      text += `kubectl --from-env-file reads ${different.join(', ')} differently from secrets.env (it keeps quotes, trailing spaces and comments, and refuses "export"): write those lines as NAME=value\n`;
+  }
+  if (text) io.stderr(text);
+
+  const objects = manifestObjects({
+    name,
+    namespace: values.namespace,
+    config: JSON.parse(checked.configText!.replace(/^\uFEFF/, '')),
+    ...(secrets === undefined ? {} : { secret: { name: secretName, data: inline ? secrets : undefined } }),
+  });
+  const header = inline
+    ? [`The Secret holds the values of ${values.secrets}: keep this out of Git unless it is encrypted.`]
+    : [];
+  io.stdout(manifestYaml(objects, header));
+  return 0;
+}
+
+export const manifestCommand: Subcommand = {
+  run: (argv) => runManifest(argv),
+};

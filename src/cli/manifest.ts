@@ -1,0 +1,100 @@
+// The objects `oracle-node manifest` prints for an existing deployment: the Secret (as `kubectl create secret
+// generic --from-env-file --dry-run=client -o yaml` would print it) and the OracleNode with config.json as written
+// under spec.config. Pure functions of their input; the command (manifest-command.ts) does the reading and printing.
+import yaml from 'js-yaml';
+import { API_VERSION, KIND } from '../operator/resource.js';
+
+/** A DNS-1123 label: the OracleNode's name and a namespace (children and label values are built from them). */
+export const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+/** A DNS-1123 subdomain: a Secret's name. */
+export const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+
+export type ManifestInput = {
+  name: string;
+  namespace?: string | undefined;
+  /** config.json as written (placeholders and the reference's names kept): the operator validates it itself. */
+  config: unknown;
+  /** The Secret that spec.secretRef names; absent for a config without any `${NAME}`. */
+  secret?: {
+    name: string;
+    /** The parsed secrets.env to put inline, or undefined when the Secret is created elsewhere. */
+    data?: Record<string, string> | undefined;
+  };
+};
+
+type ManifestObject = { apiVersion: string; kind: string; metadata: Record<string, string>; [key: string]: unknown };
+
+function metadata(name: string, namespace: string | undefined): Record<string, string> {
+  return namespace === undefined ? { name } : { name, namespace };
+}
+
+/** The Secret (when inline) then the OracleNode, in the order `kubectl apply` should create them. */
+export function manifestObjects(input: ManifestInput): ManifestObject[] {
+  const objects: ManifestObject[] = [];
+  const { secret } = input;
+  if (secret?.data) {
+    const data = Object.fromEntries(
+      Object.entries(secret.data).map(([key, value]) => [key, Buffer.from(value, 'utf8').toString('base64')]),
+    );
+    objects.push({
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: metadata(secret.name, input.namespace),
+      type: 'Opaque',
+      data,
+    });
+  }
+  const spec: Record<string, unknown> = {};
+  if (secret) spec.secretRef = { name: secret.name };
+  spec.config = input.config;
+  objects.push({ apiVersion: API_VERSION, kind: KIND, metadata: metadata(input.name, input.namespace), spec });
+  return objects;
+}
+
+/**
+ * YAML 1.1 (kubectl's reader) takes `1_000` or `0x_ff` for numbers; js-yaml's YAML 1.2 schema does not, so it
+ * would print such a string unquoted. Declaring them as an implicit type makes the dumper quote them.
+ */
+const yaml11Numbers = new yaml.Type('tag:oracle-node.io,2026:yaml11-number', {
+  kind: 'scalar',
+  resolve: (text: string) => text.includes('_') && /^[-+]?\.?[0-9][0-9a-zA-Z_.+-]*$/.test(text),
+});
+const KUBECTL_SAFE_SCHEMA = yaml.DEFAULT_SCHEMA.extend({ implicit: [yaml11Numbers] });
+
+/**
+ * The objects as one YAML stream. Long strings stay on one line, and strings that a YAML 1.1 reader (kubectl's)
+ * would take for a number, a boolean or a time ("0x…", "yes", "010", "1_000", "2026-01-01") are quoted, so
+ * `kubectl apply` reads back exactly the strings of config.json.
+ */
+export function manifestYaml(objects: ManifestObject[], header: string[] = []): string {
+  const documents = objects.map((object) =>
+    yaml.dump(object, { schema: KUBECTL_SAFE_SCHEMA, lineWidth: -1, noRefs: true, sortKeys: false }),
+  );
+  return `${header.map((line) => `# ${line}\n`).join('')}${documents.join('---\n')}`;
+}
+
+const SHELL_SAFE = /^[A-Za-z0-9_./=:@%+-]+$/;
+const shellQuote = (word: string) => (SHELL_SAFE.test(word) ? word : `'${word.replaceAll("'", `'\\''`)}'`);
+
+/** The command that creates the Secret from secrets.env itself (names and the path only, never a value). */
+export function createSecretCommand(secretName: string, secretsPath: string, namespace: string | undefined): string {
+  const words = ['kubectl', 'create', 'secret', 'generic', secretName, `--from-env-file=${secretsPath}`];
+  if (namespace !== undefined) words.push('-n', namespace);
+  return words.map(shellQuote).join(' ');
+}
+
+/**
+ * The secrets whose value `kubectl create secret --from-env-file` reads differently from secrets.env's rules:
+ * kubectl takes everything after the first `=` literally (quotes, trailing spaces and ` # comments` included),
+ * refuses `export NAME=…` and multi-line values. Names only: the values never leave this function.
+ */
+export function namesKubectlReadsDifferently(secretsText: string, secrets: Record<string, string>): string[] {
+  const kubectlValues = new Map<string, string>();
+  for (const raw of secretsText.replace(/^\uFEFF/, '').split('\n')) {
+    const line = raw.replace(/\r$/, '').trimStart();
+    if (line === '' || line.startsWith('#')) continue;
+    const equals = line.indexOf('=');
+    if (equals > 0) kubectlValues.set(line.slice(0, equals), line.slice(equals + 1));
+  }
+  return Object.keys(secrets).filter((name) => kubectlValues.get(name) !== secrets[name]);
+}

@@ -1,0 +1,112 @@
+// The request log: what the node records about each request it saw, for `oracle-node request <requestId>`. The
+// coordinator keeps it beside its cycle report (key `requests.json` of the `<name>-cycle` ConfigMap; locally a file
+// in the cache directory), one entry per request, the most recently seen first, at most MAX_RECORDED_REQUESTS.
+// Never an API's answer, URL or parameters: only the outcome's class and its duration. Read back as untrusted
+// input (the coordinator's identity can write the ConfigMap), so only well-formed entries are kept.
+import { z } from 'zod';
+
+export const REQUEST_LOG_KEY = 'requests.json';
+/** 200 entries of at most ~0.8 KB: the ConfigMap stays far below its 1 MiB limit. */
+export const MAX_RECORDED_REQUESTS = 200;
+const MAX_REASON_LENGTH = 300;
+
+/** Where a request stands after a cycle: a transaction outcome of its shard, or why no shard took it. */
+export const REQUEST_STATES = [
+  'fulfilled',
+  'failed',
+  'error',
+  'skipped',
+  'shardFailed',
+  'waitingForConfirmations',
+  'overChainLimit',
+  'dropped',
+] as const;
+export type RequestState = (typeof REQUEST_STATES)[number];
+
+/** The API call of a request: the HTTP status class, or what happened instead of an answer. */
+export const API_OUTCOMES = ['2xx', '3xx', '4xx', '5xx', 'no response', 'failed', 'cached', 'not called'] as const;
+export type ApiOutcome = (typeof API_OUTCOMES)[number];
+
+const cycleSchema = z.object({
+  /** The coordinator Job (in a pod) that saw it; absent locally. */
+  job: z.string().max(253).optional(),
+  time: z.iso.datetime({ offset: true }),
+});
+
+const requestRecordSchema = z.object({
+  chainId: z.string().max(78),
+  requestId: z.string().regex(/^0x[0-9a-f]{64}$/),
+  state: z.enum(REQUEST_STATES),
+  reason: z.string().max(MAX_REASON_LENGTH).optional(),
+  firstSeen: cycleSchema,
+  lastSeen: cycleSchema,
+  /** How many cycles saw it. */
+  cycles: z.number().int().positive(),
+  /** The block of its Made*Request event and the confirmed head of the cycle that saw it last. */
+  madeInBlock: z.number().int().nonnegative().optional(),
+  headBlock: z.number().int().nonnegative().optional(),
+  api: z.object({ outcome: z.enum(API_OUTCOMES), durationMs: z.number().int().nonnegative() }).optional(),
+  transaction: z
+    .object({
+      hash: z.string().regex(/^0x[0-9a-fA-F]{64}$/),
+      nonce: z.number().int().nonnegative().optional(),
+      provider: z.string().max(253).optional(),
+    })
+    .optional(),
+});
+
+export type RequestRecord = z.infer<typeof requestRecordSchema>;
+/** What one cycle says about a request: a record without the history fields the merge keeps. */
+export type CycleRequestRecord = Omit<RequestRecord, 'firstSeen' | 'cycles'>;
+
+/** A reason shortened to what the record keeps. */
+export function boundedReason(reason: string): string {
+  return reason.length > MAX_REASON_LENGTH ? `${reason.slice(0, MAX_REASON_LENGTH - 3)}...` : reason;
+}
+
+const keyOf = (record: { chainId: string; requestId: string }) => `${record.chainId}/${record.requestId}`;
+
+/**
+ * The log after one cycle: this cycle's records first (their first sighting and cycle count carried over), then
+ * the previous entries it did not see, cut at `limit`.
+ */
+export function mergeRequestLog(
+  previous: readonly RequestRecord[],
+  current: readonly CycleRequestRecord[],
+  limit = MAX_RECORDED_REQUESTS,
+): RequestRecord[] {
+  const before = new Map(previous.map((record) => [keyOf(record), record]));
+  const merged: RequestRecord[] = [];
+  const seen = new Set<string>();
+  for (const record of current) {
+    const key = keyOf(record);
+    if (seen.has(key)) continue;
+    seen.add(key);
+    const old = before.get(key);
+    merged.push({
+      ...record,
+      // A request served earlier keeps the API outcome of the cycle that called it.
+      ...(record.api === undefined && old?.api ? { api: old.api } : {}),
+      firstSeen: old?.firstSeen ?? record.lastSeen,
+      cycles: (old?.cycles ?? 0) + 1,
+    });
+  }
+  for (const record of previous) if (!seen.has(keyOf(record))) merged.push(record);
+  return merged.slice(0, limit);
+}
+
+/** The entries of a stored request log (JSON text); empty when it is missing or not a JSON array. */
+export function parseRequestLog(raw: string | undefined): RequestRecord[] {
+  if (!raw) return [];
+  let value: unknown;
+  try {
+    value = JSON.parse(raw);
+  } catch {
+    return [];
+  }
+  if (!Array.isArray(value)) return [];
+  return value.slice(0, MAX_RECORDED_REQUESTS).flatMap((entry) => {
+    const parsed = requestRecordSchema.safeParse(entry);
+    return parsed.success ? [parsed.data] : [];
+  });
+}

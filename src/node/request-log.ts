@@ -1,0 +1,117 @@
+// The request log of a cycle (src/contract/request-log.ts): one record per request the cycle discovered, with its
+// shard's outcome or the reason no shard took it. Kept by the coordinator beside its cycle report in a pod, and in
+// a file of the cache directory for a local run, so `oracle-node request <requestId>` can tell what the node did.
+import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import {
+  boundedReason,
+  type CycleRequestRecord,
+  mergeRequestLog,
+  parseRequestLog,
+  REQUEST_LOG_KEY,
+  type RequestRecord,
+} from '../contract/request-log.js';
+import { redact } from '../observability/index.js';
+import type { CycleSummary, SeenRequest } from './cycle.js';
+
+export type CycleIdentity = { job?: string | undefined; time: Date };
+
+/** Served requests first (their outcomes matter most), then the ones waiting, over the limit, dropped. */
+const ORDER: Record<SeenRequest['state'], number> = {
+  servable: 0,
+  waitingForConfirmations: 1,
+  overChainLimit: 2,
+  dropped: 3,
+};
+
+/** The records of one cycle. Reasons are redacted: a transport error may quote a provider URL. */
+export function cycleRequestRecords(summary: CycleSummary, cycle: CycleIdentity): CycleRequestRecord[] {
+  const lastSeen = { ...(cycle.job ? { job: cycle.job } : {}), time: cycle.time.toISOString() };
+  const seen = new Map((summary.seen ?? []).map((request) => [`${request.chainId}/${request.id}`, request]));
+  const blocks = (request: SeenRequest | undefined) => ({
+    ...(request?.blockNumber === undefined ? {} : { madeInBlock: request.blockNumber }),
+    ...(request ? { headBlock: request.headBlock } : {}),
+  });
+  const records: CycleRequestRecord[] = [];
+  const recorded = new Set<string>();
+  for (const result of summary.results) {
+    if (result.ok) {
+      for (const outcome of result.output.outcomes) {
+        if (outcome.kind !== 'api') continue;
+        const key = `${result.output.chainId}/${outcome.id}`;
+        recorded.add(key);
+        records.push({
+          chainId: result.output.chainId,
+          requestId: outcome.id.toLowerCase(),
+          state: outcome.outcome === 'withdrawn' ? 'error' : outcome.outcome,
+          ...(outcome.reason ? { reason: boundedReason(redact(outcome.reason)) } : {}),
+          lastSeen,
+          ...blocks(seen.get(key)),
+          ...(outcome.api ? { api: outcome.api } : {}),
+          ...(outcome.txHash
+            ? {
+                transaction: {
+                  hash: outcome.txHash,
+                  ...(outcome.nonce === undefined ? {} : { nonce: outcome.nonce }),
+                  ...(outcome.provider ? { provider: outcome.provider } : {}),
+                },
+              }
+            : {}),
+        });
+      }
+    } else {
+      for (const request of summary.seen ?? []) {
+        if (request.state !== 'servable' || request.chainId !== result.chainId) continue;
+        if (request.sponsorWallet !== result.sponsorWallet) continue;
+        recorded.add(`${request.chainId}/${request.id}`);
+        records.push({
+          chainId: request.chainId,
+          requestId: request.id.toLowerCase(),
+          state: 'shardFailed',
+          reason: boundedReason(redact(result.error)),
+          lastSeen,
+          ...blocks(request),
+        });
+      }
+    }
+  }
+  const unserved = (summary.seen ?? [])
+    .filter((request) => request.state !== 'servable' && !recorded.has(`${request.chainId}/${request.id}`))
+    .sort((a, b) => ORDER[a.state] - ORDER[b.state]);
+  for (const request of unserved) {
+    records.push({
+      chainId: request.chainId,
+      requestId: request.id.toLowerCase(),
+      state: request.state as Exclude<SeenRequest['state'], 'servable'>,
+      ...(request.reason ? { reason: boundedReason(redact(request.reason)) } : {}),
+      lastSeen,
+      ...blocks(request),
+    });
+  }
+  return records;
+}
+
+/** The request log of a local run: `requests.json` in the cache directory, replaced atomically after each cycle. */
+export class FileRequestLog {
+  constructor(readonly directory: string) {}
+
+  get path(): string {
+    return join(this.directory, REQUEST_LOG_KEY);
+  }
+
+  async read(): Promise<RequestRecord[]> {
+    try {
+      return parseRequestLog(await readFile(this.path, 'utf8'));
+    } catch {
+      return [];
+    }
+  }
+
+  async record(records: CycleRequestRecord[]): Promise<void> {
+    const merged = mergeRequestLog(await this.read(), records);
+    await mkdir(this.directory, { recursive: true });
+    const temporary = `${this.path}.${process.pid}.tmp`;
+    await writeFile(temporary, JSON.stringify(merged));
+    await rename(temporary, this.path);
+  }
+}

@@ -1,0 +1,464 @@
+// The OracleNode API, oracle-node.io/v1alpha1, written once: spec and status as zod schemas. The TypeScript types
+// are inferred from them and the CRD's OpenAPI is generated from them (crd.ts, through structural.ts), as
+// CloudNativePG generates its CRD from api/v1/cluster_types.go. The parts of the status that come from the
+// coordinator's cycle report are the contract's schemas (src/contract/pods.ts), not restated here.
+//
+// Descriptions are what `kubectl explain` and docs/crd-reference.md show. How much the apiserver checks:
+// everything in spec (except spec.config, whose strings may be `${NAME}` placeholders: only types and enums);
+// only types in status, which the operator alone writes from what it has already parsed, except the conditions,
+// which keep the Kubernetes conventions generic tools rely on.
+import type { V1Affinity, V1ResourceRequirements, V1Toleration, V2MetricSpec } from '@kubernetes/client-node';
+import { z } from 'zod';
+import { DEFAULT_GATEWAY_SERVER_PORT } from '../../config/index.js';
+import {
+  cycleCountsSchema,
+  cycleOutcomeSchema,
+  failedRequestReportSchema,
+  gasPriceReportSchema,
+  heartbeatResultSchema,
+  sponsorWalletReportSchema,
+} from '../../contract/pods.js';
+import {
+  DEFAULT_IMAGE,
+  DEFAULT_SCHEDULE,
+  DEFAULT_TARGET_CPU_UTILIZATION,
+  MAX_CYCLE_HISTORY,
+  MAX_RECENT_FAILED_REQUESTS,
+} from '../resource.js';
+import {
+  CHECKS_KEYWORD,
+  fillDescriptions,
+  type JsonSchema,
+  NAME_PLACEHOLDER,
+  type StructuralSchema,
+  toStructural,
+} from './structural.js';
+
+const described = (description: string) => ({ description });
+
+/**
+ * A field whose shape is a Kubernetes core type: the schema gives the CRD what the apiserver checks, and the
+ * TypeScript type is client-node's, which the builders hand on to the pods unchanged.
+ */
+function kubernetesType<T>(schema: z.ZodType): z.ZodType<T, T> {
+  return schema as z.ZodType<T, T>;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Spec
+
+const QUANTITY_PATTERN =
+  '^(\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))))?$';
+const quantity = z
+  .union([z.string(), z.number()])
+  .meta({ 'x-kubernetes-int-or-string': true, pattern: QUANTITY_PATTERN });
+const quantityMap = (description: string) => z.record(z.string(), quantity).optional().meta(described(description));
+
+const resources = (description: string) =>
+  kubernetesType<V1ResourceRequirements>(
+    z
+      .object({
+        limits: quantityMap('Maximum compute resources (cpu, memory, ephemeral-storage), as on a container.'),
+        requests: quantityMap(
+          'Minimum compute resources requested (cpu, memory, ephemeral-storage), as on a container.',
+        ),
+      })
+      .meta(described(description)),
+  ).optional();
+
+const toleration = z
+  .object({
+    key: z.string().optional().meta(described('Taint key the toleration applies to; empty matches all keys.')),
+    operator: z.enum(['Exists', 'Equal']).optional().meta(described('Exists or Equal (default Equal).')),
+    value: z.string().optional().meta(described('Taint value the toleration matches (with operator Equal).')),
+    effect: z
+      .enum(['NoSchedule', 'PreferNoSchedule', 'NoExecute', ''])
+      .optional()
+      .meta(described('Taint effect to match: NoSchedule, PreferNoSchedule or NoExecute; empty matches all.')),
+    tolerationSeconds: z
+      .int()
+      .optional()
+      .meta({ description: 'For NoExecute: how long the pod stays bound after the taint appears.', format: 'int64' }),
+  })
+  .meta(described('A toleration, as on a pod spec.'));
+
+const int32 = (description: string) => z.int().meta({ description, format: 'int32' });
+
+const autoscaling = z
+  .object({
+    minReplicas: int32('Least gateway pods. Default spec.gateway.replicas (at least 1).').min(1).max(100).optional(),
+    maxReplicas: int32('Most gateway pods.').min(1).max(100),
+    targetCPUUtilizationPercentage: int32(
+      `Average CPU utilisation to aim at, % of the CPU request. Default ${DEFAULT_TARGET_CPU_UTILIZATION}. Ignored when metrics are given.`,
+    )
+      .min(1)
+      .max(1000)
+      .optional(),
+    metrics: kubernetesType<V2MetricSpec[]>(
+      z
+        .array(z.object({}).meta({ 'x-kubernetes-preserve-unknown-fields': true }))
+        .max(10)
+        .meta(described('autoscaling/v2 MetricSpec list used instead of the CPU target (as in an HPA spec.metrics).')),
+    ).optional(),
+  })
+  .meta({
+    description:
+      'An autoscaling/v2 HorizontalPodAutoscaler on the gateway Deployment, owned by the OracleNode: on the ' +
+      'average CPU utilisation of the gateway pods by default (set resources.requests.cpu so that it can be ' +
+      'computed), or on the given metrics. Removing it deletes the HPA and spec.gateway.replicas applies again.',
+    'x-kubernetes-validations': [
+      {
+        rule: '!has(self.minReplicas) || self.minReplicas <= self.maxReplicas',
+        message: 'autoscaling.minReplicas must not exceed autoscaling.maxReplicas',
+      },
+    ],
+  });
+
+export const oracleNodeSpecSchema = z
+  .object({
+    /** The whole config.json; strings may hold `${NAME}` placeholders resolved from the Secret. */
+    config: z.record(z.string(), z.unknown()),
+    secretRef: z
+      .object({ name: z.string().min(1).max(253).meta(described('Name of the Secret.')) })
+      .optional()
+      .meta(
+        described(
+          `The Secret (in the same namespace) whose keys are the ${NAME_PLACEHOLDER} values of the config. Its keys become ` +
+            'environment variables of every pod; rotating it rolls the workloads.',
+        ),
+      ),
+    image: z
+      .string()
+      .min(1)
+      .optional()
+      .meta(
+        described(`Engine image run by every pod (oracle-node coordinator|worker|gateway). Default ${DEFAULT_IMAGE}.`),
+      ),
+    imagePullPolicy: z
+      .enum(['Always', 'IfNotPresent', 'Never'])
+      .optional()
+      .meta(described('Image pull policy of every container: Always, IfNotPresent or Never. Default IfNotPresent.')),
+    resources: resources('Default compute resources of every container; component settings override them.'),
+    nodeSelector: z
+      .record(z.string(), z.string())
+      .optional()
+      .meta(described('Node labels every pod must match, as on a pod spec.')),
+    tolerations: kubernetesType<V1Toleration[]>(
+      z
+        .array(toleration)
+        .meta(described('Tolerations of every pod of the node (coordinator, workers, gateway), as on a pod spec.')),
+    ).optional(),
+    affinity: kubernetesType<V1Affinity>(
+      z.object({}).meta({
+        description: 'Scheduling affinity of every pod (nodeAffinity, podAffinity, podAntiAffinity), as on a pod spec.',
+        'x-kubernetes-preserve-unknown-fields': true,
+      }),
+    ).optional(),
+    coordinator: z
+      .object({
+        schedule: z
+          .string()
+          .min(9)
+          .max(100)
+          .default(DEFAULT_SCHEDULE)
+          .meta(described(`Cron schedule of the cycles. Default "${DEFAULT_SCHEDULE}" (every minute).`)),
+        suspend: z
+          .boolean()
+          .default(false)
+          .meta(described('Suspends the cycles (no new coordinator Jobs); running ones finish. Default false.')),
+        resources: resources('Compute resources of the coordinator container.'),
+      })
+      .optional()
+      .meta(described('The coordinator CronJob, which runs one cycle of the node per schedule tick.')),
+    gateway: z
+      .object({
+        replicas: int32(
+          'Number of gateway pods; a PodDisruptionBudget is added above 1. Default 1. With autoscaling, the ' +
+            "default of autoscaling.minReplicas, and the HPA sets the count. The config's maxConcurrency is per " +
+            'replica: the node admits up to replicas x maxConcurrency gateway calls at once.',
+        )
+          .min(0)
+          .max(100)
+          .default(1),
+        /** An autoscaling/v2 HPA on the gateway Deployment; it then owns the replica count. */
+        autoscaling: autoscaling.optional(),
+        resources: resources('Compute resources of the gateway container.'),
+        service: z
+          .object({
+            type: z
+              .enum(['ClusterIP', 'NodePort', 'LoadBalancer'])
+              .default('ClusterIP')
+              .meta(described('Service type: ClusterIP, NodePort or LoadBalancer. Default ClusterIP.')),
+            port: int32(`Service port. Default ${DEFAULT_GATEWAY_SERVER_PORT}.`)
+              .min(1)
+              .max(65535)
+              .default(DEFAULT_GATEWAY_SERVER_PORT),
+          })
+          .optional()
+          .meta(described('The Service in front of the gateway pods.')),
+        /** The base URL callers reach the gateways at (an Ingress, a DNS name): reported by the heartbeat. */
+        publicUrl: z
+          .string()
+          .max(2048)
+          .regex(/^https?:\/\/[^\s/?#]+(\/[^\s?#]*)?$/)
+          .optional()
+          .meta(
+            described(
+              'The base URL callers reach the gateways at (an Ingress or DNS name, e.g. https://oracle.example.org), ' +
+                "without the gateway path. Reported by the heartbeat; without it, the Service's load-balancer " +
+                'address (spec.gateway.service.type LoadBalancer) is, else no gateway URL.',
+            ),
+          ),
+      })
+      .optional()
+      .meta(
+        described(
+          'The gateway Deployment and Service, created when any gateway (httpGateway, httpSignedDataGateway, ' +
+            'oevGateway) is enabled in the config.',
+        ),
+      ),
+    worker: z
+      .object({
+        resources: resources('Compute resources of each worker container.'),
+        activeDeadlineSeconds: z.int().min(1).max(3600).default(50).meta({
+          description: 'Deadline of a worker Job; inside the minute so cycles do not pile up. Default 50.',
+          format: 'int64',
+        }),
+        ttlSecondsAfterFinished: int32(
+          'Seconds after which a finished worker Job and its pods are deleted. Default 300.',
+        )
+          .min(0)
+          .default(300),
+      })
+      .optional()
+      .meta(described('The worker Jobs the coordinator creates in each cycle (one Indexed Job per cycle).')),
+  })
+  .meta(described('Desired state of one oracle node deployment.'));
+
+/** spec as the apiserver may hand it over: every defaulted field optional (a parent left out gets no defaults). */
+export type OracleNodeSpec = z.input<typeof oracleNodeSpecSchema>;
+
+// ---------------------------------------------------------------------------------------------------------------
+// Status
+
+/** Reconciling and Stalled are kstatus's (abnormal-true: present only while True), derived from the others. */
+export const CONDITION_TYPES = ['Ready', 'ConfigValid', 'Progressing', 'Degraded', 'Reconciling', 'Stalled'] as const;
+export type ConditionType = (typeof CONDITION_TYPES)[number];
+
+const conditionSchema = z
+  .object({
+    type: z.enum(CONDITION_TYPES).meta({
+      description: 'Ready, ConfigValid, Progressing, Degraded, Reconciling or Stalled.',
+      [CHECKS_KEYWORD]: 'types',
+    }),
+    status: z.enum(['True', 'False', 'Unknown']).meta(described('True, False or Unknown.')),
+    reason: z.string().meta(described('Machine-readable CamelCase reason of the last transition.')),
+    message: z.string().meta(described('Human-readable detail, with config paths for validation errors.')),
+    lastTransitionTime: z
+      .string()
+      .meta({ description: 'When the status last changed (not when it was last checked).', format: 'date-time' }),
+    observedGeneration: z.int().optional().meta(described('The generation the condition was computed for.')),
+  })
+  .meta(
+    described('One aspect of the current state (Ready, ConfigValid, Progressing, Degraded, Reconciling, Stalled).'),
+  );
+
+const providerHealthSchema = z.object({
+  chainId: z.string().meta(described('Chain id of the provider.')),
+  provider: z.string().meta(described('Provider name (a key of chains[].providers).')),
+  up: z.boolean().meta(described('Whether the provider answered the block number and logs and was fit to serve.')),
+  /** Why the coordinator left the provider out of the cycle (unavailable, lagging, wrong-chain, …). */
+  fault: z
+    .string()
+    .optional()
+    .meta(
+      described(
+        'Why the provider was left out of that cycle: unavailable, oversized (answer over the size cap), wrong-chain, syncing, lagging or stalled.',
+      ),
+    ),
+  blockLag: z.int().optional().meta(described('Blocks behind the most advanced provider of the same chain.')),
+});
+
+const cycleStatusSchema = z
+  .object({
+    job: z.string().meta(described('Name of the coordinator Job.')),
+    outcome: z.enum(['Running', 'Succeeded', 'Failed']).meta(described('Running, Succeeded or Failed.')),
+    startTime: z.string().optional().meta(described('When the Job started.')),
+    completionTime: z.string().optional().meta(described('When the Job finished.')),
+    /** Counts written by the coordinator at the end of its cycle (requests seen/fulfilled/failed, ...). */
+    counts: cycleCountsSchema
+      .optional()
+      .meta(described('Counts reported by the coordinator for the cycle (e.g. requests, fulfilled, failed, shards).')),
+    /** Health of each chain provider in that cycle. */
+    providers: z.array(providerHealthSchema).optional().meta(described('Health of each chain provider in that cycle.')),
+    /** How the heartbeat after that cycle went. */
+    heartbeat: heartbeatResultSchema
+      .optional()
+      .meta(described('How the heartbeat after that cycle went: Sent, Failed or Disabled.')),
+    /** The gas price each chain's transactions were priced at in that cycle. */
+    gasPrices: z
+      .array(gasPriceReportSchema)
+      .optional()
+      .meta(described("The gas price (or max fee per gas) each chain's transactions were priced at, in wei.")),
+    /** Balances of the sponsor wallets that sent transactions in that cycle. */
+    sponsorWallets: z
+      .array(sponsorWalletReportSchema)
+      .optional()
+      .meta(described('Balances of the sponsor wallets that sent transactions in that cycle.')),
+  })
+  .meta(described('The last coordinator cycle (its Job) and the counts the coordinator reported.'));
+
+const cycleRecordSchema = z.object({
+  job: z.string().meta(described('Name of the coordinator Job.')),
+  startTime: z.string().optional().meta(described('When the cycle started.')),
+  durationSeconds: z.number().optional().meta(described('How long the cycle took, heartbeat included.')),
+  outcome: cycleOutcomeSchema.optional().meta(described('Completed or PartiallyFailed (a shard failed).')),
+  fulfilled: z.int().meta(described('Requests fulfilled.')),
+  failed: z.int().meta(described('Requests whose fulfilment failed.')),
+  /** Requests left for a later cycle by the chain's maxConcurrency. */
+  dropped: z.int().meta(described("Requests left for a later cycle by the chain's maxConcurrency.")),
+  /** Errors by kind (providersDown, failedShards, transactionErrors, heartbeat), only those that happened. */
+  errors: z
+    .record(z.string(), z.int())
+    .optional()
+    .meta(described('Errors by kind: providersDown, failedShards, transactionErrors, heartbeat.')),
+  /** The block number each provider was at. */
+  blocks: z
+    .array(
+      z.object({
+        chainId: z.string().meta(described('Chain id.')),
+        provider: z.string().meta(described('Provider name.')),
+        block: z.int().meta(described('Block number.')),
+      }),
+    )
+    .optional()
+    .meta(described('The block number each provider was at.')),
+  heartbeat: heartbeatResultSchema.optional().meta(described('Sent, Failed or Disabled.')),
+});
+
+export const oracleNodeStatusSchema = z
+  .object({
+    observedGeneration: z
+      .int()
+      .optional()
+      .meta(described('The metadata.generation the status reflects (0 until the operator has seen the OracleNode).')),
+    conditions: z
+      .array(conditionSchema)
+      .optional()
+      .meta({
+        description:
+          'Ready, ConfigValid, Progressing and Degraded; Reconciling and Stalled (kstatus) only while they are True.',
+        [CHECKS_KEYWORD]: 'all',
+        'x-kubernetes-list-type': 'map',
+        'x-kubernetes-list-map-keys': ['type'],
+      }),
+    nodeAddress: z
+      .string()
+      .optional()
+      .meta(described("The node address derived from nodeWalletMnemonic (m/44'/60'/0'/0/0); public.")),
+    stage: z.string().optional().meta(described('The stage whose workloads serve the node now.')),
+    previousStage: z
+      .string()
+      .optional()
+      .meta(described('During a stage rollout: the stage being replaced (its workloads are removed at the end).')),
+    chains: z.int().optional().meta(described('Number of chains served.')),
+    chainIds: z
+      .array(z.string().meta(described('Chain id.')))
+      .optional()
+      .meta(described('Ids of the chains served.')),
+    gatewayUrls: z
+      .record(z.string(), z.string())
+      .optional()
+      .meta(
+        described(
+          'In-cluster base URLs of the enabled gateways, by gateway (httpGateway, httpSignedDataGateway, oevGateway).',
+        ),
+      ),
+    /** Where callers reach the gateways (spec.gateway.publicUrl, else the Service's load-balancer address). */
+    publicGatewayUrl: z
+      .string()
+      .optional()
+      .meta(
+        described(
+          "Where callers reach the gateways: spec.gateway.publicUrl, else the Service's load-balancer address.",
+        ),
+      ),
+    /** The Ready condition's reason while it is not True (empty when Ready): a printer column. */
+    notReadyReason: z
+      .string()
+      .optional()
+      .meta(described("The Ready condition's reason while the node is not Ready (absent when Ready).")),
+    cycles: z
+      .array(cycleRecordSchema)
+      .max(MAX_CYCLE_HISTORY)
+      .optional()
+      .meta(
+        described(`The last ${MAX_CYCLE_HISTORY} coordinator cycles, newest first, from the coordinator's reports.`),
+      ),
+    recentFailedRequests: z
+      .array(
+        failedRequestReportSchema.extend({
+          job: z.string().meta(described('The coordinator Job of the cycle it failed in.')),
+        }),
+      )
+      .max(MAX_RECENT_FAILED_REQUESTS)
+      .optional()
+      .meta(
+        described(`The last ${MAX_RECENT_FAILED_REQUESTS} failed requests over the reported cycles, newest first.`),
+      ),
+    lastCycle: cycleStatusSchema.optional(),
+  })
+  .meta({ description: 'Observed state, written by the operator.', [CHECKS_KEYWORD]: 'types' });
+
+export type OracleNodeStatus = z.infer<typeof oracleNodeStatusSchema>;
+export type Condition = z.infer<typeof conditionSchema>;
+export type CycleStatus = z.infer<typeof cycleStatusSchema>;
+export type CycleRecord = z.infer<typeof cycleRecordSchema>;
+export type ProviderHealth = z.infer<typeof providerHealthSchema>;
+
+// ---------------------------------------------------------------------------------------------------------------
+// OpenAPI
+
+/** The stage names the workloads, so it must be a literal (not a `${NAME}` placeholder) of the spec's form. */
+const STAGE_RULE = {
+  rule: "self.matches('^[a-z0-9-]{1,16}$')",
+  message: `stage must be 1-16 characters of lowercase a-z, 0-9 and hyphen (and cannot be a ${NAME_PLACEHOLDER} placeholder)`,
+};
+
+/** Converts the config model's JSON Schema (zod 4 `z.toJSONSchema`) into the structural schema of spec.config. */
+export function configJsonSchemaToStructural(jsonSchema: JsonSchema | undefined): StructuralSchema {
+  const description =
+    'The whole config.json of the node, inline (chains, nodeSettings, triggers, templates, ois, apiCredentials). ' +
+    `Any string may be a ${NAME_PLACEHOLDER} placeholder whose value is the key NAME of the Secret named by secretRef. ` +
+    'The apiserver checks types and enums; the operator runs the full validation and reports errors in the ' +
+    'ConfigValid condition.';
+  const freeForm: StructuralSchema = { description, type: 'object', 'x-kubernetes-preserve-unknown-fields': true };
+  if (!jsonSchema) return freeForm;
+  const converted = toStructural(jsonSchema, 'enums');
+  if (converted.type !== 'object') return freeForm;
+  converted.description = description;
+  const stage = converted.properties?.nodeSettings?.properties?.stage;
+  if (stage) {
+    stage.maxLength = 16;
+    stage['x-kubernetes-validations'] = [STAGE_RULE];
+  }
+  fillDescriptions(converted, 'config');
+  return converted;
+}
+
+const openApi = (schema: z.ZodType): JsonSchema => z.toJSONSchema(schema, { io: 'input' }) as JsonSchema;
+
+/** The OpenAPI of spec: the API's fields, with spec.config from the config model's JSON Schema (free-form without). */
+export function specOpenApi(configJsonSchema: JsonSchema | undefined): StructuralSchema {
+  const spec = toStructural(openApi(oracleNodeSpecSchema), 'all');
+  spec.properties = { ...spec.properties, config: configJsonSchemaToStructural(configJsonSchema) };
+  return spec;
+}
+
+/** The OpenAPI of status. */
+export function statusOpenApi(): StructuralSchema {
+  const { description, type, ...rest } = toStructural(openApi(oracleNodeStatusSchema), 'types');
+  // A new OracleNode reads "generation 1, observed 0" until the operator's first status write, so kstatus (Flux)
+  // and Argo CD see it in progress instead of current before anything was reconciled (docs/gitops.md).
+  return { description, type, default: { observedGeneration: 0 }, ...rest } as StructuralSchema;
+}

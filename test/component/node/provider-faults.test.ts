@@ -1,0 +1,223 @@
+// Providers that answer but must not be trusted for the cycle, on anvil through the real AirnodeRrpV0: a fault
+// proxy (test/support/rpc-proxy.ts) in front of anvil floods, lags, reports a syncing head, stops moving or sits
+// on another network, next to a good provider. Each case checks what was served on chain, the cycle summary,
+// the log line and the metric.
+import { expect } from 'chai';
+import { MAX_PROVIDER_LAG_BLOCKS, ProviderMemory } from '../../../src/chain/provider-health.js';
+import { MAX_ANSWER_BYTES } from '../../../src/chain/rpc.js';
+import { MemoryResponseCache } from '../../../src/node/cache.js';
+import { type CycleSummary, runCycle } from '../../../src/node/cycle.js';
+import { InProcessExecutor } from '../../../src/node/executor.js';
+import { cycleMetrics } from '../../../src/node/metrics.js';
+import { createLogger, createMetricsRegistry, type Registry } from '../../../src/observability/index.js';
+import { mineBlocks, setBalance, startTestChain, waitForMined } from '../../support/chain.js';
+import {
+  type ApiServer,
+  buildConfig,
+  createSponsor,
+  ENDPOINTS,
+  encodeCoin,
+  makeFullRequest,
+  NODE_ADDRESS,
+  requestEvents,
+  startApiServer,
+  wallets,
+} from '../../support/harness.js';
+import { type FaultProxy, startFaultProxy, startRecordingProxy } from '../../support/rpc-proxy.js';
+
+type LogLine = { level: string; msg: string; [key: string]: unknown };
+
+describe('provider faults on anvil (real AirnodeRrpV0)', () => {
+  let chain: Awaited<ReturnType<typeof startTestChain>>;
+  let api: ApiServer;
+  let proxies: FaultProxy[] = [];
+  let sponsorSeq = 0;
+
+  before(async () => {
+    chain = await startTestChain();
+    api = await startApiServer();
+    await setBalance(chain.anvil.url, NODE_ADDRESS, 10n ** 20n);
+    // Heads far enough from genesis for a provider to lag 100 blocks behind.
+    await mineBlocks(chain.anvil.url, 150);
+  });
+  afterEach(async () => {
+    await Promise.all(proxies.map((p) => p.close()));
+    proxies = [];
+  });
+  after(async () => {
+    await api?.close();
+    await chain?.anvil.stop();
+  });
+
+  async function faultProxy(fault: Parameters<typeof startFaultProxy>[1]): Promise<FaultProxy> {
+    const proxy = await startFaultProxy(chain.anvil.url, fault);
+    proxies.push(proxy);
+    return proxy;
+  }
+
+  /** One cycle with the given providers; its summary, log lines and metrics registry. */
+  async function cycle(
+    providers: Record<string, string>,
+    memory = new ProviderMemory(),
+  ): Promise<{ summary: CycleSummary; logs: LogLine[]; registry: Registry; text: string }> {
+    const config = buildConfig({ providers, deployment: chain.deployment, apiUrl: api.url });
+    let text = '';
+    const logger = createLogger({
+      level: 'INFO',
+      destination: {
+        write(line: string) {
+          text += line;
+        },
+      },
+    });
+    const executor = new InProcessExecutor({ config, wallets, logger, cache: new MemoryResponseCache() });
+    const summary = await runCycle(config, {
+      executor,
+      logger,
+      wallets,
+      discoveryTimeoutMs: 30_000,
+      providerMemory: memory,
+    });
+    await waitForMined(chain.anvil.url);
+    const registry = createMetricsRegistry();
+    cycleMetrics(registry).observe(summary, 1);
+    const logs = text
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as LogLine);
+    return { summary, logs, registry, text };
+  }
+
+  async function requests(count: number): Promise<{ ids: string[]; sponsorWallet: string }> {
+    const sponsor = await createSponsor(chain.deployment, `provider-faults-${sponsorSeq++}`);
+    const ids: string[] = [];
+    for (let i = 0; i < count; i++) {
+      ids.push(
+        await makeFullRequest(chain.deployment, {
+          endpointId: ENDPOINTS.price,
+          sponsor: sponsor.address,
+          sponsorWallet: sponsor.sponsorWallet,
+          parameters: encodeCoin('ETH'),
+        }),
+      );
+    }
+    return { ids, sponsorWallet: sponsor.sponsorWallet };
+  }
+
+  async function fulfilled(ids: string[]): Promise<number> {
+    let count = 0;
+    for (const id of ids) count += (await requestEvents(chain.deployment, id)).fulfilled.length;
+    return count;
+  }
+
+  const byName = (summary: CycleSummary) => Object.fromEntries(summary.providers.map((p) => [p.provider, p]));
+
+  async function metric(registry: Registry, name: string, labels: Record<string, string>): Promise<number | undefined> {
+    const values = (await registry.getSingleMetric(name)?.get())?.values ?? [];
+    const match = values.find((v) => Object.entries(labels).every(([k, value]) => v.labels[k] === value));
+    return match?.value;
+  }
+
+  describe('an answer over the size cap', () => {
+    it('leaves the provider out as oversized and serves through the good one', async () => {
+      const flood = await faultProxy({ padTo: MAX_ANSWER_BYTES + 1024 * 1024 });
+      const { ids } = await requests(1);
+      const { summary, logs, registry } = await cycle({ flood: flood.url, good: chain.anvil.url });
+      expect(byName(summary)['flood']).to.include({ ok: false, fault: 'oversized' });
+      expect(byName(summary)['good']).to.include({ ok: true });
+      expect(await fulfilled(ids)).to.equal(1);
+      expect(logs.find((l) => l.msg === 'provider unavailable this cycle')).to.include({
+        level: 'WARN',
+        provider: 'flood',
+        fault: 'oversized',
+      });
+      expect(await metric(registry, 'node_provider_faults_total', { provider: 'flood', fault: 'oversized' })).to.equal(
+        1,
+      );
+    });
+  });
+
+  describe('a provider behind the chain', () => {
+    it(`leaves out a provider more than ${MAX_PROVIDER_LAG_BLOCKS} blocks behind (first in the list), with a WARN and the lag metric, and serves every request through the good one`, async () => {
+      const stale = await faultProxy({
+        results: { eth_blockNumber: (head) => `0x${(Number(head) - 100).toString(16)}` },
+      });
+      const { ids } = await requests(3);
+      const { summary, logs, registry } = await cycle({ stale: stale.url, good: chain.anvil.url });
+      expect(await fulfilled(ids)).to.equal(3);
+      expect(summary.requests.waitingForConfirmations).to.equal(0);
+      expect(byName(summary)['stale']).to.include({ ok: false, fault: 'lagging', lagBlocks: 100 });
+      expect(byName(summary)['good']).to.include({ ok: true, lagBlocks: 0 });
+      const warning = logs.find((l) => l.msg === 'provider is behind the chain; not used this cycle');
+      expect(warning).to.include({ level: 'WARN', provider: 'stale', fault: 'lagging', lagBlocks: 100 });
+      expect(await metric(registry, 'node_provider_lag_blocks', { provider: 'stale' })).to.equal(100);
+      expect(await metric(registry, 'node_provider_up', { provider: 'stale' })).to.equal(0);
+      // Never used for submissions either.
+      expect(stale.counts.get('eth_sendRawTransaction') ?? 0).to.equal(0);
+      expect(stale.counts.get('eth_getTransactionCount') ?? 0).to.equal(0);
+    });
+
+    it('leaves out a syncing provider that reports block 0 (second in the list)', async () => {
+      const syncing = await faultProxy({ results: { eth_blockNumber: () => '0x0' } });
+      const { ids } = await requests(3);
+      const { summary } = await cycle({ good: chain.anvil.url, syncing: syncing.url });
+      expect(await fulfilled(ids)).to.equal(3);
+      expect(byName(summary)['syncing']).to.include({ ok: false, fault: 'syncing' });
+    });
+
+    it('leaves out a provider whose head has not moved since the previous cycle while the chain moved on', async () => {
+      const memory = new ProviderMemory();
+      let answered: unknown;
+      const stuck = await faultProxy({
+        results: {
+          eth_blockNumber: (head) => {
+            answered = head;
+            return head;
+          },
+        },
+      });
+      const first = await requests(1);
+      await cycle({ stuck: stuck.url, good: chain.anvil.url }, memory);
+      expect(await fulfilled(first.ids)).to.equal(1);
+      // From now on the provider answers the head it answered in that cycle, while the chain moves a few blocks on.
+      const frozen = answered;
+      stuck.fault.results = { eth_blockNumber: () => frozen };
+      const second = await requests(2);
+      const { summary } = await cycle({ stuck: stuck.url, good: chain.anvil.url }, memory);
+      expect(await fulfilled(second.ids)).to.equal(2);
+      const lag = byName(summary)['stuck']!.lagBlocks!;
+      expect(lag).to.be.within(1, MAX_PROVIDER_LAG_BLOCKS);
+      expect(byName(summary)['stuck']).to.include({ ok: false, fault: 'stalled' });
+    });
+  });
+
+  describe('a provider on another network', () => {
+    it('refuses it with an ERROR that names chain and provider (never the URL), asks its chain id once per process', async () => {
+      const memory = new ProviderMemory();
+      const mainnet = await faultProxy({ results: { eth_chainId: () => '0x1' } });
+      // The URL carries an API key, as hosted providers' do.
+      const mainnetUrl = `${mainnet.url}/v3/secret-api-key-0123456789`;
+      const good = await startRecordingProxy(chain.anvil.url);
+      try {
+        const { ids } = await requests(1);
+        const first = await cycle({ mainnet: mainnetUrl, good: good.url }, memory);
+        expect(await fulfilled(ids)).to.equal(1);
+        expect(byName(first.summary)['mainnet']).to.include({ ok: false, fault: 'wrong-chain' });
+        const error = first.logs.find((l) => l.level === 'ERROR');
+        expect(error).to.include({ chainId: '31337', provider: 'mainnet', providerChainId: '1' });
+        expect(first.text).not.to.include('secret-api-key');
+        expect(first.text).not.to.include(mainnet.url);
+        expect(await metric(first.registry, 'node_provider_faults_total', { provider: 'mainnet' })).to.equal(1);
+        // Nothing else is asked of a provider on another network.
+        expect([...mainnet.counts.keys()]).to.deep.equal(['eth_chainId']);
+
+        const second = await cycle({ mainnet: mainnetUrl, good: good.url }, memory);
+        expect(byName(second.summary)['mainnet']).to.include({ ok: false, fault: 'wrong-chain' });
+        expect(mainnet.counts.get('eth_chainId')).to.equal(1);
+        expect(good.counts.get('eth_chainId')).to.equal(1);
+      } finally {
+        await good.close();
+      }
+    });
+  });
+});
