@@ -11,26 +11,23 @@
 // Needs `make build` (dist/cli/index.js): `make bench` builds first.
 //   node --import tsx bench/cycle.bench.ts [--requests 1000] [--sponsors 50] [--runs 3] [--cap 300] [--no-reference]
 //     [--only ours|reference] [--logs DIR: each cycle's stderr] [--profile DIR: a CPU profile of each cycle]
-import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { AbiCoder, Contract, NonceManager, Wallet, zeroPadValue } from 'ethers';
-import { rpc, startTestChain, testProvider, waitForMined } from '../test/support/chain.js';
-import {
-  buildConfigJson,
-  ENDPOINTS,
-  encodeCoin,
-  NODE_ADDRESS,
-  startApiServer,
-  wallets,
-} from '../test/support/harness.js';
+import { rpc, startTestChain, waitForMined } from '../test/support/chain.js';
+import { buildConfigJson, startApiServer } from '../test/support/harness.js';
 import { checkNonceOrder, type NonceReport, startRecordingProxy } from '../test/support/rpc-proxy.js';
 import { loadAverage, machine, median, table, writeSection } from './report.js';
+import {
+  answeredCount,
+  type CycleFiles,
+  makeRequestBurst,
+  ourCli,
+  runNodeCycle,
+  writeCycleFiles,
+} from './support/nodes.js';
 
-const repoRoot = resolve(import.meta.dirname, '..');
 const { values: args } = parseArgs({
   options: {
     requests: { type: 'string', default: '1000' },
@@ -47,96 +44,14 @@ const { values: args } = parseArgs({
 
 type ChildResult = { wallMs: number; maxRssMb: number; phases?: Record<string, unknown> };
 
-const ourCli = join(repoRoot, 'dist/cli/index.js');
-const require = createRequire(import.meta.url);
-const referenceModule = (path: string) => require.resolve(`@api3/airnode-node/dist/src/${path}`);
-
-// Loaded with --require into each measured process: prints its peak RSS (KiB) on stderr as it exits.
-const PEAK_RSS_HOOK = `process.on('exit', () => process.stderr.write('\\nPEAK_RSS_KIB ' + process.resourceUsage().maxRSS + '\\n'));\n`;
-
-/**
- * The reference's cycle as its local deployment runs it: startCoordinator() of its handlers, with its config
- * read from our file instead of its package directory (loadTrustedConfig patched), logs at ERROR.
- */
-function referenceRunner(referenceConfigPath: string): string {
-  return [
-    `const configModule = require(${JSON.stringify(referenceModule('config'))});`,
-    'const original = configModule.loadTrustedConfig;',
-    `configModule.loadTrustedConfig = (_path, env) => original(${JSON.stringify(referenceConfigPath)}, env);`,
-    "if (!process.env.REFERENCE_LOGS) process.env.SILENCE_LOGGER = 'true';",
-    // No exit on success: the process ends when the reference's work is drained, as in its own deployment.
-    `require(${JSON.stringify(referenceModule('workers/local-handlers'))}).startCoordinator().catch((error) => {`,
-    '  console.error(error);',
-    '  process.exitCode = 1;',
-    '});',
-    '',
-  ].join('\n');
-}
-
-/** Our canonical names back to the reference's (airnodeWalletMnemonic, AirnodeRrp), secrets inlined. */
-function toReferenceConfig(config: Record<string, unknown>, secrets: Record<string, string>): Record<string, unknown> {
-  let text = JSON.stringify(config);
-  for (const [name, value] of Object.entries(secrets)) text = text.replaceAll(`\${${name}}`, value);
-  const parsed = JSON.parse(text) as {
-    nodeSettings: Record<string, unknown>;
-    chains: { contracts: Record<string, string> }[];
-  };
-  const { nodeWalletMnemonic, ...settings } = parsed.nodeSettings;
-  parsed.nodeSettings = {
-    ...settings,
-    airnodeWalletMnemonic: nodeWalletMnemonic,
-    logLevel: args['logs'] ? 'INFO' : 'ERROR',
-  };
-  for (const chain of parsed.chains) {
-    chain.contracts = { AirnodeRrp: chain.contracts['NodeRrp']!, AirnodeRrpDryRun: chain.contracts['NodeRrpDryRun']! };
-  }
-  return parsed;
-}
-
-type CycleFiles = { dir: string; config: string; secrets: string; referenceRunner: string; hook: string };
-
-let cycleSeq = 0;
-/** One cycle of one node in its own process; wall time from spawn to exit. */
+let logSeq = 0;
+/** One cycle of one node in its own process (bench/support/nodes.ts), with our cycle's phases from its summary. */
 async function runNode(kind: 'ours' | 'reference', files: CycleFiles): Promise<ChildResult> {
-  const command =
-    kind === 'ours'
-      ? [
-          ourCli,
-          'coordinator',
-          '-c',
-          files.config,
-          '-s',
-          files.secrets,
-          '--cache-dir',
-          join(files.dir, `cache-${cycleSeq++}`),
-          '--details',
-        ]
-      : [process.execPath, files.referenceRunner];
-  const start = performance.now();
-  const child = spawn(command[0]!, command.slice(1), {
-    cwd: repoRoot,
-    stdio: ['ignore', 'pipe', 'pipe'],
-    env: {
-      ...process.env,
-      // Our binary's #! line finds node on the PATH: this one.
-      PATH: `${dirname(process.execPath)}:${process.env['PATH'] ?? ''}`,
-      NODE_OPTIONS: `--require ${files.hook}${args['profile'] ? ` --cpu-prof --cpu-prof-dir=${resolve(args['profile'])}` : ''}`,
-      ...(args['logs'] && kind === 'reference' ? { REFERENCE_LOGS: '1' } : {}),
-    },
+  const { wallMs, maxRssMb, stdout, stderr } = await runNodeCycle(kind, files, {
+    ...(args['profile'] ? { nodeOptions: `--cpu-prof --cpu-prof-dir=${resolve(args['profile'])}` } : {}),
+    referenceLogs: Boolean(args['logs']),
   });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (c) => {
-    stdout += c;
-  });
-  child.stderr.on('data', (c) => {
-    stderr += c;
-  });
-  const code = await new Promise<number | null>((r) => child.once('exit', r));
-  const wallMs = performance.now() - start;
-  if (args['logs']) writeFileSync(join(args['logs'], `${kind}-${cycleSeq++}.log`), `${stdout}\n${stderr}`);
-  const peak = /PEAK_RSS_KIB (\d+)/.exec(stderr);
-  if (code !== 0 || !peak) throw new Error(`${kind} cycle failed (${code}): ${stderr.slice(-2000)}`);
+  if (args['logs']) writeFileSync(join(args['logs'], `${kind}-${logSeq++}.log`), `${stdout}\n${stderr}`);
   let phases: Record<string, unknown> | undefined;
   if (kind === 'ours') {
     const summary = JSON.parse(stdout.trim().split('\n').at(-1)!) as {
@@ -153,28 +68,7 @@ async function runNode(kind: 'ours' | 'reference', files: CycleFiles): Promise<C
       slowestShardSendMs: Math.round(slowest('sendMs')),
     };
   }
-  return { wallMs, maxRssMb: Number(peak[1]) / 1024, ...(phases ? { phases } : {}) };
-}
-
-async function answeredCount(
-  url: string,
-  rrp: string,
-): Promise<{ fulfilled: number; failed: number; failures: Record<string, number> }> {
-  const logs = await rpc<{ topics: string[]; data: string }[]>(url, 'eth_getLogs', [
-    { address: rrp, fromBlock: '0x0', toBlock: 'latest', topics: [null, zeroPadValue(NODE_ADDRESS, 32)] },
-  ]);
-  const fulfilled = '0xc0977dab79883641ece94bb6a932ca83049f561ffff8d8daaeafdbc1acce9e0a';
-  const failed = '0xc7143b2270cddda57e0087ca5e2a4325657dcab10d10f6b1f9d5ce6b41cb97fc';
-  const failures: Record<string, number> = {};
-  for (const log of logs.filter((l) => l.topics[0] === failed)) {
-    const [message] = AbiCoder.defaultAbiCoder().decode(['string'], log.data);
-    failures[String(message)] = (failures[String(message)] ?? 0) + 1;
-  }
-  return {
-    fulfilled: logs.filter((l) => l.topics[0] === fulfilled).length,
-    failed: logs.filter((l) => l.topics[0] === failed).length,
-    failures,
-  };
+  return { wallMs, maxRssMb, ...(phases ? { phases } : {}) };
 }
 
 async function main(): Promise<void> {
@@ -185,46 +79,7 @@ async function main(): Promise<void> {
   const api = await startApiServer();
   const proxy = await startRecordingProxy(anvil.url);
   try {
-    // Sponsors, sponsorships and funded sponsor wallets.
-    const requesterAbi = (await import('../test/support/chain.js')).compileRequester().abi;
-    const rrpAbi = (await import('../test/support/chain.js')).protocolArtifacts.AirnodeRrpV0().abi;
-    const sponsors: { address: string; sponsorWallet: string }[] = [];
-    for (let i = 0; i < sponsorCount; i++) {
-      const wallet = new Wallet(`0x${(i + 1).toString(16).padStart(64, 'a')}`, testProvider(anvil.url));
-      await rpc(anvil.url, 'anvil_setBalance', [wallet.address, '0x56bc75e2d63100000']);
-      const sponsorWallet = wallets.addressOf(wallet.address);
-      await rpc(anvil.url, 'anvil_setBalance', [sponsorWallet, '0x56bc75e2d63100000']);
-      const rrp = new Contract(deployment.AirnodeRrpV0, rrpAbi, wallet);
-      await rrp.getFunction('setSponsorshipStatus')(deployment.Requester, true);
-      sponsors.push({ address: wallet.address, sponsorWallet });
-    }
-    await waitForMined(anvil.url);
-    // All requests land in a few blocks, as in a burst on a real chain.
-    await rpc(anvil.url, 'evm_setAutomine', [false]);
-    const requester = new Contract(
-      deployment.Requester,
-      requesterAbi,
-      new NonceManager(
-        new Wallet('0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80', testProvider(anvil.url)),
-      ),
-    );
-    for (let i = 0; i < requests; i++) {
-      const sponsor = sponsors[i % sponsorCount]!;
-      await requester.getFunction('makeFull')(
-        NODE_ADDRESS,
-        ENDPOINTS.price,
-        sponsor.address,
-        sponsor.sponsorWallet,
-        encodeCoin(i % 2 ? 'BTC' : 'ETH'),
-        { gasLimit: 300_000 },
-      );
-    }
-    for (let i = 0; i < 1000; i++) {
-      const status = await rpc<{ pending: string }>(anvil.url, 'txpool_status');
-      if (Number(status.pending) === 0) break;
-      await rpc(anvil.url, 'evm_mine', []);
-    }
-    await rpc(anvil.url, 'evm_setAutomine', [true]);
+    await makeRequestBurst(anvil.url, deployment, requests, sponsorCount);
 
     const dir = mkdtempSync(join(tmpdir(), 'cycle-bench-'));
     const { config: configJson, secrets } = buildConfigJson({
@@ -235,25 +90,8 @@ async function main(): Promise<void> {
       maxConcurrency: Math.max(requests, 100),
       gasPriceOracle: [{ gasPriceStrategy: 'constantGasPrice', gasPrice: { value: 10, unit: 'gwei' } }],
     });
-    const files: CycleFiles = {
-      dir,
-      config: join(dir, 'config.json'),
-      secrets: join(dir, 'secrets.env'),
-      referenceRunner: join(dir, 'reference-cycle.cjs'),
-      hook: join(dir, 'peak-rss.cjs'),
-    };
     if (args['logs']) (configJson['nodeSettings'] as Record<string, unknown>)['logLevel'] = 'INFO';
-    writeFileSync(files.config, JSON.stringify(configJson));
-    writeFileSync(
-      files.secrets,
-      Object.entries(secrets)
-        .map(([name, value]) => `${name}=${value}\n`)
-        .join(''),
-    );
-    const referenceConfigPath = join(dir, 'reference-config.json');
-    writeFileSync(referenceConfigPath, JSON.stringify(toReferenceConfig(configJson, secrets)));
-    writeFileSync(files.referenceRunner, referenceRunner(referenceConfigPath));
-    writeFileSync(files.hook, PEAK_RSS_HOOK);
+    const files = writeCycleFiles(dir, configJson, secrets, args['logs'] ? 'INFO' : 'ERROR');
 
     type Round = {
       kind: 'ours' | 'reference';

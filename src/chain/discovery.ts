@@ -19,6 +19,8 @@ export type ProviderDiscovery = {
   withdrawals: WithdrawalRequest[];
   dropped: DroppedRequest[];
   undecodableLogs: number;
+  /** When the authorizers were asked (epoch ms), for the requests' traces. */
+  authorization?: { startMs: number; endMs: number };
 };
 
 export type DiscoveryOptions = {
@@ -72,6 +74,7 @@ export async function discoverOnProvider(client: RpcClient, options: DiscoveryOp
     decodeParameters: options.decodeParameters,
     sponsorWalletOf: options.sponsorWalletOf,
   });
+  const authorizationStartMs = Date.now();
   const authorized = await authorizeRequests(client, {
     chain,
     rrpAddress,
@@ -84,5 +87,12 @@ export async function discoverOnProvider(client: RpcClient, options: DiscoveryOp
     dropped.push({ id: call.id, reason: 'requester is not authorized' });
     return false;
   });
-  return { currentBlock, apiCalls, withdrawals: discovered.withdrawals, dropped, undecodableLogs: decoded.undecodable };
+  return {
+    currentBlock,
+    apiCalls,
+    withdrawals: discovered.withdrawals,
+    dropped,
+    undecodableLogs: decoded.undecodable,
+    authorization: { startMs: authorizationStartMs, endMs: Date.now() },
+  };
 }

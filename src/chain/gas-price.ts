@@ -233,6 +233,28 @@ export function gasTargetToJson(target: GasTarget): GasTargetJson {
       };
 }
 
+const DECIMAL = /^[0-9]{1,78}$/;
+
+/** A target from its JSON form (a shard input crosses a process boundary), or undefined when malformed. */
+export function gasTargetFromJson(json: GasTargetJson | undefined): GasTarget | undefined {
+  if (!json || typeof json !== 'object') return undefined;
+  const wei = (value: unknown) => (typeof value === 'string' && DECIMAL.test(value) ? BigInt(value) : undefined);
+  const gasLimit = json.gasLimit === undefined ? undefined : wei(json.gasLimit);
+  if (json.gasLimit !== undefined && gasLimit === undefined) return undefined;
+  const limit = gasLimit === undefined ? {} : { gasLimit };
+  if (json.type === 0) {
+    const gasPrice = wei(json.gasPrice);
+    return gasPrice === undefined ? undefined : { type: 0, gasPrice, ...limit };
+  }
+  if (json.type === 2) {
+    const maxFeePerGas = wei(json.maxFeePerGas);
+    const maxPriorityFeePerGas = wei(json.maxPriorityFeePerGas);
+    if (maxFeePerGas === undefined || maxPriorityFeePerGas === undefined) return undefined;
+    return { type: 2, maxFeePerGas, maxPriorityFeePerGas, ...limit };
+  }
+  return undefined;
+}
+
 /** Cost ceiling per gas unit of a target (for withdrawals). */
 export function pricePerGas(target: GasTarget): bigint {
   return target.type === 0 ? target.gasPrice : target.maxFeePerGas;

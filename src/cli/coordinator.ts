@@ -11,6 +11,7 @@ import { coordinatorKubernetes } from '../node/kubernetes/index.js';
 import { createNodeLogger } from '../node/logger.js';
 import { cycleRequestRecords, FileRequestLog } from '../node/request-log.js';
 import { registerSecret } from '../observability/index.js';
+import { tracerFromEnvironment } from '../observability/tracing.js';
 import { engineEnvironment, loadCommandConfig, parseCommandArgs } from './args.js';
 import type { Subcommand } from './subcommand.js';
 
@@ -79,10 +80,13 @@ export const command: Subcommand = {
     }
     const cacheDir = values['cache-dir'] ?? DEFAULT_CACHE_DIR;
     const cache = kubernetes?.cache ?? new FileResponseCache(cacheDir);
-    const executor = kubernetes?.executor ?? new InProcessExecutor({ config, wallets, logger, cache });
+    // Off unless OTEL_EXPORTER_OTLP_ENDPOINT is set (spec.telemetry.otlpEndpoint in the operator's pods).
+    const tracer = tracerFromEnvironment(process.env, 'coordinator');
+    const executor = kubernetes?.executor ?? new InProcessExecutor({ config, wallets, logger, cache, tracer });
     const startTime = new Date();
     const started = performance.now();
-    const summary = await runCycle(config, { executor, logger, wallets });
+    const summary = await runCycle(config, { executor, logger, wallets, tracer });
+    await tracer.flush();
     // As the reference: after every cycle. In a pod, the gateways are reported at the URL callers use.
     const heartbeat = await sendHeartbeat(
       config,

@@ -8,6 +8,7 @@ import { errorMessage } from '../common/errors.js';
 import { parseSecretsEnv, secretsFromEnvironment, secretValuesOf, validateConfig } from '../config/index.js';
 import { startGatewayServer } from '../gateway/server.js';
 import { createLogger, registerSecrets } from '../observability/index.js';
+import { tracerFromEnvironment } from '../observability/tracing.js';
 import { parseCommandArgs, parseServerPorts } from './args.js';
 import type { Subcommand } from './subcommand.js';
 
@@ -86,11 +87,15 @@ export async function runGateway(argv: string[]): Promise<number> {
     level: config.nodeSettings.logLevel,
     bindings: { component: 'gateway' },
   });
+  // Off unless OTEL_EXPORTER_OTLP_ENDPOINT is set: then a trace per gateway request, exported every 5 s.
+  const tracer = tracerFromEnvironment(process.env, 'gateway');
+  const stopTracing = tracer.flushEvery(5000);
   let server: Awaited<ReturnType<typeof startGatewayServer>>;
   try {
     server = await startGatewayServer(config, {
       logger,
       keepProcessingWarm: true,
+      tracer,
       ...ports,
       ...(values.host ? { host: values.host } : {}),
       ...(pathKey ? { pathKey } : {}),
@@ -110,7 +115,7 @@ export async function runGateway(argv: string[]): Promise<number> {
       logger.info({ signal }, 'draining in-flight requests');
       process.off('SIGTERM', onTerm);
       process.off('SIGINT', onInt);
-      void server.close().then(resolve);
+      void server.close().then(stopTracing).then(resolve);
     };
     const onTerm = () => stop('SIGTERM');
     const onInt = () => stop('SIGINT');

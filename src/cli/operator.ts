@@ -40,8 +40,10 @@ Admission webhook (served by every replica; docs/admission.md):
   --webhook-failure-policy Fail|Ignore  ONO_WEBHOOK_FAILURE_POLICY  default Fail
   --webhook-timeout-seconds N        ONO_WEBHOOK_TIMEOUT_SECONDS  1..30, default 5
   --webhook-owner-clusterrole NAME   ONO_WEBHOOK_OWNER_CLUSTERROLE  a ClusterRole that owns the objects the webhook
-                                     creates (garbage-collected with it); the chart names its webhook ClusterRole
-  --coordinator-fence true|false     ONO_COORDINATOR_FENCE  keep the coordinator fence policies, default true
+                                     and the fence create (garbage-collected with it); the chart names its webhook
+                                     ClusterRole
+  --coordinator-fence true|false     ONO_COORDINATOR_FENCE  keep the coordinator fence policies, default true; with
+                                     or without the webhook
 
 Environment only:
   ONO_WORKLOAD_IMAGE                 image of the OracleNodes' workloads when spec.image is empty
@@ -62,6 +64,10 @@ export type OperatorFlags = {
   /** The operator's namespace (its certificate Secret; never blocked by the webhook). */
   operatorNamespace: string;
   webhook?: WebhookFlags;
+  /** Keep the coordinator fence policies (with or without the webhook). */
+  coordinatorFence: boolean;
+  /** The ClusterRole that owns the webhook's and the fence's objects. */
+  ownerClusterRole?: string;
 };
 
 export type WebhookFlags = {
@@ -72,8 +78,6 @@ export type WebhookFlags = {
   certificates: 'self' | 'external';
   failurePolicy: 'Fail' | 'Ignore';
   timeoutSeconds: number;
-  coordinatorFence: boolean;
-  ownerClusterRole?: string;
 };
 
 export class UsageError extends Error {}
@@ -186,13 +190,9 @@ export function parseOperatorFlags(argv: string[], env: NodeJS.ProcessEnv = proc
       certificates,
       failurePolicy,
       timeoutSeconds,
-      ownerClusterRole: webhookValue('webhook-owner-clusterrole', 'ONO_WEBHOOK_OWNER_CLUSTERROLE'),
-      coordinatorFence: boolean(
-        'coordinator-fence',
-        webhookValue('coordinator-fence', 'ONO_COORDINATOR_FENCE') ?? 'true',
-      ),
     };
   }
+  const ownerClusterRole = pick(values['webhook-owner-clusterrole'], 'ONO_WEBHOOK_OWNER_CLUSTERROLE');
   return {
     kubeconfig: pick(values.kubeconfig, 'ONO_KUBECONFIG'),
     namespaces,
@@ -207,6 +207,11 @@ export function parseOperatorFlags(argv: string[], env: NodeJS.ProcessEnv = proc
     logLevel: logLevel as OperatorFlags['logLevel'],
     operatorNamespace,
     ...(webhook ? { webhook } : {}),
+    coordinatorFence: boolean(
+      'coordinator-fence',
+      pick(values['coordinator-fence'], 'ONO_COORDINATOR_FENCE') ?? 'true',
+    ),
+    ...(ownerClusterRole ? { ownerClusterRole } : {}),
   };
 }
 
@@ -258,6 +263,7 @@ export async function runOperator(argv: string[]): Promise<number> {
   const { LABELS } = await import('../contract/pods.js');
   const { DEFAULT_SETTINGS } = await import('../operator/builders/common.js');
   let admission: import('../operator/webhook/admission.js').AdmissionComponent | undefined;
+  let nodeMetrics: import('../operator/metrics.js').OracleNodeMetrics | undefined;
   const identity = `${env('POD_NAME') ?? hostname()}_${Math.random().toString(16).slice(2, 10)}`;
   const manager = createManager({
     kubeConfig,
@@ -280,17 +286,27 @@ export async function runOperator(argv: string[]): Promise<number> {
       ownerNameLabel: LABELS.name,
       // Not ready until the admission webhook serves, when it is on.
       readinessChecks: [() => admission?.readiness() ?? { ready: true }],
+      // Only the leader publishes the per-OracleNode series (docs/metrics.md).
+      onLeadershipChange: (leading) => nodeMetrics?.setLeading(leading),
     },
   });
   const workloadImage = env('ONO_WORKLOAD_IMAGE');
+  nodeMetrics = new OracleNodeMetrics(manager.registry);
+  // A replica publishes none of them until it leads.
+  nodeMetrics.setLeading(manager.isLeader());
   const reconciler: Reconciler = createOracleNodeReconciler({
-    metrics: new OracleNodeMetrics(manager.registry),
+    metrics: nodeMetrics,
     // The image of the OracleNodes' workloads when spec.image is empty (the Helm chart sets it to its own image).
     ...(workloadImage ? { settings: { defaultImage: workloadImage } } : {}),
   });
   admission = flags.webhook
     ? await startAdmission(flags, manager, logger, workloadImage ?? DEFAULT_SETTINGS.defaultImage)
     : undefined;
+  // Without the webhook the fence runs on its own: it does not depend on the webhook being served.
+  const fence =
+    !flags.webhook && flags.coordinatorFence
+      ? await startFence(flags, manager, logger, workloadImage ?? DEFAULT_SETTINGS.defaultImage)
+      : undefined;
   let signals = 0;
   const onSignal = (signal: NodeJS.Signals) => {
     signals++;
@@ -306,11 +322,13 @@ export async function runOperator(argv: string[]): Promise<number> {
   try {
     await manager.run(reconciler);
     await admission?.stop();
+    await fence?.stop();
     return 0;
   } catch (error) {
     logger.error({ err: errorMessage(error) }, 'operator failed');
     await manager.stop().catch(() => {});
     await admission?.stop().catch(() => {});
+    await fence?.stop().catch(() => {});
     return 1;
   } finally {
     process.off('SIGTERM', onSignal);
@@ -340,13 +358,31 @@ async function startAdmission(
     failurePolicy: webhook.failurePolicy,
     timeoutSeconds: webhook.timeoutSeconds,
     watchNamespaces: flags.namespaces,
-    coordinatorFence: webhook.coordinatorFence,
+    coordinatorFence: flags.coordinatorFence,
     workloadImage,
-    ...(webhook.ownerClusterRole ? { ownerClusterRole: webhook.ownerClusterRole } : {}),
+    ...(flags.ownerClusterRole ? { ownerClusterRole: flags.ownerClusterRole } : {}),
     lookups: { secretExists: secretExistsInCache(manager.cache) },
   });
   admission.start();
   return admission;
+}
+
+/** The coordinator fence alone, for an operator without the webhook: on every replica, like the admission component. */
+async function startFence(
+  flags: OperatorFlags,
+  manager: import('../operator/runtime/manager.js').RuntimeManager,
+  logger: import('pino').Logger,
+  workloadImage: string,
+) {
+  const { CoordinatorFenceComponent } = await import('../operator/webhook/admission.js');
+  const fence = new CoordinatorFenceComponent({
+    client: manager.client,
+    logger: logger.child({ component: 'coordinator-fence' }),
+    workloadImage,
+    ...(flags.ownerClusterRole ? { ownerClusterRole: flags.ownerClusterRole } : {}),
+  });
+  fence.start();
+  return fence;
 }
 
 function env(name: string): string | undefined {

@@ -15,6 +15,7 @@ import { cycleMetrics } from '../node/metrics.js';
 import { callEndpoint } from '../node/ois-adapter.js';
 import { FileRequestLog } from '../node/request-log.js';
 import { createMetricsRegistry } from '../observability/index.js';
+import { tracerFromEnvironment } from '../observability/tracing.js';
 import { loadCommandConfig, parseCommandArgs, parseServerPorts } from './args.js';
 import { DEFAULT_CACHE_DIR, recordRequestsLocally } from './coordinator.js';
 import type { Subcommand } from './subcommand.js';
@@ -69,7 +70,8 @@ export const command: Subcommand = {
     const cacheDir = values['cache-dir'] ?? DEFAULT_CACHE_DIR;
     const cache = new FileResponseCache(cacheDir);
     const requestLog = new FileRequestLog(cacheDir);
-    const executor = new InProcessExecutor({ config, wallets, logger, cache });
+    const tracer = tracerFromEnvironment(process.env, 'coordinator');
+    const executor = new InProcessExecutor({ config, wallets, logger, cache, tracer });
 
     let gateway: GatewayServer | undefined;
     if (!values['no-gateway']) {
@@ -106,7 +108,8 @@ export const command: Subcommand = {
     while (!stopping) {
       const started = Date.now();
       try {
-        const summary = await runCycle(config, { executor, logger, wallets });
+        const summary = await runCycle(config, { executor, logger, wallets, tracer });
+        await tracer.flush();
         metrics.observe(summary, (Date.now() - started) / 1000);
         await recordRequestsLocally(requestLog, summary, new Date(started), logger);
       } catch (error) {

@@ -9,6 +9,7 @@ import { FileResponseCache } from '../node/cache.js';
 import { workerKubernetesCache } from '../node/kubernetes/index.js';
 import { createNodeLogger } from '../node/logger.js';
 import { runShard, type ShardInput } from '../node/shard.js';
+import { tracerFromEnvironment } from '../observability/tracing.js';
 import { engineEnvironment, loadCommandConfig, parseCommandArgs } from './args.js';
 import { DEFAULT_CACHE_DIR } from './coordinator.js';
 import type { Subcommand } from './subcommand.js';
@@ -57,8 +58,11 @@ export const command: Subcommand = {
     const config = await loadCommandConfig(configPath, values.secrets);
     if (typeof config === 'number') return config;
     const logger = createNodeLogger(config.nodeSettings, pod);
+    // Off unless OTEL_EXPORTER_OTLP_ENDPOINT is set; the shard names each request's trace.
+    const tracer = tracerFromEnvironment(process.env, 'worker');
     try {
       const output = await runShard(shard, {
+        tracer,
         config,
         wallets: sponsorWallets(config.nodeSettings.nodeWalletMnemonic),
         logger,
@@ -69,6 +73,8 @@ export const command: Subcommand = {
     } catch (error) {
       process.stderr.write(`Shard failed: ${errorMessage(error)}\n`);
       return 1;
+    } finally {
+      await tracer.flush();
     }
   },
 };

@@ -12,6 +12,7 @@ import {
   redact,
   registerSecret,
 } from '../observability/index.js';
+import type { Tracer } from '../observability/tracing.js';
 import { nodeWallet } from '../protocol/wallet.js';
 import { gatewayMetrics } from './metrics.js';
 import {
@@ -29,6 +30,7 @@ import {
 import { type CallEndpoint, gatewayRoutes, handled } from './routes.js';
 import { cachingSigner } from './signature-cache.js';
 import type { NodeSigner } from './signing.js';
+import { traceGatewayRequests } from './tracing.js';
 
 export type { CallEndpoint, EndpointCall, EndpointResult } from './routes.js';
 export { GATEWAY_NAMES, type GatewayName };
@@ -58,6 +60,8 @@ export type GatewayAppOptions = {
   retryAfterSeconds?: number;
   /** Extra readiness condition (e.g. the engine warmed up). */
   ready?: () => boolean;
+  /** Tracing (off unless it exports): a server span per gateway request. */
+  tracer?: Tracer;
 };
 
 export type GatewayApp = {
@@ -119,6 +123,7 @@ export function createGatewayApp(options: GatewayAppOptions): GatewayApp {
   };
 
   app.use(requestBookkeeping(metrics, logger));
+  if (options.tracer?.enabled) app.use(traceGatewayRequests(options.tracer));
   if (options.serveObservability !== false) {
     const health = observabilityHandler({ registry, ready: readiness });
     app.use((req, res, next) => {

@@ -3,7 +3,9 @@
 // shards by sponsor wallet handed to an executor. Deliberate difference from the reference: each request
 // is submitted once, through one provider, instead of once per provider (see docs/chain-cycle.md).
 
+import { readBalances } from '../chain/balances.js';
 import { type DiscoveryOptions, discoverOnProvider, type ProviderDiscovery } from '../chain/discovery.js';
+import { type GasTargetJson, gasTargetToJson, getGasTarget } from '../chain/gas-price.js';
 import { byLogPosition } from '../chain/logs.js';
 import {
   headFaults,
@@ -18,6 +20,7 @@ import { type SponsorWallets, sponsorWallets } from '../chain/sponsor-wallets.js
 import { DEFAULT_MIN_CONFIRMATIONS, type WithdrawalRequest } from '../chain/types.js';
 import { errorMessage } from '../common/errors.js';
 import type { Config } from '../config/index.js';
+import { formatTraceparent, type Span, Tracer } from '../observability/tracing.js';
 import type { ShardExecutor, ShardResult } from './executor.js';
 import type { Logger } from './logger.js';
 import { decodeParameters } from './ois-adapter.js';
@@ -36,6 +39,8 @@ export type CycleDeps = {
   maxLogRange?: number;
   /** Chain ids and heads of providers seen in earlier cycles (default: this process's). */
   providerMemory?: ProviderMemory;
+  /** One trace per request: discovery and authorization here, the shard's spans as children (shard.traceparents). */
+  tracer?: Tracer;
 };
 
 export type ProviderSummary = {
@@ -59,7 +64,15 @@ export type CycleSummary = {
   providers: ProviderSummary[];
   requests: { discovered: number; servable: number; waitingForConfirmations: number; overChainLimit: number };
   shards: { total: number; failed: number };
-  transactions: { fulfilled: number; failed: number; withdrawn: number; skipped: number; errors: number };
+  /** Outcomes of the requests; `replaced`: stuck transactions replaced (their request was counted when first sent). */
+  transactions: {
+    fulfilled: number;
+    failed: number;
+    withdrawn: number;
+    skipped: number;
+    errors: number;
+    replaced: number;
+  };
   apiCalls: number;
   cacheHits: number;
   rpcCalls: number;
@@ -83,10 +96,13 @@ export type SeenRequest = {
   state: 'servable' | 'waitingForConfirmations' | 'overChainLimit' | 'dropped';
   reason?: string;
   sponsorWallet?: string;
+  endpointId?: string;
   blockNumber?: number;
   /** The confirmed head (lowest current block of the healthy providers). */
   headBlock: number;
 };
+
+type ChainStrategyFailure = { chainId: string; strategy: string };
 
 type ProviderState = { name: string; discovery?: ProviderDiscovery; summary: ProviderSummary };
 
@@ -152,10 +168,16 @@ export async function planChainShards(
 ): Promise<{
   shards: ShardInput[];
   providers: ProviderSummary[];
+  /** The first provider in use: the one shards send through unless it fails. */
+  servingProvider?: string;
+  /** Gas price strategies that failed when the chain's price was read for the shards (each logged at WARN). */
+  gasPriceStrategyFailures: ChainStrategyFailure[];
   discovered: number;
   waiting: number;
   overLimit: number;
   seen: SeenRequest[];
+  /** When the healthy providers asked the authorizers (epoch ms, widest window). */
+  authorization?: { startMs: number; endMs: number };
 }> {
   const makeClient = deps.rpcClient ?? ((url: string) => new RpcClient(url));
   const options: DiscoveryOptions = {
@@ -230,7 +252,15 @@ export async function planChainShards(
   );
   const healthy = leaveOutBehindProviders(chain, states, memory, deps.logger);
   if (healthy.length === 0)
-    return { shards: [], providers: states.map((s) => s.summary), discovered: 0, waiting: 0, overLimit: 0, seen: [] };
+    return {
+      shards: [],
+      providers: states.map((s) => s.summary),
+      gasPriceStrategyFailures: [],
+      discovered: 0,
+      waiting: 0,
+      overLimit: 0,
+      seen: [],
+    };
 
   const discovered = new Set(healthy.flatMap((s) => s.discovery.apiCalls.map((c) => c.id))).size;
   const limited = applyChainLimit(
@@ -280,14 +310,85 @@ export async function planChainShards(
   for (const withdrawal of [...withdrawals.values()].sort(byLogPosition)) {
     shardOf(withdrawal.sponsor, withdrawal.sponsorWallet).withdrawals.push(withdrawal);
   }
+  const shards = [...bySponsorWallet.values()];
+  const gasPriceStrategyFailures: ChainStrategyFailure[] = [];
+  if (shards.length > 0) {
+    const gasTarget = await chainGasTarget(chain, healthy[0]!, makeClient, deps.logger, gasPriceStrategyFailures);
+    if (gasTarget) for (const shard of shards) shard.gasTarget = gasTarget;
+  }
   return {
-    shards: [...bySponsorWallet.values()],
+    shards,
     providers: states.map((s) => ({ ...s.summary })),
+    servingProvider: healthy[0]!.name,
+    gasPriceStrategyFailures,
     discovered,
     waiting: waiting.length,
     overLimit: discovered - limitedCount,
     seen,
+    ...authorizationWindow(healthy.map((s) => s.discovery.authorization)),
   };
+}
+
+function authorizationWindow(windows: ({ startMs: number; endMs: number } | undefined)[]) {
+  const known = windows.filter((w) => w !== undefined);
+  if (known.length === 0) return {};
+  return {
+    authorization: {
+      startMs: Math.min(...known.map((w) => w.startMs)),
+      endMs: Math.max(...known.map((w) => w.endMs)),
+    },
+  };
+}
+
+/**
+ * The root span of each request the chain's cycle saw, with its discovery and authorization spans; servable requests'
+ * trace contexts go into their shards, so the worker's spans join the same trace.
+ */
+function traceRequests(
+  tracer: Tracer,
+  planned: Awaited<ReturnType<typeof planChainShards>>,
+  window: { startMs: number; discoveredMs: number },
+): Map<string, Span> {
+  const roots = new Map<string, Span>();
+  if (!tracer.enabled) return roots;
+  for (const request of planned.seen) {
+    const attributes = { requestId: request.id, chainId: request.chainId, endpointId: request.endpointId };
+    const root = tracer.startSpan('oracle-node request', {
+      startMs: window.startMs,
+      attributes: {
+        ...attributes,
+        'oracle_node.state': request.state,
+        'oracle_node.reason': request.reason,
+        'oracle_node.block': request.blockNumber,
+      },
+    });
+    roots.set(request.id, root);
+    tracer
+      .startSpan('discovery', {
+        parent: root.context,
+        startMs: window.startMs,
+        attributes: { ...attributes, 'rpc.system': 'jsonrpc', 'rpc.method': 'eth_getLogs' },
+      })
+      .end(window.discoveredMs);
+    const unauthorized = request.reason === 'requester is not authorized';
+    if (request.state === 'dropped' && !unauthorized) continue;
+    const authorization = tracer.startSpan('authorization', {
+      parent: root.context,
+      startMs: planned.authorization?.startMs ?? window.discoveredMs,
+      attributes: { ...attributes, 'oracle_node.authorized': !unauthorized },
+    });
+    if (unauthorized) authorization.fail('requester is not authorized');
+    authorization.end(planned.authorization?.endMs ?? window.discoveredMs);
+  }
+  for (const shard of planned.shards) {
+    const traceparents: Record<string, string> = {};
+    for (const call of shard.apiCalls) {
+      const root = roots.get(call.id);
+      if (root) traceparents[call.id] = formatTraceparent(root.context);
+    }
+    shard.traceparents = traceparents;
+  }
+  return roots;
 }
 
 function seenRequests(
@@ -309,6 +410,7 @@ function seenRequests(
       state,
       ...(reason ? { reason } : {}),
       sponsorWallet: call.sponsorWallet,
+      endpointId: call.endpointId,
       blockNumber: call.blockNumber,
       headBlock,
     });
@@ -326,13 +428,92 @@ function seenRequests(
   return [...seen.values()];
 }
 
+const NO_TRACER = new Tracer();
+
+/** Each request's root span ends with its shard, carrying the outcome. */
+function endRequestTraces(roots: Map<string, Span>, results: ShardResult[]): void {
+  if (roots.size === 0) return;
+  for (const result of results) {
+    if (!result.ok) continue;
+    for (const outcome of result.output.outcomes) {
+      const root = roots.get(outcome.id);
+      root?.setAttributes({ 'oracle_node.outcome': outcome.outcome, 'oracle_node.transaction_hash': outcome.txHash });
+      if (outcome.outcome === 'error') root?.fail(outcome.reason ?? 'transaction not accepted');
+    }
+  }
+  for (const root of roots.values()) root.end();
+}
+
+/**
+ * The chain's gas price for this cycle, read once through the first provider in use and handed to every shard: what
+ * every sponsor wallet would otherwise read for itself (the strategies' blocks and the provider's price) costs the
+ * chain's calls once. Undefined when the strategies fail without a constant fallback: the shards then try themselves.
+ */
+async function chainGasTarget(
+  chain: Config['chains'][number],
+  provider: ProviderState,
+  makeClient: (url: string) => RpcClient,
+  logger: Logger,
+  failures: ChainStrategyFailure[],
+): Promise<GasTargetJson | undefined> {
+  const client = makeClient(chain.providers[provider.name]!.url);
+  try {
+    const target = await getGasTarget(client, chain.options.gasPriceOracle, chain.options.fulfillmentGasLimit, {
+      logger: logger.child({ chainId: chain.id, provider: provider.name }),
+      onFailure: (failure) => failures.push({ chainId: chain.id, strategy: failure.strategy }),
+    });
+    return gasTargetToJson(target);
+  } catch (error) {
+    logger.warn(
+      { chainId: chain.id, provider: provider.name, err: errorMessage(error) },
+      'gas price not read for the chain; each shard reads its own',
+    );
+    return undefined;
+  } finally {
+    provider.summary.rpcCalls += client.calls;
+  }
+}
+
+/**
+ * The balances of the sponsor wallets that sent transactions in the cycle (for the low-balance alert), all in one
+ * call through the provider the shards sent through, at 'pending' so this cycle's transactions are already paid
+ * for. Best effort: a failure leaves the balances unreported for this cycle.
+ */
+async function sponsorWalletBalances(
+  chain: Config['chains'][number],
+  providerName: string | undefined,
+  results: ShardResult[],
+  deps: CycleDeps,
+): Promise<{ wallets: CycleSummary['sponsorWallets']; rpcCalls: number }> {
+  const senders = results.flatMap((r) =>
+    r.ok && r.output.outcomes.some((o) => o.txHash !== undefined) ? [r.output.sponsorWallet] : [],
+  );
+  const url = providerName === undefined ? undefined : chain.providers[providerName]?.url;
+  if (senders.length === 0 || url === undefined) return { wallets: [], rpcCalls: 0 };
+  const client = (deps.rpcClient ?? ((u: string) => new RpcClient(u)))(url);
+  try {
+    const balances = await readBalances(client, senders);
+    return {
+      wallets: senders.map((sponsorWallet) => ({
+        chainId: chain.id,
+        sponsorWallet,
+        balanceWei: String(balances.get(sponsorWallet)),
+      })),
+      rpcCalls: client.calls,
+    };
+  } catch (error) {
+    deps.logger.warn({ chainId: chain.id, err: errorMessage(error) }, 'sponsor wallet balances not read');
+    return { wallets: [], rpcCalls: client.calls };
+  }
+}
+
 export async function runCycle(config: Config, deps: CycleDeps): Promise<CycleSummary> {
   const wallets = deps.wallets ?? sponsorWallets(config.nodeSettings.nodeWalletMnemonic);
   const summary: CycleSummary = {
     providers: [],
     requests: { discovered: 0, servable: 0, waitingForConfirmations: 0, overChainLimit: 0 },
     shards: { total: 0, failed: 0 },
-    transactions: { fulfilled: 0, failed: 0, withdrawn: 0, skipped: 0, errors: 0 },
+    transactions: { fulfilled: 0, failed: 0, withdrawn: 0, skipped: 0, errors: 0, replaced: 0 },
     apiCalls: 0,
     cacheHits: 0,
     rpcCalls: 0,
@@ -350,13 +531,17 @@ export async function runCycle(config: Config, deps: CycleDeps): Promise<CycleSu
     config.chains.map(async (chain) => {
       try {
         const started = performance.now();
+        const startMs = Date.now();
         const planned = await planChainShards(config, chain, { ...deps, wallets });
         const discovered = performance.now();
+        const roots = traceRequests(deps.tracer ?? NO_TRACER, planned, { startMs, discoveredMs: Date.now() });
         const results = planned.shards.length
           ? await deps.executor.run(planned.shards, { concurrency: chain.maxConcurrency })
           : [];
+        endRequestTraces(roots, results);
         const timings = { discoveryMs: discovered - started, shardsMs: performance.now() - discovered };
-        return { planned, results, timings };
+        const balances = await sponsorWalletBalances(chain, planned.servingProvider, results, deps);
+        return { planned, results, timings, balances };
       } catch (error) {
         deps.logger.error({ chainId: chain.id, err: errorMessage(error) }, 'chain cycle failed');
         return undefined;
@@ -365,7 +550,11 @@ export async function runCycle(config: Config, deps: CycleDeps): Promise<CycleSu
   );
   for (const chain of perChain) {
     if (!chain) continue;
-    const { planned, results, timings } = chain;
+    const { planned, results, timings, balances } = chain;
+    summary.sponsorWallets.push(...balances.wallets);
+    for (const failure of planned.gasPriceStrategyFailures)
+      countStrategyFailure(summary, failure.chainId, failure.strategy);
+    summary.rpcCalls += balances.rpcCalls;
     summary.timings.discoveryMs = Math.max(summary.timings.discoveryMs, Math.round(timings.discoveryMs));
     summary.timings.shardsMs = Math.max(summary.timings.shardsMs, Math.round(timings.shardsMs));
     summary.providers.push(...planned.providers);
@@ -384,10 +573,6 @@ export async function runCycle(config: Config, deps: CycleDeps): Promise<CycleSu
       }
       summary.apiCalls += result.output.apiCalls;
       summary.cacheHits += result.output.cacheHits;
-      if (result.output.balanceWei !== undefined) {
-        const { chainId, sponsorWallet, balanceWei } = result.output;
-        summary.sponsorWallets.push({ chainId, sponsorWallet, balanceWei });
-      }
       summary.rpcCalls += result.output.rpcCalls;
       // A worker's output is read back from its pod log: only a decimal integer counts.
       const gasPrice = result.output.gasPriceWei;
@@ -396,19 +581,12 @@ export async function runCycle(config: Config, deps: CycleDeps): Promise<CycleSu
         if (BigInt(gasPrice) > (gasPrices.get(chainId) ?? -1n)) gasPrices.set(chainId, BigInt(gasPrice));
       }
       for (const failure of strategyFailuresOf(result.output)) {
-        const counted = summary.gasPriceStrategyFailures.find(
-          (f) => f.chainId === result.output.chainId && f.strategy === failure.strategy,
-        );
-        if (counted) counted.count++;
-        else
-          summary.gasPriceStrategyFailures.push({
-            chainId: result.output.chainId,
-            strategy: failure.strategy,
-            count: 1,
-          });
+        countStrategyFailure(summary, result.output.chainId, failure.strategy);
       }
       for (const outcome of result.output.outcomes) {
-        if (outcome.outcome === 'fulfilled') summary.transactions.fulfilled++;
+        // A replacement of a stuck transaction was counted when the first one was sent.
+        if (outcome.replacement === true) summary.transactions.replaced++;
+        else if (outcome.outcome === 'fulfilled') summary.transactions.fulfilled++;
         else if (outcome.outcome === 'failed') summary.transactions.failed++;
         else if (outcome.outcome === 'withdrawn') summary.transactions.withdrawn++;
         else if (outcome.outcome === 'skipped') summary.transactions.skipped++;
@@ -431,6 +609,12 @@ export async function runCycle(config: Config, deps: CycleDeps): Promise<CycleSu
     'cycle finished',
   );
   return summary;
+}
+
+function countStrategyFailure(summary: CycleSummary, chainId: string, strategy: string): void {
+  const counted = summary.gasPriceStrategyFailures.find((f) => f.chainId === chainId && f.strategy === strategy);
+  if (counted) counted.count++;
+  else summary.gasPriceStrategyFailures.push({ chainId, strategy, count: 1 });
 }
 
 /** A worker's gas price strategy failures, read as untrusted (its output comes back through a pod log). */

@@ -11,7 +11,7 @@ export function cycleMetrics(registry: Registry) {
   });
   const transactions = counter(registry, {
     name: 'node_cycle_transactions_total',
-    help: 'Request outcomes of the cycles (fulfilled, failed, withdrawn, skipped, errors)',
+    help: 'Request outcomes of the cycles (fulfilled, failed, withdrawn, skipped, errors; replaced: stuck transactions replaced)',
     labelNames: ['outcome'] as const,
   });
   const duration = histogram(registry, {

@@ -13,7 +13,15 @@ import {
   signFulfillment,
   transactionCount,
 } from '../chain/fulfillment.js';
-import { amountToWei, bumpGasTarget, type GasTarget, getGasTarget, type StrategyFailure } from '../chain/gas-price.js';
+import {
+  amountToWei,
+  bumpGasTarget,
+  type GasTarget,
+  type GasTargetJson,
+  gasTargetFromJson,
+  getGasTarget,
+  type StrategyFailure,
+} from '../chain/gas-price.js';
 import { decidePending, needsCountBefore, STUCK_AFTER_BLOCKS } from '../chain/pending.js';
 import type { DiscoveredApiCall } from '../chain/requests.js';
 import { parseMinConfirmations } from '../chain/requests.js';
@@ -25,6 +33,7 @@ import { type PlannedWithdrawal, planWithdrawal } from '../chain/withdrawals.js'
 import { errorMessage } from '../common/errors.js';
 import type { Config } from '../config/index.js';
 import type { ApiOutcome } from '../contract/request-log.js';
+import { parseTraceparent, type SpanContext, Tracer } from '../observability/tracing.js';
 import { getReservedParameterValue } from '../ois/reserved.js';
 import type { Ois } from '../ois/types.js';
 import type { ResponseCache } from './cache.js';
@@ -41,8 +50,12 @@ export type ShardInput = {
   /** Provider names of the chain, most preferred first (healthy in discovery). */
   providers: string[];
   currentBlock: number;
+  /** The chain's gas price in this cycle, read once by the coordinator for all shards; absent: the shard reads it. */
+  gasTarget?: GasTargetJson;
   apiCalls: DiscoveredApiCall[];
   withdrawals: WithdrawalRequest[];
+  /** W3C traceparent of each request's trace, by request id (only when the coordinator traces). */
+  traceparents?: Record<string, string>;
 };
 
 export type ShardOutcome = {
@@ -53,6 +66,11 @@ export type ShardOutcome = {
   nonce?: number;
   provider?: string;
   reason?: string;
+  /**
+   * The transaction replaces a stuck one at the same nonce (src/chain/pending.ts), sent for the same request in an
+   * earlier cycle: counted as `replaced`, not as a second fulfilment.
+   */
+  replacement?: true;
   /** The request's API call: its status class (never the answer) and how long it took. */
   api?: { outcome: ApiOutcome; durationMs: number };
 };
@@ -66,8 +84,6 @@ export type ShardOutput = {
   rpcCalls: number;
   /** Milliseconds spent calling APIs, planning (static calls, estimates) and sending. */
   timings: { apiMs: number; planMs: number; sendMs: number };
-  /** The sponsor wallet's balance after this shard's transactions (wei, decimal), when a provider told it. */
-  balanceWei?: string;
   /** The gas price (legacy) or max fee per gas (EIP-1559) the transactions were priced at (wei, decimal). */
   gasPriceWei?: string;
   /** Gas price strategies that failed (each also logged at WARN), in the order they were tried. */
@@ -83,7 +99,11 @@ export type ShardContext = {
   rpcClient?: (url: string) => RpcClient;
   /** Concurrent API calls inside one shard. */
   apiConcurrency?: number;
+  /** Spans of the shard's requests, children of the traces named in the shard input. */
+  tracer?: Tracer;
 };
+
+const NO_TRACER = new Tracer();
 
 export async function mapLimit<T, R>(
   items: T[],
@@ -135,7 +155,12 @@ export function apiOutcomeOf(result: CallEndpointResult): ApiOutcome {
 type Answer = { response: ApiResponse; cached: boolean; api: { outcome: ApiOutcome; durationMs: number } };
 const notCalled = { outcome: 'not called', durationMs: 0 } as const;
 
-async function respond(context: ShardContext, chainId: string, call: DiscoveredApiCall): Promise<Answer> {
+async function respond(
+  context: ShardContext,
+  chainId: string,
+  call: DiscoveredApiCall,
+  trace: SpanContext | undefined,
+): Promise<Answer> {
   if (call.errorMessage)
     return { response: { success: false, errorMessage: call.errorMessage }, cached: false, api: notCalled };
   const { ois, endpoint } = findEndpoint(context.config, call);
@@ -157,6 +182,17 @@ async function respond(context: ShardContext, chainId: string, call: DiscoveredA
         api: { outcome: 'cached', durationMs: 0 },
       };
   }
+  const tracer = context.tracer ?? NO_TRACER;
+  const requestAttributes = { requestId: call.id, chainId, endpointId: call.endpointId };
+  // The OIS engine's whole call: the HTTP request, pre/post-processing and encoding. No URL, parameter or answer.
+  const span = tracer.startSpan('api call', {
+    parent: trace,
+    kind: 'client',
+    attributes: {
+      ...requestAttributes,
+      'http.request.method': (endpoint as { operation?: { method?: string } }).operation?.method?.toUpperCase(),
+    },
+  });
   const started = performance.now();
   const result = await (context.callEndpoint ?? defaultCallEndpoint)({
     ois,
@@ -173,8 +209,14 @@ async function respond(context: ShardContext, chainId: string, call: DiscoveredA
     },
   });
   const api = { outcome: apiOutcomeOf(result), durationMs: Math.round(performance.now() - started) };
+  const status = result.success ? undefined : /status code (\d{3})$/.exec(result.errorMessage)?.[1];
+  span.setAttributes({ 'oracle_node.api.outcome': api.outcome, 'http.response.status_code': status && Number(status) });
+  if (!result.success) span.fail(api.outcome === 'failed' ? 'processing or encoding failed' : `API ${api.outcome}`);
+  span.end();
   if (!result.success) return { response: { success: false, errorMessage: result.errorMessage }, cached: false, api };
+  const signing = tracer.startSpan('sign response', { parent: trace, attributes: requestAttributes });
   const signature = signFulfillment(context.wallets.node, call.id, result.encodedValue);
+  signing.end();
   if (call.cacheResponses && context.cache) {
     await context.cache.set(call.id, { encodedValue: result.encodedValue, signature });
   }
@@ -182,6 +224,24 @@ async function respond(context: ShardContext, chainId: string, call: DiscoveredA
     response: { success: true, encodedValue: result.encodedValue, signature, ...gasPrice },
     cached: false,
     api,
+  };
+}
+
+/** The outcome of a transaction the provider took (or that a provider knows by its hash). */
+function sentOutcome(
+  item: WorkItem,
+  plan: Exclude<PlannedTransaction | PlannedWithdrawal, { kind: 'skip' }>,
+  sent: { nonce: number; txHash: string; provider: string; replaces: boolean },
+): ShardOutcome {
+  return {
+    id: itemId(item),
+    kind: item.kind,
+    outcome: plan.kind === 'fulfill' ? 'fulfilled' : plan.kind === 'fail' ? 'failed' : 'withdrawn',
+    txHash: sent.txHash,
+    nonce: sent.nonce,
+    provider: sent.provider,
+    ...(plan.kind === 'fail' && plan.errorMessage ? { reason: plan.errorMessage } : {}),
+    ...(sent.replaces ? { replacement: true as const } : {}),
   };
 }
 
@@ -218,7 +278,6 @@ export async function runShard(shard: ShardInput, context: ShardContext): Promis
   const makeClient = context.rpcClient ?? ((url: string) => new RpcClient(url));
   const outcomes: ShardOutcome[] = [];
   let rpcCalls = 0;
-  let balanceWei: string | undefined;
   let gasPriceWei: string | undefined;
   const gasPriceStrategyFailures: StrategyFailure[] = [];
 
@@ -232,7 +291,8 @@ export async function runShard(shard: ShardInput, context: ShardContext): Promis
   const apiOutcomes = new Map<string, Answer['api']>();
   const answered = mapLimit(shard.apiCalls, context.apiConcurrency ?? 16, async (call, i) => {
     try {
-      const { response, cached, api } = await respond(context, shard.chainId, call);
+      const trace = parseTraceparent(shard.traceparents?.[call.id]);
+      const { response, cached, api } = await respond(context, shard.chainId, call, trace);
       if (cached) cacheHits++;
       apiOutcomes.set(call.id, api);
       responses[i]!.resolve(response);
@@ -249,6 +309,8 @@ export async function runShard(shard: ShardInput, context: ShardContext): Promis
   ];
 
   // 2. Transactions through one provider at a time.
+  const submissionStartMs = Date.now();
+  const chainGasTarget = gasTargetFromJson(shard.gasTarget);
   const providerNames = shard.providers.filter((name) => chain.providers[name]);
   // Transactions sent whose answer was lost (the provider may have taken them): counted only once a provider
   // knows them by their hash, never sent again blindly.
@@ -297,15 +359,12 @@ export async function runShard(shard: ShardInput, context: ShardContext): Promis
         pending = [];
         break;
       }
-      let gasTarget: GasTarget = await getGasTarget(
-        client,
-        chain.options.gasPriceOracle,
-        chain.options.fulfillmentGasLimit,
-        {
+      let gasTarget: GasTarget =
+        chainGasTarget ??
+        (await getGasTarget(client, chain.options.gasPriceOracle, chain.options.fulfillmentGasLimit, {
           logger: logger.child({ provider: providerName }),
           onFailure: (failure) => gasPriceStrategyFailures.push(failure),
-        },
-      );
+        }));
       if (decision.action === 'replace') {
         logger.info({ provider: providerName, pending: decision.pending }, 'replacing stuck pending transactions');
         gasTarget = bumpGasTarget(gasTarget, 20);
@@ -375,19 +434,13 @@ export async function runShard(shard: ShardInput, context: ShardContext): Promis
         sendable.map((s) => s.plan),
         { client, wallet, chainId: shard.chainId, firstNonce: latestCount, pendingNonce: pendingCount, gasTarget },
       );
+      // Nonces below the pending count held stuck transactions: what is sent there replaces them.
+      const replaces = (nonce: number) => decision.action === 'replace' && nonce < pendingCount;
       let stopped: string | undefined;
       sendable.forEach(({ item, plan }, index) => {
         const sent = report.sent[index];
         if (sent && 'txHash' in sent) {
-          outcomes.push({
-            id: itemId(item),
-            kind: item.kind,
-            outcome: plan.kind === 'fulfill' ? 'fulfilled' : plan.kind === 'fail' ? 'failed' : 'withdrawn',
-            txHash: sent.txHash,
-            nonce: sent.nonce,
-            provider: providerName,
-            ...(plan.kind === 'fail' && plan.errorMessage ? { reason: plan.errorMessage } : {}),
-          });
+          outcomes.push(sentOutcome(item, plan, { ...sent, provider: providerName, replaces: replaces(sent.nonce) }));
         } else if (sent) {
           outcomes.push({
             id: itemId(item),
@@ -420,25 +473,12 @@ export async function runShard(shard: ShardInput, context: ShardContext): Promis
       }
       for (const { index, nonce, txHash } of report.unanswered ?? []) {
         const { item, plan } = sendable[index]!;
-        lost.set(itemId(item), {
-          id: itemId(item),
-          txHash,
-          outcome: {
-            id: itemId(item),
-            kind: item.kind,
-            outcome: plan.kind === 'fulfill' ? 'fulfilled' : plan.kind === 'fail' ? 'failed' : 'withdrawn',
-            txHash,
-            nonce,
-            provider: providerName,
-            ...(plan.kind === 'fail' && plan.errorMessage ? { reason: plan.errorMessage } : {}),
-          },
-        });
+        const outcome = sentOutcome(item, plan, { nonce, txHash, provider: providerName, replaces: replaces(nonce) });
+        lost.set(itemId(item), { id: itemId(item), txHash, outcome });
       }
       if (report.transportError) throw report.transportError;
       timings.sendMs += performance.now() - sendStart;
       pending = [];
-      // Best effort, for the low-balance alert: a wallet that cannot pay for gas fails every later request.
-      balanceWei = await walletBalance(client, wallet.address);
     } catch (error) {
       if (apiFailure) throw apiFailure.error;
       // A lost answer does not mean a dead provider: ask it first whether it took the transactions.
@@ -467,6 +507,7 @@ export async function runShard(shard: ShardInput, context: ShardContext): Promis
     const api = outcome.kind === 'api' ? apiOutcomes.get(outcome.id) : undefined;
     if (api) outcome.api = api;
   }
+  traceSubmissions(context.tracer ?? NO_TRACER, shard, outcomes, submissionStartMs);
   return {
     chainId: shard.chainId,
     sponsorWallet: shard.sponsorWallet,
@@ -479,7 +520,6 @@ export async function runShard(shard: ShardInput, context: ShardContext): Promis
       planMs: Math.round(timings.planMs),
       sendMs: Math.round(timings.sendMs),
     },
-    ...(balanceWei === undefined ? {} : { balanceWei }),
     ...(gasPriceWei === undefined ? {} : { gasPriceWei }),
     ...(gasPriceStrategyFailures.length === 0 ? {} : { gasPriceStrategyFailures }),
   };
@@ -518,15 +558,28 @@ async function pendingDecision(
   return decidePending(latestCountBefore === undefined ? state : { ...state, latestCountBefore });
 }
 
-/**
- * The balance with this cycle's transactions counted ('pending'): what the wallet has left to pay with. At
- * 'latest' a transaction sent a moment ago may not be mined yet, and the alert would see the balance before it.
- */
-async function walletBalance(client: RpcClient, address: string): Promise<string | undefined> {
-  try {
-    const value = await client.request('eth_getBalance', [address, 'pending']);
-    return typeof value === 'string' && /^0x[0-9a-fA-F]+$/.test(value) ? BigInt(value).toString() : undefined;
-  } catch {
-    return undefined;
+/** One span per request from planning its transaction to the answer of the send, child of the request's trace. */
+function traceSubmissions(tracer: Tracer, shard: ShardInput, outcomes: ShardOutcome[], startMs: number): void {
+  if (!tracer.enabled) return;
+  for (const outcome of outcomes) {
+    if (outcome.kind !== 'api') continue;
+    const span = tracer.startSpan('submission', {
+      parent: parseTraceparent(shard.traceparents?.[outcome.id]),
+      kind: 'client',
+      startMs,
+      attributes: {
+        requestId: outcome.id,
+        chainId: shard.chainId,
+        endpointId: shard.apiCalls.find((call) => call.id === outcome.id)?.endpointId,
+        'rpc.system': 'jsonrpc',
+        'rpc.method': 'eth_sendRawTransaction',
+        'oracle_node.outcome': outcome.outcome,
+        'oracle_node.provider': outcome.provider,
+        'oracle_node.transaction_hash': outcome.txHash,
+        'oracle_node.nonce': outcome.nonce,
+      },
+    });
+    if (outcome.outcome === 'error') span.fail(outcome.reason ?? 'transaction not accepted');
+    span.end();
   }
 }

@@ -1,7 +1,8 @@
 // The oracle's own metrics, per OracleNode, derived from the status the controller computes (so they say what
 // `kubectl get onode` says): Ready, the last successful coordinator cycle, its duration, request outcomes, and
 // the health, block lag and faults of each chain provider. The operator scrapes nothing itself: the coordinator's cycle
-// report (status.lastCycle) is the source.
+// report (status.lastCycle) is the source. Only the leader publishes them (setLeading): a replica that stands by or
+// lost the lease would otherwise serve frozen values beside the leader's.
 import { Counter, Gauge, type Registry } from 'prom-client';
 import { HEARTBEAT_RESULTS } from '../contract/pods.js';
 import type { OracleNodeStatus } from './resource.js';
@@ -42,6 +43,7 @@ export class OracleNodeMetrics {
   private readonly gasPrice: Gauge<(typeof CHAIN_LABELS)[number]>;
   private readonly gasPriceStrategyFailures: Counter<(typeof NODE_LABELS)[number]>;
   private readonly seen = new Map<string, NodeSeries>();
+  private publishing = true;
 
   constructor(registry: Registry) {
     const registers = [registry];
@@ -113,7 +115,31 @@ export class OracleNodeMetrics {
     });
   }
 
+  /**
+   * Leading: publish. Not leading: every per-node series goes at once, and nothing is published until this replica
+   * leads again (a reconcile still finishing after the lease was lost included); the next leader publishes them.
+   */
+  setLeading(leading: boolean): void {
+    this.publishing = leading;
+    if (leading) return;
+    for (const metric of [
+      this.ready,
+      this.lastSuccess,
+      this.cycleDuration,
+      this.requests,
+      this.providerUp,
+      this.providerLag,
+      this.providerFaults,
+      this.balance,
+      this.heartbeats,
+      this.gasPrice,
+    ])
+      metric.reset();
+    this.seen.clear();
+  }
+
   observe(key: ObjectKey, status: OracleNodeStatus): void {
+    if (!this.publishing) return;
     const labels = { namespace: key.namespace, name: key.name };
     const id = `${key.namespace}/${key.name}`;
     const state: NodeSeries = this.seen.get(id) ?? {
@@ -134,13 +160,16 @@ export class OracleNodeMetrics {
       if (newest.heartbeat) this.heartbeats.inc({ ...labels, outcome: newest.heartbeat });
     }
 
+    // From the status, not only from the cycles this replica saw finish: a new leader knows it at once.
+    const lastSuccess = lastSuccessfulCycleSeconds(status);
+    if (lastSuccess !== undefined) this.lastSuccess.set(labels, lastSuccess);
+
     const cycle = status.lastCycle;
     if (!cycle || cycle.job === state.job || cycle.outcome === 'Running') return;
     // A finished cycle seen for the first time: its counts are added once.
     state.job = cycle.job;
     const started = cycle.startTime ? Date.parse(cycle.startTime) : Number.NaN;
     const completed = cycle.completionTime ? Date.parse(cycle.completionTime) : Number.NaN;
-    if (cycle.outcome === 'Succeeded' && Number.isFinite(completed)) this.lastSuccess.set(labels, completed / 1000);
     if (Number.isFinite(started) && Number.isFinite(completed) && completed >= started)
       this.cycleDuration.set(labels, (completed - started) / 1000);
     for (const [outcome, countKey] of Object.entries(OUTCOMES)) {
@@ -204,4 +233,19 @@ export class OracleNodeMetrics {
     for (const outcome of HEARTBEAT_RESULTS) this.heartbeats.remove({ ...labels, outcome });
     this.seen.delete(id);
   }
+}
+
+/**
+ * Unix seconds at which the newest successful coordinator cycle ended: the newest Succeeded Job (status.lastCycle) or
+ * the newest cycle report in status.cycles (a report is written only by a cycle that ran to its end), whichever is
+ * later; undefined when the node has never had one.
+ */
+export function lastSuccessfulCycleSeconds(status: OracleNodeStatus): number | undefined {
+  const ends: number[] = [];
+  const cycle = status.lastCycle;
+  if (cycle?.outcome === 'Succeeded' && cycle.completionTime) ends.push(Date.parse(cycle.completionTime));
+  for (const record of status.cycles ?? [])
+    if (record.startTime) ends.push(Date.parse(record.startTime) + (record.durationSeconds ?? 0) * 1000);
+  const finite = ends.filter(Number.isFinite);
+  return finite.length > 0 ? Math.max(...finite) / 1000 : undefined;
 }

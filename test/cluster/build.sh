@@ -17,7 +17,8 @@
 # the integration tests run as processes (kstatus: cli-utils' kstatus.Compute; argocd-lua: gopher-lua set up as
 # Argo CD sets it up). They are stamped with a checksum of their module's files, so a changed source is rebuilt.
 #
-# Usage: test/cluster/build.sh [all|k8s|kube-proxy|etcd|kwok|helm|tools]...   (default: all; kube-proxy only when named)
+# Usage: test/cluster/build.sh [all|k8s|kube-proxy|etcd|kwok|helm|tools|prometheus]...   (default: all; kube-proxy and
+# prometheus (promtool + the Prometheus server, for make test-alerts and the scrape test) only when named)
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -47,7 +48,10 @@ K8S_VERSION="$(mod_version k8s k8s.io/kubernetes)"
 ETCD_VERSION="$(mod_version etcd go.etcd.io/etcd/server/v3)"
 KWOK_VERSION="$(mod_version kwok sigs.k8s.io/kwok)"
 HELM_VERSION="$(mod_version helm helm.sh/helm/v3)"
-[[ -n $K8S_VERSION && -n $ETCD_VERSION && -n $KWOK_VERSION && -n $HELM_VERSION ]] || die "cannot read the pinned versions from test/cluster/*/go.mod"
+PROMETHEUS_MODULE_VERSION="$(mod_version prometheus github.com/prometheus/prometheus)"
+[[ -n $K8S_VERSION && -n $ETCD_VERSION && -n $KWOK_VERSION && -n $HELM_VERSION && -n $PROMETHEUS_MODULE_VERSION ]] || die "cannot read the pinned versions from test/cluster/*/go.mod"
+# Prometheus 3.x.y is published as the Go module v0.(300+x).y.
+PROMETHEUS_VERSION="$(echo "$PROMETHEUS_MODULE_VERSION" | awk -F. '{ sub(/^v0/, "", $1); print 3 "." ($2 - 300) "." $3 }')"
 K8S_MINOR="$(echo "$K8S_VERSION" | cut -d. -f2)"
 
 export CGO_ENABLED=0
@@ -253,6 +257,30 @@ build_helm() {
   publish helm helm
 }
 
+# promtool (`make test-alerts`: promtool test rules) and the Prometheus server (the scrape tests), one build: they
+# share nearly every package. Stamped as Prometheus' own Makefile does, so --version names the release.
+prometheus_ok() { have "$1" "version $PROMETHEUS_VERSION " --version; }
+build_prometheus() {
+  local missing=() b
+  for b in promtool prometheus; do
+    current "$b" prometheus_ok prometheus || missing+=("github.com/prometheus/prometheus/cmd/$b")
+  done
+  if ((${#missing[@]} == 0)); then
+    log "promtool, prometheus $PROMETHEUS_VERSION: up to date"
+    for b in promtool prometheus; do publish "$b" prometheus; done
+    return
+  fi
+  local ldflags="-s -w -X github.com/prometheus/common/version.Version=$PROMETHEUS_VERSION"
+  ldflags+=" -X github.com/prometheus/common/version.Branch=release -X github.com/prometheus/common/version.Revision=$PROMETHEUS_MODULE_VERSION"
+  need_go "${missing[*]##*/}"
+  (cd "$HERE/prometheus" && timed "${missing[*]##*/} $PROMETHEUS_VERSION" "${GO_BUILD[@]}" -ldflags "$ldflags" -o "$BIN_DIR/" "${missing[@]}")
+  for b in "${missing[@]##*/}"; do
+    prometheus_ok "$b" || die "$BIN_DIR/$b does not report $PROMETHEUS_VERSION after the build"
+    origin "$b" built
+    publish "$b" prometheus
+  done
+}
+
 # Test tools. Their key is a checksum of the module's files only (not of the Go version: a tool built by another Go
 # behaves the same), so a binary built once stays usable on a machine without Go.
 TOOLS_DIR="$ROOT/test/tools"
@@ -311,11 +339,12 @@ for w in "${what[@]}"; do
   kwok) build_kwok ;;
   helm) build_helm ;;
   tools) build_tools ;;
-  *) die "unknown component '$w' (all|k8s|kube-proxy|etcd|kwok|helm|tools)" ;;
+  prometheus) build_prometheus ;;
+  *) die "unknown component '$w' (all|k8s|kube-proxy|etcd|kwok|helm|tools|prometheus)" ;;
   esac
 done
 # Which binary each run uses, so `make test` says it (a control plane from the wrong binaries is hard to spot).
-for b in kube-apiserver kube-controller-manager kube-scheduler kubectl kube-proxy etcd kwok helm "${TOOLS[@]}"; do
+for b in kube-apiserver kube-controller-manager kube-scheduler kubectl kube-proxy etcd kwok helm "${TOOLS[@]}" promtool prometheus; do
   [[ -n ${ORIGIN[$b]:-} ]] || continue
   log "using $BIN_DIR/$b: $(version_of "$b") (${ORIGIN[$b]})"
 done

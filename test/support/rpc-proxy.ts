@@ -4,9 +4,8 @@
 // Transactions are decoded when `sent` is read, not on the way through: recovering a sender is a signature
 // recovery (milliseconds of the benchmark's CPU each), which must not slow the node being measured.
 // It also injects the faults of a bad day on the chain (`setFault`): an answer that comes late, an answer lost
-// after the call reached the chain, or a chain's answer replaced by a canned error message. `startFaultProxy`
-// plays a provider that answers but lies about the chain: rewritten results (a head behind, another chain id) or
-// answers padded past any sane size.
+// after the call reached the chain, a chain's answer replaced by a canned error message or by another result (a
+// head behind, another chain id), or an answer padded past any sane size.
 import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Transaction } from 'ethers';
@@ -18,9 +17,16 @@ export type SentTransaction = { from: string; nonce: number; hash: string; rejec
 /**
  * What the proxy does to one call. Every call is forwarded to the chain first (so the chain sees what the node
  * sent); then `delay` holds the answer back, `drop` closes the connection instead of answering (the node never
- * learns the outcome), `error` replaces the chain's answer to this call with a JSON-RPC error.
+ * learns the outcome), `error` replaces the chain's answer to this call with a JSON-RPC error, `result` replaces
+ * its result with what the function returns for it, `padTo` pads the whole HTTP answer with whitespace to that
+ * many bytes (still valid JSON: only a size cap tells it from a good answer), written in 1 MB chunks.
  */
-export type Fault = { delayMs: number } | { drop: true } | { error: { code?: number; message: string } };
+export type Fault =
+  | { delayMs: number }
+  | { drop: true }
+  | { error: { code?: number; message: string } }
+  | { result: (upstream: unknown) => unknown }
+  | { padTo: number };
 
 /** Chooses the fault of each call (undefined: pass it through); `seen` counts the earlier calls of that method. */
 export type FaultRule = (call: { method: string; params: unknown[]; seen: number }) => Fault | undefined;
@@ -28,6 +34,8 @@ export type FaultRule = (call: { method: string; params: unknown[]; seen: number
 export type RecordingProxy = {
   url: string;
   counts: Map<string, number>;
+  /** HTTP exchanges (round trips): a JSON-RPC batch is one exchange carrying many calls. */
+  readonly exchanges: number;
   /** Decoded on reading (see above). */
   readonly sent: SentTransaction[];
   /** Faults from now on (undefined: none). */
@@ -43,7 +51,9 @@ export async function startRecordingProxy(target: string): Promise<RecordingProx
   const raw: { tx: string; rejected?: string }[] = [];
   const decoded: SentTransaction[] = [];
   let rule: FaultRule | undefined;
+  let exchanges = 0;
   const server: Server = createServer((req, res) => {
+    exchanges++;
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', async () => {
@@ -93,10 +103,12 @@ export async function startRecordingProxy(target: string): Promise<RecordingProx
           }
           const delayMs = Math.max(0, ...all.map((f) => ('delayMs' in f ? f.delayMs : 0)));
           if (delayMs > 0) await new Promise((resolve) => setTimeout(resolve, delayMs));
-          text = withErrors(text, faults);
+          text = withFaults(text, faults);
         }
         res.setHeader('content-type', 'application/json');
-        res.end(text);
+        const padTo = Math.max(0, ...[...faults.values()].map((f) => ('padTo' in f ? f.padTo : 0)));
+        if (padTo > 0) await writePadded(res, text, padTo);
+        else res.end(text);
       } catch {
         res.statusCode = 502;
         res.end();
@@ -107,6 +119,9 @@ export async function startRecordingProxy(target: string): Promise<RecordingProx
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     counts,
+    get exchanges() {
+      return exchanges;
+    },
     get sent() {
       for (let i = decoded.length; i < raw.length; i++) {
         const tx = Transaction.from(raw[i]!.tx);
@@ -120,6 +135,7 @@ export async function startRecordingProxy(target: string): Promise<RecordingProx
     },
     reset() {
       counts.clear();
+      exchanges = 0;
       raw.length = 0;
       decoded.length = 0;
     },
@@ -131,19 +147,25 @@ export async function startRecordingProxy(target: string): Promise<RecordingProx
   };
 }
 
-/** The chain's answer with the answers of the calls that have an `error` fault replaced by that error. */
-function withErrors(text: string, faults: Map<unknown, Fault>): string {
+/** The chain's answer with the answers of the calls that have an `error` or a `result` fault replaced. */
+function withFaults(text: string, faults: Map<unknown, Fault>): string {
   let answer: unknown;
   try {
     answer = JSON.parse(text);
   } catch {
     return text;
   }
-  const replace = (entry: { id?: unknown }) => {
+  const replace = (entry: { id?: unknown; result?: unknown }) => {
     const fault = faults.get(entry.id);
-    return fault && 'error' in fault
-      ? { jsonrpc: '2.0', id: entry.id, error: { code: fault.error.code ?? -32000, message: fault.error.message } }
-      : entry;
+    if (fault && 'error' in fault) {
+      return {
+        jsonrpc: '2.0',
+        id: entry.id,
+        error: { code: fault.error.code ?? -32000, message: fault.error.message },
+      };
+    }
+    if (fault && 'result' in fault && 'result' in entry) return { ...entry, result: fault.result(entry.result) };
+    return entry;
   };
   return JSON.stringify(Array.isArray(answer) ? answer.map(replace) : replace(answer as { id?: unknown }));
 }
@@ -214,97 +236,17 @@ export async function checkNonceOrder(chainUrl: string, sent: SentTransaction[])
   };
 }
 
-/**
- * What a faulty provider does, read at every exchange (a test may change it between cycles): `results` rewrites
- * the upstream result of a method's calls (alone or inside a batch), `padTo` pads every answer with whitespace to
- * that many bytes (still valid JSON, so only a size cap tells it from a good answer), streamed in 1 MB chunks.
- */
-export type ProxyFault = {
-  results?: Record<string, (upstream: unknown) => unknown>;
-  padTo?: number;
-};
-
-export type FaultProxy = {
-  url: string;
-  fault: ProxyFault;
-  counts: Map<string, number>;
-  /** Bytes of answers written to the node (a client that hangs up stops the writing). */
-  bytesWritten: number;
-  close(): Promise<void>;
-};
-
-type RpcCall = { id?: unknown; method?: string; params?: unknown[] };
-type RpcAnswer = { id?: unknown; result?: unknown; error?: unknown };
-
-/** A JSON-RPC proxy in front of `target` that answers as `fault` says. */
-export async function startFaultProxy(target: string, fault: ProxyFault = {}): Promise<FaultProxy> {
-  const proxy: FaultProxy = {
-    url: '',
-    fault,
-    counts: new Map(),
-    bytesWritten: 0,
-    close: async () => undefined,
-  };
-  const server: Server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', async () => {
-      const body = Buffer.concat(chunks).toString('utf8');
-      let calls: RpcCall[] = [];
-      try {
-        const parsed = JSON.parse(body) as RpcCall | RpcCall[];
-        calls = Array.isArray(parsed) ? parsed : [parsed];
-      } catch {
-        // forwarded as it is: the chain answers the parse error
-      }
-      for (const call of calls) proxy.counts.set(call.method ?? '?', (proxy.counts.get(call.method ?? '?') ?? 0) + 1);
-      let text: string;
-      try {
-        const upstream = await fetch(target, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
-        text = await upstream.text();
-      } catch {
-        res.statusCode = 502;
-        res.end();
-        return;
-      }
-      const rewrites = proxy.fault.results ?? {};
-      const methodOf = new Map(calls.map((call) => [call.id, call.method ?? '?']));
-      if (Object.keys(rewrites).length > 0) {
-        try {
-          const answer = JSON.parse(text) as RpcAnswer | RpcAnswer[];
-          const rewrite = (entry: RpcAnswer): RpcAnswer => {
-            const fn = rewrites[methodOf.get(entry.id) ?? ''];
-            return fn && 'result' in entry ? { ...entry, result: fn(entry.result) } : entry;
-          };
-          text = JSON.stringify(Array.isArray(answer) ? answer.map(rewrite) : rewrite(answer));
-        } catch {
-          // not JSON: passed on unchanged
-        }
-      }
-      res.setHeader('content-type', 'application/json');
-      const write = (chunk: string) => {
-        proxy.bytesWritten += Buffer.byteLength(chunk);
-        return res.write(chunk);
-      };
-      write(text);
-      let padding = (proxy.fault.padTo ?? 0) - Buffer.byteLength(text);
-      const block = ' '.repeat(1024 * 1024);
-      while (padding > 0 && !res.destroyed) {
-        const chunk = padding >= block.length ? block : ' '.repeat(padding);
-        padding -= chunk.length;
-        if (!write(chunk)) await drainedOrClosed(res);
-      }
-      res.end();
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  proxy.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  proxy.close = () =>
-    new Promise<void>((resolve) => {
-      server.closeAllConnections();
-      server.close(() => resolve());
-    });
-  return proxy;
+/** `text`, then whitespace up to `bytes` in all, stopping when the client hangs up. */
+async function writePadded(res: ServerResponse, text: string, bytes: number): Promise<void> {
+  res.write(text);
+  let padding = bytes - Buffer.byteLength(text);
+  const block = ' '.repeat(1024 * 1024);
+  while (padding > 0 && !res.destroyed) {
+    const chunk = padding >= block.length ? block : ' '.repeat(padding);
+    padding -= chunk.length;
+    if (!res.write(chunk)) await drainedOrClosed(res);
+  }
+  res.end();
 }
 
 function drainedOrClosed(res: ServerResponse): Promise<void> {

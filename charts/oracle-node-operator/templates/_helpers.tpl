@@ -41,55 +41,6 @@ app.kubernetes.io/component: operator
 {{- end -}}
 {{- end -}}
 
-{{/*
-The rules the operator needs wherever it manages OracleNodes. Kubernetes lets it grant the coordinator's Role only
-what it holds itself, so the Job and ConfigMap verbs here cover the coordinator's too.
-*/}}
-{{- define "ono.managedRules" -}}
-- apiGroups: ["oracle-node.io"]
-  resources: ["oraclenodes"]
-  verbs: ["get", "list", "watch", "update", "patch"]
-- apiGroups: ["oracle-node.io"]
-  resources: ["oraclenodes/status"]
-  verbs: ["get", "update", "patch"]
-- apiGroups: ["oracle-node.io"]
-  resources: ["oraclenodes/finalizers"]
-  verbs: ["update"]
-- apiGroups: [""]
-  resources: ["configmaps", "services", "serviceaccounts"]
-  verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
-- apiGroups: [""]
-  resources: ["secrets"]
-  verbs: ["get", "list", "watch"]
-- apiGroups: [""]
-  resources: ["pods"]
-  verbs: ["get", "list", "watch"]
-- apiGroups: [""]
-  resources: ["pods/log"]
-  verbs: ["get"]
-- apiGroups: [""]
-  resources: ["events"]
-  verbs: ["create", "patch", "update"]
-- apiGroups: ["events.k8s.io"]
-  resources: ["events"]
-  verbs: ["create", "patch", "update"]
-- apiGroups: ["apps"]
-  resources: ["deployments"]
-  verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
-- apiGroups: ["batch"]
-  resources: ["cronjobs", "jobs"]
-  verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
-- apiGroups: ["policy"]
-  resources: ["poddisruptionbudgets"]
-  verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
-- apiGroups: ["autoscaling"]
-  resources: ["horizontalpodautoscalers"]
-  verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
-- apiGroups: ["rbac.authorization.k8s.io"]
-  resources: ["roles", "rolebindings"]
-  verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
-{{- end -}}
-
 {{/* NetworkPolicy pieces shared by the operator's and the workloads' policies. */}}
 {{- define "ono.networkPolicy.metricsFrom" -}}
 {{- with .Values.networkPolicy.metricsNamespace -}}

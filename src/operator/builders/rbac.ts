@@ -23,6 +23,35 @@ export function buildServiceAccounts(input: BuildInput): Named<V1ServiceAccount>
   ];
 }
 
+type PolicyRule = { apiGroups: string[]; resources: string[]; resourceNames?: string[]; verbs: string[] };
+
+/** What a coordinator may do; the operator must hold all of it to grant it (operator/permissions.ts). */
+export function coordinatorRules(names: { cache: string; cycle: string }): PolicyRule[] {
+  return [
+    // Worker Jobs: created suspended, un-suspended once their input exists, watched, cleaned up.
+    { apiGroups: ['batch'], resources: ['jobs'], verbs: ['create', 'get', 'list', 'watch', 'patch', 'delete'] },
+    // Shard inputs, created per cycle and owned by the cycle's Job.
+    { apiGroups: [''], resources: ['configmaps'], verbs: ['create', 'get'] },
+    // Only its own cache and cycle report are writable.
+    {
+      apiGroups: [''],
+      resources: ['configmaps'],
+      resourceNames: [names.cache, names.cycle],
+      verbs: ['update', 'patch'],
+    },
+    // Each worker prints its shard's output as the last line of its log.
+    { apiGroups: [''], resources: ['pods'], verbs: ['get', 'list'] },
+    { apiGroups: [''], resources: ['pods/log'], verbs: ['get'] },
+  ];
+}
+
+/** What a worker may do: the response cache of cacheResponses triggers, and nothing else. */
+export function workerRules(names: { cache: string }): PolicyRule[] {
+  return [
+    { apiGroups: [''], resources: ['configmaps'], resourceNames: [names.cache], verbs: ['get', 'update', 'patch'] },
+  ];
+}
+
 export function buildRoles(input: BuildInput): Named<V1Role>[] {
   const names = childNames(input.node.metadata.name, input.config.nodeSettings.stage);
   return [
@@ -30,31 +59,13 @@ export function buildRoles(input: BuildInput): Named<V1Role>[] {
       apiVersion: 'rbac.authorization.k8s.io/v1',
       kind: 'Role',
       metadata: metadata(input, names.coordinator, 'coordinator'),
-      rules: [
-        // Worker Jobs: created suspended, un-suspended once their input exists, watched, cleaned up.
-        { apiGroups: ['batch'], resources: ['jobs'], verbs: ['create', 'get', 'list', 'watch', 'patch', 'delete'] },
-        // Shard inputs, created per cycle and owned by the cycle's Job.
-        { apiGroups: [''], resources: ['configmaps'], verbs: ['create', 'get'] },
-        // Only its own cache and cycle report are writable.
-        {
-          apiGroups: [''],
-          resources: ['configmaps'],
-          resourceNames: [names.cache, names.cycle],
-          verbs: ['update', 'patch'],
-        },
-        // Each worker prints its shard's output as the last line of its log.
-        { apiGroups: [''], resources: ['pods'], verbs: ['get', 'list'] },
-        { apiGroups: [''], resources: ['pods/log'], verbs: ['get'] },
-      ],
+      rules: coordinatorRules(names),
     },
     {
       apiVersion: 'rbac.authorization.k8s.io/v1',
       kind: 'Role',
       metadata: metadata(input, names.worker, 'worker'),
-      // The response cache of cacheResponses triggers, and nothing else.
-      rules: [
-        { apiGroups: [''], resources: ['configmaps'], resourceNames: [names.cache], verbs: ['get', 'update', 'patch'] },
-      ],
+      rules: workerRules(names),
     },
   ];
 }

@@ -49,6 +49,11 @@ export type RuntimeTuning = InformerTuning & {
   eventComponent?: string;
   /** Further /readyz conditions of components beside the controller (the admission webhook serving). */
   readinessChecks?: (() => Readiness)[];
+  /**
+   * Told when this replica starts (true) and stops (false) leading: what only the leader may publish (the per-object
+   * metrics) starts and stops with it.
+   */
+  onLeadershipChange?: (leading: boolean) => void;
 };
 
 export type RuntimeManagerOptions = ManagerOptions & { tuning?: RuntimeTuning };
@@ -249,6 +254,7 @@ export class RuntimeManager implements Manager {
   private startLeading(leadership: AbortSignal): void {
     this.leading = true;
     this.metrics.leaderStatus.set({ name: this.options.leaderElection.leaseName }, 1);
+    this.tuning.onLeadershipChange?.(true);
     this.controller!.startTerm(leadership);
   }
 
@@ -256,6 +262,7 @@ export class RuntimeManager implements Manager {
     this.leading = false;
     this.metrics.leaderStatus.set({ name: this.options.leaderElection.leaseName }, 0);
     this.controller?.endTerm();
+    this.tuning.onLeadershipChange?.(false);
     if (!this.stopping) this.logger.warn('stopped reconciling: leadership lost');
   }
 

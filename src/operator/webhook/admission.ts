@@ -212,13 +212,9 @@ export class AdmissionComponent {
       'metadata',
       'webhooks',
     ]);
-    if (this.options.coordinatorFence) {
-      for (const object of buildCoordinatorFence(this.options.workloadImage)) {
-        const kind =
-          object.kind === 'ValidatingAdmissionPolicy' ? ADMISSION_KINDS.policy : ADMISSION_KINDS.policyBinding;
-        await this.ensure(kind, owned(object), ['metadata', 'spec']);
-      }
-    }
+    if (this.options.coordinatorFence)
+      for (const { kind, object } of fenceObjects(this.options.workloadImage, owned))
+        await this.ensure(kind, object, ['metadata', 'spec']);
     if (!this.configured) {
       this.configured = true;
       for (const resolve of this.readyWaiters.splice(0)) resolve();
@@ -270,37 +266,125 @@ export class AdmissionComponent {
 
   /** Adds the owner reference to the ClusterRole named by ownerClusterRole (looked up once). */
   private async owned(): Promise<<T extends KubernetesObject>(object: T) => T> {
-    const name = this.options.ownerClusterRole;
-    if (name && !this.ownerReferences) {
-      const owner = await this.options.client.get<KubernetesObject>(CLUSTER_ROLE, { namespace: '', name });
-      if (!owner?.metadata?.uid) throw new Error(`ClusterRole ${name} (the webhook objects' owner) not found`);
-      this.ownerReferences = [
-        { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', name, uid: owner.metadata.uid },
-      ];
-    }
-    const references = this.ownerReferences;
-    return (object) =>
-      references ? { ...object, metadata: { ...object.metadata, ownerReferences: references } } : object;
+    this.ownerReferences ??= await ownerReferencesTo(this.options.client, this.options.ownerClusterRole);
+    return withOwner(this.ownerReferences);
   }
 
-  /** Applies `desired` when the live object lacks it or differs on what we set (never a write at rest). */
-  private async ensure(kind: ResourceKind, desired: KubernetesObject, fields: string[]): Promise<void> {
-    const live = await this.options.client.get<KubernetesObject>(kind, {
-      namespace: '',
-      name: desired.metadata!.name!,
-    });
-    if (
-      live &&
-      fields.every((field) =>
-        covers((live as Record<string, unknown>)[field], (desired as Record<string, unknown>)[field]),
-      )
+  private ensure(kind: ResourceKind, desired: KubernetesObject, fields: string[]): Promise<void> {
+    return ensureCovered(this.options.client, this.options.logger, kind, desired, fields);
+  }
+}
+
+/** The ownerReferences to the ClusterRole `name` (none without a name); throws when it does not exist. */
+export async function ownerReferencesTo(
+  client: RuntimeClient,
+  name: string | undefined,
+): Promise<Record<string, unknown>[]> {
+  if (!name) return [];
+  const owner = await client.get<KubernetesObject>(CLUSTER_ROLE, { namespace: '', name });
+  if (!owner?.metadata?.uid) throw new Error(`ClusterRole ${name} (the webhook objects' owner) not found`);
+  return [{ apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', name, uid: owner.metadata.uid }];
+}
+
+function withOwner(references: Record<string, unknown>[]) {
+  return <T extends KubernetesObject>(object: T): T =>
+    references.length > 0 ? { ...object, metadata: { ...object.metadata, ownerReferences: references } } : object;
+}
+
+/** Applies `desired` when the live object lacks it or differs on what we set (never a write at rest). */
+export async function ensureCovered(
+  client: RuntimeClient,
+  logger: Logger,
+  kind: ResourceKind,
+  desired: KubernetesObject,
+  fields: string[],
+): Promise<void> {
+  const live = await client.get<KubernetesObject>(kind, { namespace: '', name: desired.metadata!.name! });
+  if (
+    live &&
+    fields.every((field) =>
+      covers((live as Record<string, unknown>)[field], (desired as Record<string, unknown>)[field]),
     )
-      return;
-    await this.options.client.apply(kind, desired);
-    this.options.logger.info(
-      { kind: kind.kind, name: desired.metadata?.name },
-      live ? 'admission object updated' : 'admission object created',
-    );
+  )
+    return;
+  await client.apply(kind, desired);
+  logger.info(
+    { kind: kind.kind, name: desired.metadata?.name },
+    live ? 'admission object updated' : 'admission object created',
+  );
+}
+
+/** The coordinator fence's objects with their kinds, owned as `owned` says. */
+export function fenceObjects(
+  workloadImage: string,
+  owned: <T extends KubernetesObject>(object: T) => T = (object) => object,
+): { kind: ResourceKind; object: KubernetesObject }[] {
+  return buildCoordinatorFence(workloadImage).map((object) => ({
+    kind: object.kind === 'ValidatingAdmissionPolicy' ? ADMISSION_KINDS.policy : ADMISSION_KINDS.policyBinding,
+    object: owned(object),
+  }));
+}
+
+/**
+ * The coordinator fence on its own, for an operator that serves no webhook: the fence keeps each coordinator's
+ * ServiceAccount in its own worker Jobs whatever admission webhooks run. Same loop as the admission component: read,
+ * write what differs, retry with backoff, never touch the controller.
+ */
+export class CoordinatorFenceComponent {
+  private readonly stopSignal = new AbortController();
+  private loop: Promise<void> | undefined;
+  private ownerReferences: Record<string, unknown>[] | undefined;
+  private readonly readyWaiters: (() => void)[] = [];
+  private kept = false;
+
+  constructor(
+    private readonly options: {
+      client: RuntimeClient;
+      logger: Logger;
+      workloadImage: string;
+      ownerClusterRole?: string;
+      checkIntervalMs?: number;
+    },
+  ) {}
+
+  start(): void {
+    this.loop ??= this.run();
+  }
+
+  /** Resolves once the fence's policies and bindings are in place. */
+  ready(): Promise<void> {
+    if (this.kept) return Promise.resolve();
+    return new Promise((resolve) => this.readyWaiters.push(resolve));
+  }
+
+  async stop(): Promise<void> {
+    this.stopSignal.abort();
+    const bound = new AbortController();
+    await Promise.race([this.loop, sleep(5000, bound.signal)]);
+    bound.abort();
+  }
+
+  private async run(): Promise<void> {
+    const interval = this.options.checkIntervalMs ?? 60_000;
+    let failures = 0;
+    while (!this.stopSignal.signal.aborted) {
+      let waitMs = interval;
+      try {
+        this.ownerReferences ??= await ownerReferencesTo(this.options.client, this.options.ownerClusterRole);
+        for (const { kind, object } of fenceObjects(this.options.workloadImage, withOwner(this.ownerReferences)))
+          await ensureCovered(this.options.client, this.options.logger, kind, object, ['metadata', 'spec']);
+        failures = 0;
+        if (!this.kept) {
+          this.kept = true;
+          for (const resolve of this.readyWaiters.splice(0)) resolve();
+        }
+      } catch (error) {
+        failures++;
+        waitMs = Math.min(interval, 500 * 2 ** Math.min(failures, 8));
+        this.options.logger.warn({ err: errorMessage(error), retryInMs: waitMs }, 'coordinator fence setup failed');
+      }
+      await sleep(waitMs, this.stopSignal.signal);
+    }
   }
 }
 

@@ -77,6 +77,26 @@ describe('test/cluster/build.sh: control-plane binaries already on the machine',
     expect(failure?.stderr).to.include('go not found on PATH: etcd must be built');
   });
 
+  it('keeps a test tool whose --version is its module checksum, and rebuilds one whose source changed', async () => {
+    const toolsDir = new URL('../../../test/tools/', import.meta.url).pathname;
+    const checksum = async (tool: string) =>
+      (
+        await run('sh', ['-c', `cat go.mod go.sum *.go | cksum | cut -d' ' -f1`], { cwd: join(toolsDir, tool) })
+      ).stdout.trim();
+    standIn(join(dir, 'bin'), 'kstatus', await checksum('kstatus'));
+    standIn(join(dir, 'bin'), 'argocd-lua', await checksum('argocd-lua'));
+    const { stdout } = await run('bash', [buildSh, 'tools'], { env });
+    expect(stdout).to.include(`using ${join(dir, 'bin')}/kstatus: ${await checksum('kstatus')} (kept)`);
+    expect(stdout).to.include(`using ${join(dir, 'bin')}/argocd-lua: ${await checksum('argocd-lua')} (kept)`);
+    // A binary of other sources (here: another checksum) is not used; without Go, the build says what to do.
+    standIn(join(dir, 'bin'), 'kstatus', '12345');
+    const failure = await run('bash', [buildSh, 'tools'], { env }).then(
+      () => '',
+      (err: { stderr: string }) => err.stderr,
+    );
+    expect(failure).to.include('go not found on PATH: kstatus must be built');
+  });
+
   it('CLUSTER_USE_HOST_BINS=0 turns the lookup off', async () => {
     standIn(join(dir, 'assets'), 'etcd', `etcd Version: ${ETCD.slice(1)}`);
     const failure = await run('bash', [buildSh, 'etcd'], { env: { ...env, CLUSTER_USE_HOST_BINS: '0' } }).then(

@@ -483,7 +483,7 @@ describe('request-response cycle on anvil (real AirnodeRrpV0)', () => {
   });
 
   describe('stuck transactions', () => {
-    it('replaces a transaction that stays pending for STUCK_AFTER_BLOCKS blocks (same nonce, higher price)', async () => {
+    it('replaces a transaction that stays pending for STUCK_AFTER_BLOCKS blocks (same nonce, higher price), counted as a replacement', async () => {
       const sponsor = await newSponsor();
       const requestId = await fullRequest(sponsor);
       const config = buildConfig({
@@ -503,9 +503,7 @@ describe('request-response cycle on anvil (real AirnodeRrpV0)', () => {
       try {
         const first = await run();
         // Nothing is mined yet, yet the reported balance already pays for the pending fulfilment ('pending').
-        const reported = first.results.flatMap((r) =>
-          r.ok && r.output.sponsorWallet === sponsor.sponsorWallet ? [r.output.balanceWei] : [],
-        )[0];
+        const reported = first.sponsorWallets.find((w) => w.sponsorWallet === sponsor.sponsorWallet)?.balanceWei;
         expect(BigInt(reported ?? funded) < funded, 'balance after the pending transaction').to.equal(true);
         // Blocks go by without it: a block gas limit below its gas keeps it in the pool.
         await rpc(chain.anvil.url, 'evm_setBlockGasLimit', ['0xc350']);
@@ -516,7 +514,10 @@ describe('request-response cycle on anvil (real AirnodeRrpV0)', () => {
         await rpc(chain.anvil.url, 'evm_setBlockGasLimit', ['0x5f5e100']);
         const second = await run();
         expect(outcome(first).nonce).to.equal(0);
-        expect(outcome(second)).to.include({ outcome: 'fulfilled', nonce: 0 });
+        expect(outcome(second)).to.include({ outcome: 'fulfilled', nonce: 0, replacement: true });
+        // One fulfilment, counted once: the replacement is counted as such.
+        expect(first.transactions).to.include({ fulfilled: 1, replaced: 0 });
+        expect(second.transactions).to.include({ fulfilled: 0, replaced: 1 });
         expect(outcome(second).txHash).to.not.equal(outcome(first).txHash);
         const replacement = await rpc<{ gasPrice: string }>(chain.anvil.url, 'eth_getTransactionByHash', [
           outcome(second).txHash,

@@ -1,6 +1,6 @@
-// Providers that answer but must not be trusted for the cycle, on anvil through the real AirnodeRrpV0: a fault
-// proxy (test/support/rpc-proxy.ts) in front of anvil floods, lags, reports a syncing head, stops moving or sits
-// on another network, next to a good provider. Each case checks what was served on chain, the cycle summary,
+// Providers that answer but must not be trusted for the cycle, on anvil through the real AirnodeRrpV0: the
+// fault-injecting proxy (test/support/rpc-proxy.ts) in front of anvil floods, lags, reports a syncing head, stops
+// moving or sits on another network, next to a good provider. Each case checks what was served on chain, the cycle summary,
 // the log line and the metric.
 import { expect } from 'chai';
 import { MAX_PROVIDER_LAG_BLOCKS, ProviderMemory } from '../../../src/chain/provider-health.js';
@@ -23,14 +23,14 @@ import {
   startApiServer,
   wallets,
 } from '../../support/harness.js';
-import { type FaultProxy, startFaultProxy, startRecordingProxy } from '../../support/rpc-proxy.js';
+import { type FaultRule, type RecordingProxy, startRecordingProxy } from '../../support/rpc-proxy.js';
 
 type LogLine = { level: string; msg: string; [key: string]: unknown };
 
 describe('provider faults on anvil (real AirnodeRrpV0)', () => {
   let chain: Awaited<ReturnType<typeof startTestChain>>;
   let api: ApiServer;
-  let proxies: FaultProxy[] = [];
+  let proxies: RecordingProxy[] = [];
   let sponsorSeq = 0;
 
   before(async () => {
@@ -49,11 +49,19 @@ describe('provider faults on anvil (real AirnodeRrpV0)', () => {
     await chain?.anvil.stop();
   });
 
-  async function faultProxy(fault: Parameters<typeof startFaultProxy>[1]): Promise<FaultProxy> {
-    const proxy = await startFaultProxy(chain.anvil.url, fault);
+  /** A provider in front of anvil that answers as `rule` says. */
+  async function faultProxy(rule: FaultRule): Promise<RecordingProxy> {
+    const proxy = await startRecordingProxy(chain.anvil.url);
+    proxy.setFault(rule);
     proxies.push(proxy);
     return proxy;
   }
+
+  /** Every call of `method` answered with what `result` makes of the chain's result. */
+  const rewrite =
+    (method: string, result: (upstream: unknown) => unknown): FaultRule =>
+    (call) =>
+      call.method === method ? { result } : undefined;
 
   /** One cycle with the given providers; its summary, log lines and metrics registry. */
   async function cycle(
@@ -120,7 +128,7 @@ describe('provider faults on anvil (real AirnodeRrpV0)', () => {
 
   describe('an answer over the size cap', () => {
     it('leaves the provider out as oversized and serves through the good one', async () => {
-      const flood = await faultProxy({ padTo: MAX_ANSWER_BYTES + 1024 * 1024 });
+      const flood = await faultProxy(() => ({ padTo: MAX_ANSWER_BYTES + 1024 * 1024 }));
       const { ids } = await requests(1);
       const { summary, logs, registry } = await cycle({ flood: flood.url, good: chain.anvil.url });
       expect(byName(summary)['flood']).to.include({ ok: false, fault: 'oversized' });
@@ -139,9 +147,7 @@ describe('provider faults on anvil (real AirnodeRrpV0)', () => {
 
   describe('a provider behind the chain', () => {
     it(`leaves out a provider more than ${MAX_PROVIDER_LAG_BLOCKS} blocks behind (first in the list), with a WARN and the lag metric, and serves every request through the good one`, async () => {
-      const stale = await faultProxy({
-        results: { eth_blockNumber: (head) => `0x${(Number(head) - 100).toString(16)}` },
-      });
+      const stale = await faultProxy(rewrite('eth_blockNumber', (head) => `0x${(Number(head) - 100).toString(16)}`));
       const { ids } = await requests(3);
       const { summary, logs, registry } = await cycle({ stale: stale.url, good: chain.anvil.url });
       expect(await fulfilled(ids)).to.equal(3);
@@ -158,7 +164,7 @@ describe('provider faults on anvil (real AirnodeRrpV0)', () => {
     });
 
     it('leaves out a syncing provider that reports block 0 (second in the list)', async () => {
-      const syncing = await faultProxy({ results: { eth_blockNumber: () => '0x0' } });
+      const syncing = await faultProxy(rewrite('eth_blockNumber', () => '0x0'));
       const { ids } = await requests(3);
       const { summary } = await cycle({ good: chain.anvil.url, syncing: syncing.url });
       expect(await fulfilled(ids)).to.equal(3);
@@ -168,20 +174,18 @@ describe('provider faults on anvil (real AirnodeRrpV0)', () => {
     it('leaves out a provider whose head has not moved since the previous cycle while the chain moved on', async () => {
       const memory = new ProviderMemory();
       let answered: unknown;
-      const stuck = await faultProxy({
-        results: {
-          eth_blockNumber: (head) => {
-            answered = head;
-            return head;
-          },
-        },
-      });
+      const stuck = await faultProxy(
+        rewrite('eth_blockNumber', (head) => {
+          answered = head;
+          return head;
+        }),
+      );
       const first = await requests(1);
       await cycle({ stuck: stuck.url, good: chain.anvil.url }, memory);
       expect(await fulfilled(first.ids)).to.equal(1);
       // From now on the provider answers the head it answered in that cycle, while the chain moves a few blocks on.
       const frozen = answered;
-      stuck.fault.results = { eth_blockNumber: () => frozen };
+      stuck.setFault(rewrite('eth_blockNumber', () => frozen));
       const second = await requests(2);
       const { summary } = await cycle({ stuck: stuck.url, good: chain.anvil.url }, memory);
       expect(await fulfilled(second.ids)).to.equal(2);
@@ -194,7 +198,7 @@ describe('provider faults on anvil (real AirnodeRrpV0)', () => {
   describe('a provider on another network', () => {
     it('refuses it with an ERROR that names chain and provider (never the URL), asks its chain id once per process', async () => {
       const memory = new ProviderMemory();
-      const mainnet = await faultProxy({ results: { eth_chainId: () => '0x1' } });
+      const mainnet = await faultProxy(rewrite('eth_chainId', () => '0x1'));
       // The URL carries an API key, as hosted providers' do.
       const mainnetUrl = `${mainnet.url}/v3/secret-api-key-0123456789`;
       const good = await startRecordingProxy(chain.anvil.url);

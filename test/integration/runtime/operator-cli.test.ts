@@ -5,6 +5,8 @@ import { resolve } from 'node:path';
 import type { KubernetesObject } from '@kubernetes/client-node';
 import { expect } from 'chai';
 import { load } from 'js-yaml';
+import { FENCE_POLICY_NAMES } from '../../../src/operator/builders/admission.js';
+import { ADMISSION_KINDS } from '../../../src/operator/webhook/admission.js';
 import { spawnOracleNode } from '../../support/binary.js';
 import { apply, kc, kubeconfigPath, useNamespace, waitFor } from '../support/cluster.js';
 import { freePort, repoRoot } from './harness.js';
@@ -82,6 +84,40 @@ describe('oracle-node operator (process, real control plane)', function () {
       });
       expect(released?.spec?.holderIdentity).to.equal('');
       expect(released?.spec?.leaseDurationSeconds).to.equal(1);
+    } finally {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    }
+  });
+
+  it('keeps the coordinator fence without the webhook (no --webhook-port)', async () => {
+    // The fence is cluster-wide: take it away first, so only this operator can have put it back.
+    const fence = Object.values(FENCE_POLICY_NAMES).flatMap((name) => [
+      { kind: ADMISSION_KINDS.policy, name },
+      { kind: ADMISSION_KINDS.policyBinding, name },
+    ]);
+    for (const { kind, name } of fence) await admin.delete(kind, { namespace: '', name });
+    const healthPort = await freePort();
+    const stderr: string[] = [];
+    const child = spawnOracleNode(['operator', '--kubeconfig', kubeconfigPath], {
+      env: {
+        ...process.env,
+        ONO_NAMESPACES: ns.name,
+        ONO_LEADER_ELECT: 'false',
+        ONO_METRICS_PORT: '0',
+        ONO_HEALTH_PORT: String(healthPort),
+        ONO_LOG_LEVEL: 'info',
+      },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    child.stderr!.on('data', (chunk: Buffer) => stderr.push(chunk.toString('utf8')));
+    const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
+    try {
+      for (const { kind, name } of fence)
+        await waitFor(() => admin.get(kind, { namespace: '', name }), 90_000, {
+          description: `${kind.kind} ${name} kept by the operator (stderr: ${stderr.join('').slice(-500)})`,
+        });
+      child.kill('SIGTERM');
+      expect(await exited).to.equal(0);
     } finally {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
     }

@@ -78,6 +78,8 @@ registerHooks({ load(url, context, next) { appendFileSync(${JSON.stringify(recor
       for (const unused of ['ethers', 'pino', 'prom-client', '@kubernetes/client-node', 'express']) {
         expect(packages.has(unused), `${unused} loaded`).to.equal(false);
       }
+      // Nor the tracer: validate makes no span.
+      expect(readFileSync(record, 'utf8')).to.not.include('/src/observability/tracing.');
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

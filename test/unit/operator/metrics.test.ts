@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { Registry } from 'prom-client';
 import { parseCycleReport } from '../../../src/contract/pods.js';
-import { OracleNodeMetrics } from '../../../src/operator/metrics.js';
+import { lastSuccessfulCycleSeconds, OracleNodeMetrics } from '../../../src/operator/metrics.js';
 import { lastCycle, providerHealth } from '../../../src/operator/reconcile/status.js';
 import type { OracleNodeStatus } from '../../../src/operator/resource.js';
 
@@ -115,6 +115,50 @@ describe('oracle_node_* metrics from the OracleNode status', () => {
     metrics.forget(key);
     expect(await sample(registry, 'oracle_node_gas_price_wei', key)).to.equal(undefined);
     expect(await sample(registry, 'oracle_node_heartbeats_total', key)).to.equal(undefined);
+  });
+
+  it('publishes no per-node series while not leading, drops them all when the lease is lost, and resumes', async () => {
+    const registry = new Registry();
+    const metrics = new OracleNodeMetrics(registry);
+    metrics.setLeading(false);
+    metrics.observe(key, statusWith(cycle));
+    expect((await registry.getMetricsAsJSON()).flatMap((m) => m.values)).to.deep.equal([]);
+    metrics.setLeading(true);
+    metrics.observe(key, statusWith(cycle));
+    expect(await sample(registry, 'oracle_node_ready', key)).to.equal(1);
+    metrics.setLeading(false);
+    expect((await registry.getMetricsAsJSON()).flatMap((m) => m.values)).to.deep.equal([]);
+    // A reconcile still finishing after the lease was lost publishes nothing.
+    metrics.observe(key, statusWith(cycle));
+    expect(await sample(registry, 'oracle_node_ready', key)).to.equal(undefined);
+    metrics.setLeading(true);
+    metrics.observe(key, statusWith(cycle));
+    expect(await sample(registry, 'oracle_node_requests_total', { ...key, outcome: 'seen' })).to.equal(7);
+  });
+
+  it('a new leader knows the last success from status.cycles even when the newest cycle failed', async () => {
+    const registry = new Registry();
+    const metrics = new OracleNodeMetrics(registry);
+    const status = {
+      ...statusWith({ job: 'j3', outcome: 'Failed', startTime: '2026-11-21T07:02:00Z' }),
+      cycles: [
+        { job: 'j2', startTime: '2026-11-21T07:01:00Z', durationSeconds: 4.5, fulfilled: 1, failed: 0, dropped: 0 },
+        { job: 'j1', startTime: '2026-11-21T07:00:00Z', durationSeconds: 3, fulfilled: 0, failed: 0, dropped: 0 },
+      ],
+    } as OracleNodeStatus;
+    metrics.observe(key, status);
+    expect(await sample(registry, 'oracle_node_last_successful_cycle_timestamp_seconds', key)).to.equal(
+      Date.parse('2026-11-21T07:01:04.5Z') / 1000,
+    );
+  });
+
+  it('has no last success for a node that never completed a cycle', () => {
+    expect(lastSuccessfulCycleSeconds({})).to.equal(undefined);
+    expect(
+      lastSuccessfulCycleSeconds({
+        lastCycle: { job: 'j', outcome: 'Failed', completionTime: '2026-11-21T07:00:00Z' },
+      }),
+    ).to.equal(undefined);
   });
 
   it('removes every series of a deleted OracleNode', async () => {

@@ -74,7 +74,6 @@ describe('oracle-node operator: flags and environment', () => {
       certificates: 'self',
       failurePolicy: 'Fail',
       timeoutSeconds: 5,
-      coordinatorFence: true,
     });
     const outside = parseOperatorFlags([], {
       ONO_WEBHOOK_PORT: '9443',
@@ -83,6 +82,15 @@ describe('oracle-node operator: flags and environment', () => {
     });
     expect(outside.webhook?.target).to.deep.equal({ url: 'https://127.0.0.1:9443' });
     expect(outside.webhook?.failurePolicy).to.equal('Ignore');
+  });
+
+  it('keeps the coordinator fence by default, with or without the webhook', () => {
+    expect(parseOperatorFlags([], {}).coordinatorFence).to.equal(true);
+    expect(parseOperatorFlags(['--coordinator-fence=false'], {}).coordinatorFence).to.equal(false);
+    expect(parseOperatorFlags([], { ONO_COORDINATOR_FENCE: 'false' }).coordinatorFence).to.equal(false);
+    expect(parseOperatorFlags(['--webhook-owner-clusterrole=ono-webhook'], {}).ownerClusterRole).to.equal(
+      'ono-webhook',
+    );
   });
 
   it('webhook flags: refuses two targets, none, a plain-HTTP URL, a bad policy', () => {

@@ -1,0 +1,287 @@
+// OpenTelemetry traces end to end: a cycle on anvil (real AirnodeRrpV0) whose shards run in real `oracle-node worker`
+// processes, as in the operator's worker pods (the shard JSON is all that crosses), exporting to a real OTLP/HTTP
+// receiver (the Collector's pdata decoder, built from Go modules). One trace per request spans both processes.
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { expect } from 'chai';
+import type { Config } from '../../../src/config/index.js';
+import { validateConfig } from '../../../src/config/index.js';
+import { DEFAULT_PATH_KEY } from '../../../src/gateway/app.js';
+import { startGatewayServer } from '../../../src/gateway/server.js';
+import { runCycle } from '../../../src/node/cycle.js';
+import type { ShardExecutor, ShardResult } from '../../../src/node/executor.js';
+import { silentLogger } from '../../../src/node/logger.js';
+import type { ShardInput } from '../../../src/node/shard.js';
+import { formatTraceparent, tracerFromEnvironment } from '../../../src/observability/tracing.js';
+import { ORACLE_NODE_ARGS, repoRoot } from '../../support/binary.js';
+import { startTestChain, TEST_MNEMONIC, waitForMined } from '../../support/chain.js';
+import {
+  type ApiServer,
+  buildConfigJson,
+  createSponsor,
+  ENDPOINTS,
+  encodeCoin,
+  makeFullRequest,
+  OIS_TITLE,
+  requestEvents,
+  startApiServer,
+  wallets,
+} from '../../support/harness.js';
+import {
+  attributesOf,
+  buildOtlpReceiver,
+  type OtlpReceiver,
+  type StoredSpan,
+  startOtlpReceiver,
+} from '../../support/otlp-receiver.js';
+import {
+  API_KEY as GATEWAY_API_KEY,
+  ENDPOINTS as GATEWAY_ENDPOINTS,
+  buildConfig as gatewayConfig,
+  loadEngine,
+  startLoopbackApi,
+} from '../gateway/fixtures.js';
+
+const API_KEY = 's3cr3t-api-key-0123456789';
+
+/** Each shard in its own `oracle-node worker --shard -` process, with the tracing environment a worker pod gets. */
+class WorkerProcessExecutor implements ShardExecutor {
+  constructor(
+    private readonly args: string[],
+    private readonly env: Record<string, string>,
+  ) {}
+
+  run(shards: ShardInput[]): Promise<ShardResult[]> {
+    return Promise.all(
+      shards.map(
+        (shard) =>
+          new Promise<ShardResult>((resolve) => {
+            const child = spawn(process.execPath, [...ORACLE_NODE_ARGS, 'worker', '--shard', '-', ...this.args], {
+              cwd: repoRoot,
+              env: { ...process.env, ...this.env },
+              stdio: ['pipe', 'pipe', 'pipe'],
+            });
+            let stdout = '';
+            let stderr = '';
+            child.stdout.on('data', (c) => {
+              stdout += c;
+            });
+            child.stderr.on('data', (c) => {
+              stderr += c;
+            });
+            child.stdin.end(JSON.stringify(shard));
+            child.once('exit', (code) => {
+              if (code === 0) resolve({ ok: true, output: JSON.parse(stdout.trim().split('\n').at(-1)!) });
+              else resolve({ ok: false, chainId: shard.chainId, sponsorWallet: shard.sponsorWallet, error: stderr });
+            });
+          }),
+      ),
+    );
+  }
+}
+
+describe('OpenTelemetry traces of a cycle across the coordinator and worker processes (anvil, OTLP receiver)', () => {
+  let chain: Awaited<ReturnType<typeof startTestChain>>;
+  let api: ApiServer;
+  let receiver: OtlpReceiver;
+  let dir: string;
+  let config: Config;
+  let configArgs: string[];
+
+  before(async function () {
+    // Cold, the receiver's build downloads and compiles its Go modules (docs/development.md).
+    this.timeout(900_000);
+    const binary = await buildOtlpReceiver();
+    if (!binary) {
+      // Written reason: the receiver is built from Go modules; without Go there is no real receiver to test against.
+      this.skip();
+    }
+    receiver = await startOtlpReceiver(binary!);
+    chain = await startTestChain();
+    api = await startApiServer();
+    dir = mkdtempSync(join(tmpdir(), 'tracing-'));
+    const built = buildConfigJson({
+      providers: { main: chain.anvil.url },
+      deployment: chain.deployment,
+      apiUrl: api.url,
+    });
+    // An API key in the query: any attribute that carried the API's URL would carry it.
+    const ois = (built.config['ois'] as Record<string, Record<string, unknown>>[])[0]!;
+    ois['apiSpecifications'] = {
+      ...(ois['apiSpecifications'] as object),
+      components: { securitySchemes: { key: { type: 'apiKey', in: 'query', name: 'key' } } },
+      security: { key: [] },
+    };
+    built.config['apiCredentials'] = [
+      { oisTitle: OIS_TITLE, securitySchemeName: 'key', securitySchemeValue: '${API_KEY}' },
+    ];
+    const secrets = { ...built.secrets, API_KEY };
+    writeFileSync(join(dir, 'config.json'), JSON.stringify(built.config));
+    writeFileSync(
+      join(dir, 'secrets.env'),
+      Object.entries(secrets)
+        .map(([k, v]) => `${k}="${v}"`)
+        .join('\n'),
+    );
+    configArgs = ['-c', join(dir, 'config.json'), '-s', join(dir, 'secrets.env'), '--cache-dir', join(dir, 'cache')];
+    const validated = validateConfig(built.config, secrets);
+    if (!validated.ok || !validated.config) throw new Error(JSON.stringify(validated.errors));
+    config = validated.config;
+  });
+  after(async () => {
+    await receiver?.stop();
+    await api?.close();
+    await chain?.anvil.stop();
+  });
+
+  const byTrace = (spans: StoredSpan[], traceId: string) => spans.filter((s) => s.traceId === traceId);
+  const named = (spans: StoredSpan[], name: string) => {
+    const found = spans.filter((s) => s.name === name);
+    expect(found, `spans named ${name}`).to.have.length(1);
+    return found[0]!;
+  };
+
+  it('makes one trace per request: discovery and authorization in the coordinator, API call, signing and submission in the worker', async () => {
+    const sponsor = await createSponsor(chain.deployment, 'tracing');
+    const good = await makeFullRequest(chain.deployment, {
+      endpointId: ENDPOINTS.price,
+      sponsor: sponsor.address,
+      sponsorWallet: sponsor.sponsorWallet,
+      parameters: encodeCoin('ETH'),
+    });
+    const broken = await makeFullRequest(chain.deployment, {
+      endpointId: ENDPOINTS.broken,
+      sponsor: sponsor.address,
+      sponsorWallet: sponsor.sponsorWallet,
+      parameters: encodeCoin('ETH'),
+    });
+    const otel = { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint };
+    const tracer = tracerFromEnvironment(otel, 'coordinator');
+    await runCycle(config, {
+      executor: new WorkerProcessExecutor(configArgs, otel),
+      logger: silentLogger,
+      wallets,
+      tracer,
+    });
+    await tracer.flush();
+    await waitForMined(chain.anvil.url);
+    const fulfilment = (await requestEvents(chain.deployment, good)).fulfilled;
+    expect(fulfilment).to.have.length(1);
+
+    const spans = receiver.spans();
+    const roots = spans.filter((s) => s.name === 'oracle-node request' && attributesOf(s)['requestId'] === good);
+    expect(roots).to.have.length(1);
+    const root = roots[0]!;
+    expect(root.parentSpanId ?? '').to.equal('');
+    expect(root.resource['oracle_node.role']).to.equal('coordinator');
+    expect(attributesOf(root)).to.include({
+      requestId: good,
+      chainId: String(chain.deployment.chainId),
+      endpointId: ENDPOINTS.price,
+      'oracle_node.outcome': 'fulfilled',
+    });
+
+    const trace = byTrace(spans, root.traceId);
+    expect(trace.map((s) => s.name).sort()).to.deep.equal(
+      ['api call', 'authorization', 'discovery', 'oracle-node request', 'sign response', 'submission'].sort(),
+    );
+    // Every span of the trace is a child of the request's root, whichever process made it.
+    for (const span of trace.filter((s) => s !== root)) expect(span.parentSpanId, span.name).to.equal(root.spanId);
+    for (const name of ['discovery', 'authorization'])
+      expect(named(trace, name).resource['oracle_node.role'], name).to.equal('coordinator');
+    for (const name of ['api call', 'sign response', 'submission'])
+      expect(named(trace, name).resource['oracle_node.role'], name).to.equal('worker');
+
+    const apiCall = named(trace, 'api call');
+    expect(apiCall.kind).to.equal(3); // client
+    expect(attributesOf(apiCall)).to.deep.include({
+      requestId: good,
+      chainId: String(chain.deployment.chainId),
+      endpointId: ENDPOINTS.price,
+      'http.request.method': 'GET',
+      'oracle_node.api.outcome': '2xx',
+    });
+    expect(attributesOf(named(trace, 'authorization'))).to.include({ 'oracle_node.authorized': true });
+    expect(attributesOf(named(trace, 'discovery'))).to.include({
+      'rpc.system': 'jsonrpc',
+      'rpc.method': 'eth_getLogs',
+    });
+    const submission = attributesOf(named(trace, 'submission'));
+    expect(submission).to.include({
+      'rpc.system': 'jsonrpc',
+      'rpc.method': 'eth_sendRawTransaction',
+      'oracle_node.outcome': 'fulfilled',
+      'oracle_node.provider': 'main',
+    });
+    const receipt = await fetch(chain.anvil.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'eth_getTransactionByHash',
+        params: [submission['oracle_node.transaction_hash']],
+      }),
+    });
+    expect(((await receipt.json()) as { result: { to: string } }).result.to.toLowerCase()).to.equal(
+      chain.deployment.AirnodeRrpV0.toLowerCase(),
+    );
+
+    // The request whose API answers 500: its API call span fails with the status code, and it is a trace of its own.
+    const brokenRoot = spans.find((s) => s.name === 'oracle-node request' && attributesOf(s)['requestId'] === broken)!;
+    expect(brokenRoot.traceId).to.not.equal(root.traceId);
+    const brokenCall = named(byTrace(spans, brokenRoot.traceId), 'api call');
+    expect(brokenCall.status?.code).to.equal(2);
+    expect(attributesOf(brokenCall)).to.include({ 'http.response.status_code': 500, 'oracle_node.api.outcome': '5xx' });
+  });
+
+  it("makes a gateway request a trace: a server span under the caller's traceparent, with the HTTP attributes", async () => {
+    const loopback = await startLoopbackApi();
+    const tracer = tracerFromEnvironment({ OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint }, 'gateway');
+    const server = await startGatewayServer(gatewayConfig(loopback.url), {
+      host: '127.0.0.1',
+      port: 0,
+      callEndpoint: (await loadEngine()).callEndpoint,
+      tracer,
+    });
+    const caller = { traceId: 'ab'.repeat(16), spanId: 'cd'.repeat(8) };
+    try {
+      const base = `http://127.0.0.1:${server.port}/http-data/${DEFAULT_PATH_KEY}`;
+      const answer = await fetch(`${base}/${GATEWAY_ENDPOINTS.price}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', traceparent: formatTraceparent(caller) },
+        body: JSON.stringify({ parameters: { coin: 'btc' } }),
+      });
+      expect(answer.status).to.equal(200);
+      await (await fetch(`http://127.0.0.1:${server.port}/healthz`)).text();
+    } finally {
+      await server.close();
+      await loopback.close();
+    }
+    await tracer.flush();
+    const spans = receiver.spans().filter((s) => s.resource['oracle_node.role'] === 'gateway');
+    // One span: the health check is no gateway request.
+    expect(spans).to.have.length(1);
+    const span = spans[0]!;
+    expect(span.name).to.equal('gateway request');
+    expect(span.kind).to.equal(2); // server
+    expect(span.traceId).to.equal(caller.traceId);
+    expect(span.parentSpanId).to.equal(caller.spanId);
+    expect(attributesOf(span)).to.deep.equal({
+      'http.request.method': 'POST',
+      'http.route': '/http-data/{pathKey}/{endpointId}',
+      'http.response.status_code': 200,
+      'oracle_node.gateway': 'httpGateway',
+      endpointId: GATEWAY_ENDPOINTS.price,
+    });
+  });
+
+  it('never puts a secret, the API URL or the API answer into what the receiver stored', () => {
+    const stored = readFileSync(receiver.file, 'utf8');
+    expect(stored.length).to.be.above(0);
+    for (const secret of [API_KEY, GATEWAY_API_KEY, TEST_MNEMONIC, chain.anvil.url, api.url, '3000.25', '1234.5678'])
+      expect(stored, secret).to.not.include(secret);
+  });
+});

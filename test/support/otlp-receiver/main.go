@@ -1,0 +1,86 @@
+// A minimal OTLP/HTTP trace receiver for the tests: it decodes each export request with the OpenTelemetry
+// Collector's own data model (go.opentelemetry.io/collector/pdata, the decoder the Collector's otlpreceiver uses),
+// so an export that is not valid OTLP is refused with 400 as the Collector would, and appends every accepted
+// request, re-encoded as OTLP JSON, as one line to the output file the test reads.
+//
+// Usage: otlp-receiver -listen 127.0.0.1:0 -out spans.jsonl   (prints "listening on HOST:PORT" once ready)
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+
+	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
+)
+
+const maxBody = 8 << 20
+
+func main() {
+	listen := flag.String("listen", "127.0.0.1:0", "address to listen on")
+	out := flag.String("out", "spans.jsonl", "file the accepted export requests are appended to (one JSON line each)")
+	flag.Parse()
+
+	file, err := os.OpenFile(*out, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	var mu sync.Mutex
+	http.HandleFunc("/v1/traces", func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			http.Error(w, "POST only", http.StatusMethodNotAllowed)
+			return
+		}
+		body, err := io.ReadAll(io.LimitReader(r.Body, maxBody))
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		request := ptraceotlp.NewExportRequest()
+		contentType := r.Header.Get("Content-Type")
+		switch {
+		case strings.HasPrefix(contentType, "application/json"):
+			err = request.UnmarshalJSON(body)
+		case strings.HasPrefix(contentType, "application/x-protobuf"):
+			err = request.UnmarshalProto(body)
+		default:
+			http.Error(w, "unsupported content type", http.StatusUnsupportedMediaType)
+			return
+		}
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		line, err := request.MarshalJSON()
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		mu.Lock()
+		_, err = file.Write(append(line, '\n'))
+		mu.Unlock()
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		response, _ := ptraceotlp.NewExportResponse().MarshalJSON()
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(response)
+	})
+	listener, err := net.Listen("tcp", *listen)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	fmt.Printf("listening on %s\n", listener.Addr())
+	if err := http.Serve(listener, nil); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+}
