@@ -94,6 +94,7 @@ export async function runGateway(argv: string[]): Promise<number> {
   try {
     server = await startGatewayServer(config, {
       logger,
+      keepProcessingWarm: true,
       tracer,
       ...ports,
       ...(values.host ? { host: values.host } : {}),
