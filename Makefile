@@ -85,8 +85,11 @@ test-component: install ## Component tests: real HTTP servers on loopback and a 
 	$(MOCHA) --timeout 120000 $(COMPONENT_TESTS)
 
 .PHONY: test
-test: install ## All tests: unit + component with coverage, then integration when Go is available (always in CI)
+test: install ## All tests: unit + component with coverage, then the alert rules (promtool) and integration when Go is available (always in CI)
 	$(BIN)/c8 $(MOCHA) --timeout 120000 $(UNIT_TESTS) $(COMPONENT_TESTS)
+	@if command -v go >/dev/null 2>&1 || [ -x $(PROMTOOL) -a -x $(HELM) ]; then $(MAKE) --no-print-directory test-alerts; \
+	elif [ -n "$${CI:-}" ]; then echo "CI needs Go for the alert rule tests" >&2; exit 1; \
+	else echo "go not found: skipping the alert rule tests (make test-alerts needs Go)"; fi
 	@if command -v go >/dev/null 2>&1; then $(MAKE) --no-print-directory test-integration; \
 	elif [ -n "$${CI:-}" ]; then echo "CI needs Go for the integration tier" >&2; exit 1; \
 	else echo "go not found: skipping the integration tier (make test-integration needs Go)"; fi

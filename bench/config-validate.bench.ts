@@ -1,12 +1,13 @@
 // `validate` benchmark: the `oracle-node validate` command against the reference validator's command
-// (@api3/airnode-validator 0.15.0, `airnode-validator -c -s`) on the same generated config: 100 OIS x 50
-// endpoints, an rrp AND an http trigger for every endpoint (10,000 triggers), 100 apiCredentials, 20 chains.
+// (@api3/airnode-validator 0.15.0, `airnode-validator -c -s`) on the same generated configs, one per shape of the
+// same size class (see SHAPES): the repository's own (100 OIS x 50 endpoints, an rrp AND an http trigger for every
+// endpoint, 20 chains), few OIS with many endpoints, many OIS with few endpoints, many chains with many authorizers.
 // Each run is one process of the installed binary (its #! line included), as a user runs it: wall time from spawn
 // to exit (module loading included), its CPU time (user + system) and its peak RSS (getrusage, reported by a
 // preloaded exit hook). The CPU time depends far less on the shared machine's load than the wall time. Rounds are interleaved (the order alternates
 // each round) so that the shared machine's load falls on both sides alike; medians and their ratio are reported
 // and written to the "Config validation" section of docs/benchmarks.md.
-//   node --import tsx bench/config-validate.bench.ts [--rounds 7] [--ois 100] [--endpoints 50] [--chains 20]
+//   node --import tsx bench/config-validate.bench.ts [--rounds 5] [--shape <name>]
 // Needs `make build` (dist/cli/index.js): `make bench` builds first.
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -19,17 +20,65 @@ import { loadAverage, machine, median, table, writeSection } from './report.js';
 
 const { values: args } = parseArgs({
   options: {
-    rounds: { type: 'string', default: '7' },
-    ois: { type: 'string', default: '100' },
-    endpoints: { type: 'string', default: '50' },
-    chains: { type: 'string', default: '20' },
+    rounds: { type: 'string', default: '5' },
+    shape: { type: 'string' },
     'no-write': { type: 'boolean', default: false },
   },
 });
 const ROUNDS = Number(args.rounds);
-const OIS_COUNT = Number(args.ois);
-const ENDPOINTS = Number(args.endpoints);
-const CHAINS = Number(args.chains);
+
+/** A config shape: how many OIS, endpoints per OIS, chains, and authorizer entries per chain. */
+type Shape = {
+  name: string;
+  description: string;
+  ois: number;
+  endpoints: number;
+  chains: number;
+  /** requesterEndpointAuthorizers per chain; as many cross-chain and ERC721 authorizers, a tenth as many. */
+  authorizers: number;
+  /** Triggers per endpoint: rrp and http, or rrp, http and httpSignedData. */
+  triggers: ('rrp' | 'http' | 'httpSignedData')[];
+};
+
+const SHAPES: Shape[] = [
+  {
+    name: 'bench',
+    description: '100 OIS x 50 endpoints, rrp + http trigger each, 20 chains (the shape measured so far)',
+    ois: 100,
+    endpoints: 50,
+    chains: 20,
+    authorizers: 1,
+    triggers: ['rrp', 'http'],
+  },
+  {
+    name: 'few-ois',
+    description: '4 OIS x 1,250 endpoints, rrp + http trigger each, 20 chains',
+    ois: 4,
+    endpoints: 1_250,
+    chains: 20,
+    authorizers: 1,
+    triggers: ['rrp', 'http'],
+  },
+  {
+    name: 'many-ois',
+    description: '1,000 OIS x 5 endpoints, rrp + http + httpSignedData trigger each, 1,000 apiCredentials, 20 chains',
+    ois: 1_000,
+    endpoints: 5,
+    chains: 20,
+    authorizers: 1,
+    triggers: ['rrp', 'http', 'httpSignedData'],
+  },
+  {
+    name: 'many-chains',
+    description:
+      '50 OIS x 40 endpoints, rrp + http trigger each, 200 chains with 100 requester-endpoint authorizers, 10 cross-chain and 10 ERC721 authorizers each',
+    ois: 50,
+    endpoints: 40,
+    chains: 200,
+    authorizers: 100,
+    triggers: ['rrp', 'http'],
+  },
+];
 
 const root = resolve(import.meta.dirname, '..');
 const require = createRequire(import.meta.url);
@@ -43,24 +92,48 @@ const fixtures = new URL('../test/fixtures/airnode/', import.meta.url);
 const secretsText = readFileSync(new URL('node/secrets.example.env', fixtures), 'utf8');
 const base = JSON.parse(readFileSync(new URL('node/config.example.json', fixtures), 'utf8'));
 
-/** A large valid config built from the reference example: every endpoint has an rrp and an http trigger. */
-function generateConfig(oisCount: number, endpointsPerOis: number, chainCount: number) {
+const address = (n: number) => `0x${n.toString(16).padStart(40, '0')}`;
+
+/** A large valid config built from the reference example, in the given shape. */
+function generateConfig(shape: Shape) {
   const config = structuredClone(base);
   const chain = base.chains[0];
-  config.chains = Array.from({ length: chainCount }, (_, i) => ({
+  const authorizers = structuredClone(chain.authorizers);
+  const crossChain = authorizers.crossChainRequesterAuthorizers[0];
+  const erc721 = authorizers.requesterAuthorizersWithErc721[0];
+  const few = Math.max(1, Math.floor(shape.authorizers / 10));
+  config.chains = Array.from({ length: shape.chains }, (_, i) => ({
     ...structuredClone(chain),
     id: String(31337 + i),
     providers: { a: { url: '$' + '{PROVIDER_URL}' }, b: { url: `http://127.0.0.1:${8545 + i}` } },
+    authorizers:
+      shape.authorizers <= 1
+        ? structuredClone(chain.authorizers)
+        : {
+            ...authorizers,
+            requesterEndpointAuthorizers: Array.from({ length: shape.authorizers }, (_, a) =>
+              address(i * 1000 + a + 1),
+            ),
+            crossChainRequesterAuthorizers: Array.from({ length: few }, (_, a) => ({
+              ...structuredClone(crossChain),
+              requesterEndpointAuthorizers: [address(900_000 + i * 100 + a)],
+              chainId: String(1 + a),
+            })),
+            requesterAuthorizersWithErc721: Array.from({ length: few }, (_, a) => ({
+              ...structuredClone(erc721),
+              erc721s: [address(800_000 + i * 100 + a)],
+            })),
+          },
   }));
   const ois = base.ois[0];
   config.ois = [];
   config.triggers = { rrp: [], http: [], httpSignedData: [] };
   config.apiCredentials = [];
-  for (let o = 0; o < oisCount; o++) {
+  for (let o = 0; o < shape.ois; o++) {
     const title = `Generated API ${o}`;
     const paths: Record<string, unknown> = {};
     const endpoints = [];
-    for (let e = 0; e < endpointsPerOis; e++) {
+    for (let e = 0; e < shape.endpoints; e++) {
       const path = `/convert/${e}/{coin}`;
       paths[path] = {
         get: {
@@ -80,8 +153,9 @@ function generateConfig(oisCount: number, endpointsPerOis: number, chainCount: n
         oisTitle: title,
         endpointName: endpoint.name,
       };
-      config.triggers.rrp.push({ ...trigger, cacheResponses: false });
-      config.triggers.http.push(trigger);
+      for (const list of shape.triggers) {
+        config.triggers[list].push(list === 'rrp' ? { ...trigger, cacheResponses: false } : trigger);
+      }
     }
     config.ois.push({
       ...structuredClone(ois),
@@ -119,89 +193,104 @@ function runOnce(command: string[], configFile: string, secretsFile: string, hoo
   return { ms, cpuMs: Number(peak[2]) / 1000, peakRssMiB: Number(peak[1]) / 1024 };
 }
 
-function main(): void {
-  if (!existsSync(ourCli)) throw new Error(`${ourCli} is missing: run make build first`);
-  const config = generateConfig(OIS_COUNT, ENDPOINTS, CHAINS);
+type ShapeResult = {
+  shape: Shape;
+  sizeMiB: number;
+  triggers: number;
+  ours: Run[];
+  reference: Run[];
+};
+
+/** One shape: the config written once, then ROUNDS interleaved runs of each side (the order alternates). */
+function measureShape(shape: Shape, dir: string, secretsFile: string, hook: string): ShapeResult {
+  const config = generateConfig(shape);
   const text = JSON.stringify(config);
-  const triggers = config.triggers.rrp.length + config.triggers.http.length;
-  const dir = mkdtempSync(join(tmpdir(), 'config-bench-'));
-  const configFile = join(dir, 'config.json');
-  const secretsFile = join(dir, 'secrets.env');
-  const hook = join(dir, 'peak-rss.cjs');
+  const triggers = config.triggers.rrp.length + config.triggers.http.length + config.triggers.httpSignedData.length;
+  const configFile = join(dir, `config-${shape.name}.json`);
   writeFileSync(configFile, text);
-  writeFileSync(secretsFile, secretsText);
-  writeFileSync(hook, PEAK_RSS_HOOK);
   const sizeMiB = text.length / 2 ** 20;
-  console.log(
-    `config: ${OIS_COUNT} OIS x ${ENDPOINTS} endpoints, ${triggers} triggers, ${CHAINS} chains, ${sizeMiB.toFixed(2)} MiB`,
-  );
-  console.log(`machine: ${machine()}; load average ${loadAverage()} at the start; ${ROUNDS} interleaved rounds`);
-  const loadBefore = loadAverage();
+  console.log(`shape ${shape.name}: ${shape.description}; ${triggers} triggers, ${sizeMiB.toFixed(2)} MiB`);
   const ours: Run[] = [];
   const reference: Run[] = [];
-  try {
-    const commands = { ours: [ourCli, 'validate'], reference: [referenceCli] };
-    runOnce(commands.ours, configFile, secretsFile, hook); // warms the file cache for both
-    for (let round = 0; round < ROUNDS; round++) {
-      const order = round % 2 === 0 ? (['ours', 'reference'] as const) : (['reference', 'ours'] as const);
-      for (const side of order) {
-        const run = runOnce(commands[side], configFile, secretsFile, hook);
-        (side === 'ours' ? ours : reference).push(run);
-        console.log(
-          `round ${round + 1} ${side}: ${run.ms.toFixed(0)} ms (CPU ${run.cpuMs.toFixed(0)} ms), peak RSS ${run.peakRssMiB.toFixed(0)} MiB`,
-        );
-      }
+  const commands = { ours: [ourCli, 'validate'], reference: [referenceCli] };
+  runOnce(commands.ours, configFile, secretsFile, hook); // warms the file cache for both
+  for (let round = 0; round < ROUNDS; round++) {
+    const order = round % 2 === 0 ? (['ours', 'reference'] as const) : (['reference', 'ours'] as const);
+    for (const side of order) {
+      const run = runOnce(commands[side], configFile, secretsFile, hook);
+      (side === 'ours' ? ours : reference).push(run);
+      console.log(
+        `  round ${round + 1} ${side}: ${run.ms.toFixed(0)} ms (CPU ${run.cpuMs.toFixed(0)} ms), peak RSS ${run.peakRssMiB.toFixed(0)} MiB`,
+      );
     }
+  }
+  return { shape, sizeMiB, triggers, ours, reference };
+}
+
+function main(): void {
+  if (!existsSync(ourCli)) throw new Error(`${ourCli} is missing: run make build first`);
+  const shapes = args.shape ? SHAPES.filter((shape) => shape.name === args.shape) : SHAPES;
+  if (shapes.length === 0) throw new Error(`unknown shape ${args.shape}: ${SHAPES.map((s) => s.name).join(', ')}`);
+  const dir = mkdtempSync(join(tmpdir(), 'config-bench-'));
+  const secretsFile = join(dir, 'secrets.env');
+  const hook = join(dir, 'peak-rss.cjs');
+  writeFileSync(secretsFile, secretsText);
+  writeFileSync(hook, PEAK_RSS_HOOK);
+  console.log(`machine: ${machine()}; load average ${loadAverage()} at the start; ${ROUNDS} interleaved rounds`);
+  const loadBefore = loadAverage();
+  const results: ShapeResult[] = [];
+  try {
+    for (const shape of shapes) results.push(measureShape(shape, dir, secretsFile, hook));
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
   const loadAfter = loadAverage();
-  const oursMs = median(ours.map((r) => r.ms));
-  const referenceMs = median(reference.map((r) => r.ms));
-  const oursCpu = median(ours.map((r) => r.cpuMs));
-  const referenceCpu = median(reference.map((r) => r.cpuMs));
-  const ratios = ours.map((r, i) => reference[i]!.ms / r.ms);
-  const oursRss = Math.max(...ours.map((r) => r.peakRssMiB));
-  const referenceRss = Math.max(...reference.map((r) => r.peakRssMiB));
-  console.log(`median: ours ${oursMs.toFixed(0)} ms, reference ${referenceMs.toFixed(0)} ms`);
-  console.log(
-    `reference / ours: ${(referenceMs / oursMs).toFixed(2)}x (per round ${ratios.map((r) => r.toFixed(1)).join(', ')})`,
-  );
-  console.log(
-    `CPU (user + system) medians: ours ${oursCpu.toFixed(0)} ms, reference ${referenceCpu.toFixed(0)} ms: ${(referenceCpu / oursCpu).toFixed(2)}x`,
-  );
-  console.log(`peak RSS (max over runs): ours ${oursRss.toFixed(0)} MiB, reference ${referenceRss.toFixed(0)} MiB`);
-  if (args['no-write']) return;
-  const runs = (list: Run[]) => list.map((r) => r.ms.toFixed(0)).join(', ');
+  const rows = results.map(({ shape, sizeMiB, triggers, ours, reference }) => {
+    const oursMs = median(ours.map((r) => r.ms));
+    const referenceMs = median(reference.map((r) => r.ms));
+    const oursCpu = median(ours.map((r) => r.cpuMs));
+    const referenceCpu = median(reference.map((r) => r.cpuMs));
+    const ratios = ours.map((r, i) => reference[i]!.ms / r.ms);
+    console.log(
+      `${shape.name}: ours ${oursMs.toFixed(0)} ms, reference ${referenceMs.toFixed(0)} ms: ${(referenceMs / oursMs).toFixed(2)}x (per round ${ratios.map((r) => r.toFixed(1)).join(', ')}); CPU ${(referenceCpu / oursCpu).toFixed(2)}x`,
+    );
+    return [
+      `${shape.name}: ${shape.description}`,
+      `${sizeMiB.toFixed(2)} MiB, ${triggers.toLocaleString('en-US')} triggers`,
+      `${oursMs.toFixed(0)} ms`,
+      `${referenceMs.toFixed(0)} ms`,
+      `**${(referenceMs / oursMs).toFixed(1)}x**`,
+      `${Math.min(...ratios).toFixed(1)}x-${Math.max(...ratios).toFixed(1)}x`,
+      `${oursCpu.toFixed(0)} / ${referenceCpu.toFixed(0)} ms: ${(referenceCpu / oursCpu).toFixed(1)}x`,
+      `${Math.max(...ours.map((r) => r.peakRssMiB)).toFixed(0)} / ${Math.max(...reference.map((r) => r.peakRssMiB)).toFixed(0)} MiB`,
+    ];
+  });
+  if (args['no-write'] || args.shape) return;
   writeSection('Config validation', [
-    `Machine: ${machine()}, shared with other engineers' builds and tests (1-minute load average ${loadBefore.split(' / ')[0]} before and ${loadAfter.split(' / ')[0]} after the run; 1 / 5 / 15 min after: ${loadAfter}). ${new Date().toISOString().slice(0, 10)}.`,
+    `Machine: ${machine()}, shared with other engineers' builds and tests (load average ${loadBefore} before and ${loadAfter} after the run). ${new Date().toISOString().slice(0, 10)}.`,
     `Command: \`node --import tsx bench/config-validate.bench.ts --rounds ${ROUNDS}\` (run by \`make bench\`, after \`make build\`).`,
     '',
-    `Input: a generated valid config, ${OIS_COUNT} OIS x ${ENDPOINTS} endpoints with an rrp and an http trigger for every endpoint ` +
-      `(${triggers.toLocaleString('en-US')} triggers), ${OIS_COUNT} apiCredentials, ${CHAINS} chains: ${sizeMiB.toFixed(2)} MiB of JSON, built from the ` +
-      'reference `node/config.example.json`. Each run is one process of the installed binary, as a user runs it: ours `oracle-node validate -c config.json -s secrets.env` ' +
+    'Input: generated valid configs of one size class in four shapes, built from the reference `node/config.example.json`. ' +
+      'Each run is one process of the installed binary, as a user runs it: ours `oracle-node validate -c config.json -s secrets.env` ' +
       "(`dist/cli/index.js`, whose `#!` line caps V8's young generation at 8 MiB per semi-space), " +
       'the reference `@api3/airnode-validator` 0.15.0 `airnode-validator -c config.json -s secrets.env` (zod 3, ethers 5). ' +
       "Wall time is from spawn to exit (Node start and module loading included); CPU is the process's user + system time and peak RSS its maxrss (getrusage, at exit). " +
-      `${ROUNDS} rounds, ours and the reference alternating which goes first.`,
+      `${ROUNDS} rounds per shape, ours and the reference alternating which goes first; medians, and the ratio of the medians (reference ÷ ours).`,
     '',
     ...table(
-      ['', 'median', 'runs (ms)', 'CPU median', 'peak RSS (max of runs)'],
-      [false, true, false, true, true],
       [
-        ['ours', `${oursMs.toFixed(0)} ms`, runs(ours), `${oursCpu.toFixed(0)} ms`, `${oursRss.toFixed(0)} MiB`],
-        [
-          'reference',
-          `${referenceMs.toFixed(0)} ms`,
-          runs(reference),
-          `${referenceCpu.toFixed(0)} ms`,
-          `${referenceRss.toFixed(0)} MiB`,
-        ],
+        'shape',
+        'size',
+        'ours (median)',
+        'reference (median)',
+        'reference ÷ ours',
+        'per round',
+        'CPU ours / reference',
+        'peak RSS ours / reference',
       ],
+      [false, false, true, true, true, false, false, false],
+      rows,
     ),
-    '',
-    `Ratio of the medians: ours is **${(referenceMs / oursMs).toFixed(1)}x faster**; per round ${Math.min(...ratios).toFixed(1)}x-${Math.max(...ratios).toFixed(1)}x. ` +
-      `CPU time (user + system), which the machine's load moves far less: ${(referenceCpu / oursCpu).toFixed(1)}x.`,
   ]);
 }
 

@@ -23,13 +23,16 @@ import autocannon from 'autocannon';
 import { AbiCoder, getBytes, keccak256 } from 'ethers';
 import { DEFAULT_PATH_KEY } from '../src/gateway/server.js';
 import { encodeParameters } from '../src/ois/abi.js';
+import { deriveEndpointId } from '../src/protocol/ids.js';
 import { fastMessageSigner } from '../src/protocol/message-signer.js';
 import { nodeWallet } from '../src/protocol/wallet.js';
 import {
   API_KEY,
+  type ConfigOverrides,
   configJson,
   ENDPOINTS,
   MNEMONIC,
+  OIS_TITLE,
   SECRETS,
   startLoopbackApi,
 } from '../test/component/gateway/fixtures.js';
@@ -60,10 +63,38 @@ async function serveApi(): Promise<void> {
 
 const WIDE = { enabled: true as const, maxConcurrency: 10_000, corsOrigins: [] };
 
+/** An endpoint with a small post-processing snippet, as many real configs have: the price endpoint's call, rounded. */
+const PROCESSED = 'processed';
+const PROCESSED_ID = deriveEndpointId(OIS_TITLE, PROCESSED);
+const POST_PROCESSING =
+  '({ response }) => ({ response: { ...response, price: Math.round(response.price * 100) / 100 } })';
+
+/** The test fixtures' config plus the post-processed endpoint (HTTP and signed-data triggers), for both gateways. */
+function benchConfig(apiUrl: string, overrides: ConfigOverrides) {
+  const config = configJson(apiUrl, overrides);
+  const ois = config.ois[0]!;
+  const price = ois.endpoints.find((endpoint) => endpoint.name === 'price')!;
+  const processed = {
+    ...structuredClone(price),
+    name: PROCESSED,
+    postProcessingSpecificationV2: { environment: 'Node', value: POST_PROCESSING, timeoutMs: 5000 },
+  };
+  const trigger = { endpointId: PROCESSED_ID, oisTitle: OIS_TITLE, endpointName: PROCESSED };
+  return {
+    ...config,
+    ois: [{ ...ois, endpoints: [...ois.endpoints, processed] }],
+    triggers: {
+      ...config.triggers,
+      http: [...config.triggers.http, trigger],
+      httpSignedData: [...config.triggers.httpSignedData, trigger],
+    },
+  };
+}
+
 /** The reference's local gateway server on the same config: its names, secrets inlined, logs at ERROR. */
 function serveReference(apiUrl: string, port: number): void {
   let text = JSON.stringify(
-    configJson(apiUrl, { httpGateway: WIDE, httpSignedDataGateway: WIDE, oevGateway: WIDE, gatewayServerPort: port }),
+    benchConfig(apiUrl, { httpGateway: WIDE, httpSignedDataGateway: WIDE, oevGateway: WIDE, gatewayServerPort: port }),
   );
   for (const [name, value] of Object.entries(SECRETS)) text = text.replaceAll(`\${${name}}`, value);
   const config = JSON.parse(text) as { nodeSettings: Record<string, unknown> };
@@ -210,7 +241,8 @@ function signaturesPerSecond(seconds: number, signer: 'ethers' | 'libsecp256k1')
   return count / seconds;
 }
 
-const MINIMAL_PROXY = 'Minimal proxy (node:http + undici, no framework, no engine), distinct parameters';
+const MINIMAL_PROXY = 'Bare proxy (node:http, keep-alive agent, no framework, no engine), distinct parameters';
+const PROCESSED_ROW = 'Signed-data gateway with post-processing, distinct parameters';
 const JSON_HEADERS = { 'content-type': 'application/json' };
 const DISTINCT = 100_000;
 const coin = (index: number) => `c${index}`;
@@ -238,7 +270,7 @@ async function main(): Promise<void> {
   const api = await spawnRole('api');
   const apiUrl = `http://127.0.0.1:${api.port}`;
   const gateway = await spawnBuilt('gateway', {
-    config: configJson(apiUrl, { httpGateway: WIDE, httpSignedDataGateway: WIDE, oevGateway: WIDE }),
+    config: benchConfig(apiUrl, { httpGateway: WIDE, httpSignedDataGateway: WIDE, oevGateway: WIDE }),
     secrets: SECRETS,
     stubValue: STUB_VALUE,
   });
@@ -253,6 +285,7 @@ async function main(): Promise<void> {
     const proxy = `http://127.0.0.1:${minimalProxy.port}`;
     const httpPath = `/http-data/${DEFAULT_PATH_KEY}/${ENDPOINTS.price}`;
     const signedPath = `/http-signed-data/${DEFAULT_PATH_KEY}/${ENDPOINTS.price}`;
+    const processedSignedPath = `/http-signed-data/${DEFAULT_PATH_KEY}/${PROCESSED_ID}`;
     const direct: autocannon.Options = { url: `${apiUrl}/price?coin=eth`, headers: { 'x-api-key': API_KEY } };
     const directPaths = Array.from({ length: DISTINCT }, (_, index) => `/price?coin=${coin(index)}`);
     const directDistinct: autocannon.Options = {
@@ -274,6 +307,7 @@ async function main(): Promise<void> {
       const pids = { gateway: pid, api: api.pid };
       await load(`warm-up ${base}`, { ...post(`${base}${httpPath}`, httpBody, false), duration: 2 }, pids);
       await load(`warm-up ${base}`, { ...post(`${base}${signedPath}`, signedBody, false), duration: 2 }, pids);
+      await load(`warm-up ${base}`, { ...post(`${base}${processedSignedPath}`, signedBody, true), duration: 2 }, pids);
     }
     await load(
       `warm-up ${proxy}`,
@@ -321,6 +355,13 @@ async function main(): Promise<void> {
         name: 'Signed-data gateway, distinct parameters',
         ours: post(`${ours}${signedPath}`, signedBody, true),
         reference: post(`${theirs}${signedPath}`, signedBody, true),
+      },
+      // The same call with the endpoint's post-processing snippet: ours in the QuickJS sandbox on the worker pool,
+      // the reference in Node's vm (@api3/commons).
+      {
+        name: PROCESSED_ROW,
+        ours: post(`${ours}${processedSignedPath}`, signedBody, true),
+        reference: post(`${theirs}${processedSignedPath}`, signedBody, true),
       },
       { name: 'HTTP gateway, stub engine (no API call)', ours: post(`${stub}${httpPath}`, httpBody, true) },
       { name: 'Signed-data gateway, stub engine (no API call)', ours: post(`${stub}${signedPath}`, signedBody, true) },
@@ -382,6 +423,13 @@ async function main(): Promise<void> {
       if (list.length === 0) return '-';
       return `${(100 * median(list.map((sample, round) => sample.requestsPerSecond / rates[round]!))).toFixed(0)} %`;
     };
+    /** Median over the rounds of the ratio of two scenarios' gateway CPU per request, same round. */
+    const cpuRatio = (top: string, bottom: string) => {
+      const a = samples.get(top) ?? [];
+      const b = samples.get(bottom) ?? [];
+      if (a.length === 0 || b.length === 0) return '-';
+      return median(a.map((sample, round) => sample.cpu.gateway / b[round]!.cpu.gateway)).toFixed(2);
+    };
     const percent = (top: string, bottom: string) => `${(100 * paired(top, bottom)).toFixed(0)} %`;
     const share = (name: string) => `${(100 * paired(`${name}|ours`, 'API directly|ours')).toFixed(0)} %`;
     const count = (value: number) => Math.round(value).toLocaleString('en-US');
@@ -414,10 +462,12 @@ async function main(): Promise<void> {
       'Five processes: autocannon, the loopback JSON API (API-key header checked), our gateway (`startGatewayServer`, the ' +
         'real engine `src/ois`, logs silent, `maxConcurrency` 10,000; built `dist/` in plain Node, as `oracle-node gateway` ' +
         "runs), the reference's local gateway server (`@api3/airnode-node` 0.15.0 `workers/local-gateways/server` from its " +
-        'published `dist/`, the same config in its names, logs at ERROR) and a minimal proxy (node:http server, one GET ' +
-        "per request on undici's pooled client, no framework, no validation, no engine, no metrics; not a gateway of " +
-        'ours, the ceiling of any one-hop Node.js gateway on this machine, plain Node). The ' +
-        'endpoint calls `GET /price?coin=<coin>` and encodes `price` as `int256` x 100. Each round runs every scenario ' +
+        'published `dist/`, the same config in its names, logs at ERROR) and a bare proxy (node:http server, the JSON ' +
+        "body parsed, one GET per request through node:http's keep-alive agent, the API's answer relayed as it came; no " +
+        'framework, no validation, no engine, no metrics; not a gateway of ours, the floor of a one-hop Node.js gateway, ' +
+        'plain Node). The endpoint calls `GET /price?coin=<coin>` and encodes `price` as `int256` x 100; the ' +
+        `post-processed endpoint makes the same call and runs \`${POST_PROCESSING}\` (V2) on the answer first. ` +
+        'Each round runs every scenario ' +
         'against ours and the reference back to back (who goes first alternates by round), then raw ethers 6 ' +
         "`signMessageSync` on one core for 2 s and the gateway's own signer (`fastMessageSigner`, libsecp256k1) for 2 s, " +
         'then the p50 of single requests on one connection (API, ours, reference). ' +
@@ -449,7 +499,8 @@ async function main(): Promise<void> {
       `- p50 added by the HTTP gateway at one connection (its p50 minus the API's): **${added.ours.length ? median(added.ours).toFixed(2) : '-'} ms** ours, ${added.reference.length ? median(added.reference).toFixed(2) : '-'} ms reference.`,
       `- Raw \`signMessageSync\`, one core: ${count(median(signing))}/s (rounds ${signing.map(count).join(' / ')}). Signed-data gateway ÷ that, same round: **${signedShare('Signed-data gateway, same parameters', signing)}** with the same parameters (one signing per value and second), **${signedShare('Signed-data gateway, distinct parameters', signing)}** with distinct ones.`,
       `- Raw EIP-191 signing with the gateway's own signer (\`fastMessageSigner\`, libsecp256k1), one core: ${count(median(fastSigning))}/s (rounds ${fastSigning.map(count).join(' / ')}). Signed-data gateway ÷ that, same round: **${signedShare('Signed-data gateway, same parameters', fastSigning)}** with the same parameters, **${signedShare('Signed-data gateway, distinct parameters', fastSigning)}** with distinct ones.`,
-      `- ${MINIMAL_PROXY} (not a gateway of ours; the same distinct bodies, one API call each), same round: **${percent(`${MINIMAL_PROXY}|ours`, 'API directly|ours')}** of the API directly, ${percent(`${MINIMAL_PROXY}|ours`, 'API directly, distinct parameters|ours')} of the API directly with distinct parameters. Our HTTP gateway with distinct parameters ÷ the minimal proxy: **${percent('HTTP gateway, distinct parameters|ours', `${MINIMAL_PROXY}|ours`)}**; the reference's ÷ the minimal proxy: ${percent('HTTP gateway, distinct parameters|reference', `${MINIMAL_PROXY}|ours`)}.`,
+      `- CPU per request, HTTP gateway with distinct parameters ÷ the bare proxy, same round: **${cpuRatio('HTTP gateway, distinct parameters|ours', `${MINIMAL_PROXY}|ours`)}x** (goal <= 1.3x). Signed-data gateway with post-processing ÷ the reference, same round: **${paired(`${PROCESSED_ROW}|ours`, `${PROCESSED_ROW}|reference`).toFixed(2)}x** (goal >= 7x); without post-processing ${paired('Signed-data gateway, distinct parameters|ours', 'Signed-data gateway, distinct parameters|reference').toFixed(2)}x.`,
+      `- ${MINIMAL_PROXY} (not a gateway of ours; the same distinct bodies, one API call each), same round: **${percent(`${MINIMAL_PROXY}|ours`, 'API directly|ours')}** of the API directly, ${percent(`${MINIMAL_PROXY}|ours`, 'API directly, distinct parameters|ours')} of the API directly with distinct parameters. Our HTTP gateway with distinct parameters ÷ the bare proxy: **${percent('HTTP gateway, distinct parameters|ours', `${MINIMAL_PROXY}|ours`)}** (goal >= 85 %); the reference's ÷ the bare proxy: ${percent('HTTP gateway, distinct parameters|reference', `${MINIMAL_PROXY}|ours`)}.`,
     ];
     if (only) process.stdout.write(`${body.join('\n')}\n`);
     else writeSection('Gateways', body);

@@ -28,3 +28,19 @@ check-manifests: $(HELM) ## helm lint, and fail when the chart's README/samples 
 	@bash charts/render-install.sh $(HELM) $(CHART_DIR) $(INSTALL_NAMESPACE) | cmp -s - manifests/install.yaml || \
 	  { echo "manifests/install.yaml is out of date: run make manifests" >&2; exit 1; }
 	@echo "chart and install manifest are in sync"
+
+# The alert rules as Prometheus evaluates them: promtool (built by test/cluster/build.sh prometheus, cached like the
+# control plane's binaries) runs the unit tests of test/alerts/ against the chart's rendered PrometheusRule; both go
+# into .cache/alerts/, as promtool reads a test's rule_files relative to the test file.
+PROMTOOL := $(CLUSTER_BIN_DIR)/promtool
+ALERT_RULES := .cache/alerts/oracle-node-operator.rules.yaml
+
+.PHONY: test-alerts
+test-alerts: install $(HELM) ## promtool test rules: the chart's alert rules against the cases in test/alerts/
+	@$(CLUSTER_DIR)/build.sh prometheus
+	@mkdir -p $(dir $(ALERT_RULES))
+	$(HELM) template ono $(CHART_DIR) --set metrics.prometheusRule.enabled=true \
+	  --show-only templates/prometheusrule.yaml | node --import tsx scripts/prometheus-rules.ts > $(ALERT_RULES)
+	$(PROMTOOL) check rules $(ALERT_RULES)
+	@cp test/alerts/*.test.yaml $(dir $(ALERT_RULES))
+	cd $(dir $(ALERT_RULES)) && $(PROMTOOL) test rules *.test.yaml

@@ -1,10 +1,9 @@
 // The servers of bench/gateway.bench.ts that run as plain Node.js on built code, not under tsx:
 //   node bench/support/gateway-children.mjs gateway         our gateway from dist/ (as `oracle-node gateway` runs it)
-//   node bench/support/gateway-children.mjs minimal-proxy   the smallest one-hop gateway Node.js can be here
+//   node bench/support/gateway-children.mjs minimal-proxy   the bare proxy: the floor of a one-hop Node.js gateway
 // Each takes one IPC message { config, secrets } or { apiUrl, apiKey } from the bench and answers { port, ... }.
 // Plain JavaScript so that no loader sits between Node and the code measured; needs `make build` (dist/).
-import { createServer } from 'node:http';
-import { Agent } from 'undici';
+import { Agent, createServer, request as httpRequest } from 'node:http';
 import { validateConfig } from '../../dist/config/index.js';
 import { startGatewayServer } from '../../dist/gateway/server.js';
 import { silentLogger } from '../../dist/observability/index.js';
@@ -18,7 +17,13 @@ async function serveGateway({ config: configJson, secrets, stubValue }) {
   const result = validateConfig(configJson, secrets);
   if (!result.ok || !result.config) throw new Error(`bench config invalid: ${JSON.stringify(result.errors)}`);
   const config = result.config;
-  const server = await startGatewayServer(config, { host: '127.0.0.1', port: 0, callEndpoint, logger: silentLogger() });
+  const server = await startGatewayServer(config, {
+    host: '127.0.0.1',
+    port: 0,
+    callEndpoint,
+    logger: silentLogger(),
+    keepProcessingWarm: true,
+  });
   const stub = async () => ({
     success: true,
     rawValue: { price: 1234.5678 },
@@ -35,37 +40,53 @@ async function serveGateway({ config: configJson, secrets, stubValue }) {
 }
 
 /**
- * The least a one-hop gateway does: node:http's server reads the JSON body, one GET to the API on undici's pooled
- * keep-alive client (the cheaper of Node's two clients, as our gateway uses), the price answered as JSON. No
- * framework, no validation, no engine, no metrics, no logging: the ceiling of any Node.js gateway on this machine.
+ * The bare proxy the gateway is measured against (issue 27's definition): node:http's server, the JSON body parsed,
+ * one GET to the API through node:http's keep-alive agent, the API's answer relayed as it came (status, type,
+ * body). No framework, no validation, no engine, no metrics, no logging: the floor of a Node.js one-hop gateway.
  */
 async function serveMinimalProxy({ apiUrl, apiKey }) {
-  const upstream = new Agent({ connections: 256, allowH2: false, keepAliveTimeout: 4_000 });
-  const origin = new URL(apiUrl).origin;
+  const agent = new Agent({ keepAlive: true, maxSockets: 256, keepAliveMsecs: 4_000 });
+  const api = new URL(apiUrl);
   const fail = (res, status) => {
+    if (res.headersSent) return res.destroy();
     res.writeHead(status, { 'content-type': 'application/json' });
     res.end('{"error":"failed"}');
   };
   const server = createServer((req, res) => {
     const chunks = [];
     req.on('data', (chunk) => chunks.push(chunk));
-    req.on('end', async () => {
+    req.on('end', () => {
+      let coin;
       try {
-        const coin = JSON.parse(Buffer.concat(chunks).toString('utf8')).parameters.coin;
-        const response = await upstream.request({
-          origin,
+        coin = JSON.parse(Buffer.concat(chunks).toString('utf8')).parameters.coin;
+      } catch {
+        return fail(res, 400);
+      }
+      const upstream = httpRequest(
+        {
+          host: api.hostname,
+          port: api.port,
+          agent,
           path: `/price?coin=${encodeURIComponent(coin)}`,
           method: 'GET',
           headers: { 'x-api-key': apiKey },
-        });
-        const data = await response.body.json();
-        if (response.statusCode !== 200) return fail(res, 502);
-        const text = JSON.stringify({ rawValue: data, values: [String(Math.round(data.price * 100))] });
-        res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
-        res.end(text);
-      } catch {
-        fail(res, 400);
-      }
+        },
+        (answer) => {
+          const parts = [];
+          answer.on('data', (chunk) => parts.push(chunk));
+          answer.on('end', () => {
+            const body = Buffer.concat(parts);
+            res.writeHead(answer.statusCode ?? 502, {
+              'content-type': answer.headers['content-type'] ?? 'application/json',
+              'content-length': body.length,
+            });
+            res.end(body);
+          });
+          answer.on('error', () => fail(res, 502));
+        },
+      );
+      upstream.on('error', () => fail(res, 502));
+      upstream.end();
     });
   });
   server.keepAliveTimeout = 30_000;

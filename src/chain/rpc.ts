@@ -110,32 +110,37 @@ export async function readCappedBody(response: Response, limit: number): Promise
   return Buffer.concat(chunks).toString('utf8');
 }
 
-const fetchTransport: RpcTransport = async (url, body, timeoutMs) => {
-  const target = providerRequestTarget(url);
-  let response: Response;
-  try {
-    response = await fetch(target.url, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', ...target.headers },
-      body,
-      signal: AbortSignal.timeout(timeoutMs),
-    });
-  } catch (error) {
-    throw new RpcTransportError(`provider unreachable: ${transportReason(error)}`);
-  }
-  let text: string;
-  try {
-    text = await readCappedBody(response, MAX_ANSWER_BYTES);
-  } catch (error) {
-    if (error instanceof RpcTransportError) throw error;
-    throw new RpcTransportError(`provider answer unreadable: ${transportReason(error)}`);
-  }
-  try {
-    return JSON.parse(text);
-  } catch {
-    throw new RpcTransportError(`provider returned non-JSON (HTTP ${response.status})`);
-  }
-};
+/** JSON-RPC over HTTP POST with fetch; answers over `maxAnswerBytes` are abandoned (RpcAnswerTooLarge). */
+export const httpTransport =
+  (maxAnswerBytes = MAX_ANSWER_BYTES): RpcTransport =>
+  async (url, body, timeoutMs) => {
+    const target = providerRequestTarget(url);
+    let response: Response;
+    try {
+      response = await fetch(target.url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...target.headers },
+        body,
+        signal: AbortSignal.timeout(timeoutMs),
+      });
+    } catch (error) {
+      throw new RpcTransportError(`provider unreachable: ${transportReason(error)}`);
+    }
+    let text: string;
+    try {
+      text = await readCappedBody(response, maxAnswerBytes);
+    } catch (error) {
+      if (error instanceof RpcTransportError) throw error;
+      throw new RpcTransportError(`provider answer unreadable: ${transportReason(error)}`);
+    }
+    try {
+      return JSON.parse(text);
+    } catch {
+      throw new RpcTransportError(`provider returned non-JSON (HTTP ${response.status})`);
+    }
+  };
+
+const fetchTransport = httpTransport();
 
 const DEFAULTS: Required<RpcOptions> = { timeoutMs: 5_000, attempts: 2, backoffMs: { min: 200, max: 1_000 } };
 

@@ -2,7 +2,7 @@
 // on stderr with exit code 2. `-h/--help` is added to each command's options.
 import { type ParseArgsOptionsConfig, parseArgs } from 'node:util';
 import { errorMessage } from '../common/errors.js';
-import type { Config } from '../config/index.js';
+import type { Config, Workload } from '../config/index.js';
 import { type EngineEnvironment, readEngineEnvironment } from '../contract/pods.js';
 import { ConfigLoadError, loadConfig } from '../node/config-loader.js';
 
@@ -66,13 +66,25 @@ export function parseServerPorts(values: {
  * config.json (+ secrets.env, or the environment) loaded and validated for an engine subcommand, or its exit code
  * after the reason went to stderr: 1 for an invalid config, 2 for a file that cannot be read.
  */
-export async function loadCommandConfig(configPath: string, secretsPath?: string): Promise<Config | number> {
+export async function loadCommandConfig(
+  configPath: string,
+  secretsPath?: string,
+  workload?: Workload,
+): Promise<Config | number> {
   try {
-    return await loadConfig(configPath, secretsPath);
+    return await loadConfig(configPath, secretsPath, secretScope(workload));
   } catch (error) {
     process.stderr.write(`${errorMessage(error)}\n`);
     return error instanceof ConfigLoadError && !error.unreadable ? 1 : 2;
   }
+}
+
+/**
+ * The secret scope to load the config with: the workload running, when its pod says it was given only that
+ * workload's keys. A pod scoped to another workload gets no stand-ins, so a missing key is reported, not hidden.
+ */
+export function secretScope(workload: Workload | undefined): Workload | undefined {
+  return workload !== undefined && engineEnvironment().secretScope === workload ? workload : undefined;
 }
 
 /** What the operator's pods say about themselves (the contract's environment); empty outside a pod. */

@@ -61,7 +61,7 @@ export const command: Subcommand = {
       process.stderr.write(`Missing -c config.json\n\n${HELP}`);
       return 2;
     }
-    const config = await loadCommandConfig(configPath, values.secrets);
+    const config = await loadCommandConfig(configPath, values.secrets, 'coordinator');
     if (typeof config === 'number') return config;
     // Never in a log line, nor in the cycle report the operator turns into Events and status.
     registerSecret(config.nodeSettings.nodeWalletMnemonic);

@@ -5,11 +5,11 @@
 
 import { readFile } from 'node:fs/promises';
 import { errorMessage } from '../common/errors.js';
-import { parseSecretsEnv, secretsFromEnvironment, secretValuesOf, validateConfig } from '../config/index.js';
+import { parseSecretsEnv, scopedSecretsFromEnvironment, secretValuesOf, validateConfig } from '../config/index.js';
 import { startGatewayServer } from '../gateway/server.js';
 import { createLogger, registerSecrets } from '../observability/index.js';
 import { tracerFromEnvironment } from '../observability/tracing.js';
-import { parseCommandArgs, parseServerPorts } from './args.js';
+import { parseCommandArgs, parseServerPorts, secretScope } from './args.js';
 import type { Subcommand } from './subcommand.js';
 
 const USAGE = `Usage: oracle-node gateway -c <config.json> [-s <secrets.env>] [--port N] [--host H] [--metrics-port N] [--path-key-secret NAME]
@@ -53,7 +53,7 @@ export async function runGateway(argv: string[]): Promise<number> {
     // Without -s the secrets come from the environment, as in a pod whose Secret is mounted with envFrom.
     secrets = values.secrets
       ? parseSecretsEnv(await readFile(values.secrets, 'utf8')).secrets
-      : secretsFromEnvironment(configText);
+      : scopedSecretsFromEnvironment(configText, secretScope('gateway'));
   } catch (error) {
     process.stderr.write(`Cannot read ${(error as NodeJS.ErrnoException).path ?? 'file'}: ${errorMessage(error)}\n`);
     return 2;
@@ -94,6 +94,7 @@ export async function runGateway(argv: string[]): Promise<number> {
   try {
     server = await startGatewayServer(config, {
       logger,
+      keepProcessingWarm: true,
       tracer,
       ...ports,
       ...(values.host ? { host: values.host } : {}),

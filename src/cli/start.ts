@@ -76,7 +76,7 @@ export const command: Subcommand = {
     let gateway: GatewayServer | undefined;
     if (!values['no-gateway']) {
       try {
-        gateway = await startGatewayServer(config, { callEndpoint, ...ports });
+        gateway = await startGatewayServer(config, { callEndpoint, keepProcessingWarm: true, ...ports });
       } catch (error) {
         const code = (error as NodeJS.ErrnoException).code;
         process.stderr.write(

@@ -61,7 +61,7 @@ export const command: Subcommand = {
       process.stderr.write(`Cannot read the shard: ${errorMessage(error)}\n`);
       return 2;
     }
-    const config = await loadCommandConfig(configPath, values.secrets);
+    const config = await loadCommandConfig(configPath, values.secrets, 'worker');
     if (typeof config === 'number') return config;
     const logger = createNodeLogger(config.nodeSettings, pod);
     // Off unless OTEL_EXPORTER_OTLP_ENDPOINT is set; the shard names each request's trace.

@@ -6,6 +6,15 @@ export * from './ois.js';
 export { formatPath, type PathSegment } from './paths.js';
 export { PUBLIC_DEPLOYMENTS } from './references.js';
 export * from './schema.js';
+export {
+  type SecretScopes,
+  scopedSecretsFromEnvironment,
+  secretScopes,
+  WITHHELD_MNEMONIC,
+  WITHHELD_SECRET,
+  type Workload,
+  withheldStandIns,
+} from './secret-scopes.js';
 export { secretValuesOf, urlCredentials } from './secret-values.js';
 export {
   checkSecretsRecord,

@@ -1,9 +1,10 @@
 // The contract between the operator and the pods it creates, in one place: what the operator puts into a pod
 // (environment variables, mounted paths, labels) and what the pods give back (the cycle report). The worker Job
-// template and the shards it carries are the coordinator <-> worker contract (shard.ts). The operator's builders write it and the engine's Kubernetes adapters read it; neither imports the
-// other. Everything a pod reads from its environment is parsed here, never cast.
+// template and the shards it carries are the coordinator <-> worker contract (shard.ts). The operator's builders
+// write it and the engine's Kubernetes adapters read it; neither imports the other. Everything a pod reads from its environment is parsed here, never cast.
 import type { V1Job } from '@kubernetes/client-node';
 import { z } from 'zod';
+import { WORKLOADS, type Workload } from '../common/workloads.js';
 import { CYCLE_LABEL, parseWorkerTemplate, type WorkerTemplate } from './shard.js';
 
 /** Environment variables the operator sets on engine containers. */
@@ -26,6 +27,16 @@ export const ENV = {
    * Service's load-balancer address), reported by the heartbeat. Absent: the heartbeat reports no gateway URL.
    */
   gatewayUrl: 'ORACLE_NODE_GATEWAY_URL',
+  /**
+   * The workload whose keys of the Secret the pod was given (coordinator, gateway, worker): each pod receives only
+   * the keys its own part of the config references, and its engine puts stand-ins in place of the others.
+   */
+  secretScope: 'ORACLE_NODE_SECRET_SCOPE',
+  /**
+   * Optional, every engine pod: the OpenTelemetry standard variable (spec.telemetry.otlpEndpoint); tracing is off
+   * without it (src/observability/tracing.ts reads it, with the other OTEL_* variables).
+   */
+  otlpEndpoint: 'OTEL_EXPORTER_OTLP_ENDPOINT',
 } as const;
 
 /** Labels on everything the operator manages (and on worker Jobs, which the coordinator creates). */
@@ -187,8 +198,11 @@ export function parseCycleReport(data: Record<string, string> | undefined): Cycl
   return report;
 }
 
-/** What an engine process reads from the environment on any pod: where its config is and whom it runs for. */
-export type EngineEnvironment = { configPath?: string; oracleNode?: string };
+/**
+ * What an engine process reads from the environment on any pod: where its config is, whom it runs for, and which
+ * workload's secrets it holds.
+ */
+export type EngineEnvironment = { configPath?: string; oracleNode?: string; secretScope?: Workload };
 
 /** What a coordinator pod needs to run shards as Jobs, share the response cache and report its cycle. */
 export type CoordinatorEnvironment = {
@@ -226,7 +240,14 @@ const present = (env: Env, key: string) => (env[key] ? env[key] : undefined);
 export function readEngineEnvironment(env: Env): EngineEnvironment {
   const configPath = present(env, ENV.configPath);
   const oracleNode = present(env, ENV.oracleNode);
-  return { ...(configPath ? { configPath } : {}), ...(oracleNode ? { oracleNode } : {}) };
+  const scope = present(env, ENV.secretScope);
+  // Anything but a workload's name is no scope: the engine then wants every key, and says which is missing.
+  const secretScope = WORKLOADS.find((workload) => workload === scope);
+  return {
+    ...(configPath ? { configPath } : {}),
+    ...(oracleNode ? { oracleNode } : {}),
+    ...(secretScope ? { secretScope } : {}),
+  };
 }
 
 /**

@@ -6,6 +6,7 @@ import { createServer, type Server, STATUS_CODES } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { type Config, DEFAULT_GATEWAY_SERVER_PORT } from '../config/index.js';
 import { type ObservabilityServer, startObservabilityServer } from '../observability/index.js';
+import { workerPool } from '../ois/worker-pool.js';
 import {
   type CallEndpoint,
   createGatewayApp,
@@ -53,6 +54,11 @@ export type StartGatewayOptions = Omit<GatewayAppOptions, 'config' | 'callEndpoi
    */
   metricsPort?: number;
   metricsHost?: string;
+  /**
+   * With processing snippets in the config: keep the worker pool's threads alive and warm (the sandbox compiled and
+   * hot) from the start, and report ready only once they are, so that no request pays a worker's start.
+   */
+  keepProcessingWarm?: boolean;
 };
 
 export type GatewayServer = {
@@ -70,6 +76,19 @@ export function configuredPort(config: Config): number {
   return (cloudProvider.type === 'local' && cloudProvider.gatewayServerPort) || DEFAULT_GATEWAY_SERVER_PORT;
 }
 
+/** Whether an endpoint of the config runs a pre- or post-processing snippet. */
+export function hasProcessing(config: Config): boolean {
+  return config.ois.some((ois) =>
+    ois.endpoints.some(
+      (endpoint) =>
+        endpoint.preProcessingSpecificationV2 !== undefined ||
+        endpoint.postProcessingSpecificationV2 !== undefined ||
+        (endpoint.preProcessingSpecifications?.length ?? 0) > 0 ||
+        (endpoint.postProcessingSpecifications?.length ?? 0) > 0,
+    ),
+  );
+}
+
 /** The real engine, loaded on first use so that an app with an injected engine does not pull it in. */
 async function loadEngine(): Promise<CallEndpoint> {
   return (await import('../ois/index.js')).callEndpoint;
@@ -78,7 +97,23 @@ async function loadEngine(): Promise<CallEndpoint> {
 export async function startGatewayServer(config: Config, options: StartGatewayOptions = {}): Promise<GatewayServer> {
   const callEndpoint = options.callEndpoint ?? (await loadEngine());
   const separateObservability = options.metricsPort !== undefined;
-  const gateway = createGatewayApp({ ...options, config, callEndpoint, serveObservability: !separateObservability });
+  let warm = true;
+  if (options.keepProcessingWarm && hasProcessing(config)) {
+    warm = false;
+    void workerPool()
+      .keepWarm()
+      .then(() => {
+        warm = true;
+      });
+  }
+  const ready = options.ready;
+  const gateway = createGatewayApp({
+    ...options,
+    config,
+    callEndpoint,
+    serveObservability: !separateObservability,
+    ready: () => warm && (ready?.() ?? true),
+  });
   const { logger } = gateway;
   if (gateway.enabledGateways.length === 0) logger.info('no gateway enabled: serving only /healthz, /readyz, /metrics');
 

@@ -4,9 +4,10 @@ import { readFile } from 'node:fs/promises';
 import {
   type Config,
   parseSecretsEnv,
-  secretsFromEnvironment,
+  scopedSecretsFromEnvironment,
   secretValuesOf,
   validateConfig,
+  type Workload,
 } from '../config/index.js';
 import { registerSecrets } from '../observability/index.js';
 
@@ -22,8 +23,11 @@ export class ConfigLoadError extends Error {
   }
 }
 
-/** Without `secretsPath`, `${NAME}` values are taken from the environment. */
-export async function loadConfig(configPath: string, secretsPath?: string): Promise<Config> {
+/**
+ * Without `secretsPath`, `${NAME}` values are taken from the environment; in a pod given only one workload's keys
+ * (`scope`), the names only other workloads use get stand-ins (config/secret-scopes.ts).
+ */
+export async function loadConfig(configPath: string, secretsPath?: string, scope?: Workload): Promise<Config> {
   let configText: string;
   try {
     configText = await readFile(configPath, 'utf8');
@@ -48,7 +52,8 @@ export async function loadConfig(configPath: string, secretsPath?: string): Prom
   }
   // Without a secrets file the values come from the environment (a pod with its Secret as envFrom), only
   // for the names the config references.
-  const secrets = secretsText === undefined ? secretsFromEnvironment(configText) : parseSecretsEnv(secretsText).secrets;
+  const secrets =
+    secretsText === undefined ? scopedSecretsFromEnvironment(configText, scope) : parseSecretsEnv(secretsText).secrets;
   // Every secret is scrubbed from the process's output before anything can be logged, even for an invalid config.
   registerSecrets(secretValuesOf(undefined, secrets));
   const result = validateConfig(configText, secretsText ?? secrets);

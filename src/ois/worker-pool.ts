@@ -4,7 +4,9 @@
 //   process-wide by size x the sandbox's memory limit (each worker runs one QuickJS instance at a time).
 // - A task that does not answer within its limit plus a grace period has its worker terminated (an
 //   interrupt that cannot fire still cannot hold a thread); a worker that dies is replaced on demand.
-// - Workers idle for `idleMs` are terminated, which gives their WebAssembly memory back to the system.
+// - Workers idle for `idleMs` are terminated, which gives their WebAssembly memory back to the system, except the
+//   `warm` ones a server with processing snippets keeps (keepWarm): a new worker compiles and tiers up the sandbox's
+//   WebAssembly before it is fast (about a second, and tens of slow calls), which a request should not pay.
 // - Busy workers keep the process alive; idle ones do not (a command exits when its work is done).
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
@@ -22,6 +24,9 @@ export type WorkerPoolSettings = {
   heapLimitMb: number;
 };
 
+/** Snippet runs per mode with which keepWarm() brings a new worker's sandbox up to speed. */
+export const WARM_UP_ROUNDS = 40;
+
 export const DEFAULT_WORKER_POOL_SETTINGS: WorkerPoolSettings = {
   size: Math.max(2, Math.min(4, availableParallelism())),
   idleMs: 10_000,
@@ -37,7 +42,7 @@ type Job = {
   resolve: (result: TaskResult) => void;
 };
 
-type Slot = { worker: Worker; job?: Job; backstop?: NodeJS.Timeout; idleTimer?: NodeJS.Timeout };
+type Slot = { worker: Worker; job?: Job; backstop?: NodeJS.Timeout; idleTimer?: NodeJS.Timeout; warm?: boolean };
 
 // tsx maps the .js URL to the .ts source under test; the build has the .js file next to this one.
 const WORKER_URL = new URL('./pool-worker.js', import.meta.url);
@@ -48,6 +53,9 @@ export class WorkerPool {
   private nextId = 1;
   /** Workers started so far (for tests and the benchmark). */
   started = 0;
+  /** Workers kept alive (and warm) when idle. */
+  private warmWorkers = 0;
+  private closed = false;
 
   constructor(readonly settings: WorkerPoolSettings = DEFAULT_WORKER_POOL_SETTINGS) {}
 
@@ -68,8 +76,40 @@ export class WorkerPool {
     return this.queue.length;
   }
 
+  /**
+   * Keeps `count` workers (at most the pool's size) alive when idle, each warmed up first (the sandbox compiled and
+   * hot), so that processing never pays a worker's start. Resolves once they are warm; never rejects.
+   */
+  async keepWarm(count = this.settings.size): Promise<void> {
+    this.warmWorkers = Math.min(count, this.settings.size);
+    const warmUps: Promise<TaskResult>[] = [];
+    while (this.slots.size < this.warmWorkers) {
+      const slot = this.spawn();
+      slot.warm = true;
+      warmUps.push(
+        new Promise((resolve) => {
+          this.assign(slot, {
+            id: this.nextId++,
+            task: { kind: 'warm-up', rounds: WARM_UP_ROUNDS },
+            limitMs: 60_000,
+            timeoutMessage: 'Warm-up timed out',
+            resolve,
+          });
+        }),
+      );
+    }
+    let warm = 0;
+    for (const slot of this.slots) {
+      if (warm >= this.warmWorkers) break;
+      slot.warm = true;
+      warm++;
+    }
+    await Promise.all(warmUps);
+  }
+
   /** Terminates every worker; queued tasks are answered with an error. */
   async close(): Promise<void> {
+    this.closed = true;
     for (const job of this.queue.splice(0)) job.resolve(failure('Worker pool closed'));
     await Promise.all([...this.slots].map((slot) => this.retire(slot, failure('Worker pool closed'))));
   }
@@ -125,8 +165,10 @@ export class WorkerPool {
     clearTimeout(slot.backstop);
     slot.job = undefined;
     slot.worker.unref();
-    slot.idleTimer = setTimeout(() => void this.retire(slot), this.settings.idleMs);
-    slot.idleTimer.unref();
+    if (!slot.warm) {
+      slot.idleTimer = setTimeout(() => void this.retire(slot), this.settings.idleMs);
+      slot.idleTimer.unref();
+    }
     job?.resolve(result);
     this.dispatch();
   }
@@ -134,6 +176,8 @@ export class WorkerPool {
   /** Removes a worker for good (answering its task, if any, with `result`) and lets the queue move on. */
   private async retire(slot: Slot, result?: TaskResult): Promise<void> {
     if (!this.slots.delete(slot)) return;
+    // A warm worker that died (a snippet that blocked it, out of memory) is replaced by a warm one.
+    if (slot.warm && !this.closed) void this.keepWarm(this.warmWorkers);
     clearTimeout(slot.backstop);
     clearTimeout(slot.idleTimer);
     const job = slot.job;

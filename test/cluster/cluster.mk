@@ -45,7 +45,7 @@ test-integration: install ## Integration tests: cluster-up, mocha on test/integr
 	  export KUBECONFIG=$(CLUSTER_RUN_DIR)/admin.kubeconfig CLUSTER_RESTRICTED_KUBECONFIG=$(CLUSTER_RUN_DIR)/restricted.kubeconfig; \
 	  exec $(BIN)/mocha --timeout 120000 '$(INTEGRATION_SPEC)'; \
 	fi; \
-	$(CLUSTER_DIR)/build.sh all; \
+	$(CLUSTER_DIR)/build.sh all prometheus; \
 	trap '$(CLUSTER_DIR)/cluster.sh down' EXIT; trap 'exit 130' INT TERM; \
 	$(CLUSTER_DIR)/cluster.sh up; \
 	export KUBECONFIG=$(CLUSTER_RUN_DIR)/admin.kubeconfig CLUSTER_RESTRICTED_KUBECONFIG=$(CLUSTER_RUN_DIR)/restricted.kubeconfig; \

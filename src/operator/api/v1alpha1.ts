@@ -7,7 +7,13 @@
 // everything in spec (except spec.config, whose strings may be `${NAME}` placeholders: only types and enums);
 // only types in status, which the operator alone writes from what it has already parsed, except the conditions,
 // which keep the Kubernetes conventions generic tools rely on.
-import type { V1Affinity, V1ResourceRequirements, V1Toleration, V2MetricSpec } from '@kubernetes/client-node';
+import type {
+  V1Affinity,
+  V1ResourceRequirements,
+  V1Toleration,
+  V1TopologySpreadConstraint,
+  V2MetricSpec,
+} from '@kubernetes/client-node';
 import { z } from 'zod';
 import { DEFAULT_GATEWAY_SERVER_PORT } from '../../config/index.js';
 import {
@@ -138,7 +144,10 @@ export const oracleNodeSpecSchema = z
       .enum(['Always', 'IfNotPresent', 'Never'])
       .optional()
       .meta(described('Image pull policy of every container: Always, IfNotPresent or Never. Default IfNotPresent.')),
-    resources: resources('Default compute resources of every container; component settings override them.'),
+    resources: resources(
+      'Compute resources of every container, merged key by key over the defaults (docs/scaling.md); ' +
+        "each component's resources are merged over these.",
+    ),
     nodeSelector: z
       .record(z.string(), z.string())
       .optional()
@@ -166,7 +175,9 @@ export const oracleNodeSpecSchema = z
           .boolean()
           .default(false)
           .meta(described('Suspends the cycles (no new coordinator Jobs); running ones finish. Default false.')),
-        resources: resources('Compute resources of the coordinator container.'),
+        resources: resources(
+          'Compute resources of the coordinator container, merged key by key over spec.resources and the defaults.',
+        ),
       })
       .optional()
       .meta(described('The coordinator CronJob, which runs one cycle of the node per schedule tick.')),
@@ -182,7 +193,22 @@ export const oracleNodeSpecSchema = z
           .default(1),
         /** An autoscaling/v2 HPA on the gateway Deployment; it then owns the replica count. */
         autoscaling: autoscaling.optional(),
-        resources: resources('Compute resources of the gateway container.'),
+        resources: resources(
+          'Compute resources of the gateway container, merged key by key over spec.resources and the defaults.',
+        ),
+        /** In place of the default spread across nodes and zones; [] turns spreading off. */
+        topologySpreadConstraints: kubernetesType<V1TopologySpreadConstraint[]>(
+          z
+            .array(z.object({}).meta({ 'x-kubernetes-preserve-unknown-fields': true }))
+            .max(8)
+            .meta(
+              described(
+                'Topology spread constraints of the gateway pods, in place of the default: spread across nodes ' +
+                  '(kubernetes.io/hostname) and zones (topology.kubernetes.io/zone), maxSkew 1, ScheduleAnyway. ' +
+                  'An empty list turns spreading off.',
+              ),
+            ),
+        ).optional(),
         service: z
           .object({
             type: z
@@ -217,9 +243,28 @@ export const oracleNodeSpecSchema = z
             'oevGateway) is enabled in the config.',
         ),
       ),
+    telemetry: z
+      .object({
+        otlpEndpoint: z
+          .string()
+          .max(2048)
+          .regex(/^https?:\/\/[^\s/?#]+(\/[^\s?#]*)?$/)
+          .optional()
+          .meta(
+            described(
+              'OTLP/HTTP endpoint of an OpenTelemetry collector (e.g. http://otel-collector.observability:4318): ' +
+                'set as OTEL_EXPORTER_OTLP_ENDPOINT on every pod of the node, which then exports a trace per ' +
+                'request and per gateway request to <endpoint>/v1/traces. Without it, no traces.',
+            ),
+          ),
+      })
+      .optional()
+      .meta(described('OpenTelemetry traces of the node (off by default).')),
     worker: z
       .object({
-        resources: resources('Compute resources of each worker container.'),
+        resources: resources(
+          'Compute resources of each worker container, merged key by key over spec.resources and the defaults.',
+        ),
         activeDeadlineSeconds: z.int().min(1).max(3600).default(50).meta({
           description: 'Deadline of a worker Job; inside the minute so cycles do not pile up. Default 50.',
           format: 'int64',

@@ -4,6 +4,7 @@
 // cluster-wide; their parameters are the OracleNodes of the request's namespace themselves.
 import { LABELS } from '../../contract/pods.js';
 import { GROUP, KIND, MANAGED_BY, PLURAL, VERSION } from '../resource.js';
+import { DEFAULT_RESOURCES } from './resources.js';
 
 // ---------------------------------------------------------------------------------------------------------------
 // the validating webhook
@@ -130,10 +131,26 @@ const CONTAINERS = `${POD}.containers`;
 
 const celString = (text: string) => `'${text.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
 
+const celMap = (map: Record<string, string>) =>
+  `{${Object.entries(map)
+    .map(([key, value]) => `${celString(key)}: ${celString(value)}`)
+    .join(', ')}}`;
+
 /** Common variables: which node's coordinator asks, and what its worker template looks like. */
 function fenceVariables(defaultImage: string): Variable[] {
-  const resources = (kind: 'limits' | 'requests') =>
-    `has(params.spec.worker) && has(params.spec.worker.resources) ? (has(params.spec.worker.resources.${kind}) ? params.spec.worker.resources.${kind} : {}) : (has(params.spec.resources) && has(params.spec.resources.${kind}) ? params.spec.resources.${kind} : {})`;
+  // The worker template's resources are the defaults with spec.resources and spec.worker.resources merged over them
+  // key by key (builders/resources.ts): three maps, the most specific first.
+  const resources = (kind: 'limits' | 'requests'): Variable[] => [
+    {
+      name: `worker_${kind}`,
+      expression: `has(params.spec.worker) && has(params.spec.worker.resources) && has(params.spec.worker.resources.${kind}) ? params.spec.worker.resources.${kind} : {}`,
+    },
+    {
+      name: `node_${kind}`,
+      expression: `has(params.spec.resources) && has(params.spec.resources.${kind}) ? params.spec.resources.${kind} : {}`,
+    },
+    { name: `default_${kind}`, expression: `dyn(${celMap(DEFAULT_RESOURCES.worker[kind])})` },
+  ];
   return [
     {
       name: 'stage',
@@ -152,18 +169,20 @@ function fenceVariables(defaultImage: string): Variable[] {
       expression: `has(params.spec.image) && params.spec.image != '' ? params.spec.image : ${celString(defaultImage)}`,
     },
     { name: 'secret', expression: "has(params.spec.secretRef) ? params.spec.secretRef.name : ''" },
-    { name: 'limits', expression: resources('limits') },
-    { name: 'requests', expression: resources('requests') },
+    ...resources('limits'),
+    ...resources('requests'),
   ];
 }
 
 /** Every resource a container sets is one the template sets, at most its value; every one the template sets is set. */
 function resourceBounds(kind: 'limits' | 'requests'): string {
   const field = `c.resources.${kind}`;
-  const bound = `variables.${kind}`;
+  const [worker, node, fallback] = [`variables.worker_${kind}`, `variables.node_${kind}`, `variables.default_${kind}`];
+  const bound = (k: string) =>
+    `string(${k} in ${worker} ? ${worker}[${k}] : (${k} in ${node} ? ${node}[${k}] : ${fallback}[${k}]))`;
   return [
-    `${CONTAINERS}.all(c, !has(${field}) || ${field}.all(k, k in ${bound} && quantity(string(${field}[k])).compareTo(quantity(string(${bound}[k]))) <= 0))`,
-    `${bound}.all(k, ${CONTAINERS}.all(c, has(${field}) && k in ${field}))`,
+    `${CONTAINERS}.all(c, !has(${field}) || ${field}.all(k, (k in ${worker} || k in ${node} || k in ${fallback}) && quantity(string(${field}[k])).compareTo(quantity(${bound('k')})) <= 0))`,
+    `[${worker}, ${node}, ${fallback}].all(m, m.all(k, ${CONTAINERS}.all(c, has(${field}) && k in ${field})))`,
   ].join(' && ');
 }
 
@@ -189,7 +208,7 @@ const JOB_RULES: Validation[] = [
       "a coordinator's Jobs are unprivileged: no host namespaces, no privilege escalation, no added capabilities",
   },
   {
-    expression: `${CONTAINERS}.all(c, (!has(c.envFrom) || c.envFrom.all(e, has(e.secretRef) && !has(e.configMapRef) && e.secretRef.name == variables.secret)) && (!has(c.env) || c.env.all(e, !has(e.valueFrom) || has(e.valueFrom.fieldRef))))`,
+    expression: `${CONTAINERS}.all(c, (!has(c.envFrom) || c.envFrom.all(e, has(e.secretRef) && !has(e.configMapRef) && e.secretRef.name == variables.secret)) && (!has(c.env) || c.env.all(e, !has(e.valueFrom) || has(e.valueFrom.fieldRef) || (has(e.valueFrom.secretKeyRef) && e.valueFrom.secretKeyRef.name == variables.secret))))`,
     message: "a coordinator's Jobs read only their node's Secret",
   },
   {

@@ -8,9 +8,10 @@ import type {
   V1OwnerReference,
   V1PodSecurityContext,
   V1PodSpec,
-  V1ResourceRequirements,
   V1SecurityContext,
 } from '@kubernetes/client-node';
+import type { Workload } from '../../common/workloads.js';
+import { type SecretScopes, secretScopes } from '../../config/index.js';
 import { CONFIG_DIR, CONFIG_FILE, ENV, LABELS } from '../../contract/pods.js';
 import type { NodeConfig } from '../config.js';
 import {
@@ -22,6 +23,7 @@ import {
   MANAGED_BY,
   type OracleNode,
 } from '../resource.js';
+import { workloadResources } from './resources.js';
 
 /** Settings of the operator itself (flags/environment of `oracle-node operator`). */
 export type OperatorSettings = {
@@ -144,28 +146,53 @@ export function image(input: BuildInput): string {
   return input.node.spec.image || input.settings.defaultImage;
 }
 
-export function resourcesFor(input: BuildInput, specific: V1ResourceRequirements | undefined): V1ResourceRequirements {
-  return specific ?? input.node.spec.resources ?? {};
-}
-
 /** The environment every engine container gets (the contract's ENV): where the config is and who it runs for. */
 export function baseEnv(input: BuildInput, stage: string): V1EnvVar[] {
   const names = childNames(input.node.metadata.name, stage);
+  const otlpEndpoint = input.node.spec.telemetry?.otlpEndpoint;
   return [
     { name: ENV.configPath, value: CONFIG_FILE },
     { name: ENV.oracleNode, value: input.node.metadata.name },
     { name: ENV.cacheConfigMap, value: names.cache },
     { name: ENV.cycleConfigMap, value: names.cycle },
     { name: ENV.namespace, valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } } },
+    ...(otlpEndpoint ? [{ name: ENV.otlpEndpoint, value: otlpEndpoint }] : []),
   ];
 }
 
-/** One engine container running `oracle-node <args>` with the config mounted and the Secret as environment. */
+const scopesByConfig = new WeakMap<object, SecretScopes>();
+
+/** The keys of the Secret a workload's pod receives: those its part of the config references (config/secret-scopes). */
+export function secretKeysOf(input: BuildInput, workload: Workload): string[] {
+  if (!input.secretName) return [];
+  let scopes = scopesByConfig.get(input.rawConfig);
+  if (!scopes) {
+    scopes = secretScopes(input.rawConfig);
+    scopesByConfig.set(input.rawConfig, scopes);
+  }
+  return scopes[workload];
+}
+
+/**
+ * The Secret's keys a workload receives, one variable each, never the whole Secret: a worker must not hold the keys
+ * of the gateways or the heartbeat, a gateway not the providers'. First in the list, so that the contract's own
+ * variables win over a key of the same name.
+ */
+export function secretEnv(input: BuildInput, workload: Workload): V1EnvVar[] {
+  const secretName = input.secretName;
+  if (!secretName) return [];
+  return secretKeysOf(input, workload).map((key) => ({
+    name: key,
+    valueFrom: { secretKeyRef: { name: secretName, key } },
+  }));
+}
+
+/** One engine container running `oracle-node <args>` with the config mounted and its keys of the Secret. */
 export function engineContainer(
   input: BuildInput,
   name: string,
   args: string[],
-  resources: V1ResourceRequirements | undefined,
+  workload: Workload,
   extraEnv: V1EnvVar[] = [],
 ): V1Container {
   const stage = input.config.nodeSettings.stage;
@@ -174,32 +201,43 @@ export function engineContainer(
     image: image(input),
     imagePullPolicy: input.node.spec.imagePullPolicy ?? 'IfNotPresent',
     args,
-    env: [...baseEnv(input, stage), ...extraEnv],
-    resources: resourcesFor(input, resources),
+    env: [
+      ...secretEnv(input, workload),
+      ...baseEnv(input, stage),
+      { name: ENV.secretScope, value: workload },
+      ...extraEnv,
+    ],
+    resources: workloadResources(input.node, workload),
     securityContext: CONTAINER_SECURITY_CONTEXT,
     volumeMounts: [
       { name: 'config', mountPath: CONFIG_DIR, readOnly: true },
       { name: 'tmp', mountPath: '/tmp' },
     ],
   };
-  if (input.secretName) container.envFrom = [{ secretRef: { name: input.secretName } }];
   return container;
 }
 
-/** The pod-level fields shared by every engine pod (scheduling, security, volumes). */
-export function basePodSpec(input: BuildInput, containers: V1Container[], serviceAccountName?: string): V1PodSpec {
+/**
+ * The pod-level fields shared by every engine pod (scheduling, security, volumes). Every pod runs under a
+ * ServiceAccount of its own; only a pod that calls the Kubernetes API gets a token.
+ */
+export function basePodSpec(
+  input: BuildInput,
+  containers: V1Container[],
+  identity: { serviceAccountName: string; apiToken: boolean },
+): V1PodSpec {
   const names = childNames(input.node.metadata.name, input.config.nodeSettings.stage);
   const spec: V1PodSpec = {
     containers,
     securityContext: POD_SECURITY_CONTEXT,
-    automountServiceAccountToken: serviceAccountName !== undefined,
+    serviceAccountName: identity.serviceAccountName,
+    automountServiceAccountToken: identity.apiToken,
     enableServiceLinks: false,
     volumes: [
       { name: 'config', configMap: { name: names.config } },
       { name: 'tmp', emptyDir: { sizeLimit: '64Mi' } },
     ],
   };
-  if (serviceAccountName) spec.serviceAccountName = serviceAccountName;
   const { nodeSelector, tolerations, affinity } = input.node.spec;
   if (nodeSelector && Object.keys(nodeSelector).length > 0) spec.nodeSelector = nodeSelector;
   if (tolerations && tolerations.length > 0) spec.tolerations = tolerations;

@@ -31,22 +31,17 @@ export function buildCoordinatorCronJob(
 ): V1CronJob & { metadata: { name: string } } {
   const stage = input.config.nodeSettings.stage;
   const names = childNames(input.node.metadata.name, stage);
-  const container = engineContainer(
-    input,
-    'coordinator',
-    ['coordinator', '-c', CONFIG_FILE],
-    input.node.spec.coordinator?.resources,
-    [
-      { name: ENV.workerTemplate, value: canonicalJson(buildWorkerTemplate(input)) },
-      // The cycle report names its Job, so status.lastCycle pairs the counts with the right cycle.
-      { name: ENV.jobName, valueFrom: { fieldRef: { fieldPath: `metadata.labels['${JOB_NAME_LABEL}']` } } },
-      // The heartbeat reports the gateways where callers reach them; without a public URL, none.
-      ...(input.publicGatewayUrl && gatewayEnabled(input)
-        ? [{ name: ENV.gatewayUrl, value: input.publicGatewayUrl }]
-        : []),
-    ],
-  );
-  const podSpec = basePodSpec(input, [container], names.coordinator);
+  const container = engineContainer(input, 'coordinator', ['coordinator', '-c', CONFIG_FILE], 'coordinator', [
+    { name: ENV.workerTemplate, value: canonicalJson(buildWorkerTemplate(input)) },
+    // The cycle report names its Job, so status.lastCycle pairs the counts with the right cycle.
+    { name: ENV.jobName, valueFrom: { fieldRef: { fieldPath: `metadata.labels['${JOB_NAME_LABEL}']` } } },
+    // The heartbeat reports the gateways where callers reach them; without a public URL, none.
+    ...(input.publicGatewayUrl && gatewayEnabled(input)
+      ? [{ name: ENV.gatewayUrl, value: input.publicGatewayUrl }]
+      : []),
+  ]);
+  // The coordinator creates the cycle's worker Jobs and writes its cache and cycle report.
+  const podSpec = basePodSpec(input, [container], { serviceAccountName: names.coordinator, apiToken: true });
   podSpec.restartPolicy = 'Never';
   const podLabels = labels(input.node, stage, 'coordinator');
   return {

@@ -3,9 +3,12 @@
 // Each gateway process enforces the config's maxConcurrency on its own, so the limit is per replica: the node as a
 // whole admits up to replicas x maxConcurrency calls at once (docs/scaling.md).
 import type {
+  V1Container,
   V1Deployment,
   V1PodDisruptionBudget,
+  V1PodSpec,
   V1Service,
+  V1TopologySpreadConstraint,
   V2HorizontalPodAutoscaler,
   V2MetricSpec,
 } from '@kubernetes/client-node';
@@ -72,7 +75,7 @@ export function buildGatewayDeployment(input: BuildInput): Named<V1Deployment> {
   // Health and metrics on a port of their own, which the Service does not expose: a LoadBalancer in front of
   // the gateway must not publish /metrics to its callers.
   const args = ['gateway', '-c', CONFIG_FILE, '--port', String(port), '--metrics-port', String(metricsPort)];
-  const container = engineContainer(input, 'gateway', args, input.node.spec.gateway?.resources);
+  const container = engineContainer(input, 'gateway', args, 'gateway');
   container.ports = [
     { name: 'http', containerPort: port, protocol: 'TCP' },
     { name: 'metrics', containerPort: metricsPort, protocol: 'TCP' },
@@ -102,10 +105,34 @@ export function buildGatewayDeployment(input: BuildInput): Named<V1Deployment> {
       revisionHistoryLimit: 3,
       template: {
         metadata: { labels: labels(input.node, stage, 'gateway'), annotations: podAnnotations(input) },
-        spec: basePodSpec(input, [container]),
+        spec: gatewayPodSpec(input, container),
       },
     },
   };
+}
+
+/**
+ * Nodes first, then zones, both ScheduleAnyway: a replica is never left pending for want of a spread, and the
+ * revision's own pods are counted (pod-template-hash), so a rollout does not skew the new ReplicaSet.
+ */
+export function defaultGatewaySpread(input: BuildInput): V1TopologySpreadConstraint[] {
+  const stage = input.config.nodeSettings.stage;
+  return ['kubernetes.io/hostname', 'topology.kubernetes.io/zone'].map((topologyKey) => ({
+    maxSkew: 1,
+    topologyKey,
+    whenUnsatisfiable: 'ScheduleAnyway',
+    labelSelector: { matchLabels: selectorLabels(input.node, stage, 'gateway') },
+    matchLabelKeys: ['pod-template-hash'],
+  }));
+}
+
+/** The gateway makes no Kubernetes call: its own ServiceAccount, no token. */
+function gatewayPodSpec(input: BuildInput, container: V1Container): V1PodSpec {
+  const names = childNames(input.node.metadata.name, input.config.nodeSettings.stage);
+  const spec = basePodSpec(input, [container], { serviceAccountName: names.gateway, apiToken: false });
+  const spread = input.node.spec.gateway?.topologySpreadConstraints ?? defaultGatewaySpread(input);
+  if (spread.length > 0) spec.topologySpreadConstraints = structuredClone(spread);
+  return spec;
 }
 
 export function buildGatewayService(input: BuildInput): Named<V1Service> {

@@ -20,6 +20,7 @@ export * from './config-map.js';
 export * from './coordinator.js';
 export * from './gateway.js';
 export * from './rbac.js';
+export * from './resources.js';
 export * from './worker.js';
 
 export type DesiredChild = { kind: ResourceKind; object: Child };

@@ -2,24 +2,26 @@
 // workers' output from their logs, writes its cache and cycle report) and for the workers (the response cache).
 import type { V1Role, V1RoleBinding, V1ServiceAccount } from '@kubernetes/client-node';
 import { type BuildInput, childNames, metadata } from './common.js';
+import { gatewayEnabled } from './gateway.js';
 
 type Named<T> = T & { metadata: { name: string } };
 
+/**
+ * One ServiceAccount per workload, none of which mounts a token by default: a pod that calls the API asks for one
+ * itself. The gateway's has no Role: it only keeps the gateway off the namespace's default ServiceAccount.
+ */
 export function buildServiceAccounts(input: BuildInput): Named<V1ServiceAccount>[] {
   const names = childNames(input.node.metadata.name, input.config.nodeSettings.stage);
+  const account = (name: string, component: 'coordinator' | 'worker' | 'gateway'): Named<V1ServiceAccount> => ({
+    apiVersion: 'v1',
+    kind: 'ServiceAccount',
+    metadata: metadata(input, name, component),
+    automountServiceAccountToken: false,
+  });
   return [
-    {
-      apiVersion: 'v1',
-      kind: 'ServiceAccount',
-      metadata: metadata(input, names.coordinator, 'coordinator'),
-      automountServiceAccountToken: false,
-    },
-    {
-      apiVersion: 'v1',
-      kind: 'ServiceAccount',
-      metadata: metadata(input, names.worker, 'worker'),
-      automountServiceAccountToken: false,
-    },
+    account(names.coordinator, 'coordinator'),
+    account(names.worker, 'worker'),
+    ...(gatewayEnabled(input) ? [account(names.gateway, 'gateway')] : []),
   ];
 }
 

@@ -22,12 +22,13 @@ export function buildWorkerTemplate(input: BuildInput): WorkerTemplate {
   const workerLabels = labels(input.node, stage, 'worker');
   // $(JOB_COMPLETION_INDEX) is expanded by the kubelet: the Job controller sets it in each Indexed Job pod.
   const args = ['worker', '--shard', `${SHARD_DIR}/${shardKey('$(JOB_COMPLETION_INDEX)')}`, '-c', CONFIG_FILE];
-  const container = engineContainer(input, WORKER_CONTAINER, args, input.node.spec.worker?.resources);
+  const container = engineContainer(input, WORKER_CONTAINER, args, 'worker');
   container.volumeMounts = [
     ...(container.volumeMounts ?? []),
     { name: SHARD_VOLUME, mountPath: SHARD_DIR, readOnly: true },
   ];
-  const spec = basePodSpec(input, [container], names.worker);
+  // The worker reads and writes the response cache ConfigMap.
+  const spec = basePodSpec(input, [container], { serviceAccountName: names.worker, apiToken: true });
   spec.restartPolicy = 'Never';
   const metadata: V1ObjectMeta = { labels: workerLabels, annotations: podAnnotations(input) };
   return {

@@ -10,6 +10,7 @@ import {
 } from '../../../src/gateway/server.js';
 import { metricValue, silentLogger } from '../../../src/observability/index.js';
 import { encodeParameters } from '../../../src/ois/abi.js';
+import { configureWorkerPool, DEFAULT_WORKER_POOL_SETTINGS } from '../../../src/ois/worker-pool.js';
 import { deriveTemplateIdV1 } from '../../../src/protocol/ids.js';
 import { nodeWallet } from '../../../src/protocol/wallet.js';
 import {
@@ -430,6 +431,22 @@ describe('gateway server (component)', function () {
       expect(
         await metricValue(registry, 'gateway_responses_total', { gateway: 'httpGateway', status_class: '2xx' }),
       ).to.equal(3);
+    });
+
+    it('with processing snippets and keepProcessingWarm, is ready only once the processing workers are warm', async () => {
+      // A fresh pool: no worker of an earlier test is already warm.
+      const pool = configureWorkerPool(DEFAULT_WORKER_POOL_SETTINGS);
+      const gw = await start({}, { keepProcessingWarm: true });
+      const first = await fetch(`${gw.base}/readyz`);
+      expect(first.status).to.equal(503);
+      expect(await first.json()).to.deep.equal({ status: 'not ready', reason: 'not ready' });
+      while ((await fetch(`${gw.base}/readyz`)).status !== 200) await new Promise((resolve) => setTimeout(resolve, 50));
+      // Warm before any request: the workers started for the warm-up serve the snippet.
+      const started = pool.started;
+      expect(started).to.equal(pool.settings.size);
+      const reply = await post(gw.http(ENDPOINTS.stamped), { parameters: {} });
+      expect(reply.status).to.equal(200);
+      expect(pool.started).to.equal(started);
     });
 
     it('serves /healthz, /readyz and /metrics with request, latency and API call series', async () => {

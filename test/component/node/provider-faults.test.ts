@@ -4,7 +4,7 @@
 // the log line and the metric.
 import { expect } from 'chai';
 import { MAX_PROVIDER_LAG_BLOCKS, ProviderMemory } from '../../../src/chain/provider-health.js';
-import { MAX_ANSWER_BYTES } from '../../../src/chain/rpc.js';
+import { httpTransport, RpcClient } from '../../../src/chain/rpc.js';
 import { MemoryResponseCache } from '../../../src/node/cache.js';
 import { type CycleSummary, runCycle } from '../../../src/node/cycle.js';
 import { InProcessExecutor } from '../../../src/node/executor.js';
@@ -67,6 +67,7 @@ describe('provider faults on anvil (real AirnodeRrpV0)', () => {
   async function cycle(
     providers: Record<string, string>,
     memory = new ProviderMemory(),
+    rpcClient?: (url: string) => RpcClient,
   ): Promise<{ summary: CycleSummary; logs: LogLine[]; registry: Registry; text: string }> {
     const config = buildConfig({ providers, deployment: chain.deployment, apiUrl: api.url });
     let text = '';
@@ -85,6 +86,7 @@ describe('provider faults on anvil (real AirnodeRrpV0)', () => {
       wallets,
       discoveryTimeoutMs: 30_000,
       providerMemory: memory,
+      ...(rpcClient ? { rpcClient } : {}),
     });
     await waitForMined(chain.anvil.url);
     const registry = createMetricsRegistry();
@@ -128,9 +130,15 @@ describe('provider faults on anvil (real AirnodeRrpV0)', () => {
 
   describe('an answer over the size cap', () => {
     it('leaves the provider out as oversized and serves through the good one', async () => {
-      const flood = await faultProxy(() => ({ padTo: MAX_ANSWER_BYTES + 1024 * 1024 }));
+      // A 1 MiB cap instead of MAX_ANSWER_BYTES (32 MiB), so that a loaded machine reads past it within the timeout.
+      const cap = 1024 * 1024;
+      const flood = await faultProxy(() => ({ padTo: 2 * cap }));
       const { ids } = await requests(1);
-      const { summary, logs, registry } = await cycle({ flood: flood.url, good: chain.anvil.url });
+      const { summary, logs, registry } = await cycle(
+        { flood: flood.url, good: chain.anvil.url },
+        new ProviderMemory(),
+        (url) => new RpcClient(url, {}, httpTransport(cap)),
+      );
       expect(byName(summary)['flood']).to.include({ ok: false, fault: 'oversized' });
       expect(byName(summary)['good']).to.include({ ok: true });
       expect(await fulfilled(ids)).to.equal(1);

@@ -148,6 +148,47 @@ describe('what is my node doing? (integration)', function () {
     expect((missing as { stderr: string }).stderr).to.equal(`OracleNode ${ns()}/no-such-node not found\n`);
   });
 
+  it('`oracle-node request --node` shows what the node recorded (request log, failed requests) when the chain cannot be read', async () => {
+    const txHash = `0x${'cd'.repeat(32)}`;
+    await writeCycleReport(
+      kubeConfigMapStore(kc, ns(), 'minimal-cycle'),
+      { job: 'minimal-cycle-c', outcome: 'Completed' },
+      [
+        {
+          chainId: '31337',
+          requestId: REQUEST_ID,
+          state: 'failed',
+          reason: 'API call failed with status code 429',
+          lastSeen: { job: 'minimal-cycle-c', time: '2026-11-25T10:00:00.000Z' },
+          madeInBlock: 4300,
+          headBlock: 4321,
+          api: { outcome: '4xx', durationMs: 87 },
+          transaction: { hash: txHash, nonce: 3, provider: 'local' },
+        },
+      ],
+    );
+    // The sample's provider (anvil.default.svc) does not resolve here: the chain part is unavailable.
+    const result = await oracleNode('request', REQUEST_ID, '--node', 'minimal').catch(
+      (error: { code: number; stdout: string }) => error,
+    );
+    expect(result).to.include({ code: 1 });
+    const { stdout } = result as { stdout: string };
+    expect(stdout.split('\n')).to.deep.equal([
+      `Request ${REQUEST_ID} on chain 31337`,
+      '  Seen       by cycle minimal-cycle-c at 2026-11-25T10:00:00.000Z, head block 4321 (21 confirmations)',
+      '  API call   HTTP 4xx in 87 ms',
+      `  Submitted  fail transaction ${txHash} (nonce 3, provider local): API call failed with status code 429`,
+      '  Failed     API call failed with status code 429 (cycle minimal-cycle-b)',
+      stdout.split('\n').at(-2),
+      '',
+    ]);
+    expect(stdout.split('\n').at(-2)).to.match(
+      /^Status: unknown: the chain could not be read \(no provider of chain 31337 answered .*\); the node's records say: failed \(API call failed with status code 429\)$/,
+    );
+    // The provider URL is a Secret value: never printed.
+    expect(stdout).to.not.include('anvil.default.svc');
+  });
+
   it('`oracle-node cycle` refuses while a cycle runs, then creates a Job from the CronJob', async () => {
     const batch = api(BatchV1Api);
     // A coordinator Job that does not finish (suspended): a cycle is running.

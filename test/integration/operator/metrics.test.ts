@@ -1,12 +1,14 @@
 // The oracle's own metrics through the real runtime: a reconciled OracleNode appears as oracle_node_ready, and its
 // series go when it is deleted; only the leading `oracle-node operator` process publishes them; and every metric the
 // chart's alert rules and dashboard read is on the /metrics of a running operator or gateway.
-import type { ChildProcess } from 'node:child_process';
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { expect } from 'chai';
+import { dump, load } from 'js-yaml';
 import { API_VERSION, KIND } from '../../../src/operator/resource.js';
 import { API_KEY, configJson, MNEMONIC, startLoopbackApi } from '../../component/gateway/fixtures.js';
 import { repoRoot, spawnOracleNode } from '../../support/binary.js';
@@ -90,7 +92,7 @@ async function spawnOperator(namespace: string, identity: string) {
     const response = await fetch(`http://127.0.0.1:${metricsPort}/metrics`).catch(() => undefined);
     return response?.ok ? response.text() : '';
   };
-  return { ...operator, metrics, identity };
+  return { ...operator, metrics, identity, port: metricsPort };
 }
 
 const leads = (text: string) => /leader_election_master_status\{name="oracle-node-operator"\} 1/.test(text);
@@ -210,6 +212,94 @@ describe('metric names of the alert rules and the dashboard, on a running operat
     } finally {
       await Promise.all([operator.stop(), gateway?.stop()]);
       await api.close();
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+/** The chart's ServiceMonitor endpoint as `helm template` renders it. */
+async function serviceMonitorEndpoint(): Promise<{ honorLabels?: boolean }> {
+  const helmBin = join(process.env['CLUSTER_BIN_DIR'] ?? join(repoRoot, '.cache/cluster/bin'), 'helm');
+  const { stdout } = await promisify(execFile)(helmBin, [
+    'template',
+    'ono',
+    join(repoRoot, 'charts/oracle-node-operator'),
+    '--set',
+    'metrics.serviceMonitor.enabled=true',
+    '--show-only',
+    'templates/servicemonitor.yaml',
+  ]);
+  return (load(stdout) as { spec: { endpoints: { honorLabels?: boolean }[] } }).spec.endpoints[0]!;
+}
+
+describe('a real Prometheus scraping the operator as the chart ServiceMonitor does', function () {
+  this.timeout(240_000);
+  const ns = useNamespace('onode-metrics-scrape');
+
+  it("keeps the OracleNode's namespace in `namespace` (not exported_namespace) beside the target's own labels", async () => {
+    await installCrd();
+    const { node, secret } = sampleDocs('minimal', ns.name);
+    await apply(secret);
+    await apply(node);
+    const operator = await spawnOperator(ns.name, 'scraped');
+    const dir = await mkdtemp(join(tmpdir(), 'prometheus-'));
+    let prometheus: ChildProcess | undefined;
+    try {
+      const metricsPort = await waitFor(
+        async () => ((await operator.metrics()).includes(`name="${node.metadata.name}"`) ? operator.port : undefined),
+        120_000,
+        { description: 'the leader to publish the node' },
+      );
+      // What the Prometheus Operator generates from a ServiceMonitor endpoint: honor_labels from honorLabels, and the
+      // target labels namespace/service/pod of the scraped endpoint (the operator's own namespace here).
+      const endpoint = await serviceMonitorEndpoint();
+      await writeFile(
+        join(dir, 'prometheus.yml'),
+        dump({
+          global: { scrape_interval: '1s', scrape_timeout: '1s' },
+          scrape_configs: [
+            {
+              job_name: 'ono-oracle-node-operator-metrics',
+              honor_labels: endpoint.honorLabels ?? false,
+              static_configs: [
+                {
+                  targets: [`127.0.0.1:${metricsPort}`],
+                  labels: { namespace: 'oracle-node-system', service: 'ono-metrics', pod: 'ono-0' },
+                },
+              ],
+            },
+          ],
+        }),
+      );
+      const webPort = await freePort();
+      prometheus = spawn(
+        join(process.env['CLUSTER_BIN_DIR'] ?? join(repoRoot, '.cache/cluster/bin'), 'prometheus'),
+        [
+          `--config.file=${join(dir, 'prometheus.yml')}`,
+          `--storage.tsdb.path=${join(dir, 'data')}`,
+          `--web.listen-address=127.0.0.1:${webPort}`,
+        ],
+        { stdio: 'ignore' },
+      );
+      const query = `oracle_node_ready{name="${node.metadata.name}"}`;
+      const series = await waitFor(
+        async () => {
+          const response = await fetch(
+            `http://127.0.0.1:${webPort}/api/v1/query?query=${encodeURIComponent(query)}`,
+          ).catch(() => undefined);
+          if (!response?.ok) return undefined;
+          const body = (await response.json()) as { data: { result: { metric: Record<string, string> }[] } };
+          return body.data.result[0]?.metric;
+        },
+        60_000,
+        { description: 'Prometheus to have scraped oracle_node_ready' },
+      );
+      expect(series['namespace']).to.equal(ns.name);
+      expect(series).to.not.have.property('exported_namespace');
+      expect(series).to.include({ service: 'ono-metrics', pod: 'ono-0', job: 'ono-oracle-node-operator-metrics' });
+    } finally {
+      prometheus?.kill('SIGTERM');
+      await operator.stop();
       await rm(dir, { recursive: true, force: true });
     }
   });

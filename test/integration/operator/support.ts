@@ -2,7 +2,7 @@
 // reconciler (one per suite, scoped to its namespace), load the samples, read objects, count API writes.
 
 import { readFileSync } from 'node:fs';
-import { type KubernetesObject, loadYaml } from '@kubernetes/client-node';
+import { type KubeConfig, type KubernetesObject, loadYaml } from '@kubernetes/client-node';
 import yaml from 'js-yaml';
 import { pino } from 'pino';
 import { Registry } from 'prom-client';
@@ -86,10 +86,10 @@ async function metricSum(manager: RuntimeManager, name: string, filter: (labels:
 /** The runtime manager with the OracleNode reconciler, in this process, watching one namespace. */
 export function startOperator(
   namespace: string,
-  options: { workers?: number; waitPollMs?: number } = {},
+  options: { workers?: number; waitPollMs?: number; kubeConfig?: KubeConfig } = {},
 ): RunningOperator {
   const manager = createManager({
-    kubeConfig: kc,
+    kubeConfig: options.kubeConfig ?? kc,
     namespaces: [namespace],
     leaderElection: { enabled: false, namespace, leaseName: 'oracle-node-operator', identity: 'integration' },
     workers: options.workers ?? 4,

@@ -114,7 +114,13 @@ describe('operator builders', () => {
     const pod = spec.jobTemplate.spec!.template.spec!;
     const container = pod.containers[0]!;
     expect(container.args!.slice(0, 1)).to.deep.equal(['coordinator']);
-    expect(container.envFrom).to.deep.equal([{ secretRef: { name: 'minimal-secrets' } }]);
+    expect(container).not.to.have.property('envFrom');
+    expect(container.env!.filter((variable) => variable.valueFrom?.secretKeyRef)).to.deep.equal(
+      ['NODE_WALLET_MNEMONIC', 'PROVIDER_URL'].map((key) => ({
+        name: key,
+        valueFrom: { secretKeyRef: { name: 'minimal-secrets', key } },
+      })),
+    );
     expect(container.volumeMounts!.map((m) => m.mountPath)).to.include('/etc/oracle-node');
     expect(pod.serviceAccountName).to.equal('minimal-dev-coordinator');
     expect(pod.restartPolicy).to.equal('Never');
@@ -279,9 +285,13 @@ describe('operator builders', () => {
       ...deployment.spec!.template.spec!.containers,
       ...worker.spec!.containers,
     ];
+    // Besides the contract's variables, only single keys of the node's own Secret.
     for (const container of containers)
       for (const variable of container.env ?? [])
-        expect(contract.has(variable.name), `${container.name}: ${variable.name}`).to.equal(true);
+        expect(
+          contract.has(variable.name) || variable.valueFrom?.secretKeyRef?.name === 'full-secrets',
+          `${container.name}: ${variable.name}`,
+        ).to.equal(true);
     // What the coordinator pod would see (fieldRefs filled in as the kubelet does) satisfies the contract.
     const env = Object.fromEntries(
       (cronJob.spec!.jobTemplate.spec!.template.spec!.containers[0]!.env ?? []).map((v) => [
@@ -291,6 +301,28 @@ describe('operator builders', () => {
     );
     expect(readCoordinatorEnvironment(env)!.workerTemplate).to.deep.equal(JSON.parse(env[ENV.workerTemplate]!));
     expect(readWorkerEnvironment(env)).to.not.equal(undefined);
+  });
+
+  it('spec.telemetry.otlpEndpoint reaches the coordinator, worker and gateway pods as OTEL_EXPORTER_OTLP_ENDPOINT, and nothing without it', () => {
+    const endpointOf = (input: BuildInput) => {
+      const children = buildChildren(input);
+      const cronJob = children.find((c) => c.object.kind === 'CronJob')!.object as V1CronJob;
+      const deployment = children.find((c) => c.object.kind === 'Deployment')!.object as V1Deployment;
+      return [
+        cronJob.spec!.jobTemplate.spec!.template.spec!.containers[0]!,
+        deployment.spec!.template.spec!.containers[0]!,
+        buildWorkerTemplate(input).template.spec!.containers[0]!,
+      ].map((container) => container.env?.find((v) => v.name === ENV.otlpEndpoint)?.value);
+    };
+    const endpoint = 'http://otel-collector.observability:4318';
+    expect(
+      endpointOf(
+        inputFor('full-multi-chain', (node) => {
+          node.spec.telemetry = { otlpEndpoint: endpoint };
+        }),
+      ),
+    ).to.deep.equal([endpoint, endpoint, endpoint]);
+    expect(endpointOf(inputFor('full-multi-chain'))).to.deep.equal([undefined, undefined, undefined]);
   });
 
   describe('worker Jobs', () => {

@@ -1,0 +1,161 @@
+// biome-ignore-all lint/suspicious/noTemplateCurlyInString: these strings are ${NAME} secret references, not templates
+// Each engine role starts and does its work with only the keys of the Secret the operator gives its pod
+// (config/secret-scopes.ts): the worker and the coordinator on anvil with the real AirnodeRrpV0, as processes.
+import { execFile } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { expect } from 'chai';
+import { secretScopes } from '../../../src/config/index.js';
+import { ENV } from '../../../src/contract/pods.js';
+import { planChainShards } from '../../../src/node/cycle.js';
+import { silentLogger } from '../../../src/node/logger.js';
+import { ORACLE_NODE_ARGS, repoRoot } from '../../support/binary.js';
+import { startTestChain, waitForMined } from '../../support/chain.js';
+import {
+  type ApiServer,
+  buildConfig,
+  buildConfigJson,
+  createSponsor,
+  ENDPOINTS,
+  encodeCoin,
+  makeFullRequest,
+  requestEvents,
+  startApiServer,
+  wallets,
+} from '../../support/harness.js';
+
+const run = promisify(execFile);
+
+describe('engine roles with only their own keys (anvil, real AirnodeRrpV0)', function () {
+  this.timeout(120_000);
+  let chain: Awaited<ReturnType<typeof startTestChain>>;
+  let api: ApiServer;
+  let dir: string;
+  let all: Record<string, string>;
+  let scopes: ReturnType<typeof secretScopes>;
+
+  before(async () => {
+    chain = await startTestChain();
+    api = await startApiServer();
+    dir = mkdtempSync(join(tmpdir(), 'secret-scopes-'));
+    const { config, secrets } = buildConfigJson({
+      providers: { anvil: chain.anvil.url },
+      deployment: chain.deployment,
+      apiUrl: api.url,
+    });
+    // Keys of other parts of the config: the heartbeat (the coordinator's) and a gateway setting (the gateway's).
+    const settings = config['nodeSettings'] as Record<string, unknown>;
+    settings['heartbeat'] = { enabled: true, url: '${HEARTBEAT_URL}', apiKey: '${HEARTBEAT_API_KEY}' };
+    settings['httpGateway'] = { enabled: true, maxConcurrency: 8, corsOrigins: ['${CORS_ORIGIN}'] };
+    all = {
+      ...secrets,
+      HEARTBEAT_URL: `${api.url}/heartbeat`,
+      HEARTBEAT_API_KEY: 'heartbeat-api-key-0123456789-abcdefghij',
+      CORS_ORIGIN: 'https://app.example',
+    };
+    scopes = secretScopes(config);
+    writeFileSync(join(dir, 'config.json'), JSON.stringify(config));
+  });
+  after(async () => {
+    await api?.close();
+    await chain?.anvil.stop();
+  });
+
+  /** The environment of a pod scoped to one workload: its keys and nothing else of the Secret. */
+  const podEnv = (keys: string[], scope?: string) => {
+    const env: NodeJS.ProcessEnv = { PATH: process.env['PATH'] };
+    for (const key of keys) env[key] = all[key];
+    if (scope) env[ENV.secretScope] = scope;
+    return env;
+  };
+  const cli = (env: NodeJS.ProcessEnv, ...args: string[]) =>
+    run(process.execPath, [...ORACLE_NODE_ARGS, ...args], { cwd: repoRoot, env });
+
+  async function request(label: string, coin: string) {
+    const sponsor = await createSponsor(chain.deployment, label);
+    const requestId = await makeFullRequest(chain.deployment, {
+      endpointId: ENDPOINTS.price,
+      sponsor: sponsor.address,
+      sponsorWallet: sponsor.sponsorWallet,
+      parameters: encodeCoin(coin),
+    });
+    return { sponsor, requestId };
+  }
+
+  it('the keys differ per workload: the worker holds neither the heartbeat nor the gateway keys', () => {
+    expect(scopes.worker).to.deep.equal(['NODE_MNEMONIC', 'PROVIDER_URL_0']);
+    expect(scopes.coordinator).to.deep.equal(['HEARTBEAT_API_KEY', 'HEARTBEAT_URL', 'NODE_MNEMONIC', 'PROVIDER_URL_0']);
+    expect(scopes.gateway).to.deep.equal(['CORS_ORIGIN']);
+  });
+
+  it('a worker given only its keys runs its shard and fulfils the request', async () => {
+    const { sponsor, requestId } = await request('scoped-worker', 'BTC');
+    const config = buildConfig({
+      providers: { anvil: chain.anvil.url },
+      deployment: chain.deployment,
+      apiUrl: api.url,
+    });
+    const { shards } = await planChainShards(config, config.chains[0]!, {
+      executor: { run: async () => [] },
+      logger: silentLogger,
+      wallets,
+    });
+    writeFileSync(
+      join(dir, 'shard.json'),
+      JSON.stringify(shards.find((s) => s.sponsorWallet === sponsor.sponsorWallet)),
+    );
+    const args = ['worker', '--shard', join(dir, 'shard.json'), '-c', join(dir, 'config.json')];
+    const cacheArgs = ['--cache-dir', join(dir, 'cache')];
+
+    // Without the scope the engine wants every key of the config, and says which one is missing.
+    const unscoped = await cli(podEnv(scopes.worker), ...args, ...cacheArgs).then(
+      () => undefined,
+      (error: { code: number; stderr: string }) => error,
+    );
+    expect(unscoped?.code).to.equal(1);
+    expect(unscoped?.stderr).to.include('HEARTBEAT_URL');
+    expect(unscoped?.stderr).not.to.include(all['HEARTBEAT_API_KEY']!);
+
+    const { stdout } = await cli(podEnv(scopes.worker, 'worker'), ...args, ...cacheArgs);
+    expect(JSON.parse(stdout).outcomes.map((o: { outcome: string }) => o.outcome)).to.deep.equal(['fulfilled']);
+    await waitForMined(chain.anvil.url);
+    expect((await requestEvents(chain.deployment, requestId)).fulfilled).to.have.length(1);
+  });
+
+  it('a coordinator given only its keys runs a cycle and fulfils the request', async () => {
+    const { requestId } = await request('scoped-coordinator', 'ETH');
+    const { stdout } = await cli(
+      podEnv(scopes.coordinator, 'coordinator'),
+      'coordinator',
+      '-c',
+      join(dir, 'config.json'),
+      '--cache-dir',
+      join(dir, 'cache'),
+    );
+    expect(JSON.parse(stdout).transactions.fulfilled).to.equal(1);
+    await waitForMined(chain.anvil.url);
+    expect((await requestEvents(chain.deployment, requestId)).fulfilled).to.have.length(1);
+  });
+
+  it('a pod scoped to one workload still reports a key of its own that is missing', async () => {
+    const env = podEnv(
+      scopes.coordinator.filter((key) => key !== 'PROVIDER_URL_0'),
+      'coordinator',
+    );
+    const failed = await cli(
+      env,
+      'coordinator',
+      '-c',
+      join(dir, 'config.json'),
+      '--cache-dir',
+      join(dir, 'cache'),
+    ).then(
+      () => undefined,
+      (error: { code: number; stderr: string }) => error,
+    );
+    expect(failed?.code).to.equal(1);
+    expect(failed?.stderr).to.include('PROVIDER_URL_0');
+  });
+});
