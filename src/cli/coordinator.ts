@@ -10,6 +10,7 @@ import { heartbeatResult, sendHeartbeat } from '../node/heartbeat.js';
 import { coordinatorKubernetes } from '../node/kubernetes/index.js';
 import { createNodeLogger } from '../node/logger.js';
 import { cycleRequestRecords, FileRequestLog } from '../node/request-log.js';
+import { fileVerifiedProvidersStore, loadProviderMemory, saveProviderMemory } from '../node/verified-providers.js';
 import { registerSecret } from '../observability/index.js';
 import { tracerFromEnvironment } from '../observability/tracing.js';
 import { engineEnvironment, loadCommandConfig, parseCommandArgs } from './args.js';
@@ -85,7 +86,11 @@ export const command: Subcommand = {
     const executor = kubernetes?.executor ?? new InProcessExecutor({ config, wallets, logger, cache, tracer });
     const startTime = new Date();
     const started = performance.now();
-    const summary = await runCycle(config, { executor, logger, wallets, tracer });
+    // Each run is a new process: the chain ids verified by the previous run are carried over, not asked again.
+    const verifiedProviders = kubernetes?.verifiedProviders ?? fileVerifiedProvidersStore(cacheDir);
+    const providers = await loadProviderMemory(config, verifiedProviders, logger);
+    const summary = await runCycle(config, { executor, logger, wallets, tracer, providerMemory: providers.memory });
+    await saveProviderMemory(config, verifiedProviders, providers, logger);
     await tracer.flush();
     // As the reference: after every cycle. In a pod, the gateways are reported at the URL callers use.
     const heartbeat = await sendHeartbeat(
