@@ -1,7 +1,8 @@
 // Discovery on one provider (airnode-facts §3 step 2): block number, logs, decoding, templates,
 // verification and authorization. Any RPC failure rejects; the caller isolates providers from each other.
 import { authorizeRequests } from './authorization.js';
-import { decodeLogs, fetchBlockNumber, fetchNodeLogs, logWindow } from './logs.js';
+import type { ChainLogStore } from './log-store.js';
+import { decodeLogs, fetchBlockNumber, fetchNodeLogs, logWindow, type RawLog } from './logs.js';
 import {
   type DiscoveredApiCall,
   type DroppedRequest,
@@ -32,21 +33,36 @@ export type DiscoveryOptions = {
   sponsorWalletOf: (sponsor: string) => string;
   /** Largest block range per eth_getLogs request (for providers with a known limit). */
   maxLogRange?: number;
+  /**
+   * In a coordinator window: the chain's log store. `remember` (the first cycle): the provider reads the whole
+   * history window and the store keeps it; `poll`: the head is the one the poll read, and the logs come from the
+   * store, which reads only the new blocks (src/chain/log-store.ts).
+   */
+  logStore?: { store: ChainLogStore; mode: 'remember' } | { store: ChainLogStore; mode: 'poll'; head: number };
 };
 
 export async function discoverOnProvider(client: RpcClient, options: DiscoveryOptions): Promise<ProviderDiscovery> {
   const { chain } = options;
   const rrpAddress = rrpAddressOf(chain);
-  const currentBlock = await fetchBlockNumber(client);
+  const logStore = options.logStore;
+  const currentBlock = logStore?.mode === 'poll' ? logStore.head : await fetchBlockNumber(client);
   // All logs up to the current block: fulfilments in the newest blocks must be seen too, so a request is
   // never served twice; confirmations are enforced per request afterwards (filterByMinConfirmations).
   const window = logWindow(currentBlock, chain.blockHistoryLimit ?? DEFAULT_BLOCK_HISTORY_LIMIT);
-  const logs = await fetchNodeLogs(client, {
-    rrpAddress,
-    nodeAddress: options.nodeAddress,
-    ...window,
-    ...(options.maxLogRange ? { maxRange: options.maxLogRange } : {}),
-  });
+  const fetchLogs = (fromBlock: number, toBlock: number) =>
+    fetchNodeLogs(client, {
+      rrpAddress,
+      nodeAddress: options.nodeAddress,
+      fromBlock,
+      toBlock,
+      ...(options.maxLogRange ? { maxRange: options.maxLogRange } : {}),
+    });
+  let logs: RawLog[];
+  if (logStore?.mode === 'poll') logs = await logStore.store.upTo(currentBlock, window.fromBlock, fetchLogs);
+  else {
+    logs = await fetchLogs(window.fromBlock, window.toBlock);
+    logStore?.store.remember(logs, currentBlock);
+  }
   const decoded = decodeLogs(logs, rrpAddress);
   // Requests must name this node; a provider that returns other logs is lying.
   decoded.apiCalls = decoded.apiCalls.filter((r) => r.nodeAddress === options.nodeAddress);

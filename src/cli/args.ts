@@ -38,6 +38,42 @@ export function parseCommandArgs<const O extends ParseArgsOptionsConfig>(
   return { values, positionals };
 }
 
+/** The shortest poll interval a window accepts: below it a poll costs more than it saves. */
+export const MIN_POLL_INTERVAL_S = 0.1;
+/** The poll interval of a window when `--poll-interval` is not given. */
+export const DEFAULT_POLL_INTERVAL_S = 1;
+
+/**
+ * `--window` and `--poll-interval` (seconds, decimals allowed) as milliseconds, or exit code 2 after the usage error
+ * went to stderr. Without `--window` (and where the command has none, `windowRequired: false`) the poll interval
+ * alone turns polling on.
+ */
+export function parseWindowOptions(
+  values: { window?: string | undefined; 'poll-interval'?: string | undefined },
+  options: { windowRequired: boolean },
+): { windowMs?: number; pollIntervalMs?: number } | { exitCode: number } {
+  const seconds = (text: string | undefined) => {
+    if (text === undefined) return undefined;
+    const value = Number(text);
+    return text.trim() !== '' && Number.isFinite(value) && value >= MIN_POLL_INTERVAL_S ? value : null;
+  };
+  const window = seconds(values.window);
+  const poll = seconds(values['poll-interval']);
+  if (window === null || poll === null) {
+    process.stderr.write(`--window and --poll-interval must be numbers of seconds >= ${MIN_POLL_INTERVAL_S}\n`);
+    return { exitCode: 2 };
+  }
+  if (options.windowRequired && poll !== undefined && window === undefined) {
+    process.stderr.write('--poll-interval needs --window\n');
+    return { exitCode: 2 };
+  }
+  if (window === undefined && poll === undefined) return {};
+  return {
+    ...(window === undefined ? {} : { windowMs: Math.round(window * 1000) }),
+    pollIntervalMs: Math.round((poll ?? DEFAULT_POLL_INTERVAL_S) * 1000),
+  };
+}
+
 /** A port number from an option: undefined when absent, null when not a port. */
 export function parsePort(text: string | undefined): number | undefined | null {
   if (text === undefined) return undefined;

@@ -1,5 +1,6 @@
-// `oracle-node coordinator -c config.json -s secrets.env`: one request-response cycle, then exit.
-// Prints a JSON summary (counts) on stdout; logs go to stderr.
+// `oracle-node coordinator -c config.json -s secrets.env`: one request-response cycle, then exit; with
+// `--window <s> [--poll-interval <s>]` the first cycle and then a poll every interval until the window ends
+// (src/node/window.ts), reported as one cycle. Prints a JSON summary (counts) on stdout; logs go to stderr.
 
 import { sponsorWallets } from '../chain/sponsor-wallets.js';
 import { errorMessage } from '../common/errors.js';
@@ -11,21 +12,26 @@ import { coordinatorKubernetes } from '../node/kubernetes/index.js';
 import { createNodeLogger } from '../node/logger.js';
 import { cycleRequestRecords, FileRequestLog } from '../node/request-log.js';
 import { fileVerifiedProvidersStore, loadProviderMemory, saveProviderMemory } from '../node/verified-providers.js';
+import { runWindow } from '../node/window.js';
 import { registerSecret } from '../observability/index.js';
 import { tracerFromEnvironment } from '../observability/tracing.js';
-import { engineEnvironment, loadCommandConfig, parseCommandArgs } from './args.js';
+import { engineEnvironment, loadCommandConfig, parseCommandArgs, parseWindowOptions } from './args.js';
 import type { Subcommand } from './subcommand.js';
 
 export const DEFAULT_CACHE_DIR = '/tmp/oracle-node-cache';
 
 const HELP = `Usage: oracle-node coordinator -c config.json [-s secrets.env] [--cache-dir DIR] [--details]
+                               [--window SECONDS [--poll-interval SECONDS]]
 
 Runs one request-response cycle on every configured chain, sends the heartbeat when
 nodeSettings.heartbeat.enabled, and exits.
-  -c, --config      config.json (default: $ORACLE_NODE_CONFIG, set in the operator's pods)
-  -s, --secrets     secrets.env (values for \${NAME} in the config); default: the environment
-      --cache-dir   directory of the response cache (default ${DEFAULT_CACHE_DIR})
-      --details     include every request outcome in the summary
+  -c, --config         config.json (default: $ORACLE_NODE_CONFIG, set in the operator's pods)
+  -s, --secrets        secrets.env (values for \${NAME} in the config); default: the environment
+      --cache-dir      directory of the response cache (default ${DEFAULT_CACHE_DIR})
+      --details        include every request outcome in the summary
+      --window         after the first cycle, keep polling for new blocks until SECONDS after the start,
+                       then report the whole window as one cycle and exit
+      --poll-interval  seconds between polls in a window (default 1)
 `;
 
 /** A local run keeps its request log in the cache directory (what `oracle-node request -c` reads). */
@@ -51,11 +57,15 @@ export const command: Subcommand = {
         secrets: { type: 'string', short: 's' },
         'cache-dir': { type: 'string' },
         details: { type: 'boolean' },
+        window: { type: 'string' },
+        'poll-interval': { type: 'string' },
       },
       HELP,
     );
     if ('exitCode' in parsed) return parsed.exitCode;
     const { values } = parsed;
+    const windowOptions = parseWindowOptions(values, { windowRequired: true });
+    if ('exitCode' in windowOptions) return windowOptions.exitCode;
     const pod = engineEnvironment();
     const configPath = values.config ?? pod.configPath;
     if (!configPath) {
@@ -89,7 +99,23 @@ export const command: Subcommand = {
     // Each run is a new process: the chain ids verified by the previous run are carried over, not asked again.
     const verifiedProviders = kubernetes?.verifiedProviders ?? fileVerifiedProvidersStore(cacheDir);
     const providers = await loadProviderMemory(config, verifiedProviders, logger);
-    const summary = await runCycle(config, { executor, logger, wallets, tracer, providerMemory: providers.memory });
+    const deps = { executor, logger, wallets, tracer, providerMemory: providers.memory };
+    let summary: Awaited<ReturnType<typeof runCycle>>;
+    if (windowOptions.windowMs !== undefined && windowOptions.pollIntervalMs !== undefined) {
+      // SIGTERM ends the window early; what was done so far is reported.
+      const ended = new AbortController();
+      const end = () => ended.abort();
+      process.once('SIGTERM', end);
+      try {
+        summary = await runWindow(config, deps, {
+          windowMs: windowOptions.windowMs,
+          pollIntervalMs: windowOptions.pollIntervalMs,
+          signal: ended.signal,
+        });
+      } finally {
+        process.off('SIGTERM', end);
+      }
+    } else summary = await runCycle(config, deps);
     await saveProviderMemory(config, verifiedProviders, providers, logger);
     await tracer.flush();
     // As the reference: after every cycle. In a pod, the gateways are reported at the URL callers use.

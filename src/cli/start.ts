@@ -14,17 +14,20 @@ import { createNodeLogger } from '../node/logger.js';
 import { cycleMetrics } from '../node/metrics.js';
 import { callEndpoint } from '../node/ois-adapter.js';
 import { FileRequestLog } from '../node/request-log.js';
+import { runWindow } from '../node/window.js';
 import { createMetricsRegistry } from '../observability/index.js';
 import { tracerFromEnvironment } from '../observability/tracing.js';
-import { loadCommandConfig, parseCommandArgs, parseServerPorts } from './args.js';
+import { loadCommandConfig, parseCommandArgs, parseServerPorts, parseWindowOptions } from './args.js';
 import { DEFAULT_CACHE_DIR, recordRequestsLocally } from './coordinator.js';
 import type { Subcommand } from './subcommand.js';
 
 export const DEFAULT_CYCLE_INTERVAL_MS = 60_000;
 
-const HELP = `Usage: oracle-node start -c config.json [-s secrets.env] [--interval-ms N] [--cache-dir DIR] [--port N] [--metrics-port N] [--no-gateway]
+const HELP = `Usage: oracle-node start -c config.json [-s secrets.env] [--interval-ms N] [--poll-interval SECONDS] [--cache-dir DIR] [--port N] [--metrics-port N] [--no-gateway]
 
 Runs the node locally: gateway server and a request-response cycle every minute (or every N ms).
+--poll-interval makes each cycle a window, as \`oracle-node coordinator --window\`: after the cycle, the new
+blocks are polled every SECONDS until the next cycle.
 --metrics-port serves /healthz, /readyz and /metrics on that port only, not on the gateway port.
 Stops gracefully on SIGTERM or SIGINT.
 `;
@@ -37,6 +40,7 @@ export const command: Subcommand = {
         config: { type: 'string', short: 'c' },
         secrets: { type: 'string', short: 's' },
         'interval-ms': { type: 'string' },
+        'poll-interval': { type: 'string' },
         'cache-dir': { type: 'string' },
         port: { type: 'string' },
         'metrics-port': { type: 'string' },
@@ -55,6 +59,8 @@ export const command: Subcommand = {
       process.stderr.write('--interval-ms must be an integer >= 100\n');
       return 2;
     }
+    const polling = parseWindowOptions(values, { windowRequired: false });
+    if ('exitCode' in polling) return polling.exitCode;
     const ports = parseServerPorts(values);
     if ('exitCode' in ports) return ports.exitCode;
     const config = await loadCommandConfig(values.config, values.secrets);
@@ -92,9 +98,11 @@ export const command: Subcommand = {
 
     let stopping = false;
     let wake: (() => void) | undefined;
+    const stopped = new AbortController();
     const stop = (signal: string) => {
       if (stopping) return;
       stopping = true;
+      stopped.abort();
       logger.info({ signal }, 'stopping after the current cycle');
       wake?.();
     };
@@ -108,7 +116,15 @@ export const command: Subcommand = {
     while (!stopping) {
       const started = Date.now();
       try {
-        const summary = await runCycle(config, { executor, logger, wallets, tracer });
+        const deps = { executor, logger, wallets, tracer };
+        // With polling, each cycle is a window that ends before the next one starts.
+        const summary = polling.pollIntervalMs
+          ? await runWindow(config, deps, {
+              windowMs: intervalMs,
+              pollIntervalMs: polling.pollIntervalMs,
+              signal: stopped.signal,
+            })
+          : await runCycle(config, deps);
         await tracer.flush();
         metrics.observe(summary, (Date.now() - started) / 1000);
         await recordRequestsLocally(requestLog, summary, new Date(started), logger);

@@ -6,6 +6,7 @@
 import { readBalances } from '../chain/balances.js';
 import { type DiscoveryOptions, discoverOnProvider, type ProviderDiscovery } from '../chain/discovery.js';
 import { type GasTargetJson, gasTargetToJson, getGasTarget } from '../chain/gas-price.js';
+import type { ChainLogStore } from '../chain/log-store.js';
 import { byLogPosition } from '../chain/logs.js';
 import {
   headFaults,
@@ -42,6 +43,19 @@ export type CycleDeps = {
   providerMemory?: ProviderMemory;
   /** One trace per request: discovery and authorization here, the shard's spans as children (shard.traceparents). */
   tracer?: Tracer;
+  /** Inside a coordinator window (src/node/window.ts): the logs kept between polls and the requests in flight. */
+  window?: CycleWindow;
+};
+
+/** What a coordinator window lends each of its cycles. */
+export type CycleWindow = {
+  /**
+   * The chain's log store, and in a poll the head each provider answered (a provider without one is left out of
+   * the poll); undefined: the chain is read as in a one-shot cycle.
+   */
+  logsOf(chainId: string): { store: ChainLogStore; heads?: ReadonlyMap<string, number> } | undefined;
+  /** Whether the request's fulfilment was sent in this window and is not stuck yet at `head`: not planned again. */
+  holds(chainId: string, requestId: string, head: number): boolean;
 };
 
 export type ProviderSummary = {
@@ -193,15 +207,24 @@ export async function planChainShards(
   };
   const memory = deps.providerMemory ?? processProviderMemory;
   const expectedChainId = BigInt(chain.id);
+  const windowLogs = deps.window?.logsOf(chain.id);
+  const discoveryOptions = (name: string): DiscoveryOptions => {
+    if (!windowLogs) return options;
+    if (!windowLogs.heads) return { ...options, logStore: { store: windowLogs.store, mode: 'remember' } };
+    const head = windowLogs.heads.get(name);
+    if (head === undefined) throw new Error('no head in this poll');
+    return { ...options, logStore: { store: windowLogs.store, mode: 'poll', head } };
+  };
   const states: ProviderState[] = await Promise.all(
     Object.entries(chain.providers).map(async ([name, provider]): Promise<ProviderState> => {
       const client = makeClient(provider.url);
       try {
         const discovery = await withTimeout(
           (async () => {
+            const providerOptions = discoveryOptions(name);
             const providerChainId = await memory.chainIdOf(client);
             if (providerChainId !== expectedChainId) throw new WrongChain(providerChainId);
-            return discoverOnProvider(client, options);
+            return discoverOnProvider(client, providerOptions);
           })(),
           deps.discoveryTimeoutMs ?? PROVIDER_DISCOVERY_TIMEOUT_MS,
           `discovery on ${name}`,
@@ -266,9 +289,16 @@ export async function planChainShards(
       seen: [],
     };
 
-  const discovered = new Set(healthy.flatMap((s) => s.discovery.apiCalls.map((c) => c.id))).size;
+  // In a window, a request whose fulfilment is in flight is neither planned again nor counted against the limit.
+  const head = Math.min(...healthy.map((s) => s.discovery.currentBlock));
+  const held = (call: DiscoveredApiCall) => deps.window?.holds(chain.id, call.id, head) === true;
+  const open = healthy.map((s) => ({
+    ...s,
+    discovery: { ...s.discovery, apiCalls: s.discovery.apiCalls.filter((call) => !held(call)) },
+  }));
+  const discovered = new Set(open.flatMap((s) => s.discovery.apiCalls.map((c) => c.id))).size;
   const limited = applyChainLimit(
-    healthy.map((s) => s.discovery),
+    open.map((s) => s.discovery),
     chain.maxConcurrency,
   );
   // Aggregate by id across providers: first occurrence (config order) wins, and the request is
@@ -309,7 +339,7 @@ export async function planChainShards(
     }
     return shard;
   };
-  const seen = seenRequests(chain.id, confirmedHead, { kept, waiting, limited: apiCalls, healthy });
+  const seen = seenRequests(chain.id, confirmedHead, { kept, waiting, limited: apiCalls, healthy: open });
   for (const call of kept.sort(byLogPosition)) shardOf(call.sponsor, call.sponsorWallet).apiCalls.push(call);
   for (const withdrawal of [...withdrawals.values()].sort(byLogPosition)) {
     shardOf(withdrawal.sponsor, withdrawal.sponsorWallet).withdrawals.push(withdrawal);

@@ -3,13 +3,14 @@
 import {
   type ApiCredential,
   decodeParameters as decodeNodeAbi,
+  type EndpointPhase,
   callEndpoint as engineCallEndpoint,
   getReservedParameterValue,
   type Ois,
   type RequestMetadata,
 } from '../ois/index.js';
 
-export type { Ois };
+export type { EndpointPhase, Ois };
 
 export type CallEndpointInput = {
   ois: Ois;
@@ -17,6 +18,7 @@ export type CallEndpointInput = {
   parameters: Record<string, unknown>;
   apiCredentials: readonly ApiCredential[];
   metadata?: RequestMetadata;
+  onPhase?: (phase: EndpointPhase) => void;
 };
 
 export type CallEndpointResult =

@@ -52,6 +52,7 @@ import {
   type CallEndpointInput,
   type CallEndpointResult,
   callEndpoint as defaultCallEndpoint,
+  type EndpointPhase,
   reservedParameterValue,
 } from './ois-adapter.js';
 
@@ -258,6 +259,20 @@ async function respond(
       sponsorWalletAddress: call.sponsorWallet,
       requestId: call.id,
     },
+    // Processing and encoding as children of the call, timed by the engine.
+    ...(tracer.enabled
+      ? {
+          onPhase: (phase: EndpointPhase) => {
+            const child = tracer.startSpan(phase.name, {
+              parent: span.context,
+              attributes: requestAttributes,
+              startMs: phase.startMs,
+            });
+            if (phase.failed) child.fail(`${phase.name} failed`);
+            child.end(phase.endMs);
+          },
+        }
+      : {}),
   });
   const api = { outcome: apiOutcomeOf(result), durationMs: Math.round(performance.now() - started) };
   const status = result.success ? undefined : /status code (\d{3})$/.exec(result.errorMessage)?.[1];

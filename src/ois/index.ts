@@ -27,7 +27,36 @@ export type EndpointCall = {
   apiCredentials: ApiCredential[];
   metadata?: RequestMetadata;
   options?: { apiTimeoutsMs?: number[]; maxResponseBytes?: number; processingTimeoutMs?: number };
+  /** Told of each phase as it ends (for traces): nothing of the request's parameters or the API's answer. */
+  onPhase?: (phase: EndpointPhase) => void;
 };
+
+/**
+ * One phase of an endpoint call around the HTTP request. Processing phases are reported only for an endpoint that
+ * declares them; times are epoch milliseconds with sub-millisecond precision.
+ */
+export type EndpointPhase = {
+  name: 'pre-processing' | 'post-processing' | 'encoding';
+  startMs: number;
+  endMs: number;
+  failed: boolean;
+};
+
+const epochMs = () => performance.timeOrigin + performance.now();
+
+/** Runs one phase and reports it (also when it throws) to the caller's hook, if there is one. */
+async function phase<T>(call: EndpointCall, name: EndpointPhase['name'], run: () => T | Promise<T>): Promise<T> {
+  if (!call.onPhase) return run();
+  const startMs = epochMs();
+  let failed = true;
+  try {
+    const result = await run();
+    failed = false;
+    return result;
+  } finally {
+    call.onPhase({ name, startMs, endMs: epochMs(), failed });
+  }
+}
 
 export type EndpointResult =
   | { success: true; rawValue: unknown; encodedValue: string; values: unknown[]; timestamp?: number }
@@ -52,6 +81,14 @@ function defaultParameters(endpoint: Endpoint): Record<string, unknown> {
     if (parameter.default !== undefined) defaults[parameter.name] = parameter.default;
   }
   return defaults;
+}
+
+function hasPreProcessing(endpoint: Endpoint): boolean {
+  return Boolean(endpoint.preProcessingSpecificationV2) || (endpoint.preProcessingSpecifications?.length ?? 0) > 0;
+}
+
+function hasPostProcessing(endpoint: Endpoint): boolean {
+  return Boolean(endpoint.postProcessingSpecificationV2) || (endpoint.postProcessingSpecifications?.length ?? 0) > 0;
 }
 
 function withoutReserved(parameters: Record<string, unknown>): Record<string, unknown> {
@@ -84,9 +121,10 @@ async function runEndpointCall(call: EndpointCall): Promise<EndpointResult> {
   const endpoint = findEndpoint(call.ois, call.endpointName);
   const processingOptions = { totalTimeoutMs: call.options?.processingTimeoutMs };
 
+  const preProcess = () => preProcessEndpointParameters(endpoint, call.parameters, processingOptions);
   let processed: Record<string, unknown>;
   try {
-    processed = await preProcessEndpointParameters(endpoint, call.parameters, processingOptions);
+    processed = hasPreProcessing(endpoint) ? await phase(call, 'pre-processing', preProcess) : await preProcess();
   } catch (error) {
     return { success: false, errorMessage: errorMessage(error) };
   }
@@ -120,9 +158,12 @@ async function runEndpointCall(call: EndpointCall): Promise<EndpointResult> {
     apiResponse = result.data;
   }
 
+  const postProcess = () => postProcessResponse(apiResponse, endpoint, call.parameters, processingOptions);
   let postProcessed: { response: unknown; timestamp?: number };
   try {
-    postProcessed = await postProcessResponse(apiResponse, endpoint, call.parameters, processingOptions);
+    postProcessed = hasPostProcessing(endpoint)
+      ? await phase(call, 'post-processing', postProcess)
+      : await postProcess();
   } catch (error) {
     return { success: false, errorMessage: errorMessage(error) };
   }
@@ -130,7 +171,7 @@ async function runEndpointCall(call: EndpointCall): Promise<EndpointResult> {
   // Reserved values come from the request as sent (pre-processing cannot change them).
   const reserved = getReservedParameters(endpoint, call.parameters);
   try {
-    const encoded = extractAndEncodeResponse(postProcessed.response, reserved);
+    const encoded = await phase(call, 'encoding', () => extractAndEncodeResponse(postProcessed.response, reserved));
     return {
       success: true,
       rawValue: encoded.rawValue,

@@ -114,6 +114,43 @@ describe('oracle-node coordinator, worker and start (anvil, real AirnodeRrpV0)',
     expect(events.fulfilled[0]!.data).to.equal(int256(3000250000n));
   });
 
+  it('`coordinator --window` keeps polling after its first cycle and prints one summary for the window', async () => {
+    const sponsor = await createSponsor(chain.deployment, 'cli-window');
+    const running = cli(
+      'coordinator',
+      ...configArgs(),
+      '--cache-dir',
+      join(dir, 'cache'),
+      '--window',
+      '3',
+      '--poll-interval',
+      '0.2',
+    );
+    // Made while the window runs: whichever of its cycles sees it first serves it, once.
+    const requestId = await makeFullRequest(chain.deployment, {
+      endpointId: ENDPOINTS.price,
+      sponsor: sponsor.address,
+      sponsorWallet: sponsor.sponsorWallet,
+      parameters: encodeCoin('ETH'),
+    });
+    const { stdout } = await running;
+    await waitForMined(chain.anvil.url);
+    const summary = JSON.parse(stdout) as { transactions: { fulfilled: number }; window: { polls: number } };
+    expect(summary.transactions.fulfilled).to.equal(1);
+    expect(summary.window.polls).to.be.greaterThan(0);
+    expect((await requestEvents(chain.deployment, requestId)).fulfilled).to.have.length(1);
+    for (const bad of [
+      ['--window', '0'],
+      ['--window', 'x'],
+      ['--poll-interval', '1'],
+    ]) {
+      const failed = await cli('coordinator', ...configArgs(), ...bad).catch(
+        (error: { code: number; stderr: string }) => error,
+      );
+      expect(failed).to.include({ code: 2 });
+    }
+  });
+
   it('takes secret values from the environment without -s, and exits 2 on an unreadable config', async () => {
     const sponsor = await createSponsor(chain.deployment, 'env-secrets');
     const requestId = await makeFullRequest(chain.deployment, {

@@ -114,7 +114,17 @@ describe('OpenTelemetry traces of a cycle across the coordinator and worker proc
       components: { securitySchemes: { key: { type: 'apiKey', in: 'query', name: 'key' } } },
       security: { key: [] },
     };
+    // A post-processing snippet on the price endpoint: processing and encoding are spans of their own.
+    const price = (ois['endpoints'] as unknown as Record<string, unknown>[]).find(
+      (endpoint) => endpoint['name'] === 'price',
+    )!;
+    price['postProcessingSpecificationV2'] = {
+      environment: 'Node',
+      value: '({ response }) => ({ response })',
+      timeoutMs: 5000,
+    };
     built.config['apiCredentials'] = [
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: a ${NAME} placeholder of config.json, not a template
       { oisTitle: OIS_TITLE, securitySchemeName: 'key', securitySchemeValue: '${API_KEY}' },
     ];
     const secrets = { ...built.secrets, API_KEY };
@@ -185,10 +195,22 @@ describe('OpenTelemetry traces of a cycle across the coordinator and worker proc
 
     const trace = byTrace(spans, root.traceId);
     expect(trace.map((s) => s.name).sort()).to.deep.equal(
-      ['api call', 'authorization', 'discovery', 'oracle-node request', 'sign response', 'submission'].sort(),
+      [
+        'api call',
+        'authorization',
+        'discovery',
+        'encoding',
+        'oracle-node request',
+        'post-processing',
+        'sign response',
+        'submission',
+      ].sort(),
     );
-    // Every span of the trace is a child of the request's root, whichever process made it.
-    for (const span of trace.filter((s) => s !== root)) expect(span.parentSpanId, span.name).to.equal(root.spanId);
+    // Every span of the trace is a child of the request's root, whichever process made it, but the phases of the
+    // API call, which are children of the call.
+    const phases = ['post-processing', 'encoding'];
+    for (const span of trace.filter((s) => s !== root && !phases.includes(s.name)))
+      expect(span.parentSpanId, span.name).to.equal(root.spanId);
     for (const name of ['discovery', 'authorization'])
       expect(named(trace, name).resource['oracle_node.role'], name).to.equal('coordinator');
     for (const name of ['api call', 'sign response', 'submission'])
@@ -203,6 +225,15 @@ describe('OpenTelemetry traces of a cycle across the coordinator and worker proc
       'http.request.method': 'GET',
       'oracle_node.api.outcome': '2xx',
     });
+    for (const name of phases) {
+      const phase = named(trace, name);
+      expect(phase.parentSpanId, name).to.equal(apiCall.spanId);
+      expect(phase.resource['oracle_node.role'], name).to.equal('worker');
+      expect(phase.status?.code ?? 0, name).to.not.equal(2);
+      expect(attributesOf(phase), name).to.include({ requestId: good, endpointId: ENDPOINTS.price });
+      expect(BigInt(phase.startTimeUnixNano) >= BigInt(apiCall.startTimeUnixNano), name).to.equal(true);
+      expect(BigInt(phase.endTimeUnixNano) <= BigInt(apiCall.endTimeUnixNano), name).to.equal(true);
+    }
     expect(attributesOf(named(trace, 'authorization'))).to.include({ 'oracle_node.authorized': true });
     expect(attributesOf(named(trace, 'discovery'))).to.include({
       'rpc.system': 'jsonrpc',
@@ -235,6 +266,8 @@ describe('OpenTelemetry traces of a cycle across the coordinator and worker proc
     const brokenCall = named(byTrace(spans, brokenRoot.traceId), 'api call');
     expect(brokenCall.status?.code).to.equal(2);
     expect(attributesOf(brokenCall)).to.include({ 'http.response.status_code': 500, 'oracle_node.api.outcome': '5xx' });
+    // Nothing was encoded for it: no phase spans after a failed HTTP call.
+    expect(byTrace(spans, brokenRoot.traceId).map((s) => s.name)).to.not.include('encoding');
   });
 
   it("makes a gateway request a trace: a server span under the caller's traceparent, with the HTTP attributes", async () => {

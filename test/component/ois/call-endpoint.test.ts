@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { expect } from 'chai';
 import { AbiCoder } from 'ethers';
-import { callEndpoint, type EndpointCall, type RequestMetadata } from '../../../src/ois/index.js';
+import { callEndpoint, type EndpointCall, type EndpointPhase, type RequestMetadata } from '../../../src/ois/index.js';
 import type { Endpoint, Ois, SecurityScheme } from '../../../src/ois/types.js';
 import { referenceAdapter } from '../../unit/ois/reference.js';
 import { ApiServer } from './api-server.js';
@@ -336,6 +336,55 @@ describe('ois/callEndpoint against loopback APIs', function () {
     );
     const result = await callEndpoint({ ois, endpointName: 'price', parameters: {}, apiCredentials: [], options });
     expect(result).to.deep.include({ success: true, timestamp: 1700000000, values: ['3'] });
+  });
+
+  it('tells onPhase of the processing it declares and of the encoding, in order and within the call, a failing one as failed', async () => {
+    api.json('/price', { price: 3 });
+    const phases: EndpointPhase[] = [];
+    const onPhase = (phase: EndpointPhase) => phases.push(phase);
+    const processed = simpleOis(
+      api.url,
+      {},
+      {
+        postProcessingSpecificationV2: {
+          environment: 'Node',
+          timeoutMs: 5000,
+          value: '({ response }) => ({ response })',
+        },
+      },
+    );
+    const before = performance.timeOrigin + performance.now();
+    const ok = await callEndpoint({
+      ois: processed,
+      endpointName: 'price',
+      parameters: {},
+      apiCredentials: [],
+      options,
+      onPhase,
+    });
+    const after = performance.timeOrigin + performance.now();
+    expect(ok).to.deep.include({ success: true });
+    expect(phases.map((phase) => [phase.name, phase.failed])).to.deep.equal([
+      ['post-processing', false],
+      ['encoding', false],
+    ]);
+    expect(phases[0]!.startMs).to.be.at.least(before);
+    expect(phases[0]!.endMs).to.be.at.most(phases[1]!.startMs);
+    expect(phases[1]!.endMs).to.be.at.most(after);
+
+    // No processing declared: only the encoding; an answer that cannot be encoded: a failed encoding phase.
+    phases.length = 0;
+    api.json('/price', { price: 'not a number' });
+    const failed = await callEndpoint({
+      ois: simpleOis(api.url, {}),
+      endpointName: 'price',
+      parameters: {},
+      apiCredentials: [],
+      options,
+      onPhase,
+    });
+    expect(failed).to.deep.include({ success: false });
+    expect(phases.map((phase) => [phase.name, phase.failed])).to.deep.equal([['encoding', true]]);
   });
 
   it('reports processing failures and keeps serving', async () => {

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { parsePort, parseServerPorts } from '../../../src/cli/args.js';
+import { parsePort, parseServerPorts, parseWindowOptions } from '../../../src/cli/args.js';
 import { runGateway } from '../../../src/cli/gateway.js';
 import { command as startCommand } from '../../../src/cli/start.js';
 
@@ -24,6 +24,40 @@ describe('cli/args', () => {
     expect(parsePort('0')).to.equal(0);
     expect(parsePort('65535')).to.equal(65535);
     for (const text of ['65536', '-1', '1.5', '', ' ', 'http']) expect(parsePort(text), text).to.equal(null);
+  });
+
+  it('reads --window and --poll-interval as seconds (decimals allowed), the poll interval 1 s by default', async () => {
+    expect(parseWindowOptions({}, { windowRequired: true })).to.deep.equal({});
+    expect(parseWindowOptions({ window: '50' }, { windowRequired: true })).to.deep.equal({
+      windowMs: 50_000,
+      pollIntervalMs: 1000,
+    });
+    expect(parseWindowOptions({ window: '3', 'poll-interval': '0.2' }, { windowRequired: true })).to.deep.equal({
+      windowMs: 3000,
+      pollIntervalMs: 200,
+    });
+    // `start` polls without a window: each of its cycles is one.
+    expect(parseWindowOptions({ 'poll-interval': '2' }, { windowRequired: false })).to.deep.equal({
+      pollIntervalMs: 2000,
+    });
+    for (const values of [
+      { window: '0' },
+      { window: ' ' },
+      { 'poll-interval': 'x', window: '5' },
+      { window: 'Infinity' },
+    ]) {
+      const { code, stderr } = await withStderr(async () => {
+        const parsed = parseWindowOptions(values, { windowRequired: true });
+        return 'exitCode' in parsed ? parsed.exitCode : 0;
+      });
+      expect(code).to.equal(2);
+      expect(stderr).to.contain('seconds');
+    }
+    const { code } = await withStderr(async () => {
+      const parsed = parseWindowOptions({ 'poll-interval': '1' }, { windowRequired: true });
+      return 'exitCode' in parsed ? parsed.exitCode : 0;
+    });
+    expect(code).to.equal(2);
   });
 
   it('keeps absent server ports absent so that the config decides', () => {

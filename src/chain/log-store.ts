@@ -1,0 +1,52 @@
+// The node's logs of one chain, kept for the length of a coordinator window (docs/chain-cycle.md, "The window"):
+// the window's first cycle reads the whole history window through every provider, as the one-shot cycle does,
+// and the store keeps them; each later poll reads only the blocks after the last one read, through one provider,
+// so a poll never re-scans history. The last `reorgDepth` blocks are read again each time (within the same
+// eth_getLogs call), and what was stored for them is replaced: a request whose block vanished in a reorg is gone
+// before its confirmations let it be served.
+
+import type { RawLog } from './logs.js';
+import { asQuantity } from './rpc.js';
+
+const blockOf = (log: RawLog) => Number(asQuantity(log.blockNumber, 'log.blockNumber'));
+const keyOf = (log: RawLog) => `${String(log.transactionHash)}:${String(log.logIndex)}`;
+
+export class ChainLogStore {
+  private readonly logs = new Map<string, RawLog>();
+  private scannedTo: number | undefined;
+  /** Reads are one at a time: providers asking together share one read. */
+  private queue: Promise<unknown> = Promise.resolve();
+
+  constructor(private readonly reorgDepth: number) {}
+
+  /** The highest block read so far (undefined before the first cycle). */
+  get head(): number | undefined {
+    return this.scannedTo;
+  }
+
+  /** A provider's own logs of the history window up to `toBlock` (the first cycle), kept for the polls. */
+  remember(logs: RawLog[], toBlock: number): void {
+    for (const log of logs) if (!log.removed) this.logs.set(keyOf(log), log);
+    this.scannedTo = Math.max(this.scannedTo ?? toBlock, toBlock);
+  }
+
+  /**
+   * The stored logs up to `head`, reading through `fetch` only the blocks after the last read (and the last
+   * `reorgDepth` again), never before `fromLimit` (the history window).
+   */
+  upTo(head: number, fromLimit: number, fetch: (fromBlock: number, toBlock: number) => Promise<RawLog[]>) {
+    const next = this.queue.then(async () => {
+      if (this.scannedTo === undefined || head > this.scannedTo) {
+        const fromBlock = Math.max(fromLimit, (this.scannedTo ?? fromLimit - 1) + 1 - this.reorgDepth);
+        const fetched = await fetch(fromBlock, head);
+        for (const [key, log] of this.logs) if (blockOf(log) >= fromBlock) this.logs.delete(key);
+        for (const log of fetched) if (!log.removed) this.logs.set(keyOf(log), log);
+        this.scannedTo = head;
+      }
+      for (const [key, log] of this.logs) if (blockOf(log) < fromLimit) this.logs.delete(key);
+      return [...this.logs.values()].filter((log) => blockOf(log) <= head);
+    });
+    this.queue = next.catch(() => undefined);
+    return next;
+  }
+}

@@ -1,0 +1,192 @@
+// The coordinator window on anvil through the real AirnodeRrpV0: polls that read only new blocks, exactly one
+// transaction per request inside a window and across windows, and the chain's maxConcurrency over the window.
+// The window's clock is the test's: each "sleep" between polls is a step the test plays on the chain, so nothing
+// depends on wall time. A transaction is kept pending by mining blocks too small to take it.
+import { expect } from 'chai';
+import { ProviderMemory } from '../../../src/chain/provider-health.js';
+import { InProcessExecutor } from '../../../src/node/executor.js';
+import { silentLogger } from '../../../src/node/logger.js';
+import { callEndpoint } from '../../../src/node/ois-adapter.js';
+import type { ShardContext } from '../../../src/node/shard.js';
+import { runWindow, type WindowSummary } from '../../../src/node/window.js';
+import { rpc, setBalance, startTestChain, waitForMined } from '../../support/chain.js';
+import {
+  type ApiServer,
+  buildConfig,
+  createSponsor,
+  ENDPOINTS,
+  encodeCoin,
+  makeFullRequest,
+  NODE_ADDRESS,
+  requestEvents,
+  startApiServer,
+  wallets,
+} from '../../support/harness.js';
+import { type RecordingProxy, startRecordingProxy } from '../../support/rpc-proxy.js';
+
+const POLL_MS = 1000;
+
+describe('the coordinator window on anvil (real AirnodeRrpV0)', () => {
+  let chain: Awaited<ReturnType<typeof startTestChain>>;
+  let api: ApiServer;
+  let proxy: RecordingProxy;
+
+  before(async () => {
+    chain = await startTestChain();
+    api = await startApiServer();
+    proxy = await startRecordingProxy(chain.anvil.url);
+    await setBalance(chain.anvil.url, NODE_ADDRESS, 10n ** 20n);
+  });
+  after(async () => {
+    await proxy?.close();
+    await api?.close();
+    await chain?.anvil.stop();
+  });
+  afterEach(async () => {
+    await rpc(chain.anvil.url, 'evm_setAutomine', [true]);
+  });
+
+  const request = async (name: string) => {
+    const sponsor = await createSponsor(chain.deployment, name);
+    const id = await makeFullRequest(chain.deployment, {
+      endpointId: ENDPOINTS.price,
+      sponsor: sponsor.address,
+      sponsorWallet: sponsor.sponsorWallet,
+      parameters: encodeCoin('ETH'),
+    });
+    return { sponsor, id };
+  };
+  /** A block too small for any fulfilment (30,000 gas): the pending transactions stay pending. */
+  const mineWithoutPending = async () => {
+    await rpc(chain.anvil.url, 'evm_setBlockGasLimit', ['0x7530']);
+    await rpc(chain.anvil.url, 'evm_mine', []);
+  };
+  /** Mines what is pending, in a block of anvil's usual gas limit again. */
+  const minePending = async () => {
+    await rpc(chain.anvil.url, 'evm_setBlockGasLimit', ['0x1c9c380']);
+    await rpc(chain.anvil.url, 'evm_mine', []);
+  };
+  const sendsFrom = (wallet: string) => proxy.sent.filter((tx) => tx.from.toLowerCase() === wallet.toLowerCase());
+  const config = (options: { maxConcurrency?: number } = {}) =>
+    buildConfig({ providers: { counted: proxy.url }, deployment: chain.deployment, apiUrl: api.url, ...options });
+
+  /** A window of `steps.length` polls; before poll i the test plays steps[i] (the window's own clock never runs). */
+  async function window(
+    cfg: ReturnType<typeof config>,
+    steps: (() => Promise<void>)[],
+    context: Partial<ShardContext> = {},
+  ): Promise<WindowSummary> {
+    let now = 0;
+    let step = 0;
+    return runWindow(
+      cfg,
+      {
+        executor: new InProcessExecutor({ config: cfg, wallets, logger: silentLogger, ...context }),
+        logger: silentLogger,
+        wallets,
+        providerMemory: new ProviderMemory(),
+      },
+      {
+        windowMs: steps.length * POLL_MS,
+        pollIntervalMs: POLL_MS,
+        now: () => now,
+        sleep: async (ms) => {
+          await steps[step++]?.();
+          now += ms;
+        },
+      },
+    );
+  }
+
+  it('serves a request made during the window at the next poll, and an idle poll costs one eth_blockNumber', async () => {
+    let made: { id: string } | undefined;
+    let idleCalls: Record<string, number> = {};
+    const summary = await window(config(), [
+      async () => {
+        made = await request('window-new');
+      },
+      async () => {
+        await waitForMined(chain.anvil.url);
+        proxy.reset();
+      },
+      async () => {
+        idleCalls = Object.fromEntries(proxy.counts);
+      },
+    ]);
+    await waitForMined(chain.anvil.url);
+    expect((await requestEvents(chain.deployment, made!.id)).fulfilled).to.have.length(1);
+    expect(summary.transactions.fulfilled).to.equal(1);
+    expect(summary.window).to.deep.equal({ polls: 3, idlePolls: 1 });
+    // The poll after the fulfilment was mined read the new blocks' logs once; the one after it only the head.
+    expect(idleCalls['eth_getLogs']).to.equal(1);
+    const idle = Object.fromEntries(proxy.counts);
+    for (const [method, count] of Object.entries(idleCalls)) idle[method] = (idle[method] ?? 0) - count;
+    expect(Object.fromEntries(Object.entries(idle).filter(([, n]) => n > 0))).to.deep.equal({ eth_blockNumber: 1 });
+  });
+
+  it('does not send a pending fulfilment again, nor call its API again, at the next polls', async () => {
+    const { id, sponsor } = await request('window-pending');
+    proxy.reset();
+    await rpc(chain.anvil.url, 'evm_setAutomine', [false]);
+    const summary = await window(config(), [mineWithoutPending, mineWithoutPending]);
+    expect(summary.window).to.deep.equal({ polls: 2, idlePolls: 0 });
+    expect(sendsFrom(sponsor.sponsorWallet)).to.have.length(1);
+    expect(summary.transactions).to.include({ fulfilled: 1, skipped: 0, replaced: 0 });
+    expect(summary.apiCalls).to.equal(1);
+    await minePending();
+    expect((await requestEvents(chain.deployment, id)).fulfilled).to.have.length(1);
+  });
+
+  it('a window that ends while its transaction is pending: the next window does not send it again', async () => {
+    const { id, sponsor } = await request('window-ends-pending');
+    proxy.reset();
+    await rpc(chain.anvil.url, 'evm_setAutomine', [false]);
+    const first = await window(config(), []);
+    expect(first.transactions.fulfilled).to.equal(1);
+    await mineWithoutPending();
+    // The next window is another pod: it knows nothing of the first one but what the chain says.
+    const next = await window(config(), [mineWithoutPending]);
+    expect(sendsFrom(sponsor.sponsorWallet)).to.have.length(1);
+    expect(next.transactions).to.include({ fulfilled: 0, replaced: 0 });
+    await minePending();
+    expect((await requestEvents(chain.deployment, id)).fulfilled).to.have.length(1);
+  });
+
+  it('two windows back to back serve each request once', async () => {
+    proxy.reset();
+    const ids: string[] = [];
+    const wallets: string[] = [];
+    const make = (name: string) => async () => {
+      const { id, sponsor } = await request(name);
+      ids.push(id);
+      wallets.push(sponsor.sponsorWallet);
+    };
+    const first = await window(config(), [make('window-first'), async () => waitForMined(chain.anvil.url)]);
+    const second = await window(config(), [make('window-second'), async () => waitForMined(chain.anvil.url)]);
+    await waitForMined(chain.anvil.url);
+    expect(first.transactions.fulfilled + second.transactions.fulfilled).to.equal(2);
+    for (const id of ids) expect((await requestEvents(chain.deployment, id)).fulfilled).to.have.length(1);
+    for (const wallet of wallets) expect(sendsFrom(wallet)).to.have.length(1);
+  });
+
+  it("holds the chain's maxConcurrency over the whole window: never more API calls at once", async () => {
+    const ids: string[] = [];
+    for (let i = 0; i < 5; i++) ids.push((await request(`window-limit-${i}`)).id);
+    let active = 0;
+    let most = 0;
+    const counted: ShardContext['callEndpoint'] = async (call) => {
+      most = Math.max(most, ++active);
+      try {
+        return await callEndpoint(call);
+      } finally {
+        active--;
+      }
+    };
+    const settle = async () => waitForMined(chain.anvil.url);
+    const summary = await window(config({ maxConcurrency: 2 }), [settle, settle, settle], { callEndpoint: counted });
+    await waitForMined(chain.anvil.url);
+    for (const id of ids) expect((await requestEvents(chain.deployment, id)).fulfilled).to.have.length(1);
+    expect(summary.transactions.fulfilled).to.equal(5);
+    expect(most).to.be.at.most(2);
+  });
+});
