@@ -184,9 +184,10 @@ async function main(): Promise<void> {
       '',
       `Idle, by method — ours in its own process: ${methods(ours.idle)}; ours long-running: ${methods(oursLongRunning)}. Reference: ${methods(reference.idle)}.`,
       '',
-      '**Where our calls go.** Per request: one `eth_call` (the static call of `fulfill` that keeps a reverting callback ' +
-        'from becoming a reverted, paid transaction: it is answered with `fail` instead) and one `eth_sendRawTransaction`. ' +
-        `Per sponsor wallet: two \`eth_getTransactionCount\` (\`latest\` and \`pending\`: the nonce to send from, and the pending ` +
+      '**Where our calls go.** Per request: one `eth_sendRawTransaction`. Per sponsor wallet: one `eth_call` that ' +
+        "simulates all of its cycle's fulfilments in the order they will be sent (the check that keeps a reverting callback " +
+        'from becoming a reverted, paid transaction: it is answered with `fail` instead; `src/chain/simulation.ts`), and two ' +
+        `\`eth_getTransactionCount\` (\`latest\` and \`pending\`: the nonce to send from, and the pending ` +
         'transactions the pending-transaction rule leaves alone or replaces). Per chain and cycle: `eth_blockNumber` and ' +
         "`eth_getLogs` (discovery), the gas price oracle's reads (here: the latest block for the percentile strategy, which " +
         'fails on anvil for lack of transactions, then `eth_gasPrice`), read by the coordinator once and handed to every ' +
@@ -198,31 +199,31 @@ async function main(): Promise<void> {
         "gas price oracle's reads and an `eth_getBalance` were made by every sponsor wallet (262 calls for the same cycle).",
       '',
       `**Against the goals** (loaded <= 0.45x, idle <= 0.5x the reference's calls). Loaded: ${ratio(ours.loaded.calls, reference.loaded.calls)}. ` +
-        `Of our ${ours.loaded.calls} calls, ${2 * requests} are the two per request and ${ours.loaded.byMethod['eth_getTransactionCount'] ?? 0} the ` +
-        'two transaction counts per wallet; what is left is per chain or per process. The goal needs ' +
-        `${Math.ceil(ours.loaded.calls - 0.45 * reference.loaded.calls)} calls fewer: one of the two transaction counts per wallet ` +
-        '(both feed the pending-transaction rule, see docs/chain-cycle.md), or the static calls batched (below). Idle: a long-running node (`oracle-node start`) sends ' +
+        `Of our ${ours.loaded.calls} calls, ${requests} are the transactions, ${ours.loaded.byMethod['eth_call'] ?? 0} the \`eth_call\`s (one simulation per ` +
+        `wallet, one balances read) and ${ours.loaded.byMethod['eth_getTransactionCount'] ?? 0} the two transaction counts per wallet ` +
+        '(both feed the pending-transaction rule, see docs/chain-cycle.md); what is left is per chain or per process. Idle: a long-running node (`oracle-node start`) sends ' +
         `${oursLongRunning.calls} calls per idle cycle (${ratio(oursLongRunning.calls, reference.idle.calls)}); a coordinator that runs each cycle ` +
         "in a new process (the Kubernetes CronJob, this benchmark's own-process column, its runs sharing one cache directory as " +
         `CronJob runs share the cycle ConfigMap) sends ${ours.idle.calls} (${ratio(ours.idle.calls, reference.idle.calls)}): the provider's chain id ` +
         'verified by the loaded run is carried over, not asked again.',
       '',
-      '**One call per request: batched simulation.** The static calls are the other half of the per-request cost. One ' +
-        "`eth_call` per wallet could simulate all of its cycle's fulfilments in order. `fulfill` requires `msg.sender` to " +
-        'be the sponsor wallet (it is part of the hash the request stored), so a simulator contract cannot make the calls ' +
-        "from its own address: it must run AT the sponsor wallet's address, which `eth_call`'s state override set allows " +
-        '(third parameter: `{ [sponsorWallet]: { code: simulator } }`, then `eth_call` to the sponsor wallet itself). ' +
-        'The simulator calls `fulfill` for each request with the gas the transaction would have for execution (its ' +
-        'limit minus the intrinsic 21,000 and the calldata gas) and returns each `(success, returndata)`, or the revert ' +
-        "data (`Invalid request fulfillment`: skip). The simulation is then sequential (fulfilment 2 runs on fulfilment 1's " +
-        'state, as the chain will), where today each static call runs on the discovery block alone, and it needs all API ' +
-        'answers before the call (today each request is planned as soon as its answer is in). Providers: the state ' +
-        'override set of `eth_call` is taken by geth, Erigon, Nethermind, Besu and anvil and by the large hosted ' +
-        "providers built on them, but not by every endpoint, so it needs a fallback to one call per request; the call's " +
-        'gas cap (50M by default in geth) bounds a batch to ~100 fulfilments of 500,000 gas. `eth_simulateV1` (geth ' +
-        '1.14+, not yet on every provider) does the same with per-call senders and gas without an override, and is the ' +
-        'cleaner target where available. With it, our loaded figure here would be about ' +
-        `${ours.loaded.calls - requests + sponsorCount} calls (${ratio(ours.loaded.calls - requests + sponsorCount, reference.loaded.calls)}), one simulation per wallet.`,
+      '**Batched simulation, and where providers support it.** `fulfill` requires `msg.sender` to be the sponsor ' +
+        'wallet (it is part of the hash the request stored), so a simulator contract cannot make the calls from its own ' +
+        "address: it runs AT the sponsor wallet's address, through `eth_call`'s state override set (third parameter: " +
+        '`{ [sponsorWallet]: { code: simulator } }`, nothing deployed; source `src/chain/FulfillmentSimulator.sol`). It ' +
+        'calls `fulfill` for each request with the gas the transaction will have for execution (its limit less the ' +
+        'intrinsic 21,000 and the calldata gas) and returns each `(success, returndata)`: the revert data (`Invalid ' +
+        "request fulfillment`: skip) or `fulfill`'s own `(callSuccess, callData)` (a failed callback: `fail` with its " +
+        "reason). The simulation is sequential (fulfilment 2 runs on fulfilment 1's state, as the chain will) on the " +
+        'discovery block, and it is made once all API answers of the wallet are in (the transactions are sent after ' +
+        'planning anyway). It is used with a fixed `fulfillmentGasLimit` (with gas estimation each request still has its ' +
+        'estimates and its own static call) and for two fulfilments or more. Providers: the state override set of ' +
+        '`eth_call` is taken by geth, Erigon, Nethermind, Besu and anvil and by the large hosted providers built on ' +
+        'them, but not by every endpoint: a provider that answers the simulation with an error gets one static call per ' +
+        'request, as before (test: "checks each fulfilment with its own static call when the provider refuses state ' +
+        'overrides" in test/component/node/cycle.test.ts). A simulation carries at most 25M gas of fulfilments (50 of ' +
+        "500,000), under geth's default `eth_call` gas cap (50M); more are split into several calls. `eth_simulateV1` " +
+        '(geth 1.14+, not yet on every provider) would do the same without an override.',
     ]);
   } finally {
     await proxy.close();

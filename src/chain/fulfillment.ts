@@ -99,7 +99,44 @@ export type PlanContext = {
    * again and its transaction replaced (same nonce, higher price) instead of being skipped.
    */
   stateBlock?: number;
+  /**
+   * Outcomes of the static call already known from a batched simulation (src/chain/simulation.ts), by request id,
+   * with the calldata simulated: used instead of a static call of its own when the calldata is the same.
+   */
+  simulated?: ReadonlyMap<string, { data: string; check: StaticCheck }>;
 };
+
+/** What the static call of `fulfill` says: ok when the callback succeeds, else the failure reason. */
+export type StaticCheck = { ok: true } | { ok: false; reason: string };
+
+/** The static check from a simulated call of `fulfill`: its revert data, or its (callSuccess, callData). */
+export function staticCheckOf(call: { returned: boolean; data: string }): StaticCheck {
+  if (!call.returned) return { ok: false, reason: decodeRevertString(call.data) };
+  try {
+    const [callSuccess, callData] = rrpInterface.decodeFunctionResult('fulfill', call.data).toArray() as [
+      boolean,
+      string,
+    ];
+    return callSuccess ? { ok: true } : { ok: false, reason: decodeRevertString(callData) };
+  } catch {
+    return { ok: false, reason: 'No revert string' };
+  }
+}
+
+/** The calldata of `fulfill` for a successful API answer. */
+export function fulfillData(
+  request: FulfillmentRequest,
+  response: { encodedValue: string; signature: string },
+): string {
+  return rrpInterface.encodeFunctionData('fulfill', [
+    request.id,
+    request.nodeAddress,
+    request.fulfillAddress,
+    request.fulfillFunctionId,
+    response.encodedValue,
+    response.signature,
+  ]);
+}
 
 const abi = AbiCoder.defaultAbiCoder();
 
@@ -168,7 +205,9 @@ async function staticFulfill(
   request: FulfillmentRequest,
   data: string,
   gas?: bigint,
-): Promise<{ ok: true } | { ok: false; reason: string }> {
+): Promise<StaticCheck> {
+  const simulated = context.simulated?.get(request.id);
+  if (simulated && simulated.data === data && gas !== undefined) return simulated.check;
   try {
     const raw = await ethCall(
       context.client,
@@ -189,14 +228,7 @@ export async function planApiCallTransaction(
   response: ApiResponse,
 ): Promise<PlannedTransaction> {
   if (!response.success) return planFail(context, request, response.errorMessage);
-  const data = rrpInterface.encodeFunctionData('fulfill', [
-    request.id,
-    request.nodeAddress,
-    request.fulfillAddress,
-    request.fulfillFunctionId,
-    response.encodedValue,
-    response.signature,
-  ]);
+  const data = fulfillData(request, response);
   // `_gasPrice` replaces the price (legacy, in wei) but keeps the gas limit.
   const gasTarget: GasTarget =
     response.gasPrice !== undefined ? { type: 0, gasPrice: BigInt(response.gasPrice) } : { ...context.gasTarget };

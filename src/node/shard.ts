@@ -13,9 +13,12 @@ import { callView } from '../chain/calls.js';
 import { rrpInterface } from '../chain/contracts.js';
 import {
   type ApiResponse,
+  fulfillData,
   type PlannedTransaction,
   planApiCallTransaction,
+  type StaticCheck,
   signFulfillment,
+  staticCheckOf,
   transactionCount,
 } from '../chain/fulfillment.js';
 import {
@@ -30,6 +33,7 @@ import { decidePending, needsCountBefore, type PendingDecision, STUCK_AFTER_BLOC
 import { parseMinConfirmations } from '../chain/requests.js';
 import { RpcClient } from '../chain/rpc.js';
 import { isKnown, type SendReport, sendInNonceOrder } from '../chain/sending.js';
+import { simulateFromWallet } from '../chain/simulation.js';
 import type { SponsorWallets } from '../chain/sponsor-wallets.js';
 import { DEFAULT_MIN_CONFIRMATIONS, dryRunAddressOf, rrpAddressOf } from '../chain/types.js';
 import { type PlannedWithdrawal, planWithdrawal } from '../chain/withdrawals.js';
@@ -464,11 +468,43 @@ async function dropServed(run: ShardRun, client: RpcClient): Promise<void> {
   });
 }
 
+/**
+ * With a fixed fulfilment gas limit, the static calls of the wallet's fulfilments are made as one simulation, in
+ * the order they will be sent, once every API answer is in (src/chain/simulation.ts): one eth_call instead of one
+ * per request. Undefined for fewer than two fulfilments, or when the provider refuses the simulation: each request
+ * then makes its own static call, as before.
+ */
+async function simulateFulfilments(
+  run: ShardRun,
+  client: RpcClient,
+): Promise<Map<string, { data: string; check: StaticCheck }> | undefined> {
+  const gasLimit = run.chain.options.fulfillmentGasLimit;
+  if (gasLimit === undefined) return undefined;
+  const fulfils: { id: string; data: string }[] = [];
+  for (const item of run.pending) {
+    if (item.kind !== 'api') continue;
+    const response = await item.response.catch(() => undefined);
+    if (response?.success) fulfils.push({ id: item.call.id, data: fulfillData(item.call, response) });
+  }
+  if (fulfils.length < 2) return undefined;
+  const results = await simulateFromWallet(
+    client,
+    { wallet: run.wallet.address, rrpAddress: run.rrpAddress, block: run.shard.currentBlock },
+    fulfils.map((f) => ({ data: f.data, gasLimit: BigInt(gasLimit) })),
+  );
+  if (!results) {
+    run.logger.debug({ fulfilments: fulfils.length }, 'provider refused the batched simulation; one static call each');
+    return undefined;
+  }
+  return new Map(fulfils.map((f, i) => [f.id, { data: f.data, check: staticCheckOf(results[i]!) }]));
+}
+
 /** Each pending item's transaction (fulfil, fail, withdraw) or the reason to skip it; API answers awaited here. */
 async function planTransactions(run: ShardRun, client: RpcClient, gasTarget: GasTarget): Promise<Plan[]> {
   const { chain } = run;
   const remainder = chain.options.withdrawalRemainder ? amountToWei(chain.options.withdrawalRemainder) : 0n;
   const planStart = performance.now();
+  const simulated = await simulateFulfilments(run, client);
   const plans = await mapLimit(run.pending, 8, async (item): Promise<Plan> => {
     if (item.kind === 'api') {
       return planApiCallTransaction(
@@ -481,6 +517,7 @@ async function planTransactions(run: ShardRun, client: RpcClient, gasTarget: Gas
             : {}),
           gasTarget,
           stateBlock: run.shard.currentBlock,
+          ...(simulated ? { simulated } : {}),
         },
         item.call,
         await item.response,

@@ -171,6 +171,53 @@ describe('request-response cycle on anvil (real AirnodeRrpV0)', () => {
       }
     });
 
+    it("checks a sponsor wallet's fulfilments in one eth_call, and still fails the one whose callback reverts", async () => {
+      const reverting = await deployRequester(chain.anvil.url, chain.deployment.AirnodeRrpV0);
+      await requesterCall(chain.deployment, 'setShouldRevert', [true], reverting);
+      const sponsor = await newSponsor([chain.deployment.Requester, reverting]);
+      const good = [await fullRequest(sponsor), await fullRequest(sponsor, encodeCoin('BTC'))];
+      const bad = await fullRequest(sponsor, encodeCoin('ETH'), ENDPOINTS.price, reverting);
+      const proxy = await startRecordingProxy(chain.anvil.url);
+      try {
+        await cycle({ providers: { anvil: proxy.url }, fulfillmentGasLimit: 500_000 });
+        // One simulation of the wallet's three fulfilments, one read of the balances.
+        expect(proxy.counts.get('eth_call')).to.equal(2);
+      } finally {
+        await proxy.close();
+      }
+      for (const id of good) expect((await requestEvents(chain.deployment, id)).fulfilled).to.have.length(1);
+      expect(await requestEvents(chain.deployment, bad)).to.deep.equal({
+        fulfilled: [],
+        failed: [{ message: 'Requester reverted on purpose' }],
+      });
+    });
+
+    it('checks each fulfilment with its own static call when the provider refuses state overrides', async () => {
+      const reverting = await deployRequester(chain.anvil.url, chain.deployment.AirnodeRrpV0);
+      await requesterCall(chain.deployment, 'setShouldRevert', [true], reverting);
+      const sponsor = await newSponsor([chain.deployment.Requester, reverting]);
+      const good = [await fullRequest(sponsor), await fullRequest(sponsor, encodeCoin('BTC'))];
+      const bad = await fullRequest(sponsor, encodeCoin('ETH'), ENDPOINTS.price, reverting);
+      const proxy = await startRecordingProxy(chain.anvil.url);
+      proxy.setFault((call) =>
+        call.method === 'eth_call' && call.params.length > 2
+          ? { error: { code: -32602, message: 'invalid argument 2: state overrides not supported' } }
+          : undefined,
+      );
+      try {
+        await cycle({ providers: { anvil: proxy.url }, fulfillmentGasLimit: 500_000 });
+        // The refused simulation, then one static call per request, and the balances.
+        expect(proxy.counts.get('eth_call')).to.equal(5);
+      } finally {
+        await proxy.close();
+      }
+      for (const id of good) expect((await requestEvents(chain.deployment, id)).fulfilled).to.have.length(1);
+      expect(await requestEvents(chain.deployment, bad)).to.deep.equal({
+        fulfilled: [],
+        failed: [{ message: 'Requester reverted on purpose' }],
+      });
+    });
+
     it('fails a request whose callback needs more gas than fulfillmentGasLimit', async () => {
       const requester = await deployRequester(chain.anvil.url, chain.deployment.AirnodeRrpV0);
       await requesterCall(chain.deployment, 'setBurnIterations', [2_000], requester);
