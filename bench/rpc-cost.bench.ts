@@ -222,7 +222,7 @@ async function main(): Promise<void> {
         'them, but not by every endpoint: a provider that answers the simulation with an error gets one static call per ' +
         'request, as before (test: "checks each fulfilment with its own static call when the provider refuses state ' +
         'overrides" in test/component/node/cycle.test.ts). A simulation carries at most 25M gas of fulfilments (50 of ' +
-        "500,000), under geth's default `eth_call` gas cap (50M); more are split into several calls. `eth_simulateV1` " +
+        "500,000), under geth's default `eth_call` gas cap (50M); more are split into several calls. A provider whose cap is lower clamps or refuses the call's gas; the simulator then reverts rather than run a fulfilment with less gas than its transaction would have, and the wallet falls back to one static call per request. `eth_simulateV1` " +
         '(geth 1.14+, not yet on every provider) would do the same without an override.',
     ]);
   } finally {
