@@ -10,7 +10,7 @@ import type {
   V1PodSpec,
   V1SecurityContext,
 } from '@kubernetes/client-node';
-import type { Workload } from '../../common/workloads.js';
+import { WORKLOADS, type Workload } from '../../common/workloads.js';
 import { type SecretScopes, secretScopes } from '../../config/index.js';
 import { CONFIG_DIR, CONFIG_FILE, ENV, LABELS } from '../../contract/pods.js';
 import type { NodeConfig } from '../config.js';
@@ -44,6 +44,11 @@ export type BuildInput = {
   secretName?: string;
   /** Hash of the Secret's data: part of the pod template so a rotation rolls the pods. */
   secretHash: string;
+  /**
+   * Hash of the keys each workload receives (secretHashesOf): when set, a workload's pod template carries its own,
+   * so rotating a key that only the gateway uses does not restart the coordinator's or the workers' pods.
+   */
+  secretHashes?: Record<Workload, string>;
   settings: OperatorSettings;
   /** Where callers reach the gateways (spec.gateway.publicUrl, else the Service's load-balancer address). */
   publicGatewayUrl?: string;
@@ -137,9 +142,12 @@ export function configHash(input: BuildInput): string {
   return hashOf(input.rawConfig);
 }
 
-/** Pod template annotations: a changed config or Secret changes the template, which rolls the workload. */
-export function podAnnotations(input: BuildInput): Record<string, string> {
-  return { [ANNOTATIONS.configHash]: configHash(input), [ANNOTATIONS.secretHash]: input.secretHash };
+/** Pod template annotations: a changed config, or a changed key of the workload's, changes the template, which rolls it. */
+export function podAnnotations(input: BuildInput, workload: Workload): Record<string, string> {
+  return {
+    [ANNOTATIONS.configHash]: configHash(input),
+    [ANNOTATIONS.secretHash]: input.secretHashes?.[workload] ?? input.secretHash,
+  };
 }
 
 export function image(input: BuildInput): string {
@@ -165,12 +173,33 @@ const scopesByConfig = new WeakMap<object, SecretScopes>();
 /** The keys of the Secret a workload's pod receives: those its part of the config references (config/secret-scopes). */
 export function secretKeysOf(input: BuildInput, workload: Workload): string[] {
   if (!input.secretName) return [];
-  let scopes = scopesByConfig.get(input.rawConfig);
+  return scopesOf(input.rawConfig)[workload];
+}
+
+function scopesOf(rawConfig: Record<string, unknown>): SecretScopes {
+  let scopes = scopesByConfig.get(rawConfig);
   if (!scopes) {
-    scopes = secretScopes(input.rawConfig);
-    scopesByConfig.set(input.rawConfig, scopes);
+    scopes = secretScopes(rawConfig);
+    scopesByConfig.set(rawConfig, scopes);
   }
-  return scopes[workload];
+  return scopes;
+}
+
+/**
+ * Per workload, the hash of the Secret's entries that workload receives (by the config's `${NAME}` references), so a
+ * rotation rolls exactly the pods that hold the rotated key. `data` is the Secret's data as stored (base64).
+ */
+export function secretHashesOf(
+  rawConfig: Record<string, unknown>,
+  data: Record<string, string>,
+): Record<Workload, string> {
+  const scopes = scopesOf(rawConfig);
+  const hashes = {} as Record<Workload, string>;
+  for (const workload of WORKLOADS) {
+    const entries = scopes[workload].filter((key) => key in data).map((key) => [key, data[key]]);
+    hashes[workload] = hashOf(Object.fromEntries(entries));
+  }
+  return hashes;
 }
 
 /**

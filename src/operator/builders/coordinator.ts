@@ -60,7 +60,10 @@ export function buildCoordinatorCronJob(
         spec: {
           activeDeadlineSeconds: COORDINATOR_DEADLINE_SECONDS,
           backoffLimit: 0,
-          template: { metadata: { labels: podLabels, annotations: podAnnotations(input) }, spec: podSpec },
+          template: {
+            metadata: { labels: podLabels, annotations: podAnnotations(input, 'coordinator') },
+            spec: podSpec,
+          },
         },
       },
     },

@@ -104,7 +104,7 @@ export function buildGatewayDeployment(input: BuildInput): Named<V1Deployment> {
       strategy: { type: 'RollingUpdate', rollingUpdate: { maxSurge: 1, maxUnavailable: 0 } },
       revisionHistoryLimit: 3,
       template: {
-        metadata: { labels: labels(input.node, stage, 'gateway'), annotations: podAnnotations(input) },
+        metadata: { labels: labels(input.node, stage, 'gateway'), annotations: podAnnotations(input, 'gateway') },
         spec: gatewayPodSpec(input, container),
       },
     },

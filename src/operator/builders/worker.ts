@@ -30,7 +30,7 @@ export function buildWorkerTemplate(input: BuildInput): WorkerTemplate {
   // The worker reads and writes the response cache ConfigMap.
   const spec = basePodSpec(input, [container], { serviceAccountName: names.worker, apiToken: true });
   spec.restartPolicy = 'Never';
-  const metadata: V1ObjectMeta = { labels: workerLabels, annotations: podAnnotations(input) };
+  const metadata: V1ObjectMeta = { labels: workerLabels, annotations: podAnnotations(input, 'worker') };
   return {
     namePrefix: names.worker,
     labels: workerLabels,

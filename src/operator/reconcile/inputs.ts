@@ -3,7 +3,14 @@
 // last good children keep running.
 import type { V1Secret, V1Service } from '@kubernetes/client-node';
 import { registerSecrets } from '../../observability/index.js';
-import { type BuildInput, childNames, gatewayEnabled, hashOf, publicGatewayUrl } from '../builders/index.js';
+import {
+  type BuildInput,
+  childNames,
+  gatewayEnabled,
+  hashOf,
+  publicGatewayUrl,
+  secretHashesOf,
+} from '../builders/index.js';
 import { type ConfigValidator, formatIssues, isMissingSecretIssue } from '../config.js';
 import { KINDS, type OracleNode } from '../resource.js';
 import type { ReconcileContext } from '../runtime/types.js';
@@ -19,7 +26,7 @@ export type NodeInputs =
   | ({ ok: false } & ConfigRejection);
 
 type SecretRead =
-  | { ok: true; values: Record<string, string>; hash: string; name?: string }
+  | { ok: true; values: Record<string, string>; data: Record<string, string>; hash: string; name?: string }
   | { ok: false; reason: 'SecretNotFound'; message: string };
 
 /** The node's config validated with its Secret's values, or why it cannot be applied. */
@@ -41,6 +48,7 @@ export async function loadInputs(
     config: validation.config,
     rawConfig,
     secretHash: secret.hash,
+    secretHashes: secretHashesOf(rawConfig, secret.data),
     settings: options.settings,
     ...(secret.name ? { secretName: secret.name } : {}),
   };
@@ -56,7 +64,7 @@ export async function loadInputs(
 
 async function readSecret(node: OracleNode, context: ReconcileContext): Promise<SecretRead> {
   const name = node.spec?.secretRef?.name;
-  if (!name) return { ok: true, values: {}, hash: hashOf({}) };
+  if (!name) return { ok: true, values: {}, data: {}, hash: hashOf({}) };
   const secret = await context.client.get<V1Secret>(KINDS.secret, { namespace: node.metadata.namespace, name });
   if (!secret) {
     return {
@@ -68,7 +76,7 @@ async function readSecret(node: OracleNode, context: ReconcileContext): Promise<
   const values = decodeSecret(secret);
   // The operator's logs and events are scrubbed of every value it has read from a Secret.
   registerSecrets(values);
-  return { ok: true, values, hash: hashOf(secret.data ?? {}), name };
+  return { ok: true, values, data: secret.data ?? {}, hash: hashOf(secret.data ?? {}), name };
 }
 
 function decodeSecret(secret: V1Secret): Record<string, string> {

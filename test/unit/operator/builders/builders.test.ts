@@ -1,5 +1,6 @@
 import type { V1CronJob, V1Deployment, V1Role, V1Service, V2HorizontalPodAutoscaler } from '@kubernetes/client-node';
 import { expect } from 'chai';
+import { secretScopes } from '../../../../src/config/index.js';
 import {
   ENV,
   GATEWAY_METRICS_PORT,
@@ -14,9 +15,11 @@ import {
   type Child,
   DEFAULT_SETTINGS,
   hashOf,
+  secretHashesOf,
 } from '../../../../src/operator/builders/index.js';
 import { validateNodeConfig } from '../../../../src/operator/config.js';
 import type { OracleNode } from '../../../../src/operator/resource.js';
+import { ANNOTATIONS } from '../../../../src/operator/resource.js';
 import { loadSample } from '../fake-kube.js';
 
 function inputFor(
@@ -50,6 +53,41 @@ const one = <T>(children: { object: Child }[], kind: string, name?: string): T =
   byKind(children, kind).find((o) => !name || o.metadata.name === name) as unknown as T;
 
 describe('operator builders', () => {
+  it('a rotated key rolls only the workloads that receive it: each pod template carries the hash of its own keys', () => {
+    const { node, secret } = loadSample('full-multi-chain');
+    const data = (secret as { data: Record<string, string> }).data;
+    const scopes = secretScopes(node.spec.config);
+    // Keys the one workload receives and the other does not (in this sample: the heartbeat's, the API key).
+    const coordinatorNotGateway = scopes.coordinator.find((key) => !scopes.gateway.includes(key));
+    const gatewayNotCoordinator = scopes.gateway.find((key) => !scopes.coordinator.includes(key));
+    const templates = (secretData: Record<string, string>) => {
+      const children = buildChildren({
+        ...inputFor('full-multi-chain'),
+        secretHashes: secretHashesOf(node.spec.config, secretData),
+      });
+      const cronJob = byKind(children, 'CronJob')[0] as V1CronJob;
+      const deployment = byKind(children, 'Deployment')[0] as V1Deployment;
+      return {
+        coordinator: cronJob.spec!.jobTemplate.spec!.template.metadata!.annotations![ANNOTATIONS.secretHash],
+        gateway: deployment.spec!.template.metadata!.annotations![ANNOTATIONS.secretHash],
+      };
+    };
+    const rotate = (key: string | undefined) => {
+      expect(key, 'a key one workload receives and the other does not').to.be.a('string');
+      return { ...data, [key!]: Buffer.from('rotated').toString('base64') };
+    };
+    const before = templates(data);
+    expect(before.coordinator).to.not.equal(before.gateway);
+    const coordinatorKeyRotated = templates(rotate(coordinatorNotGateway));
+    expect(coordinatorKeyRotated.coordinator).to.not.equal(before.coordinator);
+    expect(coordinatorKeyRotated.gateway).to.equal(before.gateway);
+    const gatewayKeyRotated = templates(rotate(gatewayNotCoordinator));
+    expect(gatewayKeyRotated.gateway).to.not.equal(before.gateway);
+    expect(gatewayKeyRotated.coordinator).to.equal(before.coordinator);
+    // A key no workload uses rolls nothing.
+    expect(templates({ ...data, UNUSED_KEY: Buffer.from('x').toString('base64') })).to.deep.equal(before);
+  });
+
   it('minimal: ConfigMaps, RBAC and the coordinator, no gateway', () => {
     const children = buildChildren(inputFor('minimal'));
     const names = children.map((c) => `${c.object.kind}/${c.object.metadata.name}`);
