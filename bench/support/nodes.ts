@@ -101,7 +101,7 @@ let cycleSeq = 0;
 export async function runNodeCycle(
   kind: 'ours' | 'reference',
   files: CycleFiles,
-  options: { nodeOptions?: string; referenceLogs?: boolean } = {},
+  options: { nodeOptions?: string; referenceLogs?: boolean; cacheDir?: string } = {},
 ): Promise<NodeRun> {
   const command =
     kind === 'ours'
@@ -113,7 +113,7 @@ export async function runNodeCycle(
           '-s',
           files.secrets,
           '--cache-dir',
-          join(files.dir, `cache-${cycleSeq++}`),
+          options.cacheDir ?? join(files.dir, `cache-${cycleSeq++}`),
           '--details',
         ]
       : [process.execPath, files.referenceRunner];

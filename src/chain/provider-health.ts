@@ -4,6 +4,7 @@
 // the lowest head), or serve a mainnet view to a testnet chain. The rules are pure; what they remember between
 // cycles lives in ProviderMemory, one per process.
 import { asQuantity, type RpcClient } from './rpc.js';
+import type { VerifiedChainIds } from './verified-chain-ids.js';
 
 /**
  * Blocks a provider's head may be behind the best head of its chain, sampled in the same cycle, before it is left
@@ -41,21 +42,55 @@ export function headFaults(heads: ProviderHead[], maxLag = MAX_PROVIDER_LAG_BLOC
 }
 
 /**
- * What the process remembers about provider URLs between cycles: the chain id each one answered (asked once per
- * URL and process, so a verified provider costs no call in later cycles) and the last head it reported (for the
- * "not moved" rule). Keyed by URL in memory only; a URL never leaves it.
+ * How long a verified chain id is trusted before the provider is asked again. A provider URL does not move to
+ * another network by itself, but an endpoint can be repointed behind the same URL; an hour bounds how long that
+ * goes unnoticed at one call per provider per hour (a send to the wrong network fails sooner: see forgetChainId).
+ */
+export const VERIFIED_CHAIN_ID_MAX_AGE_MS = 3600_000;
+
+/**
+ * What the process remembers about provider URLs between cycles: the chain id each one answered (asked once, then
+ * trusted for VERIFIED_CHAIN_ID_MAX_AGE_MS, so a verified provider costs no call in later cycles) and the last head
+ * it reported (for the "not moved" rule). Keyed by URL in memory only; a URL never leaves it: what is carried to
+ * the next process (`verifiedFor`, `adoptVerified`) is keyed by a fingerprint (src/chain/verified-chain-ids.ts).
  */
 export class ProviderMemory {
-  private readonly chainIds = new Map<string, bigint>();
+  private readonly chainIds = new Map<string, { chainId: bigint; verifiedAt: number }>();
   private readonly heads = new Map<string, number>();
 
-  /** The provider's chain id: remembered, or asked once (a failed call is not remembered). */
+  constructor(private readonly now: () => number = Date.now) {}
+
+  /** The provider's chain id: remembered and fresh, or asked (a failed call is not remembered). */
   async chainIdOf(client: RpcClient): Promise<bigint> {
     const known = this.chainIds.get(client.url);
-    if (known !== undefined) return known;
+    const age = known ? this.now() - known.verifiedAt : Number.POSITIVE_INFINITY;
+    if (known && age >= 0 && age < VERIFIED_CHAIN_ID_MAX_AGE_MS) return known.chainId;
     const chainId = asQuantity(await client.request('eth_chainId', []), 'eth_chainId');
-    this.chainIds.set(client.url, chainId);
+    this.chainIds.set(client.url, { chainId, verifiedAt: this.now() });
     return chainId;
+  }
+
+  /** Asks the provider again next time: it failed in a way a provider on another network would. */
+  forgetChainId(url: string): void {
+    this.chainIds.delete(url);
+  }
+
+  /** The remembered chain ids of these URLs, keyed by `fingerprint(url)`: what may be stored outside the process. */
+  verifiedFor(urls: Iterable<string>, fingerprint: (url: string) => string): VerifiedChainIds {
+    const verified: VerifiedChainIds = new Map();
+    for (const url of urls) {
+      const known = this.chainIds.get(url);
+      if (known) verified.set(fingerprint(url), known);
+    }
+    return verified;
+  }
+
+  /** Takes the chain ids an earlier process verified for these URLs (matched by fingerprint; others are ignored). */
+  adoptVerified(verified: VerifiedChainIds, urls: Iterable<string>, fingerprint: (url: string) => string): void {
+    for (const url of urls) {
+      const entry = verified.get(fingerprint(url));
+      if (entry && !this.chainIds.has(url)) this.chainIds.set(url, entry);
+    }
   }
 
   previousHead(chainId: string, url: string): number | undefined {

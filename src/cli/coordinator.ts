@@ -11,6 +11,7 @@ import { heartbeatResult, sendHeartbeat } from '../node/heartbeat.js';
 import { coordinatorKubernetes } from '../node/kubernetes/index.js';
 import { createNodeLogger } from '../node/logger.js';
 import { cycleRequestRecords, FileRequestLog } from '../node/request-log.js';
+import { fileVerifiedProvidersStore, loadProviderMemory, saveProviderMemory } from '../node/verified-providers.js';
 import { runWindow } from '../node/window.js';
 import { registerSecret } from '../observability/index.js';
 import { tracerFromEnvironment } from '../observability/tracing.js';
@@ -95,7 +96,10 @@ export const command: Subcommand = {
     const executor = kubernetes?.executor ?? new InProcessExecutor({ config, wallets, logger, cache, tracer });
     const startTime = new Date();
     const started = performance.now();
-    const deps = { executor, logger, wallets, tracer };
+    // Each run is a new process: the chain ids verified by the previous run are carried over, not asked again.
+    const verifiedProviders = kubernetes?.verifiedProviders ?? fileVerifiedProvidersStore(cacheDir);
+    const providers = await loadProviderMemory(config, verifiedProviders, logger);
+    const deps = { executor, logger, wallets, tracer, providerMemory: providers.memory };
     let summary: Awaited<ReturnType<typeof runCycle>>;
     if (windowOptions.windowMs !== undefined && windowOptions.pollIntervalMs !== undefined) {
       // SIGTERM ends the window early; what was done so far is reported.
@@ -112,6 +116,7 @@ export const command: Subcommand = {
         process.off('SIGTERM', end);
       }
     } else summary = await runCycle(config, deps);
+    await saveProviderMemory(config, verifiedProviders, providers, logger);
     await tracer.flush();
     // As the reference: after every cycle. In a pod, the gateways are reported at the URL callers use.
     const heartbeat = await sendHeartbeat(

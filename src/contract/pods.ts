@@ -63,6 +63,8 @@ export const CONFIG_DIR = '/etc/oracle-node';
 export const CONFIG_FILE = `${CONFIG_DIR}/config.json`;
 /** The cycle report: written by the coordinator into `<name>-cycle` (key cycle.json), read by the operator. */
 export const CYCLE_REPORT_KEY = 'cycle.json';
+/** The provider chain ids the coordinator verified, keyed by a fingerprint (never a URL), for its next run. */
+export const VERIFIED_CHAIN_IDS_KEY = 'verified-chain-ids.json';
 
 const MAX_REPORT_ENTRIES = 1000;
 // The report's schemas carry the descriptions the OracleNode status shows them with: the operator's API

@@ -159,6 +159,7 @@ function leaveOutBehindProviders(
     state.summary.lagBlocks = bestBlock - state.discovery.currentBlock;
     const fault = faults.get(state.name);
     if (!fault) continue;
+    memory.forgetChainId(urlOf(state.name));
     state.summary.ok = false;
     state.summary.fault = fault.fault;
     state.summary.error = `${fault.fault}: ${fault.lagBlocks} blocks behind the best provider`;
@@ -251,6 +252,8 @@ export async function planChainShards(
             : error instanceof RpcAnswerTooLarge
               ? 'oversized'
               : 'unavailable';
+        // Asked again next cycle: a provider that fails may be one that moved to another network.
+        if (!(error instanceof WrongChain)) memory.forgetChainId(provider.url);
         if (error instanceof WrongChain) {
           deps.logger.error(
             { chainId: chain.id, provider: name, providerChainId: String(error.providerChainId) },
@@ -544,6 +547,20 @@ async function sponsorWalletBalances(
   }
 }
 
+/**
+ * A transaction is signed for the configured chain id (EIP-155), so a provider on another network refuses it: after
+ * a failed shard or a send that ended in `error`, the chain's providers are asked their chain id again next cycle.
+ */
+function forgetChainIdsOnSendErrors(
+  chain: Config['chains'][number],
+  results: ShardResult[],
+  memory: ProviderMemory,
+): void {
+  const sendFailed = results.some((r) => !r.ok || r.output.outcomes.some((o) => o.outcome === 'error'));
+  if (!sendFailed) return;
+  for (const provider of Object.values(chain.providers)) memory.forgetChainId(provider.url);
+}
+
 export async function runCycle(config: Config, deps: CycleDeps): Promise<CycleSummary> {
   const wallets = deps.wallets ?? sponsorWallets(config.nodeSettings.nodeWalletMnemonic);
   const summary: CycleSummary = {
@@ -576,6 +593,7 @@ export async function runCycle(config: Config, deps: CycleDeps): Promise<CycleSu
           ? await deps.executor.run(planned.shards, { concurrency: chain.maxConcurrency })
           : [];
         endRequestTraces(roots, results);
+        forgetChainIdsOnSendErrors(chain, results, deps.providerMemory ?? processProviderMemory);
         const timings = { discoveryMs: discovered - started, shardsMs: performance.now() - discovered };
         const balances = await sponsorWalletBalances(chain, planned.servingProvider, results, deps);
         return { planned, results, timings, balances };

@@ -2,10 +2,11 @@
 // worker Jobs, the response cache in a ConfigMap, the cycle report for status. What a pod reads from its
 // environment is the contract's (src/contract/pods.ts). The Kubernetes client is loaded only inside such a pod,
 // so local runs never pay for it.
-import { readCoordinatorEnvironment, readWorkerEnvironment } from '../../contract/pods.js';
+import { readCoordinatorEnvironment, readWorkerEnvironment, VERIFIED_CHAIN_IDS_KEY } from '../../contract/pods.js';
 import type { ResponseCache } from '../cache.js';
 import type { CycleSummary } from '../cycle.js';
 import { cycleRequestRecords } from '../request-log.js';
+import type { VerifiedProvidersStore } from '../verified-providers.js';
 import type { CycleContext } from './cycle-report.js';
 import type { KubernetesJobExecutor } from './job-executor.js';
 
@@ -15,6 +16,8 @@ export type CoordinatorKubernetes = {
   report: (summary: CycleSummary, context: Omit<CycleContext, 'jobName'>) => Promise<void>;
   /** Where callers reach the gateways, for the heartbeat; undefined when the operator knows none. */
   gatewayUrl: string | undefined;
+  /** The verified provider chain ids, in the cycle ConfigMap (which outlives each coordinator Job). */
+  verifiedProviders: VerifiedProvidersStore;
 };
 
 type Env = Record<string, string | undefined>;
@@ -57,6 +60,16 @@ export async function coordinatorKubernetes(env: Env = process.env): Promise<Coo
         cycleRequestRecords(summary, { job: pod.jobName, time: context.startTime ?? new Date() }),
       ),
     gatewayUrl: pod.gatewayUrl,
+    verifiedProviders: {
+      load: async () => (await cycleStore.read())?.data?.[VERIFIED_CHAIN_IDS_KEY],
+      save: async (text) => {
+        await stores.updateConfigMapData(
+          cycleStore,
+          (data) => ({ ...data, [VERIFIED_CHAIN_IDS_KEY]: text }),
+          'the cycle ConfigMap',
+        );
+      },
+    },
   };
 }
 

@@ -231,5 +231,31 @@ describe('provider faults on anvil (real AirnodeRrpV0)', () => {
         await good.close();
       }
     });
+
+    it('asks a verified provider its chain id again after a send on its chain failed, and then refuses it', async () => {
+      const memory = new ProviderMemory();
+      const repointed = await faultProxy(() => undefined);
+      const providers = { repointed: `${repointed.url}/v3/secret-api-key-0123456789` };
+      const first = await cycle(providers, memory);
+      expect(byName(first.summary)['repointed']).to.include({ ok: true });
+      expect(repointed.counts.get('eth_chainId')).to.equal(1);
+
+      // The endpoint now serves another network: it refuses our transactions (signed for chain 31337).
+      repointed.setFault((call) =>
+        call.method === 'eth_chainId'
+          ? { result: () => '0x1' }
+          : call.method === 'eth_sendRawTransaction'
+            ? { error: { code: -32000, message: 'invalid chain id for signer' } }
+            : undefined,
+      );
+      await requests(1);
+      const second = await cycle(providers, memory);
+      expect(repointed.counts.get('eth_chainId')).to.equal(1);
+      expect(second.summary.transactions.errors + second.summary.shards.failed).to.be.greaterThan(0);
+
+      const third = await cycle(providers, memory);
+      expect(repointed.counts.get('eth_chainId')).to.equal(2);
+      expect(byName(third.summary)['repointed']).to.include({ ok: false, fault: 'wrong-chain' });
+    });
   });
 });
