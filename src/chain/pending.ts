@@ -28,6 +28,12 @@ export type PendingState = {
    * (providers without that state answer with an error: then the requests' age alone decides).
    */
   latestCountBefore?: number;
+  /**
+   * Nonces of the wallet's transactions that the caller itself sent and knows to be in flight, not stuck (a
+   * coordinator window's fulfilments, src/node/window.ts). When they are all that is pending, the wallet goes on
+   * at the next nonce instead of waiting for them.
+   */
+  inFlightNonces?: readonly number[];
 };
 
 export type PendingDecision =
@@ -40,12 +46,16 @@ export type PendingDecision =
 
 /** Whether the caller must read `latestCountBefore` to decide (one more call, only for a wallet with pending ones). */
 export function needsCountBefore(state: Omit<PendingState, 'latestCountBefore'>): boolean {
-  return state.pendingCount > state.latestCount && servableFor(state) >= STUCK_AFTER_BLOCKS;
+  return (
+    state.pendingCount > state.latestCount && !allPendingInFlight(state) && servableFor(state) >= STUCK_AFTER_BLOCKS
+  );
 }
 
 export function decidePending(state: PendingState): PendingDecision {
   const pending = state.pendingCount - state.latestCount;
   if (pending <= 0) return { action: 'send', firstNonce: state.latestCount };
+  // Every pending nonce is one the caller sent and still awaits: nothing unknown to wait for or replace.
+  if (allPendingInFlight(state)) return { action: 'send', firstNonce: state.pendingCount };
   const age = servableFor(state);
   if (age < STUCK_AFTER_BLOCKS) {
     return {
@@ -62,6 +72,13 @@ export function decidePending(state: PendingState): PendingDecision {
     };
   }
   return { action: 'replace', firstNonce: state.latestCount, pending };
+}
+
+function allPendingInFlight(state: Pick<PendingState, 'latestCount' | 'pendingCount' | 'inFlightNonces'>): boolean {
+  if (!state.inFlightNonces || state.pendingCount <= state.latestCount) return false;
+  const known = new Set(state.inFlightNonces);
+  for (let nonce = state.latestCount; nonce < state.pendingCount; nonce++) if (!known.has(nonce)) return false;
+  return true;
 }
 
 function servableFor(state: Pick<PendingState, 'currentBlock' | 'oldestServableBlock'>): number {

@@ -76,6 +76,11 @@ const shardInputSchema = z.object({
   gasTarget: shardGasTargetSchema.optional(),
   apiCalls: z.array(shardApiCallSchema).max(MAX_SHARD_ENTRIES),
   withdrawals: z.array(shardWithdrawalSchema).max(MAX_SHARD_ENTRIES),
+  /**
+   * Nonces of this wallet's transactions that the coordinator's window sent and still awaits (not stuck): when they
+   * are all that is pending, the shard sends at the next nonce instead of waiting (src/chain/pending.ts).
+   */
+  inFlightNonces: z.array(z.int().nonnegative()).max(MAX_SHARD_ENTRIES).optional(),
   /** W3C traceparent of each request's trace, by request id (only when the coordinator traces). */
   traceparents: z.record(bytes32, z.string().max(55)).optional(),
 });

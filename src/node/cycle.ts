@@ -56,6 +56,8 @@ export type CycleWindow = {
   logsOf(chainId: string): { store: ChainLogStore; heads?: ReadonlyMap<string, number> } | undefined;
   /** Whether the request's fulfilment was sent in this window and is not stuck yet at `head`: not planned again. */
   holds(chainId: string, requestId: string, head: number): boolean;
+  /** The nonces of the wallet's transactions the window holds at `head` (see `holds`). */
+  inFlightNonces(chainId: string, sponsorWallet: string, head: number): number[];
 };
 
 export type ProviderSummary = {
@@ -345,6 +347,10 @@ export async function planChainShards(
     shardOf(withdrawal.sponsor, withdrawal.sponsorWallet).withdrawals.push(withdrawal);
   }
   const shards = [...bySponsorWallet.values()];
+  for (const shard of shards) {
+    const inFlightNonces = deps.window?.inFlightNonces(chain.id, shard.sponsorWallet, confirmedHead) ?? [];
+    if (inFlightNonces.length > 0) shard.inFlightNonces = inFlightNonces;
+  }
   const gasPriceStrategyFailures: ChainStrategyFailure[] = [];
   if (shards.length > 0) {
     const gasTarget = await chainGasTarget(chain, healthy[0]!, makeClient, deps.logger, gasPriceStrategyFailures);

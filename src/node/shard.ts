@@ -343,6 +343,7 @@ async function submitThrough(
       pendingCount,
       currentBlock: run.shard.currentBlock,
       oldestServableBlock: oldestServableBlock(run.context.config, run.chain, run.pending),
+      ...(run.shard.inFlightNonces ? { inFlightNonces: run.shard.inFlightNonces } : {}),
     });
     if (decision.action === 'wait') {
       run.logger.info({ provider: providerName, pending: decision.pending }, 'pending transactions left alone');
@@ -356,7 +357,12 @@ async function submitThrough(
     const sendStart = performance.now();
     // Nonces below the pending count held stuck transactions: what is sent there replaces them.
     const replaces = (nonce: number) => decision.action === 'replace' && nonce < pendingCount;
-    await sendPlanned(run, client, providerName, plans, { latestCount, pendingCount, gasTarget, replaces });
+    await sendPlanned(run, client, providerName, plans, {
+      firstNonce: decision.firstNonce,
+      pendingCount,
+      gasTarget,
+      replaces,
+    });
     run.timings.sendMs += performance.now() - sendStart;
     run.pending = [];
   } catch (error) {
@@ -409,6 +415,7 @@ async function pendingDecision(
     pendingCount: number;
     currentBlock: number;
     oldestServableBlock: number;
+    inFlightNonces?: readonly number[];
   },
 ): Promise<PendingDecision> {
   const { address, ...state } = input;
@@ -565,7 +572,7 @@ async function sendPlanned(
   client: RpcClient,
   providerName: string,
   plans: Plan[],
-  nonces: { latestCount: number; pendingCount: number; gasTarget: GasTarget; replaces: (nonce: number) => boolean },
+  nonces: { firstNonce: number; pendingCount: number; gasTarget: GasTarget; replaces: (nonce: number) => boolean },
 ): Promise<void> {
   const sendable: { item: WorkItem; plan: SendablePlan }[] = [];
   run.pending.forEach((item, index) => {
@@ -580,7 +587,7 @@ async function sendPlanned(
       client,
       wallet: run.wallet,
       chainId: run.shard.chainId,
-      firstNonce: nonces.latestCount,
+      firstNonce: nonces.firstNonce,
       pendingNonce: nonces.pendingCount,
       gasTarget: nonces.gasTarget,
     },

@@ -4,8 +4,9 @@
 // authorization, confirmations, shards through the executor) on the logs the window keeps (src/chain/log-store.ts),
 // which reads only the new blocks. A request whose fulfilment this window sent is not planned again while it may
 // still be mined (STUCK_AFTER_BLOCKS); after that the shard's pending-transaction rule decides (src/chain/pending.ts),
-// which is also what keeps the next window, in another pod, from sending it again. Polls never overlap, so the
-// executor's concurrency (the chain's maxConcurrency) holds over the whole window.
+// which is also what keeps the next window, in another pod, from sending it again. The wallet itself is not held
+// up: its shard carries the nonces in flight, and the rule lets it go on at the next nonce. Polls never overlap,
+// so the executor's concurrency (the chain's maxConcurrency) holds over the whole window.
 import { ChainLogStore } from '../chain/log-store.js';
 import { fetchBlockNumber } from '../chain/logs.js';
 import { STUCK_AFTER_BLOCKS } from '../chain/pending.js';
@@ -33,12 +34,13 @@ export type WindowSummary = CycleSummary & {
 };
 
 type Heads = Map<string, ReadonlyMap<string, number>>;
+type InFlight = { sentAt: number; nonce: number; sponsorWallet: string };
 
 /** What the window keeps between its cycles, per chain: the logs read so far and the fulfilments in flight. */
 class WindowState {
   private readonly stores = new Map<string, ChainLogStore>();
-  /** Request id -> the head at which its transaction was sent, per chain. */
-  private readonly inFlight = new Map<string, Map<string, number>>();
+  /** Request id -> its transaction (wallet, nonce) and the head at which it was sent, per chain. */
+  private readonly inFlight = new Map<string, Map<string, InFlight>>();
 
   constructor(config: Config) {
     for (const chain of config.chains) {
@@ -56,9 +58,13 @@ class WindowState {
         return chainHeads ? { store, heads: chainHeads } : { store };
       },
       holds: (chainId, requestId, head) => {
-        const sentAt = this.inFlight.get(chainId)?.get(requestId);
-        return sentAt !== undefined && head - sentAt < STUCK_AFTER_BLOCKS;
+        const sent = this.inFlight.get(chainId)?.get(requestId);
+        return sent !== undefined && head - sent.sentAt < STUCK_AFTER_BLOCKS;
       },
+      inFlightNonces: (chainId, sponsorWallet, head) =>
+        [...(this.inFlight.get(chainId)?.values() ?? [])]
+          .filter((sent) => sent.sponsorWallet === sponsorWallet && head - sent.sentAt < STUCK_AFTER_BLOCKS)
+          .map((sent) => sent.nonce),
     };
   }
 
@@ -75,8 +81,10 @@ class WindowState {
       const sentAt = this.stores.get(result.output.chainId)?.head;
       const inFlight = this.inFlight.get(result.output.chainId);
       if (sentAt === undefined || !inFlight) continue;
+      const { sponsorWallet } = result.output;
       for (const outcome of result.output.outcomes)
-        if (outcome.kind === 'api' && outcome.txHash !== undefined) inFlight.set(outcome.id, sentAt);
+        if (outcome.kind === 'api' && outcome.txHash !== undefined && outcome.nonce !== undefined)
+          inFlight.set(outcome.id, { sentAt, nonce: outcome.nonce, sponsorWallet });
     }
   }
 }

@@ -280,6 +280,56 @@ describe('oracle-node coordinator, worker and start (anvil, real AirnodeRrpV0)',
     expect(io.stderr).to.not.include('achieve climb');
   });
 
+  it('`start --poll-interval` serves a request made after its cycle by a poll, long before the next cycle', async () => {
+    const { config, secrets } = buildConfigJson({
+      providers: { anvil: chain.anvil.url },
+      deployment: chain.deployment,
+      apiUrl: api.url,
+    });
+    (config['nodeSettings'] as { logLevel: string }).logLevel = 'INFO';
+    writeFileSync(join(dir, 'poll-config.json'), JSON.stringify(config));
+    writeFileSync(
+      join(dir, 'poll-secrets.env'),
+      Object.entries(secrets)
+        .map(([k, v]) => `${k}="${v}"`)
+        .join('\n'),
+    );
+    // The next cycle is ten minutes away: only a poll can serve the request within the test.
+    const child = spawnCli(
+      'start',
+      '-c',
+      join(dir, 'poll-config.json'),
+      '-s',
+      join(dir, 'poll-secrets.env'),
+      '--interval-ms',
+      '600000',
+      '--poll-interval',
+      '0.2',
+      '--no-gateway',
+      '--cache-dir',
+      join(dir, 'cache'),
+    );
+    const io = output(child);
+    try {
+      await until(async () => /cycle finished/.test(io.stderr), 'the first cycle');
+      const sponsor = await createSponsor(chain.deployment, 'start-poll');
+      const requestId = await makeFullRequest(chain.deployment, {
+        endpointId: ENDPOINTS.price,
+        sponsor: sponsor.address,
+        sponsorWallet: sponsor.sponsorWallet,
+        parameters: encodeCoin('ETH'),
+      });
+      await until(
+        async () => (await requestEvents(chain.deployment, requestId)).fulfilled.length === 1,
+        'the fulfilment',
+      );
+    } finally {
+      child.kill('SIGTERM');
+    }
+    expect(await exited(child)).to.equal(0);
+    expect(io.stderr).to.include('node stopped');
+  });
+
   it('`start` refuses a bad config and a gateway port in use with a clear message', async () => {
     writeFileSync(join(dir, 'bad.json'), JSON.stringify({ chains: [] }));
     const bad = spawnCli('start', '-c', join(dir, 'bad.json'));

@@ -43,7 +43,9 @@ describe('the coordinator window on anvil (real AirnodeRrpV0)', () => {
     await chain?.anvil.stop();
   });
   afterEach(async () => {
+    await rpc(chain.anvil.url, 'evm_setBlockGasLimit', ['0x1c9c380']);
     await rpc(chain.anvil.url, 'evm_setAutomine', [true]);
+    await rpc(chain.anvil.url, 'evm_mine', []);
   });
 
   const request = async (name: string) => {
@@ -67,7 +69,7 @@ describe('the coordinator window on anvil (real AirnodeRrpV0)', () => {
     await rpc(chain.anvil.url, 'evm_mine', []);
   };
   const sendsFrom = (wallet: string) => proxy.sent.filter((tx) => tx.from.toLowerCase() === wallet.toLowerCase());
-  const config = (options: { maxConcurrency?: number } = {}) =>
+  const config = (options: { maxConcurrency?: number; fulfillmentGasLimit?: number } = {}) =>
     buildConfig({ providers: { counted: proxy.url }, deployment: chain.deployment, apiUrl: api.url, ...options });
 
   /** A window of `steps.length` polls; before poll i the test plays steps[i] (the window's own clock never runs). */
@@ -135,6 +137,36 @@ describe('the coordinator window on anvil (real AirnodeRrpV0)', () => {
     expect(summary.apiCalls).to.equal(1);
     await minePending();
     expect((await requestEvents(chain.deployment, id)).fulfilled).to.have.length(1);
+  });
+
+  it("a wallet whose fulfilment is pending serves its sponsor's next request at the next nonce", async () => {
+    const { id, sponsor } = await request('window-next-nonce');
+    proxy.reset();
+    await rpc(chain.anvil.url, 'evm_setAutomine', [false]);
+    let next: Promise<string> | undefined;
+    const summary = await window(config({ fulfillmentGasLimit: 500_000 }), [
+      async () => {
+        // A block with room for the request (its own gas) but not for the pending fulfilment (500,000 gas).
+        next = makeFullRequest(chain.deployment, {
+          endpointId: ENDPOINTS.price,
+          sponsor: sponsor.address,
+          sponsorWallet: sponsor.sponsorWallet,
+          parameters: encodeCoin('BTC'),
+        });
+        await new Promise((resolve) => setTimeout(resolve, 200));
+        await rpc(chain.anvil.url, 'evm_setBlockGasLimit', [`0x${(400_000).toString(16)}`]);
+        await rpc(chain.anvil.url, 'evm_mine', []);
+        await next;
+        // Back to anvil's usual limit, with no block mined: the fulfilment stays pending at the poll.
+        await rpc(chain.anvil.url, 'evm_setBlockGasLimit', ['0x1c9c380']);
+      },
+    ]);
+    const sends = sendsFrom(sponsor.sponsorWallet);
+    expect(sends.map((tx) => tx.nonce)).to.deep.equal([0, 1]);
+    expect(summary.transactions).to.include({ fulfilled: 2, skipped: 0, replaced: 0 });
+    await minePending();
+    expect((await requestEvents(chain.deployment, id)).fulfilled).to.have.length(1);
+    expect((await requestEvents(chain.deployment, (await next)!)).fulfilled).to.have.length(1);
   });
 
   it('a window that ends while its transaction is pending: the next window does not send it again', async () => {

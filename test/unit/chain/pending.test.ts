@@ -18,6 +18,15 @@ describe('the pending-transaction rule', () => {
     expect(decidePending(state({ pendingCount: 4 }))).to.deep.equal({ action: 'send', firstNonce: 5 });
   });
 
+  it('goes on at the next nonce when every pending transaction is one the caller sent and still awaits', () => {
+    // Nonces 5..7 pending, all the window's own: the wallet's next request takes nonce 8 at once.
+    expect(decidePending(state({ inFlightNonces: [4, 5, 6, 7] }))).to.deep.equal({ action: 'send', firstNonce: 8 });
+    expect(needsCountBefore(state({ inFlightNonces: [5, 6, 7], oldestServableBlock: 0 }))).to.equal(false);
+    // One pending nonce the caller does not know (another coordinator's): the rule as without the view.
+    expect(decidePending(state({ inFlightNonces: [5, 7] })).action).to.equal('wait');
+    expect(decidePending(state({ inFlightNonces: [] })).action).to.equal('wait');
+  });
+
   it('leaves alone transactions that can have been sent only in the last blocks (an overlapping coordinator)', () => {
     for (let age = 0; age < STUCK_AFTER_BLOCKS; age++) {
       const decision = decidePending(state({ oldestServableBlock: 100 - age }));
