@@ -71,8 +71,9 @@ describe('RPC cost of a cycle on anvil (real AirnodeRrpV0)', () => {
     const counts = Object.fromEntries(proxy.counts);
     // providerRecommendedGasPrice: one eth_gasPrice for the chain (it was one per sponsor wallet).
     expect(counts['eth_gasPrice']).to.equal(1);
-    // One static call per request, and one call for all the balances (no eth_getBalance per wallet).
-    expect(counts['eth_call']).to.equal(ids.length + 1);
+    // One simulation of each wallet's fulfilments (src/chain/simulation.ts), and one call for all the balances (no
+    // eth_getBalance per wallet).
+    expect(counts['eth_call']).to.equal(sponsors.length + 1);
     expect(counts['eth_getBalance']).to.equal(undefined);
     // The balances reported are the wallets' own, this cycle's transactions paid for.
     expect(summary.sponsorWallets.map((w) => w.sponsorWallet).sort()).to.deep.equal(
