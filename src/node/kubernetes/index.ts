@@ -2,7 +2,7 @@
 // worker Jobs, the response cache in a ConfigMap, the cycle report for status. What a pod reads from its
 // environment is the contract's (src/contract/pods.ts). The Kubernetes client is loaded only inside such a pod,
 // so local runs never pay for it.
-import { readCoordinatorEnvironment, readWorkerEnvironment, VERIFIED_CHAIN_IDS_KEY } from '../../contract/pods.js';
+import { readCoordinatorEnvironment, readWorkerEnvironment } from '../../contract/pods.js';
 import type { ResponseCache } from '../cache.js';
 import type { CycleSummary } from '../cycle.js';
 import { cycleRequestRecords } from '../request-log.js';
@@ -36,13 +36,14 @@ async function kubeConfig() {
 export async function coordinatorKubernetes(env: Env = process.env): Promise<CoordinatorKubernetes | undefined> {
   const pod = readCoordinatorEnvironment(env);
   if (!pod) return undefined;
-  const [config, { KubernetesJobExecutor, kubeWorkerJobApi }, stores, { ConfigMapResponseCache }, reports] =
+  const [config, { KubernetesJobExecutor, kubeWorkerJobApi }, stores, { ConfigMapResponseCache }, reports, verified] =
     await Promise.all([
       kubeConfig(),
       import('./job-executor.js'),
       import('./config-map-store.js'),
       import('./response-cache.js'),
       import('./cycle-report.js'),
+      import('./verified-providers.js'),
     ]);
   const cycleStore = stores.kubeConfigMapStore(config, pod.namespace, pod.cycleConfigMap);
   return {
@@ -60,16 +61,7 @@ export async function coordinatorKubernetes(env: Env = process.env): Promise<Coo
         cycleRequestRecords(summary, { job: pod.jobName, time: context.startTime ?? new Date() }),
       ),
     gatewayUrl: pod.gatewayUrl,
-    verifiedProviders: {
-      load: async () => (await cycleStore.read())?.data?.[VERIFIED_CHAIN_IDS_KEY],
-      save: async (text) => {
-        await stores.updateConfigMapData(
-          cycleStore,
-          (data) => ({ ...data, [VERIFIED_CHAIN_IDS_KEY]: text }),
-          'the cycle ConfigMap',
-        );
-      },
-    },
+    verifiedProviders: verified.configMapVerifiedProvidersStore(cycleStore),
   };
 }
 
