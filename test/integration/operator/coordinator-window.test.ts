@@ -66,7 +66,9 @@ describe('OracleNode coordinator window (integration)', function () {
       await setCoordinator({ pollInterval }).catch((error: unknown) => {
         refused = error;
       });
-      expect(String(refused), `pollInterval ${pollInterval}`).to.match(/pollInterval.*should be (less|greater) than or equal to/);
+      expect(String(refused), `pollInterval ${pollInterval}`).to.match(
+        /pollInterval.*should be (less|greater) than or equal to/,
+      );
     }
   });
 });
