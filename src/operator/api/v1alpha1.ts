@@ -25,11 +25,15 @@ import {
   sponsorWalletReportSchema,
 } from '../../contract/pods.js';
 import {
+  COORDINATOR_WINDOW_MARGIN_SECONDS,
+  DEFAULT_COORDINATOR_POLL_INTERVAL_SECONDS,
   DEFAULT_IMAGE,
   DEFAULT_SCHEDULE,
   DEFAULT_TARGET_CPU_UTILIZATION,
+  MAX_COORDINATOR_POLL_INTERVAL_SECONDS,
   MAX_CYCLE_HISTORY,
   MAX_RECENT_FAILED_REQUESTS,
+  MIN_COORDINATOR_POLL_INTERVAL_SECONDS,
 } from '../resource.js';
 import {
   CHECKS_KEYWORD,
@@ -175,12 +179,29 @@ export const oracleNodeSpecSchema = z
           .boolean()
           .default(false)
           .meta(described('Suspends the cycles (no new coordinator Jobs); running ones finish. Default false.')),
+        pollInterval: z
+          .number()
+          .min(0)
+          .max(MAX_COORDINATOR_POLL_INTERVAL_SECONDS)
+          .default(DEFAULT_COORDINATOR_POLL_INTERVAL_SECONDS)
+          .meta(
+            described(
+              'Seconds between polls of new blocks in each coordinator run: each run is a window that ends ' +
+                `${COORDINATOR_WINDOW_MARGIN_SECONDS} s before the next schedule tick, so a request is served in ` +
+                `seconds. 0 turns windows off: one cycle per tick, as the reference node. Default ${DEFAULT_COORDINATOR_POLL_INTERVAL_SECONDS}; ` +
+                `a value between 0 and ${MIN_COORDINATOR_POLL_INTERVAL_SECONDS} is taken as ${MIN_COORDINATOR_POLL_INTERVAL_SECONDS}.`,
+            ),
+          ),
         resources: resources(
           'Compute resources of the coordinator container, merged key by key over spec.resources and the defaults.',
         ),
       })
       .optional()
-      .meta(described('The coordinator CronJob, which runs one cycle of the node per schedule tick.')),
+      .meta(
+        described(
+          'The coordinator CronJob: each schedule tick runs one cycle of the node, then polls new blocks until the window ends.',
+        ),
+      ),
     gateway: z
       .object({
         replicas: int32(

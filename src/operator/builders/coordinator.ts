@@ -1,7 +1,13 @@
-// The coordinator CronJob: one cycle per schedule tick, never two at once, each finished inside the minute.
+// The coordinator CronJob: per schedule tick one window (the first cycle, then polls of new blocks) that ends a
+// margin before the next tick, or one cycle with windows off; never two at once.
 import type { V1CronJob } from '@kubernetes/client-node';
 import { CONFIG_FILE, ENV, JOB_NAME_LABEL } from '../../contract/pods.js';
-import { DEFAULT_SCHEDULE } from '../resource.js';
+import {
+  COORDINATOR_WINDOW_MARGIN_SECONDS,
+  DEFAULT_COORDINATOR_POLL_INTERVAL_SECONDS,
+  DEFAULT_SCHEDULE,
+  MIN_COORDINATOR_POLL_INTERVAL_SECONDS,
+} from '../resource.js';
 import {
   type BuildInput,
   basePodSpec,
@@ -17,8 +23,66 @@ import { buildWorkerTemplate } from './worker.js';
 
 /** A cycle that has not started 20 s after its tick is skipped: the next tick is near. */
 export const STARTING_DEADLINE_SECONDS = 20;
-/** A cycle is cut off before the next minute's tick. */
-export const COORDINATOR_DEADLINE_SECONDS = 55;
+/** A Job is cut off this long before the next tick (SIGTERM: a window reports what it did). */
+export const DEADLINE_BEFORE_NEXT_TICK_SECONDS = 5;
+/** A one-shot cycle (windows off) is cut off before the next minute's tick. */
+export const COORDINATOR_DEADLINE_SECONDS = 60 - DEADLINE_BEFORE_NEXT_TICK_SECONDS;
+/**
+ * The longest span a window is derived from: a rarer schedule gets a 10-minute window, not one of hours, so a
+ * stage rollout (which waits for the old coordinator's Job) and `oracle-node cycle` wait at most that long.
+ */
+export const MAX_WINDOW_SPAN_SECONDS = 600;
+
+/**
+ * The shortest time in seconds between two ticks of a cron schedule, or a lower bound of it: the smallest gap
+ * between the minutes its minute field names (cyclically, over the hour; other fields only space ticks further).
+ * 60 for anything it does not read (macros, names): no cron schedule ticks more often than every minute.
+ */
+export function scheduleMinPeriodSeconds(schedule: string): number {
+  const fields = schedule.trim().split(/\s+/);
+  const minutes = fields.length === 5 ? cronMinutes(fields[0]!) : undefined;
+  if (minutes === undefined || minutes.length === 0) return 60;
+  if (minutes.length === 1) return 3600;
+  let gap = 60 + minutes[0]! - minutes[minutes.length - 1]!;
+  for (let i = 1; i < minutes.length; i++) gap = Math.min(gap, minutes[i]! - minutes[i - 1]!);
+  return gap * 60;
+}
+
+/** The sorted minutes (0-59) a cron minute field names, or undefined when it is not plain numbers, ranges, steps. */
+function cronMinutes(field: string): number[] | undefined {
+  const minutes = new Set<number>();
+  for (const part of field.split(',')) {
+    const match = /^(\*|(\d{1,2})(?:-(\d{1,2}))?)(?:\/(\d{1,2}))?$/.exec(part);
+    if (!match) return undefined;
+    const step = match[4] === undefined ? 1 : Number(match[4]);
+    const from = match[1] === '*' ? 0 : Number(match[2]);
+    const to = match[1] === '*' ? 59 : match[3] !== undefined ? Number(match[3]) : match[4] !== undefined ? 59 : from;
+    if (step < 1 || from > 59 || to > 59 || from > to) return undefined;
+    for (let minute = from; minute <= to; minute += step) minutes.add(minute);
+  }
+  return [...minutes].sort((a, b) => a - b);
+}
+
+export type CoordinatorRun = {
+  /** Arguments of the engine after `coordinator -c <config>`: the window, or none (one cycle). */
+  windowArgs: string[];
+  activeDeadlineSeconds: number;
+};
+
+/**
+ * How each coordinator Job runs: with windows on, a window of the schedule's period (at most
+ * MAX_WINDOW_SPAN_SECONDS) minus COORDINATOR_WINDOW_MARGIN_SECONDS, cut off DEADLINE_BEFORE_NEXT_TICK_SECONDS
+ * before the next tick; with `pollInterval: 0`, one cycle as before windows existed. Pure.
+ */
+export function coordinatorRun(schedule: string, pollInterval: number): CoordinatorRun {
+  if (!(pollInterval > 0)) return { windowArgs: [], activeDeadlineSeconds: COORDINATOR_DEADLINE_SECONDS };
+  const span = Math.min(scheduleMinPeriodSeconds(schedule), MAX_WINDOW_SPAN_SECONDS);
+  const poll = Math.max(pollInterval, MIN_COORDINATOR_POLL_INTERVAL_SECONDS);
+  return {
+    windowArgs: ['--window', String(span - COORDINATOR_WINDOW_MARGIN_SECONDS), '--poll-interval', String(poll)],
+    activeDeadlineSeconds: span - DEADLINE_BEFORE_NEXT_TICK_SECONDS,
+  };
+}
 
 export type CoordinatorOptions = {
   /** Forced suspension (stage rollout: the new stage waits until the old one's Jobs are done). */
@@ -31,7 +95,13 @@ export function buildCoordinatorCronJob(
 ): V1CronJob & { metadata: { name: string } } {
   const stage = input.config.nodeSettings.stage;
   const names = childNames(input.node.metadata.name, stage);
-  const container = engineContainer(input, 'coordinator', ['coordinator', '-c', CONFIG_FILE], 'coordinator', [
+  const schedule = input.node.spec.coordinator?.schedule ?? DEFAULT_SCHEDULE;
+  const run = coordinatorRun(
+    schedule,
+    input.node.spec.coordinator?.pollInterval ?? DEFAULT_COORDINATOR_POLL_INTERVAL_SECONDS,
+  );
+  const args = ['coordinator', '-c', CONFIG_FILE, ...run.windowArgs];
+  const container = engineContainer(input, 'coordinator', args, 'coordinator', [
     { name: ENV.workerTemplate, value: canonicalJson(buildWorkerTemplate(input)) },
     // The cycle report names its Job, so status.lastCycle pairs the counts with the right cycle.
     { name: ENV.jobName, valueFrom: { fieldRef: { fieldPath: `metadata.labels['${JOB_NAME_LABEL}']` } } },
@@ -49,7 +119,7 @@ export function buildCoordinatorCronJob(
     kind: 'CronJob',
     metadata: metadata(input, names.coordinator, 'coordinator'),
     spec: {
-      schedule: input.node.spec.coordinator?.schedule ?? DEFAULT_SCHEDULE,
+      schedule,
       suspend: options.holdForRollout === true || input.node.spec.coordinator?.suspend === true,
       concurrencyPolicy: 'Forbid',
       startingDeadlineSeconds: STARTING_DEADLINE_SECONDS,
@@ -58,7 +128,7 @@ export function buildCoordinatorCronJob(
       jobTemplate: {
         metadata: { labels: podLabels },
         spec: {
-          activeDeadlineSeconds: COORDINATOR_DEADLINE_SECONDS,
+          activeDeadlineSeconds: run.activeDeadlineSeconds,
           backoffLimit: 0,
           template: {
             metadata: { labels: podLabels, annotations: podAnnotations(input, 'coordinator') },

@@ -9,6 +9,12 @@ import {
 } from '../../../../src/contract/pods.js';
 import { buildWorkerJob, workerJobName } from '../../../../src/contract/shard.js';
 import {
+  COORDINATOR_DEADLINE_SECONDS,
+  coordinatorRun,
+  MAX_WINDOW_SPAN_SECONDS,
+  scheduleMinPeriodSeconds,
+} from '../../../../src/operator/builders/coordinator.js';
+import {
   type BuildInput,
   buildChildren,
   buildWorkerTemplate,
@@ -19,7 +25,7 @@ import {
 } from '../../../../src/operator/builders/index.js';
 import { validateNodeConfig } from '../../../../src/operator/config.js';
 import type { OracleNode } from '../../../../src/operator/resource.js';
-import { ANNOTATIONS } from '../../../../src/operator/resource.js';
+import { ANNOTATIONS, COORDINATOR_WINDOW_MARGIN_SECONDS } from '../../../../src/operator/resource.js';
 import { loadSample } from '../fake-kube.js';
 
 function inputFor(
@@ -339,6 +345,76 @@ describe('operator builders', () => {
     );
     expect(readCoordinatorEnvironment(env)!.workerTemplate).to.deep.equal(JSON.parse(env[ENV.workerTemplate]!));
     expect(readWorkerEnvironment(env)).to.not.equal(undefined);
+  });
+
+  describe('coordinator window', () => {
+    const coordinatorOf = (edit?: (node: OracleNode) => void) => {
+      const job = one<V1CronJob>(buildChildren(inputFor('minimal', edit)), 'CronJob').spec!.jobTemplate.spec!;
+      return { args: job.template.spec!.containers[0]!.args!, activeDeadlineSeconds: job.activeDeadlineSeconds };
+    };
+    const coordinator = (settings: { schedule?: string; pollInterval?: number }) =>
+      coordinatorOf((node) => {
+        node.spec.coordinator = { ...node.spec.coordinator, ...settings } as typeof node.spec.coordinator;
+      });
+
+    it('by default each run is a 45 s window polling every second, cut off 5 s before the next minute', () => {
+      expect(coordinatorOf()).to.deep.equal({
+        args: ['coordinator', '-c', '/etc/oracle-node/config.json', '--window', '45', '--poll-interval', '1'],
+        activeDeadlineSeconds: 55,
+      });
+    });
+
+    it('spec.coordinator.pollInterval sets the poll interval of the window', () => {
+      expect(coordinator({ pollInterval: 2.5 }).args.slice(3)).to.deep.equal([
+        '--window',
+        '45',
+        '--poll-interval',
+        '2.5',
+      ]);
+    });
+
+    it('pollInterval 0 turns windows off: one cycle per tick, exactly the args and deadline of before', () => {
+      expect(coordinator({ pollInterval: 0 })).to.deep.equal({
+        args: ['coordinator', '-c', '/etc/oracle-node/config.json'],
+        activeDeadlineSeconds: COORDINATOR_DEADLINE_SECONDS,
+      });
+      expect(COORDINATOR_DEADLINE_SECONDS).to.equal(55);
+    });
+
+    it('a schedule every 5 minutes gets a window of its period minus the margin, ending before the next tick', () => {
+      const run = coordinator({ schedule: '*/5 * * * *' });
+      expect(run.args.slice(3)).to.deep.equal([
+        '--window',
+        String(300 - COORDINATOR_WINDOW_MARGIN_SECONDS),
+        '--poll-interval',
+        '1',
+      ]);
+      expect(run.activeDeadlineSeconds).to.equal(295);
+    });
+
+    it('a poll interval below the engine least is raised to it', () => {
+      expect(coordinator({ pollInterval: 0.01 }).args.at(-1)).to.equal('0.1');
+    });
+
+    it('the period of a schedule is the smallest gap between its ticks, 60 s for what it cannot read, hours capped', () => {
+      expect(scheduleMinPeriodSeconds('* * * * *')).to.equal(60);
+      expect(scheduleMinPeriodSeconds('*/10 * * * *')).to.equal(600);
+      expect(scheduleMinPeriodSeconds('0,20,50 * * * *')).to.equal(600);
+      expect(scheduleMinPeriodSeconds('5 * * * *')).to.equal(3600);
+      expect(scheduleMinPeriodSeconds('10-20/5 * * * *')).to.equal(300);
+      expect(scheduleMinPeriodSeconds('*/7 * * * *')).to.equal(240); // 56 -> 0 of the next hour
+      expect(scheduleMinPeriodSeconds('@hourly')).to.equal(60);
+      expect(scheduleMinPeriodSeconds('MON * * * *')).to.equal(60);
+      expect(coordinatorRun('0 * * * *', 1)).to.deep.equal({
+        windowArgs: [
+          '--window',
+          String(MAX_WINDOW_SPAN_SECONDS - COORDINATOR_WINDOW_MARGIN_SECONDS),
+          '--poll-interval',
+          '1',
+        ],
+        activeDeadlineSeconds: MAX_WINDOW_SPAN_SECONDS - 5,
+      });
+    });
   });
 
   it('spec.telemetry.otlpEndpoint reaches the coordinator, worker and gateway pods as OTEL_EXPORTER_OTLP_ENDPOINT, and nothing without it', () => {
