@@ -3,6 +3,7 @@
 // we stopped setting (a subset check cannot see a removal). Anything else is left alone, so a resync with nothing
 // changed makes no write.
 import { type Child, canonicalJson, hashOf } from './builders/common.js';
+import { quantityValue } from './builders/resources.js';
 import { ANNOTATIONS } from './resource.js';
 
 /** Adds the applied-hash annotation (the hash of everything else in the desired object). */
@@ -16,32 +17,10 @@ export function withAppliedHash<T extends Child>(desired: T): T {
   };
 }
 
-const QUANTITY = /^([+-]?(?:\d+(?:\.\d*)?|\.\d+))([KMGTPE]i|[numkMGTPE]|)$/;
-const SUFFIX: Record<string, number> = {
-  '': 1,
-  n: 1e-9,
-  u: 1e-6,
-  m: 1e-3,
-  k: 1e3,
-  M: 1e6,
-  G: 1e9,
-  T: 1e12,
-  P: 1e15,
-  E: 1e18,
-  Ki: 2 ** 10,
-  Mi: 2 ** 20,
-  Gi: 2 ** 30,
-  Ti: 2 ** 40,
-  Pi: 2 ** 50,
-  Ei: 2 ** 60,
-};
-
 /** The apiserver canonicalises quantities ("1000m" comes back as "1"): compare their values. */
 function sameQuantity(a: unknown, b: unknown): boolean {
-  const value = (q: unknown) => {
-    const match = typeof q === 'number' ? [String(q), String(q), ''] : typeof q === 'string' ? QUANTITY.exec(q) : null;
-    return match ? Number(match[1]) * SUFFIX[match[2] ?? '']! : Number.NaN;
-  };
+  const value = (q: unknown) =>
+    (typeof q === 'number' || typeof q === 'string' ? quantityValue(q) : undefined) ?? Number.NaN;
   const x = value(a);
   const y = value(b);
   return !Number.isNaN(x) && Math.abs(x - y) <= Math.abs(x) * 1e-9;

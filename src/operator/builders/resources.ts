@@ -47,7 +47,7 @@ const QUANTITY = /^([+-]?(?:\d+\.?\d*|\.\d+))(?:([eE][+-]?\d+)|(n|u|m|k|M|G|T|P|
 /** The value of a Kubernetes quantity ("512Mi", "0.5", "100m", "1e3"), or undefined when it is not one. */
 export function quantityValue(quantity: string | number | undefined): number | undefined {
   if (typeof quantity === 'number') return quantity;
-  const match = quantity === undefined ? null : QUANTITY.exec(quantity.trim());
+  const match = quantity === undefined ? null : QUANTITY.exec(quantity);
   if (!match) return undefined;
   const [, number, exponent, suffix] = match;
   return Number(number) * (exponent ? 10 ** Number(exponent.slice(1)) : SUFFIXES[suffix ?? '']!);
