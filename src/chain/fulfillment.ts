@@ -128,14 +128,19 @@ export function fulfillData(
   request: FulfillmentRequest,
   response: { encodedValue: string; signature: string },
 ): string {
-  return rrpInterface.encodeFunctionData('fulfill', [
+  return rrpInterface.encodeFunctionData('fulfill', fulfillArguments(request, response));
+}
+
+/** The arguments of `fulfill`, the same for the protocol contract and its dry-run twin. */
+function fulfillArguments(request: FulfillmentRequest, response: { encodedValue: string; signature: string }) {
+  return [
     request.id,
     request.nodeAddress,
     request.fulfillAddress,
     request.fulfillFunctionId,
     response.encodedValue,
     response.signature,
-  ]);
+  ];
 }
 
 const abi = AbiCoder.defaultAbiCoder();
@@ -249,14 +254,7 @@ export async function planApiCallTransaction(
   let estimationError: string;
   try {
     if (!context.dryRunAddress) throw new Error('no NodeRrpDryRun address to estimate gas with');
-    const dryRunData = dryRunInterface.encodeFunctionData('fulfill', [
-      request.id,
-      request.nodeAddress,
-      request.fulfillAddress,
-      request.fulfillFunctionId,
-      response.encodedValue,
-      response.signature,
-    ]);
+    const dryRunData = dryRunInterface.encodeFunctionData('fulfill', fulfillArguments(request, response));
     const callbackData = concat([
       request.fulfillFunctionId,
       abi.encode(['bytes32', 'bytes'], [request.id, response.encodedValue]),
