@@ -92,6 +92,12 @@ const toleration = z
   })
   .meta(described('A toleration, as on a pod spec.'));
 
+/** An http(s) base URL, as a user writes one into the spec (a gateway's public URL, an OTLP endpoint). */
+const httpUrl = z
+  .string()
+  .max(2048)
+  .regex(/^https?:\/\/[^\s/?#]+(\/[^\s?#]*)?$/);
+
 const int32 = (description: string) => z.int().meta({ description, format: 'int32' });
 
 const autoscaling = z
@@ -244,10 +250,7 @@ export const oracleNodeSpecSchema = z
           .optional()
           .meta(described('The Service in front of the gateway pods.')),
         /** The base URL callers reach the gateways at (an Ingress, a DNS name): reported by the heartbeat. */
-        publicUrl: z
-          .string()
-          .max(2048)
-          .regex(/^https?:\/\/[^\s/?#]+(\/[^\s?#]*)?$/)
+        publicUrl: httpUrl
           .optional()
           .meta(
             described(
@@ -266,10 +269,7 @@ export const oracleNodeSpecSchema = z
       ),
     telemetry: z
       .object({
-        otlpEndpoint: z
-          .string()
-          .max(2048)
-          .regex(/^https?:\/\/[^\s/?#]+(\/[^\s?#]*)?$/)
+        otlpEndpoint: httpUrl
           .optional()
           .meta(
             described(
