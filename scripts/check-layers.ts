@@ -11,13 +11,42 @@ export const MAY_IMPORT: Record<string, readonly string[]> = {
   protocol: ['common'],
   contract: ['common'],
   observability: ['common'],
+  kube: ['common', 'observability'],
   config: ['common', 'protocol', 'observability'],
   ois: ['common', 'protocol', 'config', 'observability'],
   chain: ['common', 'protocol', 'config', 'ois', 'observability'],
   gateway: ['common', 'protocol', 'config', 'ois', 'chain', 'observability'],
-  node: ['common', 'protocol', 'contract', 'config', 'ois', 'chain', 'observability'],
-  operator: ['common', 'protocol', 'contract', 'config', 'observability'],
-  cli: ['common', 'protocol', 'contract', 'config', 'ois', 'chain', 'observability', 'gateway', 'node', 'operator'],
+  node: ['common', 'protocol', 'contract', 'config', 'ois', 'chain', 'observability', 'kube'],
+  operator: ['common', 'protocol', 'contract', 'config', 'observability', 'kube'],
+  cli: [
+    'common',
+    'protocol',
+    'contract',
+    'config',
+    'ois',
+    'chain',
+    'observability',
+    'kube',
+    'gateway',
+    'node',
+    'operator',
+  ],
+};
+
+/**
+ * Folders with a public face: code outside the folder imports only this file of it (relative to src/), as a
+ * package's callers import only its entry. The rest of the folder is internal and may change with it.
+ */
+export const ENTRY_POINTS: Record<string, string> = {
+  kube: 'kube/index.ts',
+};
+
+/**
+ * Folders that only some sub-folders of an importing folder may import (paths relative to src/, ending in /): of
+ * the node, only its Kubernetes edge talks to the API server; the rest of the node runs without a cluster.
+ */
+export const IMPORTED_ONLY_FROM: Record<string, readonly string[]> = {
+  kube: ['operator/', 'node/kubernetes/', 'cli/'],
 };
 
 /**
@@ -27,6 +56,16 @@ export const MAY_IMPORT: Record<string, readonly string[]> = {
  */
 export const INNER_MAY_IMPORT: Record<string, readonly string[]> = {
   'operator/api': ['operator/api/', 'operator/resource.ts'],
+  // The reconcile steps: pure builders, the diff, the API and the metrics below them; never the controller that
+  // calls them or the webhook. The runtime reaches them only through ReconcileContext (src/kube's entry).
+  'operator/reconcile': [
+    'operator/reconcile/',
+    'operator/builders/index.ts',
+    'operator/diff.ts',
+    'operator/config.ts',
+    'operator/metrics.ts',
+    'operator/resource.ts',
+  ],
 };
 
 export type Violation = { file: string; line: number; message: string };
@@ -85,6 +124,9 @@ export function checkLayers(srcRoot: string): Violation[] {
         violations.push({ file: name, line, message: `imports ${specifier}, outside src/` });
       } else if (target !== from && !allowed.includes(target)) {
         violations.push({ file: name, line, message: `src/${from} may not import src/${target} (${specifier})` });
+      } else if (target !== from) {
+        const outer = entryViolation(name, target, relative(srcRoot, resolve(dirname(file), specifier)));
+        if (outer) violations.push({ file: name, line, message: `${outer} (${specifier})` });
       } else if (target === from) {
         const inner = innerViolation(name, relative(srcRoot, resolve(dirname(file), specifier)));
         if (inner) violations.push({ file: name, line, message: `${inner} (${specifier})` });
@@ -92,6 +134,22 @@ export function checkLayers(srcRoot: string): Violation[] {
     }
   }
   return violations;
+}
+
+/** Why an import of another folder breaks that folder's entry or importer rule, or undefined. Paths relative to src/. */
+function entryViolation(file: string, folder: string, target: string): string | undefined {
+  const posix = (path: string) => path.split(sep).join('/');
+  const [source, imported] = [posix(file), posix(target).replace(/\.js$/, '.ts')];
+  const importers = IMPORTED_ONLY_FROM[folder];
+  if (importers && MAY_IMPORT[source.split('/')[0]!]?.includes(folder)) {
+    const own = source.split('/')[0]!;
+    const scoped = importers.filter((prefix) => prefix.startsWith(`${own}/`));
+    if (scoped.length > 0 && !scoped.some((prefix) => source.startsWith(prefix)))
+      return `of src/${own}, only ${scoped.map((p) => `src/${p}`).join(', ')} may import src/${folder}`;
+  }
+  const entry = ENTRY_POINTS[folder];
+  if (entry && imported !== entry) return `src/${folder} is imported only through src/${entry}`;
+  return undefined;
 }
 
 /** Why an import inside a folder breaks its sub-folder's rule, or undefined. Paths are relative to src/. */

@@ -4,10 +4,9 @@ import { existsSync, readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { parseArgs } from 'node:util';
 import { errorMessage } from '../common/errors.js';
+import { type ClientConfig, loadClientConfig, type Reconciler } from '../kube/index.js';
 import { createLogger, type LogLevel } from '../observability/logger.js';
 import type { WebhookTarget } from '../operator/builders/admission.js';
-import { type ClientConfig, loadClientConfig } from '../operator/runtime/kubeconfig.js';
-import type { Reconciler } from '../operator/runtime/types.js';
 import type { Subcommand } from './subcommand.js';
 
 const IN_CLUSTER_NAMESPACE = '/var/run/secrets/kubernetes.io/serviceaccount/namespace';
@@ -257,7 +256,7 @@ export async function runOperator(argv: string[]): Promise<number> {
   }
   // JSON lines through the shared factory (secret redaction, the config's level names).
   const logger = createLogger({ level: flags.logLevel.toUpperCase() as LogLevel, bindings: { component: 'operator' } });
-  const { createManager } = await import('../operator/runtime/manager.js');
+  const { createManager } = await import('../kube/index.js');
   const { createOracleNodeReconciler } = await import('../operator/controller.js');
   const { OracleNodeMetrics } = await import('../operator/metrics.js');
   const { LABELS } = await import('../contract/pods.js');
@@ -339,7 +338,7 @@ export async function runOperator(argv: string[]): Promise<number> {
 /** The admission webhook and the coordinator fence: on every replica, beside (never inside) the controller. */
 async function startAdmission(
   flags: OperatorFlags,
-  manager: import('../operator/runtime/manager.js').RuntimeManager,
+  manager: import('../kube/index.js').RuntimeManager,
   logger: import('pino').Logger,
   workloadImage: string,
 ) {
@@ -370,7 +369,7 @@ async function startAdmission(
 /** The coordinator fence alone, for an operator without the webhook: on every replica, like the admission component. */
 async function startFence(
   flags: OperatorFlags,
-  manager: import('../operator/runtime/manager.js').RuntimeManager,
+  manager: import('../kube/index.js').RuntimeManager,
   logger: import('pino').Logger,
   workloadImage: string,
 ) {

@@ -5,8 +5,8 @@
 // never reaches the cache.
 import type { KubernetesObject } from '@kubernetes/client-node';
 import { LABELS } from '../contract/pods.js';
+import { projectToFieldManager } from '../kube/index.js';
 import { FIELD_MANAGER } from './resource.js';
-import { projectToFieldManager } from './runtime/fields.js';
 
 const REPLICAS = [['spec', 'replicas']];
 const DATA = [['data']];

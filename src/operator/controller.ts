@@ -5,6 +5,15 @@
 
 import type { KubernetesObject } from '@kubernetes/client-node';
 import { errorMessage, httpStatusOf } from '../common/errors.js';
+import {
+  type ObjectCache,
+  type ObjectKey,
+  type ReconcileContext,
+  type ReconcileResult,
+  type Reconciler,
+  TerminalError,
+  type WatchSpec,
+} from '../kube/index.js';
 import { buildChildren, DEFAULT_SETTINGS, type OperatorSettings } from './builders/index.js';
 import { childCacheTransform } from './child-cache.js';
 import { type ConfigValidator, validateNodeConfig } from './config.js';
@@ -25,15 +34,6 @@ import {
   writeStatus,
 } from './reconcile/status.js';
 import { CHILD_KINDS, CONTROLLER_NAME, isPaused, KINDS, MANAGED_SELECTOR, type OracleNode } from './resource.js';
-import {
-  type ObjectCache,
-  type ObjectKey,
-  type ReconcileContext,
-  type ReconcileResult,
-  type Reconciler,
-  TerminalError,
-  type WatchSpec,
-} from './runtime/types.js';
 
 export type OracleNodeReconcilerOptions = {
   settings?: Partial<OperatorSettings>;

@@ -5,8 +5,8 @@
 // lost the lease would otherwise serve frozen values beside the leader's.
 import { Counter, Gauge, type Registry } from 'prom-client';
 import { HEARTBEAT_RESULTS } from '../contract/pods.js';
+import type { ObjectKey } from '../kube/index.js';
 import type { OracleNodeStatus } from './resource.js';
-import type { ObjectKey } from './runtime/types.js';
 
 const NODE_LABELS = ['namespace', 'name'] as const;
 const PROVIDER_LABELS = ['namespace', 'name', 'chain', 'provider'] as const;

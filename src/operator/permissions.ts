@@ -3,9 +3,10 @@
 // from it; the chart tests compare the webhook's hand-templated rules (they carry release-specific resourceNames)
 // against it. Every verb is here because a call site needs it, and the call site is named beside it: a verb that no
 // call needs has no place here, and a new call that needs one fails against the chart's RBAC in the integration tests.
+
+import type { ResourceKind } from '../kube/index.js';
 import { coordinatorRules, workerRules } from './builders/rbac.js';
 import { CHILD_KINDS, KINDS } from './resource.js';
-import type { ResourceKind } from './runtime/types.js';
 
 export const VERBS = ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'] as const;
 export type Verb = (typeof VERBS)[number];
@@ -29,7 +30,7 @@ export function managedPermissions(): Permission[] {
     on(
       KINDS.oracleNode,
       ['list', 'watch'],
-      'informer of the primary kind (runtime/informer.ts); reads come from its cache',
+      'informer of the primary kind (kube/informer.ts); reads come from its cache',
     ),
     on(
       KINDS.oracleNode,
@@ -57,7 +58,7 @@ export function managedPermissions(): Permission[] {
       group: '',
       resource: 'events',
       verbs: ['create', 'patch'],
-      why: 'Events on OracleNodes (runtime/events.ts: POST, then merge-patch of the count)',
+      why: 'Events on OracleNodes (kube/events.ts: POST, then merge-patch of the count)',
     },
     ...grantedToWorkloads(),
   ];
@@ -81,7 +82,7 @@ function grantedToWorkloads(): Permission[] {
   );
 }
 
-/** In the release namespace, with leader election on: the Lease (runtime/leader.ts RestLeaseStore: GET, POST, PUT). */
+/** In the release namespace, with leader election on: the Lease (kube/leader.ts RestLeaseStore: GET, POST, PUT). */
 export function leaderElectionPermissions(): Permission[] {
   return [
     {

@@ -2,8 +2,8 @@
 // the kinds of its children, and the labels/annotations the operator puts on everything it manages.
 import type { KubernetesObject } from '@kubernetes/client-node';
 import { LABELS } from '../contract/pods.js';
+import type { ResourceKind } from '../kube/index.js';
 import type { OracleNodeSpec, OracleNodeStatus } from './api/v1alpha1.js';
-import type { ResourceKind } from './runtime/types.js';
 
 export type {
   Condition,

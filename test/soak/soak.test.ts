@@ -11,8 +11,8 @@ import {
   WIDGET,
   widget,
   widgetReconciler,
-} from '../integration/runtime/harness.js';
-import { adminClient, widgetsConverged } from '../integration/runtime/runtime-client.js';
+} from '../integration/kube/harness.js';
+import { adminClient, widgetsConverged } from '../integration/kube/runtime-client.js';
 import { apply, kc, sleep, useNamespace, waitFor } from '../integration/support/cluster.js';
 
 const DURATION_MS = Number(process.env.SOAK_DURATION_MS ?? 600_000);

@@ -1,5 +1,5 @@
 // A clock for unit tests of the runtime: time moves only when the test says so, and due timers fire in order.
-import type { Clock } from '../../src/operator/runtime/clock.js';
+import type { Clock } from '../../src/kube/clock.js';
 
 /** A clock that only moves when told to; timers fire in order of their due time. */
 export class FakeClock implements Clock {

@@ -1,6 +1,7 @@
 // All desired children of one OracleNode for its current stage, in apply order.
+
+import type { ResourceKind } from '../../kube/index.js';
 import { KINDS } from '../resource.js';
-import type { ResourceKind } from '../runtime/types.js';
 import type { BuildInput, Child } from './common.js';
 import { buildConfigMap, buildStateConfigMaps } from './config-map.js';
 import { buildCoordinatorCronJob, type CoordinatorOptions } from './coordinator.js';

@@ -3,10 +3,10 @@
 // cache, so a pass with nothing changed writes nothing.
 import type { KubernetesObject } from '@kubernetes/client-node';
 import { LABELS } from '../../contract/pods.js';
+import type { ReconcileContext } from '../../kube/index.js';
 import type { Child, DesiredChild } from '../builders/index.js';
 import { needsApply, withAppliedHash } from '../diff.js';
 import { CHILD_KINDS, KINDS, type OracleNode } from '../resource.js';
-import type { ReconcileContext } from '../runtime/types.js';
 
 /** The child's controller is this OracleNode (by uid, so a re-created namesake does not count). */
 export function controlledBy(child: KubernetesObject, node: OracleNode): boolean {

@@ -2,6 +2,7 @@
 // which holds Secrets as metadata only), or why it cannot be applied. A rejection changes nothing but status: the
 // last good children keep running.
 import type { V1Secret, V1Service } from '@kubernetes/client-node';
+import type { ReconcileContext } from '../../kube/index.js';
 import { registerSecrets } from '../../observability/index.js';
 import {
   type BuildInput,
@@ -13,7 +14,6 @@ import {
 } from '../builders/index.js';
 import { type ConfigValidator, formatIssues, isMissingSecretIssue } from '../config.js';
 import { KINDS, type OracleNode } from '../resource.js';
-import type { ReconcileContext } from '../runtime/types.js';
 
 /** Why a node's config cannot be applied: the reason of its ConfigValid=False condition, and the detail. */
 export type ConfigRejection = {

@@ -7,9 +7,9 @@
 // reads the cache, planRollout decides (pure: the phase, what it waits for, what to do), executeRollout acts.
 import type { KubernetesObject, V1CronJob, V1Deployment, V1Job } from '@kubernetes/client-node';
 import { LABELS } from '../../contract/pods.js';
+import type { EventType, ObjectCache, ReconcileContext, ResourceKind } from '../../kube/index.js';
 import { type Child, childNames, type DesiredChild } from '../builders/index.js';
 import { CHILD_KINDS, KINDS, type OracleNode } from '../resource.js';
-import type { EventType, ObjectCache, ReconcileContext, ResourceKind } from '../runtime/types.js';
 import { controlledBy } from './apply.js';
 import { cronJobHasActiveJobs, deploymentReady, jobActive } from './status.js';
 

@@ -5,6 +5,7 @@
 import type { V1ConfigMap, V1CronJob, V1Deployment, V1Job } from '@kubernetes/client-node';
 import { wholeSecondsIso } from '../../common/time.js';
 import { type CycleReport, jobFinished, LABELS, type ProviderReport, parseCycleReport } from '../../contract/pods.js';
+import type { EventRecorder, ObjectCache, ReconcileContext } from '../../kube/index.js';
 // node-key.ts, not wallet.ts: the operator never loads ethers.
 import { deriveNodeAddress } from '../../protocol/node-key.js';
 import { type BuildInput, canonicalJson, childNames, gatewayEnabled, gatewayUrls, hashOf } from '../builders/index.js';
@@ -22,7 +23,6 @@ import {
   type OracleNodeStatus,
   type ProviderHealth,
 } from '../resource.js';
-import type { EventRecorder, ObjectCache, ReconcileContext } from '../runtime/types.js';
 import type { ConfigRejection } from './inputs.js';
 
 /** A condition as the operator sets it: its reason is one of CONDITION_REASONS. */

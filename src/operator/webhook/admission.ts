@@ -7,6 +7,7 @@ import type { KubernetesObject } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import { errorMessage } from '../../common/errors.js';
+import type { InformerCache, ResourceKind, RuntimeClient } from '../../kube/index.js';
 import {
   buildCoordinatorFence,
   buildWebhookConfiguration,
@@ -16,9 +17,6 @@ import {
 } from '../builders/admission.js';
 import { canonicalJson } from '../builders/common.js';
 import { KINDS } from '../resource.js';
-import type { InformerCache } from '../runtime/cache.js';
-import type { RuntimeClient } from '../runtime/client.js';
-import type { ResourceKind } from '../runtime/types.js';
 import {
   type CertificatePolicy,
   type CertificateSet,
@@ -394,10 +392,7 @@ export class CoordinatorFenceComponent {
  */
 export function secretExistsInCache(cache: InformerCache) {
   return (namespace: string, name: string): boolean | undefined => {
-    const covering = cache
-      .informers(KINDS.secret)
-      .filter((informer) => informer.namespace === undefined || informer.namespace === namespace);
-    if (covering.length === 0 || covering.some((informer) => !informer.hasSynced())) return undefined;
+    if (cache.synced(KINDS.secret, namespace) !== true) return undefined;
     return cache.get(KINDS.secret, { namespace, name }) !== undefined;
   };
 }

@@ -11,9 +11,8 @@ import { createPrivateKey as createPrivateKeyFrom, type X509Certificate } from '
 import type { Logger } from 'pino';
 import { isConflict, isNotFound } from '../../common/errors.js';
 import { LABELS } from '../../contract/pods.js';
+import { collectionPath, objectPath, type RestClient } from '../../kube/index.js';
 import { KINDS, MANAGED_BY } from '../resource.js';
-import { collectionPath, objectPath } from '../runtime/paths.js';
-import type { RestClient } from '../runtime/rest.js';
 import {
   alternativeNames,
   canonicalIp,

@@ -2,9 +2,9 @@
 // test control plane calls through a ValidatingWebhookConfiguration with a URL), kubectl.
 import { pino } from 'pino';
 import { Registry } from 'prom-client';
+import { RuntimeClient } from '../../../src/kube/client.js';
+import { RestClient } from '../../../src/kube/rest.js';
 import { DEFAULT_IMAGE, FIELD_MANAGER } from '../../../src/operator/resource.js';
-import { RuntimeClient } from '../../../src/operator/runtime/client.js';
-import { RestClient } from '../../../src/operator/runtime/rest.js';
 import { AdmissionComponent, type AdmissionOptions } from '../../../src/operator/webhook/admission.js';
 import { kc } from '../support/cluster.js';
 import { runKubectl } from '../support/kubectl.js';

@@ -5,10 +5,10 @@ import { AppsV1Api, CoreV1Api, KubeConfig, PolicyV1Api, RbacAuthorizationV1Api }
 import { expect } from 'chai';
 import { dump } from 'js-yaml';
 import { pino } from 'pino';
+import { RuntimeClient } from '../../../src/kube/client.js';
+import { RestClient } from '../../../src/kube/rest.js';
 import { buildChildren, DEFAULT_SETTINGS } from '../../../src/operator/builders/index.js';
 import { validateNodeConfig } from '../../../src/operator/config.js';
-import { RuntimeClient } from '../../../src/operator/runtime/client.js';
-import { RestClient } from '../../../src/operator/runtime/rest.js';
 import { AdmissionComponent } from '../../../src/operator/webhook/admission.js';
 import { loadSample } from '../../unit/operator/fake-kube.js';
 import { api, kc, statusOf, uniqueName, useNamespace, waitFor } from '../support/cluster.js';

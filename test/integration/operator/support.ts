@@ -7,10 +7,10 @@ import yaml from 'js-yaml';
 import { pino } from 'pino';
 import { Registry } from 'prom-client';
 import { LABELS } from '../../../src/contract/pods.js';
+import { createManager, type RuntimeManager } from '../../../src/kube/manager.js';
 import { createOracleNodeReconciler } from '../../../src/operator/controller.js';
 import { OracleNodeMetrics } from '../../../src/operator/metrics.js';
 import { API_VERSION, FIELD_MANAGER, KIND, type OracleNode } from '../../../src/operator/resource.js';
-import { createManager, type RuntimeManager } from '../../../src/operator/runtime/manager.js';
 import { apply, kc, objects, statusOf, waitFor } from '../support/cluster.js';
 
 export const CRD_PATH = new URL('../../../crds/oracle-node.io_oraclenodes.yaml', import.meta.url);

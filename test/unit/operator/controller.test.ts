@@ -1,11 +1,11 @@
 import type { KubernetesObject, V1ConfigMap, V1CronJob, V1Deployment, V1Service } from '@kubernetes/client-node';
 import { expect } from 'chai';
 import { ENV } from '../../../src/contract/pods.js';
+import { ApiError } from '../../../src/kube/rest.js';
+import { type ObjectCache, TerminalError } from '../../../src/kube/types.js';
 import { clearSecrets, REDACTED, redact } from '../../../src/observability/index.js';
 import { createOracleNodeReconciler, nodesReferencingSecret, WATCHES } from '../../../src/operator/controller.js';
 import { KINDS, type OracleNode } from '../../../src/operator/resource.js';
-import { ApiError } from '../../../src/operator/runtime/rest.js';
-import { type ObjectCache, TerminalError } from '../../../src/operator/runtime/types.js';
 import { FakeKube, loadSample } from './fake-kube.js';
 
 // The public development mnemonic's first account (m/44'/60'/0'/0/0).

@@ -4,7 +4,6 @@ import { readFileSync } from 'node:fs';
 import type { KubernetesObject } from '@kubernetes/client-node';
 import yaml from 'js-yaml';
 import { pino } from 'pino';
-import type { OracleNode } from '../../../src/operator/resource.js';
 import type {
   EventRecorder,
   KubeWriter,
@@ -12,7 +11,8 @@ import type {
   ObjectKey,
   ReconcileContext,
   ResourceKind,
-} from '../../../src/operator/runtime/types.js';
+} from '../../../src/kube/types.js';
+import type { OracleNode } from '../../../src/operator/resource.js';
 
 export type Write = { verb: 'apply' | 'applyStatus' | 'delete'; kind: string; name: string };
 

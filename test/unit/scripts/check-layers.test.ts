@@ -42,6 +42,37 @@ describe('the layering check (make lint)', () => {
     ]);
   });
 
+  it('lets callers into src/kube only through its index.ts, and of the node only its Kubernetes edge', () => {
+    write('kube/index.ts', "export { RestClient } from './rest.js';\n");
+    write('kube/rest.ts', "import { errorMessage } from '../common/errors.js';\n");
+    write('operator/controller.ts', "import type { Reconciler } from '../kube/index.js';\n");
+    write('operator/webhook/certificate-store.ts', "import { objectPath } from '../../kube/paths.js';\n");
+    write('node/kubernetes/job-executor.ts', "import { RuntimeClient } from '../../kube/index.js';\n");
+    write('node/window.ts', "import { RuntimeClient } from '../kube/index.js';\n");
+    expect(checkLayers(root)).to.deep.equal([
+      {
+        file: 'node/window.ts',
+        line: 1,
+        message: 'of src/node, only src/node/kubernetes/ may import src/kube (../kube/index.js)',
+      },
+      {
+        file: 'operator/webhook/certificate-store.ts',
+        line: 1,
+        message: 'src/kube is imported only through src/kube/index.ts (../../kube/paths.js)',
+      },
+    ]);
+  });
+
+  it('keeps the reconcile steps off the controller that calls them and off the webhook', () => {
+    write(
+      'operator/reconcile/apply.ts',
+      "import { needsApply } from '../diff.js';\nimport { x } from './status.js';\n",
+    );
+    write('operator/reconcile/rollout.ts', "import { createOracleNodeReconciler } from '../controller.js';\n");
+    const found = checkLayers(root).map((v) => `${v.file}:${v.line}`);
+    expect(found).to.deep.equal(['operator/reconcile/rollout.ts:1']);
+  });
+
   it('refuses an upward or sideways import, on the line it is on, multi-line imports included', () => {
     write('node/kubernetes.ts', "// runs in pods\nimport {\n  a,\n} from '../operator/job-executor.js';\n");
     write('config/schema.ts', "import { deriveEndpointId } from '../chain/ids.js';\n");

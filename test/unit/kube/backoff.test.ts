@@ -1,6 +1,6 @@
 import { expect } from 'chai';
-import { Backoff, ItemExponentialBackoff, TokenBucket } from '../../../../src/operator/runtime/backoff.js';
-import { FakeClock } from '../../../support/fake-clock.js';
+import { Backoff, ItemExponentialBackoff, TokenBucket } from '../../../src/kube/backoff.js';
+import { FakeClock } from '../../support/fake-clock.js';
 
 describe('operator runtime: backoff and token bucket', () => {
   it('TokenBucket grants the burst at once, then one token per 1/rate', async () => {

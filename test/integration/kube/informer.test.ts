@@ -4,10 +4,10 @@ import type { KubernetesObject } from '@kubernetes/client-node';
 import { expect } from 'chai';
 import { pino } from 'pino';
 import { Registry } from 'prom-client';
-import { RuntimeClient } from '../../../src/operator/runtime/client.js';
-import { Informer } from '../../../src/operator/runtime/informer.js';
-import { RuntimeMetrics } from '../../../src/operator/runtime/metrics.js';
-import { RestClient } from '../../../src/operator/runtime/rest.js';
+import { RuntimeClient } from '../../../src/kube/client.js';
+import { Informer } from '../../../src/kube/informer.js';
+import { RuntimeMetrics } from '../../../src/kube/metrics.js';
+import { RestClient } from '../../../src/kube/rest.js';
 import { apply, kc, useNamespace, waitFor } from '../support/cluster.js';
 import {
   CONFIGMAP,

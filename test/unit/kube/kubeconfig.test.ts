@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import type { TLSSocket } from 'node:tls';
 import { expect } from 'chai';
 import yaml from 'js-yaml';
-import { microTimeIso } from '../../../../src/common/time.js';
+import { microTimeIso } from '../../../src/common/time.js';
 import {
   type ClientConfig,
   KubeConfigError,
@@ -18,13 +18,13 @@ import {
   loadClientConfig,
   parseKubeConfig,
   TOKEN_FILE_PERIOD_MS,
-} from '../../../../src/operator/runtime/kubeconfig.js';
-import { RestClient } from '../../../../src/operator/runtime/rest.js';
+} from '../../../src/kube/kubeconfig.js';
+import { RestClient } from '../../../src/kube/rest.js';
 import {
   createCertificateAuthority,
   issueServingCertificate,
   type KeyPairPem,
-} from '../../../../src/operator/webhook/certificates.js';
+} from '../../../src/operator/webhook/certificates.js';
 
 // By shape: the test's import of the package and the loader's dynamic one may be two module instances under tsx.
 const isClientNodeKubeConfig = (config: object) =>
@@ -278,9 +278,9 @@ describe('operator runtime: kubeconfig loader (no @kubernetes/client-node)', () 
       const resolved = [];
       registerHooks({ resolve(specifier, context, next) { const r = next(specifier, context); resolved.push(r.url); return r; } });
       await import('./src/cli/operator.ts');
-      await import('./src/operator/runtime/manager.ts');
+      await import('./src/kube/manager.ts');
       await import('./src/operator/controller.ts');
-      const { loadClientConfig } = await import('./src/operator/runtime/kubeconfig.ts');
+      const { loadClientConfig } = await import('./src/kube/kubeconfig.ts');
       await loadClientConfig({ path: process.argv[1], env: {} });
       // Validating a config (a mnemonic, endpoint and template ids) must not load ethers either.
       const { validateConfig } = await import('./src/config/index.ts');
@@ -290,7 +290,7 @@ describe('operator runtime: kubeconfig loader (no @kubernetes/client-node)', () 
     const loaded = (path: string) =>
       JSON.parse(
         execFileSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script, path], {
-          cwd: join(import.meta.dirname, '../../../..'),
+          cwd: join(import.meta.dirname, '../../..'),
           encoding: 'utf8',
         }),
       );

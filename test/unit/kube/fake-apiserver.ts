@@ -1,7 +1,7 @@
 // A tiny in-memory Kubernetes API for ConfigMaps (list with pagination, watch with bookmarks and 410 after
 // compaction, server-side apply as a merge, delete) plus Leases, on a loopback port. It lets the runtime's
 // transport, informer and manager be tested in milliseconds; the real control plane tests live in
-// test/integration/runtime/.
+// test/integration/kube/.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { KubeConfig } from '@kubernetes/client-node';

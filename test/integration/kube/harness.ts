@@ -10,8 +10,8 @@ import { fileURLToPath } from 'node:url';
 import { KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
 import { type Logger, pino } from 'pino';
 import { Registry } from 'prom-client';
-import { createManager, type RuntimeManager, type RuntimeTuning } from '../../../src/operator/runtime/manager.js';
-import type { ObjectKey, Reconciler, ResourceKind } from '../../../src/operator/runtime/types.js';
+import { createManager, type RuntimeManager, type RuntimeTuning } from '../../../src/kube/manager.js';
+import type { ObjectKey, Reconciler, ResourceKind } from '../../../src/kube/types.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 export const repoRoot = resolve(here, '../../..');

@@ -1,8 +1,8 @@
 // Direct (non-operator) access for the suites: a RuntimeClient on the admin identity with a generous rate limit.
 
 import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
-import { RuntimeClient } from '../../../src/operator/runtime/client.js';
-import { RestClient } from '../../../src/operator/runtime/rest.js';
+import { RuntimeClient } from '../../../src/kube/client.js';
+import { RestClient } from '../../../src/kube/rest.js';
 import { CONFIGMAP, WIDGET, type Widget } from './harness.js';
 
 export function adminClient(kubeConfig: KubeConfig): RuntimeClient {

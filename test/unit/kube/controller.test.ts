@@ -4,9 +4,9 @@ import type { KubernetesObject } from '@kubernetes/client-node';
 import { expect } from 'chai';
 import { pino } from 'pino';
 import { Registry } from 'prom-client';
-import { systemClock } from '../../../../src/operator/runtime/clock.js';
-import { Controller } from '../../../../src/operator/runtime/controller.js';
-import { RuntimeMetrics } from '../../../../src/operator/runtime/metrics.js';
+import { systemClock } from '../../../src/kube/clock.js';
+import { Controller } from '../../../src/kube/controller.js';
+import { RuntimeMetrics } from '../../../src/kube/metrics.js';
 import {
   type EventRecorder,
   type KubeWriter,
@@ -15,9 +15,9 @@ import {
   type Reconciler,
   type ResourceKind,
   TerminalError,
-} from '../../../../src/operator/runtime/types.js';
-import { FakeClock } from '../../../support/fake-clock.js';
-import { waitFor } from '../../../support/wait.js';
+} from '../../../src/kube/types.js';
+import { FakeClock } from '../../support/fake-clock.js';
+import { waitFor } from '../../support/wait.js';
 
 const CONFIGMAP: ResourceKind = { group: '', version: 'v1', kind: 'ConfigMap', plural: 'configmaps', namespaced: true };
 

@@ -5,8 +5,8 @@
 import { hostname } from 'node:os';
 import type { KubernetesObject } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
-import { errorMessage, isNotFound } from '../../common/errors.js';
-import { wholeSecondsIso } from '../../common/time.js';
+import { errorMessage, isNotFound } from '../common/errors.js';
+import { wholeSecondsIso } from '../common/time.js';
 import { TokenBucket } from './backoff.js';
 import { type Clock, systemClock } from './clock.js';
 import type { RuntimeMetrics } from './metrics.js';

@@ -2,7 +2,7 @@
 // tolerant of 404, live get and paginated list. Everything goes through the RestClient (QPS/burst limit, metrics,
 // retries), and works the same for built-in kinds and CRDs because it only needs a ResourceKind.
 import type { KubernetesObject } from '@kubernetes/client-node';
-import { isNotFound } from '../../common/errors.js';
+import { isNotFound } from '../common/errors.js';
 import { collectionPath, keyOf, objectPath } from './paths.js';
 import type { RestClient } from './rest.js';
 import type { ApplyOptions, KubeWriter, ObjectKey, ResourceKind } from './types.js';

@@ -5,7 +5,7 @@
 import http from 'node:http';
 import https from 'node:https';
 import type { Logger } from 'pino';
-import { errorMessage } from '../../common/errors.js';
+import { errorMessage } from '../common/errors.js';
 import { Backoff, TokenBucket } from './backoff.js';
 import { type Clock, systemClock } from './clock.js';
 import type { ClientConfig } from './kubeconfig.js';

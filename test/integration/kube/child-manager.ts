@@ -2,8 +2,8 @@
 // JSON object a line: {event: 'leading' | 'stopped-leading' | 'reconcile' | 'stopped'}.
 import { KubeConfig } from '@kubernetes/client-node';
 import { pino } from 'pino';
-import { createManager } from '../../../src/operator/runtime/manager.js';
-import type { Reconciler } from '../../../src/operator/runtime/types.js';
+import { createManager } from '../../../src/kube/manager.js';
+import type { Reconciler } from '../../../src/kube/types.js';
 import { widgetReconciler } from './harness.js';
 
 const namespace = process.env.RUNTIME_TEST_NAMESPACE!;

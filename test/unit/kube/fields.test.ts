@@ -1,7 +1,7 @@
 import type { KubernetesObject } from '@kubernetes/client-node';
 import { expect } from 'chai';
-import { childCacheTransform } from '../../../../src/operator/child-cache.js';
-import { ownedFields, projectFields, projectToFieldManager } from '../../../../src/operator/runtime/fields.js';
+import { ownedFields, projectFields, projectToFieldManager } from '../../../src/kube/fields.js';
+import { childCacheTransform } from '../../../src/operator/child-cache.js';
 
 const OPERATOR = 'oracle-node-operator';
 

@@ -7,7 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import type { KubernetesObject } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
-import { errorMessage } from '../../common/errors.js';
+import { errorMessage } from '../common/errors.js';
 import type { Clock } from './clock.js';
 import type { Informer } from './informer.js';
 import type { RuntimeMetrics } from './metrics.js';

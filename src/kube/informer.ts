@@ -7,7 +7,7 @@
 // the last sign of life (list, event, bookmark, clean close) feeds /readyz.
 import type { KubernetesObject } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
-import { errorMessage, isGone } from '../../common/errors.js';
+import { errorMessage, isGone } from '../common/errors.js';
 import { Backoff, jitter } from './backoff.js';
 import type { RuntimeClient } from './client.js';
 import { type Clock, systemClock } from './clock.js';

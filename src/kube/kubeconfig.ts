@@ -12,7 +12,7 @@ import { isIPv6 } from 'node:net';
 import { homedir } from 'node:os';
 import { delimiter, dirname, isAbsolute, join } from 'node:path';
 import yaml from 'js-yaml';
-import { errorMessage } from '../../common/errors.js';
+import { errorMessage } from '../common/errors.js';
 
 /**
  * What the REST client needs of a kubeconfig: the current cluster's server, and before each request the TLS

@@ -4,7 +4,7 @@ import { createServer, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { KubeConfig } from '@kubernetes/client-node';
 import { expect } from 'chai';
-import { ApiError, RestClient, type WatchEvent } from '../../../../src/operator/runtime/rest.js';
+import { ApiError, RestClient, type WatchEvent } from '../../../src/kube/rest.js';
 
 function kubeConfigFor(port: number): KubeConfig {
   const kubeConfig = new KubeConfig();

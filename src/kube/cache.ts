@@ -25,6 +25,16 @@ export class InformerCache implements ObjectCache {
     );
   }
 
+  /**
+   * Whether the cache holds every object of `kind` in `namespace`: true once each informer covering it has synced,
+   * false before, undefined when no informer covers it (a read there would say "absent" without knowing).
+   */
+  synced(kind: ResourceKind, namespace: string): boolean | undefined {
+    const covering = this.covering(kind, namespace || undefined);
+    if (covering.length === 0) return undefined;
+    return covering.every((informer) => informer.hasSynced());
+  }
+
   get<T extends KubernetesObject>(kind: ResourceKind, key: ObjectKey): T | undefined {
     for (const informer of this.covering(kind, key.namespace || undefined)) {
       const found = informer.get(kind.namespaced ? key.namespace : '', key.name);

@@ -1,8 +1,8 @@
 import { expect } from 'chai';
 import { Registry } from 'prom-client';
-import { RuntimeMetrics } from '../../../../src/operator/runtime/metrics.js';
-import { WorkQueue } from '../../../../src/operator/runtime/queue.js';
-import { FakeClock } from '../../../support/fake-clock.js';
+import { RuntimeMetrics } from '../../../src/kube/metrics.js';
+import { WorkQueue } from '../../../src/kube/queue.js';
+import { FakeClock } from '../../support/fake-clock.js';
 
 async function value(
   registry: Registry,

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { parseOperatorFlags, UsageError } from '../../../../src/cli/operator.js';
+import { parseOperatorFlags, UsageError } from '../../../src/cli/operator.js';
 
 describe('oracle-node operator: flags and environment', () => {
   it('has production defaults', () => {

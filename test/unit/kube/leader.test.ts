@@ -1,8 +1,8 @@
 import { expect } from 'chai';
 import { pino } from 'pino';
-import { LeaderElector, type Lease, type LeaseStore } from '../../../../src/operator/runtime/leader.js';
-import { ApiError } from '../../../../src/operator/runtime/rest.js';
-import { FakeClock } from '../../../support/fake-clock.js';
+import { LeaderElector, type Lease, type LeaseStore } from '../../../src/kube/leader.js';
+import { ApiError } from '../../../src/kube/rest.js';
+import { FakeClock } from '../../support/fake-clock.js';
 
 const logger = pino({ level: 'silent' });
 

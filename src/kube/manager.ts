@@ -7,7 +7,7 @@
 import type { KubernetesObject } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { Registry } from 'prom-client';
-import { type ObservabilityServer, startObservabilityServer } from '../../observability/http.js';
+import { type ObservabilityServer, startObservabilityServer } from '../observability/http.js';
 import { InformerCache } from './cache.js';
 import { RuntimeClient } from './client.js';
 import { type Clock, systemClock } from './clock.js';

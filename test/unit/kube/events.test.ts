@@ -1,10 +1,10 @@
 import { expect } from 'chai';
 import { pino } from 'pino';
 import { Registry } from 'prom-client';
-import { KubeEventRecorder } from '../../../../src/operator/runtime/events.js';
-import { RuntimeMetrics } from '../../../../src/operator/runtime/metrics.js';
-import { RestClient } from '../../../../src/operator/runtime/rest.js';
-import { FakeClock } from '../../../support/fake-clock.js';
+import { KubeEventRecorder } from '../../../src/kube/events.js';
+import { RuntimeMetrics } from '../../../src/kube/metrics.js';
+import { RestClient } from '../../../src/kube/rest.js';
+import { FakeClock } from '../../support/fake-clock.js';
 import { FakeApiServer } from './fake-apiserver.js';
 
 const logger = pino({ level: 'silent' });
