@@ -70,7 +70,8 @@ RECIPE=1
 GO_VERSION="$( ((HAVE_GO)) && go env GOVERSION)" || true
 shared_path() { # <binary> <module dir>
   local key
-  key="$({ cat "$HERE/$2/go.mod" "$HERE/$2/go.sum"; echo "$GO_VERSION recipe $RECIPE"; } | cksum | cut -d' ' -f1)"
+  # Files a module dir patches its build with (*.in: see build_prometheus) are part of the recipe.
+  key="$({ cat "$HERE/$2/go.mod" "$HERE/$2/go.sum" "$HERE/$2/"*.in 2>/dev/null; echo "$GO_VERSION recipe $RECIPE"; } | cksum | cut -d' ' -f1)"
   echo "$SHARED_DIR/$2-$key/$1"
 }
 restore() { # <binary> <module dir>: copy a previously built binary from the shared cache
@@ -259,6 +260,9 @@ build_helm() {
 
 # promtool (`make test-alerts`: promtool test rules) and the Prometheus server (the scrape tests), one build: they
 # share nearly every package. Stamped as Prometheus' own Makefile does, so --version names the release.
+# Built from a copy of the pinned module (verified by `go mod download`) whose plugins/plugins.go is replaced by
+# prometheus/plugins.go.in: only the file and HTTP service discoveries, so the cloud SDKs (Azure, AWS, GCE, ...) are
+# not compiled. Rule evaluation, `promtool test rules` and scraping are the release's code unchanged.
 prometheus_ok() { have "$1" "version $PROMETHEUS_VERSION " --version; }
 build_prometheus() {
   local missing=() b
@@ -273,7 +277,17 @@ build_prometheus() {
   local ldflags="-s -w -X github.com/prometheus/common/version.Version=$PROMETHEUS_VERSION"
   ldflags+=" -X github.com/prometheus/common/version.Branch=release -X github.com/prometheus/common/version.Revision=$PROMETHEUS_MODULE_VERSION"
   need_go "${missing[*]##*/}"
-  (cd "$HERE/prometheus" && timed "${missing[*]##*/} $PROMETHEUS_VERSION" "${GO_BUILD[@]}" -ldflags "$ldflags" -o "$BIN_DIR/" "${missing[@]}")
+  local source work
+  source="$(cd "$HERE/prometheus" && go mod download -json "github.com/prometheus/prometheus@$PROMETHEUS_MODULE_VERSION" | awk -F'"' '$2 == "Dir" { print $4 }')"
+  [[ -d $source ]] || die "cannot download github.com/prometheus/prometheus@$PROMETHEUS_MODULE_VERSION"
+  work="$ROOT/.cache/prometheus-build"
+  rm -rf "$work" && mkdir -p "$work"
+  cp -R "$source" "$work/prometheus" && chmod -R u+w "$work/prometheus"
+  cp "$HERE/prometheus/plugins.go.in" "$work/prometheus/plugins/plugins.go"
+  cp "$HERE/prometheus/go.mod" "$work/build.mod" && cp "$HERE/prometheus/go.sum" "$work/build.sum"
+  echo "replace github.com/prometheus/prometheus => $work/prometheus" >>"$work/build.mod"
+  (cd "$HERE/prometheus" && timed "${missing[*]##*/} $PROMETHEUS_VERSION" "${GO_BUILD[@]}" -modfile "$work/build.mod" -ldflags "$ldflags" -o "$BIN_DIR/" "${missing[@]}")
+  rm -rf "$work"
   for b in "${missing[@]##*/}"; do
     prometheus_ok "$b" || die "$BIN_DIR/$b does not report $PROMETHEUS_VERSION after the build"
     origin "$b" built
