@@ -72,6 +72,7 @@ export const KINDS = {
   roleBinding: kind('rbac.authorization.k8s.io', 'v1', 'RoleBinding', 'rolebindings'),
   cronJob: kind('batch', 'v1', 'CronJob', 'cronjobs'),
   job: kind('batch', 'v1', 'Job', 'jobs'),
+  pod: kind('', 'v1', 'Pod', 'pods'),
   deployment: kind('apps', 'v1', 'Deployment', 'deployments'),
   podDisruptionBudget: kind('policy', 'v1', 'PodDisruptionBudget', 'poddisruptionbudgets'),
   horizontalPodAutoscaler: kind('autoscaling', 'v2', 'HorizontalPodAutoscaler', 'horizontalpodautoscalers'),
