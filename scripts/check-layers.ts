@@ -46,11 +46,10 @@ export const ENTRY_POINTS: Record<string, readonly string[]> = {
 /**
  * Packages that only these files of src/ may load at run time (a value import, static or dynamic); `import type`
  * is erased by the compiler and allowed everywhere. @kubernetes/client-node takes ~0.6 s and ~90 MiB to load: only
- * the kubeconfig loader's fallback for credential plugins (exec, auth-provider) and the pods' Kubernetes adapters
- * (node/kubernetes/) load it.
+ * the kubeconfig loader's fallback for credential plugins (exec, auth-provider) loads it.
  */
 export const RUNTIME_IMPORTED_ONLY_FROM: Record<string, readonly string[]> = {
-  '@kubernetes/client-node': ['kube/kubeconfig.ts', 'node/kubernetes/'],
+  '@kubernetes/client-node': ['kube/kubeconfig.ts'],
 };
 
 /**

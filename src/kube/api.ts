@@ -5,6 +5,7 @@
 
 export { RuntimeClient } from './client.js';
 export { ApiError, apiStatusOf, isConflict, isGone, isInvalid, isNotFound } from './errors.js';
+export { BUILTIN_KINDS } from './kinds.js';
 export {
   type ClientConfig,
   KubeConfigError,

@@ -9,7 +9,7 @@ import { expect } from 'chai';
 import { kubeConfigMapStore } from '../../../src/node/kubernetes/config-map-store.js';
 import { writeCycleReport } from '../../../src/node/kubernetes/cycle-report.js';
 import { ORACLE_NODE_ARGS, repoRoot } from '../../support/binary.js';
-import { api, apply, kc, kubeconfigPath, useNamespace, waitFor } from '../support/cluster.js';
+import { api, apply, kubeClient, kubeconfigPath, useNamespace, waitFor } from '../support/cluster.js';
 import { condition, installCrd, type RunningOperator, readNode, sampleDocs, startOperator } from './support.js';
 
 const run = promisify(execFile);
@@ -49,7 +49,7 @@ describe('what is my node doing? (integration)', function () {
     (await run(join(binDir, 'kubectl'), ['--kubeconfig', kubeconfigPath, '-n', ns(), ...args])).stdout;
 
   async function report(job: string, extra: Record<string, unknown> = {}) {
-    await writeCycleReport(kubeConfigMapStore(kc, ns(), 'minimal-cycle'), {
+    await writeCycleReport(kubeConfigMapStore(kubeClient(), ns(), 'minimal-cycle'), {
       job,
       outcome: 'Completed',
       startTime: new Date().toISOString(),
@@ -151,7 +151,7 @@ describe('what is my node doing? (integration)', function () {
   it('`oracle-node request --node` shows what the node recorded (request log, failed requests) when the chain cannot be read', async () => {
     const txHash = `0x${'cd'.repeat(32)}`;
     await writeCycleReport(
-      kubeConfigMapStore(kc, ns(), 'minimal-cycle'),
+      kubeConfigMapStore(kubeClient(), ns(), 'minimal-cycle'),
       { job: 'minimal-cycle-c', outcome: 'Completed' },
       [
         {

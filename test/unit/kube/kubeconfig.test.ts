@@ -464,6 +464,46 @@ describe('operator runtime: kubeconfig loader (no @kubernetes/client-node)', () 
     expect(seen.map((s) => s.authorization)).to.deep.equal(['Bearer from-exec-plugin']);
   });
 
+  it("a worker pod's response cache reads its ConfigMap through src/kube's client, without @kubernetes/client-node", async function () {
+    this.timeout(60_000);
+    const plain = write('plain', kubeconfig({ 'certificate-authority-data': b64(ca.certPem) }, { token: 'tok-pod' }));
+    // The pod's adapters as `oracle-node worker` builds them, in a fresh process; the kubeconfig stands in for the
+    // service account (same loader, one step later in its order).
+    const script = `
+      const { workerKubernetesCache } = await import('./src/node/kubernetes/index.ts');
+      const cache = await workerKubernetesCache({ POD_NAMESPACE: 'team-a', ORACLE_NODE_CACHE_CONFIGMAP: 'n-cache' });
+      const cached = await cache.get('0x' + 'ab'.repeat(32));
+      console.log(JSON.stringify({ cached: cached ?? null }));`;
+    const recorder = recordLoadedModules();
+    try {
+      const child = spawn(
+        process.execPath,
+        ['--import', 'tsx', ...recorder.nodeArgs, '--input-type=module', '-e', script],
+        {
+          cwd: join(import.meta.dirname, '../../..'),
+          env: { ...process.env, KUBECONFIG: plain, KUBERNETES_SERVICE_HOST: '' },
+          stdio: ['ignore', 'pipe', 'pipe'],
+          timeout: 60_000,
+        },
+      );
+      let output = '';
+      child.stdout.on('data', (chunk: Buffer) => {
+        output += chunk.toString();
+      });
+      child.stderr.on('data', (chunk: Buffer) => {
+        output += chunk.toString();
+      });
+      const [status] = (await once(child, 'exit')) as [number | null];
+      expect(status, output).to.equal(0);
+      expect(JSON.parse(output)).to.deep.equal({ cached: null });
+      expect(recorder.packages().has('@kubernetes/client-node')).to.equal(false);
+    } finally {
+      recorder.remove();
+    }
+    expect(paths).to.deep.equal(['/api/v1/namespaces/team-a/configmaps/n-cache']);
+    expect(seen.map((s) => s.authorization)).to.deep.equal(['Bearer tok-pod']);
+  });
+
   describe('errors name the file and field, never a credential', () => {
     it('a YAML syntax error gives only its position', () => {
       const text = 'users:\n- name: me\n  user:\n    token: secret-token-value\n  : : bad\n';
