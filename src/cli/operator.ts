@@ -7,6 +7,7 @@ import { errorMessage } from '../common/errors.js';
 import { type ClientConfig, loadClientConfig, type Reconciler } from '../kube/index.js';
 import { createLogger, type LogLevel } from '../observability/logger.js';
 import type { WebhookTarget } from '../operator/builders/admission.js';
+import { processIo, UsageError, usageError } from './args.js';
 import type { Subcommand } from './subcommand.js';
 
 const IN_CLUSTER_NAMESPACE = '/var/run/secrets/kubernetes.io/serviceaccount/namespace';
@@ -78,8 +79,6 @@ export type WebhookFlags = {
   failurePolicy: 'Fail' | 'Ignore';
   timeoutSeconds: number;
 };
-
-export class UsageError extends Error {}
 
 function readNamespaceFile(): string | undefined {
   try {
@@ -240,7 +239,7 @@ export function webhookTarget(service: string | undefined, url: string | undefin
 
 export async function runOperator(argv: string[]): Promise<number> {
   if (argv.includes('--help') || argv.includes('-h')) {
-    process.stdout.write(USAGE);
+    processIo.stdout(USAGE);
     return 0;
   }
   let flags: OperatorFlags;
@@ -251,8 +250,7 @@ export async function runOperator(argv: string[]): Promise<number> {
     // unless the kubeconfig's user needs an exec or auth-provider plugin.
     kubeConfig = await loadClientConfig(flags.kubeconfig ? { path: flags.kubeconfig } : {});
   } catch (error) {
-    process.stderr.write(`oracle-node operator: ${errorMessage(error)}\n\n${USAGE}`);
-    return 2;
+    return usageError(processIo, `oracle-node operator: ${errorMessage(error)}`, USAGE);
   }
   // JSON lines through the shared factory (secret redaction, the config's level names).
   const logger = createLogger({ level: flags.logLevel.toUpperCase() as LogLevel, bindings: { component: 'operator' } });
