@@ -1,10 +1,41 @@
-// The argument handling every engine subcommand shares: parse, answer --help, and turn a parse error into usage
-// on stderr with exit code 2. `-h/--help` is added to each command's options.
+// The one argument convention of every subcommand: parse with node:util's parseArgs (strict), answer -h/--help, and
+// turn a parse error into "message, blank line, usage" on stderr with exit code 2. Output goes through a CliIo, so a
+// test passes its own to capture it. Kept free of the engine's modules: `validate` and `schema` load this file at
+// start-up. What an engine subcommand adds (its config, its pod's environment) is in command-config.ts.
 import { type ParseArgsOptionsConfig, parseArgs } from 'node:util';
 import { errorMessage } from '../common/errors.js';
-import type { Config, Workload } from '../config/index.js';
-import { type EngineEnvironment, readEngineEnvironment } from '../contract/pods.js';
-import { ConfigLoadError, loadConfig } from '../node/config-loader.js';
+
+/** Where a subcommand reads and writes; tests pass their own to capture output. */
+export type CliIo = {
+  stdout: (text: string) => void;
+  stderr: (text: string) => void;
+  /** Reads all of standard input; undefined when stdin is a terminal. */
+  readStdin: () => Promise<string | undefined>;
+  env: Record<string, string | undefined>;
+};
+
+export const processIo: CliIo = {
+  stdout: (text) => process.stdout.write(text),
+  stderr: (text) => process.stderr.write(text),
+  readStdin: async () => {
+    if (process.stdin.isTTY) return undefined;
+    const chunks: Buffer[] = [];
+    for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+    return Buffer.concat(chunks).toString('utf8');
+  },
+  env: process.env,
+};
+
+/** A wrong argument found after parsing; the command answers it with usageError (exit code 2). */
+export class UsageError extends Error {}
+
+const withNewline = (text: string) => (text.endsWith('\n') ? text : `${text}\n`);
+
+/** A usage error: the message, a blank line and the usage on stderr; exit code 2. */
+export function usageError(io: CliIo, message: string, usage: string): number {
+  io.stderr(`${message}\n\n${withNewline(usage)}`);
+  return 2;
+}
 
 const HELP_OPTION = { help: { type: 'boolean', short: 'h' } } as const;
 
@@ -17,22 +48,24 @@ export function parseCommandArgs<const O extends ParseArgsOptionsConfig>(
   argv: string[],
   options: O,
   help: string,
-  settings: { allowPositionals?: boolean } = {},
+  settings: { allowPositionals?: boolean; io?: CliIo } = {},
 ): { values: Values<O>; positionals: string[] } | { exitCode: number } {
+  const io = settings.io ?? processIo;
   let values: Values<O>;
   let positionals: string[];
   try {
     ({ values, positionals } = parseArgs({
       args: argv,
       options: { ...options, ...HELP_OPTION },
+      strict: true,
       allowPositionals: settings.allowPositionals === true,
     }));
   } catch (error) {
-    process.stderr.write(`${errorMessage(error)}\n\n${help}`);
-    return { exitCode: 2 };
+    // parseArgs throws a TypeError with a readable message on unknown or malformed options.
+    return { exitCode: usageError(io, errorMessage(error), help) };
   }
   if ((values as { help?: boolean }).help) {
-    process.stdout.write(help);
+    io.stdout(withNewline(help));
     return { exitCode: 0 };
   }
   return { values, positionals };
@@ -96,34 +129,4 @@ export function parseServerPorts(values: {
     return { exitCode: 2 };
   }
   return { ...(port === undefined ? {} : { port }), ...(metricsPort === undefined ? {} : { metricsPort }) };
-}
-
-/**
- * config.json (+ secrets.env, or the environment) loaded and validated for an engine subcommand, or its exit code
- * after the reason went to stderr: 1 for an invalid config, 2 for a file that cannot be read.
- */
-export async function loadCommandConfig(
-  configPath: string,
-  secretsPath?: string,
-  workload?: Workload,
-): Promise<Config | number> {
-  try {
-    return await loadConfig(configPath, secretsPath, secretScope(workload));
-  } catch (error) {
-    process.stderr.write(`${errorMessage(error)}\n`);
-    return error instanceof ConfigLoadError && !error.unreadable ? 1 : 2;
-  }
-}
-
-/**
- * The secret scope to load the config with: the workload running, when its pod says it was given only that
- * workload's keys. A pod scoped to another workload gets no stand-ins, so a missing key is reported, not hidden.
- */
-export function secretScope(workload: Workload | undefined): Workload | undefined {
-  return workload !== undefined && engineEnvironment().secretScope === workload ? workload : undefined;
-}
-
-/** What the operator's pods say about themselves (the contract's environment); empty outside a pod. */
-export function engineEnvironment(): EngineEnvironment {
-  return readEngineEnvironment(process.env);
 }

@@ -15,7 +15,8 @@ import { fileVerifiedProvidersStore, loadProviderMemory, saveProviderMemory } fr
 import { runWindow } from '../node/window.js';
 import { registerSecret } from '../observability/index.js';
 import { tracerFromEnvironment } from '../observability/tracing.js';
-import { engineEnvironment, loadCommandConfig, parseCommandArgs, parseWindowOptions } from './args.js';
+import { parseCommandArgs, parseWindowOptions } from './args.js';
+import { engineEnvironment, loadCommandConfig } from './command-config.js';
 import type { Subcommand } from './subcommand.js';
 
 export const DEFAULT_CACHE_DIR = '/tmp/oracle-node-cache';

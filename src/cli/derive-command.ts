@@ -1,7 +1,6 @@
 // `oracle-node derive <what>`: the protocol's identifiers and wallets, byte-compatible with the reference
 // (src/chain). Mnemonics come from --mnemonic, NODE_WALLET_MNEMONIC or standard input, and are never printed.
 
-import { parseArgs } from 'node:util';
 import { isAddress } from 'ethers';
 import { errorMessage } from '../common/errors.js';
 import { deriveEndpointId, deriveTemplateIdV0, deriveTemplateIdV1, isBytes32 } from '../protocol/ids.js';
@@ -12,8 +11,8 @@ import {
   deriveXpub,
   isValidMnemonic,
 } from '../protocol/wallet.js';
+import { type CliIo, parseCommandArgs, processIo, UsageError, usageError } from './args.js';
 import type { Subcommand } from './subcommand.js';
-import { type CliIo, processIo, usageError } from './validate-io.js';
 
 const USAGE = `Usage: oracle-node derive <what> [options]
 
@@ -36,10 +35,7 @@ type Values = {
   xpub?: string | undefined;
   sponsor?: string | undefined;
   'protocol-id'?: string | undefined;
-  help?: boolean | undefined;
 };
-
-class UsageError extends Error {}
 
 async function mnemonicFrom(values: Values, io: CliIo): Promise<string> {
   const source = values.mnemonic ?? (io.env['NODE_WALLET_MNEMONIC'] || undefined) ?? (await io.readStdin());
@@ -92,32 +88,23 @@ async function derive(what: string | undefined, positionals: string[], values: V
 }
 
 export async function runDerive(argv: string[], io: CliIo = processIo): Promise<number> {
-  let values: Values;
-  let positionals: string[];
-  try {
-    ({ values, positionals } = parseArgs({
-      args: argv,
-      options: {
-        'node-address': { type: 'string' },
-        'endpoint-id': { type: 'string' },
-        parameters: { type: 'string' },
-        v1: { type: 'boolean' },
-        mnemonic: { type: 'string' },
-        xpub: { type: 'string' },
-        sponsor: { type: 'string' },
-        'protocol-id': { type: 'string' },
-        help: { type: 'boolean', short: 'h' },
-      },
-      strict: true,
-      allowPositionals: true,
-    }));
-  } catch (error) {
-    return usageError(io, errorMessage(error), USAGE);
-  }
-  if (values.help) {
-    io.stdout(`${USAGE}\n`);
-    return 0;
-  }
+  const parsed = parseCommandArgs(
+    argv,
+    {
+      'node-address': { type: 'string' },
+      'endpoint-id': { type: 'string' },
+      parameters: { type: 'string' },
+      v1: { type: 'boolean' },
+      mnemonic: { type: 'string' },
+      xpub: { type: 'string' },
+      sponsor: { type: 'string' },
+      'protocol-id': { type: 'string' },
+    },
+    USAGE,
+    { allowPositionals: true, io },
+  );
+  if ('exitCode' in parsed) return parsed.exitCode;
+  const { values, positionals } = parsed;
   const [what, ...rest] = positionals;
   try {
     io.stdout(`${await derive(what, rest, values, io)}\n`);

@@ -9,7 +9,8 @@ import { parseSecretsEnv, scopedSecretsFromEnvironment, secretValuesOf, validate
 import { startGatewayServer } from '../gateway/server.js';
 import { createLogger, registerSecrets } from '../observability/index.js';
 import { tracerFromEnvironment } from '../observability/tracing.js';
-import { parseCommandArgs, parseServerPorts, secretScope } from './args.js';
+import { parseCommandArgs, parseServerPorts } from './args.js';
+import { secretScope } from './command-config.js';
 import type { Subcommand } from './subcommand.js';
 
 const USAGE = `Usage: oracle-node gateway -c <config.json> [-s <secrets.env>] [--port N] [--host H] [--metrics-port N] [--path-key-secret NAME]

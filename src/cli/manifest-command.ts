@@ -1,11 +1,6 @@
-// `oracle-node manifest -c config.json -s secrets.env --name NAME [-n NS] [--secret-name NAME] [--omit-secret]`:
-// an existing deployment as the Secret and the OracleNode, YAML on stdout for `kubectl apply -f -` or Git.
-// The config is validated first by what `validate` runs (same messages, same exit codes); on error stdout stays
-// empty. stderr carries messages, warnings and the `kubectl create secret` command, never a secret value.
-import { parseArgs } from 'node:util';
-import { errorMessage } from '../common/errors.js';
 import { parseSecretsEnv } from '../config/index.js';
 import { MAX_NAME_AND_STAGE } from '../operator/crd.js';
+import { type CliIo, parseCommandArgs, processIo, usageError } from './args.js';
 import {
   createSecretCommand,
   DNS_LABEL,
@@ -16,7 +11,6 @@ import {
 } from './manifest.js';
 import type { Subcommand } from './subcommand.js';
 import { issueLine, printValidation, reportUnreadable, validateFiles } from './validate-command.js';
-import { type CliIo, processIo, usageError } from './validate-io.js';
 
 const USAGE = `Usage: oracle-node manifest -c <config.json> -s <secrets.env> --name <NAME> [-n <NAMESPACE>]
                             [--secret-name <NAME>] [--omit-secret]
@@ -60,29 +54,21 @@ function nameProblem(values: ManifestOptions): string | undefined {
 }
 
 export async function runManifest(argv: string[], io: CliIo = processIo): Promise<number> {
-  let values: ManifestOptions;
-  try {
-    ({ values } = parseArgs({
-      args: argv,
-      options: {
-        config: { type: 'string', short: 'c' },
-        secrets: { type: 'string', short: 's' },
-        name: { type: 'string' },
-        namespace: { type: 'string', short: 'n' },
-        'secret-name': { type: 'string' },
-        'omit-secret': { type: 'boolean' },
-        help: { type: 'boolean', short: 'h' },
-      },
-      strict: true,
-      allowPositionals: false,
-    }));
-  } catch (error) {
-    return usageError(io, errorMessage(error), USAGE);
-  }
-  if (values.help) {
-    io.stdout(USAGE);
-    return 0;
-  }
+  const parsed = parseCommandArgs(
+    argv,
+    {
+      config: { type: 'string', short: 'c' },
+      secrets: { type: 'string', short: 's' },
+      name: { type: 'string' },
+      namespace: { type: 'string', short: 'n' },
+      'secret-name': { type: 'string' },
+      'omit-secret': { type: 'boolean' },
+    },
+    USAGE,
+    { io },
+  );
+  if ('exitCode' in parsed) return parsed.exitCode;
+  const values: ManifestOptions = parsed.values;
   if (!values.config) return usageError(io, 'Missing -c <config.json>', USAGE);
   const problem = nameProblem(values);
   if (problem) return usageError(io, problem, USAGE);

@@ -7,6 +7,7 @@ import { errorMessage } from '../common/errors.js';
 import { type ClientConfig, loadClientConfig, type Reconciler } from '../kube/index.js';
 import { createLogger, type LogLevel } from '../observability/logger.js';
 import type { WebhookTarget } from '../operator/builders/admission.js';
+import { processIo, UsageError, usageError } from './args.js';
 import type { Subcommand } from './subcommand.js';
 
 const IN_CLUSTER_NAMESPACE = '/var/run/secrets/kubernetes.io/serviceaccount/namespace';
@@ -78,8 +79,6 @@ export type WebhookFlags = {
   failurePolicy: 'Fail' | 'Ignore';
   timeoutSeconds: number;
 };
-
-export class UsageError extends Error {}
 
 function readNamespaceFile(): string | undefined {
   try {
@@ -240,7 +239,7 @@ export function webhookTarget(service: string | undefined, url: string | undefin
 
 export async function runOperator(argv: string[]): Promise<number> {
   if (argv.includes('--help') || argv.includes('-h')) {
-    process.stdout.write(USAGE);
+    processIo.stdout(USAGE);
     return 0;
   }
   let flags: OperatorFlags;
@@ -251,8 +250,7 @@ export async function runOperator(argv: string[]): Promise<number> {
     // unless the kubeconfig's user needs an exec or auth-provider plugin.
     kubeConfig = await loadClientConfig(flags.kubeconfig ? { path: flags.kubeconfig } : {});
   } catch (error) {
-    process.stderr.write(`oracle-node operator: ${errorMessage(error)}\n\n${USAGE}`);
-    return 2;
+    return usageError(processIo, `oracle-node operator: ${errorMessage(error)}`, USAGE);
   }
   // JSON lines through the shared factory (secret redaction, the config's level names).
   const logger = createLogger({ level: flags.logLevel.toUpperCase() as LogLevel, bindings: { component: 'operator' } });
@@ -261,8 +259,6 @@ export async function runOperator(argv: string[]): Promise<number> {
   const { OracleNodeMetrics } = await import('../operator/metrics.js');
   const { LABELS } = await import('../contract/pods.js');
   const { DEFAULT_SETTINGS } = await import('../operator/builders/common.js');
-  let admission: import('../operator/webhook/admission.js').AdmissionComponent | undefined;
-  let nodeMetrics: import('../operator/metrics.js').OracleNodeMetrics | undefined;
   const identity = `${env('POD_NAME') ?? hostname()}_${Math.random().toString(16).slice(2, 10)}`;
   const manager = createManager({
     kubeConfig,
@@ -281,31 +277,31 @@ export async function runOperator(argv: string[]): Promise<number> {
     fieldManager: 'oracle-node-operator',
     logger,
     // Coordinator Jobs are owned by their CronJob, not the OracleNode: this label maps them to their node.
-    tuning: {
-      ownerNameLabel: LABELS.name,
-      // Not ready until the admission webhook serves, when it is on.
-      readinessChecks: [() => admission?.readiness() ?? { ready: true }],
-      // Only the leader publishes the per-OracleNode series (docs/metrics.md).
-      onLeadershipChange: (leading) => nodeMetrics?.setLeading(leading),
-    },
+    tuning: { ownerNameLabel: LABELS.name },
   });
   const workloadImage = env('ONO_WORKLOAD_IMAGE');
-  nodeMetrics = new OracleNodeMetrics(manager.registry);
-  // A replica publishes none of them until it leads.
-  nodeMetrics.setLeading(manager.isLeader());
+  const nodeMetrics = new OracleNodeMetrics(manager.registry);
+  // Only the leader publishes the per-OracleNode series (docs/metrics.md): none until it leads, none after it lost.
+  nodeMetrics.setLeading(false);
+  manager.add(
+    { start: () => nodeMetrics.setLeading(true), stop: async () => nodeMetrics.setLeading(false) },
+    { leaderElection: true },
+  );
   const reconciler: Reconciler = createOracleNodeReconciler({
     metrics: nodeMetrics,
     // The image of the OracleNodes' workloads when spec.image is empty (the Helm chart sets it to its own image).
     ...(workloadImage ? { settings: { defaultImage: workloadImage } } : {}),
   });
-  admission = flags.webhook
-    ? await startAdmission(flags, manager, logger, workloadImage ?? DEFAULT_SETTINGS.defaultImage)
-    : undefined;
-  // Without the webhook the fence runs on its own: it does not depend on the webhook being served.
-  const fence =
-    !flags.webhook && flags.coordinatorFence
-      ? await startFence(flags, manager, logger, workloadImage ?? DEFAULT_SETTINGS.defaultImage)
-      : undefined;
+  // On every replica, beside (never inside) the controller; the webhook holds /readyz until it serves. Without the
+  // webhook the fence runs on its own: it does not depend on the webhook being served.
+  if (flags.webhook)
+    manager.add(await admissionComponent(flags, manager, logger, workloadImage ?? DEFAULT_SETTINGS.defaultImage), {
+      leaderElection: false,
+    });
+  else if (flags.coordinatorFence)
+    manager.add(await fenceComponent(flags, manager, logger, workloadImage ?? DEFAULT_SETTINGS.defaultImage), {
+      leaderElection: false,
+    });
   let signals = 0;
   const onSignal = (signal: NodeJS.Signals) => {
     signals++;
@@ -320,14 +316,10 @@ export async function runOperator(argv: string[]): Promise<number> {
   process.on('SIGINT', onSignal);
   try {
     await manager.run(reconciler);
-    await admission?.stop();
-    await fence?.stop();
     return 0;
   } catch (error) {
     logger.error({ err: errorMessage(error) }, 'operator failed');
     await manager.stop().catch(() => {});
-    await admission?.stop().catch(() => {});
-    await fence?.stop().catch(() => {});
     return 1;
   } finally {
     process.off('SIGTERM', onSignal);
@@ -335,8 +327,8 @@ export async function runOperator(argv: string[]): Promise<number> {
   }
 }
 
-/** The admission webhook and the coordinator fence: on every replica, beside (never inside) the controller. */
-async function startAdmission(
+/** The admission webhook (with the coordinator fence), as a runnable of the manager. */
+async function admissionComponent(
   flags: OperatorFlags,
   manager: import('../kube/index.js').RuntimeManager,
   logger: import('pino').Logger,
@@ -344,7 +336,7 @@ async function startAdmission(
 ) {
   const webhook = flags.webhook!;
   const { AdmissionComponent, secretExistsInCache } = await import('../operator/webhook/admission.js');
-  const admission = new AdmissionComponent({
+  return new AdmissionComponent({
     client: manager.client,
     logger: logger.child({ component: 'admission' }),
     registry: manager.registry,
@@ -362,26 +354,22 @@ async function startAdmission(
     ...(flags.ownerClusterRole ? { ownerClusterRole: flags.ownerClusterRole } : {}),
     lookups: { secretExists: secretExistsInCache(manager.cache) },
   });
-  admission.start();
-  return admission;
 }
 
-/** The coordinator fence alone, for an operator without the webhook: on every replica, like the admission component. */
-async function startFence(
+/** The coordinator fence alone, for an operator without the webhook, as a runnable of the manager. */
+async function fenceComponent(
   flags: OperatorFlags,
   manager: import('../kube/index.js').RuntimeManager,
   logger: import('pino').Logger,
   workloadImage: string,
 ) {
   const { CoordinatorFenceComponent } = await import('../operator/webhook/admission.js');
-  const fence = new CoordinatorFenceComponent({
+  return new CoordinatorFenceComponent({
     client: manager.client,
     logger: logger.child({ component: 'coordinator-fence' }),
     workloadImage,
     ...(flags.ownerClusterRole ? { ownerClusterRole: flags.ownerClusterRole } : {}),
   });
-  fence.start();
-  return fence;
 }
 
 function env(name: string): string | undefined {

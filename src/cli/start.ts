@@ -17,7 +17,8 @@ import { FileRequestLog } from '../node/request-log.js';
 import { runWindow } from '../node/window.js';
 import { createMetricsRegistry } from '../observability/index.js';
 import { tracerFromEnvironment } from '../observability/tracing.js';
-import { loadCommandConfig, parseCommandArgs, parseServerPorts, parseWindowOptions } from './args.js';
+import { parseCommandArgs, parseServerPorts, parseWindowOptions } from './args.js';
+import { loadCommandConfig } from './command-config.js';
 import { DEFAULT_CACHE_DIR, recordRequestsLocally } from './coordinator.js';
 import type { Subcommand } from './subcommand.js';
 

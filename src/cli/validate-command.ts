@@ -2,11 +2,10 @@
 // 2 usage or I/O error. Secret values never reach the output: validateConfig redacts its messages.
 
 import { readFile, stat } from 'node:fs/promises';
-import { parseArgs } from 'node:util';
 import { errorMessage } from '../common/errors.js';
 import { type Issue, MAX_CONFIG_BYTES, type ValidationResult, validateConfig } from '../config/index.js';
+import { type CliIo, parseCommandArgs, processIo, usageError } from './args.js';
 import type { Subcommand } from './subcommand.js';
-import { type CliIo, processIo, usageError } from './validate-io.js';
 
 const USAGE = `Usage: oracle-node validate -c <config.json> [-s <secrets.env>] [--json]
 
@@ -60,31 +59,14 @@ export async function validateFiles(configPath: string, secretsPath: string | un
 export const issueLine = (kind: string, issue: Issue) => `  ${kind} ${issue.path || '(root)'}: ${issue.message}\n`;
 
 export async function runValidate(argv: string[], io: CliIo = processIo): Promise<number> {
-  let values: {
-    config?: string | undefined;
-    secrets?: string | undefined;
-    json?: boolean | undefined;
-    help?: boolean | undefined;
-  };
-  try {
-    ({ values } = parseArgs({
-      args: argv,
-      options: {
-        config: { type: 'string', short: 'c' },
-        secrets: { type: 'string', short: 's' },
-        json: { type: 'boolean' },
-        help: { type: 'boolean', short: 'h' },
-      },
-      strict: true,
-      allowPositionals: false,
-    }));
-  } catch (error) {
-    return usageError(io, errorMessage(error), USAGE);
-  }
-  if (values.help) {
-    io.stdout(`${USAGE}\n`);
-    return 0;
-  }
+  const parsed = parseCommandArgs(
+    argv,
+    { config: { type: 'string', short: 'c' }, secrets: { type: 'string', short: 's' }, json: { type: 'boolean' } },
+    USAGE,
+    { io },
+  );
+  if ('exitCode' in parsed) return parsed.exitCode;
+  const { values } = parsed;
   if (!values.config) return usageError(io, 'Missing -c <config.json>', USAGE);
 
   const checked = await validateFiles(values.config, values.secrets);

@@ -11,7 +11,8 @@ import { workerKubernetesCache } from '../node/kubernetes/index.js';
 import { createNodeLogger } from '../node/logger.js';
 import { runShard } from '../node/shard.js';
 import { tracerFromEnvironment } from '../observability/tracing.js';
-import { engineEnvironment, loadCommandConfig, parseCommandArgs } from './args.js';
+import { parseCommandArgs } from './args.js';
+import { engineEnvironment, loadCommandConfig } from './command-config.js';
 import { DEFAULT_CACHE_DIR } from './coordinator.js';
 import type { Subcommand } from './subcommand.js';
 

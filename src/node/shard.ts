@@ -1,13 +1,14 @@
 // One shard = the work of one sponsor wallet on one chain in one cycle: call the APIs, sign, and submit
 // the sponsor's transactions in nonce order through ONE provider (the first healthy one), moving to the
 // next provider only when sending through the current one fails at transport level. Shards share no nonce
-// sequence, so they run independently (in-process here, as Kubernetes Jobs in the operator).
-// Input and output are the coordinator <-> worker contract (src/contract/shard.ts); secrets come from the
-// worker's own config, never from the shard.
+// sequence, so they run independently.
 //
-// runShard reads as its phases: call the APIs (all at once, each request planned as soon as its answer is in),
-// then per provider: confirm lost sends, decide about pending transactions, price, drop what was served, plan,
-// send in nonce order; finally settle what no provider took and report.
+// A shard has two halves. The API half (src/node/api-call.ts) needs only the OIS and its API credentials; the
+// chain half here needs the node key and the providers: it turns each API result into a signed answer (or takes
+// one from the response cache), then per provider: confirms lost sends, decides about pending transactions,
+// prices, drops what was served, plans, sends in nonce order; finally it settles what no provider took and
+// reports. runShard runs both in one process, each request planned as soon as its answer is in; runChainHalf is
+// the chain half alone, for answers that came from elsewhere.
 
 import { callView } from '../chain/calls.js';
 import { rrpInterface } from '../chain/contracts.js';
@@ -40,7 +41,6 @@ import { type PlannedWithdrawal, planWithdrawal } from '../chain/withdrawals.js'
 import { mapLimit } from '../common/concurrency.js';
 import { errorMessage } from '../common/errors.js';
 import type { Config } from '../config/index.js';
-import type { ApiOutcome } from '../contract/request-log.js';
 import {
   SHARD_FORMAT,
   type ShardApiCall,
@@ -49,34 +49,33 @@ import {
   type ShardOutput,
 } from '../contract/shard.js';
 import { parseTraceparent, type SpanContext, Tracer } from '../observability/tracing.js';
+import { type ApiCallContext, type ApiCallOutcome, type ApiRecord, callApi, NOT_CALLED } from './api-call.js';
 import type { ResponseCache } from './cache.js';
 import { findEndpoint, requestedMinConfirmations } from './endpoints.js';
 import type { Logger } from './logger.js';
-import {
-  type CallEndpointInput,
-  type CallEndpointResult,
-  callEndpoint as defaultCallEndpoint,
-  type EndpointPhase,
-  reservedParameterValue,
-} from './ois-adapter.js';
+import { reservedParameterValue } from './ois-adapter.js';
 
-export type ShardContext = {
+/** What the chain half needs: the node key (signing), the providers (sending) and the response cache. */
+export type ChainContext = {
   config: Config;
   wallets: SponsorWallets;
   logger: Logger;
   cache?: ResponseCache;
-  callEndpoint?: (call: CallEndpointInput) => Promise<CallEndpointResult>;
   rpcClient?: (url: string) => RpcClient;
-  /** Concurrent API calls inside one shard. */
-  apiConcurrency?: number;
   /** Spans of the shard's requests, children of the traces named in the shard input. */
   tracer?: Tracer;
+};
+
+/** Both halves in one process (InProcessExecutor): the chain half's context and the API calls'. */
+export type ShardContext = ChainContext & {
+  callEndpoint?: ApiCallContext['callEndpoint'];
+  /** Concurrent API calls inside one shard. */
+  apiConcurrency?: number;
 };
 
 const NO_TRACER = new Tracer();
 
 type Chain = Config['chains'][number];
-type ApiRecord = { outcome: ApiOutcome; durationMs: number };
 
 /** A transaction whose answer was lost, and the outcome it counts as once a provider knows its hash. */
 type LostSend = { id: string; txHash: string; outcome: ShardOutcome };
@@ -91,7 +90,7 @@ type SendablePlan = Exclude<Plan, { kind: 'skip' }>;
 /** The state of one shard's run, shared by its phases. */
 type ShardRun = {
   shard: ShardInput;
-  context: ShardContext;
+  context: ChainContext;
   chain: Chain;
   logger: Logger;
   wallet: ReturnType<SponsorWallets['walletOf']>;
@@ -103,27 +102,54 @@ type ShardRun = {
   /** Transactions sent whose answer was lost (the provider may have taken them), by item id. */
   lost: Map<string, LostSend>;
   rpcCalls: number;
-  timings: { apiMs: number; planMs: number; sendMs: number };
+  timings: { planMs: number; sendMs: number };
   gasPriceWei: string | undefined;
   gasPriceStrategyFailures: StrategyFailure[];
   /** When the first provider was asked (the submission spans start there). */
   submissionStartMs: number;
 };
 
-/** The API calls of a shard, running: each item's answer is a promise of its own. */
-type ApiPhase = {
+/**
+ * The API answers of a shard as the chain half awaits them: each request's answer is a promise of its own, so a
+ * request is planned as soon as its answer is in.
+ */
+export type ShardAnswers = {
+  /** Every API call's answer, signed, by request id. */
+  responses: Map<string, Promise<ApiResponse>>;
+  /** Settles when every answer is in. */
   answered: Promise<unknown>;
   /** The first API call that threw (not an API failure: those are answers), which fails the shard. */
   failure: { error: unknown } | undefined;
   cacheHits: number;
   records: Map<string, ApiRecord>;
+  apiMs: number;
 };
 
+/** Both halves of a shard in one process: the API calls, and as their answers come in, the transactions. */
 export async function runShard(shard: ShardInput, context: ShardContext): Promise<ShardOutput> {
   const run = startRun(shard, context);
-  // 1. API calls (cached responses reused), all answered before any transaction is sent, as the reference.
-  const apis = callApis(run);
-  // 2. Transactions through one provider at a time.
+  // API calls (cached responses reused), all answered before any transaction is sent, as the reference.
+  return submitShard(run, callApisInProcess(shard, context));
+}
+
+/**
+ * The chain half of a shard, run by the coordinator for one sponsor wallet: the transactions of its requests from
+ * their API answers, through one provider at a time.
+ */
+export async function runChainHalf(
+  shard: ShardInput,
+  answers: ShardAnswers,
+  context: ChainContext,
+): Promise<ShardOutput> {
+  return submitShard(startRun(shard, context), answers);
+}
+
+async function submitShard(run: ShardRun, apis: ShardAnswers): Promise<ShardOutput> {
+  const { shard } = run;
+  run.pending = [
+    ...shard.apiCalls.map((call) => ({ kind: 'api' as const, call, response: responseOf(apis, call.id) })),
+    ...shard.withdrawals.map((withdrawal) => ({ kind: 'withdrawal' as const, withdrawal })),
+  ];
   run.submissionStartMs = Date.now();
   const providerNames = shard.providers.filter((name) => run.chain.providers[name]);
   for (let p = 0; p < providerNames.length && run.pending.length > 0; p++) {
@@ -135,7 +161,12 @@ export async function runShard(shard: ShardInput, context: ShardContext): Promis
   return shardOutput(run, apis);
 }
 
-function startRun(shard: ShardInput, context: ShardContext): ShardRun {
+/** A request's answer; one the answers lack is a failed API call, never a transaction of its own. */
+function responseOf(apis: ShardAnswers, id: string): Promise<ApiResponse> {
+  return apis.responses.get(id) ?? Promise.resolve({ success: false, errorMessage: 'API call failed' });
+}
+
+function startRun(shard: ShardInput, context: ChainContext): ShardRun {
   if (shard.format !== SHARD_FORMAT) throw new Error(`Unknown shard format ${String(shard.format)}`);
   const chain = context.config.chains.find((c) => c.id === shard.chainId);
   if (!chain) throw new Error(`Chain ${shard.chainId} is not in the config`);
@@ -153,14 +184,14 @@ function startRun(shard: ShardInput, context: ShardContext): ShardRun {
     pending: [],
     lost: new Map(),
     rpcCalls: 0,
-    timings: { apiMs: 0, planMs: 0, sendMs: 0 },
+    timings: { planMs: 0, sendMs: 0 },
     gasPriceWei: undefined,
     gasPriceStrategyFailures: [],
     submissionStartMs: Date.now(),
   };
 }
 
-// ---- Phase 1: the API calls --------------------------------------------------------------------------------
+// ---- Phase 1: the API answers ------------------------------------------------------------------------------
 
 /**
  * Promise.withResolvers, awaited where the value is needed; a rejection nobody reached (all providers down) is not
@@ -172,126 +203,97 @@ function deferred<T>(): PromiseWithResolvers<T> {
   return resolvers;
 }
 
-/** Starts every API call at once (bounded) and fills `run.pending` with the items, API answers as promises. */
-function callApis(run: ShardRun): ApiPhase {
-  const { shard, context } = run;
+/** Starts every API call of the shard at once (bounded), in this process; each answer is a promise of its own. */
+function callApisInProcess(shard: ShardInput, context: ShardContext): ShardAnswers {
   const apiStart = performance.now();
   const responses = shard.apiCalls.map(() => deferred<ApiResponse>());
-  const phase: ApiPhase = { answered: Promise.resolve(), failure: undefined, cacheHits: 0, records: new Map() };
-  phase.answered = mapLimit(shard.apiCalls, context.apiConcurrency ?? 16, async (call, i) => {
+  const answers: ShardAnswers = {
+    responses: new Map(shard.apiCalls.map((call, i) => [call.id, responses[i]!.promise])),
+    answered: Promise.resolve(),
+    failure: undefined,
+    cacheHits: 0,
+    records: new Map(),
+    apiMs: 0,
+  };
+  answers.answered = mapLimit(shard.apiCalls, context.apiConcurrency ?? 16, async (call, i) => {
     try {
       const trace = parseTraceparent(shard.traceparents?.[call.id]);
-      const { response, cached, api } = await respond(context, shard.chainId, call, trace);
-      if (cached) phase.cacheHits++;
-      phase.records.set(call.id, api);
-      responses[i]!.resolve(response);
+      const answer =
+        (await answerWithoutCall(context, call)) ??
+        (await answerFromResult(
+          context,
+          shard.chainId,
+          call,
+          await callApi(context, shard.chainId, call, trace),
+          trace,
+        ));
+      if (answer.cached) answers.cacheHits++;
+      answers.records.set(call.id, answer.api);
+      responses[i]!.resolve(answer.response);
     } catch (error) {
-      phase.failure ??= { error };
+      answers.failure ??= { error };
       responses[i]!.reject(error);
     }
   }).finally(() => {
-    run.timings.apiMs = performance.now() - apiStart;
+    answers.apiMs = performance.now() - apiStart;
   });
-  run.pending = [
-    ...shard.apiCalls.map((call, i) => ({ kind: 'api' as const, call, response: responses[i]!.promise })),
-    ...shard.withdrawals.map((withdrawal) => ({ kind: 'withdrawal' as const, withdrawal })),
-  ];
-  return phase;
+  return answers;
 }
 
-/** The class of an API call's outcome from the engine's error message, which names the status code. */
-export function apiOutcomeOf(result: CallEndpointResult): ApiOutcome {
-  if (result.success) return '2xx';
-  const status = /^API call failed with status code ([1-5])\d\d$/.exec(result.errorMessage);
-  if (status) return `${status[1]}xx` as ApiOutcome;
-  return result.errorMessage === 'API call failed with no response' ? 'no response' : 'failed';
+export type Answer = { response: ApiResponse; cached: boolean; api: ApiRecord };
+
+function gasPriceOf(config: Config, call: ShardApiCall): { gasPrice?: string } {
+  const { endpoint } = findEndpoint(config, call);
+  const value = endpoint ? reservedParameterValue('_gasPrice', endpoint, call.parameters) : undefined;
+  return value !== undefined && /^\d+$/.test(value) ? { gasPrice: value } : {};
 }
 
-type Answer = { response: ApiResponse; cached: boolean; api: ApiRecord };
-const notCalled = { outcome: 'not called', durationMs: 0 } as const;
-
-/** One request's answer: from the cache, else the API call through the OIS engine, signed. */
-async function respond(
-  context: ShardContext,
-  chainId: string,
-  call: ShardApiCall,
-  trace: SpanContext | undefined,
-): Promise<Answer> {
+/**
+ * A request's answer that needs no API call: a request that cannot be served or whose endpoint the config lacks
+ * (failed, not called), or a response cached by an earlier cycle. Undefined: the API must be called.
+ */
+export async function answerWithoutCall(context: ChainContext, call: ShardApiCall): Promise<Answer | undefined> {
   if (call.errorMessage)
-    return { response: { success: false, errorMessage: call.errorMessage }, cached: false, api: notCalled };
+    return { response: { success: false, errorMessage: call.errorMessage }, cached: false, api: NOT_CALLED };
   const { ois, endpoint } = findEndpoint(context.config, call);
   if (!ois || !endpoint) {
     return {
       response: { success: false, errorMessage: `No endpoint ${call.endpointName} in OIS ${call.oisTitle}` },
       cached: false,
-      api: notCalled,
+      api: NOT_CALLED,
     };
   }
-  const gasPriceValue = reservedParameterValue('_gasPrice', endpoint, call.parameters);
-  const gasPrice = gasPriceValue !== undefined && /^\d+$/.test(gasPriceValue) ? { gasPrice: gasPriceValue } : {};
-  if (call.cacheResponses && context.cache) {
-    const hit = await context.cache.get(call.id);
-    if (hit)
-      return {
-        response: { success: true, ...hit, ...gasPrice },
-        cached: true,
-        api: { outcome: 'cached', durationMs: 0 },
-      };
-  }
-  const tracer = context.tracer ?? NO_TRACER;
-  const requestAttributes = { requestId: call.id, chainId, endpointId: call.endpointId };
-  // The OIS engine's whole call: the HTTP request, pre/post-processing and encoding. No URL, parameter or answer.
-  const span = tracer.startSpan('api call', {
-    parent: trace,
-    kind: 'client',
-    attributes: {
-      ...requestAttributes,
-      'http.request.method': (endpoint as { operation?: { method?: string } }).operation?.method?.toUpperCase(),
-    },
-  });
-  const started = performance.now();
-  const result = await (context.callEndpoint ?? defaultCallEndpoint)({
-    ois,
-    endpointName: call.endpointName,
-    parameters: call.parameters,
-    apiCredentials: context.config.apiCredentials,
-    metadata: {
-      chainId,
-      chainType: 'evm',
-      requesterAddress: call.requester,
-      sponsorAddress: call.sponsor,
-      sponsorWalletAddress: call.sponsorWallet,
-      requestId: call.id,
-    },
-    // Processing and encoding as children of the call, timed by the engine.
-    ...(tracer.enabled
-      ? {
-          onPhase: (phase: EndpointPhase) => {
-            const child = tracer.startSpan(phase.name, {
-              parent: span.context,
-              attributes: requestAttributes,
-              startMs: phase.startMs,
-            });
-            if (phase.failed) child.fail(`${phase.name} failed`);
-            child.end(phase.endMs);
-          },
-        }
-      : {}),
-  });
-  const api = { outcome: apiOutcomeOf(result), durationMs: Math.round(performance.now() - started) };
-  const status = result.success ? undefined : /status code (\d{3})$/.exec(result.errorMessage)?.[1];
-  span.setAttributes({ 'oracle_node.api.outcome': api.outcome, 'http.response.status_code': status && Number(status) });
-  if (!result.success) span.fail(api.outcome === 'failed' ? 'processing or encoding failed' : `API ${api.outcome}`);
-  span.end();
+  if (!call.cacheResponses || !context.cache) return undefined;
+  const hit = await context.cache.get(call.id);
+  if (!hit) return undefined;
+  return {
+    response: { success: true, ...hit, ...gasPriceOf(context.config, call) },
+    cached: true,
+    api: { outcome: 'cached', durationMs: 0 },
+  };
+}
+
+/** A request's answer from its API call's result: signed with the node key, and cached when its trigger asks. */
+export async function answerFromResult(
+  context: ChainContext,
+  chainId: string,
+  call: ShardApiCall,
+  { result, api }: ApiCallOutcome,
+  trace: SpanContext | undefined,
+): Promise<Answer> {
   if (!result.success) return { response: { success: false, errorMessage: result.errorMessage }, cached: false, api };
-  const signing = tracer.startSpan('sign response', { parent: trace, attributes: requestAttributes });
+  const tracer = context.tracer ?? NO_TRACER;
+  const signing = tracer.startSpan('sign response', {
+    parent: trace,
+    attributes: { requestId: call.id, chainId, endpointId: call.endpointId },
+  });
   const signature = signFulfillment(context.wallets.node, call.id, result.encodedValue);
   signing.end();
   if (call.cacheResponses && context.cache) {
     await context.cache.set(call.id, { encodedValue: result.encodedValue, signature });
   }
   return {
-    response: { success: true, encodedValue: result.encodedValue, signature, ...gasPrice },
+    response: { success: true, encodedValue: result.encodedValue, signature, ...gasPriceOf(context.config, call) },
     cached: false,
     api,
   };
@@ -321,7 +323,7 @@ function skipPending(run: ShardRun, reason: string): void {
 async function submitThrough(
   run: ShardRun,
   providerName: string,
-  options: { resumed: boolean; apis: ApiPhase },
+  options: { resumed: boolean; apis: ShardAnswers },
 ): Promise<void> {
   const makeClient = run.context.rpcClient ?? ((url: string) => new RpcClient(url));
   const client = makeClient(run.chain.providers[providerName]!.url);
@@ -670,7 +672,7 @@ function settleUntaken(run: ShardRun): void {
   run.pending = [];
 }
 
-function shardOutput(run: ShardRun, apis: ApiPhase): ShardOutput {
+function shardOutput(run: ShardRun, apis: ShardAnswers): ShardOutput {
   const { shard, outcomes, timings } = run;
   for (const outcome of outcomes) {
     const api = outcome.kind === 'api' ? apis.records.get(outcome.id) : undefined;
@@ -685,7 +687,7 @@ function shardOutput(run: ShardRun, apis: ApiPhase): ShardOutput {
     cacheHits: apis.cacheHits,
     rpcCalls: run.rpcCalls,
     timings: {
-      apiMs: Math.round(timings.apiMs),
+      apiMs: Math.round(apis.apiMs),
       planMs: Math.round(timings.planMs),
       sendMs: Math.round(timings.sendMs),
     },

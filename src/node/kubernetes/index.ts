@@ -1,7 +1,7 @@
 // The engine's Kubernetes adapters, used when a coordinator or worker runs in a pod the operator made: shards as
 // worker Jobs, the response cache in a ConfigMap, the cycle report for status. What a pod reads from its
-// environment is the contract's (src/contract/pods.ts). The Kubernetes client is loaded only inside such a pod,
-// so local runs never pay for it.
+// environment is the contract's (src/contract/pods.ts). The Kubernetes client (src/kube's, in-cluster credentials)
+// is loaded only inside such a pod, so local runs never pay for it.
 import { readCoordinatorEnvironment, readWorkerEnvironment } from '../../contract/pods.js';
 import type { ResponseCache } from '../cache.js';
 import type { CycleSummary } from '../cycle.js';
@@ -22,11 +22,15 @@ export type CoordinatorKubernetes = {
 
 type Env = Record<string, string | undefined>;
 
-async function kubeConfig() {
-  const { KubeConfig } = await import('@kubernetes/client-node');
-  const config = new KubeConfig();
-  config.loadFromDefault();
-  return config;
+/**
+ * The pod's client: its service account; client-go's default QPS and burst (the executor polls a Job a second).
+ * The component names the field manager of what the pod creates and replaces, and its user agent.
+ */
+async function podClient(component: 'coordinator' | 'worker') {
+  const { loadClientConfig, RestClient, RuntimeClient } = await import('../../kube/api.js');
+  const fieldManager = `oracle-node-${component}`;
+  const rest = new RestClient(await loadClientConfig(), { qps: 5, burst: 10, userAgent: fieldManager });
+  return new RuntimeClient(rest, fieldManager);
 }
 
 /**
@@ -36,23 +40,23 @@ async function kubeConfig() {
 export async function coordinatorKubernetes(env: Env = process.env): Promise<CoordinatorKubernetes | undefined> {
   const pod = readCoordinatorEnvironment(env);
   if (!pod) return undefined;
-  const [config, { KubernetesJobExecutor, kubeWorkerJobApi }, stores, { ConfigMapResponseCache }, reports, verified] =
+  const [client, { KubernetesJobExecutor, kubeWorkerJobApi }, stores, { ConfigMapResponseCache }, reports, verified] =
     await Promise.all([
-      kubeConfig(),
+      podClient('coordinator'),
       import('./job-executor.js'),
       import('./config-map-store.js'),
       import('./response-cache.js'),
       import('./cycle-report.js'),
       import('./verified-providers.js'),
     ]);
-  const cycleStore = stores.kubeConfigMapStore(config, pod.namespace, pod.cycleConfigMap);
+  const cycleStore = stores.kubeConfigMapStore(client, pod.namespace, pod.cycleConfigMap);
   return {
     executor: new KubernetesJobExecutor({
-      api: kubeWorkerJobApi(config, pod.namespace),
+      api: kubeWorkerJobApi(client, pod.namespace),
       template: pod.workerTemplate,
     }),
     cache: new ConfigMapResponseCache({
-      store: stores.kubeConfigMapStore(config, pod.namespace, pod.cacheConfigMap),
+      store: stores.kubeConfigMapStore(client, pod.namespace, pod.cacheConfigMap),
     }),
     report: (summary, context) =>
       reports.writeCycleReport(
@@ -69,10 +73,10 @@ export async function coordinatorKubernetes(env: Env = process.env): Promise<Coo
 export async function workerKubernetesCache(env: Env = process.env): Promise<ResponseCache | undefined> {
   const pod = readWorkerEnvironment(env);
   if (!pod) return undefined;
-  const [config, stores, { ConfigMapResponseCache }] = await Promise.all([
-    kubeConfig(),
+  const [client, stores, { ConfigMapResponseCache }] = await Promise.all([
+    podClient('worker'),
     import('./config-map-store.js'),
     import('./response-cache.js'),
   ]);
-  return new ConfigMapResponseCache({ store: stores.kubeConfigMapStore(config, pod.namespace, pod.cacheConfigMap) });
+  return new ConfigMapResponseCache({ store: stores.kubeConfigMapStore(client, pod.namespace, pod.cacheConfigMap) });
 }

@@ -1,5 +1,5 @@
 // Runs a subcommand with captured output.
-import type { CliIo } from '../../../src/cli/validate-io.js';
+import type { CliIo } from '../../../src/cli/args.js';
 
 export type Captured = { code: number; stdout: string; stderr: string };
 

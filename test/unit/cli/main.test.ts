@@ -52,6 +52,35 @@ describe('oracle-node CLI', () => {
     });
   }
 
+  // One argument convention (src/cli/args.ts): an unknown option is a usage error on stderr (the parser's message, a
+  // blank line, the command's usage, ending in a newline) with exit code 2, and nothing on stdout.
+  for (const name of Object.keys(subcommands).filter((n) => n !== 'completion')) {
+    it(`${name} answers an unknown option with its usage on stderr and exit code 2`, async () => {
+      const streams = { stdout: process.stdout.write, stderr: process.stderr.write };
+      let out = '';
+      let err = '';
+      process.stdout.write = ((chunk: string) => {
+        out += chunk;
+        return true;
+      }) as typeof process.stdout.write;
+      process.stderr.write = ((chunk: string) => {
+        err += chunk;
+        return true;
+      }) as typeof process.stderr.write;
+      let code: number;
+      try {
+        code = await runCli([name, '--no-such-option']);
+      } finally {
+        process.stdout.write = streams.stdout;
+        process.stderr.write = streams.stderr;
+      }
+      expect(code, err).to.equal(2);
+      expect(out).to.equal('');
+      expect(err).to.match(/^.*'--no-such-option'.*\n\nUsage: oracle-node /s);
+      expect(err.endsWith('\n')).to.equal(true);
+    });
+  }
+
   it('runs a registered command through runCli', async () => {
     const write = process.stdout.write;
     let out = '';

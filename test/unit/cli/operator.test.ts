@@ -1,5 +1,6 @@
 import { expect } from 'chai';
-import { parseOperatorFlags, UsageError } from '../../../src/cli/operator.js';
+import { UsageError } from '../../../src/cli/args.js';
+import { parseOperatorFlags } from '../../../src/cli/operator.js';
 
 describe('oracle-node operator: flags and environment', () => {
   it('has production defaults', () => {

@@ -4,7 +4,8 @@ import { createServer, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { KubeConfig } from '@kubernetes/client-node';
 import { expect } from 'chai';
-import { ApiError, RestClient, type WatchEvent } from '../../../src/kube/rest.js';
+import { ApiError } from '../../../src/kube/errors.js';
+import { RestClient, type WatchEvent } from '../../../src/kube/rest.js';
 
 function kubeConfigFor(port: number): KubeConfig {
   const kubeConfig = new KubeConfig();

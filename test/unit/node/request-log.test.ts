@@ -1,7 +1,7 @@
 import { expect } from 'chai';
+import { apiOutcomeOf } from '../../../src/node/api-call.js';
 import type { CycleSummary } from '../../../src/node/cycle.js';
 import { cycleRequestRecords } from '../../../src/node/request-log.js';
-import { apiOutcomeOf } from '../../../src/node/shard.js';
 import { clearSecrets, registerSecret } from '../../../src/observability/index.js';
 
 const id = (n: number) => `0x${n.toString(16).padStart(64, '0')}`;

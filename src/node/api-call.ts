@@ -1,0 +1,117 @@
+// The API half of a shard: one request's API call through the OIS engine (HTTP request, processing, encoding),
+// with its spans. It needs the OIS and the API credentials only: no key, no provider. It is all a worker pod does
+// (`oracle-node worker`); the coordinator signs what it answers, and sends the transactions (src/node/shard.ts).
+import type { Config } from '../config/index.js';
+import type { ApiOutcome } from '../contract/request-log.js';
+import { type SpanContext, Tracer } from '../observability/tracing.js';
+import { findEndpoint } from './endpoints.js';
+import {
+  type CallEndpointInput,
+  type CallEndpointResult,
+  callEndpoint as defaultCallEndpoint,
+  type EndpointPhase,
+} from './ois-adapter.js';
+
+export type ApiCallContext = {
+  config: Config;
+  callEndpoint?: (call: CallEndpointInput) => Promise<CallEndpointResult>;
+  /** Spans of the call, children of the request's trace. */
+  tracer?: Tracer;
+};
+
+/** What an API call needs of a request: its endpoint, parameters and the public metadata the OIS may read. */
+export type ApiRequest = {
+  id: string;
+  endpointId: string;
+  oisTitle: string;
+  endpointName: string;
+  parameters: Record<string, unknown>;
+  requester: string;
+  sponsor: string;
+  sponsorWallet: string;
+};
+
+/** The encoded answer, unsigned, or why there is none. */
+export type ApiResult = { success: true; encodedValue: string } | { success: false; errorMessage: string };
+/** The API call's status class (never the answer) and how long it took. */
+export type ApiRecord = { outcome: ApiOutcome; durationMs: number };
+export type ApiCallOutcome = { result: ApiResult; api: ApiRecord };
+
+const NO_TRACER = new Tracer();
+
+export const NOT_CALLED: ApiRecord = { outcome: 'not called', durationMs: 0 };
+
+/** The class of an API call's outcome from the engine's error message, which names the status code. */
+export function apiOutcomeOf(result: CallEndpointResult): ApiOutcome {
+  if (result.success) return '2xx';
+  const status = /^API call failed with status code ([1-5])\d\d$/.exec(result.errorMessage);
+  if (status) return `${status[1]}xx` as ApiOutcome;
+  return result.errorMessage === 'API call failed with no response' ? 'no response' : 'failed';
+}
+
+/** The request's API call through the OIS engine; a request whose endpoint the config lacks is not called. */
+export async function callApi(
+  context: ApiCallContext,
+  chainId: string,
+  request: ApiRequest,
+  trace: SpanContext | undefined,
+): Promise<ApiCallOutcome> {
+  const { ois, endpoint } = findEndpoint(context.config, request);
+  if (!ois || !endpoint) {
+    return {
+      result: { success: false, errorMessage: `No endpoint ${request.endpointName} in OIS ${request.oisTitle}` },
+      api: NOT_CALLED,
+    };
+  }
+  const tracer = context.tracer ?? NO_TRACER;
+  const requestAttributes = { requestId: request.id, chainId, endpointId: request.endpointId };
+  // The OIS engine's whole call: the HTTP request, pre/post-processing and encoding. No URL, parameter or answer.
+  const span = tracer.startSpan('api call', {
+    parent: trace,
+    kind: 'client',
+    attributes: {
+      ...requestAttributes,
+      'http.request.method': (endpoint as { operation?: { method?: string } }).operation?.method?.toUpperCase(),
+    },
+  });
+  const started = performance.now();
+  const result = await (context.callEndpoint ?? defaultCallEndpoint)({
+    ois,
+    endpointName: request.endpointName,
+    parameters: request.parameters,
+    apiCredentials: context.config.apiCredentials,
+    metadata: {
+      chainId,
+      chainType: 'evm',
+      requesterAddress: request.requester,
+      sponsorAddress: request.sponsor,
+      sponsorWalletAddress: request.sponsorWallet,
+      requestId: request.id,
+    },
+    // Processing and encoding as children of the call, timed by the engine.
+    ...(tracer.enabled
+      ? {
+          onPhase: (phase: EndpointPhase) => {
+            const child = tracer.startSpan(phase.name, {
+              parent: span.context,
+              attributes: requestAttributes,
+              startMs: phase.startMs,
+            });
+            if (phase.failed) child.fail(`${phase.name} failed`);
+            child.end(phase.endMs);
+          },
+        }
+      : {}),
+  });
+  const api = { outcome: apiOutcomeOf(result), durationMs: Math.round(performance.now() - started) };
+  const status = result.success ? undefined : /status code (\d{3})$/.exec(result.errorMessage)?.[1];
+  span.setAttributes({ 'oracle_node.api.outcome': api.outcome, 'http.response.status_code': status && Number(status) });
+  if (!result.success) span.fail(api.outcome === 'failed' ? 'processing or encoding failed' : `API ${api.outcome}`);
+  span.end();
+  return {
+    result: result.success
+      ? { success: true, encodedValue: result.encodedValue }
+      : { success: false, errorMessage: result.errorMessage },
+    api,
+  };
+}
