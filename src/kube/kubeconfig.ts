@@ -174,9 +174,46 @@ async function fromDocument(document: KubeConfigDocument, options: LoadOptions):
     // JSON is YAML; every file path in the document is absolute already.
     kubeConfig.loadFromString(JSON.stringify(document));
     kubeConfig.setCurrentContext(selected.context);
-    return Object.assign(kubeConfig, selected.namespace ? { namespace: selected.namespace } : {});
+    return new PluginClientConfig(kubeConfig, selected);
   }
   return new LeanKubeConfig(selected, options.now);
+}
+
+/** The longest part of a credential plugin's failure that is repeated in an error. */
+const PLUGIN_MESSAGE_LIMIT = 300;
+
+/**
+ * The fallback's edge: client-node's KubeConfig runs the credential plugin, and nothing of client-node leaves this
+ * class but credentials. A plugin's failure (client-node rejects with whatever it wrote to stderr) becomes a
+ * KubeConfigError naming the context, its message cut short: not an ApiError, so the RestClient does not retry it.
+ */
+export class PluginClientConfig implements ClientConfig {
+  readonly namespace: string | undefined;
+  readonly contextName: string;
+
+  constructor(
+    private readonly kubeConfig: Pick<ClientConfig, 'getCurrentCluster' | 'applyToHTTPSOptions'>,
+    selected: SelectedContext,
+  ) {
+    this.namespace = selected.namespace;
+    this.contextName = selected.context;
+  }
+
+  getCurrentCluster(): { server: string } | null {
+    return this.kubeConfig.getCurrentCluster();
+  }
+
+  async applyToHTTPSOptions(options: https.RequestOptions): Promise<void> {
+    try {
+      await this.kubeConfig.applyToHTTPSOptions(options);
+    } catch (error) {
+      const message = errorMessage(error).trim();
+      const short = message.length > PLUGIN_MESSAGE_LIMIT ? `${message.slice(0, PLUGIN_MESSAGE_LIMIT)}...` : message;
+      throw new KubeConfigError(
+        `kubeconfig: the credential plugin of context "${this.contextName}" failed${short ? `: ${short}` : ''}`,
+      );
+    }
+  }
 }
 
 export type SelectedContext = {

@@ -124,6 +124,7 @@ export class OracleNodeReconciler implements Reconciler {
     const nodeAddress = this.nodeAddresses.of(input.config.nodeSettings.nodeWalletMnemonic);
     const { status, added } = appliedStatus({ input, observed, warnings: inputs.warnings, rollout, nodeAddress, now });
     await writeStatus(node, status, context, this.metrics);
+    this.metrics?.observeCycleReport(key, observed.report);
     if (added && observed.report) recordCycleEvents(node, added, observed.report, context.events);
     const waiting = rollout.phase !== 'Settled' || !observed.gateway.ready;
     return { requeueAfterMs: waiting ? this.waitPollMs : this.resyncMs };

@@ -23,13 +23,14 @@ export type CoordinatorKubernetes = {
 type Env = Record<string, string | undefined>;
 
 /**
- * The pod's client: its service account; client-go's default QPS and burst (the executor polls a Job a second).
+ * The pod's client: its service account. The limit is kubectl's, not client-go's 5/s: at the end of a chain's
+ * worker Job the coordinator reads one pod log per shard at once, and a cycle must not wait on its own client.
  * The component names the field manager of what the pod creates and replaces, and its user agent.
  */
 async function podClient(component: 'coordinator' | 'worker') {
   const { loadClientConfig, RestClient, RuntimeClient } = await import('../../kube/api.js');
   const fieldManager = `oracle-node-${component}`;
-  const rest = new RestClient(await loadClientConfig(), { qps: 5, burst: 10, userAgent: fieldManager });
+  const rest = new RestClient(await loadClientConfig(), { qps: 50, burst: 100, userAgent: fieldManager });
   return new RuntimeClient(rest, fieldManager);
 }
 

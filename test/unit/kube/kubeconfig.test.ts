@@ -18,6 +18,7 @@ import {
   LeanKubeConfig,
   type LoadOptions,
   loadClientConfig,
+  PluginClientConfig,
   parseKubeConfig,
   TOKEN_FILE_PERIOD_MS,
 } from '../../../src/kube/kubeconfig.js';
@@ -29,10 +30,8 @@ import {
 } from '../../../src/operator/webhook/certificates.js';
 import { recordLoadedModules } from '../../support/loaded-packages.js';
 
-// By shape: the test's import of the package and the loader's dynamic one may be two module instances under tsx.
-const isClientNodeKubeConfig = (config: object) =>
-  config.constructor.name === 'KubeConfig' &&
-  typeof (config as { makeApiClient?: unknown }).makeApiClient === 'function';
+/** Credentials from @kubernetes/client-node's KubeConfig, behind the loader's edge. */
+const isClientNodeKubeConfig = (config: object) => config instanceof PluginClientConfig;
 
 type Seen = { authorization?: string; impersonate?: string; clientCertificate?: string };
 
@@ -360,6 +359,27 @@ describe('operator runtime: kubeconfig loader (no @kubernetes/client-node)', () 
     expect(config.namespace).to.equal('team-b');
     await get(config);
     expect(seen[0]?.authorization).to.equal('Bearer from-exec-plugin');
+  });
+
+  it("turns a credential plugin's failure into a KubeConfigError, cut short and not retried", async () => {
+    const plugin = write('failing.mjs', `process.stderr.write('token expired: ' + 'x'.repeat(5000)); process.exit(1);`);
+    const path = write(
+      'config',
+      kubeconfig(
+        { 'certificate-authority-data': b64(ca.certPem) },
+        { exec: { apiVersion: 'client.authentication.k8s.io/v1', command: process.execPath, args: [plugin] } },
+      ),
+    );
+    const config = await loadClientConfig({ path, env: {} });
+    let error: unknown;
+    await get(config).catch((e) => {
+      error = e;
+    });
+    expect(error).to.be.instanceOf(KubeConfigError);
+    const message = (error as Error).message;
+    expect(message).to.match(/^kubeconfig: the credential plugin of context "ctx" failed: token expired: x+\.\.\.$/);
+    expect(message.length).to.be.below(400);
+    expect(seen).to.deep.equal([]);
   });
 
   it('hands a user with an auth-provider to @kubernetes/client-node', async () => {
