@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import type { CycleSummary } from '../../../../src/node/cycle.js';
 import { cycleCounts, cycleReport } from '../../../../src/node/kubernetes/cycle-report.js';
-import { coordinatorKubernetes, workerKubernetesCache } from '../../../../src/node/kubernetes/index.js';
+import { coordinatorKubernetes } from '../../../../src/node/kubernetes/index.js';
 import { clearSecrets, registerSecret } from '../../../../src/observability/index.js';
 
 describe('coordinator in operator pods', () => {
@@ -143,6 +143,5 @@ describe('coordinator in operator pods', () => {
 
   it('stays local (no Kubernetes client) outside operator pods', async () => {
     expect(await coordinatorKubernetes({})).to.equal(undefined);
-    expect(await workerKubernetesCache({})).to.equal(undefined);
   });
 });
