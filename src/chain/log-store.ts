@@ -24,6 +24,11 @@ export class ChainLogStore {
     return this.scannedTo;
   }
 
+  /** Every log kept so far (the window's latency reads the answers of its requests here). */
+  stored(): RawLog[] {
+    return [...this.logs.values()];
+  }
+
   /** A provider's own logs of the history window up to `toBlock` (the first cycle), kept for the polls. */
   remember(logs: RawLog[], toBlock: number): void {
     for (const log of logs) if (!log.removed) this.logs.set(keyOf(log), log);

@@ -4,6 +4,7 @@
 import type { V1CronJob, V1Job } from '@kubernetes/client-node';
 import { errorMessage } from '../common/errors.js';
 import { jobFinished, LABELS } from '../contract/pods.js';
+import { KINDS } from '../operator/resource.js';
 import { parseTarget, TARGET_OPTIONS_HELP } from './kube-target.js';
 import type { Subcommand } from './subcommand.js';
 
@@ -19,6 +20,7 @@ export const INSTANTIATE_ANNOTATION = 'cronjob.kubernetes.io/instantiate';
 
 /** The Job `kubectl create job --from=cronjob/NAME` would create, with a name that fits 63 characters. */
 export function jobFromCronJob(cronJob: V1CronJob, now: Date): V1Job {
+  const namespace = cronJob.metadata?.namespace;
   const cronName = cronJob.metadata!.name!;
   const suffix = `-manual-${Math.floor(now.getTime() / 1000).toString(36)}`;
   const template = cronJob.spec!.jobTemplate;
@@ -27,6 +29,7 @@ export function jobFromCronJob(cronJob: V1CronJob, now: Date): V1Job {
     kind: 'Job',
     metadata: {
       name: `${cronName.slice(0, 63 - suffix.length)}${suffix}`,
+      ...(namespace ? { namespace } : {}),
       labels: { ...template.metadata?.labels },
       annotations: { ...template.metadata?.annotations, [INSTANTIATE_ANNOTATION]: 'manual' },
       ownerReferences: [
@@ -48,12 +51,10 @@ export const cycleCommand: Subcommand = {
   async run(argv) {
     const target = await parseTarget(argv, HELP);
     if (typeof target === 'number') return target;
-    const { namespace, name } = target;
-    const { BatchV1Api } = await import('@kubernetes/client-node');
-    const batch = target.kubeConfig.makeApiClient(BatchV1Api);
+    const { client, namespace, name } = target;
     const selector = `${LABELS.name}=${name},${LABELS.component}=coordinator`;
     try {
-      const cronJobs = (await batch.listNamespacedCronJob({ namespace, labelSelector: selector })).items;
+      const cronJobs = await client.list<V1CronJob>(KINDS.cronJob, namespace, selector);
       // During a stage rollout the old coordinator is suspended: the running one is the one to trigger.
       const cronJob = cronJobs.find((c) => c.spec?.suspend !== true);
       if (!cronJob) {
@@ -64,7 +65,7 @@ export const cycleCommand: Subcommand = {
         );
         return 1;
       }
-      const running = (await batch.listNamespacedJob({ namespace, labelSelector: selector })).items.filter(
+      const running = (await client.list<V1Job>(KINDS.job, namespace, selector)).filter(
         (job) => jobFinished(job) === undefined,
       );
       if (running.length > 0) {
@@ -73,7 +74,7 @@ export const cycleCommand: Subcommand = {
         );
         return 1;
       }
-      const job = await batch.createNamespacedJob({ namespace, body: jobFromCronJob(cronJob, new Date()) });
+      const job = await client.create(KINDS.job, jobFromCronJob(cronJob, new Date()));
       process.stdout.write(`job.batch/${job.metadata?.name} created\n`);
       return 0;
     } catch (error) {

@@ -1,15 +1,23 @@
-// What `status`, `logs` and `cycle` share: `NAME [-n NAMESPACE] [--kubeconfig FILE] [--context NAME]`, the
-// kubeconfig as kubectl reads it ($KUBECONFIG, ~/.kube/config, in-cluster), and the OracleNode itself.
-import type { KubeConfig } from '@kubernetes/client-node';
-import { errorMessage, isNotFound } from '../common/errors.js';
-import { GROUP, type OracleNode, PLURAL, VERSION } from '../operator/resource.js';
+// What `status`, `logs`, `cycle` and `request --node` share: `NAME [-n NAMESPACE] [--kubeconfig FILE] [--context
+// NAME]`, the kubeconfig as kubectl reads it (--kubeconfig, else $KUBECONFIG, ~/.kube/config, in-cluster), the
+// client (src/kube's, the operator's own; @kubernetes/client-node is loaded only for a user with a credential
+// plugin) and the OracleNode itself.
+import { errorMessage } from '../common/errors.js';
+import { loadClientConfig, RestClient, RuntimeClient } from '../kube/api.js';
+import { KINDS, type OracleNode } from '../operator/resource.js';
 import { parseCommandArgs } from './args.js';
 
-export type KubeTarget = { kubeConfig: KubeConfig; namespace: string; name: string; values: Record<string, unknown> };
+/** The API client of a command, and the namespace its kubeconfig context names (or default). */
+export type KubeConnection = { client: RuntimeClient; contextNamespace: string };
+
+export type KubeTarget = KubeConnection & { namespace: string; name: string; values: Record<string, unknown> };
 
 export const TARGET_OPTIONS_HELP = `  -n, --namespace   namespace of the OracleNode (default: the kubeconfig context's, else default)
       --kubeconfig  kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or in-cluster)
       --context     kubeconfig context`;
+
+/** The field manager of the objects the CLI creates (`oracle-node cycle`'s Job). */
+export const CLI_FIELD_MANAGER = 'oracle-node-cli';
 
 /** Parses `NAME [-n NS]` plus the command's own options; an exit code when the arguments are wrong. */
 export async function parseTarget(
@@ -34,46 +42,47 @@ export async function parseTarget(
     process.stderr.write(`Expected exactly one OracleNode name\n\n${help}`);
     return 2;
   }
-  const kubeConfig = await loadKubeConfig(values);
-  if (typeof kubeConfig === 'number') return kubeConfig;
-  const contextNamespace = kubeConfig.getContextObject(kubeConfig.getCurrentContext())?.namespace;
-  const namespace = typeof values.namespace === 'string' ? values.namespace : (contextNamespace ?? 'default');
-  return { kubeConfig, namespace, name: positionals[0]!, values };
+  const connection = await connect(values);
+  if (typeof connection === 'number') return connection;
+  const namespace = typeof values.namespace === 'string' ? values.namespace : connection.contextNamespace;
+  return { ...connection, namespace, name: positionals[0]!, values };
 }
 
-/** The kubeconfig as kubectl reads it (--kubeconfig, --context), or exit code 2 after saying why it cannot. */
-export async function loadKubeConfig(values: Record<string, unknown>): Promise<KubeConfig | number> {
-  const { KubeConfig } = await import('@kubernetes/client-node');
-  const kubeConfig = new KubeConfig();
+/**
+ * The client for the kubeconfig as kubectl reads it (--kubeconfig, --context), or exit code 2 after saying why it
+ * cannot be loaded. Few retries, short waits: someone is waiting at a terminal.
+ */
+export async function connect(values: Record<string, unknown>): Promise<KubeConnection | number> {
   try {
-    if (typeof values.kubeconfig === 'string') kubeConfig.loadFromFile(values.kubeconfig);
-    else kubeConfig.loadFromDefault();
-    if (typeof values.context === 'string') kubeConfig.setCurrentContext(values.context);
+    const config = await loadClientConfig({
+      prefer: 'kubeconfig',
+      ...(typeof values.kubeconfig === 'string' ? { path: values.kubeconfig } : {}),
+      ...(typeof values.context === 'string' ? { context: values.context } : {}),
+    });
+    const rest = new RestClient(config, {
+      qps: 50,
+      burst: 100,
+      userAgent: CLI_FIELD_MANAGER,
+      maxRetries: 2,
+      retryMaxMs: 2_000,
+      requestTimeoutMs: 30_000,
+    });
+    return { client: new RuntimeClient(rest, CLI_FIELD_MANAGER), contextNamespace: config.namespace ?? 'default' };
   } catch (error) {
     process.stderr.write(`Cannot load the kubeconfig: ${errorMessage(error)}\n`);
     return 2;
   }
-  return kubeConfig;
 }
 
 /** The OracleNode, or an exit code after saying why it could not be read. */
 export async function readOracleNode(target: KubeTarget): Promise<OracleNode | number> {
-  const { CustomObjectsApi } = await import('@kubernetes/client-node');
-  const api = target.kubeConfig.makeApiClient(CustomObjectsApi);
+  const { client, namespace, name } = target;
   try {
-    return (await api.getNamespacedCustomObject({
-      group: GROUP,
-      version: VERSION,
-      namespace: target.namespace,
-      plural: PLURAL,
-      name: target.name,
-    })) as OracleNode;
+    const node = await client.get<OracleNode>(KINDS.oracleNode, { namespace, name });
+    if (node) return node;
+    process.stderr.write(`OracleNode ${namespace}/${name} not found\n`);
   } catch (error) {
-    process.stderr.write(
-      isNotFound(error)
-        ? `OracleNode ${target.namespace}/${target.name} not found\n`
-        : `Cannot read OracleNode ${target.namespace}/${target.name}: ${errorMessage(error)}\n`,
-    );
-    return 1;
+    process.stderr.write(`Cannot read OracleNode ${namespace}/${name}: ${errorMessage(error)}\n`);
   }
+  return 1;
 }

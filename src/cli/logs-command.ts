@@ -4,6 +4,7 @@
 import type { V1Job, V1Pod } from '@kubernetes/client-node';
 import { errorMessage } from '../common/errors.js';
 import { JOB_NAME_LABEL, LABELS } from '../contract/pods.js';
+import { KINDS } from '../operator/resource.js';
 import { parseTarget, TARGET_OPTIONS_HELP } from './kube-target.js';
 import type { Subcommand } from './subcommand.js';
 
@@ -14,6 +15,7 @@ ${TARGET_OPTIONS_HELP}
       --tail        only the last N lines of each pod's log
 `;
 
+// The API sends times as RFC 3339 strings (client-node's types say Date), which sort as the times they are.
 const startedAt = (job: V1Job) => String(job.status?.startTime ?? job.metadata?.creationTimestamp ?? '');
 const newestFirst = (a: V1Job, b: V1Job) => startedAt(b).localeCompare(startedAt(a));
 
@@ -37,17 +39,9 @@ export const logsCommand: Subcommand = {
       process.stderr.write(`--tail must be a positive integer\n\n${HELP}`);
       return 2;
     }
-    const { BatchV1Api, CoreV1Api } = await import('@kubernetes/client-node');
-    const batch = target.kubeConfig.makeApiClient(BatchV1Api);
-    const core = target.kubeConfig.makeApiClient(CoreV1Api);
-    const { namespace, name } = target;
-    const jobsOf = async (component: string) =>
-      (
-        await batch.listNamespacedJob({
-          namespace,
-          labelSelector: `${LABELS.name}=${name},${LABELS.component}=${component}`,
-        })
-      ).items;
+    const { client, namespace, name } = target;
+    const jobsOf = (component: string) =>
+      client.list<V1Job>(KINDS.job, namespace, `${LABELS.name}=${name},${LABELS.component}=${component}`);
     let jobs: ReturnType<typeof latestJobs>;
     try {
       jobs = latestJobs(await jobsOf('coordinator'), await jobsOf('worker'));
@@ -65,7 +59,7 @@ export const logsCommand: Subcommand = {
       const jobName = job.metadata!.name!;
       let pods: V1Pod[];
       try {
-        pods = (await core.listNamespacedPod({ namespace, labelSelector: `${JOB_NAME_LABEL}=${jobName}` })).items;
+        pods = await client.list<V1Pod>(KINDS.pod, namespace, `${JOB_NAME_LABEL}=${jobName}`);
       } catch (error) {
         process.stderr.write(`Cannot list the pods of Job ${jobName}: ${errorMessage(error)}\n`);
         return 1;
@@ -75,11 +69,7 @@ export const logsCommand: Subcommand = {
         const podName = pod.metadata!.name!;
         process.stdout.write(`==> Job ${jobName}, pod ${podName} (${pod.status?.phase ?? 'Unknown'})\n`);
         try {
-          const log = await core.readNamespacedPodLog({
-            name: podName,
-            namespace,
-            ...(tail ? { tailLines: tail } : {}),
-          });
+          const log = await client.podLog({ namespace, name: podName }, tail ? { tailLines: tail } : {});
           process.stdout.write(log.endsWith('\n') || log === '' ? log : `${log}\n`);
         } catch (error) {
           process.stdout.write(`(no log: ${errorMessage(error)})\n`);

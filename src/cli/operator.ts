@@ -259,8 +259,6 @@ export async function runOperator(argv: string[]): Promise<number> {
   const { OracleNodeMetrics } = await import('../operator/metrics.js');
   const { LABELS } = await import('../contract/pods.js');
   const { DEFAULT_SETTINGS } = await import('../operator/builders/common.js');
-  let admission: import('../operator/webhook/admission.js').AdmissionComponent | undefined;
-  let nodeMetrics: import('../operator/metrics.js').OracleNodeMetrics | undefined;
   const identity = `${env('POD_NAME') ?? hostname()}_${Math.random().toString(16).slice(2, 10)}`;
   const manager = createManager({
     kubeConfig,
@@ -279,31 +277,31 @@ export async function runOperator(argv: string[]): Promise<number> {
     fieldManager: 'oracle-node-operator',
     logger,
     // Coordinator Jobs are owned by their CronJob, not the OracleNode: this label maps them to their node.
-    tuning: {
-      ownerNameLabel: LABELS.name,
-      // Not ready until the admission webhook serves, when it is on.
-      readinessChecks: [() => admission?.readiness() ?? { ready: true }],
-      // Only the leader publishes the per-OracleNode series (docs/metrics.md).
-      onLeadershipChange: (leading) => nodeMetrics?.setLeading(leading),
-    },
+    tuning: { ownerNameLabel: LABELS.name },
   });
   const workloadImage = env('ONO_WORKLOAD_IMAGE');
-  nodeMetrics = new OracleNodeMetrics(manager.registry);
-  // A replica publishes none of them until it leads.
-  nodeMetrics.setLeading(manager.isLeader());
+  const nodeMetrics = new OracleNodeMetrics(manager.registry);
+  // Only the leader publishes the per-OracleNode series (docs/metrics.md): none until it leads, none after it lost.
+  nodeMetrics.setLeading(false);
+  manager.add(
+    { start: () => nodeMetrics.setLeading(true), stop: async () => nodeMetrics.setLeading(false) },
+    { leaderElection: true },
+  );
   const reconciler: Reconciler = createOracleNodeReconciler({
     metrics: nodeMetrics,
     // The image of the OracleNodes' workloads when spec.image is empty (the Helm chart sets it to its own image).
     ...(workloadImage ? { settings: { defaultImage: workloadImage } } : {}),
   });
-  admission = flags.webhook
-    ? await startAdmission(flags, manager, logger, workloadImage ?? DEFAULT_SETTINGS.defaultImage)
-    : undefined;
-  // Without the webhook the fence runs on its own: it does not depend on the webhook being served.
-  const fence =
-    !flags.webhook && flags.coordinatorFence
-      ? await startFence(flags, manager, logger, workloadImage ?? DEFAULT_SETTINGS.defaultImage)
-      : undefined;
+  // On every replica, beside (never inside) the controller; the webhook holds /readyz until it serves. Without the
+  // webhook the fence runs on its own: it does not depend on the webhook being served.
+  if (flags.webhook)
+    manager.add(await admissionComponent(flags, manager, logger, workloadImage ?? DEFAULT_SETTINGS.defaultImage), {
+      leaderElection: false,
+    });
+  else if (flags.coordinatorFence)
+    manager.add(await fenceComponent(flags, manager, logger, workloadImage ?? DEFAULT_SETTINGS.defaultImage), {
+      leaderElection: false,
+    });
   let signals = 0;
   const onSignal = (signal: NodeJS.Signals) => {
     signals++;
@@ -318,14 +316,10 @@ export async function runOperator(argv: string[]): Promise<number> {
   process.on('SIGINT', onSignal);
   try {
     await manager.run(reconciler);
-    await admission?.stop();
-    await fence?.stop();
     return 0;
   } catch (error) {
     logger.error({ err: errorMessage(error) }, 'operator failed');
     await manager.stop().catch(() => {});
-    await admission?.stop().catch(() => {});
-    await fence?.stop().catch(() => {});
     return 1;
   } finally {
     process.off('SIGTERM', onSignal);
@@ -333,8 +327,8 @@ export async function runOperator(argv: string[]): Promise<number> {
   }
 }
 
-/** The admission webhook and the coordinator fence: on every replica, beside (never inside) the controller. */
-async function startAdmission(
+/** The admission webhook (with the coordinator fence), as a runnable of the manager. */
+async function admissionComponent(
   flags: OperatorFlags,
   manager: import('../kube/index.js').RuntimeManager,
   logger: import('pino').Logger,
@@ -342,7 +336,7 @@ async function startAdmission(
 ) {
   const webhook = flags.webhook!;
   const { AdmissionComponent, secretExistsInCache } = await import('../operator/webhook/admission.js');
-  const admission = new AdmissionComponent({
+  return new AdmissionComponent({
     client: manager.client,
     logger: logger.child({ component: 'admission' }),
     registry: manager.registry,
@@ -360,26 +354,22 @@ async function startAdmission(
     ...(flags.ownerClusterRole ? { ownerClusterRole: flags.ownerClusterRole } : {}),
     lookups: { secretExists: secretExistsInCache(manager.cache) },
   });
-  admission.start();
-  return admission;
 }
 
-/** The coordinator fence alone, for an operator without the webhook: on every replica, like the admission component. */
-async function startFence(
+/** The coordinator fence alone, for an operator without the webhook, as a runnable of the manager. */
+async function fenceComponent(
   flags: OperatorFlags,
   manager: import('../kube/index.js').RuntimeManager,
   logger: import('pino').Logger,
   workloadImage: string,
 ) {
   const { CoordinatorFenceComponent } = await import('../operator/webhook/admission.js');
-  const fence = new CoordinatorFenceComponent({
+  return new CoordinatorFenceComponent({
     client: manager.client,
     logger: logger.child({ component: 'coordinator-fence' }),
     workloadImage,
     ...(flags.ownerClusterRole ? { ownerClusterRole: flags.ownerClusterRole } : {}),
   });
-  fence.start();
-  return fence;
 }
 
 function env(name: string): string | undefined {

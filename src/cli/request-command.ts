@@ -2,21 +2,24 @@
 // The timeline from the chain (its events, the contract's awaiting flag, authorizers, the sponsor wallet) and from
 // what the node recorded: the request log of the `<name>-cycle` ConfigMap and status.recentFailedRequests for an
 // OracleNode, the request log in the cache directory for a local run (src/contract/request-log.ts).
+
+import type { V1ConfigMap, V1Secret } from '@kubernetes/client-node';
 import { lookUpRequest, type RequestOnChain } from '../chain/request-lookup.js';
 import { RpcClient } from '../chain/rpc.js';
 import { DEFAULT_BLOCK_HISTORY_LIMIT, DEFAULT_MIN_CONFIRMATIONS } from '../chain/types.js';
-import { errorMessage, isNotFound } from '../common/errors.js';
+import { errorMessage } from '../common/errors.js';
 import { type Config, secretValuesOf, validateConfig } from '../config/index.js';
 import { parseRequestLog, REQUEST_LOG_KEY, type RequestRecord } from '../contract/request-log.js';
 import { FileRequestLog } from '../node/request-log.js';
 import { registerSecrets } from '../observability/index.js';
 import { childNames } from '../operator/builders/common.js';
+import { KINDS } from '../operator/resource.js';
 import { isBytes32 } from '../protocol/ids.js';
 import { deriveNodeAddress } from '../protocol/node-key.js';
 import { parseCommandArgs } from './args.js';
 import { loadCommandConfig } from './command-config.js';
 import { DEFAULT_CACHE_DIR } from './coordinator.js';
-import { loadKubeConfig, readOracleNode, TARGET_OPTIONS_HELP } from './kube-target.js';
+import { connect, readOracleNode, TARGET_OPTIONS_HELP } from './kube-target.js';
 import { assembleTimeline, renderTimeline, type TimelineInput } from './request-timeline.js';
 import type { Subcommand } from './subcommand.js';
 
@@ -50,22 +53,20 @@ type Source = {
 type KubeValues = { node?: string; namespace?: string; kubeconfig?: string; context?: string };
 
 async function fromOracleNode(values: KubeValues): Promise<Source | number> {
-  const kubeConfig = await loadKubeConfig(values);
-  if (typeof kubeConfig === 'number') return kubeConfig;
-  const contextNamespace = kubeConfig.getContextObject(kubeConfig.getCurrentContext())?.namespace;
-  const namespace = values.namespace ?? contextNamespace ?? 'default';
+  const connection = await connect(values);
+  if (typeof connection === 'number') return connection;
+  const { client } = connection;
+  const namespace = values.namespace ?? connection.contextNamespace;
   const name = values.node!;
-  const node = await readOracleNode({ kubeConfig, namespace, name, values: {} });
+  const node = await readOracleNode({ ...connection, namespace, name, values: {} });
   if (typeof node === 'number') return node;
-  const { CoreV1Api } = await import('@kubernetes/client-node');
-  const core = kubeConfig.makeApiClient(CoreV1Api);
   const cycleConfigMap = childNames(name, node.status?.stage ?? 'default').cycle;
   let records: RequestRecord[] = [];
   try {
-    const configMap = await core.readNamespacedConfigMap({ name: cycleConfigMap, namespace });
-    records = parseRequestLog(configMap.data?.[REQUEST_LOG_KEY]);
+    const configMap = await client.get<V1ConfigMap>(KINDS.configMap, { namespace, name: cycleConfigMap });
+    records = parseRequestLog(configMap?.data?.[REQUEST_LOG_KEY]);
   } catch (error) {
-    if (!isNotFound(error)) process.stderr.write(`Cannot read ConfigMap ${cycleConfigMap}: ${errorMessage(error)}\n`);
+    process.stderr.write(`Cannot read ConfigMap ${cycleConfigMap}: ${errorMessage(error)}\n`);
   }
   const source: Source = {
     records,
@@ -78,7 +79,8 @@ async function fromOracleNode(values: KubeValues): Promise<Source | number> {
   const secretName = node.spec.secretRef?.name;
   if (secretName) {
     try {
-      const secret = await core.readNamespacedSecret({ name: secretName, namespace });
+      const secret = await client.get<V1Secret>(KINDS.secret, { namespace, name: secretName });
+      if (!secret) throw new Error('not found');
       secrets = Object.fromEntries(
         Object.entries(secret.data ?? {}).map(([key, value]) => [key, Buffer.from(value, 'base64').toString('utf8')]),
       );

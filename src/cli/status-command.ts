@@ -3,9 +3,9 @@
 // and block lag, sponsor wallet balances and the recent failed requests.
 import type { V1Deployment } from '@kubernetes/client-node';
 import { formatEther } from 'ethers';
-import { errorMessage, isNotFound } from '../common/errors.js';
+import { errorMessage } from '../common/errors.js';
 import { childNames } from '../operator/builders/common.js';
-import type { OracleNode } from '../operator/resource.js';
+import { KINDS, type OracleNode } from '../operator/resource.js';
 import { parseTarget, readOracleNode, TARGET_OPTIONS_HELP } from './kube-target.js';
 import type { Subcommand } from './subcommand.js';
 
@@ -174,20 +174,17 @@ export const statusCommand: Subcommand = {
     if (typeof node === 'number') return node;
     let gateway: GatewayReadiness | undefined;
     if (node.status?.stage && Object.keys(node.status.gatewayUrls ?? {}).length > 0) {
-      const { AppsV1Api } = await import('@kubernetes/client-node');
       const name = childNames(node.metadata.name, node.status.stage).gateway;
       try {
-        const deployment: V1Deployment = await target.kubeConfig
-          .makeApiClient(AppsV1Api)
-          .readNamespacedDeployment({ name, namespace: target.namespace });
-        gateway = {
+        const deployment = await target.client.get<V1Deployment>(KINDS.deployment, {
+          namespace: target.namespace,
           name,
-          ready: deployment.status?.readyReplicas ?? 0,
-          wanted: deployment.spec?.replicas ?? 1,
-        };
+        });
+        if (deployment)
+          gateway = { name, ready: deployment.status?.readyReplicas ?? 0, wanted: deployment.spec?.replicas ?? 1 };
       } catch (error) {
         // The status is still worth showing; the readiness column says what is missing.
-        if (!isNotFound(error)) process.stderr.write(`Cannot read Deployment ${name}: ${errorMessage(error)}\n`);
+        process.stderr.write(`Cannot read Deployment ${name}: ${errorMessage(error)}\n`);
       }
     }
     if (output === 'json') process.stdout.write(`${JSON.stringify({ status: node.status ?? {}, gateway }, null, 2)}\n`);

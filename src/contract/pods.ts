@@ -112,6 +112,18 @@ export const gasPriceReportSchema = z.object({
     .regex(/^[0-9]{1,78}$/)
     .meta({ description: 'Gas price in wei (decimal string).' }),
 });
+/**
+ * Request latencies a coordinator window measured (src/node/latency.ts), in seconds from the request's block: to the
+ * fulfilment's submission and to its inclusion. At most MAX_REPORTED_LATENCIES per stage and report.
+ */
+export const LATENCY_STAGES = ['submission', 'inclusion'] as const;
+export type LatencyStage = (typeof LATENCY_STAGES)[number];
+export const MAX_REPORTED_LATENCIES = 1000;
+/** A latency above a day is no measurement: dropped on reading. */
+export const MAX_LATENCY_SECONDS = 86_400;
+/** Histogram buckets of request latency, here so the engine's and the operator's histograms agree: 1 s to 2 min. */
+export const REQUEST_LATENCY_BUCKETS_SECONDS = [1, 2, 3, 4, 5, 6, 8, 10, 15, 20, 30, 45, 60, 90, 120];
+const latencySecondsSchema = z.number().nonnegative().max(MAX_LATENCY_SECONDS);
 /** Counts of a cycle as flat integers (requests seen, fulfilled, failed, ...). */
 export const cycleCountsSchema = z.record(z.string(), z.int());
 const isoTime = z.iso.datetime({ offset: true });
@@ -140,6 +152,10 @@ const cycleReportSchema = z.object({
   failedRequests: z.array(failedRequestReportSchema).optional(),
   /** The gas price each chain's transactions were sent at in the cycle (the highest, when they differ). */
   gasPrices: z.array(gasPriceReportSchema).optional(),
+  /** A window's request latencies by stage (seconds); absent for a one-shot cycle. */
+  latencySeconds: z
+    .partialRecord(z.enum(LATENCY_STAGES), z.array(latencySecondsSchema).max(MAX_REPORTED_LATENCIES))
+    .optional(),
 });
 export type CycleReport = z.infer<typeof cycleReportSchema>;
 const reportField = cycleReportSchema.shape;
@@ -197,6 +213,14 @@ export function parseCycleReport(data: Record<string, string> | undefined): Cycl
   if (failedRequests) report.failedRequests = failedRequests;
   const gasPrices = validEntries(gasPriceReportSchema, value['gasPrices']);
   if (gasPrices) report.gasPrices = gasPrices;
+  if (isRecord(value['latencySeconds'])) {
+    const latencies: NonNullable<CycleReport['latencySeconds']> = {};
+    for (const stage of LATENCY_STAGES) {
+      const valid = validEntries(latencySecondsSchema, value['latencySeconds'][stage], MAX_REPORTED_LATENCIES);
+      if (valid) latencies[stage] = valid;
+    }
+    if (Object.keys(latencies).length > 0) report.latencySeconds = latencies;
+  }
   return report;
 }
 

@@ -1,13 +1,25 @@
 // The KubeWriter: server-side apply with one field manager, status apply through the /status subresource, delete
-// tolerant of 404, live get and paginated list. Everything goes through the RestClient (QPS/burst limit, metrics,
-// retries), and works the same for built-in kinds and CRDs because it only needs a ResourceKind.
+// tolerant of 404, live get and paginated list; and for the CLI and the pods, which own no objects by apply: create,
+// replace (optimistic concurrency on resourceVersion), merge patch and a pod's log. Everything goes through the
+// RestClient (QPS/burst limit, metrics, retries), and works the same for built-in kinds and CRDs because it only
+// needs a ResourceKind.
 import type { KubernetesObject } from '@kubernetes/client-node';
-import { isNotFound } from '../common/errors.js';
+import { isNotFound } from './errors.js';
 import { collectionPath, keyOf, objectPath } from './paths.js';
 import type { RestClient } from './rest.js';
 import type { ApplyOptions, KubeWriter, ObjectKey, ResourceKind } from './types.js';
 
 const APPLY_CONTENT_TYPE = 'application/apply-patch+yaml'; // PatchStrategy.ServerSideApply; JSON is valid YAML
+const MERGE_PATCH_CONTENT_TYPE = 'application/merge-patch+json';
+const PODS: ResourceKind = { group: '', version: 'v1', kind: 'Pod', plural: 'pods', namespaced: true };
+
+export type PodLogOptions = {
+  container?: string;
+  /** Only the last lines of the log. */
+  tailLines?: number;
+  /** At most this many bytes of the log (the server cuts it; a line may be cut in the middle). */
+  limitBytes?: number;
+};
 
 export type ListResult<T> = { items: T[]; metadata?: { resourceVersion?: string; continue?: string } };
 
@@ -18,13 +30,13 @@ export class RuntimeClient implements KubeWriter {
     private readonly pageSize = 500,
   ) {}
 
-  private requireKey(kind: ResourceKind, object: KubernetesObject): ObjectKey {
+  private requireKey(kind: ResourceKind, object: KubernetesObject, verb = 'apply'): ObjectKey {
     const key = keyOf(object);
-    if (!key.name) throw new Error(`apply ${kind.kind}: metadata.name is required`);
+    if (!key.name) throw new Error(`${verb} ${kind.kind}: metadata.name is required`);
     if (kind.namespaced && !key.namespace)
-      throw new Error(`apply ${kind.kind} ${key.name}: metadata.namespace is required`);
+      throw new Error(`${verb} ${kind.kind} ${key.name}: metadata.namespace is required`);
     if (!object.apiVersion || !object.kind)
-      throw new Error(`apply ${kind.kind} ${key.name}: apiVersion and kind are required`);
+      throw new Error(`${verb} ${kind.kind} ${key.name}: apiVersion and kind are required`);
     return key;
   }
 
@@ -70,6 +82,51 @@ export class RuntimeClient implements KubeWriter {
     } catch (error) {
       if (!isNotFound(error)) throw error;
     }
+  }
+
+  /** Creates the object in its metadata.namespace; an existing one is an ApiError 409 (AlreadyExists). */
+  async create<T extends KubernetesObject>(kind: ResourceKind, object: T): Promise<T> {
+    const key = this.requireKey(kind, object, 'create');
+    return await this.rest.request<T>({
+      method: 'POST',
+      path: collectionPath(kind, kind.namespaced ? key.namespace : undefined),
+      query: { fieldManager: this.fieldManager },
+      body: object,
+    });
+  }
+
+  /** Replaces the object; a stale metadata.resourceVersion is an ApiError 409 (Conflict). */
+  async replace<T extends KubernetesObject>(kind: ResourceKind, object: T): Promise<T> {
+    const key = this.requireKey(kind, object, 'replace');
+    return await this.rest.request<T>({
+      method: 'PUT',
+      path: objectPath(kind, key),
+      query: { fieldManager: this.fieldManager },
+      body: object,
+    });
+  }
+
+  /** A JSON merge patch (RFC 7386): the fields given replace the object's, null removes one. */
+  async mergePatch(kind: ResourceKind, key: ObjectKey, patch: object): Promise<void> {
+    await this.rest.request({
+      method: 'PATCH',
+      path: objectPath(kind, key),
+      query: { fieldManager: this.fieldManager },
+      body: patch,
+      contentType: MERGE_PATCH_CONTENT_TYPE,
+      discardBody: true,
+    });
+  }
+
+  /** A pod's log as text (one container's when the pod has several). */
+  async podLog(key: ObjectKey, options: PodLogOptions = {}): Promise<string> {
+    return await this.rest.request<string>({
+      method: 'GET',
+      path: `${objectPath(PODS, key)}/log`,
+      query: { container: options.container, tailLines: options.tailLines, limitBytes: options.limitBytes },
+      accept: 'text/plain, */*',
+      text: true,
+    });
   }
 
   async get<T extends KubernetesObject>(kind: ResourceKind, key: ObjectKey): Promise<T | undefined> {

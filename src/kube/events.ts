@@ -5,10 +5,11 @@
 import { hostname } from 'node:os';
 import type { KubernetesObject } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
-import { errorMessage, isNotFound } from '../common/errors.js';
+import { errorMessage } from '../common/errors.js';
 import { wholeSecondsIso } from '../common/time.js';
 import { TokenBucket } from './backoff.js';
 import { type Clock, systemClock } from './clock.js';
+import { isNotFound } from './errors.js';
 import type { RuntimeMetrics } from './metrics.js';
 import type { RestClient } from './rest.js';
 import type { EventRecorder, EventType } from './types.js';

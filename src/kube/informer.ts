@@ -7,13 +7,14 @@
 // the last sign of life (list, event, bookmark, clean close) feeds /readyz.
 import type { KubernetesObject } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
-import { errorMessage, isGone } from '../common/errors.js';
+import { errorMessage } from '../common/errors.js';
 import { Backoff, jitter } from './backoff.js';
 import type { RuntimeClient } from './client.js';
 import { type Clock, systemClock } from './clock.js';
+import { ApiError, isGone } from './errors.js';
 import type { RuntimeMetrics } from './metrics.js';
 import { apiVersionOf, collectionPath, keyOf, keyString, resourceName } from './paths.js';
-import { ApiError, PARTIAL_METADATA, PARTIAL_METADATA_LIST, type RestClient } from './rest.js';
+import { PARTIAL_METADATA, PARTIAL_METADATA_LIST, type RestClient } from './rest.js';
 import type { ResourceKind } from './types.js';
 
 export type InformerEventType = 'add' | 'update' | 'delete';

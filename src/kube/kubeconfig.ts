@@ -1,11 +1,13 @@
-// Loads the operator's connection to the API server without @kubernetes/client-node: importing that package takes a
-// process from ~45 to ~120 MiB of RSS (generated API clients, undici, auth plugins), and the runtime needs only a
-// server URL, TLS material and credentials. Covered, as client-go reads them: a kubeconfig's current context
+// Loads a connection to the API server (the operator's, the CLI's, the coordinator and worker pods') without
+// @kubernetes/client-node: importing that package takes a process from ~45 to ~130 MiB of RSS and ~0.6 s of start-up
+// (generated API clients, undici, auth plugins), and a client needs only a server URL, TLS material and
+// credentials. Covered, as client-go reads them: a kubeconfig's current context or the one chosen (--context)
 // (server, certificate-authority[-data], insecure-skip-tls-verify, tls-server-name; client-certificate[-data] and
-// client-key[-data], token, tokenFile, username/password, `as`), KUBECONFIG lists merged (the first file to set a
-// name wins), ~/.kube/config, and the in-cluster service account, whose token file is re-read every minute because
-// the kubelet rotates it. A user with an exec or auth-provider plugin is handed to the package's KubeConfig, loaded
-// only then (a literal dynamic import), since those plugins are what it is for.
+// client-key[-data], token, tokenFile, username/password, `as`; the context's namespace), KUBECONFIG lists merged
+// (the first file to set a name wins), ~/.kube/config, and the in-cluster service account, whose token file is
+// re-read every minute because the kubelet rotates it. A user with an exec or auth-provider plugin is handed to the
+// package's KubeConfig, loaded only then (a literal dynamic import, the one run-time import of the package in src/),
+// since those plugins are what it is for; it then only supplies credentials: requests still go through RestClient.
 import { existsSync, readFileSync } from 'node:fs';
 import type https from 'node:https';
 import { isIPv6 } from 'node:net';
@@ -42,9 +44,20 @@ export type KubeConfigDocument = {
   contexts: { name: string; context: Fields }[];
 };
 
+/** A loaded connection and the namespace of its context (the service account's in a cluster), if it names one. */
+export type LoadedClientConfig = ClientConfig & { namespace?: string };
+
 export type LoadOptions = {
   /** --kubeconfig: this file only. */
   path?: string;
+  /** --context: this context of the kubeconfig instead of its current-context. */
+  context?: string;
+  /**
+   * Where to look when no path is given. 'in-cluster' (the operator and its pods): the service account when the
+   * process runs in a pod, else KUBECONFIG, else ~/.kube/config. 'kubeconfig' (kubectl's order, for the CLI):
+   * KUBECONFIG, else ~/.kube/config, else the service account.
+   */
+  prefer?: 'in-cluster' | 'kubeconfig';
   env?: NodeJS.ProcessEnv;
   /** Where the service account's token, ca.crt and namespace are mounted. */
   serviceAccountDir?: string;
@@ -52,21 +65,31 @@ export type LoadOptions = {
 };
 
 /**
- * --kubeconfig PATH, else the in-cluster service account (KUBERNETES_SERVICE_HOST set and a token mounted), else
- * KUBECONFIG (a list of files), else ~/.kube/config.
+ * --kubeconfig PATH, else in the order `prefer` says: the in-cluster service account (KUBERNETES_SERVICE_HOST set
+ * and a token mounted), KUBECONFIG (a list of files), ~/.kube/config. A --context needs a kubeconfig file.
  */
-export async function loadClientConfig(options: LoadOptions = {}): Promise<ClientConfig & { namespace?: string }> {
+export async function loadClientConfig(options: LoadOptions = {}): Promise<LoadedClientConfig> {
   const env = options.env ?? process.env;
   const serviceAccountDir = options.serviceAccountDir ?? SERVICE_ACCOUNT_DIR;
   if (options.path) return fromDocument(readKubeConfigFiles([options.path]), options);
-  if (env.KUBERNETES_SERVICE_HOST && existsSync(join(serviceAccountDir, 'token')))
-    return inClusterConfig(env, serviceAccountDir, options.now);
+  const inCluster = () =>
+    env.KUBERNETES_SERVICE_HOST && existsSync(join(serviceAccountDir, 'token')) && !options.context
+      ? inClusterConfig(env, serviceAccountDir, options.now)
+      : undefined;
+  if (options.prefer !== 'kubeconfig') {
+    const config = inCluster();
+    if (config) return config;
+  }
   const files = (env.KUBECONFIG ?? '').split(delimiter).filter(Boolean);
   if (files.length > 0) return fromDocument(readKubeConfigFiles(files), options);
   const home = join(env.HOME || homedir(), '.kube', 'config');
   if (existsSync(home)) return fromDocument(readKubeConfigFiles([home]), options);
+  const config = inCluster();
+  if (config) return config;
   throw new KubeConfigError(
-    'no Kubernetes cluster configured: not in a cluster, no --kubeconfig, KUBECONFIG or ~/.kube/config',
+    options.context
+      ? `no kubeconfig to take context "${options.context}" from: no --kubeconfig, KUBECONFIG or ~/.kube/config`
+      : 'no Kubernetes cluster configured: not in a cluster, no --kubeconfig, KUBECONFIG or ~/.kube/config',
   );
 }
 
@@ -143,19 +166,54 @@ export function needsPlugin(user: Fields | undefined): boolean {
   return Boolean(user && (user.exec || user['auth-provider']));
 }
 
-async function fromDocument(
-  document: KubeConfigDocument,
-  options: LoadOptions,
-): Promise<ClientConfig & { namespace?: string }> {
-  const selected = selectContext(document);
+async function fromDocument(document: KubeConfigDocument, options: LoadOptions): Promise<LoadedClientConfig> {
+  const selected = selectContext(document, options.context);
   if (needsPlugin(selected.user)) {
     const { KubeConfig } = await import('@kubernetes/client-node');
     const kubeConfig = new KubeConfig();
     // JSON is YAML; every file path in the document is absolute already.
     kubeConfig.loadFromString(JSON.stringify(document));
-    return Object.assign(kubeConfig, selected.namespace ? { namespace: selected.namespace } : {});
+    kubeConfig.setCurrentContext(selected.context);
+    return new PluginClientConfig(kubeConfig, selected);
   }
   return new LeanKubeConfig(selected, options.now);
+}
+
+/** The longest part of a credential plugin's failure that is repeated in an error. */
+const PLUGIN_MESSAGE_LIMIT = 300;
+
+/**
+ * The fallback's edge: client-node's KubeConfig runs the credential plugin, and nothing of client-node leaves this
+ * class but credentials. A plugin's failure (client-node rejects with whatever it wrote to stderr) becomes a
+ * KubeConfigError naming the context, its message cut short: not an ApiError, so the RestClient does not retry it.
+ */
+export class PluginClientConfig implements ClientConfig {
+  readonly namespace: string | undefined;
+  readonly contextName: string;
+
+  constructor(
+    private readonly kubeConfig: Pick<ClientConfig, 'getCurrentCluster' | 'applyToHTTPSOptions'>,
+    selected: SelectedContext,
+  ) {
+    this.namespace = selected.namespace;
+    this.contextName = selected.context;
+  }
+
+  getCurrentCluster(): { server: string } | null {
+    return this.kubeConfig.getCurrentCluster();
+  }
+
+  async applyToHTTPSOptions(options: https.RequestOptions): Promise<void> {
+    try {
+      await this.kubeConfig.applyToHTTPSOptions(options);
+    } catch (error) {
+      const message = errorMessage(error).trim();
+      const short = message.length > PLUGIN_MESSAGE_LIMIT ? `${message.slice(0, PLUGIN_MESSAGE_LIMIT)}...` : message;
+      throw new KubeConfigError(
+        `kubeconfig: the credential plugin of context "${this.contextName}" failed${short ? `: ${short}` : ''}`,
+      );
+    }
+  }
 }
 
 export type SelectedContext = {
@@ -165,12 +223,15 @@ export type SelectedContext = {
   namespace?: string;
 };
 
-/** The current context's cluster and user, with path-addressed errors for what is missing. */
-export function selectContext(document: KubeConfigDocument): SelectedContext {
-  const name = document['current-context'];
-  if (!name) throw new KubeConfigError('kubeconfig: current-context is not set');
+/** The chosen context's (else the current context's) cluster and user, with path-addressed errors for what is missing. */
+export function selectContext(document: KubeConfigDocument, chosen?: string): SelectedContext {
+  const name = chosen || document['current-context'];
+  if (!name) throw new KubeConfigError('kubeconfig: current-context is not set (choose one with --context)');
   const context = document.contexts.find((entry) => entry.name === name)?.context;
-  if (!context) throw new KubeConfigError(`kubeconfig: context "${name}" (current-context) is not defined`);
+  if (!context)
+    throw new KubeConfigError(
+      `kubeconfig: context "${name}" (${chosen ? '--context' : 'current-context'}) is not defined`,
+    );
   const clusterName = context.cluster;
   if (typeof clusterName !== 'string' || !clusterName)
     throw new KubeConfigError(`kubeconfig: context "${name}" names no cluster`);

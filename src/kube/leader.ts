@@ -5,10 +5,11 @@
 // candidates racing for the same lease cannot both win (the loser gets 409). Times are written with six fractional
 // digits (microTimeIso) because the apiserver only accepts those for a MicroTime.
 import type { Logger } from 'pino';
-import { errorMessage, isConflict, isNotFound } from '../common/errors.js';
+import { errorMessage } from '../common/errors.js';
 import { microTimeIso } from '../common/time.js';
 import { jitter } from './backoff.js';
 import { type Clock, systemClock } from './clock.js';
+import { isConflict, isNotFound } from './errors.js';
 import type { RestClient } from './rest.js';
 
 export type LeaseSpec = {

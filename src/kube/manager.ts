@@ -7,6 +7,7 @@
 import type { KubernetesObject } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { Registry } from 'prom-client';
+import { errorMessage } from '../common/errors.js';
 import { type ObservabilityServer, startObservabilityServer } from '../observability/http.js';
 import { InformerCache } from './cache.js';
 import { RuntimeClient } from './client.js';
@@ -18,7 +19,15 @@ import { LeaderElector, RestLeaseStore } from './leader.js';
 import { RuntimeMetrics } from './metrics.js';
 import { resourceName } from './paths.js';
 import { RestClient } from './rest.js';
-import type { Manager, ManagerOptions, ObjectKey, Reconciler, ResourceKind } from './types.js';
+import type {
+  Manager,
+  ManagerOptions,
+  ObjectKey,
+  Reconciler,
+  ResourceKind,
+  Runnable,
+  RunnableOptions,
+} from './types.js';
 
 /** Optional knobs beyond ManagerOptions; every one has a production default. */
 export type RuntimeTuning = InformerTuning & {
@@ -47,14 +56,9 @@ export type RuntimeTuning = InformerTuning & {
   listenHost?: string;
   /** Component name on Events. */
   eventComponent?: string;
-  /** Further /readyz conditions of components beside the controller (the admission webhook serving). */
-  readinessChecks?: (() => Readiness)[];
-  /**
-   * Told when this replica starts (true) and stops (false) leading: what only the leader may publish (the per-object
-   * metrics) starts and stops with it.
-   */
-  onLeadershipChange?: (leading: boolean) => void;
 };
+
+type RunnableEntry = { runnable: Runnable; leaderElection: boolean; running: AbortController | undefined };
 
 export type RuntimeManagerOptions = ManagerOptions & { tuning?: RuntimeTuning };
 
@@ -79,6 +83,7 @@ export class RuntimeManager implements Manager {
   private resolveRun: (() => void) | undefined;
   private started = false;
   private synced = false;
+  private readonly runnables: RunnableEntry[] = [];
 
   constructor(private readonly options: RuntimeManagerOptions) {
     this.tuning = options.tuning ?? {};
@@ -126,6 +131,35 @@ export class RuntimeManager implements Manager {
     return this.controller?.workerLoops() ?? 0;
   }
 
+  add(runnable: Runnable, options: RunnableOptions): void {
+    const entry: RunnableEntry = { runnable, leaderElection: options.leaderElection, running: undefined };
+    this.runnables.push(entry);
+    if (this.stopping) return;
+    if (entry.leaderElection ? this.leading : this.started) this.startRunnable(entry);
+  }
+
+  private startRunnable(entry: RunnableEntry): void {
+    if (entry.running) return;
+    const running = new AbortController();
+    entry.running = running;
+    Promise.resolve()
+      .then(() => entry.runnable.start(running.signal))
+      .catch((error: unknown) => this.logger.error({ err: errorMessage(error) }, 'a runnable failed to start'));
+  }
+
+  private async stopRunnables(leaderElection: boolean): Promise<void> {
+    const running = this.runnables.filter((entry) => entry.leaderElection === leaderElection && entry.running);
+    await Promise.all(
+      running.map(async (entry) => {
+        entry.running?.abort();
+        entry.running = undefined;
+        await entry.runnable
+          .stop()
+          .catch((error: unknown) => this.logger.warn({ err: errorMessage(error) }, 'a runnable failed to stop'));
+      }),
+    );
+  }
+
   readiness(): Readiness {
     if (this.stopping) return { ready: false, reason: 'shutting down' };
     const informers = this.cache.informers();
@@ -141,9 +175,9 @@ export class RuntimeManager implements Manager {
         };
       }
     }
-    for (const check of this.tuning.readinessChecks ?? []) {
-      const readiness = check();
-      if (!readiness.ready) return readiness;
+    for (const { runnable, running } of this.runnables) {
+      const readiness = running ? runnable.readiness?.() : undefined;
+      if (readiness && !readiness.ready) return readiness;
     }
     return { ready: true };
   }
@@ -177,6 +211,8 @@ export class RuntimeManager implements Manager {
       ),
     );
     await this.startServers();
+    // The runnables of every replica (the webhook) serve from the start, before the caches sync.
+    for (const entry of this.runnables) if (!entry.leaderElection) this.startRunnable(entry);
     this.logger.info(
       {
         controller: reconciler.name,
@@ -254,7 +290,7 @@ export class RuntimeManager implements Manager {
   private startLeading(leadership: AbortSignal): void {
     this.leading = true;
     this.metrics.leaderStatus.set({ name: this.options.leaderElection.leaseName }, 1);
-    this.tuning.onLeadershipChange?.(true);
+    for (const entry of this.runnables) if (entry.leaderElection) this.startRunnable(entry);
     this.controller!.startTerm(leadership);
   }
 
@@ -262,7 +298,7 @@ export class RuntimeManager implements Manager {
     this.leading = false;
     this.metrics.leaderStatus.set({ name: this.options.leaderElection.leaseName }, 0);
     this.controller?.endTerm();
-    this.tuning.onLeadershipChange?.(false);
+    void this.stopRunnables(true);
     if (!this.stopping) this.logger.warn('stopped reconciling: leadership lost');
   }
 
@@ -309,9 +345,11 @@ export class RuntimeManager implements Manager {
         { inFlight: this.controller?.inFlight(), timeoutMs },
         'in-flight reconciles did not finish in time',
       );
-    // Only now release the lease, so the next leader never overlaps with our last reconciles.
+    // Only now release the lease, so the next leader never overlaps with our last reconciles or leader runnables.
+    await this.stopRunnables(true);
     if (this.elector) await this.elector.stop();
     else if (this.leading) this.stopLeading();
+    await this.stopRunnables(false);
     await Promise.all(this.cache.informers().map((informer) => informer.stop()));
     await this.events.stop();
     await Promise.all(this.servers.map((server) => server.close()));

@@ -8,6 +8,7 @@ import type { Logger } from 'pino';
 import { errorMessage } from '../common/errors.js';
 import { Backoff, TokenBucket } from './backoff.js';
 import { type Clock, systemClock } from './clock.js';
+import { ApiError } from './errors.js';
 import type { ClientConfig } from './kubeconfig.js';
 import type { RuntimeMetrics } from './metrics.js';
 
@@ -43,25 +44,9 @@ export type RequestOptions = {
    * delivers anyway). Error bodies are still parsed into the ApiError.
    */
   discardBody?: boolean;
+  /** A 2xx answer's body as the text it is (a pod's log), never parsed as JSON; error bodies are still parsed. */
+  text?: boolean;
 };
-
-export class ApiError extends Error {
-  constructor(
-    message: string,
-    /** HTTP status; 0 for a connection-level failure. */
-    readonly status: number,
-    readonly reason?: string,
-    readonly retryAfterMs?: number,
-    readonly body?: unknown,
-  ) {
-    super(message);
-    this.name = 'ApiError';
-  }
-
-  get retryable(): boolean {
-    return this.status === 0 || this.status === 429 || (this.status >= 500 && this.status !== 501);
-  }
-}
 
 export type WatchEvent = {
   type: 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK' | 'ERROR';
@@ -161,7 +146,7 @@ export class RestClient {
     this.options.metrics?.restDuration.observe({ verb: method, host: this.host }, seconds);
   }
 
-  /** One request with retries; resolves with the parsed JSON body (undefined for an empty one). */
+  /** One request with retries; resolves with the parsed JSON body (undefined for an empty one), or its text. */
   async request<T = unknown>(request: RequestOptions): Promise<T> {
     const maxRetries = request.retry === false ? 0 : (this.options.maxRetries ?? 5);
     const backoff = new Backoff({
@@ -222,6 +207,7 @@ export class RestClient {
             this.count(String(status), verb, seconds());
             if (!keep) return resolve(undefined);
             const text = Buffer.concat(chunks).toString('utf8');
+            if (request.text && status >= 200 && status < 300) return resolve(text);
             let body: unknown;
             try {
               body = text ? JSON.parse(text) : undefined;

@@ -125,8 +125,30 @@ export type ManagerOptions = {
   logger: Logger;
 };
 
+/**
+ * Something long-running beside the controller that the manager starts and stops (controller-runtime's
+ * manager.Runnable): the admission webhook, the coordinator fence, what only the leader publishes. `start` returns
+ * once it has started (its work goes on in the background); the signal aborts when it must stop, and `stop` waits for
+ * it to end. A runnable with `readiness` holds the manager's /readyz until it is ready.
+ */
+export interface Runnable {
+  start(signal: AbortSignal): void | Promise<void>;
+  stop(): Promise<void>;
+  readiness?(): { ready: boolean; reason?: string };
+}
+
+export type RunnableOptions = {
+  /**
+   * true: runs only while this replica holds the Lease (started on election, stopped when leadership is lost, before
+   * the Lease is released); false: runs on every replica from the manager's start to its stop.
+   */
+  leaderElection: boolean;
+};
+
 export interface Manager {
-  /** Starts watches, the queue and (when elected) the workers; resolves when stopped. */
+  /** Adds a runnable; one added after `run` starts at once when its group is running. */
+  add(runnable: Runnable, options: RunnableOptions): void;
+  /** Starts watches, the queue, the runnables and (when elected) the workers; resolves when stopped. */
   run(reconciler: Reconciler): Promise<void>;
   /** Graceful stop: no new work, in-flight reconciles finish, the lease is released. */
   stop(): Promise<void>;

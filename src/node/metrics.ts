@@ -1,7 +1,9 @@
 // Prometheus metrics of the cycle, registered on the registry the gateway server exposes at /metrics.
+import { REQUEST_LATENCY_BUCKETS_SECONDS } from '../contract/pods.js';
 import type { Registry } from '../observability/index.js';
 import { counter, gauge, histogram } from '../observability/index.js';
 import type { CycleSummary } from './cycle.js';
+import type { WindowSummary } from './window.js';
 
 export function cycleMetrics(registry: Registry) {
   const cycles = counter(registry, {
@@ -44,8 +46,22 @@ export function cycleMetrics(registry: Registry) {
     help: 'Gas price strategies that failed (each logged at WARN); the next strategy, at last the constant one, is used',
     labelNames: ['chain_id', 'strategy'] as const,
   });
+  const requestLatency = histogram(registry, {
+    name: 'node_request_latency_seconds',
+    help: "Seconds from a request's block to its fulfilment's submission and to its inclusion, measured by windows (--poll-interval)",
+    labelNames: ['stage'] as const,
+    buckets: REQUEST_LATENCY_BUCKETS_SECONDS,
+  });
+  const polls = counter(registry, {
+    name: 'node_window_polls_total',
+    help: 'Polls of the windows after their first cycle (each asks every provider for its head)',
+  });
+  const idlePolls = counter(registry, {
+    name: 'node_window_idle_polls_total',
+    help: 'Polls of the windows that found no new block (one eth_blockNumber per provider, nothing more)',
+  });
   return {
-    observe(summary: CycleSummary | undefined, seconds: number) {
+    observe(summary: CycleSummary | WindowSummary | undefined, seconds: number) {
       duration.observe(seconds);
       cycles.inc({ outcome: summary ? 'completed' : 'error' });
       if (!summary) return;
@@ -62,6 +78,12 @@ export function cycleMetrics(registry: Registry) {
       }
       for (const wallet of summary.sponsorWallets) {
         balance.set({ chain_id: wallet.chainId, sponsor_wallet: wallet.sponsorWallet }, Number(wallet.balanceWei));
+      }
+      if ('window' in summary) {
+        polls.inc(summary.window.polls);
+        idlePolls.inc(summary.window.idlePolls);
+        for (const [stage, latencies] of Object.entries(summary.latency))
+          for (const latency of latencies) requestLatency.observe({ stage }, latency);
       }
     },
   };

@@ -14,6 +14,7 @@ import { RpcClient, withTimeout } from '../chain/rpc.js';
 import { DEFAULT_MIN_CONFIRMATIONS } from '../chain/types.js';
 import type { Config } from '../config/index.js';
 import { type CycleDeps, type CycleSummary, type CycleWindow, runCycle } from './cycle.js';
+import { type LatencySamples, RequestLatency } from './latency.js';
 
 /** A head read that takes longer than this counts as no answer for the poll. */
 export const HEAD_TIMEOUT_MS = 5_000;
@@ -31,6 +32,8 @@ export type WindowOptions = {
 export type WindowSummary = CycleSummary & {
   /** Polls after the first cycle, and how many of them found no new block (one call per provider each). */
   window: { polls: number; idlePolls: number };
+  /** Seconds from each answered request's block to its submission and to its inclusion (src/node/latency.ts). */
+  latency: LatencySamples;
 };
 
 type Heads = Map<string, ReadonlyMap<string, number>>;
@@ -38,7 +41,7 @@ type InFlight = { sentAt: number; nonce: number; sponsorWallet: string };
 
 /** What the window keeps between its cycles, per chain: the logs read so far and the fulfilments in flight. */
 class WindowState {
-  private readonly stores = new Map<string, ChainLogStore>();
+  readonly stores = new Map<string, ChainLogStore>();
   /** Request id -> its transaction (wallet, nonce) and the head at which it was sent, per chain. */
   private readonly inFlight = new Map<string, Map<string, InFlight>>();
 
@@ -120,8 +123,11 @@ export async function runWindow(config: Config, deps: CycleDeps, options: Window
   const sleep = options.sleep ?? ((ms: number) => abortableSleep(ms, options.signal));
   const end = now() + options.windowMs;
   const state = new WindowState(config);
+  // Latency is against block timestamps: the wall clock, not the window's (a test's clock may be its own).
+  const latency = new RequestLatency(config, deps);
   let summary = await runCycle(config, { ...deps, window: state.cycleWindow() });
   state.record(summary);
+  summary.rpcCalls += await latency.afterCycle(summary, state.stores);
   const window = { polls: 0, idlePolls: 0 };
   while (!options.signal?.aborted && now() + options.pollIntervalMs <= end) {
     await sleep(options.pollIntervalMs);
@@ -136,10 +142,11 @@ export async function runWindow(config: Config, deps: CycleDeps, options: Window
     }
     const cycle = await runCycle({ ...config, chains: moved }, { ...deps, window: state.cycleWindow(heads) });
     state.record(cycle);
+    cycle.rpcCalls += await latency.afterCycle(cycle, state.stores);
     summary = mergeSummaries(summary, cycle);
   }
   deps.logger.info({ ...window, transactions: summary.transactions }, 'window finished');
-  return { ...summary, window };
+  return { ...summary, window, latency: latency.samples };
 }
 
 function abortableSleep(ms: number, signal: AbortSignal | undefined): Promise<void> {

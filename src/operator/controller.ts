@@ -4,8 +4,9 @@
 // reconcile() is the list of steps; each step lives in reconcile/: inputs.ts, apply.ts, rollout.ts, status.ts.
 
 import type { KubernetesObject } from '@kubernetes/client-node';
-import { errorMessage, httpStatusOf } from '../common/errors.js';
+import { errorMessage } from '../common/errors.js';
 import {
+  isInvalid,
   type ObjectCache,
   type ObjectKey,
   type ReconcileContext,
@@ -123,6 +124,7 @@ export class OracleNodeReconciler implements Reconciler {
     const nodeAddress = this.nodeAddresses.of(input.config.nodeSettings.nodeWalletMnemonic);
     const { status, added } = appliedStatus({ input, observed, warnings: inputs.warnings, rollout, nodeAddress, now });
     await writeStatus(node, status, context, this.metrics);
+    this.metrics?.observeCycleReport(key, observed.report);
     if (added && observed.report) recordCycleEvents(node, added, observed.report, context.events);
     const waiting = rollout.phase !== 'Settled' || !observed.gateway.ready;
     return { requeueAfterMs: waiting ? this.waitPollMs : this.resyncMs };
@@ -152,7 +154,7 @@ export class OracleNodeReconciler implements Reconciler {
     const message = errorMessage(error).slice(0, 500);
     await writeStatus(node, applyFailedStatus(node, message, now), context, this.metrics).catch(() => undefined);
     context.events.record(node, 'Warning', 'ApplyFailed', message);
-    if (httpStatusOf(error) === 422) throw new TerminalError(message, { cause: error });
+    if (isInvalid(error)) throw new TerminalError(message, { cause: error });
     throw error;
   }
 }

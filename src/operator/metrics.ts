@@ -3,8 +3,13 @@
 // the health, block lag and faults of each chain provider. The operator scrapes nothing itself: the coordinator's cycle
 // report (status.lastCycle) is the source. Only the leader publishes them (setLeading): a replica that stands by or
 // lost the lease would otherwise serve frozen values beside the leader's.
-import { Counter, Gauge, type Registry } from 'prom-client';
-import { HEARTBEAT_RESULTS } from '../contract/pods.js';
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import {
+  type CycleReport,
+  HEARTBEAT_RESULTS,
+  LATENCY_STAGES,
+  REQUEST_LATENCY_BUCKETS_SECONDS,
+} from '../contract/pods.js';
 import type { ObjectKey } from '../kube/index.js';
 import type { OracleNodeStatus } from './resource.js';
 
@@ -20,6 +25,8 @@ type NodeSeries = {
   job?: string;
   /** The newest entry of status.cycles counted (its heartbeat). */
   record?: string;
+  /** The last cycle report whose window counts (latencies, polls) were counted: its Job, else its start. */
+  report?: string;
   providers: Map<string, ProviderLabels>;
   /** Label sets of oracle_node_provider_faults_total counted so far. */
   faults: Map<string, ProviderLabels & { fault: string }>;
@@ -42,6 +49,9 @@ export class OracleNodeMetrics {
   private readonly heartbeats: Counter<(typeof NODE_LABELS)[number] | 'outcome'>;
   private readonly gasPrice: Gauge<(typeof CHAIN_LABELS)[number]>;
   private readonly gasPriceStrategyFailures: Counter<(typeof NODE_LABELS)[number]>;
+  private readonly requestLatency: Histogram<(typeof NODE_LABELS)[number] | 'stage'>;
+  private readonly polls: Counter<(typeof NODE_LABELS)[number]>;
+  private readonly idlePolls: Counter<(typeof NODE_LABELS)[number]>;
   private readonly seen = new Map<string, NodeSeries>();
   private publishing = true;
 
@@ -113,6 +123,25 @@ export class OracleNodeMetrics {
       labelNames: NODE_LABELS,
       registers,
     });
+    this.requestLatency = new Histogram({
+      name: 'oracle_node_request_latency_seconds',
+      help: "Seconds from a request's block to its fulfilment's submission and to its inclusion (stage), as coordinator windows measured them",
+      labelNames: [...NODE_LABELS, 'stage'],
+      buckets: REQUEST_LATENCY_BUCKETS_SECONDS,
+      registers,
+    });
+    this.polls = new Counter({
+      name: 'oracle_node_window_polls_total',
+      help: 'Polls of the coordinator windows after their first cycle',
+      labelNames: NODE_LABELS,
+      registers,
+    });
+    this.idlePolls = new Counter({
+      name: 'oracle_node_window_idle_polls_total',
+      help: 'Polls of the coordinator windows that found no new block (one eth_blockNumber per provider)',
+      labelNames: NODE_LABELS,
+      registers,
+    });
   }
 
   /**
@@ -133,6 +162,10 @@ export class OracleNodeMetrics {
       this.balance,
       this.heartbeats,
       this.gasPrice,
+      this.gasPriceStrategyFailures,
+      this.requestLatency,
+      this.polls,
+      this.idlePolls,
     ])
       metric.reset();
     this.seen.clear();
@@ -141,14 +174,7 @@ export class OracleNodeMetrics {
   observe(key: ObjectKey, status: OracleNodeStatus): void {
     if (!this.publishing) return;
     const labels = { namespace: key.namespace, name: key.name };
-    const id = `${key.namespace}/${key.name}`;
-    const state: NodeSeries = this.seen.get(id) ?? {
-      providers: new Map(),
-      faults: new Map(),
-      wallets: new Map(),
-      chains: new Map(),
-    };
-    this.seen.set(id, state);
+    const state = this.stateOf(key);
 
     const ready = status.conditions?.find((c) => c.type === 'Ready');
     this.ready.set(labels, ready?.status === 'True' ? 1 : 0);
@@ -211,6 +237,40 @@ export class OracleNodeMetrics {
     }
   }
 
+  /**
+   * A window's counts from its cycle report, once per report (its Job, else its start): the request latencies
+   * into the histogram, the polls into their counters. The report is the coordinator's word, read through the
+   * contract's parseCycleReport (bounded, well-formed entries only).
+   */
+  observeCycleReport(key: ObjectKey, report: CycleReport | undefined): void {
+    if (!this.publishing || !report) return;
+    const reportId = report.job ?? report.startTime;
+    if (!reportId) return;
+    const state = this.stateOf(key);
+    if (state.report === reportId) return;
+    state.report = reportId;
+    const labels = { namespace: key.namespace, name: key.name };
+    for (const stage of LATENCY_STAGES)
+      for (const seconds of report.latencySeconds?.[stage] ?? [])
+        this.requestLatency.observe({ ...labels, stage }, seconds);
+    const polls = report.counts?.['polls'];
+    if (typeof polls === 'number' && polls > 0) this.polls.inc(labels, polls);
+    const idlePolls = report.counts?.['idlePolls'];
+    if (typeof idlePolls === 'number' && idlePolls > 0) this.idlePolls.inc(labels, idlePolls);
+  }
+
+  private stateOf(key: ObjectKey): NodeSeries {
+    const id = `${key.namespace}/${key.name}`;
+    const state: NodeSeries = this.seen.get(id) ?? {
+      providers: new Map(),
+      faults: new Map(),
+      wallets: new Map(),
+      chains: new Map(),
+    };
+    this.seen.set(id, state);
+    return state;
+  }
+
   private removeProvider(providerLabels: ProviderLabels): void {
     this.providerUp.remove(providerLabels);
     this.providerLag.remove(providerLabels);
@@ -225,6 +285,9 @@ export class OracleNodeMetrics {
     this.cycleDuration.remove(labels);
     for (const outcome of Object.keys(OUTCOMES)) this.requests.remove({ ...labels, outcome });
     this.gasPriceStrategyFailures.remove(labels);
+    for (const stage of LATENCY_STAGES) this.requestLatency.remove({ ...labels, stage });
+    this.polls.remove(labels);
+    this.idlePolls.remove(labels);
     const state = this.seen.get(id);
     for (const providerLabels of state?.providers.values() ?? []) this.removeProvider(providerLabels);
     for (const faultLabels of state?.faults.values() ?? []) this.providerFaults.remove(faultLabels);

@@ -2,7 +2,7 @@
 // the kinds of its children, and the labels/annotations the operator puts on everything it manages.
 import type { KubernetesObject } from '@kubernetes/client-node';
 import { LABELS } from '../contract/pods.js';
-import type { ResourceKind } from '../kube/index.js';
+import { BUILTIN_KINDS, type ResourceKind } from '../kube/api.js';
 import type { OracleNodeSpec, OracleNodeStatus } from './api/v1alpha1.js';
 
 export type {
@@ -54,28 +54,10 @@ export const ANNOTATIONS = {
 
 export type Component = 'config' | 'coordinator' | 'gateway' | 'worker' | 'cache' | 'cycle';
 
-const kind = (group: string, version: string, kind: string, plural: string, namespaced = true): ResourceKind => ({
-  group,
-  version,
-  kind,
-  plural,
-  namespaced,
-});
-
 export const KINDS = {
-  oracleNode: kind(GROUP, VERSION, KIND, PLURAL),
-  secret: kind('', 'v1', 'Secret', 'secrets'),
-  configMap: kind('', 'v1', 'ConfigMap', 'configmaps'),
-  serviceAccount: kind('', 'v1', 'ServiceAccount', 'serviceaccounts'),
-  service: kind('', 'v1', 'Service', 'services'),
-  role: kind('rbac.authorization.k8s.io', 'v1', 'Role', 'roles'),
-  roleBinding: kind('rbac.authorization.k8s.io', 'v1', 'RoleBinding', 'rolebindings'),
-  cronJob: kind('batch', 'v1', 'CronJob', 'cronjobs'),
-  job: kind('batch', 'v1', 'Job', 'jobs'),
-  deployment: kind('apps', 'v1', 'Deployment', 'deployments'),
-  podDisruptionBudget: kind('policy', 'v1', 'PodDisruptionBudget', 'poddisruptionbudgets'),
-  horizontalPodAutoscaler: kind('autoscaling', 'v2', 'HorizontalPodAutoscaler', 'horizontalpodautoscalers'),
-} as const;
+  oracleNode: { group: GROUP, version: VERSION, kind: KIND, plural: PLURAL, namespaced: true },
+  ...BUILTIN_KINDS,
+} as const satisfies Record<string, ResourceKind>;
 
 /** The kinds the operator creates (and so watches by label), in the order they are applied. */
 export const CHILD_KINDS: ResourceKind[] = [

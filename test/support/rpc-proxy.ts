@@ -11,8 +11,11 @@ import type { AddressInfo } from 'node:net';
 import { Transaction } from 'ethers';
 import { rpc } from './chain.js';
 
-/** A raw transaction as it arrived; `rejected` when the chain answered it with an error. */
-export type SentTransaction = { from: string; nonce: number; hash: string; rejected?: string };
+/**
+ * A raw transaction as it arrived (`at`: Date.now() on arrival, what a latency benchmark takes as the send time);
+ * `rejected` when the chain answered it with an error.
+ */
+export type SentTransaction = { from: string; nonce: number; hash: string; at: number; rejected?: string };
 
 /**
  * What the proxy does to one call. Every call is forwarded to the chain first (so the chain sees what the node
@@ -48,7 +51,7 @@ type JsonRpcCall = { id?: unknown; method?: string; params?: unknown[] };
 
 export async function startRecordingProxy(target: string): Promise<RecordingProxy> {
   const counts = new Map<string, number>();
-  const raw: { tx: string; rejected?: string }[] = [];
+  const raw: { tx: string; at: number; rejected?: string }[] = [];
   const decoded: SentTransaction[] = [];
   let rule: FaultRule | undefined;
   let exchanges = 0;
@@ -59,7 +62,7 @@ export async function startRecordingProxy(target: string): Promise<RecordingProx
     req.on('end', async () => {
       const body = Buffer.concat(chunks).toString('utf8');
       // Recorded before forwarding, so arrival order is the order the node sent them in.
-      const recorded = new Map<unknown, { tx: string; rejected?: string }>();
+      const recorded = new Map<unknown, { tx: string; at: number; rejected?: string }>();
       const faults = new Map<unknown, Fault>();
       try {
         const parsed = JSON.parse(body) as JsonRpcCall | JsonRpcCall[];
@@ -69,7 +72,7 @@ export async function startRecordingProxy(target: string): Promise<RecordingProx
           if (fault) faults.set(call.id, fault);
           counts.set(method, (counts.get(method) ?? 0) + 1);
           if (method === 'eth_sendRawTransaction' && typeof call.params?.[0] === 'string') {
-            const entry = { tx: call.params[0] };
+            const entry = { tx: call.params[0], at: Date.now() };
             raw.push(entry);
             recorded.set(call.id, entry);
           }
@@ -125,7 +128,7 @@ export async function startRecordingProxy(target: string): Promise<RecordingProx
     get sent() {
       for (let i = decoded.length; i < raw.length; i++) {
         const tx = Transaction.from(raw[i]!.tx);
-        decoded.push({ from: tx.from!, nonce: tx.nonce, hash: tx.hash! });
+        decoded.push({ from: tx.from!, nonce: tx.nonce, hash: tx.hash!, at: raw[i]!.at });
       }
       // Rejections are known only once the chain answered: read them each time.
       return decoded.map((tx, i) => (raw[i]!.rejected ? { ...tx, rejected: raw[i]!.rejected } : tx));

@@ -1,27 +1,20 @@
 // One ConfigMap read and replaced with optimistic concurrency: what the response cache and the cycle report
 // need from the API (the pods' ServiceAccounts may read and update only their named ConfigMaps).
-import { CoreV1Api, type KubeConfig, type V1ConfigMap } from '@kubernetes/client-node';
-import { isConflict, isNotFound } from '../../common/errors.js';
+import type { V1ConfigMap } from '@kubernetes/client-node';
+import { BUILTIN_KINDS, isConflict, type RuntimeClient } from '../../kube/api.js';
 
-/** The API calls on one ConfigMap: one implementation over client-node, one in the unit tests. */
+/** The API calls on one ConfigMap: one implementation over the API client, one in the unit tests. */
 export interface ConfigMapStore {
   read(): Promise<V1ConfigMap | undefined>;
   /** Replaces the ConfigMap; rejects with a 409 conflict when resourceVersion is stale. */
   replace(configMap: V1ConfigMap): Promise<V1ConfigMap>;
 }
 
-export function kubeConfigMapStore(kubeConfig: KubeConfig, namespace: string, name: string): ConfigMapStore {
-  const core = kubeConfig.makeApiClient(CoreV1Api);
+export function kubeConfigMapStore(client: RuntimeClient, namespace: string, name: string): ConfigMapStore {
   return {
-    async read() {
-      try {
-        return await core.readNamespacedConfigMap({ name, namespace });
-      } catch (error) {
-        if (isNotFound(error)) return undefined;
-        throw error;
-      }
-    },
-    replace: (body) => core.replaceNamespacedConfigMap({ name, namespace, body }),
+    read: () => client.get<V1ConfigMap>(BUILTIN_KINDS.configMap, { namespace, name }),
+    replace: (configMap) =>
+      client.replace(BUILTIN_KINDS.configMap, { ...configMap, metadata: { ...configMap.metadata, namespace, name } }),
   };
 }
 

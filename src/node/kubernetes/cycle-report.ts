@@ -6,6 +6,7 @@ import {
   type FailedRequestReport,
   type HeartbeatReport,
   MAX_REPORTED_FAILED_REQUESTS,
+  MAX_REPORTED_LATENCIES,
 } from '../../contract/pods.js';
 import {
   type CycleRequestRecord,
@@ -15,6 +16,7 @@ import {
 } from '../../contract/request-log.js';
 import { redact } from '../../observability/index.js';
 import type { CycleSummary } from '../cycle.js';
+import type { WindowSummary } from '../window.js';
 import { type ConfigMapStore, updateConfigMapData } from './config-map-store.js';
 
 /** Counts of a cycle as flat integers (the operator's status.lastCycle.counts). */
@@ -32,7 +34,19 @@ export function cycleCounts(summary: CycleSummary): Record<string, number> {
     providersUp: summary.providers.filter((p) => p.ok).length,
     providersDown: summary.providers.filter((p) => !p.ok).length,
     gasPriceStrategyFailures: summary.gasPriceStrategyFailures.reduce((n, f) => n + f.count, 0),
+    ...(isWindow(summary) ? { polls: summary.window.polls, idlePolls: summary.window.idlePolls } : {}),
   };
+}
+
+const isWindow = (summary: CycleSummary): summary is WindowSummary => 'window' in summary && 'latency' in summary;
+
+/** A window's request latencies for the report (seconds by stage); undefined when it measured none. */
+function latencySeconds(summary: CycleSummary): CycleReport['latencySeconds'] {
+  if (!isWindow(summary)) return undefined;
+  const stages = Object.entries(summary.latency).filter(([, seconds]) => seconds.length > 0);
+  return stages.length > 0
+    ? Object.fromEntries(stages.map(([stage, seconds]) => [stage, seconds.slice(0, MAX_REPORTED_LATENCIES)]))
+    : undefined;
 }
 
 const MAX_REASON_LENGTH = 300;
@@ -70,6 +84,7 @@ export type CycleContext = {
 export function cycleReport(summary: CycleSummary, context: CycleContext = {}): CycleReport {
   const { jobName, startTime, durationMs, heartbeat } = context;
   const failed = failedRequests(summary);
+  const latencies = latencySeconds(summary);
   return {
     ...(jobName ? { job: jobName } : {}),
     outcome: summary.shards.failed > 0 ? 'PartiallyFailed' : 'Completed',
@@ -87,6 +102,7 @@ export function cycleReport(summary: CycleSummary, context: CycleContext = {}): 
     })),
     sponsorWallets: summary.sponsorWallets,
     ...(summary.gasPrices.length > 0 ? { gasPrices: summary.gasPrices } : {}),
+    ...(latencies ? { latencySeconds: latencies } : {}),
   };
 }
 

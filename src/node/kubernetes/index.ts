@@ -1,8 +1,8 @@
 // The engine's Kubernetes adapters, used when a coordinator runs in a pod the operator made: the shards' API calls
 // as worker Jobs, the response cache in a ConfigMap, the cycle report for status. A worker pod needs none of them:
-// it reads its shard from a mounted file and prints its results. What a pod reads from its
-// environment is the contract's (src/contract/pods.ts). The Kubernetes client is loaded only inside such a pod,
-// so local runs never pay for it.
+// it reads its shard from a mounted file and prints its results. What a pod reads from its environment is the
+// contract's (src/contract/pods.ts). The Kubernetes client (src/kube's, in-cluster credentials) is loaded only inside
+// such a pod, so local runs never pay for it.
 import { readCoordinatorEnvironment } from '../../contract/pods.js';
 import type { ResponseCache } from '../cache.js';
 import type { CycleSummary } from '../cycle.js';
@@ -24,11 +24,16 @@ export type CoordinatorKubernetes = {
 
 type Env = Record<string, string | undefined>;
 
-async function kubeConfig() {
-  const { KubeConfig } = await import('@kubernetes/client-node');
-  const config = new KubeConfig();
-  config.loadFromDefault();
-  return config;
+/**
+ * The pod's client: its service account. The limit is kubectl's, not client-go's 5/s: at the end of a chain's
+ * worker Job the coordinator reads one pod log per shard at once, and a cycle must not wait on its own client.
+ * The component names the field manager of what the pod creates and replaces, and its user agent.
+ */
+async function podClient(component: 'coordinator' | 'worker') {
+  const { loadClientConfig, RestClient, RuntimeClient } = await import('../../kube/api.js');
+  const fieldManager = `oracle-node-${component}`;
+  const rest = new RestClient(await loadClientConfig(), { qps: 50, burst: 100, userAgent: fieldManager });
+  return new RuntimeClient(rest, fieldManager);
 }
 
 /**
@@ -38,23 +43,23 @@ async function kubeConfig() {
 export async function coordinatorKubernetes(env: Env = process.env): Promise<CoordinatorKubernetes | undefined> {
   const pod = readCoordinatorEnvironment(env);
   if (!pod) return undefined;
-  const [config, { KubernetesJobExecutor, kubeWorkerJobApi }, stores, { ConfigMapResponseCache }, reports, verified] =
+  const [client, { KubernetesJobExecutor, kubeWorkerJobApi }, stores, { ConfigMapResponseCache }, reports, verified] =
     await Promise.all([
-      kubeConfig(),
+      podClient('coordinator'),
       import('./job-executor.js'),
       import('./config-map-store.js'),
       import('./response-cache.js'),
       import('./cycle-report.js'),
       import('./verified-providers.js'),
     ]);
-  const cycleStore = stores.kubeConfigMapStore(config, pod.namespace, pod.cycleConfigMap);
+  const cycleStore = stores.kubeConfigMapStore(client, pod.namespace, pod.cycleConfigMap);
   return {
     workers: new KubernetesJobExecutor({
-      api: kubeWorkerJobApi(config, pod.namespace),
+      api: kubeWorkerJobApi(client, pod.namespace),
       template: pod.workerTemplate,
     }),
     cache: new ConfigMapResponseCache({
-      store: stores.kubeConfigMapStore(config, pod.namespace, pod.cacheConfigMap),
+      store: stores.kubeConfigMapStore(client, pod.namespace, pod.cacheConfigMap),
     }),
     report: (summary, context) =>
       reports.writeCycleReport(

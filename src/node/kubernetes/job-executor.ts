@@ -4,17 +4,8 @@
 // chain's maxConcurrency. The coordinator signs and sends from their results (src/node/executor.ts). The Job, its
 // input and its output are the contract's (src/contract/shard.ts). It talks to the API through a small interface so
 // it can be unit-tested without a cluster.
-import {
-  BatchV1Api,
-  CoreV1Api,
-  type KubeConfig,
-  PatchStrategy,
-  setHeaderOptions,
-  type V1ConfigMap,
-  type V1Job,
-  type V1Pod,
-} from '@kubernetes/client-node';
-import { errorMessage, isNotFound } from '../../common/errors.js';
+import type { V1ConfigMap, V1Job, V1Pod } from '@kubernetes/client-node';
+import { errorMessage } from '../../common/errors.js';
 import { JOB_NAME_LABEL, jobFinished } from '../../contract/pods.js';
 import {
   type ApiShardInput,
@@ -27,9 +18,10 @@ import {
   type WorkerTemplate,
   workerJobName,
 } from '../../contract/shard.js';
+import { BUILTIN_KINDS, type RuntimeClient } from '../../kube/api.js';
 import type { ApiShardResult, ApiWorkers } from '../executor.js';
 
-/** The API calls the executor makes: one implementation over client-node, one in the unit tests. */
+/** The API calls the executor makes: one implementation over the API client, one in the unit tests. */
 export interface WorkerJobApi {
   createJob(job: V1Job): Promise<V1Job>;
   unsuspendJob(name: string): Promise<void>;
@@ -115,35 +107,24 @@ export class KubernetesJobExecutor implements ApiWorkers {
   }
 }
 
-/** WorkerJobApi over @kubernetes/client-node, in one namespace. */
-export function kubeWorkerJobApi(kubeConfig: KubeConfig, namespace: string): WorkerJobApi {
-  const batch = kubeConfig.makeApiClient(BatchV1Api);
-  const core = kubeConfig.makeApiClient(CoreV1Api);
+/** WorkerJobApi over the API client, in one namespace. */
+export function kubeWorkerJobApi(client: RuntimeClient, namespace: string): WorkerJobApi {
+  const { job: jobs, configMap: configMaps, pod: pods } = BUILTIN_KINDS;
+  const inNamespace = <T extends { metadata?: object }>(object: T): T => ({
+    ...object,
+    metadata: { ...object.metadata, namespace },
+  });
   return {
-    createJob: (body) => batch.createNamespacedJob({ namespace, body }),
-    async unsuspendJob(name) {
-      await batch.patchNamespacedJob(
-        { name, namespace, body: { spec: { suspend: false } } },
-        setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
-      );
+    createJob: (job) => client.create(jobs, inNamespace(job)),
+    unsuspendJob: (name) => client.mergePatch(jobs, { namespace, name }, { spec: { suspend: false } }),
+    readJob: (name) => client.get<V1Job>(jobs, { namespace, name }),
+    async createConfigMap(configMap) {
+      await client.create(configMaps, inNamespace(configMap));
     },
-    async readJob(name) {
-      try {
-        return await batch.readNamespacedJob({ name, namespace });
-      } catch (error) {
-        if (isNotFound(error)) return undefined;
-        throw error;
-      }
-    },
-    async createConfigMap(body) {
-      await core.createNamespacedConfigMap({ namespace, body });
-    },
-    async listJobPods(jobName) {
-      return (await core.listNamespacedPod({ namespace, labelSelector: `${JOB_NAME_LABEL}=${jobName}` })).items;
-    },
+    listJobPods: (jobName) => client.list<V1Pod>(pods, namespace, `${JOB_NAME_LABEL}=${jobName}`),
     async readPodLog(name, container) {
       try {
-        return await core.readNamespacedPodLog({ name, namespace, container, limitBytes: MAX_SHARD_OUTPUT_BYTES });
+        return await client.podLog({ namespace, name }, { container, limitBytes: MAX_SHARD_OUTPUT_BYTES });
       } catch {
         return undefined;
       }

@@ -9,9 +9,8 @@
 // an API server holding the old bundle never sees a certificate it cannot verify.
 import { createPrivateKey as createPrivateKeyFrom, type X509Certificate } from 'node:crypto';
 import type { Logger } from 'pino';
-import { isConflict, isNotFound } from '../../common/errors.js';
 import { LABELS } from '../../contract/pods.js';
-import { collectionPath, objectPath, type RestClient } from '../../kube/index.js';
+import { collectionPath, isConflict, isNotFound, objectPath, type RestClient } from '../../kube/index.js';
 import { KINDS, MANAGED_BY } from '../resource.js';
 import {
   alternativeNames,

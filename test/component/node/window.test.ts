@@ -3,12 +3,18 @@
 // The window's clock is the test's: each "sleep" between polls is a step the test plays on the chain, so nothing
 // depends on wall time. A transaction is kept pending by mining blocks too small to take it.
 import { expect } from 'chai';
+import { Registry } from 'prom-client';
 import { ProviderMemory } from '../../../src/chain/provider-health.js';
+import { parseCycleReport } from '../../../src/contract/pods.js';
 import { InProcessExecutor } from '../../../src/node/executor.js';
+import { cycleReport } from '../../../src/node/kubernetes/cycle-report.js';
 import { silentLogger } from '../../../src/node/logger.js';
+import { cycleMetrics } from '../../../src/node/metrics.js';
 import { callEndpoint } from '../../../src/node/ois-adapter.js';
 import type { ShardContext } from '../../../src/node/shard.js';
 import { runWindow, type WindowSummary } from '../../../src/node/window.js';
+import { createMetricsRegistry } from '../../../src/observability/index.js';
+import { OracleNodeMetrics } from '../../../src/operator/metrics.js';
 import { rpc, setBalance, startTestChain, waitForMined } from '../../support/chain.js';
 import {
   type ApiServer,
@@ -220,5 +226,51 @@ describe('the coordinator window on anvil (real AirnodeRrpV0)', () => {
     for (const id of ids) expect((await requestEvents(chain.deployment, id)).fulfilled).to.have.length(1);
     expect(summary.transactions.fulfilled).to.equal(5);
     expect(most).to.be.at.most(2);
+  });
+  // Last in the file: it moves the chain's clock ahead of the wall clock.
+  it("measures a fulfilled request's latency from the blocks' timestamps, into the engine's histogram and, through the cycle report, the operator's", async () => {
+    const { id } = await request('window-latency');
+    // The fulfilment's block comes 7 s (of chain time) after the request's.
+    await rpc(chain.anvil.url, 'evm_increaseTime', [7]);
+    const summary = await window(config(), [async () => waitForMined(chain.anvil.url), async () => {}]);
+    const logs = await rpc<{ topics: string[]; blockNumber: string }[]>(chain.anvil.url, 'eth_getLogs', [
+      { address: chain.deployment.AirnodeRrpV0, fromBlock: '0x0', toBlock: 'latest', topics: [null, null, id] },
+    ]);
+    const timestamps = await Promise.all(
+      logs.map(async (log) =>
+        Number(
+          (await rpc<{ timestamp: string }>(chain.anvil.url, 'eth_getBlockByNumber', [log.blockNumber, false]))
+            .timestamp,
+        ),
+      ),
+    );
+    expect(logs).to.have.length(2);
+    const [madeAt, fulfilledAt] = timestamps as [number, number];
+    expect(fulfilledAt - madeAt).to.be.at.least(7);
+    expect(summary.latency.inclusion).to.deep.equal([fulfilledAt - madeAt]);
+    expect(summary.latency.submission).to.have.length(1);
+
+    const engine = createMetricsRegistry();
+    cycleMetrics(engine).observe(summary, 1);
+    const engineHistogram = (await engine.getSingleMetric('node_request_latency_seconds')?.get())?.values ?? [];
+    const of = (values: typeof engineHistogram, suffix: string, stage: string) =>
+      values.find((v) => (v as { metricName?: string }).metricName?.endsWith(suffix) && v.labels['stage'] === stage)
+        ?.value;
+    expect(of(engineHistogram, '_count', 'inclusion')).to.equal(1);
+    expect(of(engineHistogram, '_sum', 'inclusion')).to.equal(fulfilledAt - madeAt);
+    expect(of(engineHistogram, '_count', 'submission')).to.equal(1);
+
+    const operator = new Registry();
+    const metrics = new OracleNodeMetrics(operator);
+    const key = { namespace: 'oracles', name: 'window' };
+    metrics.observeCycleReport(
+      key,
+      parseCycleReport({ 'cycle.json': JSON.stringify(cycleReport(summary, { jobName: 'window-1' })) }),
+    );
+    const operatorHistogram =
+      (await operator.getSingleMetric('oracle_node_request_latency_seconds')?.get())?.values ?? [];
+    expect(of(operatorHistogram, '_count', 'inclusion')).to.equal(1);
+    expect(of(operatorHistogram, '_sum', 'inclusion')).to.equal(fulfilledAt - madeAt);
+    expect((await operator.getSingleMetric('oracle_node_window_polls_total')?.get())?.values[0]?.value).to.equal(2);
   });
 });

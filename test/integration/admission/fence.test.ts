@@ -22,7 +22,7 @@ import { buildCoordinatorFence } from '../../../src/operator/builders/admission.
 import { DEFAULT_IMAGE } from '../../../src/operator/resource.js';
 import { ADMISSION_KINDS } from '../../../src/operator/webhook/admission.js';
 import { installCrd, read, sampleDocs, startOperator } from '../operator/support.js';
-import { api, apply, describeError, kc, statusOf, useNamespace, waitFor } from '../support/cluster.js';
+import { api, apply, describeError, kc, kubeClient, statusOf, useNamespace, waitFor } from '../support/cluster.js';
 import { restClient } from './support.js';
 
 const shards = [
@@ -124,7 +124,7 @@ describe('coordinator fence (ValidatingAdmissionPolicy)', function () {
   });
 
   it('the coordinator still creates its worker Jobs and their shard inputs, and releases them', async () => {
-    const jobs = kubeWorkerJobApi(coordinator, ns.name);
+    const jobs = kubeWorkerJobApi(kubeClient(coordinator), ns.name);
     const job = buildWorkerJob(template, { name: jobName(), shardCount: 2, concurrency: 10, chainId: '31337' });
     const created = await jobs.createJob(job);
     await jobs.createConfigMap(buildShardInputConfigMap(created, shards));
@@ -193,7 +193,7 @@ describe('coordinator fence (ValidatingAdmissionPolicy)', function () {
 
   it('refuses ConfigMaps that are not its worker Job’s shard input (unlabelled, another node’s, not owned by the Job)', async () => {
     const core = coordinator.makeApiClient(CoreV1Api);
-    const created = await kubeWorkerJobApi(coordinator, ns.name).createJob(
+    const created = await kubeWorkerJobApi(kubeClient(coordinator), ns.name).createJob(
       buildWorkerJob(template, { name: jobName(), shardCount: 1, concurrency: 1, chainId: '31337' }),
     );
     const input = buildShardInputConfigMap(created, shards);

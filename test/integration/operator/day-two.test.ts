@@ -9,7 +9,8 @@ import { expect } from 'chai';
 import { kubeConfigMapStore } from '../../../src/node/kubernetes/config-map-store.js';
 import { writeCycleReport } from '../../../src/node/kubernetes/cycle-report.js';
 import { ORACLE_NODE_ARGS, repoRoot } from '../../support/binary.js';
-import { api, apply, kc, kubeconfigPath, useNamespace, waitFor } from '../support/cluster.js';
+import { recordLoadedModules } from '../../support/loaded-packages.js';
+import { api, apply, kubeClient, kubeconfigPath, useNamespace, waitFor } from '../support/cluster.js';
 import { condition, installCrd, type RunningOperator, readNode, sampleDocs, startOperator } from './support.js';
 
 const run = promisify(execFile);
@@ -45,11 +46,25 @@ describe('what is my node doing? (integration)', function () {
       cwd: repoRoot,
       timeout: 60_000,
     });
+  /** The command's output and whether it loaded @kubernetes/client-node (the suite's user has a certificate). */
+  async function oracleNodeLoading(...args: string[]) {
+    const recorder = recordLoadedModules();
+    try {
+      const { stdout } = await run(
+        process.execPath,
+        [...recorder.nodeArgs, ...ORACLE_NODE_ARGS, ...args, '-n', ns(), '--kubeconfig', kubeconfigPath],
+        { cwd: repoRoot, timeout: 60_000 },
+      );
+      return { stdout, clientNode: recorder.packages().has('@kubernetes/client-node') };
+    } finally {
+      recorder.remove();
+    }
+  }
   const kubectl = async (...args: string[]) =>
     (await run(join(binDir, 'kubectl'), ['--kubeconfig', kubeconfigPath, '-n', ns(), ...args])).stdout;
 
   async function report(job: string, extra: Record<string, unknown> = {}) {
-    await writeCycleReport(kubeConfigMapStore(kc, ns(), 'minimal-cycle'), {
+    await writeCycleReport(kubeConfigMapStore(kubeClient(), ns(), 'minimal-cycle'), {
       job,
       outcome: 'Completed',
       startTime: new Date().toISOString(),
@@ -131,7 +146,9 @@ describe('what is my node doing? (integration)', function () {
   });
 
   it('`oracle-node status` shows conditions, the last cycles, providers and the failed requests', async () => {
-    const { stdout } = await oracleNode('status', 'minimal');
+    const { stdout, clientNode } = await oracleNodeLoading('status', 'minimal');
+    // src/kube's client, not @kubernetes/client-node (~0.6 s and ~90 MiB to load).
+    expect(clientNode).to.equal(false);
     expect(stdout).to.include(`OracleNode ${ns()}/minimal`);
     expect(stdout).to.match(/Ready: True/);
     expect(stdout).to.match(/Ready +True +Ready/);
@@ -151,7 +168,7 @@ describe('what is my node doing? (integration)', function () {
   it('`oracle-node request --node` shows what the node recorded (request log, failed requests) when the chain cannot be read', async () => {
     const txHash = `0x${'cd'.repeat(32)}`;
     await writeCycleReport(
-      kubeConfigMapStore(kc, ns(), 'minimal-cycle'),
+      kubeConfigMapStore(kubeClient(), ns(), 'minimal-cycle'),
       { job: 'minimal-cycle-c', outcome: 'Completed' },
       [
         {

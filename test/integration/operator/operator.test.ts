@@ -25,6 +25,7 @@ import {
   apply,
   expectStatus,
   kc,
+  kubeClient,
   kubeconfigPath,
   objects,
   sleep,
@@ -475,7 +476,7 @@ describe('OracleNode operator (integration)', function () {
       { description: 'a completed coordinator Job (the CronJob fires every minute)', intervalMs: 1000 },
     );
     // What the coordinator writes at the end of its cycle.
-    await writeCycleReport(kubeConfigMapStore(kc, ns(), 'minimal-cycle'), {
+    await writeCycleReport(kubeConfigMapStore(kubeClient(), ns(), 'minimal-cycle'), {
       job: job.metadata!.name!,
       counts: { requests: 3, fulfilled: 2, failed: 1 },
     });

@@ -20,6 +20,7 @@ import {
   KubernetesObjectApi,
   PatchStrategy,
 } from '@kubernetes/client-node';
+import { RestClient, RuntimeClient } from '../../../src/kube/api.js';
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
 
@@ -68,6 +69,11 @@ export function api<T extends ApiType>(apiClass: ApiConstructor<T>, config: Kube
 
 /** Generic client (any kind, incl. custom resources) on the admin identity. */
 export const objects: KubernetesObjectApi = KubernetesObjectApi.makeApiClient(kc);
+
+/** src/kube's client (what the pods and the CLI use) on a kubeconfig of the suite, the admin's by default. */
+export function kubeClient(config: KubeConfig = kc, fieldManager = testFieldManager): RuntimeClient {
+  return new RuntimeClient(new RestClient(config, { qps: 500, burst: 500 }), fieldManager);
+}
 
 /** True when the cluster is the test control plane of `make cluster-up` (its restricted identity is then available). */
 export function isLocalTestCluster(): boolean {

@@ -1,10 +1,8 @@
 // End to end through the real binary entry (src/cli/index.ts under tsx): registration and exit codes.
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { fileURLToPath } from 'node:url';
 import { expect } from 'chai';
+import { recordLoadedModules } from '../../support/loaded-packages.js';
 import { fixturePath } from '../config/fixtures.js';
 
 const ENTRY = fileURLToPath(new URL('../../../src/cli/index.ts', import.meta.url));
@@ -39,25 +37,15 @@ describe('oracle-node binary (validate, derive, schema)', function () {
   it('validate loads only what it uses: no ethers, logger, metrics or Kubernetes client', () => {
     // Module loading was most of a large config's validation time (ethers alone a quarter): a hook records every
     // module the process loads and the test names the packages among them.
-    const dir = mkdtempSync(join(tmpdir(), 'validate-modules-'));
+    const recorder = recordLoadedModules();
     try {
-      const record = join(dir, 'loaded.txt');
-      const hook = join(dir, 'record-modules.mjs');
-      writeFileSync(
-        hook,
-        `import { registerHooks } from 'node:module';
-import { appendFileSync } from 'node:fs';
-registerHooks({ load(url, context, next) { appendFileSync(${JSON.stringify(record)}, url + '\\n'); return next(url, context); } });
-`,
-      );
       const config = fixturePath('node/config.example.json');
       const result = spawnSync(
         process.execPath,
         [
           '--import',
           'tsx',
-          '--import',
-          pathToFileURL(hook).href,
+          ...recorder.nodeArgs,
           ENTRY,
           'validate',
           '-c',
@@ -68,20 +56,15 @@ registerHooks({ load(url, context, next) { appendFileSync(${JSON.stringify(recor
         { encoding: 'utf8', timeout: 60_000 },
       );
       expect(result.status, result.stderr).to.equal(0);
-      const packages = new Set(
-        readFileSync(record, 'utf8')
-          .split('\n')
-          .map((url) => /node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(url)?.[1])
-          .filter((name) => name !== undefined),
-      );
+      const packages = recorder.packages();
       expect(packages.has('zod'), [...packages].join(', ')).to.equal(true);
       for (const unused of ['ethers', 'pino', 'prom-client', '@kubernetes/client-node', 'express']) {
         expect(packages.has(unused), `${unused} loaded`).to.equal(false);
       }
       // Nor the tracer: validate makes no span.
-      expect(readFileSync(record, 'utf8')).to.not.include('/src/observability/tracing.');
+      expect(recorder.urls().join('\n')).to.not.include('/src/observability/tracing.');
     } finally {
-      rmSync(dir, { recursive: true, force: true });
+      recorder.remove();
     }
   });
 

@@ -1,7 +1,8 @@
 // The operator's kubeconfig loader (runtime/kubeconfig.ts) against a real HTTPS server on loopback: a CA and a
 // serving certificate for 127.0.0.1 issued by the webhook's certificate code, kubeconfig and service-account
 // fixtures written to a temporary directory, and the runtime's RestClient making the request.
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
@@ -15,7 +16,9 @@ import {
   type ClientConfig,
   KubeConfigError,
   LeanKubeConfig,
+  type LoadOptions,
   loadClientConfig,
+  PluginClientConfig,
   parseKubeConfig,
   TOKEN_FILE_PERIOD_MS,
 } from '../../../src/kube/kubeconfig.js';
@@ -25,11 +28,10 @@ import {
   issueServingCertificate,
   type KeyPairPem,
 } from '../../../src/operator/webhook/certificates.js';
+import { recordLoadedModules } from '../../support/loaded-packages.js';
 
-// By shape: the test's import of the package and the loader's dynamic one may be two module instances under tsx.
-const isClientNodeKubeConfig = (config: object) =>
-  config.constructor.name === 'KubeConfig' &&
-  typeof (config as { makeApiClient?: unknown }).makeApiClient === 'function';
+/** Credentials from @kubernetes/client-node's KubeConfig, behind the loader's edge. */
+const isClientNodeKubeConfig = (config: object) => config instanceof PluginClientConfig;
 
 type Seen = { authorization?: string; impersonate?: string; clientCertificate?: string };
 
@@ -43,6 +45,7 @@ describe('operator runtime: kubeconfig loader (no @kubernetes/client-node)', () 
   let server: Server;
   let port: number;
   let seen: Seen[];
+  let paths: string[];
 
   before(async () => {
     ca = createCertificateAuthority({ commonName: 'kubeconfig-test-ca', ...validity() });
@@ -58,8 +61,14 @@ describe('operator runtime: kubeconfig loader (no @kubernetes/client-node)', () 
           impersonate: req.headers['impersonate-user'] as string | undefined,
           clientCertificate: peer?.subject?.CN as string | undefined,
         });
-        res.writeHead(200, { 'content-type': 'application/json' });
-        res.end('{"kind":"APIVersions"}');
+        paths.push(req.url ?? '');
+        if (req.url === '/api') {
+          res.writeHead(200, { 'content-type': 'application/json' });
+          res.end('{"kind":"APIVersions"}');
+          return;
+        }
+        res.writeHead(404, { 'content-type': 'application/json' });
+        res.end('{"kind":"Status","status":"Failure","reason":"NotFound","code":404}');
       },
     );
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -74,6 +83,7 @@ describe('operator runtime: kubeconfig loader (no @kubernetes/client-node)', () 
   beforeEach(() => {
     dir = mkdtempSync(join(tmpdir(), 'kubeconfig-test-'));
     seen = [];
+    paths = [];
   });
 
   afterEach(() => rmSync(dir, { recursive: true, force: true }));
@@ -182,6 +192,77 @@ describe('operator runtime: kubeconfig loader (no @kubernetes/client-node)', () 
     expect(seen[0]?.authorization).to.equal('Bearer from-first');
   });
 
+  /** One kubeconfig with two contexts: `ctx` (current, namespace team-a) and `other` (namespace team-b). */
+  function twoContexts(otherUser: Record<string, unknown>): string {
+    return yaml.dump({
+      clusters: [
+        {
+          name: 'test',
+          cluster: { server: `https://127.0.0.1:${port}`, 'certificate-authority-data': b64(ca.certPem) },
+        },
+      ],
+      users: [
+        { name: 'me', user: { token: 'tok-current' } },
+        { name: 'someone', user: otherUser },
+      ],
+      contexts: [
+        { name: 'ctx', context: { cluster: 'test', user: 'me', namespace: 'team-a' } },
+        { name: 'other', context: { cluster: 'test', user: 'someone', namespace: 'team-b' } },
+      ],
+      'current-context': 'ctx',
+    });
+  }
+
+  it('takes the context chosen (--context), its user and namespace, instead of current-context', async () => {
+    const path = write('config', twoContexts({ token: 'tok-other' }));
+    const current = await loadClientConfig({ path, env: {} });
+    expect(current.namespace).to.equal('team-a');
+    await get(current);
+    const other = await loadClientConfig({ path, context: 'other', env: {} });
+    expect(other.namespace).to.equal('team-b');
+    await get(other);
+    expect(seen.map((s) => s.authorization)).to.deep.equal(['Bearer tok-current', 'Bearer tok-other']);
+    let error: unknown;
+    await loadClientConfig({ path, context: 'missing', env: {} }).catch((e) => {
+      error = e;
+    });
+    expect(error).to.be.instanceOf(KubeConfigError);
+    expect((error as Error).message).to.equal('kubeconfig: context "missing" (--context) is not defined');
+  });
+
+  it("kubectl's order (prefer: kubeconfig): KUBECONFIG over the service account, which serves only without one", async () => {
+    const account = join(dir, 'serviceaccount');
+    mkdirSync(account);
+    writeFileSync(join(account, 'token'), 'service-account-token');
+    writeFileSync(join(account, 'ca.crt'), ca.certPem);
+    writeFileSync(join(account, 'namespace'), 'operators');
+    const kubeconfigFile = write(
+      'config',
+      kubeconfig({ 'certificate-authority-data': b64(ca.certPem) }, { token: 'tok-kc' }),
+    );
+    const inPod = { KUBERNETES_SERVICE_HOST: '127.0.0.1', KUBERNETES_SERVICE_PORT: String(port), HOME: dir };
+    const load = (env: NodeJS.ProcessEnv, options: Partial<LoadOptions> = {}) =>
+      loadClientConfig({ env, serviceAccountDir: account, ...options });
+    // The operator and its pods: the pod's own service account first.
+    await get(await load({ ...inPod, KUBECONFIG: kubeconfigFile }));
+    // The CLI: the kubeconfig first, as kubectl; in a pod without one, the service account.
+    await get(await load({ ...inPod, KUBECONFIG: kubeconfigFile }, { prefer: 'kubeconfig' }));
+    const fallback = await load(inPod, { prefer: 'kubeconfig' });
+    expect(fallback.namespace).to.equal('operators');
+    await get(fallback);
+    expect(seen.map((s) => s.authorization)).to.deep.equal([
+      'Bearer service-account-token',
+      'Bearer tok-kc',
+      'Bearer service-account-token',
+    ]);
+    // A context names an entry of a kubeconfig: the service account has none.
+    let error: unknown;
+    await load(inPod, { prefer: 'kubeconfig', context: 'ctx' }).catch((e) => {
+      error = e;
+    });
+    expect(String(error)).to.match(/no kubeconfig to take context "ctx" from/);
+  });
+
   it('in a cluster: the service account token, CA and namespace, the token file re-read once a minute', async () => {
     const account = join(dir, 'serviceaccount');
     mkdirSync(account);
@@ -255,6 +336,52 @@ describe('operator runtime: kubeconfig loader (no @kubernetes/client-node)', () 
     expect(seen[0]?.authorization).to.equal('Bearer from-exec-plugin');
   });
 
+  it('hands the chosen context to @kubernetes/client-node when only its user has an exec plugin', async () => {
+    const plugin = write(
+      'plugin.mjs',
+      `process.stdout.write(JSON.stringify({ apiVersion: 'client.authentication.k8s.io/v1', kind: 'ExecCredential',
+        status: { token: 'from-exec-plugin' } }));`,
+    );
+    const path = write(
+      'config',
+      twoContexts({
+        exec: {
+          apiVersion: 'client.authentication.k8s.io/v1',
+          command: process.execPath,
+          args: [plugin],
+          interactiveMode: 'Never',
+        },
+      }),
+    );
+    expect(await loadClientConfig({ path, env: {} })).to.be.instanceOf(LeanKubeConfig);
+    const config = await loadClientConfig({ path, context: 'other', env: {} });
+    expect(isClientNodeKubeConfig(config)).to.equal(true);
+    expect(config.namespace).to.equal('team-b');
+    await get(config);
+    expect(seen[0]?.authorization).to.equal('Bearer from-exec-plugin');
+  });
+
+  it("turns a credential plugin's failure into a KubeConfigError, cut short and not retried", async () => {
+    const plugin = write('failing.mjs', `process.stderr.write('token expired: ' + 'x'.repeat(5000)); process.exit(1);`);
+    const path = write(
+      'config',
+      kubeconfig(
+        { 'certificate-authority-data': b64(ca.certPem) },
+        { exec: { apiVersion: 'client.authentication.k8s.io/v1', command: process.execPath, args: [plugin] } },
+      ),
+    );
+    const config = await loadClientConfig({ path, env: {} });
+    let error: unknown;
+    await get(config).catch((e) => {
+      error = e;
+    });
+    expect(error).to.be.instanceOf(KubeConfigError);
+    const message = (error as Error).message;
+    expect(message).to.match(/^kubeconfig: the credential plugin of context "ctx" failed: token expired: x+\.\.\.$/);
+    expect(message.length).to.be.below(400);
+    expect(seen).to.deep.equal([]);
+  });
+
   it('hands a user with an auth-provider to @kubernetes/client-node', async () => {
     const path = write(
       'config',
@@ -296,6 +423,118 @@ describe('operator runtime: kubeconfig loader (no @kubernetes/client-node)', () 
       );
     expect(loaded(plain)).to.deep.equal({ clientNode: false, ethers: false });
     expect(loaded(exec)).to.deep.equal({ clientNode: true, ethers: false });
+  });
+
+  it("the CLI's Kubernetes commands load no @kubernetes/client-node for a token kubeconfig, and it for an exec user", async function () {
+    this.timeout(120_000);
+    const plain = write('plain', kubeconfig({ 'certificate-authority-data': b64(ca.certPem) }, { token: 'tok-cli' }));
+    const plugin = write(
+      'plugin.mjs',
+      `process.stdout.write(JSON.stringify({ apiVersion: 'client.authentication.k8s.io/v1', kind: 'ExecCredential',
+        status: { token: 'from-exec-plugin' } }));`,
+    );
+    const exec = write(
+      'exec',
+      kubeconfig(
+        { 'certificate-authority-data': b64(ca.certPem) },
+        { exec: { apiVersion: 'client.authentication.k8s.io/v1', command: process.execPath, args: [plugin] } },
+      ),
+    );
+    // Each command runs as the binary does, against the loopback server, which answers 404 for the OracleNode and
+    // every list: the command's whole path to the API (arguments, kubeconfig, client, request) runs.
+    // Not spawnSync: the server answering the command runs in this process.
+    const run = async (kubeconfigPath: string, args: string[]) => {
+      const recorder = recordLoadedModules();
+      try {
+        const child = spawn(
+          process.execPath,
+          ['--import', 'tsx', ...recorder.nodeArgs, 'src/cli/index.ts', ...args, '--kubeconfig', kubeconfigPath],
+          { cwd: join(import.meta.dirname, '../../..'), stdio: ['ignore', 'ignore', 'pipe'], timeout: 60_000 },
+        );
+        let stderr = '';
+        child.stderr.on('data', (chunk: Buffer) => {
+          stderr += chunk.toString();
+        });
+        const [status] = (await once(child, 'exit')) as [number | null];
+        return { status, stderr, clientNode: recorder.packages().has('@kubernetes/client-node') };
+      } finally {
+        recorder.remove();
+      }
+    };
+    const commands = [
+      ['status', 'node-a'],
+      ['logs', 'node-a'],
+      ['cycle', 'node-a'],
+      ['request', `0x${'ab'.repeat(32)}`, '--node', 'node-a'],
+    ];
+    for (const args of commands) {
+      const result = await run(plain, args);
+      expect(result.status, `${args[0]}: ${result.stderr}`).to.equal(1);
+      expect(result.clientNode, `${args[0]} loaded @kubernetes/client-node`).to.equal(false);
+    }
+    expect(seen.every((s) => s.authorization === 'Bearer tok-cli')).to.equal(true);
+    expect(paths).to.include('/apis/oracle-node.io/v1alpha1/namespaces/team-a/oraclenodes/node-a');
+    expect(paths.some((p) => p.startsWith('/apis/batch/v1/namespaces/team-a/jobs?labelSelector='))).to.equal(true);
+    expect(paths.some((p) => p.startsWith('/apis/batch/v1/namespaces/team-a/cronjobs?labelSelector='))).to.equal(true);
+    seen = [];
+    const withPlugin = await run(exec, ['status', 'node-a']);
+    expect(withPlugin.status, withPlugin.stderr).to.equal(1);
+    expect(withPlugin.stderr).to.contain('OracleNode team-a/node-a not found');
+    expect(withPlugin.clientNode).to.equal(true);
+    expect(seen.map((s) => s.authorization)).to.deep.equal(['Bearer from-exec-plugin']);
+  });
+
+  it("a coordinator pod's response cache reads its ConfigMap through src/kube's client, without @kubernetes/client-node", async function () {
+    this.timeout(60_000);
+    const plain = write('plain', kubeconfig({ 'certificate-authority-data': b64(ca.certPem) }, { token: 'tok-pod' }));
+    // The pod's adapters as `oracle-node coordinator` builds them, in a fresh process; the kubeconfig stands in for
+    // the service account (same loader, one step later in its order).
+    const template = {
+      namePrefix: 'n-dev-worker',
+      labels: {},
+      ownerReferences: [],
+      activeDeadlineSeconds: 50,
+      ttlSecondsAfterFinished: 300,
+      template: { spec: { containers: [{ name: 'worker' }] } },
+    };
+    const script = `
+      const { coordinatorKubernetes } = await import('./src/node/kubernetes/index.ts');
+      const pod = await coordinatorKubernetes({
+        POD_NAMESPACE: 'team-a',
+        ORACLE_NODE_CACHE_CONFIGMAP: 'n-cache',
+        ORACLE_NODE_CYCLE_CONFIGMAP: 'n-cycle',
+        ORACLE_NODE_WORKER_TEMPLATE: ${JSON.stringify(JSON.stringify(template))},
+      });
+      const cached = await pod.cache.get('0x' + 'ab'.repeat(32));
+      console.log(JSON.stringify({ cached: cached ?? null }));`;
+    const recorder = recordLoadedModules();
+    try {
+      const child = spawn(
+        process.execPath,
+        ['--import', 'tsx', ...recorder.nodeArgs, '--input-type=module', '-e', script],
+        {
+          cwd: join(import.meta.dirname, '../../..'),
+          env: { ...process.env, KUBECONFIG: plain, KUBERNETES_SERVICE_HOST: '' },
+          stdio: ['ignore', 'pipe', 'pipe'],
+          timeout: 60_000,
+        },
+      );
+      let output = '';
+      child.stdout.on('data', (chunk: Buffer) => {
+        output += chunk.toString();
+      });
+      child.stderr.on('data', (chunk: Buffer) => {
+        output += chunk.toString();
+      });
+      const [status] = (await once(child, 'exit')) as [number | null];
+      expect(status, output).to.equal(0);
+      expect(JSON.parse(output)).to.deep.equal({ cached: null });
+      expect(recorder.packages().has('@kubernetes/client-node')).to.equal(false);
+    } finally {
+      recorder.remove();
+    }
+    expect(paths).to.deep.equal(['/api/v1/namespaces/team-a/configmaps/n-cache']);
+    expect(seen.map((s) => s.authorization)).to.deep.equal(['Bearer tok-pod']);
   });
 
   describe('errors name the file and field, never a credential', () => {

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { pino } from 'pino';
+import { ApiError } from '../../../src/kube/errors.js';
 import { LeaderElector, type Lease, type LeaseStore } from '../../../src/kube/leader.js';
-import { ApiError } from '../../../src/kube/rest.js';
 import { FakeClock } from '../../support/fake-clock.js';
 
 const logger = pino({ level: 'silent' });

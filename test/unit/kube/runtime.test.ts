@@ -5,10 +5,11 @@ import { expect } from 'chai';
 import { pino } from 'pino';
 import { Registry } from 'prom-client';
 import { RuntimeClient } from '../../../src/kube/client.js';
+import { ApiError } from '../../../src/kube/errors.js';
 import { Informer } from '../../../src/kube/informer.js';
 import { createManager, type RuntimeTuning } from '../../../src/kube/manager.js';
 import { RuntimeMetrics } from '../../../src/kube/metrics.js';
-import { ApiError, RestClient } from '../../../src/kube/rest.js';
+import { RestClient } from '../../../src/kube/rest.js';
 import type { ObjectKey, Reconciler, ResourceKind } from '../../../src/kube/types.js';
 import { FakeClock } from '../../support/fake-clock.js';
 import { waitFor } from '../../support/wait.js';
@@ -228,13 +229,17 @@ describe('operator runtime against an in-memory API server', () => {
     expect(manager.readiness()).to.deep.include({ ready: false, reason: 'shutting down' });
   });
 
-  it('manager: /readyz also waits for the components beside the controller (readinessChecks)', async () => {
+  it('manager: /readyz also waits for the runnables beside the controller (the webhook serving)', async () => {
     let webhookServing = false;
-    const manager = testManager({
-      tuning: {
-        readinessChecks: [() => (webhookServing ? { ready: true } : { ready: false, reason: 'webhook not serving' })],
+    const manager = testManager();
+    manager.add(
+      {
+        start: () => undefined,
+        stop: async () => undefined,
+        readiness: () => (webhookServing ? { ready: true } : { ready: false, reason: 'webhook not serving' }),
       },
-    });
+      { leaderElection: false },
+    );
     const running = manager.run({
       name: 'quiet',
       watches: { primary: CONFIGMAP, owned: [] },
@@ -245,6 +250,59 @@ describe('operator runtime against an in-memory API server', () => {
     expect(manager.readiness()).to.deep.equal({ ready: true });
     await manager.stop();
     await running;
+  });
+
+  it('manager: runnables of every replica run from start to stop; leader runnables only while the Lease is held', async () => {
+    const log: string[] = [];
+    const runnable = (name: string) => ({
+      start: (signal: AbortSignal) => {
+        log.push(`${name} start`);
+        signal.addEventListener('abort', () => log.push(`${name} aborted`), { once: true });
+      },
+      stop: async () => {
+        log.push(`${name} stop`);
+      },
+    });
+    const manager = testManager({
+      leaderElection: true,
+      tuning: { leaseDurationMs: 1500, renewDeadlineMs: 1000, retryPeriodMs: 200 },
+    });
+    manager.add(runnable('everywhere'), { leaderElection: false });
+    manager.add(runnable('leader'), { leaderElection: true });
+    api.inject = (req) => (req.url?.includes('/leases') ? { status: 500 } : undefined);
+    const running = manager.run({
+      name: 'quiet',
+      watches: { primary: CONFIGMAP, owned: [] },
+      reconcile: async () => undefined,
+    });
+    await waitFor(() => log.includes('everywhere start'), 10_000, {
+      description: 'the webhook-like runnable',
+      intervalMs: 10,
+    });
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(log).to.deep.equal(['everywhere start']); // no Lease, no leader runnable
+    api.inject = undefined;
+    await waitFor(() => log.includes('leader start'), 15_000, { description: 'election', intervalMs: 10 });
+    api.inject = (req) => (req.url?.includes('/leases') ? { status: 500 } : undefined);
+    await waitFor(() => log.includes('leader stop'), 10_000, { description: 'leadership lost', intervalMs: 10 });
+    expect(log).to.include('leader aborted');
+    expect(log).to.not.include('everywhere stop'); // still serving on a replica that does not lead
+    api.inject = undefined;
+    await waitFor(() => log.filter((l) => l === 'leader start').length === 2, 15_000, {
+      description: 're-election restarts the leader runnable',
+      intervalMs: 10,
+    });
+    manager.add(runnable('late'), { leaderElection: false });
+    await waitFor(() => log.includes('late start'), 10_000, {
+      description: 'a runnable added while running',
+      intervalMs: 10,
+    });
+    await manager.stop();
+    await running;
+    // The leader runnable stops before the Lease is released; the others last.
+    const stops = log.slice(log.lastIndexOf('leader start'));
+    expect(stops.indexOf('leader stop')).to.be.lessThan(stops.indexOf('everywhere stop'));
+    expect(stops).to.include.members(['everywhere stop', 'late stop', 'everywhere aborted']);
   });
 
   it('informer: the label selector keeps foreign objects out of the cache', async () => {

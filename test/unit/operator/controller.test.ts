@@ -1,7 +1,7 @@
 import type { KubernetesObject, V1ConfigMap, V1CronJob, V1Deployment, V1Service } from '@kubernetes/client-node';
 import { expect } from 'chai';
 import { ENV } from '../../../src/contract/pods.js';
-import { ApiError } from '../../../src/kube/rest.js';
+import { ApiError } from '../../../src/kube/errors.js';
 import { type ObjectCache, TerminalError } from '../../../src/kube/types.js';
 import { clearSecrets, REDACTED, redact } from '../../../src/observability/index.js';
 import { createOracleNodeReconciler, nodesReferencingSecret, WATCHES } from '../../../src/operator/controller.js';

@@ -161,6 +161,84 @@ describe('oracle_node_* metrics from the OracleNode status', () => {
     ).to.equal(undefined);
   });
 
+  describe("a window's latencies and polls, from its cycle report", () => {
+    /** The report as the coordinator's ConfigMap holds it, with entries the operator must not trust. */
+    const reportData = (job: string, latencySeconds: unknown) => ({
+      'cycle.json': JSON.stringify({
+        job,
+        startTime: '2026-11-21T07:00:00Z',
+        counts: { fulfilled: 3, polls: 44, idlePolls: 30 },
+        latencySeconds,
+      }),
+    });
+    const bucket = async (registry: Registry, stage: string, le: number) => {
+      const metric = await registry.getSingleMetric('oracle_node_request_latency_seconds')?.get();
+      return metric?.values.find(
+        (v) =>
+          (v as { metricName?: string }).metricName?.endsWith('_bucket') &&
+          v.labels['stage'] === stage &&
+          v.labels['le'] === le,
+      )?.value;
+    };
+    const countOf = async (registry: Registry, stage: string) => {
+      const metric = await registry.getSingleMetric('oracle_node_request_latency_seconds')?.get();
+      return metric?.values.find(
+        (v) => (v as { metricName?: string }).metricName?.endsWith('_count') && v.labels['stage'] === stage,
+      )?.value;
+    };
+
+    it('observes each well-formed latency once per report, by stage, and adds the polls', async () => {
+      const registry = new Registry();
+      const metrics = new OracleNodeMetrics(registry);
+      const report = parseCycleReport(
+        reportData('j1', {
+          submission: [0.8, 1.4, 2.5, 'x', -1, 1e9, null],
+          inclusion: [3, 6, 61],
+          fulfilment: [1],
+        }),
+      );
+      for (let i = 0; i < 3; i++) metrics.observeCycleReport(key, report);
+      expect(await countOf(registry, 'submission')).to.equal(3);
+      expect(await bucket(registry, 'submission', 1)).to.equal(1);
+      expect(await bucket(registry, 'submission', 3)).to.equal(3);
+      expect(await countOf(registry, 'inclusion')).to.equal(3);
+      expect(await bucket(registry, 'inclusion', 3)).to.equal(1);
+      expect(await bucket(registry, 'inclusion', 6)).to.equal(2);
+      expect(await bucket(registry, 'inclusion', 60)).to.equal(2);
+      expect(await bucket(registry, 'inclusion', 90)).to.equal(3);
+      expect(await sample(registry, 'oracle_node_window_polls_total', key)).to.equal(44);
+      expect(await sample(registry, 'oracle_node_window_idle_polls_total', key)).to.equal(30);
+      metrics.observeCycleReport(key, parseCycleReport(reportData('j2', { inclusion: [2] })));
+      expect(await countOf(registry, 'inclusion')).to.equal(4);
+      expect(await sample(registry, 'oracle_node_window_polls_total', key)).to.equal(88);
+    });
+
+    it('keeps at most 1000 latencies of a stage from one report', () => {
+      const many = Array.from({ length: 1500 }, () => 2);
+      expect(parseCycleReport(reportData('j', { inclusion: many }))?.latencySeconds?.inclusion).to.have.length(1000);
+      expect(parseCycleReport(reportData('j', 'not an object'))?.latencySeconds).to.equal(undefined);
+    });
+
+    it('only the leader publishes them; a deleted node takes them along', async () => {
+      const registry = new Registry();
+      const metrics = new OracleNodeMetrics(registry);
+      metrics.setLeading(false);
+      metrics.observeCycleReport(key, parseCycleReport(reportData('j1', { inclusion: [3] })));
+      expect(await countOf(registry, 'inclusion')).to.equal(undefined);
+      metrics.setLeading(true);
+      metrics.observeCycleReport(key, parseCycleReport(reportData('j1', { inclusion: [3] })));
+      expect(await countOf(registry, 'inclusion')).to.equal(1);
+      metrics.setLeading(false);
+      expect(await countOf(registry, 'inclusion')).to.equal(undefined);
+      expect(await sample(registry, 'oracle_node_window_polls_total', key)).to.equal(undefined);
+      metrics.setLeading(true);
+      metrics.observeCycleReport(key, parseCycleReport(reportData('j2', { inclusion: [3] })));
+      metrics.forget(key);
+      expect(await countOf(registry, 'inclusion')).to.equal(undefined);
+      expect(await sample(registry, 'oracle_node_window_idle_polls_total', key)).to.equal(undefined);
+    });
+  });
+
   it('removes every series of a deleted OracleNode', async () => {
     const registry = new Registry();
     const metrics = new OracleNodeMetrics(registry);

@@ -1,7 +1,9 @@
 import { expect } from 'chai';
+import { parseCycleReport } from '../../../../src/contract/pods.js';
 import type { CycleSummary } from '../../../../src/node/cycle.js';
 import { cycleCounts, cycleReport } from '../../../../src/node/kubernetes/cycle-report.js';
 import { coordinatorKubernetes } from '../../../../src/node/kubernetes/index.js';
+import type { WindowSummary } from '../../../../src/node/window.js';
 import { clearSecrets, registerSecret } from '../../../../src/observability/index.js';
 
 describe('coordinator in operator pods', () => {
@@ -37,6 +39,34 @@ describe('coordinator in operator pods', () => {
       gasPriceStrategyFailures: 3,
     });
     for (const value of Object.values(counts)) expect(Number.isInteger(value)).to.equal(true);
+  });
+
+  it("a window's report carries its polls in the counts and its latencies by stage; a one-shot cycle's none", () => {
+    const cycle: CycleSummary = {
+      providers: [],
+      requests: { discovered: 2, servable: 2, waitingForConfirmations: 0, overChainLimit: 0 },
+      shards: { total: 1, failed: 0 },
+      transactions: { fulfilled: 2, failed: 0, withdrawn: 0, skipped: 0, errors: 0, replaced: 0 },
+      apiCalls: 2,
+      cacheHits: 0,
+      rpcCalls: 9,
+      timings: { discoveryMs: 1, shardsMs: 2 },
+      sponsorWallets: [],
+      gasPrices: [],
+      gasPriceStrategyFailures: [],
+      results: [],
+    };
+    const window: WindowSummary = {
+      ...cycle,
+      window: { polls: 44, idlePolls: 30 },
+      latency: { submission: [1.2, 0.9], inclusion: [] },
+    };
+    const report = parseCycleReport({ 'cycle.json': JSON.stringify(cycleReport(window)) });
+    expect(report?.counts).to.include({ polls: 44, idlePolls: 30 });
+    expect(report?.latencySeconds).to.deep.equal({ submission: [1.2, 0.9] });
+    const oneShot = cycleReport(cycle);
+    expect(oneShot.counts).to.not.have.any.keys('polls', 'idlePolls');
+    expect(oneShot).to.not.have.property('latencySeconds');
   });
 
   it('reports the heartbeat, timing, gas prices and the failed requests with their reason', () => {

@@ -1,5 +1,6 @@
 import type { V1ConfigMap } from '@kubernetes/client-node';
 import { expect } from 'chai';
+import { ApiError } from '../../../../src/kube/api.js';
 import type { ConfigMapStore } from '../../../../src/node/kubernetes/config-map-store.js';
 import { ConfigMapResponseCache } from '../../../../src/node/kubernetes/response-cache.js';
 
@@ -15,7 +16,7 @@ describe('ConfigMapResponseCache', () => {
       async replace(next: V1ConfigMap) {
         if (s.conflicts > 0) {
           s.conflicts--;
-          throw Object.assign(new Error('conflict'), { code: 409 });
+          throw new ApiError('PUT configmaps/n-cache: 409 conflict', 409, 'Conflict');
         }
         s.configMap = {
           ...next,

@@ -1,0 +1,43 @@
+// Which packages a child process loads: a module hook (node --import) appends every URL the process loads to a
+// file, and `packages()` names the node_modules packages among them. For tests that hold a command to loading only
+// what it uses (start-up time and memory are mostly module loading).
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+
+export type ModuleRecorder = {
+  /** Arguments for node, before the entry: `--import <hook>`. */
+  nodeArgs: string[];
+  /** Every URL loaded so far. */
+  urls(): string[];
+  /** The packages (node_modules/<name>) loaded so far. */
+  packages(): Set<string>;
+  remove(): void;
+};
+
+export function recordLoadedModules(): ModuleRecorder {
+  const dir = mkdtempSync(join(tmpdir(), 'loaded-modules-'));
+  const record = join(dir, 'loaded.txt');
+  const hook = join(dir, 'record-modules.mjs');
+  writeFileSync(record, '');
+  writeFileSync(
+    hook,
+    `import { registerHooks } from 'node:module';
+import { appendFileSync } from 'node:fs';
+registerHooks({ load(url, context, next) { appendFileSync(${JSON.stringify(record)}, url + '\\n'); return next(url, context); } });
+`,
+  );
+  const urls = () => readFileSync(record, 'utf8').split('\n').filter(Boolean);
+  return {
+    nodeArgs: ['--import', pathToFileURL(hook).href],
+    urls,
+    packages: () =>
+      new Set(
+        urls()
+          .map((url) => /node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(url)?.[1])
+          .filter((name): name is string => name !== undefined),
+      ),
+    remove: () => rmSync(dir, { recursive: true, force: true }),
+  };
+}
