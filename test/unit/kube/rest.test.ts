@@ -4,7 +4,8 @@ import { createServer, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { KubeConfig } from '@kubernetes/client-node';
 import { expect } from 'chai';
-import { ApiError } from '../../../src/kube/errors.js';
+import { RuntimeClient } from '../../../src/kube/client.js';
+import { ApiError, isNotFound } from '../../../src/kube/errors.js';
 import { RestClient, type WatchEvent } from '../../../src/kube/rest.js';
 
 function kubeConfigFor(port: number): KubeConfig {
@@ -86,6 +87,38 @@ describe('runtime REST transport: watch stream', () => {
       expect(error).to.be.instanceOf(ApiError);
       expect(error).to.include({ status: 409, reason: 'Conflict' });
       expect(String(error)).to.contain('held by another manager');
+    } finally {
+      rest.close();
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
+  });
+
+  it("reads a pod's log as text, a line of JSON included, with the log's query; an error is still an ApiError", async () => {
+    // The worker's shard output is one JSON line at the end of its log: parsed as the body, it would be lost.
+    const log = '{"format":"oracle-node/shard-output@1","chainId":"1"}';
+    const urls: string[] = [];
+    const server = createServer((req, res) => {
+      urls.push(req.url ?? '');
+      if (req.url?.includes('/pods/gone/')) {
+        res.writeHead(404, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ kind: 'Status', code: 404, reason: 'NotFound', message: 'pods "gone" not found' }));
+        return;
+      }
+      res.writeHead(200, { 'content-type': 'text/plain' });
+      res.end(log);
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const rest = new RestClient(kubeConfigFor((server.address() as AddressInfo).port), { qps: 100, burst: 100 });
+    const client = new RuntimeClient(rest, 'test');
+    try {
+      expect(await client.podLog({ namespace: 'ns1', name: 'w-0' }, { container: 'worker', tailLines: 5 })).to.equal(
+        log,
+      );
+      expect(urls).to.deep.equal(['/api/v1/namespaces/ns1/pods/w-0/log?container=worker&tailLines=5']);
+      const error = await client.podLog({ namespace: 'ns1', name: 'gone' }).catch((e) => e);
+      expect(error).to.be.instanceOf(ApiError);
+      expect(isNotFound(error)).to.equal(true);
     } finally {
       rest.close();
       server.closeAllConnections();
