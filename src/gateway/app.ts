@@ -1,15 +1,17 @@
-// The gateway application: the middleware (middleware.ts) and the routes (routes.ts) in order, one route per
-// enabled gateway, with the state a request needs (processing slots, draining, readiness). No socket here: the
-// server's lifecycle (listen, drain, close) is server.ts.
-import express, { type Response } from 'express';
+// The gateway application: one node:http request listener that runs the steps (middleware.ts) and the routes
+// (routes.ts) in order, one route per enabled gateway, with the state a request needs (processing slots, draining,
+// readiness). No framework: the path of each gateway is matched once with its own regular expression and a request
+// goes through plain function calls, not a chain of middleware. No socket here: the server's lifecycle (listen,
+// drain, close) is server.ts.
+import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
 import type { Registry } from 'prom-client';
 import { type Config, GATEWAY_BASE_PATHS } from '../config/index.js';
 import {
   createLogger,
   createMetricsRegistry,
   type Logger,
+  OBSERVABILITY_PATHS,
   observabilityHandler,
-  redact,
   registerSecret,
 } from '../observability/index.js';
 import type { Tracer } from '../observability/tracing.js';
@@ -17,20 +19,21 @@ import { nodeWallet } from '../protocol/wallet.js';
 import { gatewayMetrics } from './metrics.js';
 import {
   admission,
-  bodyDeadline,
-  errorHandler,
+  answerError,
+  type BodyError,
   GATEWAY_NAMES,
   type GatewayName,
   gatewayGuard,
-  jsonBody,
+  jsonBodyReader,
   notFound,
   ProcessingSlots,
-  requestBookkeeping,
+  RequestContext,
+  recordWhenAnswered,
 } from './middleware.js';
 import { type CallEndpoint, gatewayRoutes, handled } from './routes.js';
 import { cachingSigner } from './signature-cache.js';
 import type { NodeSigner } from './signing.js';
-import { traceGatewayRequests } from './tracing.js';
+import { traceGatewayRequest } from './tracing.js';
 
 export type { CallEndpoint, EndpointCall, EndpointResult } from './routes.js';
 export { GATEWAY_NAMES, type GatewayName };
@@ -65,7 +68,8 @@ export type GatewayAppOptions = {
 };
 
 export type GatewayApp = {
-  app: express.Express;
+  /** The request listener of the gateway port. */
+  handle: RequestListener;
   registry: Registry;
   logger: Logger;
   /** Requests in progress, all gateways together. */
@@ -84,6 +88,49 @@ function gatewayPath(gateway: GatewayName, pathKey: string): string {
   const base = gateway === 'httpGateway' ? HTTP_BASE_PATH : HTTP_SIGNED_DATA_BASE_PATH;
   return `${base}/${pathKey}/:endpointId`;
 }
+
+const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+/**
+ * The matcher of a gateway path, with express' matching rules (which existing clients may rely on): the raw path
+ * (before any decoding) without the query, letters in any case, an optional trailing slash, and :endpointId one
+ * segment, percent-decoded.
+ */
+function pathPattern(path: string): RegExp {
+  const [literal, parameter] = path.split('/:');
+  return new RegExp(`^${escapeRegExp(literal!)}${parameter ? '/([^/]+?)' : ''}/?$`, 'i');
+}
+
+/** The path of a request target without its query; an absolute-form target ("http://host/path") gives its path. */
+function pathOf(url: string): string | undefined {
+  if (url.charCodeAt(0) === 0x2f) {
+    const query = url.indexOf('?');
+    return query === -1 ? url : url.slice(0, query);
+  }
+  try {
+    return new URL(url).pathname;
+  } catch {
+    return undefined;
+  }
+}
+
+/** A percent-decoded path segment; a malformed escape is the caller's fault (400). */
+function decodeSegment(segment: string): string {
+  if (!segment.includes('%')) return segment;
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    throw Object.assign(new Error('Malformed path parameter'), { status: 400 });
+  }
+}
+
+type Route = {
+  gateway: GatewayName;
+  pattern: RegExp;
+  guard: (req: IncomingMessage, res: ServerResponse) => boolean;
+  admit: (res: ServerResponse) => boolean;
+  run: (context: RequestContext, res: ServerResponse) => Promise<void>;
+};
 
 export function createGatewayApp(options: GatewayAppOptions): GatewayApp {
   const { config, callEndpoint } = options;
@@ -109,35 +156,16 @@ export function createGatewayApp(options: GatewayAppOptions): GatewayApp {
     return { ready: true };
   };
 
-  const app = express();
-  app.disable('x-powered-by');
-  app.set('etag', false);
-
-  // Every JSON answer leaves through the secret redactor: an upstream answer or an error that echoes an API
-  // key or another secret reaches the caller with "[REDACTED]" in its place. Set once on this app's response
-  // prototype (express gives each app its own), not per request.
-  app.response.json = function redactedJson(this: Response, body: unknown) {
-    const text = redact(JSON.stringify(body) ?? 'null');
-    if (!this.get('Content-Type')) this.set('Content-Type', 'application/json; charset=utf-8');
-    return this.send(text);
-  };
-
-  app.use(requestBookkeeping(metrics, logger));
-  if (options.tracer?.enabled) app.use(traceGatewayRequests(options.tracer));
-  if (options.serveObservability !== false) {
-    const health = observabilityHandler({ registry, ready: readiness });
-    app.use((req, res, next) => {
-      void health(req, res, next);
-    });
-  }
-
+  const health =
+    options.serveObservability !== false ? observabilityHandler({ registry, ready: readiness }) : undefined;
   const bodyLimitBytes = options.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES;
-  const parseBody = jsonBody(bodyLimitBytes);
-  const awaitBody = bodyDeadline(options.bodyTimeoutMs ?? DEFAULT_BODY_TIMEOUT_MS, metrics);
+  const readBody = jsonBodyReader(bodyLimitBytes, options.bodyTimeoutMs ?? DEFAULT_BODY_TIMEOUT_MS, metrics);
   const retryAfterSeconds = options.retryAfterSeconds ?? DEFAULT_RETRY_AFTER_SECONDS;
+  const tracer = options.tracer?.enabled ? options.tracer : undefined;
   const routes = gatewayRoutes({ config, callEndpoint, nodeSigner, metrics, logger });
   const enabledGateways: GatewayName[] = [];
   const paths: Partial<Record<GatewayName, string>> = {};
+  const table: Route[] = [];
   for (const gateway of GATEWAY_NAMES) {
     const gatewayConfig = settings[gateway];
     if (!gatewayConfig.enabled) {
@@ -147,24 +175,58 @@ export function createGatewayApp(options: GatewayAppOptions): GatewayApp {
     const path = gatewayPath(gateway, pathKey);
     enabledGateways.push(gateway);
     paths[gateway] = path;
-    // One route per gateway: the router matches the path and decodes :endpointId once per request.
-    app
-      .route(path)
-      .all(gatewayGuard(gateway, gatewayConfig.corsOrigins, () => draining, metrics))
-      .post(
-        awaitBody,
-        parseBody,
-        admission(gateway, gatewayConfig.maxConcurrency, slots, metrics, retryAfterSeconds),
-        handled(gateway, routes[gateway], metrics, logger),
-      );
+    table.push({
+      gateway,
+      pattern: pathPattern(path),
+      guard: gatewayGuard(gateway, gatewayConfig.corsOrigins, () => draining, metrics),
+      admit: admission(gateway, gatewayConfig.maxConcurrency, slots, metrics, retryAfterSeconds),
+      run: handled(gateway, routes[gateway], metrics, logger),
+    });
     logger.info({ gateway, path }, 'gateway listening');
   }
 
-  app.use(notFound);
-  app.use(errorHandler(metrics, logger));
+  /** A gateway request: guard, body, admission, then its route; every failure on the way a JSON answer. */
+  function serve(route: Route, endpointId: string | undefined, req: IncomingMessage, res: ServerResponse): void {
+    const context = new RequestContext();
+    context.gateway = route.gateway;
+    recordWhenAnswered(req, res, context, metrics, logger);
+    if (tracer) traceGatewayRequest(tracer, req, res, context);
+    try {
+      if (endpointId !== undefined) context.endpointId = decodeSegment(endpointId);
+      if (!route.guard(req, res)) return;
+      readBody(req, res, context, (error?: BodyError) => {
+        if (res.headersSent) return;
+        if (error) {
+          answerError(error, res, context, metrics, logger);
+          return;
+        }
+        if (route.admit(res)) void route.run(context, res);
+      });
+    } catch (error) {
+      answerError(error as BodyError, res, context, metrics, logger);
+    }
+  }
+
+  const handle: RequestListener = (req, res) => {
+    const path = pathOf(req.url ?? '/');
+    if (path !== undefined) {
+      if (health && (OBSERVABILITY_PATHS as readonly string[]).includes(path)) {
+        void health(req, res, () => notFound(res));
+        return;
+      }
+      for (const route of table) {
+        const match = route.pattern.exec(path);
+        if (match) {
+          serve(route, match[1], req, res);
+          return;
+        }
+      }
+    }
+    notFound(res);
+  };
 
   return {
-    app,
+    handle,
     registry,
     logger,
     inFlight: () => slots.total(),

@@ -1,13 +1,13 @@
 // The handlers of the three gateways, behind the middleware (middleware.ts): a validated request becomes one
 // endpoint call (shared with identical calls in flight), then an answer in the reference's shapes and messages.
-import type { Request, Response } from 'express';
+import type { ServerResponse } from 'node:http';
 import type { Config } from '../config/index.js';
 import { type Logger, secondsSince } from '../observability/index.js';
 import type { EndpointCall, EndpointResult } from '../ois/index.js';
 import { recoverSignersInPool } from '../ois/worker-pool.js';
 import { coalescingKey, InFlightCalls } from './coalescing.js';
 import type { GatewayMetrics } from './metrics.js';
-import { contextOf, errorText, type GatewayName, type RequestContext, sendError } from './middleware.js';
+import { errorText, type GatewayName, type RequestContext, sendError, sendJson } from './middleware.js';
 import {
   type NodeSigner,
   signHttpSignedData,
@@ -21,7 +21,8 @@ import { validateHttpRequest, validateHttpSignedDataRequest } from './validation
 export type { EndpointCall, EndpointResult };
 export type CallEndpoint = (call: EndpointCall) => Promise<EndpointResult>;
 
-export type RouteHandler = (req: Request, res: Response, context: RequestContext) => Promise<void>;
+/** A gateway's handler: the request's context (its body and endpoint id) in, an answer on res. */
+export type RouteHandler = (context: RequestContext, res: ServerResponse) => Promise<void>;
 
 export type GatewayRoutes = Record<GatewayName, RouteHandler>;
 
@@ -71,23 +72,23 @@ export function gatewayRoutes({ config, callEndpoint, nodeSigner, metrics, logge
     }
   }
 
-  const httpGateway: RouteHandler = async (req, res, context) => {
-    const endpointId = String(req.params.endpointId);
-    const validation = validateHttpRequest(config, req.body, endpointId);
+  const httpGateway: RouteHandler = async (context, res) => {
+    const { endpointId } = context;
+    const validation = validateHttpRequest(config, context.body, endpointId);
     if (!validation.success) {
-      res.status(validation.statusCode).json(validation.error);
+      sendJson(res, validation.statusCode, validation.error);
       return;
     }
     context.endpoint = endpointId;
     const result = await runEndpoint('httpGateway', context, validation.trigger, validation.parameters);
     if (result.success) {
-      res.status(200).json({ rawValue: result.rawValue, encodedValue: result.encodedValue, values: result.values });
+      sendJson(res, 200, { rawValue: result.rawValue, encodedValue: result.encodedValue, values: result.values });
       return;
     }
     if (result.rawValue !== undefined) {
       // The reference's special case: a successful API call whose extraction failed still answers 200.
       logger.warn({ requestId: context.requestId, reason: result.errorMessage }, 'extraction failed after API call');
-      res.status(200).json({ rawValue: result.rawValue });
+      sendJson(res, 200, { rawValue: result.rawValue });
       return;
     }
     metrics.failures.inc({ gateway: 'httpGateway', endpoint: endpointId, stage: 'endpoint' });
@@ -95,11 +96,11 @@ export function gatewayRoutes({ config, callEndpoint, nodeSigner, metrics, logge
     sendError(res, failureStatus(result), errorText(result.errorMessage));
   };
 
-  const httpSignedDataGateway: RouteHandler = async (req, res, context) => {
-    const endpointId = String(req.params.endpointId);
-    const validation = validateHttpSignedDataRequest(config, req.body, endpointId);
+  const httpSignedDataGateway: RouteHandler = async (context, res) => {
+    const { endpointId } = context;
+    const validation = validateHttpSignedDataRequest(config, context.body, endpointId);
     if (!validation.success) {
-      res.status(validation.statusCode).json(validation.error);
+      sendJson(res, validation.statusCode, validation.error);
       return;
     }
     context.endpoint = endpointId;
@@ -124,13 +125,11 @@ export function gatewayRoutes({ config, callEndpoint, nodeSigner, metrics, logge
       sendError(res, 500, errorText(error));
       return;
     }
-    res
-      .status(200)
-      .json({ timestamp: signed.timestamp, encodedValue: signed.encodedValue, signature: signed.signature });
+    sendJson(res, 200, { timestamp: signed.timestamp, encodedValue: signed.encodedValue, signature: signed.signature });
   };
 
-  const oevGateway: RouteHandler = async (req, res, context) => {
-    const parsed = signOevDataBodySchema.safeParse(req.body);
+  const oevGateway: RouteHandler = async (context, res) => {
+    const parsed = signOevDataBodySchema.safeParse(context.body);
     if (!parsed.success) {
       sendError(res, 400, 'Invalid request body');
       return;
@@ -140,11 +139,11 @@ export function gatewayRoutes({ config, callEndpoint, nodeSigner, metrics, logge
     const verification = await verifySignOevDataRequestAsync(parsed.data, signerNow.address, recoverSignersInPool);
     if (!verification.success) {
       logger.debug({ requestId: context.requestId, reason: verification.reason }, 'OEV request rejected');
-      res.status(verification.statusCode).json(verification.error);
+      sendJson(res, verification.statusCode, verification.error);
       return;
     }
     try {
-      res.status(200).json(signOevData(signerNow, verification.beacons, verification.oevUpdateHash));
+      sendJson(res, 200, signOevData(signerNow, verification.beacons, verification.oevUpdateHash));
     } catch (error) {
       metrics.failures.inc({ gateway: 'oevGateway', endpoint: '-', stage: 'signing' });
       sendError(res, 500, `Error: Can't sign the data: ${errorText(error)}`);
@@ -154,17 +153,16 @@ export function gatewayRoutes({ config, callEndpoint, nodeSigner, metrics, logge
   return { httpGateway, httpSignedDataGateway, oevGateway };
 }
 
-/** A route handler as the last express handler: a throw becomes a 500 with the request id, logged once. */
+/** A route handler as the last step of a request: a throw becomes a 500 with the request id, logged once. */
 export function handled(
   gateway: GatewayName,
   handle: RouteHandler,
   metrics: GatewayMetrics,
   logger: Logger,
-): (req: Request, res: Response) => Promise<void> {
-  return async (req, res) => {
-    const context = contextOf(res);
+): RouteHandler {
+  return async (context, res) => {
     try {
-      await handle(req, res, context);
+      await handle(context, res);
     } catch (error) {
       // A bug of ours or an engine crash on a valid request: 500 in the reference's error shape, with the
       // request id to find the log line rather than an internal message.

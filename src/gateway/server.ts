@@ -127,7 +127,7 @@ export async function startGatewayServer(config: Config, options: StartGatewayOp
       // How often Node checks those two timeouts (its default, 30 s, would let a stalled socket live that long).
       connectionsCheckingInterval: Math.min(1_000, headersTimeout),
     },
-    gateway.app,
+    gateway.handle,
   );
   server.on('clientError', answerClientError);
   server.listen(options.port ?? configuredPort(config), options.host ?? '0.0.0.0');

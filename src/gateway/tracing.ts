@@ -1,10 +1,10 @@
 // A gateway request is a trace too (when tracing is on): one server span per request to a gateway, a child of the
 // caller's W3C traceparent when it sends one. Attributes follow the HTTP semantic conventions; the route is the
 // gateway's base path with placeholders, never the path key (a credential) nor the body.
-import type { RequestHandler } from 'express';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { GATEWAY_BASE_PATHS } from '../config/index.js';
 import { parseTraceparent, type Tracer } from '../observability/tracing.js';
-import { contextOf } from './middleware.js';
+import type { RequestContext } from './middleware.js';
 
 const ROUTES: Record<string, string> = {
   httpGateway: `${GATEWAY_BASE_PATHS.httpGateway}/{pathKey}/{endpointId}`,
@@ -12,27 +12,27 @@ const ROUTES: Record<string, string> = {
   oevGateway: `${GATEWAY_BASE_PATHS.oevGateway}/{pathKey}`,
 };
 
-/** After requestBookkeeping: reads the gateway and endpoint it recorded once the answer is sent. */
-export function traceGatewayRequests(tracer: Tracer): RequestHandler {
-  return (req, res, next) => {
-    const span = tracer.startSpan('gateway request', {
-      parent: parseTraceparent(req.headers.traceparent),
-      kind: 'server',
+/** A span for one gateway request, ended with the gateway and endpoint its context holds once the answer is sent. */
+export function traceGatewayRequest(
+  tracer: Tracer,
+  req: IncomingMessage,
+  res: ServerResponse,
+  context: RequestContext,
+): void {
+  const span = tracer.startSpan('gateway request', {
+    parent: parseTraceparent(req.headers.traceparent),
+    kind: 'server',
+  });
+  res.once('finish', () => {
+    if (context.gateway === 'none') return;
+    span.setAttributes({
+      'http.request.method': req.method,
+      'http.route': ROUTES[context.gateway],
+      'http.response.status_code': res.statusCode,
+      'oracle_node.gateway': context.gateway,
+      endpointId: context.endpoint === '-' ? undefined : context.endpoint,
     });
-    res.on('finish', () => {
-      const context = contextOf(res);
-      // Health checks, metrics scrapes and unknown paths are no gateway request.
-      if (context.gateway === 'none') return;
-      span.setAttributes({
-        'http.request.method': req.method,
-        'http.route': ROUTES[context.gateway],
-        'http.response.status_code': res.statusCode,
-        'oracle_node.gateway': context.gateway,
-        endpointId: context.endpoint === '-' ? undefined : context.endpoint,
-      });
-      if (res.statusCode >= 500) span.fail(`answered ${res.statusCode}`);
-      span.end();
-    });
-    next();
-  };
+    if (res.statusCode >= 500) span.fail(`answered ${res.statusCode}`);
+    span.end();
+  });
 }

@@ -321,6 +321,9 @@ export async function planChainShards(
     chainMinConfirmations: chain.minConfirmations ?? DEFAULT_MIN_CONFIRMATIONS,
     requestedMinConfirmations: (call) => requestedMinConfirmations(config, call),
   });
+  // A request held back by its confirmations stays in the blocks the window reads again: one whose block vanishes
+  // in a reorg meanwhile is gone before it is served, whatever its own `_minConfirmations`.
+  windowLogs?.store.rereadFrom(waiting.length > 0 ? Math.min(...waiting.map((call) => call.blockNumber)) : undefined);
 
   const bySponsorWallet = new Map<string, ShardInput>();
   const shardOf = (sponsor: string, sponsorWallet: string) => {

@@ -191,42 +191,148 @@ function send(
   if (needsNodeHttp(headers) || url.username || url.password) {
     return sendWithNodeHttp(method, url, headers, body, attempt, deadline, denyPrivate);
   }
-  const controller = new AbortController();
-  deadline.onExpire = () => controller.abort();
-  const options: Dispatcher.RequestOptions = {
-    origin: url.origin,
-    path: `${url.pathname}${url.search}`,
-    // node:http sends the method upper-cased; so does this client.
-    method: method.toUpperCase() as Dispatcher.HttpMethod,
-    headers,
-    body: body ?? null,
-    signal: controller.signal,
-    // The attempt's deadline covers the whole exchange; undici's own timers would only cut it shorter.
-    headersTimeout: 0,
-    bodyTimeout: 0,
-  };
-  return dispatcher(denyPrivate)
-    .request(options)
-    .then(
-      async (response) => {
-        const { statusCode, headers: responseHeaders, body: stream } = response;
-        // A deadline that passes while the body arrives destroys the stream: "no response", as with node:http.
-        const buffer = await readBody(stream, responseHeaders, attempt.maxResponseBytes);
-        // undici puts the connection back into its pool just after the body ends: a caller that starts its next
-        // call at once would otherwise open a second connection instead of reusing this one.
-        await new Promise((resolve) => setImmediate(resolve));
-        return { status: statusCode, headers: responseHeaders, body: buffer };
+  return new Promise((resolve, reject) => {
+    dispatcher(denyPrivate).dispatch(
+      {
+        origin: url.origin,
+        path: `${url.pathname}${url.search}`,
+        // node:http sends the method upper-cased; so does this client.
+        method: method.toUpperCase() as Dispatcher.HttpMethod,
+        headers,
+        body: body ?? null,
+        // The attempt's deadline covers the whole exchange; undici's own timers would only cut it shorter.
+        headersTimeout: 0,
+        bodyTimeout: 0,
       },
-      (error: NodeJS.ErrnoException) => {
-        if (error instanceof ApiCallError) throw error;
-        if (error.code === DENIED_CODE) throw new ApiCallError(DESTINATION_DENIED);
-        if (error.code === 'UND_ERR_INVALID_ARG' || error.code === 'UND_ERR_NOT_SUPPORTED') {
-          // Invalid header names or values, as node:http's synchronous throw.
-          throw new ApiCallError('API call failed in building the HTTP request');
-        }
-        throw new ApiCallError('API call failed with no response');
-      },
+      new ResponseCollector(attempt.maxResponseBytes, deadline, resolve, reject),
     );
+  });
+}
+
+const NO_RESPONSE = 'API call failed with no response';
+
+/**
+ * undici's lowest-level handler for one exchange: the body's chunks are collected (and decompressed) as they come,
+ * without the stream, promise and abort signal of undici's request() for every call. The size cap holds before and
+ * after decompression; the attempt's deadline aborts the exchange.
+ */
+class ResponseCollector implements Dispatcher.DispatchHandler {
+  readonly #limit: number;
+  readonly #deadline: Deadline;
+  readonly #resolve: (response: RawResponse) => void;
+  readonly #reject: (error: ApiCallError) => void;
+  #controller: Dispatcher.DispatchController | undefined;
+  #status = 0;
+  #headers: ResponseHeaders = {};
+  #chunks: Buffer[] = [];
+  #size = 0;
+  #decompress: zlib.Gunzip | zlib.Inflate | zlib.BrotliDecompress | null = null;
+  #settled = false;
+
+  constructor(
+    limit: number,
+    deadline: Deadline,
+    resolve: (response: RawResponse) => void,
+    reject: (error: ApiCallError) => void,
+  ) {
+    this.#limit = limit;
+    this.#deadline = deadline;
+    this.#resolve = resolve;
+    this.#reject = reject;
+  }
+
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    this.#controller = controller;
+    if (this.#deadline.expired) {
+      this.#fail(new ApiCallError(NO_RESPONSE));
+      return;
+    }
+    this.#deadline.onExpire = () => this.#fail(new ApiCallError(NO_RESPONSE));
+  }
+
+  onResponseStart(_controller: Dispatcher.DispatchController, statusCode: number, headers: ResponseHeaders): void {
+    if (statusCode < 200) return;
+    this.#status = statusCode;
+    this.#headers = headers;
+    const declared = Number(headerText(headers['content-length']));
+    if (Number.isFinite(declared) && declared > this.#limit) {
+      this.#fail(new ApiCallError(`API call failed with a response larger than ${this.#limit} bytes`));
+      return;
+    }
+    const decompress = decoder(headerText(headers['content-encoding']));
+    if (!decompress) return;
+    this.#decompress = decompress;
+    decompress.on('data', (chunk: Buffer) => this.#collect(chunk));
+    decompress.on('end', () => this.#finish());
+    // A body that does not decompress is the API's fault.
+    decompress.on('error', () =>
+      this.#fail(new ApiCallError('API call failed with a response that could not be decompressed')),
+    );
+    // Backpressure: the socket pauses while the decompressor is behind.
+    decompress.on('drain', () => this.#controller?.resume());
+  }
+
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    if (this.#settled) return;
+    if (this.#decompress) {
+      if (!this.#decompress.write(chunk)) controller.pause();
+      return;
+    }
+    this.#collect(chunk);
+  }
+
+  onResponseEnd(): void {
+    if (this.#decompress) this.#decompress.end();
+    else this.#finish();
+  }
+
+  onResponseError(_controller: Dispatcher.DispatchController | null, error: NodeJS.ErrnoException): void {
+    if (error instanceof ApiCallError) {
+      this.#fail(error);
+      return;
+    }
+    if (error.code === DENIED_CODE) {
+      this.#fail(new ApiCallError(DESTINATION_DENIED));
+      return;
+    }
+    if (error.code === 'UND_ERR_INVALID_ARG' || error.code === 'UND_ERR_NOT_SUPPORTED') {
+      // Invalid header names or values, as node:http's synchronous throw.
+      this.#fail(new ApiCallError('API call failed in building the HTTP request'));
+      return;
+    }
+    // A broken connection (or the attempt's deadline) is "no response".
+    this.#fail(new ApiCallError(NO_RESPONSE));
+  }
+
+  #collect(chunk: Buffer): void {
+    if (this.#settled) return;
+    this.#size += chunk.length;
+    if (this.#size > this.#limit) {
+      this.#fail(new ApiCallError(`API call failed with a response larger than ${this.#limit} bytes`));
+      return;
+    }
+    this.#chunks.push(chunk);
+  }
+
+  #finish(): void {
+    if (this.#settled) return;
+    this.#settled = true;
+    const body = this.#chunks.length === 1 ? this.#chunks[0]! : Buffer.concat(this.#chunks);
+    const response = { status: this.#status, headers: this.#headers, body };
+    // undici puts the connection back into its pool on the turn of the event loop after the body ended (an
+    // immediate it queues once this returns): answering after it lets a caller that starts its next call at once
+    // reuse this connection instead of opening a second one.
+    queueMicrotask(() => setImmediate(this.#resolve, response));
+  }
+
+  #fail(error: ApiCallError): void {
+    if (this.#settled) return;
+    this.#settled = true;
+    this.#decompress?.destroy();
+    // Aborting an exchange that already ended (or never started) is a no-op.
+    this.#controller?.abort(error);
+    this.#reject(error);
+  }
 }
 
 function sendWithNodeHttp(

@@ -169,6 +169,22 @@ describe('gateway server (component)', function () {
       expect(get.status).to.equal(405);
       expect(await get.json()).to.deep.equal({ message: 'Method not allowed' });
     });
+
+    it("matches gateway paths by express' rules: any case, a trailing slash, a query, a percent-encoded id", async () => {
+      const upper = `${gw.base}/HTTP-DATA/${DEFAULT_PATH_KEY.toUpperCase()}/${ENDPOINTS.price}`;
+      const encodedId = `${gw.base}/http-data/${DEFAULT_PATH_KEY}/${ENDPOINTS.price.replace('0x', '%30x')}`;
+      for (const url of [`${gw.http(ENDPOINTS.price)}/`, `${gw.http(ENDPOINTS.price)}?a=1`, upper, encodedId]) {
+        const reply = await post(url, { parameters: { coin: 'btc' } });
+        expect(reply.status, url).to.equal(200);
+        expect(reply.body, url).to.have.property('encodedValue');
+      }
+      const extraSegment = await post(`${gw.http(ENDPOINTS.price)}/more`, { parameters: {} });
+      expect(extraSegment.status).to.equal(404);
+      expect(extraSegment.body).to.deep.equal({ message: 'Not found' });
+      const badEscape = await post(gw.http('%E0%A4%A'), { parameters: {} });
+      expect(badEscape.status).to.equal(400);
+      expect(badEscape.body).to.deep.equal({ message: 'Invalid request' });
+    });
   });
 
   describe('HTTP signed-data gateway', () => {
