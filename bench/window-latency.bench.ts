@@ -522,6 +522,8 @@ async function main(): Promise<void> {
       )
       .join('. ')}.`,
     '',
+    `An idle poll costs one \`eth_blockNumber\`, and one \`eth_getLogs\` more when it finds a new block: in the long run 1 + ${POLL_SECONDS}/B calls a poll with B-second blocks (${blockTimes.map((b) => `${(1 + POLL_SECONDS / b).toFixed(2)} with ${b} s blocks`).join(', ')}); a short idle window lands a few more or fewer polls on new blocks. A served request costs the window up to two \`eth_getBlockByNumber\` more (the timestamps of its block and of its answer's, for the latency metrics).`,
+    '',
     '| goal | result |',
     '| --- | --- |',
     `| every request fulfilled (window) | ${goal(everyFulfilled)} |`,

@@ -3,7 +3,8 @@
 // and the store keeps them; each later poll reads only the blocks after the last one read, through one provider,
 // so a poll never re-scans history. The last `reorgDepth` blocks are read again each time (within the same
 // eth_getLogs call), and what was stored for them is replaced: a request whose block vanished in a reorg is gone
-// before its confirmations let it be served.
+// before its confirmations let it be served. A request that waits for more confirmations than the chain's (its own
+// `_minConfirmations`, at most 300) keeps its block in that re-read too (`rereadFrom`), for the same reason.
 
 import type { RawLog } from './logs.js';
 import { asQuantity } from './rpc.js';
@@ -14,6 +15,7 @@ const keyOf = (log: RawLog) => `${String(log.transactionHash)}:${String(log.logI
 export class ChainLogStore {
   private readonly logs = new Map<string, RawLog>();
   private scannedTo: number | undefined;
+  private waitingFrom: number | undefined;
   /** Reads are one at a time: providers asking together share one read. */
   private queue: Promise<unknown> = Promise.resolve();
 
@@ -29,6 +31,14 @@ export class ChainLogStore {
     return [...this.logs.values()];
   }
 
+  /**
+   * The oldest block of a request still waiting for its confirmations (undefined: none waits): the next reads
+   * start there at the latest, so a reorg that drops it is seen before it is served.
+   */
+  rereadFrom(block: number | undefined): void {
+    this.waitingFrom = block;
+  }
+
   /** A provider's own logs of the history window up to `toBlock` (the first cycle), kept for the polls. */
   remember(logs: RawLog[], toBlock: number): void {
     for (const log of logs) if (!log.removed) this.logs.set(keyOf(log), log);
@@ -42,7 +52,11 @@ export class ChainLogStore {
   upTo(head: number, fromLimit: number, fetch: (fromBlock: number, toBlock: number) => Promise<RawLog[]>) {
     const next = this.queue.then(async () => {
       if (this.scannedTo === undefined || head > this.scannedTo) {
-        const fromBlock = Math.max(fromLimit, (this.scannedTo ?? fromLimit - 1) + 1 - this.reorgDepth);
+        const afterLastRead = (this.scannedTo ?? fromLimit - 1) + 1;
+        const fromBlock = Math.max(
+          fromLimit,
+          Math.min(afterLastRead - this.reorgDepth, this.waitingFrom ?? Number.POSITIVE_INFINITY),
+        );
         const fetched = await fetch(fromBlock, head);
         for (const [key, log] of this.logs) if (blockOf(log) >= fromBlock) this.logs.delete(key);
         for (const log of fetched) if (!log.removed) this.logs.set(keyOf(log), log);

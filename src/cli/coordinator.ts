@@ -6,7 +6,7 @@ import { sponsorWallets } from '../chain/sponsor-wallets.js';
 import { errorMessage } from '../common/errors.js';
 import { FileResponseCache } from '../node/cache.js';
 import { runCycle } from '../node/cycle.js';
-import { InProcessExecutor } from '../node/executor.js';
+import { InProcessExecutor, WorkerExecutor } from '../node/executor.js';
 import { heartbeatResult, sendHeartbeat } from '../node/heartbeat.js';
 import { coordinatorKubernetes } from '../node/kubernetes/index.js';
 import { createNodeLogger } from '../node/logger.js';
@@ -82,7 +82,7 @@ export const command: Subcommand = {
     for (const credential of config.apiCredentials) registerSecret(credential.securitySchemeValue);
     const logger = createNodeLogger(config.nodeSettings, pod);
     const wallets = sponsorWallets(config.nodeSettings.nodeWalletMnemonic);
-    // In a coordinator pod made by the operator: shards as Jobs, the ConfigMap cache, a cycle report.
+    // In a coordinator pod made by the operator: API calls in worker Jobs, the ConfigMap cache, a cycle report.
     let kubernetes: Awaited<ReturnType<typeof coordinatorKubernetes>>;
     try {
       kubernetes = await coordinatorKubernetes();
@@ -94,7 +94,10 @@ export const command: Subcommand = {
     const cache = kubernetes?.cache ?? new FileResponseCache(cacheDir);
     // Off unless OTEL_EXPORTER_OTLP_ENDPOINT is set (spec.telemetry.otlpEndpoint in the operator's pods).
     const tracer = tracerFromEnvironment(process.env, 'coordinator');
-    const executor = kubernetes?.executor ?? new InProcessExecutor({ config, wallets, logger, cache, tracer });
+    // In a pod, worker Jobs call the APIs and this process signs and sends; locally both halves run here.
+    const executor = kubernetes
+      ? new WorkerExecutor({ config, wallets, logger, cache, tracer }, kubernetes.workers)
+      : new InProcessExecutor({ config, wallets, logger, cache, tracer });
     const startTime = new Date();
     const started = performance.now();
     // Each run is a new process: the chain ids verified by the previous run are carried over, not asked again.

@@ -1,26 +1,22 @@
-// `oracle-node worker --shard <file|-> -c config.json -s secrets.env`: runs one shard (the transactions
-// of one sponsor wallet) and prints its JSON output. The shard file carries no secrets; the worker reads
-// the mnemonic and provider URLs from its own config.
+// `oracle-node worker --shard <file|-> -c config.json -s secrets.env`: calls the APIs of one shard (the requests
+// of one sponsor wallet that the coordinator gave it) and prints their results as JSON. The shard carries no
+// secrets; the worker reads its OIS's API credentials from its own config, and needs no key and no provider: the
+// coordinator signs and sends.
 
 import { readFile } from 'node:fs/promises';
-import { sponsorWallets } from '../chain/sponsor-wallets.js';
 import { errorMessage } from '../common/errors.js';
-import { parseShardInput, type ShardInput } from '../contract/shard.js';
-import { FileResponseCache } from '../node/cache.js';
-import { workerKubernetesCache } from '../node/kubernetes/index.js';
-import { createNodeLogger } from '../node/logger.js';
-import { runShard } from '../node/shard.js';
+import { type ApiShardInput, parseShardInput } from '../contract/shard.js';
+import { callShardApis } from '../node/api-call.js';
 import { tracerFromEnvironment } from '../observability/tracing.js';
 import { parseCommandArgs } from './args.js';
 import { engineEnvironment, loadCommandConfig } from './command-config.js';
-import { DEFAULT_CACHE_DIR } from './coordinator.js';
 import type { Subcommand } from './subcommand.js';
 
-const HELP = `Usage: oracle-node worker --shard <file|-> -c config.json [-s secrets.env] [--cache-dir DIR]
+const HELP = `Usage: oracle-node worker --shard <file|-> -c config.json [-s secrets.env]
 
 Without -s, the \${NAME} values of the config come from the environment.
 
-Runs one shard produced by the coordinator and prints its outcome as JSON.
+Calls the APIs of one shard produced by the coordinator and prints their results as JSON.
 `;
 
 async function readStdin(): Promise<string> {
@@ -37,7 +33,6 @@ export const command: Subcommand = {
         shard: { type: 'string' },
         config: { type: 'string', short: 'c' },
         secrets: { type: 'string', short: 's' },
-        'cache-dir': { type: 'string' },
       },
       HELP,
     );
@@ -49,7 +44,7 @@ export const command: Subcommand = {
       process.stderr.write(`Missing --shard or -c\n\n${HELP}`);
       return 2;
     }
-    let shard: ShardInput;
+    let shard: ApiShardInput;
     try {
       const text = values.shard === '-' ? await readStdin() : await readFile(values.shard, 'utf8');
       const parsed = parseShardInput(text);
@@ -64,17 +59,10 @@ export const command: Subcommand = {
     }
     const config = await loadCommandConfig(configPath, values.secrets, 'worker');
     if (typeof config === 'number') return config;
-    const logger = createNodeLogger(config.nodeSettings, pod);
     // Off unless OTEL_EXPORTER_OTLP_ENDPOINT is set; the shard names each request's trace.
     const tracer = tracerFromEnvironment(process.env, 'worker');
     try {
-      const output = await runShard(shard, {
-        tracer,
-        config,
-        wallets: sponsorWallets(config.nodeSettings.nodeWalletMnemonic),
-        logger,
-        cache: (await workerKubernetesCache()) ?? new FileResponseCache(values['cache-dir'] ?? DEFAULT_CACHE_DIR),
-      });
+      const output = await callShardApis(shard, { config, tracer });
       process.stdout.write(`${JSON.stringify(output)}\n`);
       return 0;
     } catch (error) {

@@ -1,131 +1,81 @@
-// The coordinator <-> worker contract, in one place: the shard a coordinator hands to a worker (one sponsor
-// wallet on one chain), what the worker gives back, and the worker Job that carries it on Kubernetes (the
-// operator's template, completed by the coordinator per chain and cycle, with the shards in a ConfigMap it owns).
-// Both sides read the other's JSON as untrusted input: it is parsed here with zod, never cast.
+// The coordinator <-> worker contract, in one place: the API calls a coordinator hands to a worker (those of one
+// sponsor wallet on one chain in one cycle, that the response cache could not answer), the results the worker gives
+// back, and the worker Job that carries them on Kubernetes (the operator's template, completed by the coordinator per
+// chain and cycle, with the shards in a ConfigMap it owns). The worker needs neither the node key nor a provider: it
+// only calls APIs; the coordinator signs and sends. Both sides read the other's JSON as untrusted input: it is parsed
+// here with zod, never cast, and a worker's output is bounded and only ever answers the ids it was given.
 import { createHash } from 'node:crypto';
 import type { V1ConfigMap, V1Job, V1OwnerReference, V1PodTemplateSpec } from '@kubernetes/client-node';
 import { z } from 'zod';
 import { API_OUTCOMES } from './request-log.js';
 
-export const SHARD_FORMAT = 'oracle-node/shard@1';
+export const SHARD_FORMAT = 'oracle-node/shard@2';
 
 /** A shard's lists are bounded by the chain's maxConcurrency in practice; this bound only stops a runaway input. */
 const MAX_SHARD_ENTRIES = 10_000;
+/** An API result's encoded value: far more than a fulfilment's gas allows, so only a runaway answer is refused. */
+export const MAX_ENCODED_VALUE_BYTES = 64 * 1024;
+/**
+ * The worker's output is read from the end of its pod log, at most this much: MAX_SHARD_ENTRIES results near the
+ * bound would not fit, but a chain's maxConcurrency keeps a shard far below it.
+ */
+export const MAX_SHARD_OUTPUT_BYTES = 8 * 1024 * 1024;
 const address = z.string().regex(/^0x[0-9a-fA-F]{40}$/);
 const bytes32 = z.string().regex(/^0x[0-9a-fA-F]{64}$/);
-const hexData = z.string().regex(/^0x[0-9a-fA-F]*$/);
-const decimal = z.string().regex(/^[0-9]{1,78}$/);
 const chainId = z.string().min(1).max(78);
-const blockNumber = z.int().nonnegative();
 const text = z.string().max(10_000);
+const count = z.int().nonnegative();
 
-const logPosition = { blockNumber, logIndex: z.int().nonnegative(), transactionHash: bytes32 };
-
-/** A request that survived discovery (the engine's DiscoveredApiCall), as the coordinator hands it over. */
-const shardApiCallSchema = z.object({
-  ...logPosition,
-  type: z.enum(['full', 'template']),
+/** What one API call needs of a request: its endpoint, its parameters, the public metadata the OIS may read. */
+const shardApiRequestSchema = z.object({
   id: bytes32,
-  nodeAddress: address,
-  requesterRequestCount: decimal,
-  chainId,
-  requester: address,
   endpointId: bytes32,
-  templateId: bytes32.nullable(),
-  sponsor: address,
-  sponsorWallet: address,
-  fulfillAddress: address,
-  fulfillFunctionId: z.string().regex(/^0x[0-9a-fA-F]{8}$/),
-  /** Node-ABI encoded parameters of the request itself. */
-  encodedParameters: hexData,
-  /** Decoded parameters: template parameters overridden by the request's own. */
-  parameters: z.record(z.string(), z.unknown()),
-  template: z.object({ nodeAddress: address, endpointId: bytes32, encodedParameters: hexData }).optional(),
   oisTitle: z.string().max(1000),
   endpointName: z.string().max(1000),
-  cacheResponses: z.boolean(),
-  /** Set when the request cannot be served (the worker fails it on chain without calling the API). */
-  errorMessage: text.optional(),
-});
-
-const shardWithdrawalSchema = z.object({
-  ...logPosition,
-  id: bytes32,
-  nodeAddress: address,
+  /** Decoded parameters: template parameters overridden by the request's own. */
+  parameters: z.record(z.string(), z.unknown()),
+  requester: address,
   sponsor: address,
   sponsorWallet: address,
 });
-
-const gasLimit = { gasLimit: decimal.optional() };
-/** The chain's gas price in one cycle (the engine's GasTargetJson): wei as decimal strings. */
-const shardGasTargetSchema = z.discriminatedUnion('type', [
-  z.object({ type: z.literal(0), gasPrice: decimal, ...gasLimit }),
-  z.object({ type: z.literal(2), maxFeePerGas: decimal, maxPriorityFeePerGas: decimal, ...gasLimit }),
-]);
 
 const shardInputSchema = z.object({
   format: z.literal(SHARD_FORMAT),
   chainId,
-  sponsor: address,
-  sponsorWallet: address,
-  /** Provider names of the chain, most preferred first (healthy in discovery). */
-  providers: z.array(z.string().min(1).max(253)).max(100),
-  /** The lowest head among the healthy providers: every provider the shard may use knows this block. */
-  currentBlock: blockNumber,
-  /** The chain's gas price in this cycle, read once by the coordinator for all shards; absent: the shard reads it. */
-  gasTarget: shardGasTargetSchema.optional(),
-  apiCalls: z.array(shardApiCallSchema).max(MAX_SHARD_ENTRIES),
-  withdrawals: z.array(shardWithdrawalSchema).max(MAX_SHARD_ENTRIES),
-  /**
-   * Nonces of this wallet's transactions that the coordinator's window sent and still awaits (not stuck): when they
-   * are all that is pending, the shard sends at the next nonce instead of waiting (src/chain/pending.ts).
-   */
-  inFlightNonces: z.array(z.int().nonnegative()).max(MAX_SHARD_ENTRIES).optional(),
+  requests: z.array(shardApiRequestSchema).max(MAX_SHARD_ENTRIES),
   /** W3C traceparent of each request's trace, by request id (only when the coordinator traces). */
   traceparents: z.record(bytes32, z.string().max(55)).optional(),
 });
 
-export type ShardInput = z.infer<typeof shardInputSchema>;
-export type ShardApiCall = ShardInput['apiCalls'][number];
+export type ApiShardInput = z.infer<typeof shardInputSchema>;
+export type ApiShardRequest = ApiShardInput['requests'][number];
 
-const shardOutcomeSchema = z.object({
+/** One request's API result: the encoded value (unsigned: the coordinator signs), or the engine's error message. */
+const shardApiResultSchema = z.object({
   id: bytes32,
-  kind: z.enum(['api', 'withdrawal']),
-  outcome: z.enum(['fulfilled', 'failed', 'withdrawn', 'skipped', 'error']),
-  txHash: bytes32.optional(),
-  nonce: z.int().nonnegative().optional(),
-  provider: z.string().max(253).optional(),
-  reason: text.optional(),
-  /**
-   * The transaction replaces a stuck one at the same nonce (src/chain/pending.ts), sent for the same request in an
-   * earlier cycle: counted as `replaced`, not as a second fulfilment.
-   */
-  replacement: z.literal(true).optional(),
-  /** The request's API call: its status class (never the answer) and how long it took. */
-  api: z.object({ outcome: z.enum(API_OUTCOMES), durationMs: z.int().nonnegative() }).optional(),
+  result: z.discriminatedUnion('success', [
+    z.object({
+      success: z.literal(true),
+      encodedValue: z
+        .string()
+        .max(2 + 2 * MAX_ENCODED_VALUE_BYTES)
+        .regex(/^0x([0-9a-fA-F]{2})*$/),
+    }),
+    z.object({ success: z.literal(false), errorMessage: text }),
+  ]),
+  /** The call's status class (never the answer) and how long it took. */
+  api: z.object({ outcome: z.enum(API_OUTCOMES), durationMs: count }),
 });
 
-const count = z.int().nonnegative();
 const shardOutputSchema = z.object({
-  chainId,
-  sponsorWallet: address,
-  outcomes: z.array(shardOutcomeSchema).max(2 * MAX_SHARD_ENTRIES),
-  apiCalls: count,
-  cacheHits: count,
-  rpcCalls: count,
-  /** Milliseconds spent calling APIs, planning (static calls, estimates) and sending. */
-  timings: z.object({ apiMs: count, planMs: count, sendMs: count }),
-  /** The gas price (legacy) or max fee per gas (EIP-1559) the transactions were priced at (wei, decimal). */
-  gasPriceWei: decimal.optional(),
-  /** Gas price strategies that failed (each also logged at WARN), in the order they were tried. */
-  gasPriceStrategyFailures: z
-    .array(z.object({ strategy: z.string().max(100), reason: text }))
-    .max(100)
-    .optional(),
+  format: z.literal(SHARD_FORMAT),
+  results: z.array(shardApiResultSchema).max(MAX_SHARD_ENTRIES),
+  /** Milliseconds from the first API call to the last answer. */
+  apiMs: count,
 });
 
-export type ShardOutcome = z.infer<typeof shardOutcomeSchema>;
-export type ShardOutput = z.infer<typeof shardOutputSchema>;
+export type ApiShardResult = z.infer<typeof shardApiResultSchema>;
+export type ApiShardOutput = z.infer<typeof shardOutputSchema>;
 
 function explain(error: z.ZodError): string {
   return error.issues
@@ -135,7 +85,7 @@ function explain(error: z.ZodError): string {
 }
 
 /** A shard from its JSON text (a file, stdin or the worker Job's ConfigMap), or why it is not one. */
-export function parseShardInput(json: string): { shard: ShardInput } | { error: string } {
+export function parseShardInput(json: string): { shard: ApiShardInput } | { error: string } {
   let value: unknown;
   try {
     value = JSON.parse(json);
@@ -149,11 +99,11 @@ export function parseShardInput(json: string): { shard: ShardInput } | { error: 
 }
 
 /**
- * The worker's output from its log: it prints its ShardOutput as the last JSON line of stdout (logs go to stderr
- * but may be interleaved). Undefined when no line is a well-formed output.
+ * The worker's output from its log: it prints its ApiShardOutput as the last JSON line of stdout (logs go to stderr
+ * but may be interleaved). Undefined when no line is a well-formed output, or the log is over the bound.
  */
-export function parseShardOutput(log: string | undefined): ShardOutput | undefined {
-  if (!log) return undefined;
+export function parseShardOutput(log: string | undefined): ApiShardOutput | undefined {
+  if (!log || log.length > MAX_SHARD_OUTPUT_BYTES) return undefined;
   const lines = log.trim().split('\n').reverse();
   for (const line of lines) {
     if (!line.startsWith('{')) continue;
@@ -167,6 +117,20 @@ export function parseShardOutput(log: string | undefined): ShardOutput | undefin
     if (parsed.success) return parsed.data;
   }
   return undefined;
+}
+
+/**
+ * The results a coordinator takes from a worker's output: only those of the requests it gave that worker, the first
+ * one of each. Whatever else the output holds is ignored: a worker can answer its own requests, nothing more.
+ */
+export function resultsFor(input: ApiShardInput, output: ApiShardOutput): Map<string, ApiShardResult> {
+  const asked = new Set(input.requests.map((request) => request.id.toLowerCase()));
+  const results = new Map<string, ApiShardResult>();
+  for (const result of output.results) {
+    const id = result.id.toLowerCase();
+    if (asked.has(id) && !results.has(id)) results.set(id, result);
+  }
+  return results;
 }
 
 /** The label every worker Job and its pods carry: the Job's own name (the admission policy checks it). */
@@ -275,7 +239,7 @@ export function buildWorkerJob(
 }
 
 /** The worker Job's input: one key per shard, owned by the Job so it goes with it. */
-export function buildShardInputConfigMap(job: V1Job, shards: ShardInput[]): V1ConfigMap {
+export function buildShardInputConfigMap(job: V1Job, shards: ApiShardInput[]): V1ConfigMap {
   const data: Record<string, string> = {};
   shards.forEach((shard, index) => {
     data[shardKey(index)] = JSON.stringify(shard);

@@ -1,9 +1,12 @@
 // The API half of a shard: one request's API call through the OIS engine (HTTP request, processing, encoding),
-// with its spans. It needs the OIS and the API credentials only: no key, no provider. It is all a worker pod does
-// (`oracle-node worker`); the coordinator signs what it answers, and sends the transactions (src/node/shard.ts).
+// with its spans, and a worker's shard of them (callShardApis). It needs the OIS and the API credentials only: no
+// key, no provider. It is all a worker pod does (`oracle-node worker`); the coordinator signs what it answers and
+// sends the transactions (src/node/shard.ts).
+import { mapLimit } from '../common/concurrency.js';
 import type { Config } from '../config/index.js';
 import type { ApiOutcome } from '../contract/request-log.js';
-import { type SpanContext, Tracer } from '../observability/tracing.js';
+import { type ApiShardInput, type ApiShardOutput, SHARD_FORMAT } from '../contract/shard.js';
+import { parseTraceparent, type SpanContext, Tracer } from '../observability/tracing.js';
 import { findEndpoint } from './endpoints.js';
 import {
   type CallEndpointInput,
@@ -114,4 +117,25 @@ export async function callApi(
       : { success: false, errorMessage: result.errorMessage },
     api,
   };
+}
+
+/**
+ * A worker's whole job: the API calls of one shard, at most `concurrency` at once, each result by request id. A call
+ * that throws (not an API failure: those are results) fails the shard, as a crash would.
+ */
+export async function callShardApis(
+  shard: ApiShardInput,
+  context: ApiCallContext & { concurrency?: number },
+): Promise<ApiShardOutput> {
+  const started = performance.now();
+  const results = await mapLimit(shard.requests, context.concurrency ?? 16, async (request) => {
+    const { result, api } = await callApi(
+      context,
+      shard.chainId,
+      request,
+      parseTraceparent(shard.traceparents?.[request.id]),
+    );
+    return { id: request.id, result, api };
+  });
+  return { format: SHARD_FORMAT, results, apiMs: Math.round(performance.now() - started) };
 }

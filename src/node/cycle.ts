@@ -21,12 +21,12 @@ import { type SponsorWallets, sponsorWallets } from '../chain/sponsor-wallets.js
 import { DEFAULT_MIN_CONFIRMATIONS, type WithdrawalRequest } from '../chain/types.js';
 import { errorMessage } from '../common/errors.js';
 import type { Config } from '../config/index.js';
-import { SHARD_FORMAT, type ShardInput, type ShardOutput } from '../contract/shard.js';
 import { formatTraceparent, type Span, Tracer } from '../observability/tracing.js';
 import { requestedMinConfirmations } from './endpoints.js';
 import type { ShardExecutor, ShardResult } from './executor.js';
 import type { Logger } from './logger.js';
 import { decodeParameters } from './ois-adapter.js';
+import type { ShardInput } from './shard-types.js';
 
 /** Budget of one provider's discovery (the reference's initializeProvider worker). */
 export const PROVIDER_DISCOVERY_TIMEOUT_MS = 20_000;
@@ -321,13 +321,15 @@ export async function planChainShards(
     chainMinConfirmations: chain.minConfirmations ?? DEFAULT_MIN_CONFIRMATIONS,
     requestedMinConfirmations: (call) => requestedMinConfirmations(config, call),
   });
+  // A request held back by its confirmations stays in the blocks the window reads again: one whose block vanishes
+  // in a reorg meanwhile is gone before it is served, whatever its own `_minConfirmations`.
+  windowLogs?.store.rereadFrom(waiting.length > 0 ? Math.min(...waiting.map((call) => call.blockNumber)) : undefined);
 
   const bySponsorWallet = new Map<string, ShardInput>();
   const shardOf = (sponsor: string, sponsorWallet: string) => {
     let shard = bySponsorWallet.get(sponsorWallet);
     if (!shard) {
       shard = {
-        format: SHARD_FORMAT,
         chainId: chain.id,
         sponsor,
         sponsorWallet,
@@ -629,13 +631,12 @@ export async function runCycle(config: Config, deps: CycleDeps): Promise<CycleSu
       summary.apiCalls += result.output.apiCalls;
       summary.cacheHits += result.output.cacheHits;
       summary.rpcCalls += result.output.rpcCalls;
-      // A worker's output is read back from its pod log: only a decimal integer counts.
       const gasPrice = result.output.gasPriceWei;
-      if (typeof gasPrice === 'string' && /^[0-9]{1,78}$/.test(gasPrice)) {
+      if (gasPrice !== undefined) {
         const { chainId } = result.output;
         if (BigInt(gasPrice) > (gasPrices.get(chainId) ?? -1n)) gasPrices.set(chainId, BigInt(gasPrice));
       }
-      for (const failure of strategyFailuresOf(result.output)) {
+      for (const failure of result.output.gasPriceStrategyFailures ?? []) {
         countStrategyFailure(summary, result.output.chainId, failure.strategy);
       }
       for (const outcome of result.output.outcomes) {
@@ -670,14 +671,4 @@ function countStrategyFailure(summary: CycleSummary, chainId: string, strategy: 
   const counted = summary.gasPriceStrategyFailures.find((f) => f.chainId === chainId && f.strategy === strategy);
   if (counted) counted.count++;
   else summary.gasPriceStrategyFailures.push({ chainId, strategy, count: 1 });
-}
-
-/** A worker's gas price strategy failures, read as untrusted (its output comes back through a pod log). */
-function strategyFailuresOf(output: ShardOutput): { strategy: string }[] {
-  const failures: unknown = output.gasPriceStrategyFailures;
-  if (!Array.isArray(failures)) return [];
-  return failures.filter(
-    (f): f is { strategy: string } =>
-      typeof f === 'object' && f !== null && typeof f.strategy === 'string' && /^[A-Za-z0-9]{1,64}$/.test(f.strategy),
-  );
 }

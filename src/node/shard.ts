@@ -41,19 +41,13 @@ import { type PlannedWithdrawal, planWithdrawal } from '../chain/withdrawals.js'
 import { mapLimit } from '../common/concurrency.js';
 import { errorMessage } from '../common/errors.js';
 import type { Config } from '../config/index.js';
-import {
-  SHARD_FORMAT,
-  type ShardApiCall,
-  type ShardInput,
-  type ShardOutcome,
-  type ShardOutput,
-} from '../contract/shard.js';
 import { parseTraceparent, type SpanContext, Tracer } from '../observability/tracing.js';
 import { type ApiCallContext, type ApiCallOutcome, type ApiRecord, callApi, NOT_CALLED } from './api-call.js';
 import type { ResponseCache } from './cache.js';
 import { findEndpoint, requestedMinConfirmations } from './endpoints.js';
 import type { Logger } from './logger.js';
 import { reservedParameterValue } from './ois-adapter.js';
+import type { ShardApiCall, ShardInput, ShardOutcome, ShardOutput } from './shard-types.js';
 
 /** What the chain half needs: the node key (signing), the providers (sending) and the response cache. */
 export type ChainContext = {
@@ -167,7 +161,6 @@ function responseOf(apis: ShardAnswers, id: string): Promise<ApiResponse> {
 }
 
 function startRun(shard: ShardInput, context: ChainContext): ShardRun {
-  if (shard.format !== SHARD_FORMAT) throw new Error(`Unknown shard format ${String(shard.format)}`);
   const chain = context.config.chains.find((c) => c.id === shard.chainId);
   if (!chain) throw new Error(`Chain ${shard.chainId} is not in the config`);
   const wallet = context.wallets.walletOf(shard.sponsor);

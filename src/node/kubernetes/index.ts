@@ -1,8 +1,9 @@
-// The engine's Kubernetes adapters, used when a coordinator or worker runs in a pod the operator made: shards as
-// worker Jobs, the response cache in a ConfigMap, the cycle report for status. What a pod reads from its
-// environment is the contract's (src/contract/pods.ts). The Kubernetes client (src/kube's, in-cluster credentials)
-// is loaded only inside such a pod, so local runs never pay for it.
-import { readCoordinatorEnvironment, readWorkerEnvironment } from '../../contract/pods.js';
+// The engine's Kubernetes adapters, used when a coordinator runs in a pod the operator made: the shards' API calls
+// as worker Jobs, the response cache in a ConfigMap, the cycle report for status. A worker pod needs none of them:
+// it reads its shard from a mounted file and prints its results. What a pod reads from its environment is the
+// contract's (src/contract/pods.ts). The Kubernetes client (src/kube's, in-cluster credentials) is loaded only inside
+// such a pod, so local runs never pay for it.
+import { readCoordinatorEnvironment } from '../../contract/pods.js';
 import type { ResponseCache } from '../cache.js';
 import type { CycleSummary } from '../cycle.js';
 import { cycleRequestRecords } from '../request-log.js';
@@ -11,7 +12,8 @@ import type { CycleContext } from './cycle-report.js';
 import type { KubernetesJobExecutor } from './job-executor.js';
 
 export type CoordinatorKubernetes = {
-  executor: KubernetesJobExecutor;
+  /** Worker Jobs that call the APIs of the coordinator's shards (the coordinator signs and sends). */
+  workers: KubernetesJobExecutor;
   cache: ResponseCache;
   report: (summary: CycleSummary, context: Omit<CycleContext, 'jobName'>) => Promise<void>;
   /** Where callers reach the gateways, for the heartbeat; undefined when the operator knows none. */
@@ -35,7 +37,7 @@ async function podClient(component: 'coordinator' | 'worker') {
 }
 
 /**
- * What `oracle-node coordinator` uses in a coordinator pod: Jobs for shards, the ConfigMap cache and the cycle
+ * What `oracle-node coordinator` uses in a coordinator pod: Jobs for the API calls, the ConfigMap cache and the cycle
  * report. Undefined outside one; throws when the pod's environment breaks the contract.
  */
 export async function coordinatorKubernetes(env: Env = process.env): Promise<CoordinatorKubernetes | undefined> {
@@ -52,7 +54,7 @@ export async function coordinatorKubernetes(env: Env = process.env): Promise<Coo
     ]);
   const cycleStore = stores.kubeConfigMapStore(client, pod.namespace, pod.cycleConfigMap);
   return {
-    executor: new KubernetesJobExecutor({
+    workers: new KubernetesJobExecutor({
       api: kubeWorkerJobApi(client, pod.namespace),
       template: pod.workerTemplate,
     }),
@@ -68,16 +70,4 @@ export async function coordinatorKubernetes(env: Env = process.env): Promise<Coo
     gatewayUrl: pod.gatewayUrl,
     verifiedProviders: verified.configMapVerifiedProvidersStore(cycleStore),
   };
-}
-
-/** The response cache a worker pod uses, or undefined outside a pod the operator made. */
-export async function workerKubernetesCache(env: Env = process.env): Promise<ResponseCache | undefined> {
-  const pod = readWorkerEnvironment(env);
-  if (!pod) return undefined;
-  const [client, stores, { ConfigMapResponseCache }] = await Promise.all([
-    podClient('worker'),
-    import('./config-map-store.js'),
-    import('./response-cache.js'),
-  ]);
-  return new ConfigMapResponseCache({ store: stores.kubeConfigMapStore(client, pod.namespace, pod.cacheConfigMap) });
 }

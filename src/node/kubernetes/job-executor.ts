@@ -1,23 +1,25 @@
-// Runs inside the coordinator pod. KubernetesJobExecutor is the node's ShardExecutor on Kubernetes: each call
-// (one chain, one cycle) becomes one Indexed Job, completed from the operator's worker template, whose pods each
-// run one shard (`oracle-node worker --shard`), with parallelism capped at the chain's maxConcurrency. The Job,
-// its input and its output are the contract's (src/contract/shard.ts). It talks to the API through a small
-// interface so it can be unit-tested without a cluster.
+// Runs inside the coordinator pod. KubernetesJobExecutor is where the coordinator's API calls run on Kubernetes
+// (its ApiWorkers): each call (one chain, one cycle) becomes one Indexed Job, completed from the operator's worker
+// template, whose pods each call the APIs of one shard (`oracle-node worker --shard`), with parallelism capped at the
+// chain's maxConcurrency. The coordinator signs and sends from their results (src/node/executor.ts). The Job, its
+// input and its output are the contract's (src/contract/shard.ts). It talks to the API through a small interface so
+// it can be unit-tested without a cluster.
 import type { V1ConfigMap, V1Job, V1Pod } from '@kubernetes/client-node';
 import { errorMessage } from '../../common/errors.js';
 import { JOB_NAME_LABEL, jobFinished } from '../../contract/pods.js';
 import {
+  type ApiShardInput,
   buildShardInputConfigMap,
   buildWorkerJob,
   COMPLETION_INDEX_ANNOTATION,
+  MAX_SHARD_OUTPUT_BYTES,
   parseShardOutput,
-  type ShardInput,
   WORKER_CONTAINER,
   type WorkerTemplate,
   workerJobName,
 } from '../../contract/shard.js';
 import { BUILTIN_KINDS, type RuntimeClient } from '../../kube/api.js';
-import type { ShardExecutor, ShardResult } from '../executor.js';
+import type { ApiShardResult, ApiWorkers } from '../executor.js';
 
 /** The API calls the executor makes: one implementation over the API client, one in the unit tests. */
 export interface WorkerJobApi {
@@ -26,7 +28,10 @@ export interface WorkerJobApi {
   readJob(name: string): Promise<V1Job | undefined>;
   createConfigMap(configMap: V1ConfigMap): Promise<void>;
   listJobPods(jobName: string): Promise<V1Pod[]>;
-  /** The pod's log, or undefined when there is none (e.g. a pod that never ran a container). */
+  /**
+   * The pod's log, at most MAX_SHARD_OUTPUT_BYTES of it, or undefined when there is none (e.g. a pod that never ran
+   * a container).
+   */
   readPodLog(podName: string, container: string): Promise<string | undefined>;
 }
 
@@ -40,14 +45,14 @@ export type JobExecutorOptions = {
   sleep?: (ms: number) => Promise<void>;
 };
 
-export class KubernetesJobExecutor implements ShardExecutor {
+export class KubernetesJobExecutor implements ApiWorkers {
   private sequence = 0;
   /** Names of the Jobs created, newest last (for the cycle report and tests). */
   readonly jobs: string[] = [];
 
   constructor(private readonly options: JobExecutorOptions) {}
 
-  async run(shards: ShardInput[], options: { concurrency: number }): Promise<ShardResult[]> {
+  async run(shards: ApiShardInput[], options: { concurrency: number }): Promise<ApiShardResult[]> {
     if (shards.length === 0) return [];
     const { api, template } = this.options;
     const chainId = shards[0]!.chainId;
@@ -57,8 +62,7 @@ export class KubernetesJobExecutor implements ShardExecutor {
       buildWorkerJob(template, { name, shardCount: shards.length, concurrency: options.concurrency, chainId }),
     );
     this.jobs.push(name);
-    const failAll = (error: string): ShardResult[] =>
-      shards.map((s) => ({ ok: false, chainId: s.chainId, sponsorWallet: s.sponsorWallet, error }));
+    const failAll = (error: string): ApiShardResult[] => shards.map(() => ({ ok: false, error }));
     try {
       await api.createConfigMap(buildShardInputConfigMap(created, shards));
       await api.unsuspendJob(name);
@@ -82,7 +86,7 @@ export class KubernetesJobExecutor implements ShardExecutor {
     return undefined;
   }
 
-  private async collect(name: string, shards: ShardInput[]): Promise<ShardResult[]> {
+  private async collect(name: string, shards: ApiShardInput[]): Promise<ApiShardResult[]> {
     const pods = await this.options.api.listJobPods(name).catch(() => [] as V1Pod[]);
     const byIndex = new Map<number, V1Pod[]>();
     for (const pod of pods) {
@@ -91,13 +95,8 @@ export class KubernetesJobExecutor implements ShardExecutor {
       byIndex.set(index, [...(byIndex.get(index) ?? []), pod]);
     }
     return Promise.all(
-      shards.map(async (shard, index): Promise<ShardResult> => {
-        const failed = (error: string): ShardResult => ({
-          ok: false,
-          chainId: shard.chainId,
-          sponsorWallet: shard.sponsorWallet,
-          error,
-        });
+      shards.map(async (_, index): Promise<ApiShardResult> => {
+        const failed = (error: string): ApiShardResult => ({ ok: false, error });
         const succeeded = (byIndex.get(index) ?? []).find((pod) => pod.status?.phase === 'Succeeded');
         if (!succeeded?.metadata?.name) return failed(`shard ${index} of Job ${name} did not succeed`);
         const log = await this.options.api.readPodLog(succeeded.metadata.name, WORKER_CONTAINER).catch(() => undefined);
@@ -125,7 +124,7 @@ export function kubeWorkerJobApi(client: RuntimeClient, namespace: string): Work
     listJobPods: (jobName) => client.list<V1Pod>(pods, namespace, `${JOB_NAME_LABEL}=${jobName}`),
     async readPodLog(name, container) {
       try {
-        return await client.podLog({ namespace, name }, { container });
+        return await client.podLog({ namespace, name }, { container, limitBytes: MAX_SHARD_OUTPUT_BYTES });
       } catch {
         return undefined;
       }

@@ -1,4 +1,4 @@
-// The node's commands end to end on anvil: `coordinator` (one cycle), `worker` (one shard, from a file
+// The node's commands end to end on anvil: `coordinator` (one cycle), `worker` (one shard's API calls, from a file
 // and from stdin) and `start` (the local deployment: cycles on an interval, graceful shutdown, start-up errors).
 import { type ChildProcess, execFile } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { expect } from 'chai';
 import { planChainShards } from '../../../src/node/cycle.js';
+import { apiRequestOf, apiShardInput } from '../../../src/node/executor.js';
 import { silentLogger } from '../../../src/node/logger.js';
 import { ORACLE_NODE_ARGS, repoRoot, spawnOracleNode } from '../../support/binary.js';
 import { freePort, startTestChain, waitForMined } from '../../support/chain.js';
@@ -180,7 +181,7 @@ describe('oracle-node coordinator, worker and start (anvil, real AirnodeRrpV0)',
     expect(missingIo.stderr).to.include('Cannot read config file');
   });
 
-  it('runs one shard with `worker`, from a file and from stdin; the shard is plain JSON without secrets', async () => {
+  it("calls one shard's APIs with `worker`, from a file and from stdin; the shard is plain JSON without secrets", async () => {
     const sponsor = await createSponsor(chain.deployment, 'worker');
     const first = await makeFullRequest(chain.deployment, {
       endpointId: ENDPOINTS.price,
@@ -193,27 +194,31 @@ describe('oracle-node coordinator, worker and start (anvil, real AirnodeRrpV0)',
       deployment: chain.deployment,
       apiUrl: api.url,
     });
-    const plan = async () =>
-      (
+    const plan = async () => {
+      const shard = (
         await planChainShards(config, config.chains[0]!, {
           executor: { run: async () => [] },
           logger: silentLogger,
           wallets,
         })
       ).shards.find((s) => s.sponsorWallet === sponsor.sponsorWallet)!;
+      return apiShardInput(shard, shard.apiCalls.map(apiRequestOf));
+    };
     const shard = await plan();
     const text = JSON.stringify(shard);
     expect(text).to.not.include(chain.anvil.url);
     expect(text).to.not.include('achieve climb');
     writeFileSync(join(dir, 'shard.json'), text);
-    const cacheArgs = ['--cache-dir', join(dir, 'cache')]; // never the shared default under /tmp
-    const { stdout } = await cli('worker', '--shard', join(dir, 'shard.json'), ...configArgs(), ...cacheArgs);
-    const result = JSON.parse(stdout) as { outcomes: { id: string; outcome: string; nonce: number }[] };
-    expect(result.outcomes).to.deep.equal([
-      { ...result.outcomes[0], id: first, outcome: 'fulfilled', nonce: 0, provider: 'anvil' },
+    const { stdout } = await cli('worker', '--shard', join(dir, 'shard.json'), ...configArgs());
+    // The encoded answer, unsigned: the coordinator signs and sends.
+    expect(JSON.parse(stdout).results).to.deep.equal([
+      {
+        id: first,
+        result: { success: true, encodedValue: int256(65000500000n) },
+        api: JSON.parse(stdout).results[0].api,
+      },
     ]);
-    await waitForMined(chain.anvil.url);
-    expect((await requestEvents(chain.deployment, first)).fulfilled).to.deep.equal([{ data: int256(65000500000n) }]);
+    expect(JSON.parse(stdout).results[0].api.outcome).to.equal('2xx');
 
     const second = await makeFullRequest(chain.deployment, {
       endpointId: ENDPOINTS.price,
@@ -221,13 +226,17 @@ describe('oracle-node coordinator, worker and start (anvil, real AirnodeRrpV0)',
       sponsorWallet: sponsor.sponsorWallet,
       parameters: encodeCoin('ETH'),
     });
-    const child = spawnCli('worker', '--shard', '-', ...configArgs(), ...cacheArgs);
+    const child = spawnCli('worker', '--shard', '-', ...configArgs());
     const io = output(child);
     child.stdin?.end(JSON.stringify(await plan()));
     expect(await exited(child)).to.equal(0);
-    expect(JSON.parse(io.stdout).outcomes.map((o: { outcome: string }) => o.outcome)).to.deep.equal(['fulfilled']);
-    await waitForMined(chain.anvil.url);
-    expect((await requestEvents(chain.deployment, second)).fulfilled).to.have.length(1);
+    const results = JSON.parse(io.stdout).results as { id: string; result: { success: boolean } }[];
+    expect(results.map((r) => [r.id, r.result.success])).to.deep.equal([
+      [first, true],
+      [second, true],
+    ]);
+    // Nothing was sent: the requests still await fulfilment.
+    expect(await requestEvents(chain.deployment, second)).to.deep.equal({ fulfilled: [], failed: [] });
   });
 
   it('`start` serves requests on its interval, survives a dead provider and stops on SIGTERM', async () => {
@@ -328,6 +337,73 @@ describe('oracle-node coordinator, worker and start (anvil, real AirnodeRrpV0)',
     }
     expect(await exited(child)).to.equal(0);
     expect(io.stderr).to.include('node stopped');
+  });
+
+  it("`start --poll-interval` puts a served request's latency and the windows' polls on its /metrics", async () => {
+    const { config, secrets } = buildConfigJson({
+      providers: { anvil: chain.anvil.url },
+      deployment: chain.deployment,
+      apiUrl: api.url,
+    });
+    (config['nodeSettings'] as { logLevel: string }).logLevel = 'INFO';
+    writeFileSync(join(dir, 'latency-config.json'), JSON.stringify(config));
+    writeFileSync(
+      join(dir, 'latency-secrets.env'),
+      Object.entries(secrets)
+        .map(([k, v]) => `${k}="${v}"`)
+        .join('\n'),
+    );
+    const metricsPort = await freePort();
+    const sponsor = await createSponsor(chain.deployment, 'start-latency');
+    // Windows of 6 s: the request is made as one begins, so the same window sees its fulfilment mined.
+    const child = spawnCli(
+      'start',
+      '-c',
+      join(dir, 'latency-config.json'),
+      '-s',
+      join(dir, 'latency-secrets.env'),
+      '--interval-ms',
+      '6000',
+      '--poll-interval',
+      '0.2',
+      '--port',
+      '0',
+      '--metrics-port',
+      String(metricsPort),
+      '--cache-dir',
+      join(dir, 'cache'),
+    );
+    const io = output(child);
+    const windowsFinished = () => io.stderr.split('window finished').length - 1;
+    const metric = async (series: string) => {
+      const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+      const line = text.split('\n').find((l) => l.startsWith(`${series} `));
+      return line === undefined ? undefined : Number(line.split(' ')[1]);
+    };
+    try {
+      await until(async () => windowsFinished() >= 1, 'the first window to end');
+      const seen = windowsFinished();
+      const requestId = await makeFullRequest(chain.deployment, {
+        endpointId: ENDPOINTS.price,
+        sponsor: sponsor.address,
+        sponsorWallet: sponsor.sponsorWallet,
+        parameters: encodeCoin('ETH'),
+      });
+      await until(
+        async () => (await requestEvents(chain.deployment, requestId)).fulfilled.length === 1,
+        'the fulfilment',
+      );
+      await until(async () => windowsFinished() > seen, 'the window that served it to end');
+      await until(
+        async () => (await metric('node_request_latency_seconds_count{stage="inclusion"}')) === 1,
+        'the inclusion latency on /metrics',
+      );
+      expect(await metric('node_request_latency_seconds_count{stage="submission"}')).to.equal(1);
+      expect(await metric('node_window_polls_total')).to.be.greaterThan(0);
+    } finally {
+      child.kill('SIGTERM');
+    }
+    expect(await exited(child)).to.equal(0);
   });
 
   it('`start` refuses a bad config and a gateway port in use with a clear message', async () => {

@@ -10,6 +10,7 @@ import { expect } from 'chai';
 import { secretScopes } from '../../../src/config/index.js';
 import { ENV } from '../../../src/contract/pods.js';
 import { planChainShards } from '../../../src/node/cycle.js';
+import { apiRequestOf, apiShardInput } from '../../../src/node/executor.js';
 import { silentLogger } from '../../../src/node/logger.js';
 import { ORACLE_NODE_ARGS, repoRoot } from '../../support/binary.js';
 import { startTestChain, waitForMined } from '../../support/chain.js';
@@ -90,7 +91,7 @@ describe('engine roles with only their own keys (anvil, real AirnodeRrpV0)', fun
     expect(scopes.gateway).to.deep.equal(['CORS_ORIGIN']);
   });
 
-  it('a worker given only its keys runs its shard and fulfils the request', async () => {
+  it("a worker given only its keys calls its shard's APIs", async () => {
     const { sponsor, requestId } = await request('scoped-worker', 'BTC');
     const config = buildConfig({
       providers: { anvil: chain.anvil.url },
@@ -102,15 +103,12 @@ describe('engine roles with only their own keys (anvil, real AirnodeRrpV0)', fun
       logger: silentLogger,
       wallets,
     });
-    writeFileSync(
-      join(dir, 'shard.json'),
-      JSON.stringify(shards.find((s) => s.sponsorWallet === sponsor.sponsorWallet)),
-    );
+    const shard = shards.find((s) => s.sponsorWallet === sponsor.sponsorWallet)!;
+    writeFileSync(join(dir, 'shard.json'), JSON.stringify(apiShardInput(shard, shard.apiCalls.map(apiRequestOf))));
     const args = ['worker', '--shard', join(dir, 'shard.json'), '-c', join(dir, 'config.json')];
-    const cacheArgs = ['--cache-dir', join(dir, 'cache')];
 
     // Without the scope the engine wants every key of the config, and says which one is missing.
-    const unscoped = await cli(podEnv(scopes.worker), ...args, ...cacheArgs).then(
+    const unscoped = await cli(podEnv(scopes.worker), ...args).then(
       () => undefined,
       (error: { code: number; stderr: string }) => error,
     );
@@ -118,10 +116,9 @@ describe('engine roles with only their own keys (anvil, real AirnodeRrpV0)', fun
     expect(unscoped?.stderr).to.include('HEARTBEAT_URL');
     expect(unscoped?.stderr).not.to.include(all['HEARTBEAT_API_KEY']!);
 
-    const { stdout } = await cli(podEnv(scopes.worker, 'worker'), ...args, ...cacheArgs);
-    expect(JSON.parse(stdout).outcomes.map((o: { outcome: string }) => o.outcome)).to.deep.equal(['fulfilled']);
-    await waitForMined(chain.anvil.url);
-    expect((await requestEvents(chain.deployment, requestId)).fulfilled).to.have.length(1);
+    const { stdout } = await cli(podEnv(scopes.worker, 'worker'), ...args);
+    const results = JSON.parse(stdout).results as { id: string; result: { success: boolean } }[];
+    expect(results.map((r) => [r.id, r.result.success])).to.deep.equal([[requestId, true]]);
   });
 
   it('a coordinator given only its keys runs a cycle and fulfils the request', async () => {
@@ -134,7 +131,8 @@ describe('engine roles with only their own keys (anvil, real AirnodeRrpV0)', fun
       '--cache-dir',
       join(dir, 'cache'),
     );
-    expect(JSON.parse(stdout).transactions.fulfilled).to.equal(1);
+    // Its own request and the one whose API the worker above called (a worker sends nothing).
+    expect(JSON.parse(stdout).transactions.fulfilled).to.equal(2);
     await waitForMined(chain.anvil.url);
     expect((await requestEvents(chain.deployment, requestId)).fulfilled).to.have.length(1);
   });

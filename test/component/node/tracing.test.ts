@@ -1,21 +1,19 @@
-// OpenTelemetry traces end to end: a cycle on anvil (real AirnodeRrpV0) whose shards run in real `oracle-node worker`
-// processes, as in the operator's worker pods (the shard JSON is all that crosses), exporting to a real OTLP/HTTP
-// receiver (the Collector's pdata decoder, built from Go modules). One trace per request spans both processes.
-import { spawn } from 'node:child_process';
+// OpenTelemetry traces end to end: a cycle on anvil (real AirnodeRrpV0) whose shards' API calls run in real
+// `oracle-node worker` processes, as in the operator's worker pods (the shard JSON is all that crosses), exporting to
+// a real OTLP/HTTP receiver (the Collector's pdata decoder, built from Go modules). One trace per request spans both
+// processes.
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import type { Config } from '../../../src/config/index.js';
 import { validateConfig } from '../../../src/config/index.js';
-import type { ShardInput } from '../../../src/contract/shard.js';
 import { DEFAULT_PATH_KEY } from '../../../src/gateway/app.js';
 import { startGatewayServer } from '../../../src/gateway/server.js';
 import { runCycle } from '../../../src/node/cycle.js';
-import type { ShardExecutor, ShardResult } from '../../../src/node/executor.js';
+import { WorkerExecutor } from '../../../src/node/executor.js';
 import { silentLogger } from '../../../src/node/logger.js';
 import { formatTraceparent, tracerFromEnvironment } from '../../../src/observability/tracing.js';
-import { ORACLE_NODE_ARGS, repoRoot } from '../../support/binary.js';
 import { startTestChain, TEST_MNEMONIC, waitForMined } from '../../support/chain.js';
 import {
   type ApiServer,
@@ -36,6 +34,7 @@ import {
   type StoredSpan,
   startOtlpReceiver,
 } from '../../support/otlp-receiver.js';
+import { WorkerProcesses } from '../../support/worker-processes.js';
 import {
   API_KEY as GATEWAY_API_KEY,
   ENDPOINTS as GATEWAY_ENDPOINTS,
@@ -45,42 +44,6 @@ import {
 } from '../gateway/fixtures.js';
 
 const API_KEY = 's3cr3t-api-key-0123456789';
-
-/** Each shard in its own `oracle-node worker --shard -` process, with the tracing environment a worker pod gets. */
-class WorkerProcessExecutor implements ShardExecutor {
-  constructor(
-    private readonly args: string[],
-    private readonly env: Record<string, string>,
-  ) {}
-
-  run(shards: ShardInput[]): Promise<ShardResult[]> {
-    return Promise.all(
-      shards.map(
-        (shard) =>
-          new Promise<ShardResult>((resolve) => {
-            const child = spawn(process.execPath, [...ORACLE_NODE_ARGS, 'worker', '--shard', '-', ...this.args], {
-              cwd: repoRoot,
-              env: { ...process.env, ...this.env },
-              stdio: ['pipe', 'pipe', 'pipe'],
-            });
-            let stdout = '';
-            let stderr = '';
-            child.stdout.on('data', (c) => {
-              stdout += c;
-            });
-            child.stderr.on('data', (c) => {
-              stderr += c;
-            });
-            child.stdin.end(JSON.stringify(shard));
-            child.once('exit', (code) => {
-              if (code === 0) resolve({ ok: true, output: JSON.parse(stdout.trim().split('\n').at(-1)!) });
-              else resolve({ ok: false, chainId: shard.chainId, sponsorWallet: shard.sponsorWallet, error: stderr });
-            });
-          }),
-      ),
-    );
-  }
-}
 
 describe('OpenTelemetry traces of a cycle across the coordinator and worker processes (anvil, OTLP receiver)', () => {
   let chain: Awaited<ReturnType<typeof startTestChain>>;
@@ -135,7 +98,7 @@ describe('OpenTelemetry traces of a cycle across the coordinator and worker proc
         .map(([k, v]) => `${k}="${v}"`)
         .join('\n'),
     );
-    configArgs = ['-c', join(dir, 'config.json'), '-s', join(dir, 'secrets.env'), '--cache-dir', join(dir, 'cache')];
+    configArgs = ['-c', join(dir, 'config.json'), '-s', join(dir, 'secrets.env')];
     const validated = validateConfig(built.config, secrets);
     if (!validated.ok || !validated.config) throw new Error(JSON.stringify(validated.errors));
     config = validated.config;
@@ -153,7 +116,7 @@ describe('OpenTelemetry traces of a cycle across the coordinator and worker proc
     return found[0]!;
   };
 
-  it('makes one trace per request: discovery and authorization in the coordinator, API call, signing and submission in the worker', async () => {
+  it('makes one trace per request: discovery, authorization, signing and submission in the coordinator, the API call in the worker', async () => {
     const sponsor = await createSponsor(chain.deployment, 'tracing');
     const good = await makeFullRequest(chain.deployment, {
       endpointId: ENDPOINTS.price,
@@ -170,7 +133,10 @@ describe('OpenTelemetry traces of a cycle across the coordinator and worker proc
     const otel = { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint };
     const tracer = tracerFromEnvironment(otel, 'coordinator');
     await runCycle(config, {
-      executor: new WorkerProcessExecutor(configArgs, otel),
+      executor: new WorkerExecutor(
+        { config, wallets, logger: silentLogger, tracer },
+        new WorkerProcesses(configArgs, otel),
+      ),
       logger: silentLogger,
       wallets,
       tracer,
@@ -211,10 +177,9 @@ describe('OpenTelemetry traces of a cycle across the coordinator and worker proc
     const phases = ['post-processing', 'encoding'];
     for (const span of trace.filter((s) => s !== root && !phases.includes(s.name)))
       expect(span.parentSpanId, span.name).to.equal(root.spanId);
-    for (const name of ['discovery', 'authorization'])
+    for (const name of ['discovery', 'authorization', 'sign response', 'submission'])
       expect(named(trace, name).resource['oracle_node.role'], name).to.equal('coordinator');
-    for (const name of ['api call', 'sign response', 'submission'])
-      expect(named(trace, name).resource['oracle_node.role'], name).to.equal('worker');
+    expect(named(trace, 'api call').resource['oracle_node.role']).to.equal('worker');
 
     const apiCall = named(trace, 'api call');
     expect(apiCall.kind).to.equal(3); // client

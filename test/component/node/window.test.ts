@@ -75,7 +75,7 @@ describe('the coordinator window on anvil (real AirnodeRrpV0)', () => {
     await rpc(chain.anvil.url, 'evm_mine', []);
   };
   const sendsFrom = (wallet: string) => proxy.sent.filter((tx) => tx.from.toLowerCase() === wallet.toLowerCase());
-  const config = (options: { maxConcurrency?: number; fulfillmentGasLimit?: number } = {}) =>
+  const config = (options: { maxConcurrency?: number; fulfillmentGasLimit?: number; minConfirmations?: number } = {}) =>
     buildConfig({ providers: { counted: proxy.url }, deployment: chain.deployment, apiUrl: api.url, ...options });
 
   /** A window of `steps.length` polls; before poll i the test plays steps[i] (the window's own clock never runs). */
@@ -227,6 +227,45 @@ describe('the coordinator window on anvil (real AirnodeRrpV0)', () => {
     expect(summary.transactions.fulfilled).to.equal(5);
     expect(most).to.be.at.most(2);
   });
+  // A reorg played with evm_snapshot/evm_revert: the request's block is replaced by empty ones, deeper than the
+  // request's confirmations had reached. What holds the request back is the chain's minConfirmations, or its own
+  // `_minConfirmations` above the chain's (0): either way the poll after the reorg reads its block again.
+  for (const held of ['chain minConfirmations', 'its own _minConfirmations'] as const) {
+    it(`a request whose block vanished in a reorg is never served (held back by ${held})`, async () => {
+      const sponsor = await createSponsor(chain.deployment, `window-reorg-${held.length}`);
+      const extra =
+        held === 'chain minConfirmations' ? [] : [{ name: '_minConfirmations', type: 'string', value: '2' }];
+      let snapshot = '';
+      let made = '';
+      const callsBefore = api.calls.length;
+      proxy.reset();
+      const summary = await window(config({ minConfirmations: held === 'chain minConfirmations' ? 2 : 0 }), [
+        async () => {
+          snapshot = await rpc<string>(chain.anvil.url, 'evm_snapshot', []);
+          made = await makeFullRequest(chain.deployment, {
+            endpointId: ENDPOINTS.price,
+            sponsor: sponsor.address,
+            sponsorWallet: sponsor.sponsorWallet,
+            parameters: encodeCoin('ETH', extra as { name: string; type: 'string'; value: string }[]),
+          });
+        },
+        async () => {
+          expect(await rpc<boolean>(chain.anvil.url, 'evm_revert', [snapshot])).to.equal(true);
+          for (let i = 0; i < 4; i++) await rpc(chain.anvil.url, 'evm_mine', []);
+        },
+        async () => {
+          await rpc(chain.anvil.url, 'evm_mine', []);
+        },
+      ]);
+      expect(made).to.match(/^0x[0-9a-f]{64}$/);
+      // Seen while it waited, then gone with its block: no API call, no transaction.
+      expect(api.calls.length - callsBefore).to.equal(0);
+      expect(sendsFrom(sponsor.sponsorWallet)).to.have.length(0);
+      expect(summary.apiCalls).to.equal(0);
+      expect((await requestEvents(chain.deployment, made)).fulfilled).to.have.length(0);
+    });
+  }
+
   // Last in the file: it moves the chain's clock ahead of the wall clock.
   it("measures a fulfilled request's latency from the blocks' timestamps, into the engine's histogram and, through the cycle report, the operator's", async () => {
     const { id } = await request('window-latency');

@@ -456,7 +456,7 @@ describe('OracleNode operator (integration)', function () {
     expect(Object.keys(input.data!)).to.have.length(12);
   });
 
-  it('status.lastCycle shows the last coordinator Job (run by the CronJob, completed by kwok) and its reported counts', async function () {
+  it("status.lastCycle shows the last coordinator Job (run by the CronJob, completed by kwok) and its reported counts; the leader publishes the window's latencies and polls", async function () {
     this.timeout(300_000);
     const job = await waitFor(
       async () => {
@@ -478,7 +478,8 @@ describe('OracleNode operator (integration)', function () {
     // What the coordinator writes at the end of its cycle.
     await writeCycleReport(kubeConfigMapStore(kubeClient(), ns(), 'minimal-cycle'), {
       job: job.metadata!.name!,
-      counts: { requests: 3, fulfilled: 2, failed: 1 },
+      counts: { requests: 3, fulfilled: 2, failed: 1, polls: 44, idlePolls: 40 },
+      latencySeconds: { submission: [0.9, 1.4], inclusion: [3, 6] },
     });
     const node = await waitFor(
       async () => {
@@ -490,7 +491,24 @@ describe('OracleNode operator (integration)', function () {
       { description: 'status.lastCycle with the counts', intervalMs: 500 },
     );
     expect(node.status!.lastCycle).to.include({ outcome: 'Succeeded' });
-    expect(node.status!.lastCycle!.counts).to.deep.equal({ requests: 3, fulfilled: 2, failed: 1 });
+    expect(node.status!.lastCycle!.counts).to.deep.equal({
+      requests: 3,
+      fulfilled: 2,
+      failed: 1,
+      polls: 44,
+      idlePolls: 40,
+    });
+    const series = async (name: string) =>
+      ((await operator.manager.registry.getSingleMetric(name)?.get())?.values ?? []).filter(
+        (v) => v.labels['namespace'] === ns() && v.labels['name'] === 'minimal',
+      );
+    const inclusionCount = async () =>
+      (await series('oracle_node_request_latency_seconds')).find(
+        (v) => (v as { metricName?: string }).metricName?.endsWith('_count') && v.labels['stage'] === 'inclusion',
+      )?.value;
+    expect(await waitFor(inclusionCount, 30_000, { description: 'the latency histogram' })).to.equal(2);
+    expect((await series('oracle_node_window_polls_total'))[0]?.value).to.equal(44);
+    expect((await series('oracle_node_window_idle_polls_total'))[0]?.value).to.equal(40);
   });
 
   it('deleting an OracleNode garbage-collects its children', async () => {

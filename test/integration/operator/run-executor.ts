@@ -3,7 +3,7 @@
 //   node --import tsx test/integration/operator/run-executor.ts <namespace> <cronjob> <shards> <concurrency>
 import type { V1CronJob } from '@kubernetes/client-node';
 import { BatchV1Api, KubeConfig } from '@kubernetes/client-node';
-import type { ShardInput } from '../../../src/contract/shard.js';
+import { type ApiShardInput, SHARD_FORMAT } from '../../../src/contract/shard.js';
 import { coordinatorKubernetes } from '../../../src/node/kubernetes/index.js';
 
 const [namespace, cronJobName, shardCount, concurrency] = process.argv.slice(2);
@@ -19,16 +19,7 @@ const deps = await coordinatorKubernetes(env);
 if (!deps) throw new Error('the CronJob does not carry the worker template');
 const shards = Array.from(
   { length: Number(shardCount) },
-  (_, i): ShardInput => ({
-    format: 'oracle-node/shard@1',
-    chainId: '31337',
-    sponsor: `0x${(i + 1).toString(16).padStart(40, '0')}`,
-    sponsorWallet: `0x${(i + 101).toString(16).padStart(40, '0')}`,
-    providers: ['local'],
-    currentBlock: 1,
-    apiCalls: [],
-    withdrawals: [],
-  }),
+  (): ApiShardInput => ({ format: SHARD_FORMAT, chainId: '31337', requests: [] }),
 );
-const results = await deps.executor.run(shards, { concurrency: Number(concurrency) });
-process.stdout.write(`${JSON.stringify({ jobs: deps.executor.jobs, results })}\n`);
+const results = await deps.workers.run(shards, { concurrency: Number(concurrency) });
+process.stdout.write(`${JSON.stringify({ jobs: deps.workers.jobs, results })}\n`);

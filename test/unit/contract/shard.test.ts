@@ -1,11 +1,14 @@
 import { expect } from 'chai';
 import {
+  type ApiShardInput,
+  type ApiShardOutput,
   buildWorkerJob,
+  MAX_ENCODED_VALUE_BYTES,
+  MAX_SHARD_OUTPUT_BYTES,
   parseShardInput,
   parseShardOutput,
+  resultsFor,
   SHARD_FORMAT,
-  type ShardInput,
-  type ShardOutput,
   type WorkerTemplate,
 } from '../../../src/contract/shard.js';
 
@@ -19,73 +22,35 @@ const template: WorkerTemplate = {
 };
 
 const word = (digit: string, length: number) => `0x${digit.repeat(length)}`;
-const shard: ShardInput = {
+const requestId = word('b', 64);
+const shard: ApiShardInput = {
   format: SHARD_FORMAT,
   chainId: '31337',
-  sponsor: word('1', 40),
-  sponsorWallet: word('2', 40),
-  providers: ['local'],
-  currentBlock: 12,
-  gasTarget: { type: 2, maxFeePerGas: '2000000000', maxPriorityFeePerGas: '1000000000', gasLimit: '500000' },
-  apiCalls: [
+  requests: [
     {
-      blockNumber: 10,
-      logIndex: 0,
-      transactionHash: word('a', 64),
-      type: 'template',
-      id: word('b', 64),
-      nodeAddress: word('3', 40),
-      requesterRequestCount: '1',
-      chainId: '31337',
-      requester: word('4', 40),
+      id: requestId,
       endpointId: word('c', 64),
-      templateId: word('d', 64),
-      sponsor: word('1', 40),
-      sponsorWallet: word('2', 40),
-      fulfillAddress: word('5', 40),
-      fulfillFunctionId: '0x12345678',
-      encodedParameters: '0x',
-      parameters: { from: 'ETH' },
-      template: { nodeAddress: word('3', 40), endpointId: word('c', 64), encodedParameters: '0x' },
       oisTitle: 'Currency Converter API',
       endpointName: 'convertToUSD',
-      cacheResponses: false,
-    },
-  ],
-  withdrawals: [
-    {
-      blockNumber: 11,
-      logIndex: 1,
-      transactionHash: word('e', 64),
-      id: word('f', 64),
-      nodeAddress: word('3', 40),
+      parameters: { from: 'ETH' },
+      requester: word('4', 40),
       sponsor: word('1', 40),
       sponsorWallet: word('2', 40),
     },
   ],
-  traceparents: { [word('b', 64)]: `00-${'a'.repeat(32)}-${'b'.repeat(16)}-01` },
+  traceparents: { [requestId]: `00-${'a'.repeat(32)}-${'b'.repeat(16)}-01` },
 };
 
-const output: ShardOutput = {
-  chainId: '31337',
-  sponsorWallet: word('2', 40),
-  outcomes: [
+const output: ApiShardOutput = {
+  format: SHARD_FORMAT,
+  results: [
     {
-      id: word('b', 64),
-      kind: 'api',
-      outcome: 'fulfilled',
-      txHash: word('9', 64),
-      nonce: 0,
-      provider: 'local',
-      replacement: true,
+      id: requestId,
+      result: { success: true, encodedValue: `0x${'00'.repeat(32)}` },
       api: { outcome: '2xx', durationMs: 3 },
     },
   ],
-  apiCalls: 1,
-  cacheHits: 0,
-  rpcCalls: 7,
-  timings: { apiMs: 3, planMs: 2, sendMs: 1 },
-  gasPriceWei: '2000000000',
+  apiMs: 3,
 };
 
 describe('the coordinator <-> worker contract', () => {
@@ -93,18 +58,21 @@ describe('the coordinator <-> worker contract', () => {
     expect(parseShardInput(JSON.stringify(shard))).to.deep.equal({ shard });
   });
 
+  it('carries only what the API calls need: no chain data, provider, gas price or nonce', () => {
+    const extra = { ...shard, providers: ['local'], gasTarget: { type: 0, gasPrice: '1' }, currentBlock: 1 };
+    const parsed = parseShardInput(JSON.stringify(extra));
+    expect(parsed).to.deep.equal({ shard });
+  });
+
   it('a shard that is not JSON, of another format or malformed is refused with the reason', () => {
     expect(parseShardInput('{')).to.deep.equal({ error: 'not JSON' });
-    expect(parseShardInput(JSON.stringify({ ...shard, format: 'oracle-node/shard@9' }))).to.deep.equal({
-      error: 'unknown shard format oracle-node/shard@9',
+    expect(parseShardInput(JSON.stringify({ ...shard, format: 'oracle-node/shard@1' }))).to.deep.equal({
+      error: 'unknown shard format oracle-node/shard@1',
     });
-    const badCall = { ...shard, apiCalls: [{ ...shard.apiCalls[0]!, sponsorWallet: 'me' }] };
+    const badCall = { ...shard, requests: [{ ...shard.requests[0]!, sponsorWallet: 'me' }] };
     expect(parseShardInput(JSON.stringify(badCall)))
       .to.have.property('error')
-      .that.matches(/apiCalls\.0\.sponsorWallet/);
-    expect(parseShardInput(JSON.stringify({ ...shard, gasTarget: { type: 2, maxFeePerGas: '-1' } })))
-      .to.have.property('error')
-      .that.matches(/gasTarget/);
+      .that.matches(/requests\.0\.sponsorWallet/);
   });
 
   it("the worker's output is read from the last well-formed JSON line of its log", () => {
@@ -112,9 +80,47 @@ describe('the coordinator <-> worker contract', () => {
     expect(parseShardOutput('{"level":30}\nplain')).to.equal(undefined);
     expect(parseShardOutput(`${JSON.stringify(output)}\n{"level":30}\n`)).to.deep.equal(output);
     // A line that looks like an output but breaks the contract is not taken for one.
-    expect(parseShardOutput('{"chainId":"1","outcomes":[]}\n{"level":30}\n')).to.equal(undefined);
-    const badOutcome = { ...output, outcomes: [{ ...output.outcomes[0], outcome: 'maybe' }] };
+    expect(parseShardOutput(JSON.stringify({ ...output, format: 'oracle-node/shard@1' }))).to.equal(undefined);
+    const badOutcome = { ...output, results: [{ ...output.results[0], api: { outcome: 'maybe', durationMs: 1 } }] };
     expect(parseShardOutput(JSON.stringify(badOutcome))).to.equal(undefined);
+    const notHex = { ...output, results: [{ ...output.results[0], result: { success: true, encodedValue: '0xzz' } }] };
+    expect(parseShardOutput(JSON.stringify(notHex))).to.equal(undefined);
+    const success = { ...output, results: [{ ...output.results[0], result: { success: true, errorMessage: 'x' } }] };
+    expect(parseShardOutput(JSON.stringify(success))).to.equal(undefined);
+  });
+
+  it("a worker's output is bounded: an oversized value, too many results or too long a log is refused", () => {
+    const huge = `0x${'00'.repeat(MAX_ENCODED_VALUE_BYTES + 1)}`;
+    const oversized = { ...output, results: [{ ...output.results[0], result: { success: true, encodedValue: huge } }] };
+    expect(parseShardOutput(JSON.stringify(oversized))).to.equal(undefined);
+    const atBound = `0x${'00'.repeat(MAX_ENCODED_VALUE_BYTES)}`;
+    const fits = { ...output, results: [{ ...output.results[0]!, result: { success: true, encodedValue: atBound } }] };
+    expect(parseShardOutput(JSON.stringify(fits))).to.deep.equal(fits);
+    const many = { ...output, results: Array.from({ length: 10_001 }, () => output.results[0]) };
+    expect(parseShardOutput(JSON.stringify(many))).to.equal(undefined);
+    const padded = `${' '.repeat(MAX_SHARD_OUTPUT_BYTES)}\n${JSON.stringify(output)}\n`;
+    expect(parseShardOutput(padded)).to.equal(undefined);
+  });
+
+  it('the coordinator takes only the results of the ids it gave the worker, the first of each', () => {
+    const other = word('e', 64);
+    const forged: ApiShardOutput = {
+      ...output,
+      results: [
+        { id: other, result: { success: true, encodedValue: '0x01' }, api: { outcome: '2xx', durationMs: 1 } },
+        { ...output.results[0]!, id: requestId.toUpperCase().replace('0X', '0x') },
+        {
+          id: requestId,
+          result: { success: false, errorMessage: 'second' },
+          api: { outcome: 'failed', durationMs: 1 },
+        },
+      ],
+    };
+    const results = resultsFor(shard, forged);
+    expect([...results.keys()]).to.deep.equal([requestId]);
+    expect(results.get(requestId)!.result).to.deep.equal(output.results[0]!.result);
+    // A request the worker left out has no result: the coordinator counts it as a failed API call.
+    expect(resultsFor(shard, { ...output, results: [] }).size).to.equal(0);
   });
 
   it('the worker Job is the template completed: shard volume, cycle label, bounded parallelism', () => {

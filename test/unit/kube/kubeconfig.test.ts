@@ -484,15 +484,28 @@ describe('operator runtime: kubeconfig loader (no @kubernetes/client-node)', () 
     expect(seen.map((s) => s.authorization)).to.deep.equal(['Bearer from-exec-plugin']);
   });
 
-  it("a worker pod's response cache reads its ConfigMap through src/kube's client, without @kubernetes/client-node", async function () {
+  it("a coordinator pod's response cache reads its ConfigMap through src/kube's client, without @kubernetes/client-node", async function () {
     this.timeout(60_000);
     const plain = write('plain', kubeconfig({ 'certificate-authority-data': b64(ca.certPem) }, { token: 'tok-pod' }));
-    // The pod's adapters as `oracle-node worker` builds them, in a fresh process; the kubeconfig stands in for the
-    // service account (same loader, one step later in its order).
+    // The pod's adapters as `oracle-node coordinator` builds them, in a fresh process; the kubeconfig stands in for
+    // the service account (same loader, one step later in its order).
+    const template = {
+      namePrefix: 'n-dev-worker',
+      labels: {},
+      ownerReferences: [],
+      activeDeadlineSeconds: 50,
+      ttlSecondsAfterFinished: 300,
+      template: { spec: { containers: [{ name: 'worker' }] } },
+    };
     const script = `
-      const { workerKubernetesCache } = await import('./src/node/kubernetes/index.ts');
-      const cache = await workerKubernetesCache({ POD_NAMESPACE: 'team-a', ORACLE_NODE_CACHE_CONFIGMAP: 'n-cache' });
-      const cached = await cache.get('0x' + 'ab'.repeat(32));
+      const { coordinatorKubernetes } = await import('./src/node/kubernetes/index.ts');
+      const pod = await coordinatorKubernetes({
+        POD_NAMESPACE: 'team-a',
+        ORACLE_NODE_CACHE_CONFIGMAP: 'n-cache',
+        ORACLE_NODE_CYCLE_CONFIGMAP: 'n-cycle',
+        ORACLE_NODE_WORKER_TEMPLATE: ${JSON.stringify(JSON.stringify(template))},
+      });
+      const cached = await pod.cache.get('0x' + 'ab'.repeat(32));
       console.log(JSON.stringify({ cached: cached ?? null }));`;
     const recorder = recordLoadedModules();
     try {

@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { parseCycleReport } from '../../../../src/contract/pods.js';
 import type { CycleSummary } from '../../../../src/node/cycle.js';
 import { cycleCounts, cycleReport } from '../../../../src/node/kubernetes/cycle-report.js';
-import { coordinatorKubernetes, workerKubernetesCache } from '../../../../src/node/kubernetes/index.js';
+import { coordinatorKubernetes } from '../../../../src/node/kubernetes/index.js';
 import type { WindowSummary } from '../../../../src/node/window.js';
 import { clearSecrets, registerSecret } from '../../../../src/observability/index.js';
 
@@ -173,6 +173,5 @@ describe('coordinator in operator pods', () => {
 
   it('stays local (no Kubernetes client) outside operator pods', async () => {
     expect(await coordinatorKubernetes({})).to.equal(undefined);
-    expect(await workerKubernetesCache({})).to.equal(undefined);
   });
 });

@@ -1,6 +1,6 @@
 import type { V1ConfigMap, V1Job, V1Pod } from '@kubernetes/client-node';
 import { expect } from 'chai';
-import type { ShardInput, WorkerTemplate } from '../../../../src/contract/shard.js';
+import { type ApiShardInput, SHARD_FORMAT, type WorkerTemplate } from '../../../../src/contract/shard.js';
 import { KubernetesJobExecutor, type WorkerJobApi } from '../../../../src/node/kubernetes/job-executor.js';
 
 const template: WorkerTemplate = {
@@ -12,17 +12,22 @@ const template: WorkerTemplate = {
   template: { metadata: { labels: {} }, spec: { containers: [{ name: 'worker', image: 'i' }] } },
 };
 
-const shard = (i: number): ShardInput =>
-  ({
-    format: 'oracle-node/shard@1',
-    chainId: '31337',
-    sponsor: `0x${String(i).padStart(40, '0')}`,
-    sponsorWallet: `0x${String(i + 1).padStart(40, '0')}`,
-    providers: ['local'],
-    currentBlock: 1,
-    apiCalls: [],
-    withdrawals: [],
-  }) as ShardInput;
+const shard = (i: number): ApiShardInput => ({
+  format: SHARD_FORMAT,
+  chainId: '31337',
+  requests: [
+    {
+      id: `0x${String(i).padStart(64, '0')}`,
+      endpointId: `0x${'c'.repeat(64)}`,
+      oisTitle: 'o',
+      endpointName: 'e',
+      parameters: {},
+      requester: `0x${'4'.repeat(40)}`,
+      sponsor: `0x${'1'.repeat(40)}`,
+      sponsorWallet: `0x${'2'.repeat(40)}`,
+    },
+  ],
+});
 
 /** Plays the Job controller: the Job completes; pods exist for each index; some print an output. */
 function fakeApi(outputs: (string | undefined)[]) {
@@ -62,7 +67,7 @@ function fakeApi(outputs: (string | undefined)[]) {
 describe('KubernetesJobExecutor', () => {
   it('creates one suspended Indexed Job, its owned input, releases it, and maps outputs back by index', async () => {
     const output = (i: number) =>
-      `log line\n${JSON.stringify({ chainId: '31337', sponsorWallet: shard(i).sponsorWallet, outcomes: [], apiCalls: 0, cacheHits: 0, rpcCalls: 0, timings: { apiMs: 0, planMs: 0, sendMs: 0 } })}\n`;
+      `log line\n${JSON.stringify({ format: SHARD_FORMAT, results: [{ id: shard(i).requests[0]!.id, result: { success: false, errorMessage: 'down' }, api: { outcome: '5xx', durationMs: 1 } }], apiMs: i })}\n`;
     const fake = fakeApi([output(0), undefined, output(2)]);
     const executor = new KubernetesJobExecutor({ api: fake.api, template, sleep: async () => {} });
     const results = await executor.run([shard(0), shard(1), shard(2)], { concurrency: 2 });
@@ -71,7 +76,11 @@ describe('KubernetesJobExecutor', () => {
     expect(Object.keys(fake.configMaps[0]!.data!)).to.deep.equal(['shard-0.json', 'shard-1.json', 'shard-2.json']);
     expect(fake.configMaps[0]!.metadata!.ownerReferences![0]).to.include({ kind: 'Job', uid: 'job-uid' });
     expect(results.map((r) => r.ok)).to.deep.equal([true, false, true]);
-    expect(results[1]).to.include({ sponsorWallet: shard(1).sponsorWallet });
+    expect(results[1]).to.deep.equal({
+      ok: false,
+      error: `shard 1 of Job ${fake.job()!.metadata!.name} did not succeed`,
+    });
+    expect(results[2]).to.have.nested.property('output.apiMs', 2);
   });
 
   it('no shards, no Job', async () => {

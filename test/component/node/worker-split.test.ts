@@ -1,0 +1,177 @@
+// The coordinator and its API workers on anvil (real AirnodeRrpV0, a real API server): the workers are real
+// `oracle-node worker` processes that get only the API calls; the coordinator signs and sends from their results.
+// A compromised worker is one of them whose output is tampered with: it can answer only what it was asked.
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { expect } from 'chai';
+import { signFulfillment } from '../../../src/chain/fulfillment.js';
+import { type Config, validateConfig } from '../../../src/config/index.js';
+import type { ApiShardOutput } from '../../../src/contract/shard.js';
+import { MemoryResponseCache } from '../../../src/node/cache.js';
+import { type CycleSummary, runCycle } from '../../../src/node/cycle.js';
+import { type ApiShardResult, type ApiWorkers, WorkerExecutor } from '../../../src/node/executor.js';
+import { silentLogger } from '../../../src/node/logger.js';
+import { rpc, startTestChain, waitForMined } from '../../support/chain.js';
+import {
+  type ApiServer,
+  buildConfigJson,
+  createSponsor,
+  ENDPOINTS,
+  encodeCoin,
+  int256,
+  makeFullRequest,
+  requestEvents,
+  startApiServer,
+  wallets,
+} from '../../support/harness.js';
+import { WorkerProcesses } from '../../support/worker-processes.js';
+
+describe('coordinator and API workers (anvil, real worker processes)', function () {
+  this.timeout(60_000);
+  let chain: Awaited<ReturnType<typeof startTestChain>>;
+  let api: ApiServer;
+  let config: Config;
+  let workerArgs: string[];
+  let sponsorSeq = 0;
+
+  before(async () => {
+    chain = await startTestChain();
+    api = await startApiServer();
+    const built = buildConfigJson({
+      providers: { anvil: chain.anvil.url },
+      deployment: chain.deployment,
+      apiUrl: api.url,
+      fulfillmentGasLimit: 200_000,
+    });
+    const dir = mkdtempSync(join(tmpdir(), 'worker-split-'));
+    writeFileSync(join(dir, 'config.json'), JSON.stringify(built.config));
+    writeFileSync(
+      join(dir, 'secrets.env'),
+      Object.entries(built.secrets)
+        .map(([name, value]) => `${name}="${value}"`)
+        .join('\n'),
+    );
+    workerArgs = ['-c', join(dir, 'config.json'), '-s', join(dir, 'secrets.env')];
+    const validated = validateConfig(built.config, built.secrets);
+    if (!validated.ok || !validated.config) throw new Error(JSON.stringify(validated.errors));
+    config = validated.config;
+  });
+  after(async () => {
+    await api?.close();
+    await chain?.anvil.stop();
+  });
+
+  async function cycle(workers: ApiWorkers, cache = new MemoryResponseCache()): Promise<CycleSummary> {
+    const executor = new WorkerExecutor({ config, wallets, logger: silentLogger, cache }, workers);
+    const summary = await runCycle(config, { executor, logger: silentLogger, wallets, discoveryTimeoutMs: 10_000 });
+    await waitForMined(chain.anvil.url);
+    return summary;
+  }
+
+  async function request(endpointId: string = ENDPOINTS.price, parameters = encodeCoin('ETH')) {
+    const sponsor = await createSponsor(chain.deployment, `split-${sponsorSeq++}`);
+    const id = await makeFullRequest(chain.deployment, {
+      endpointId,
+      sponsor: sponsor.address,
+      sponsorWallet: sponsor.sponsorWallet,
+      parameters,
+    });
+    return { id, sponsor };
+  }
+
+  const transactionCount = async (address: string) =>
+    Number(await rpc<string>(chain.anvil.url, 'eth_getTransactionCount', [address, 'latest']));
+
+  it('fulfils from the results of worker processes that were given only the API calls', async () => {
+    const { id } = await request();
+    const workers = new WorkerProcesses(workerArgs, {});
+    const summary = await cycle(workers);
+    expect(summary.shards).to.deep.equal({ total: 1, failed: 0 });
+    const [fulfilled] = (await requestEvents(chain.deployment, id)).fulfilled;
+    expect(fulfilled, 'fulfilled on chain').to.not.equal(undefined);
+    expect(BigInt(fulfilled!.data) > 0n).to.equal(true);
+    // The worker's input: the request's endpoint, parameters and public metadata, and nothing of the chain.
+    expect(workers.inputs).to.have.length(1);
+    expect(Object.keys(workers.inputs[0]!).sort()).to.deep.equal(['chainId', 'format', 'requests']);
+    expect(Object.keys(workers.inputs[0]!.requests[0]!).sort()).to.deep.equal([
+      'endpointId',
+      'endpointName',
+      'id',
+      'oisTitle',
+      'parameters',
+      'requester',
+      'sponsor',
+      'sponsorWallet',
+    ]);
+  });
+
+  it("ignores a worker's result for a request id it was not given, and signs nothing for it", async () => {
+    const honest = await request();
+    const victim = await request();
+    const unknown = `0x${'7'.repeat(64)}`;
+    const forged = int256(666n);
+    const real = new WorkerProcesses(workerArgs, {});
+    // A compromised worker: it answers the victim's request (given to another worker) and one nobody asked for,
+    // and the victim's own worker leaves its request out.
+    const compromised: ApiWorkers = {
+      async run(shards, options): Promise<ApiShardResult[]> {
+        const results = await real.run(shards, options);
+        return results.map((result, i) => {
+          if (!result.ok) return result;
+          const ids = shards[i]!.requests.map((r) => r.id);
+          const output: ApiShardOutput = {
+            ...result.output,
+            results: result.output.results.filter((r) => r.id !== victim.id),
+          };
+          if (ids.includes(honest.id))
+            for (const id of [victim.id, unknown])
+              output.results.push({
+                id,
+                result: { success: true, encodedValue: forged },
+                api: { outcome: '2xx', durationMs: 1 },
+              });
+          return { ok: true, output };
+        });
+      },
+    };
+    const victimNonce = await transactionCount(victim.sponsor.sponsorWallet);
+    const summary = await cycle(compromised);
+    expect((await requestEvents(chain.deployment, honest.id)).fulfilled).to.have.length(1);
+    expect((await requestEvents(chain.deployment, honest.id)).fulfilled[0]!.data).to.not.equal(forged);
+    // The victim's request is failed as an API call without result: never fulfilled with the forged value.
+    expect(await requestEvents(chain.deployment, victim.id)).to.deep.equal({
+      fulfilled: [],
+      failed: [{ message: 'API call failed: the worker gave no result' }],
+    });
+    expect(await transactionCount(victim.sponsor.sponsorWallet)).to.equal(victimNonce + 1);
+    const outcomes = summary.results.flatMap((r) => (r.ok ? r.output.outcomes : []));
+    expect(outcomes.map((o) => o.id)).to.not.include(unknown);
+    expect(outcomes.find((o) => o.id === victim.id)).to.include({ outcome: 'failed' });
+  });
+
+  it('answers a cache hit in the coordinator without dispatching it, and caches what a worker answered', async () => {
+    const cachedRequest = await request(ENDPOINTS.counter, '0x');
+    const cache = new MemoryResponseCache();
+    const encodedValue = int256(4242n);
+    await cache.set(cachedRequest.id, {
+      encodedValue,
+      signature: signFulfillment(wallets.node, cachedRequest.id, encodedValue),
+    });
+    const counterCalls = api.calls.filter((c) => c.path === '/counter').length;
+    const workers = new WorkerProcesses(workerArgs, {});
+    await cycle(workers, cache);
+    expect(workers.inputs, 'no worker for a shard the cache answered').to.deep.equal([]);
+    expect(api.calls.filter((c) => c.path === '/counter').length).to.equal(counterCalls);
+    expect((await requestEvents(chain.deployment, cachedRequest.id)).fulfilled).to.deep.equal([{ data: encodedValue }]);
+
+    const dispatched = await request(ENDPOINTS.counter, '0x');
+    await cycle(workers, cache);
+    expect(workers.inputs.flatMap((input) => input.requests.map((r) => r.id))).to.deep.equal([dispatched.id]);
+    const stored = await cache.get(dispatched.id);
+    expect(stored, 'cached by the coordinator').to.not.equal(undefined);
+    expect((await requestEvents(chain.deployment, dispatched.id)).fulfilled).to.deep.equal([
+      { data: stored!.encodedValue },
+    ]);
+  });
+});
