@@ -200,7 +200,12 @@ export function createGatewayApp(options: GatewayAppOptions): GatewayApp {
           answerError(error, res, context, metrics, logger);
           return;
         }
-        if (route.admit(res)) void route.run(context, res);
+        // Called from the body's events, outside the try below: a throw here must become an answer, not a crash.
+        try {
+          if (route.admit(res)) void route.run(context, res);
+        } catch (failure) {
+          answerError(failure as BodyError, res, context, metrics, logger);
+        }
       });
     } catch (error) {
       answerError(error as BodyError, res, context, metrics, logger);
@@ -208,21 +213,26 @@ export function createGatewayApp(options: GatewayAppOptions): GatewayApp {
   }
 
   const handle: RequestListener = (req, res) => {
-    const path = pathOf(req.url ?? '/');
-    if (path !== undefined) {
-      if (health && (OBSERVABILITY_PATHS as readonly string[]).includes(path)) {
-        void health(req, res, () => notFound(res));
-        return;
-      }
-      for (const route of table) {
-        const match = route.pattern.exec(path);
-        if (match) {
-          serve(route, match[1], req, res);
+    try {
+      const path = pathOf(req.url ?? '/');
+      if (path !== undefined) {
+        if (health && (OBSERVABILITY_PATHS as readonly string[]).includes(path)) {
+          void health(req, res, () => notFound(res));
           return;
         }
+        for (const route of table) {
+          const match = route.pattern.exec(path);
+          if (match) {
+            serve(route, match[1], req, res);
+            return;
+          }
+        }
       }
+      notFound(res);
+    } catch (error) {
+      // Nothing a caller sends may crash the server: an unexpected throw is a JSON 500, logged.
+      answerError(error as BodyError, res, new RequestContext(), metrics, logger);
     }
-    notFound(res);
   };
 
   return {

@@ -339,6 +339,73 @@ describe('oracle-node coordinator, worker and start (anvil, real AirnodeRrpV0)',
     expect(io.stderr).to.include('node stopped');
   });
 
+  it("`start --poll-interval` puts a served request's latency and the windows' polls on its /metrics", async () => {
+    const { config, secrets } = buildConfigJson({
+      providers: { anvil: chain.anvil.url },
+      deployment: chain.deployment,
+      apiUrl: api.url,
+    });
+    (config['nodeSettings'] as { logLevel: string }).logLevel = 'INFO';
+    writeFileSync(join(dir, 'latency-config.json'), JSON.stringify(config));
+    writeFileSync(
+      join(dir, 'latency-secrets.env'),
+      Object.entries(secrets)
+        .map(([k, v]) => `${k}="${v}"`)
+        .join('\n'),
+    );
+    const metricsPort = await freePort();
+    const sponsor = await createSponsor(chain.deployment, 'start-latency');
+    // Windows of 6 s: the request is made as one begins, so the same window sees its fulfilment mined.
+    const child = spawnCli(
+      'start',
+      '-c',
+      join(dir, 'latency-config.json'),
+      '-s',
+      join(dir, 'latency-secrets.env'),
+      '--interval-ms',
+      '6000',
+      '--poll-interval',
+      '0.2',
+      '--port',
+      '0',
+      '--metrics-port',
+      String(metricsPort),
+      '--cache-dir',
+      join(dir, 'cache'),
+    );
+    const io = output(child);
+    const windowsFinished = () => io.stderr.split('window finished').length - 1;
+    const metric = async (series: string) => {
+      const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+      const line = text.split('\n').find((l) => l.startsWith(`${series} `));
+      return line === undefined ? undefined : Number(line.split(' ')[1]);
+    };
+    try {
+      await until(async () => windowsFinished() >= 1, 'the first window to end');
+      const seen = windowsFinished();
+      const requestId = await makeFullRequest(chain.deployment, {
+        endpointId: ENDPOINTS.price,
+        sponsor: sponsor.address,
+        sponsorWallet: sponsor.sponsorWallet,
+        parameters: encodeCoin('ETH'),
+      });
+      await until(
+        async () => (await requestEvents(chain.deployment, requestId)).fulfilled.length === 1,
+        'the fulfilment',
+      );
+      await until(async () => windowsFinished() > seen, 'the window that served it to end');
+      await until(
+        async () => (await metric('node_request_latency_seconds_count{stage="inclusion"}')) === 1,
+        'the inclusion latency on /metrics',
+      );
+      expect(await metric('node_request_latency_seconds_count{stage="submission"}')).to.equal(1);
+      expect(await metric('node_window_polls_total')).to.be.greaterThan(0);
+    } finally {
+      child.kill('SIGTERM');
+    }
+    expect(await exited(child)).to.equal(0);
+  });
+
   it('`start` refuses a bad config and a gateway port in use with a clear message', async () => {
     writeFileSync(join(dir, 'bad.json'), JSON.stringify({ chains: [] }));
     const bad = spawnCli('start', '-c', join(dir, 'bad.json'));
