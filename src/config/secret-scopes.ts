@@ -1,6 +1,7 @@
 // Which `${NAME}` of a config each workload needs, from where the reference sits in the config: the keys of the
 // Secret a workload's pod receives, and nothing more. A worker runs upstream API answers and processing code, a
-// gateway faces callers: neither should hold a key only another part of the config uses.
+// gateway faces callers: neither should hold a key only another part of the config uses. So a worker gets the API
+// credentials of its OIS and never the mnemonic nor a provider URL: the coordinator signs and sends.
 import type { Workload } from '../common/workloads.js';
 import { interpolateSecrets, NestingTooDeepError, secretsFromEnvironment } from './secrets.js';
 
@@ -66,12 +67,15 @@ function needs(workload: Workload, slot: Slot, root: Record<string, unknown>): b
   switch (slot.kind) {
     case 'shared':
       return true;
-    // The coordinator discovers requests and sends the heartbeat; the worker signs and sends its sponsor wallet's
-    // transactions (src/node/shard.ts); a gateway signs only as the signed-data or OEV gateway.
+    // The coordinator discovers requests, signs and sends every transaction (src/node/shard.ts) and the heartbeat;
+    // a worker only calls APIs (src/node/api-call.ts); a gateway signs only as the signed-data or OEV gateway.
     case 'mnemonic':
-      return workload !== 'gateway' || SIGNING_GATEWAYS.some((gateway) => enabled(root, gateway));
+      return (
+        workload === 'coordinator' ||
+        (workload === 'gateway' && SIGNING_GATEWAYS.some((gateway) => enabled(root, gateway)))
+      );
     case 'provider':
-      return workload !== 'gateway';
+      return workload === 'coordinator';
     case 'heartbeat':
       return workload === 'coordinator';
     case 'gateway':

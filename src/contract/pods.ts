@@ -241,12 +241,10 @@ export type CoordinatorEnvironment = {
   gatewayUrl?: string;
 };
 
-/** What a worker pod needs to share the response cache. */
-export type WorkerEnvironment = { namespace: string; cacheConfigMap: string };
-
 const name = z.string().min(1).max(253);
-const workerEnvironmentSchema = z.object({ [ENV.namespace]: name, [ENV.cacheConfigMap]: name });
-const coordinatorEnvironmentSchema = workerEnvironmentSchema.extend({
+const coordinatorEnvironmentSchema = z.object({
+  [ENV.namespace]: name,
+  [ENV.cacheConfigMap]: name,
   [ENV.cycleConfigMap]: name,
   [ENV.workerTemplate]: z.string().min(2),
   [ENV.jobName]: z.string().max(253).optional(),
@@ -298,14 +296,6 @@ export function readCoordinatorEnvironment(env: Env): CoordinatorEnvironment | u
     ...(jobName ? { jobName } : {}),
     ...(gatewayUrl ? { gatewayUrl } : {}),
   };
-}
-
-/** The worker's pod environment, or undefined outside a pod the operator made (no cache ConfigMap). */
-export function readWorkerEnvironment(env: Env): WorkerEnvironment | undefined {
-  if (!present(env, ENV.cacheConfigMap)) return undefined;
-  const parsed = workerEnvironmentSchema.safeParse(env);
-  if (!parsed.success) throw new Error(`invalid worker pod environment: ${explain(parsed.error)}`);
-  return { namespace: parsed.data[ENV.namespace], cacheConfigMap: parsed.data[ENV.cacheConfigMap] };
 }
 
 /** Whether a Job has finished and how, from its conditions (the Job controller's, including the early ones). */

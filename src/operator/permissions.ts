@@ -5,7 +5,7 @@
 // call needs has no place here, and a new call that needs one fails against the chart's RBAC in the integration tests.
 
 import type { ResourceKind } from '../kube/index.js';
-import { coordinatorRules, workerRules } from './builders/rbac.js';
+import { coordinatorRules } from './builders/rbac.js';
 import { CHILD_KINDS, KINDS } from './resource.js';
 
 export const VERBS = ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'] as const;
@@ -66,17 +66,17 @@ export function managedPermissions(): Permission[] {
 
 /**
  * Kubernetes lets the operator create a Role only with rules it holds itself (RBAC escalation prevention): the
- * coordinator's and worker's Roles (builders/rbac.ts) are held in full, without their per-node resourceNames.
+ * coordinator's Role (builders/rbac.ts) is held in full, without its per-node resourceNames. Workers have no Role.
  */
 function grantedToWorkloads(): Permission[] {
   const names = { cache: 'x', cycle: 'x' };
-  return [...coordinatorRules(names), ...workerRules(names)].flatMap((rule) =>
+  return coordinatorRules(names).flatMap((rule) =>
     rule.apiGroups.flatMap((group) =>
       rule.resources.map((resource) => ({
         group,
         resource,
         verbs: rule.verbs as Verb[],
-        why: "granted to a coordinator's or worker's Role (builders/rbac.ts)",
+        why: "granted to a coordinator's Role (builders/rbac.ts)",
       })),
     ),
   );

@@ -1,5 +1,6 @@
 // Least privilege for the coordinator (it creates the cycle's worker Jobs and their input ConfigMaps, reads the
-// workers' output from their logs, writes its cache and cycle report) and for the workers (the response cache).
+// workers' output from their logs, writes its cache and cycle report). The workers call no Kubernetes API (they read
+// their shard from a mounted ConfigMap and print their results): their ServiceAccount has no Role and no token.
 import type { V1Role, V1RoleBinding, V1ServiceAccount } from '@kubernetes/client-node';
 import { type BuildInput, childNames, metadata } from './common.js';
 import { gatewayEnabled } from './gateway.js';
@@ -8,7 +9,8 @@ type Named<T> = T & { metadata: { name: string } };
 
 /**
  * One ServiceAccount per workload, none of which mounts a token by default: a pod that calls the API asks for one
- * itself. The gateway's has no Role: it only keeps the gateway off the namespace's default ServiceAccount.
+ * itself. The gateway's and the workers' have no Role: they only keep those pods off the namespace's default
+ * ServiceAccount.
  */
 export function buildServiceAccounts(input: BuildInput): Named<V1ServiceAccount>[] {
   const names = childNames(input.node.metadata.name, input.config.nodeSettings.stage);
@@ -47,13 +49,6 @@ export function coordinatorRules(names: { cache: string; cycle: string }): Polic
   ];
 }
 
-/** What a worker may do: the response cache of cacheResponses triggers, and nothing else. */
-export function workerRules(names: { cache: string }): PolicyRule[] {
-  return [
-    { apiGroups: [''], resources: ['configmaps'], resourceNames: [names.cache], verbs: ['get', 'update', 'patch'] },
-  ];
-}
-
 export function buildRoles(input: BuildInput): Named<V1Role>[] {
   const names = childNames(input.node.metadata.name, input.config.nodeSettings.stage);
   return [
@@ -63,23 +58,17 @@ export function buildRoles(input: BuildInput): Named<V1Role>[] {
       metadata: metadata(input, names.coordinator, 'coordinator'),
       rules: coordinatorRules(names),
     },
-    {
-      apiVersion: 'rbac.authorization.k8s.io/v1',
-      kind: 'Role',
-      metadata: metadata(input, names.worker, 'worker'),
-      rules: workerRules(names),
-    },
   ];
 }
 
 export function buildRoleBindings(input: BuildInput): Named<V1RoleBinding>[] {
   const names = childNames(input.node.metadata.name, input.config.nodeSettings.stage);
-  const binding = (name: string, component: 'coordinator' | 'worker'): Named<V1RoleBinding> => ({
+  const binding = (name: string, component: 'coordinator'): Named<V1RoleBinding> => ({
     apiVersion: 'rbac.authorization.k8s.io/v1',
     kind: 'RoleBinding',
     metadata: metadata(input, name, component),
     roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name },
     subjects: [{ kind: 'ServiceAccount', name, namespace: input.node.metadata.namespace }],
   });
-  return [binding(names.coordinator, 'coordinator'), binding(names.worker, 'worker')];
+  return [binding(names.coordinator, 'coordinator')];
 }

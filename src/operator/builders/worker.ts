@@ -27,8 +27,8 @@ export function buildWorkerTemplate(input: BuildInput): WorkerTemplate {
     ...(container.volumeMounts ?? []),
     { name: SHARD_VOLUME, mountPath: SHARD_DIR, readOnly: true },
   ];
-  // The worker reads and writes the response cache ConfigMap.
-  const spec = basePodSpec(input, [container], { serviceAccountName: names.worker, apiToken: true });
+  // The worker calls no Kubernetes API: its shard is a mounted file, its results go to its log. So: no token.
+  const spec = basePodSpec(input, [container], { serviceAccountName: names.worker, apiToken: false });
   spec.restartPolicy = 'Never';
   const metadata: V1ObjectMeta = { labels: workerLabels, annotations: podAnnotations(input, 'worker') };
   return {

@@ -50,8 +50,19 @@ describe('engine roles with only their own keys (anvil, real AirnodeRrpV0)', fun
     const settings = config['nodeSettings'] as Record<string, unknown>;
     settings['heartbeat'] = { enabled: true, url: '${HEARTBEAT_URL}', apiKey: '${HEARTBEAT_API_KEY}' };
     settings['httpGateway'] = { enabled: true, maxConcurrency: 8, corsOrigins: ['${CORS_ORIGIN}'] };
+    // The API key of the OIS the request-response triggers call: the worker's one key.
+    const ois = (config['ois'] as Record<string, unknown>[])[0]!;
+    ois['apiSpecifications'] = {
+      ...(ois['apiSpecifications'] as object),
+      components: { securitySchemes: { key: { type: 'apiKey', in: 'query', name: 'key' } } },
+      security: { key: [] },
+    };
+    config['apiCredentials'] = [
+      { oisTitle: ois['title'], securitySchemeName: 'key', securitySchemeValue: '${API_KEY}' },
+    ];
     all = {
       ...secrets,
+      API_KEY: 'api-key-0123456789',
       HEARTBEAT_URL: `${api.url}/heartbeat`,
       HEARTBEAT_API_KEY: 'heartbeat-api-key-0123456789-abcdefghij',
       CORS_ORIGIN: 'https://app.example',
@@ -85,8 +96,8 @@ describe('engine roles with only their own keys (anvil, real AirnodeRrpV0)', fun
     return { sponsor, requestId };
   }
 
-  it('the keys differ per workload: the worker holds neither the heartbeat nor the gateway keys', () => {
-    expect(scopes.worker).to.deep.equal(['NODE_MNEMONIC', 'PROVIDER_URL_0']);
+  it('the keys differ per workload: the worker holds only its API key, no mnemonic, provider, heartbeat or gateway key', () => {
+    expect(scopes.worker).to.deep.equal(['API_KEY']);
     expect(scopes.coordinator).to.deep.equal(['HEARTBEAT_API_KEY', 'HEARTBEAT_URL', 'NODE_MNEMONIC', 'PROVIDER_URL_0']);
     expect(scopes.gateway).to.deep.equal(['CORS_ORIGIN']);
   });

@@ -6,7 +6,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { signFulfillment } from '../../../src/chain/fulfillment.js';
-import { type Config, validateConfig } from '../../../src/config/index.js';
+import { type Config, secretScopes, validateConfig } from '../../../src/config/index.js';
+import { ENV } from '../../../src/contract/pods.js';
 import type { ApiShardOutput } from '../../../src/contract/shard.js';
 import { MemoryResponseCache } from '../../../src/node/cache.js';
 import { type CycleSummary, runCycle } from '../../../src/node/cycle.js';
@@ -33,6 +34,8 @@ describe('coordinator and API workers (anvil, real worker processes)', function 
   let api: ApiServer;
   let config: Config;
   let workerArgs: string[];
+  let configPath: string;
+  let rawConfig: Record<string, unknown>;
   let sponsorSeq = 0;
 
   before(async () => {
@@ -52,7 +55,9 @@ describe('coordinator and API workers (anvil, real worker processes)', function 
         .map(([name, value]) => `${name}="${value}"`)
         .join('\n'),
     );
-    workerArgs = ['-c', join(dir, 'config.json'), '-s', join(dir, 'secrets.env')];
+    configPath = join(dir, 'config.json');
+    rawConfig = built.config;
+    workerArgs = ['-c', configPath, '-s', join(dir, 'secrets.env')];
     const validated = validateConfig(built.config, built.secrets);
     if (!validated.ok || !validated.config) throw new Error(JSON.stringify(validated.errors));
     config = validated.config;
@@ -83,9 +88,12 @@ describe('coordinator and API workers (anvil, real worker processes)', function 
   const transactionCount = async (address: string) =>
     Number(await rpc<string>(chain.anvil.url, 'eth_getTransactionCount', [address, 'latest']));
 
-  it('fulfils from the results of worker processes that were given only the API calls', async () => {
+  it('fulfils from the results of worker processes that hold neither the mnemonic nor a provider URL', async () => {
     const { id } = await request();
-    const workers = new WorkerProcesses(workerArgs, {});
+    // A worker pod's environment: its keys of the Secret (none here: the API takes no key) and its scope, no -s.
+    const keys = secretScopes(rawConfig).worker;
+    expect(keys).to.deep.equal([]);
+    const workers = new WorkerProcesses(['-c', configPath], { [ENV.secretScope]: 'worker' }, { only: true });
     const summary = await cycle(workers);
     expect(summary.shards).to.deep.equal({ total: 1, failed: 0 });
     const [fulfilled] = (await requestEvents(chain.deployment, id)).fulfilled;

@@ -1,7 +1,8 @@
 // biome-ignore-all lint/suspicious/noTemplateCurlyInString: these strings are ${NAME} secret references, not templates
 // What the children of an OracleNode hold, read back from the real apiserver as a platform review would: each pod
 // (and pod template) gets exactly the keys of the Secret its part of the config references, never the whole Secret;
-// the gateway runs under its own ServiceAccount without a token, spread across nodes and zones.
+// the gateway and the workers run under their own ServiceAccounts without a token (and the workers without a Role),
+// the gateway spread across nodes and zones.
 import {
   CoreV1Api,
   type V1Container,
@@ -29,14 +30,8 @@ const EXPECTED = {
   ],
   // The signed-data and OEV gateways sign; no provider, no heartbeat.
   gateway: ['CURRENCY_API_KEY', 'NODE_WALLET_MNEMONIC'],
-  // The worker signs and sends its sponsor wallet's transactions; no heartbeat.
-  worker: [
-    'CURRENCY_API_KEY',
-    'NODE_WALLET_MNEMONIC',
-    'PROVIDER_URL',
-    'SEPOLIA_PROVIDER_URL_A',
-    'SEPOLIA_PROVIDER_URL_B',
-  ],
+  // The worker only calls its OIS's API: no mnemonic, no provider (the coordinator signs and sends), no heartbeat.
+  worker: ['CURRENCY_API_KEY'],
 };
 
 /** The Secret's keys a pod spec can read, by any route (env, envFrom, volumes); fails on a route that gives all. */
@@ -108,6 +103,16 @@ describe('OracleNode children: least privilege and failure domains (integration)
     await readyNode('full');
     expect(secretKeys(await coordinatorPod(), 'full-secrets'), 'coordinator').to.deep.equal(EXPECTED.coordinator);
     expect(secretKeys(await workerPod(), 'full-secrets'), 'worker').to.deep.equal(EXPECTED.worker);
+    // The worker calls no Kubernetes API: its own ServiceAccount, no token, no Role or RoleBinding.
+    const worker = await workerPod();
+    expect(worker.serviceAccountName).to.equal('full-prod-a-worker');
+    expect(worker.automountServiceAccountToken).to.equal(false);
+    expect(
+      (await read<V1ServiceAccount>('v1', 'ServiceAccount', ns(), 'full-prod-a-worker'))?.automountServiceAccountToken,
+    ).to.equal(false);
+    expect(await read('rbac.authorization.k8s.io/v1', 'Role', ns(), 'full-prod-a-worker')).to.equal(undefined);
+    expect(await read('rbac.authorization.k8s.io/v1', 'RoleBinding', ns(), 'full-prod-a-worker')).to.equal(undefined);
+    expect(await read('rbac.authorization.k8s.io/v1', 'Role', ns(), 'full-prod-a-coordinator')).not.to.equal(undefined);
     const deployment = (await read<V1Deployment>('apps/v1', 'Deployment', ns(), 'full-prod-a-gateway'))!;
     expect(secretKeys(deployment.spec!.template.spec!, 'full-secrets'), 'gateway').to.deep.equal(EXPECTED.gateway);
     // The pods the ReplicaSet made (kwok runs them), as the kubelet would start them.

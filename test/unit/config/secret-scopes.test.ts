@@ -47,15 +47,27 @@ function configWith(options: { signedData?: boolean; oev?: boolean } = {}) {
 
 describe('secret scopes: the keys each workload receives', () => {
   it('workers get the API credentials of the OIS their request-response triggers call, never the heartbeat or gateway keys', () => {
-    expect(secretScopes(configWith()).worker).to.deep.equal([
-      'CHAIN_API_KEY',
-      'CHAIN_API_URL',
-      'GAS',
-      // The worker signs and sends its sponsor wallet's transactions (src/node/shard.ts).
-      'MNEMONIC',
-      'PROVIDER_A',
-      'PROVIDER_B_KEY',
-    ]);
+    // No mnemonic and no provider: the coordinator signs and sends (src/node/shard.ts), a worker only calls APIs.
+    expect(secretScopes(configWith()).worker).to.deep.equal(['CHAIN_API_KEY', 'CHAIN_API_URL', 'GAS']);
+  });
+
+  it('a worker never gets the mnemonic nor a provider key, whatever gateways are on; it gets stand-ins for them', () => {
+    for (const options of [{}, { signedData: true }, { oev: true }]) {
+      const worker = secretScopes(configWith(options)).worker;
+      expect(worker).not.to.include('MNEMONIC');
+      expect(worker).not.to.include('PROVIDER_A');
+      expect(worker).not.to.include('PROVIDER_B_KEY');
+    }
+    expect(withheldStandIns(configWith(), 'worker')).to.deep.equal({
+      CORS_ORIGIN: WITHHELD_SECRET,
+      GATEWAY_API_KEY: WITHHELD_SECRET,
+      HEARTBEAT_KEY: WITHHELD_SECRET,
+      HEARTBEAT_URL: WITHHELD_SECRET,
+      MNEMONIC: WITHHELD_MNEMONIC,
+      PROVIDER_A: WITHHELD_SECRET,
+      PROVIDER_B_KEY: WITHHELD_SECRET,
+      UNUSED_API_KEY: WITHHELD_SECRET,
+    });
   });
 
   it('the HTTP gateway gets what its endpoints need, no provider, no heartbeat and no mnemonic', () => {
@@ -90,7 +102,8 @@ describe('secret scopes: the keys each workload receives', () => {
     const config = configWith();
     config.apiCredentials[1]!.securitySchemeValue = '${PROVIDER_A}';
     expect(secretScopes(config).gateway).to.include('PROVIDER_A');
-    expect(secretScopes(config).worker).to.include('PROVIDER_A');
+    expect(secretScopes(config).coordinator).to.include('PROVIDER_A');
+    expect(secretScopes(config).worker).not.to.include('PROVIDER_A');
   });
 
   it('escaped and invalid references are not keys; a config that is not an object has none', () => {

@@ -4,7 +4,6 @@ import {
   parseCycleReport,
   readCoordinatorEnvironment,
   readEngineEnvironment,
-  readWorkerEnvironment,
 } from '../../../src/contract/pods.js';
 import type { WorkerTemplate } from '../../../src/contract/shard.js';
 
@@ -54,13 +53,7 @@ describe('the operator <-> pod contract', () => {
     ).to.throw(/activeDeadlineSeconds/);
   });
 
-  it('worker and engine environments', () => {
-    expect(readWorkerEnvironment({ [ENV.namespace]: 'ns', [ENV.cacheConfigMap]: 'n-cache' })).to.deep.equal({
-      namespace: 'ns',
-      cacheConfigMap: 'n-cache',
-    });
-    expect(readWorkerEnvironment({})).to.equal(undefined);
-    expect(() => readWorkerEnvironment({ [ENV.cacheConfigMap]: 'n-cache' })).to.throw(/POD_NAMESPACE/);
+  it('engine environments', () => {
     expect(
       readEngineEnvironment({ [ENV.configPath]: '/etc/oracle-node/config.json', [ENV.oracleNode]: 'n' }),
     ).to.deep.equal({ configPath: '/etc/oracle-node/config.json', oracleNode: 'n' });

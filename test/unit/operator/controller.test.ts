@@ -35,7 +35,7 @@ describe('operator controller (reconcile against an in-memory cluster)', () => {
   it('creates every child, then a resync with nothing changed makes zero writes', async () => {
     const { kube, reconcile, current, condition } = setup('minimal');
     await reconcile();
-    expect(childWrites(kube).map((w) => `${w.kind}/${w.name}`)).to.have.length(10);
+    expect(childWrites(kube).map((w) => `${w.kind}/${w.name}`)).to.have.length(8);
     const status = current().status!;
     expect(status).to.include({ observedGeneration: 1, nodeAddress: DEV_ADDRESS, stage: 'dev', chains: 1 });
     expect(condition('Ready')).to.include({ status: 'True' });
@@ -134,7 +134,7 @@ describe('operator controller (reconcile against an in-memory cluster)', () => {
     kube.put(KINDS.secret, secret);
     await reconcile();
     expect(condition('ConfigValid')).to.include({ status: 'True' });
-    expect(childWrites(kube)).to.have.length(10);
+    expect(childWrites(kube)).to.have.length(8);
   });
 
   it('a Secret without a key the config uses says which key and where', async () => {

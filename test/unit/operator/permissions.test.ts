@@ -5,7 +5,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { RULES_TEMPLATE, renderRulesTemplate } from '../../../scripts/generate-chart-rbac.js';
-import { coordinatorRules, workerRules } from '../../../src/operator/builders/rbac.js';
+import { coordinatorRules } from '../../../src/operator/builders/rbac.js';
 import { WATCHES } from '../../../src/operator/controller.js';
 import {
   grantedVerbs,
@@ -29,9 +29,9 @@ describe('operator permissions (the source of the chart RBAC)', () => {
       expect(verbsOf(`${kind.group}/${kind.plural}`), kind.plural).to.include.members(['list', 'watch']);
   });
 
-  it("holds everything it grants to a coordinator's and a worker's Role (Kubernetes refuses an escalating Role)", () => {
+  it("holds everything it grants to a coordinator's Role (Kubernetes refuses an escalating Role)", () => {
     const names = { cache: 'n-cache', cycle: 'n-cycle' };
-    for (const [resource, verbs] of grantedVerbs([...coordinatorRules(names), ...workerRules(names)]))
+    for (const [resource, verbs] of grantedVerbs(coordinatorRules(names)))
       expect(verbsOf(resource), resource).to.include.members([...verbs]);
   });
 

@@ -1,12 +1,7 @@
 import type { V1CronJob, V1Deployment, V1Role, V1Service, V2HorizontalPodAutoscaler } from '@kubernetes/client-node';
 import { expect } from 'chai';
 import { secretScopes } from '../../../../src/config/index.js';
-import {
-  ENV,
-  GATEWAY_METRICS_PORT,
-  readCoordinatorEnvironment,
-  readWorkerEnvironment,
-} from '../../../../src/contract/pods.js';
+import { ENV, GATEWAY_METRICS_PORT, readCoordinatorEnvironment } from '../../../../src/contract/pods.js';
 import { buildWorkerJob, workerJobName } from '../../../../src/contract/shard.js';
 import {
   COORDINATOR_DEADLINE_SECONDS,
@@ -104,9 +99,7 @@ describe('operator builders', () => {
       'ServiceAccount/minimal-dev-coordinator',
       'ServiceAccount/minimal-dev-worker',
       'Role/minimal-dev-coordinator',
-      'Role/minimal-dev-worker',
       'RoleBinding/minimal-dev-coordinator',
-      'RoleBinding/minimal-dev-worker',
       'CronJob/minimal-dev-coordinator',
     ]);
   });
@@ -188,6 +181,20 @@ describe('operator builders', () => {
         expect(container.securityContext!.capabilities).to.deep.equal({ drop: ['ALL'] });
       }
     }
+  });
+
+  it('worker pods call no Kubernetes API: no token, no Role; they hold only the keys of their OIS', () => {
+    const input = inputFor('full-multi-chain');
+    const worker = buildWorkerTemplate(input).template.spec!;
+    expect(worker.automountServiceAccountToken).to.equal(false);
+    expect(worker.serviceAccountName).to.equal('full-prod-a-worker');
+    const children = buildChildren(input);
+    const rbac = children.filter((c) => ['Role', 'RoleBinding'].includes(c.object.kind));
+    expect(rbac.map((c) => c.object.metadata.name)).to.not.include('full-prod-a-worker');
+    const keys = (worker.containers[0]!.env ?? []).flatMap((v) => (v.valueFrom?.secretKeyRef ? [v.name] : []));
+    expect(keys).to.deep.equal(secretScopes(input.rawConfig).worker);
+    expect(keys).to.not.include('NODE_WALLET_MNEMONIC');
+    expect(keys.some((key) => key.includes('PROVIDER'))).to.equal(false);
   });
 
   it('gateway: probes on /healthz and /readyz of the metrics port, Service type and port from the spec', () => {
@@ -344,7 +351,6 @@ describe('operator builders', () => {
       ]),
     );
     expect(readCoordinatorEnvironment(env)!.workerTemplate).to.deep.equal(JSON.parse(env[ENV.workerTemplate]!));
-    expect(readWorkerEnvironment(env)).to.not.equal(undefined);
   });
 
   describe('coordinator window', () => {
