@@ -602,6 +602,10 @@ async function sendPlanned(
   if (report.transportError) throw report.transportError;
 }
 
+/**
+ * Where the coordinator learns what each send became: a provider took it (hash, nonce), or refused it. It runs in the
+ * coordinator's process right after the provider's answer, so the submission's time is this process's clock.
+ */
 function recordSends(
   run: ShardRun,
   providerName: string,

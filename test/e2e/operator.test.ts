@@ -510,8 +510,12 @@ describe('e2e: the operator reconciles an OracleNode into real workloads', funct
       { description: 'a worker Job Complete', intervalMs: 1000 },
     );
     for (const w of workers) expect(w.spec?.parallelism ?? 1).to.be.at.most(MAX_CONCURRENCY);
+    // A worker prints its API results (the coordinator signs and sends): the API answered, nothing was sent there.
     const done = workers.find((j) => jobDone(j) === 'Complete');
-    expect(await kubectl('-n', ns.name, 'logs', `job/${done?.metadata?.name}`)).to.include('"outcome":"fulfilled"');
+    const workerLog = await kubectl('-n', ns.name, 'logs', `job/${done?.metadata?.name}`);
+    expect(workerLog).to.include('"format":"oracle-node/shard@2"');
+    expect(workerLog).to.include('"outcome":"2xx"');
+    expect(workerLog).to.not.include('txHash');
   });
 
   it('the coordinator pod sends the heartbeat after its cycle: API key header, payload signed by the node key', async () => {
