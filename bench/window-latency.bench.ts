@@ -15,8 +15,11 @@
 // The node runs from its built package in its own process, as a user runs it. Writes the "Window latency" section of
 // docs/benchmarks.md. Needs `make build`; `make bench` builds first.
 //   node --import tsx bench/window-latency.bench.ts [--block-times 3,12] [--duration 60] [--requests 10]
-//     [--sponsors 4] [--idle 12] [--seed 26] [--no-minute] [--no-write]
+//     [--sponsors 4] [--idle 12] [--seed 26] [--no-minute] [--workers] [--no-write]
 // A short run: --block-times 3 --duration 20 --requests 4 --idle 10 --no-minute (about a minute).
+// --workers measures instead a window whose API calls go to worker processes (bench/support/window-workers.ts: one
+// built `oracle-node worker --shard -` per shard, as the operator's worker Jobs without the pod start-up) and writes
+// the "Window latency through worker processes" section.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -53,6 +56,7 @@ const { values: args } = parseArgs({
     idle: { type: 'string', default: '12' },
     seed: { type: 'string', default: '26' },
     'no-minute': { type: 'boolean', default: false },
+    workers: { type: 'boolean', default: false },
     'no-write': { type: 'boolean', default: false },
   },
 });
@@ -62,7 +66,7 @@ const WATCH_MS = 100;
 /** How long after the last request a run waits for its fulfilment: the minute cycle needs up to a minute. */
 const DRAIN_MS = 150_000;
 
-type Schedule = 'window' | 'minute';
+type Schedule = 'window' | 'minute' | 'workers';
 
 type RequestTiming = {
   id: string;
@@ -190,33 +194,46 @@ class ChainWatcher {
   }
 }
 
-/** `oracle-node start` from the built package, as a user runs it; its log lines (INFO) kept for the window's counts. */
+/**
+ * `oracle-node start` from the built package, as a user runs it, or the coordinator with worker processes; its log
+ * lines (INFO) kept for the window's counts.
+ */
 function startNode(
   files: CycleFiles,
   cacheDir: string,
   schedule: Schedule,
 ): { child: ChildProcess; log: () => string } {
-  const child = spawn(
-    ourCli,
-    [
-      'start',
-      '-c',
-      files.config,
-      '-s',
-      files.secrets,
-      '--no-gateway',
-      '--interval-ms',
-      '60000',
-      '--cache-dir',
-      cacheDir,
-      ...(schedule === 'window' ? ['--poll-interval', String(POLL_SECONDS)] : []),
-    ],
-    {
-      cwd: repoRoot,
-      stdio: ['ignore', 'ignore', 'pipe'],
-      env: { ...process.env, PATH: `${dirname(process.execPath)}:${process.env['PATH'] ?? ''}` },
-    },
-  );
+  const [command, ...args] =
+    schedule === 'workers'
+      ? [
+          process.execPath,
+          '--import',
+          'tsx',
+          'bench/support/window-workers.ts',
+          files.config,
+          files.secrets,
+          String(POLL_SECONDS),
+          '60',
+        ]
+      : [
+          ourCli,
+          'start',
+          '-c',
+          files.config,
+          '-s',
+          files.secrets,
+          '--no-gateway',
+          '--interval-ms',
+          '60000',
+          '--cache-dir',
+          cacheDir,
+          ...(schedule === 'window' ? ['--poll-interval', String(POLL_SECONDS)] : []),
+        ];
+  const child = spawn(command!, args, {
+    cwd: repoRoot,
+    stdio: ['ignore', 'ignore', 'pipe'],
+    env: { ...process.env, PATH: `${dirname(process.execPath)}:${process.env['PATH'] ?? ''}` },
+  });
   let stderr = '';
   child.stderr?.on('data', (chunk: Buffer) => {
     stderr += chunk.toString();
@@ -428,7 +445,7 @@ async function forBlockTime(blockTime: number, moments: number[], schedules: Sch
       new NonceManager(new Wallet(DEPLOYER_PRIVATE_KEY, testProvider(anvil.url))),
     );
     const setup: Setup = { anvilUrl: anvil.url, deployment, proxy, files, dir, sponsors, requester };
-    const idle = await measureIdle(setup, blockTime, Number(args.idle));
+    const idle = schedules.includes('workers') ? undefined : await measureIdle(setup, blockTime, Number(args.idle));
     const runs: Run[] = [];
     for (const schedule of schedules) runs.push(await measure(setup, blockTime, schedule, moments));
     return { idle, runs };
@@ -445,10 +462,10 @@ async function main(): Promise<void> {
   const requestCount = Number(args.requests);
   const next = random(Number(args.seed));
   const moments = Array.from({ length: requestCount }, () => next() * duration).sort((a, b) => a - b);
-  const schedules: Schedule[] = args['no-minute'] ? ['window'] : ['window', 'minute'];
+  const schedules: Schedule[] = args.workers ? ['workers'] : args['no-minute'] ? ['window'] : ['window', 'minute'];
   const loadBefore = loadAverage();
   const started = performance.now();
-  const results: { idle: Idle; runs: Run[] }[] = [];
+  const results: { idle: Idle | undefined; runs: Run[] }[] = [];
   for (const blockTime of blockTimes) results.push(await forBlockTime(blockTime, moments, schedules));
   const loadAfter = loadAverage();
   const totalS = (performance.now() - started) / 1000;
@@ -461,7 +478,46 @@ async function main(): Promise<void> {
     `${s(percentile(values, 50), digits)} / ${s(percentile(values, 95), digits)} / ${s(values.length ? Math.max(...values) : Number.NaN, digits)}`;
   const answered = (r: Run) => r.requests.filter((q) => q.answeredBlock !== undefined && !q.failed).length;
   const sends = (r: Run) => r.minedSends + r.pendingSends;
-  const idleOf = (blockTime: number) => results.find((r) => r.idle.blockTime === blockTime)!.idle;
+  const rowOf = (r: Run, schedule: string) => [
+    `${r.blockTime} s`,
+    schedule,
+    `${answered(r)} / ${requestCount}`,
+    `${sends(r)} (${r.proxySends} at the proxy)`,
+    triple(r.chain),
+    triple(r.wall, 1),
+    triple(r.toSend, 1),
+  ];
+  const latencyHeader = [
+    'blocks',
+    'schedule',
+    'fulfilled',
+    'fulfilment txs',
+    'p50 / p95 / max, block timestamps',
+    'p50 / p95 / max, wall (seen to seen)',
+    'p50 / p95 / max, to the send',
+  ];
+  if (args.workers) {
+    writeSection('Window latency through worker processes', [
+      `Machine: ${machine()}, shared with three other engineers' builds and tests (1-minute load average ${loadBefore.split(' / ')[0]} before and ${loadAfter.split(' / ')[0]} after). ${new Date().toISOString().slice(0, 10)}. Whole run ${totalS.toFixed(0)} s.`,
+      `Command: \`node --import tsx bench/window-latency.bench.ts --workers --block-times ${blockTimes.join(',')} --duration ${duration} --requests ${requestCount} --sponsors ${args.sponsors} --seed ${args.seed}\`.`,
+      '',
+      'As "Window latency" (the same chain, requests and measures), but the coordinator sends its API calls to worker ' +
+        "processes as the operator's coordinator pod sends them to worker Jobs (`bench/support/window-workers.ts`: windows of 60 s with " +
+        `${POLL_SECONDS} s polls, back to back, \`WorkerExecutor\`; each busy poll starts one built \`oracle-node worker --shard -\` per shard, ` +
+        'the shard on its stdin and its output read from its stdout; the coordinator signs, simulates and sends). What a worker ' +
+        "pod adds on top (the Job, the pod's sandbox and container start, the coordinator reading the Job and the pod's log) is " +
+        'not here: docs/chain-cycle.md, "Where a request\'s time goes through worker pods".',
+      '',
+      ...table(
+        latencyHeader,
+        [false, false, true, true, true, true, true],
+        runs.map((r) => rowOf(r, `window, ${POLL_SECONDS} s polls, worker processes`)),
+      ),
+    ]);
+    return;
+  }
+  const measured = results as { idle: Idle; runs: Run[] }[];
+  const idleOf = (blockTime: number) => measured.find((r) => r.idle.blockTime === blockTime)!.idle;
   const perPoll = (idle: Idle) => (idle.windowCalls - idle.oneShotCalls) / idle.polls;
   const rows = runs.map((r) => [
     `${r.blockTime} s`,
@@ -479,7 +535,7 @@ async function main(): Promise<void> {
   const window3 = runs.find((r) => r.schedule === 'window' && r.blockTime === 3);
   const everyFulfilled = runs.filter((r) => r.schedule === 'window').every((r) => answered(r) === requestCount);
   const oneEach = runs.every((r) => sends(r) === requestCount && r.proxySends === requestCount);
-  const idleOk = results.every((r) => perPoll(r.idle) <= 1.5);
+  const idleOk = measured.every((r) => perPoll(r.idle) <= 1.5);
   writeSection('Window latency', [
     `Machine: ${machine()}, shared with three other engineers' builds and tests (1-minute load average ${loadBefore.split(' / ')[0]} before and ${loadAfter.split(' / ')[0]} after). ${new Date().toISOString().slice(0, 10)}. Whole run ${totalS.toFixed(0)} s.`,
     `Command: \`node --import tsx bench/window-latency.bench.ts --block-times ${blockTimes.join(',')} --duration ${duration} --requests ${requestCount} --sponsors ${args.sponsors} --idle ${args.idle} --seed ${args.seed}${args['no-minute'] ? ' --no-minute' : ''}\` (run by \`make bench\`).`,
@@ -508,7 +564,7 @@ async function main(): Promise<void> {
       rows,
     ),
     '',
-    `Cross-check of the window's own counters against the proxy: ${results
+    `Cross-check of the window's own counters against the proxy: ${measured
       .map(
         (r) =>
           `${r.idle.blockTime} s blocks, idle window: ${r.idle.polls} polls counted by the window, ${r.idle.blockNumbers} \`eth_blockNumber\` at the proxy beyond the one-shot cycle's` +
@@ -531,7 +587,7 @@ async function main(): Promise<void> {
     window3
       ? `| p50 <= 5 s and max <= 8 s with 3 s blocks and 1 s polls (block timestamps) | ${goal(percentile(window3.chain, 50) <= 5 && Math.max(...window3.chain) <= 8)} (p50 ${s(percentile(window3.chain, 50))}, max ${s(Math.max(...window3.chain))}; wall p50 ${s(percentile(window3.wall, 50), 1)}, max ${s(Math.max(...window3.wall), 1)}) |`
       : '| p50 <= 5 s and max <= 8 s with 3 s blocks | not run (no 3 s blocks) |',
-    `| idle <= 1.5 RPC calls per poll | ${goal(idleOk)} (${results.map((r) => `${r.idle.blockTime} s blocks ${perPoll(r.idle).toFixed(2)}`).join(', ')}) |`,
+    `| idle <= 1.5 RPC calls per poll | ${goal(idleOk)} (${measured.map((r) => `${r.idle.blockTime} s blocks ${perPoll(r.idle).toFixed(2)}`).join(', ')}) |`,
   ]);
 }
 

@@ -1,6 +1,6 @@
 // How long a request waits for its answer, measured by the coordinator window (docs/metrics.md,
-// node_request_latency_seconds): from the timestamp of the request's block to the fulfilment's submission (the end
-// of the cycle that sent it, when the coordinator learns the provider accepted it) and to its inclusion (the
+// node_request_latency_seconds): from the timestamp of the request's block to the fulfilment's submission (when the
+// provider's answer to the send said it took the transaction; else the end of the cycle) and to its inclusion (the
 // timestamp of the block that holds the FulfilledRequest or FailedRequest log, when a later poll of the same window
 // reads it). A fulfilment mined after its window ended has its submission counted, not its inclusion: the next
 // window, another process, does not know when it was sent. Block timestamps cost one eth_getBlockByNumber per
@@ -43,7 +43,7 @@ export class RequestLatency {
   async afterCycle(cycle: CycleSummary, stores: ReadonlyMap<string, ChainLogStore>): Promise<number> {
     const learnedAt = this.now() / 1000;
     const blockOf = new Map((cycle.seen ?? []).map((r) => [`${r.chainId}\n${r.id}`, r.blockNumber]));
-    const sent: { chainId: string; id: string; block: number }[] = [];
+    const sent: { chainId: string; id: string; block: number; acceptedAt: number }[] = [];
     for (const result of cycle.results) {
       if (!result.ok) continue;
       const { chainId } = result.output;
@@ -51,7 +51,8 @@ export class RequestLatency {
         if (outcome.kind !== 'api' || outcome.txHash === undefined || outcome.replacement) continue;
         if (outcome.outcome !== 'fulfilled' && outcome.outcome !== 'failed') continue;
         const block = blockOf.get(`${chainId}\n${outcome.id}`);
-        if (block !== undefined) sent.push({ chainId, id: outcome.id, block });
+        const acceptedAt = outcome.acceptedAtMs === undefined ? learnedAt : outcome.acceptedAtMs / 1000;
+        if (block !== undefined) sent.push({ chainId, id: outcome.id, block, acceptedAt });
       }
     }
     const answered: { chainId: string; id: string; block: number; requestTs: number }[] = [];
@@ -74,7 +75,7 @@ export class RequestLatency {
     for (const request of sent) {
       const requestTs = this.blockTimes.get(`${request.chainId}\n${request.block}`);
       if (requestTs === undefined) continue;
-      push(this.samples.submission, Math.max(0, learnedAt - requestTs));
+      push(this.samples.submission, Math.max(0, request.acceptedAt - requestTs));
       this.awaiting.set(`${request.chainId}\n${request.id.toLowerCase()}`, { requestTs });
     }
     for (const request of answered) {

@@ -45,6 +45,8 @@ export type ShardOutcome = {
   replacement?: true;
   /** The request's API call: its status class (never the answer) and how long it took. */
   api?: { outcome: ApiOutcome; durationMs: number };
+  /** When the provider's answer said it took the transaction (ms since the epoch): the submission's latency ends here. */
+  acceptedAtMs?: number;
 };
 
 export type ShardOutput = {

@@ -379,7 +379,7 @@ async function confirmLostSends(run: ShardRun, client: RpcClient, provider: stri
   sends.forEach((send, i) => {
     if (!known[i]) return;
     run.lost.delete(send.id);
-    run.outcomes.push(send.outcome);
+    run.outcomes.push({ ...send.outcome, acceptedAtMs: Date.now() });
     run.logger.info(
       { requestId: send.id, nonce: send.outcome.nonce, txHash: send.txHash, provider },
       'a transaction whose answer was lost is known by its hash',
@@ -617,7 +617,10 @@ function recordSends(
   sendable.forEach(({ item, plan }, index) => {
     const sent = report.sent[index];
     if (sent && 'txHash' in sent) {
-      run.outcomes.push(sentOutcome(item, plan, { ...sent, provider: providerName, replaces: replaces(sent.nonce) }));
+      run.outcomes.push({
+        ...sentOutcome(item, plan, { ...sent, provider: providerName, replaces: replaces(sent.nonce) }),
+        acceptedAtMs: Date.now(),
+      });
     } else if (sent) {
       run.outcomes.push({
         id: itemId(item),

@@ -1,5 +1,5 @@
 // /metrics, /healthz and /readyz for any component. `observabilityHandler` works as a plain node:http
-// handler and as express middleware (it calls next() for other paths); `startObservabilityServer` runs it
+// handler and as a step of a larger handler (it calls next() for other paths); `startObservabilityServer` runs it
 // alone on its own port for components without an HTTP server of their own (operator, chain node).
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';

@@ -530,7 +530,7 @@ describe('gateway server (component)', function () {
 
   describe('JSON bodies: the lean reader answers as body-parser', () => {
     // The same body sent with a Content-Length (read by the gateway's lean reader) and chunked (left to
-    // express.json, i.e. body-parser): the status and the answer must be the same.
+    // body-parser): the status and the answer must be the same.
     const echo: CallEndpoint = async (call) => ({
       success: true,
       rawValue: call.parameters,
