@@ -3,9 +3,10 @@
 // secrets; the worker reads its OIS's API credentials from its own config, and needs no key and no provider: the
 // coordinator signs and sends.
 
-import { readFile } from 'node:fs/promises';
+import { createReadStream } from 'node:fs';
+import type { Readable } from 'node:stream';
 import { errorMessage } from '../common/errors.js';
-import { type ApiShardInput, parseShardInput } from '../contract/shard.js';
+import { type ApiShardInput, MAX_SHARD_INPUT_BYTES, parseShardInput } from '../contract/shard.js';
 import { callShardApis } from '../node/api-call.js';
 import { tracerFromEnvironment } from '../observability/tracing.js';
 import { parseCommandArgs } from './args.js';
@@ -19,10 +20,21 @@ Without -s, the \${NAME} values of the config come from the environment.
 Calls the APIs of one shard produced by the coordinator and prints their results as JSON.
 `;
 
-async function readStdin(): Promise<string> {
+/** The shard's text, read no further than one byte over the bound (parseShardInput refuses it then). */
+async function readBounded(stream: Readable): Promise<string> {
   const chunks: Buffer[] = [];
-  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks).toString('utf8');
+  let size = 0;
+  for await (const chunk of stream) {
+    chunks.push(chunk as Buffer);
+    size += (chunk as Buffer).length;
+    if (size > MAX_SHARD_INPUT_BYTES) {
+      stream.destroy();
+      break;
+    }
+  }
+  return Buffer.concat(chunks)
+    .subarray(0, MAX_SHARD_INPUT_BYTES + 1)
+    .toString('utf8');
 }
 
 export const command: Subcommand = {
@@ -46,7 +58,7 @@ export const command: Subcommand = {
     }
     let shard: ApiShardInput;
     try {
-      const text = values.shard === '-' ? await readStdin() : await readFile(values.shard, 'utf8');
+      const text = await readBounded(values.shard === '-' ? process.stdin : createReadStream(values.shard));
       const parsed = parseShardInput(text);
       if ('error' in parsed) {
         process.stderr.write(`Not a shard: ${parsed.error}\n`);

@@ -20,6 +20,8 @@ export const MAX_ENCODED_VALUE_BYTES = 64 * 1024;
  * bound would not fit, but a chain's maxConcurrency keeps a shard far below it.
  */
 export const MAX_SHARD_OUTPUT_BYTES = 8 * 1024 * 1024;
+/** A worker's input comes from a ConfigMap (at most 1 MiB in all) or a file: more is not a shard. */
+export const MAX_SHARD_INPUT_BYTES = 8 * 1024 * 1024;
 const address = z.string().regex(/^0x[0-9a-fA-F]{40}$/);
 const bytes32 = z.string().regex(/^0x[0-9a-fA-F]{64}$/);
 const chainId = z.string().min(1).max(78);
@@ -86,6 +88,7 @@ function explain(error: z.ZodError): string {
 
 /** A shard from its JSON text (a file, stdin or the worker Job's ConfigMap), or why it is not one. */
 export function parseShardInput(json: string): { shard: ApiShardInput } | { error: string } {
+  if (json.length > MAX_SHARD_INPUT_BYTES) return { error: `over ${MAX_SHARD_INPUT_BYTES} bytes` };
   let value: unknown;
   try {
     value = JSON.parse(json);

@@ -158,6 +158,23 @@ describe('coordinator and API workers (anvil, real worker processes)', function 
     expect(outcomes.find((o) => o.id === victim.id)).to.include({ outcome: 'failed' });
   });
 
+  it('a worker that does not finish fails its shard: nothing is sent, and the next cycle serves the request once', async () => {
+    const { id, sponsor } = await request();
+    const nonce = await transactionCount(sponsor.sponsorWallet);
+    const crashed: ApiWorkers = {
+      async run(shards) {
+        return shards.map(() => ({ ok: false, error: 'shard 0 of Job w did not succeed' }));
+      },
+    };
+    const failed = await cycle(crashed);
+    expect(failed.shards).to.deep.equal({ total: 1, failed: 1 });
+    expect(await requestEvents(chain.deployment, id)).to.deep.equal({ fulfilled: [], failed: [] });
+    expect(await transactionCount(sponsor.sponsorWallet)).to.equal(nonce);
+    await cycle(new WorkerProcesses(workerArgs, {}));
+    expect((await requestEvents(chain.deployment, id)).fulfilled).to.have.length(1);
+    expect(await transactionCount(sponsor.sponsorWallet)).to.equal(nonce + 1);
+  });
+
   it('answers a cache hit in the coordinator without dispatching it, and caches what a worker answered', async () => {
     const cachedRequest = await request(ENDPOINTS.counter, '0x');
     const cache = new MemoryResponseCache();

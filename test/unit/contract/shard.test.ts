@@ -4,6 +4,7 @@ import {
   type ApiShardOutput,
   buildWorkerJob,
   MAX_ENCODED_VALUE_BYTES,
+  MAX_SHARD_INPUT_BYTES,
   MAX_SHARD_OUTPUT_BYTES,
   parseShardInput,
   parseShardOutput,
@@ -68,6 +69,9 @@ describe('the coordinator <-> worker contract', () => {
     expect(parseShardInput('{')).to.deep.equal({ error: 'not JSON' });
     expect(parseShardInput(JSON.stringify({ ...shard, format: 'oracle-node/shard@1' }))).to.deep.equal({
       error: 'unknown shard format oracle-node/shard@1',
+    });
+    expect(parseShardInput(`${JSON.stringify(shard)}${' '.repeat(MAX_SHARD_INPUT_BYTES)}`)).to.deep.equal({
+      error: `over ${MAX_SHARD_INPUT_BYTES} bytes`,
     });
     const badCall = { ...shard, requests: [{ ...shard.requests[0]!, sponsorWallet: 'me' }] };
     expect(parseShardInput(JSON.stringify(badCall)))

@@ -249,6 +249,29 @@ describe('operator controller (reconcile against an in-memory cluster)', () => {
     expect(names(KINDS.configMap)).to.include('full-prod-a-worker-abc');
   });
 
+  it('an upgrade prunes the worker Role and RoleBinding an earlier operator made: workers call no Kubernetes API', async () => {
+    const { kube, key, reconcile } = setup('minimal');
+    await reconcile();
+    // What an operator whose workers read the response cache left: the coordinator's objects' shape, for the worker.
+    for (const kind of [KINDS.role, KINDS.roleBinding]) {
+      const coordinator = kube.get<KubernetesObject>(kind, { namespace: 'default', name: 'minimal-dev-coordinator' })!;
+      const worker = structuredClone(coordinator);
+      worker.metadata!.name = 'minimal-dev-worker';
+      worker.metadata!.labels = { ...worker.metadata!.labels, 'app.kubernetes.io/component': 'worker' };
+      kube.put(kind, worker);
+    }
+    kube.editNode(
+      key,
+      (node) => (node.metadata.annotations = { ...node.metadata.annotations, edited: 'x' }),
+      KINDS.oracleNode,
+    );
+    await reconcile();
+    const names = (kind: typeof KINDS.role) => kube.list(kind, 'default').map((o) => o.metadata!.name);
+    expect(names(KINDS.role)).to.deep.equal(['minimal-dev-coordinator']);
+    expect(names(KINDS.roleBinding)).to.deep.equal(['minimal-dev-coordinator']);
+    expect(kube.list(KINDS.serviceAccount, 'default').map((o) => o.metadata!.name)).to.include('minimal-dev-worker');
+  });
+
   it('gateways are reported by URL, and Ready waits for the gateway Deployment', async () => {
     const { kube, reconcile, current, condition } = setup('gateways-only');
     await reconcile();
