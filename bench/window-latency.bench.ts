@@ -65,6 +65,7 @@ const POLL_SECONDS = 1;
 const WATCH_MS = 100;
 /** How long after the last request a run waits for its fulfilment: the minute cycle needs up to a minute. */
 const DRAIN_MS = 150_000;
+const SETUP_TIMEOUT_MS = 60_000;
 
 type Schedule = 'window' | 'minute' | 'workers';
 
@@ -423,7 +424,13 @@ async function forBlockTime(blockTime: number, moments: number[], schedules: Sch
   try {
     const sponsors: { address: string; sponsorWallet: string }[] = [];
     for (let i = 0; i < Number(args.sponsors); i++) {
-      const sponsor = await createSponsor(deployment, `latency-${blockTime}-${i}`);
+      // Bounded: a setup that hangs (seen once, before the first sponsor's transaction was mined) fails the run.
+      const sponsor = await Promise.race([
+        createSponsor(deployment, `latency-${blockTime}-${i}`),
+        sleep(SETUP_TIMEOUT_MS).then(() => {
+          throw new Error(`creating sponsor ${i} took more than ${SETUP_TIMEOUT_MS / 1000} s`);
+        }),
+      ]);
       sponsors.push({ address: sponsor.address, sponsorWallet: sponsor.sponsorWallet });
     }
     // From here anvil mines a block every `blockTime` seconds, also when nothing waits (a real chain's rhythm).
