@@ -117,7 +117,6 @@ export const gasPriceReportSchema = z.object({
  * fulfilment's submission and to its inclusion. At most MAX_REPORTED_LATENCIES per stage and report.
  */
 export const LATENCY_STAGES = ['submission', 'inclusion'] as const;
-export type LatencyStage = (typeof LATENCY_STAGES)[number];
 export const MAX_REPORTED_LATENCIES = 1000;
 /** A latency above a day is no measurement: dropped on reading. */
 export const MAX_LATENCY_SECONDS = 86_400;

@@ -1,8 +1,9 @@
 // The oracle's own metrics, per OracleNode, derived from the status the controller computes (so they say what
 // `kubectl get onode` says): Ready, the last successful coordinator cycle, its duration, request outcomes, and
 // the health, block lag and faults of each chain provider. The operator scrapes nothing itself: the coordinator's cycle
-// report (status.lastCycle) is the source. Only the leader publishes them (setLeading): a replica that stands by or
-// lost the lease would otherwise serve frozen values beside the leader's.
+// report (status.lastCycle) is the source, and for a window's request latencies and polls, which the status does not
+// carry, the report itself (observeCycleReport). Only the leader publishes them (setLeading): a replica that stands by
+// or lost the lease would otherwise serve frozen values beside the leader's.
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import {
   type CycleReport,
