@@ -268,6 +268,17 @@ export async function setBalance(url: string, address: string, wei: bigint): Pro
   await rpc(url, 'anvil_setBalance', [address, `0x${wei.toString(16)}`]);
 }
 
+/** Waits until anvil's pool holds at least `count` pending transactions (one sent without waiting has arrived). */
+export async function waitForPending(url: string, count: number, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const status = await rpc<{ pending: string; queued: string }>(url, 'txpool_status');
+    if (Number(status.pending) >= count) return;
+    if (Date.now() > deadline) throw new Error(`fewer than ${count} transactions pending: ${JSON.stringify(status)}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
 /** Waits until anvil's pool is empty: automine mines each transaction, but not before answering. */
 export async function waitForMined(url: string, timeoutMs = 30_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;

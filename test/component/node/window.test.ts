@@ -15,7 +15,7 @@ import type { ShardContext } from '../../../src/node/shard.js';
 import { runWindow, type WindowSummary } from '../../../src/node/window.js';
 import { createMetricsRegistry } from '../../../src/observability/index.js';
 import { OracleNodeMetrics } from '../../../src/operator/metrics.js';
-import { rpc, setBalance, startTestChain, waitForMined } from '../../support/chain.js';
+import { rpc, setBalance, startTestChain, waitForMined, waitForPending } from '../../support/chain.js';
 import {
   type ApiServer,
   buildConfig,
@@ -159,7 +159,8 @@ describe('the coordinator window on anvil (real AirnodeRrpV0)', () => {
           sponsorWallet: sponsor.sponsorWallet,
           parameters: encodeCoin('BTC'),
         });
-        await new Promise((resolve) => setTimeout(resolve, 200));
+        // The pool then holds the pending fulfilment and the request: no block before the request is in it.
+        await waitForPending(chain.anvil.url, 2);
         await rpc(chain.anvil.url, 'evm_setBlockGasLimit', [`0x${(400_000).toString(16)}`]);
         await rpc(chain.anvil.url, 'evm_mine', []);
         await next;
