@@ -561,6 +561,78 @@ describe('e2e: the operator reconciles an OracleNode into real workloads', funct
     expect(stored).to.not.include(HEARTBEAT_API_KEY);
   });
 
+  // Issue 26's real-pods figure: a request made while a coordinator window runs (the operator's CronJob runs 45 s
+  // windows with 1 s polls) is served by that window through a worker Job, not by the next minute's cycle. The
+  // timings say where its seconds go: the worker Job (create to complete) inside request-to-fulfilment.
+  it('a request made during a coordinator window is fulfilled through a worker pod within that window', async () => {
+    const coordinatorJobs = async () =>
+      (
+        await batch().listNamespacedJob({
+          namespace: ns.name,
+          labelSelector: 'app.kubernetes.io/component=coordinator',
+        })
+      ).items;
+    // A window with at least 25 s left: a coordinator Job that started less than 20 s ago and still runs.
+    const window = await waitFor(
+      async () =>
+        (await coordinatorJobs()).find((j: V1Job) => {
+          const started = j.status?.startTime ? new Date(j.status.startTime).getTime() : 0;
+          return (j.status?.active ?? 0) > 0 && Date.now() - started < 20_000 && Date.now() - started > 3_000;
+        }),
+      120_000,
+      { description: 'a coordinator window that started a few seconds ago', intervalMs: 500 },
+    );
+    const sponsor = await createSponsor(deployment, 'e2e-window');
+    const made = await makeFullRequest(deployment, {
+      endpointId: ENDPOINTS.price,
+      sponsor: sponsor.address,
+      sponsorWallet: sponsor.sponsorWallet,
+      parameters: encodeCoin('SOL'),
+    });
+    const madeAt = Date.now();
+    const events = await waitFor(
+      async () => {
+        const found = await requestEvents(deployment, made);
+        return found.fulfilled.length + found.failed.length > 0 ? found : undefined;
+      },
+      90_000,
+      { description: `request ${made} fulfilled`, intervalMs: 250 },
+    );
+    const fulfilledAt = Date.now();
+    expect(events.fulfilled).to.have.length(1);
+    // Served by the window that was running, not by the next tick's coordinator.
+    const servedBy = (await coordinatorJobs()).filter((j: V1Job) => {
+      const started = j.status?.startTime ? new Date(j.status.startTime).getTime() : 0;
+      return started > 0 && started <= fulfilledAt;
+    });
+    expect(servedBy.map((j) => j.metadata?.name)).to.include(window.metadata?.name);
+    const newest = servedBy.map((j) => new Date(j.status!.startTime!).getTime()).sort((a, b) => b - a)[0]!;
+    expect(newest).to.equal(new Date(window.status!.startTime!).getTime());
+    recordTiming('window_request_mined_to_fulfilment_seen_ms', fulfilledAt - madeAt);
+    // The worker Job that called the request's API: the first one created after the request was mined.
+    const worker = await waitFor(
+      async () => {
+        const jobs = (
+          await batch().listNamespacedJob({ namespace: ns.name, labelSelector: 'app.kubernetes.io/component=worker' })
+        ).items
+          .filter((j: V1Job) => new Date(j.metadata?.creationTimestamp ?? 0).getTime() >= madeAt - 1000)
+          .sort(
+            (a, b) =>
+              new Date(a.metadata!.creationTimestamp!).getTime() - new Date(b.metadata!.creationTimestamp!).getTime(),
+          );
+        return jobs[0]?.status?.completionTime ? jobs[0] : undefined;
+      },
+      60_000,
+      { description: 'the Complete worker Job of the request', intervalMs: 500 },
+    );
+    const created = new Date(worker.metadata!.creationTimestamp!).getTime();
+    recordTiming('window_request_mined_to_worker_job_created_ms(1s resolution)', created - madeAt);
+    recordTiming(
+      'window_worker_job_create_to_complete_ms(1s resolution)',
+      new Date(worker.status!.completionTime!).getTime() - created,
+    );
+  });
+
   it('editing the stage rolls out: new gateway first, old stage removed, the two coordinators never overlap', async () => {
     const custom = kc().makeApiClient(CustomObjectsApi);
     const apps = kc().makeApiClient(AppsV1Api);
@@ -588,6 +660,7 @@ describe('e2e: the operator reconciles an OracleNode into real workloads', funct
     const overlaps: string[] = [];
     let newGatewayAt = 0;
     let oldGatewayGoneAt = 0;
+    let prodCoordinatorAt = 0;
     try {
       await waitFor(
         async () => {
@@ -601,6 +674,7 @@ describe('e2e: the operator reconciles an OracleNode into real workloads', funct
             .filter((j) => (j.status?.active ?? 0) > 0)
             .map((j) => j.metadata?.labels?.['oracle-node.io/stage']);
           if (active.includes('test') && active.includes('prod')) overlaps.push(new Date().toISOString());
+          if (!prodCoordinatorAt && active.includes('prod')) prodCoordinatorAt = Date.now();
           const gw = await apps
             .readNamespacedDeployment({ name: 'e2e-prod-gateway', namespace: ns.name })
             .catch(() => undefined);
@@ -609,11 +683,14 @@ describe('e2e: the operator reconciles an OracleNode into real workloads', funct
             .readNamespacedDeployment({ name: 'e2e-test-gateway', namespace: ns.name })
             .catch(() => undefined);
           if (!oldGatewayGoneAt && !old) oldGatewayGoneAt = Date.now();
+          // The request was made before the edit: the old stage's window, if one runs, may serve it before it is
+          // drained (it holds the node's wallets until then). Either way, wait for a prod coordinator to run.
           const events = await requestEvents(deployment, second);
-          return oldGatewayGoneAt && events.fulfilled.length > 0 ? events : undefined;
+          return oldGatewayGoneAt && prodCoordinatorAt && events.fulfilled.length > 0 ? events : undefined;
         },
-        // One CronJob tick plus a cycle, with margin; a rollout held by finished Jobs' TTL (300 s) fails here.
-        180_000,
+        // The old stage's window draining (45 s), one CronJob tick and a cycle, with margin; a rollout held by
+        // finished Jobs' TTL (300 s) fails here.
+        240_000,
         { description: 'the prod stage serving the second request and the test stage removed', intervalMs: 500 },
       );
     } catch (err) {
@@ -640,7 +717,7 @@ describe('e2e: the operator reconciles an OracleNode into real workloads', funct
       );
     }
     recordTiming('stage_edit_to_old_gateway_removed_ms', oldGatewayGoneAt - t0);
-    recordTiming('stage_edit_to_new_stage_fulfilment_ms', Date.now() - t0);
+    recordTiming('stage_edit_to_first_prod_coordinator_ms', prodCoordinatorAt - t0);
     expect(overlaps, 'samples with coordinator Jobs of both stages active').to.deep.equal([]);
     expect(newGatewayAt, 'the prod gateway was available').to.be.greaterThan(0);
     expect(newGatewayAt, 'prod gateway available before the test gateway was removed').to.be.at.most(oldGatewayGoneAt);
