@@ -52,6 +52,18 @@ describe('oracle-node coordinator, worker and start (anvil, real AirnodeRrpV0)',
   });
 
   const configArgs = () => ['-c', join(dir, 'config.json'), '-s', join(dir, 'secrets.env')];
+  /** Writes a config and its secrets.env under `name` in the test's directory; their paths. */
+  const writeNodeFiles = (name: string, { config, secrets }: ReturnType<typeof buildConfigJson>) => {
+    const files = { config: join(dir, `${name}-config.json`), secrets: join(dir, `${name}-secrets.env`) };
+    writeFileSync(files.config, JSON.stringify(config));
+    writeFileSync(
+      files.secrets,
+      Object.entries(secrets)
+        .map(([k, v]) => `${k}="${v}"`)
+        .join('\n'),
+    );
+    return files;
+  };
   const cli = (...args: string[]) => run(process.execPath, [...ORACLE_NODE_ARGS, ...args], { cwd: repoRoot });
   const spawnCli = (...args: string[]) => spawnOracleNode(args);
   const exited = (child: ChildProcess) =>
@@ -247,19 +259,13 @@ describe('oracle-node coordinator, worker and start (anvil, real AirnodeRrpV0)',
       apiUrl: api.url,
     });
     (config['nodeSettings'] as { logLevel: string }).logLevel = 'INFO';
-    writeFileSync(join(dir, 'start-config.json'), JSON.stringify(config));
-    writeFileSync(
-      join(dir, 'start-secrets.env'),
-      Object.entries(secrets)
-        .map(([k, v]) => `${k}="${v}"`)
-        .join('\n'),
-    );
+    const startFiles = writeNodeFiles('start', { config, secrets });
     const child = spawnCli(
       'start',
       '-c',
-      join(dir, 'start-config.json'),
+      startFiles.config,
       '-s',
-      join(dir, 'start-secrets.env'),
+      startFiles.secrets,
       '--interval-ms',
       '300',
       '--port',
@@ -296,20 +302,14 @@ describe('oracle-node coordinator, worker and start (anvil, real AirnodeRrpV0)',
       apiUrl: api.url,
     });
     (config['nodeSettings'] as { logLevel: string }).logLevel = 'INFO';
-    writeFileSync(join(dir, 'poll-config.json'), JSON.stringify(config));
-    writeFileSync(
-      join(dir, 'poll-secrets.env'),
-      Object.entries(secrets)
-        .map(([k, v]) => `${k}="${v}"`)
-        .join('\n'),
-    );
+    const pollFiles = writeNodeFiles('poll', { config, secrets });
     // The next cycle is ten minutes away: only a poll can serve the request within the test.
     const child = spawnCli(
       'start',
       '-c',
-      join(dir, 'poll-config.json'),
+      pollFiles.config,
       '-s',
-      join(dir, 'poll-secrets.env'),
+      pollFiles.secrets,
       '--interval-ms',
       '600000',
       '--poll-interval',
@@ -346,22 +346,16 @@ describe('oracle-node coordinator, worker and start (anvil, real AirnodeRrpV0)',
       apiUrl: api.url,
     });
     (config['nodeSettings'] as { logLevel: string }).logLevel = 'INFO';
-    writeFileSync(join(dir, 'latency-config.json'), JSON.stringify(config));
-    writeFileSync(
-      join(dir, 'latency-secrets.env'),
-      Object.entries(secrets)
-        .map(([k, v]) => `${k}="${v}"`)
-        .join('\n'),
-    );
+    const latencyFiles = writeNodeFiles('latency', { config, secrets });
     const metricsPort = await freePort();
     const sponsor = await createSponsor(chain.deployment, 'start-latency');
     // Windows of 6 s: the request is made as one begins, so the same window sees its fulfilment mined.
     const child = spawnCli(
       'start',
       '-c',
-      join(dir, 'latency-config.json'),
+      latencyFiles.config,
       '-s',
-      join(dir, 'latency-secrets.env'),
+      latencyFiles.secrets,
       '--interval-ms',
       '6000',
       '--poll-interval',
