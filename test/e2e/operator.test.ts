@@ -197,6 +197,14 @@ describe('e2e: the operator reconciles an OracleNode into real workloads', funct
   });
 
   const ns = useNamespace('e2e-operator');
+  /** The node's Jobs of one component (coordinator, worker), as the apiserver lists them now. */
+  const componentJobs = async (component: string) =>
+    (
+      await batch().listNamespacedJob({
+        namespace: ns.name,
+        labelSelector: `app.kubernetes.io/component=${component}`,
+      })
+    ).items;
   let requestId = '';
   let appliedAt = 0;
 
@@ -487,9 +495,6 @@ describe('e2e: the operator reconciles an OracleNode into real workloads', funct
     expect(apiCalls).to.be.greaterThan(0);
 
     // The cycle's Jobs finish a few seconds after the fulfilment transaction is mined.
-    const componentJobs = async (c: string) =>
-      (await batch().listNamespacedJob({ namespace: ns.name, labelSelector: `app.kubernetes.io/component=${c}` }))
-        .items;
     const coordinator = await waitFor(
       async () => (await componentJobs('coordinator')).find((j: V1Job) => jobDone(j) === 'Complete'),
       90_000,
@@ -565,17 +570,10 @@ describe('e2e: the operator reconciles an OracleNode into real workloads', funct
   // windows with 1 s polls) is served by that window through a worker Job, not by the next minute's cycle. The
   // timings say where its seconds go: the worker Job (create to complete) inside request-to-fulfilment.
   it('a request made during a coordinator window is fulfilled through a worker pod within that window', async () => {
-    const coordinatorJobs = async () =>
-      (
-        await batch().listNamespacedJob({
-          namespace: ns.name,
-          labelSelector: 'app.kubernetes.io/component=coordinator',
-        })
-      ).items;
     // A window with at least 25 s left: a coordinator Job that started less than 20 s ago and still runs.
     const window = await waitFor(
       async () =>
-        (await coordinatorJobs()).find((j: V1Job) => {
+        (await componentJobs('coordinator')).find((j: V1Job) => {
           const started = j.status?.startTime ? new Date(j.status.startTime).getTime() : 0;
           return (j.status?.active ?? 0) > 0 && Date.now() - started < 20_000 && Date.now() - started > 3_000;
         }),
@@ -601,7 +599,7 @@ describe('e2e: the operator reconciles an OracleNode into real workloads', funct
     const fulfilledAt = Date.now();
     expect(events.fulfilled).to.have.length(1);
     // Served by the window that was running, not by the next tick's coordinator.
-    const servedBy = (await coordinatorJobs()).filter((j: V1Job) => {
+    const servedBy = (await componentJobs('coordinator')).filter((j: V1Job) => {
       const started = j.status?.startTime ? new Date(j.status.startTime).getTime() : 0;
       return started > 0 && started <= fulfilledAt;
     });
@@ -612,9 +610,7 @@ describe('e2e: the operator reconciles an OracleNode into real workloads', funct
     // The worker Job that called the request's API: the first one created after the request was mined.
     const worker = await waitFor(
       async () => {
-        const jobs = (
-          await batch().listNamespacedJob({ namespace: ns.name, labelSelector: 'app.kubernetes.io/component=worker' })
-        ).items
+        const jobs = (await componentJobs('worker'))
           .filter((j: V1Job) => new Date(j.metadata?.creationTimestamp ?? 0).getTime() >= madeAt - 1000)
           .sort(
             (a, b) =>
@@ -664,13 +660,7 @@ describe('e2e: the operator reconciles an OracleNode into real workloads', funct
     try {
       await waitFor(
         async () => {
-          const jobs = (
-            await batch().listNamespacedJob({
-              namespace: ns.name,
-              labelSelector: 'app.kubernetes.io/component=coordinator',
-            })
-          ).items;
-          const active = jobs
+          const active = (await componentJobs('coordinator'))
             .filter((j) => (j.status?.active ?? 0) > 0)
             .map((j) => j.metadata?.labels?.['oracle-node.io/stage']);
           if (active.includes('test') && active.includes('prod')) overlaps.push(new Date().toISOString());
@@ -726,9 +716,7 @@ describe('e2e: the operator reconciles an OracleNode into real workloads', funct
       .catch(() => undefined);
     expect(cron, 'the test stage CronJob is gone').to.equal(undefined);
     // And by the Jobs' own times: no test-stage coordinator Job ran past the start of a prod-stage one.
-    const jobs = (
-      await batch().listNamespacedJob({ namespace: ns.name, labelSelector: 'app.kubernetes.io/component=coordinator' })
-    ).items;
+    const jobs = await componentJobs('coordinator');
     const span = (j: V1Job) => [
       new Date(j.status?.startTime ?? 0).getTime(),
       new Date(j.status?.completionTime ?? Date.now()).getTime(),
