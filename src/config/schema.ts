@@ -593,7 +593,11 @@ function checkConfigReferences(config: ConfigShape, ctx: z.RefinementCtx): void 
         return;
       }
       // The id hashes the UTF-8 bytes of both names; a lone surrogate has none (the reference's ethers throws too).
-      const malformed = (['oisTitle', 'endpointName'] as const).find((field) => !trigger[field].isWellFormed());
+      const malformed = !trigger.oisTitle.isWellFormed()
+        ? 'oisTitle'
+        : !trigger.endpointName.isWellFormed()
+          ? 'endpointName'
+          : undefined;
       if (malformed) {
         ctx.addIssue({
           code: 'custom',
@@ -722,7 +726,7 @@ let fastConfigSchema: typeof configSchema | undefined;
 
 /**
  * configSchema, parsed faster: the same top-level object and cross-section rules (`when` included), whose sections
- * run parsers that zod's compiler generated from their schemas. A generated parser handles what passes every rule
+ * (all but nodeSettings) run parsers that zod's compiler generated from their schemas. A generated parser handles what passes every rule
  * of its schema; for anything else it hands the same input and context to the section's own parse, so errors are
  * exactly configSchema's. Arrays get a parser per element: a parser for a whole section of chains or OIS is one
  * function too large for V8 to optimise, while one per chain or OIS is called often enough to be. Built on first
@@ -733,7 +737,8 @@ export function fastConfig(): typeof configSchema {
   fastConfigSchema ??= z
     .strictObject({
       chains: z.array(withGeneratedParser(chainSchema)),
-      nodeSettings: withGeneratedParser(nodeSettingsSchema),
+      // One object, parsed once: generating its parser would cost more than it saves.
+      nodeSettings: nodeSettingsSchema,
       triggers: withGeneratedParser(triggersSchema),
       templates: z.array(withGeneratedParser(templateSchema)),
       ois: z.array(withGeneratedParser(oisSchema)),
