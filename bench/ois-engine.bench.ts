@@ -299,7 +299,7 @@ function writeSection(
       ]),
     ),
     '',
-    `Processing latency, V2 post-processing snippet over a 10-element response (3 interleaved rounds of ${runs} sequential calls per side after 200 of warm-up, all samples pooled; load average ${processing.load}): ours as the gateway runs it, \`postProcessResponse\` on the worker pool with its workers kept warm, each call on the idle worker that answered longest ago, in a fresh QuickJS runtime/context prepared while the instance was idle (memory-capped, interruptible, nothing of the host reachable); the reference runs \`vm.runInNewContext\` (\`@api3/commons\`) on the calling thread, which is no sandbox. Goal (issue 27): <= 0.5 ms median, <= 2 ms p99.`,
+    `Processing latency, V2 post-processing snippet over a 10-element response (3 interleaved rounds of ${runs} sequential calls per side after 200 of warm-up, all samples pooled; load average ${processing.load}): ours as the gateway runs it, \`postProcessResponse\` on the worker pool with its workers kept warm, each call in a fresh QuickJS runtime/context prepared while the instance was idle (memory-capped, interruptible, nothing of the host reachable); the reference runs \`vm.runInNewContext\` (\`@api3/commons\`) on the calling thread, which is no sandbox. Goal (issue 27): <= 0.5 ms median, <= 2 ms p99.`,
     '',
     ...table(
       ['processing', 'median (ms)', 'p99 (ms)'],
