@@ -47,6 +47,9 @@ import { type RecordingProxy, startRecordingProxy } from '../test/support/rpc-pr
 import { loadAverage, machine, table, writeSection } from './report.js';
 import { type CycleFiles, ourCli, repoRoot, writeCycleFiles } from './support/nodes.js';
 
+/** The built CLI's #! line runs `node`: this one (Node 24) comes first on the PATH. */
+const CLI_ENV = { ...process.env, PATH: `${dirname(process.execPath)}:${process.env['PATH'] ?? ''}` };
+
 const { values: args } = parseArgs({
   options: {
     'block-times': { type: 'string', default: '3,12' },
@@ -233,7 +236,7 @@ function startNode(
   const child = spawn(command!, args, {
     cwd: repoRoot,
     stdio: ['ignore', 'ignore', 'pipe'],
-    env: { ...process.env, PATH: `${dirname(process.execPath)}:${process.env['PATH'] ?? ''}` },
+    env: CLI_ENV,
   });
   let stderr = '';
   child.stderr?.on('data', (chunk: Buffer) => {
@@ -382,7 +385,7 @@ async function measureIdle(setup: Setup, blockTime: number, seconds: number): Pr
       {
         cwd: repoRoot,
         stdio: ['ignore', 'pipe', 'pipe'],
-        env: { ...process.env, PATH: `${dirname(process.execPath)}:${process.env['PATH'] ?? ''}` },
+        env: CLI_ENV,
       },
     );
     let stdout = '';

@@ -7,7 +7,10 @@
 import './require-node.js';
 import './timezone.js';
 import { redactStandardStreams, runCli } from './main.js';
+import { loadEnglishZodLocaleOnly } from './validate-startup.js';
 
 redactStandardStreams();
+// Before the validate command's modules, which load zod, are resolved.
+if (process.argv[2] === 'validate') loadEnglishZodLocaleOnly();
 
 process.exitCode = await runCli(process.argv.slice(2));

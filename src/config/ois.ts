@@ -180,13 +180,18 @@ const PATH_PARAMETER = /\{([^}]+)\}/g;
 
 export const pathsSchema = z
   .record(z.string().regex(/^\/\S*$/, 'Path must start with "/" and contain no whitespace'), pathItemSchema)
+  // Runs for every path of every validated config (thousands in a large one): plain loops over the few
+  // parameters of an operation, no list or map built per parameter.
   .superRefine((paths, ctx) => {
-    for (const [rawPath, pathItem] of Object.entries(paths)) {
-      const declared = [...rawPath.matchAll(PATH_PARAMETER)].map((m) => m[1]!);
-      for (const [method, operation] of Object.entries(pathItem)) {
+    for (const rawPath of Object.keys(paths)) {
+      const pathItem = paths[rawPath]!;
+      const declared = rawPath.includes('{') ? [...rawPath.matchAll(PATH_PARAMETER)].map((m) => m[1]!) : [];
+      for (const method of Object.keys(pathItem) as (keyof typeof pathItem)[]) {
+        const operation = pathItem[method];
         if (!operation) continue;
+        const parameters = operation.parameters;
         for (const name of declared) {
-          if (!operation.parameters.some((p) => p.in === 'path' && p.name === name)) {
+          if (!parameters.some((p) => p.in === 'path' && p.name === name)) {
             ctx.addIssue({
               code: 'custom',
               message: `Path parameter "${name}" is not found in "parameters"`,
@@ -194,8 +199,8 @@ export const pathsSchema = z
             });
           }
         }
-        const seen = new Map<string, number>();
-        operation.parameters.forEach((p, index) => {
+        for (let index = 0; index < parameters.length; index++) {
+          const p = parameters[index]!;
           if (p.in === 'path' && !declared.includes(p.name)) {
             ctx.addIssue({
               code: 'custom',
@@ -203,18 +208,17 @@ export const pathsSchema = z
               path: [rawPath, method, 'parameters', index],
             });
           }
-          const key = `${p.in}\u0000${p.name}`;
-          seen.set(key, (seen.get(key) ?? 0) + 1);
-        });
-        operation.parameters.forEach((p, index) => {
-          if ((seen.get(`${p.in}\u0000${p.name}`) ?? 0) > 1) {
+        }
+        for (let index = 0; index < parameters.length; index++) {
+          const p = parameters[index]!;
+          if (countSame(parameters, p) > 1) {
             ctx.addIssue({
               code: 'custom',
               message: `Parameter "${p.name}" in "${p.in}" is used multiple times`,
               path: [rawPath, method, 'parameters', index],
             });
           }
-        });
+        }
       }
     }
   })
@@ -341,48 +345,69 @@ type OisShape = {
   endpoints: z.infer<typeof endpointSchema>[];
 };
 
-/** Endpoint <-> apiSpecifications consistency (OIS 2.3 rules plus the spec's unique endpoint names). */
+/** How many entries of `list` name the same operation parameter as `op` (entries without one are skipped). */
+function countSame(list: readonly (OperationParameter | undefined)[], op: OperationParameter): number {
+  let count = 0;
+  for (const other of list) if (other && sameParameter(other, op)) count++;
+  return count;
+}
+
+/** Whether `list` holds an operation parameter the same as `op`. */
+function hasSame(list: readonly (OperationParameter | undefined)[], op: OperationParameter): boolean {
+  for (const other of list) if (other && sameParameter(other, op)) return true;
+  return false;
+}
+
+/**
+ * Endpoint <-> apiSpecifications consistency (OIS 2.3 rules plus the spec's unique endpoint names). It runs for
+ * every endpoint of every validated config (thousands in a large one), so it loops over the few parameters of an
+ * endpoint without building lists per parameter.
+ */
 function checkOisReferences(ois: OisShape, ctx: z.RefinementCtx): void {
   const { apiSpecifications, endpoints } = ois;
   const names = new Map<string, number>();
   for (const e of endpoints) names.set(e.name, (names.get(e.name) ?? 0) + 1);
-  endpoints.forEach((endpoint, ei) => {
-    const at = ['endpoints', ei];
+  for (let ei = 0; ei < endpoints.length; ei++) {
+    const endpoint = endpoints[ei]!;
     if ((names.get(endpoint.name) ?? 0) > 1) {
       ctx.addIssue({
         code: 'custom',
         message: `Endpoint names must be unique within an OIS, but "${endpoint.name}" is used multiple times`,
-        path: [...at, 'name'],
+        path: ['endpoints', ei, 'name'],
       });
     }
-    const params = endpoint.parameters;
-    const fixed = endpoint.fixedOperationParameters;
+    const params = endpoint.parameters.map((p) => p.operationParameter);
+    const fixed = endpoint.fixedOperationParameters.map((p) => p.operationParameter);
     for (const [section, list] of [
-      ['parameters', params.map((p) => p.operationParameter)],
-      ['fixedOperationParameters', fixed.map((p) => p.operationParameter)],
+      ['parameters', params],
+      ['fixedOperationParameters', fixed],
     ] as const) {
-      list.forEach((op, index) => {
-        if (!op) return;
-        if (list.filter((other) => other && sameParameter(other, op)).length > 1) {
+      for (let index = 0; index < list.length; index++) {
+        const op = list[index];
+        if (op && countSame(list, op) > 1) {
           ctx.addIssue({
             code: 'custom',
             message: `Parameter "${op.name}" in "${op.in}" is used multiple times`,
-            path: [...at, section, index, 'operationParameter'],
+            path: ['endpoints', ei, section, index, 'operationParameter'],
           });
         }
-      });
+      }
     }
-    params.forEach((p, pi) => {
-      const op = p.operationParameter;
-      if (!op) return;
-      const fi = fixed.findIndex((f) => sameParameter(f.operationParameter, op));
+    for (let pi = 0; pi < params.length; pi++) {
+      const op = params[pi];
+      if (!op) continue;
+      const fi = fixed.findIndex((f) => sameParameter(f, op));
       if (fi >= 0) {
         const message = `Parameter "${op.name}" in "${op.in}" is used in both "parameters" and "fixedOperationParameters"`;
-        ctx.addIssue({ code: 'custom', message, path: [...at, 'parameters', pi, 'operationParameter'] });
-        ctx.addIssue({ code: 'custom', message, path: [...at, 'fixedOperationParameters', fi, 'operationParameter'] });
+        ctx.addIssue({ code: 'custom', message, path: ['endpoints', ei, 'parameters', pi, 'operationParameter'] });
+        ctx.addIssue({
+          code: 'custom',
+          message,
+          path: ['endpoints', ei, 'fixedOperationParameters', fi, 'operationParameter'],
+        });
       }
-    });
-    if (!endpoint.operation) return;
+    }
+    if (!endpoint.operation) continue;
     const { path, method } = endpoint.operation;
     const operation = Object.hasOwn(apiSpecifications.paths, path)
       ? apiSpecifications.paths[path]?.[method]
@@ -391,43 +416,36 @@ function checkOisReferences(ois: OisShape, ctx: z.RefinementCtx): void {
       ctx.addIssue({
         code: 'custom',
         message: `No matching API specification found in "apiSpecifications" section for ${method.toUpperCase()} ${path}`,
-        path: [...at, 'operation'],
+        path: ['endpoints', ei, 'operation'],
       });
-      return;
+      continue;
     }
-    params.forEach((p, pi) => {
-      const op = p.operationParameter;
-      if (op && !operation.parameters.some((a) => sameParameter(a, op))) {
-        ctx.addIssue({
-          code: 'custom',
-          message: `No matching API specification parameter found in "apiSpecifications" section for "${op.name}" in "${op.in}"`,
-          path: [...at, 'parameters', pi, 'operationParameter'],
-        });
+    const apiParameters = operation.parameters;
+    for (const [section, list] of [
+      ['parameters', params],
+      ['fixedOperationParameters', fixed],
+    ] as const) {
+      for (let index = 0; index < list.length; index++) {
+        const op = list[index];
+        if (op && !hasSame(apiParameters, op)) {
+          ctx.addIssue({
+            code: 'custom',
+            message: `No matching API specification parameter found in "apiSpecifications" section for "${op.name}" in "${op.in}"`,
+            path: ['endpoints', ei, section, index, 'operationParameter'],
+          });
+        }
       }
-    });
-    fixed.forEach((f, fi) => {
-      const op = f.operationParameter;
-      if (!operation.parameters.some((a) => sameParameter(a, op))) {
-        ctx.addIssue({
-          code: 'custom',
-          message: `No matching API specification parameter found in "apiSpecifications" section for "${op.name}" in "${op.in}"`,
-          path: [...at, 'fixedOperationParameters', fi, 'operationParameter'],
-        });
-      }
-    });
-    for (const apiParam of operation.parameters) {
-      const covered =
-        params.some((p) => p.operationParameter && sameParameter(p.operationParameter, apiParam)) ||
-        fixed.some((f) => sameParameter(f.operationParameter, apiParam));
-      if (!covered) {
+    }
+    for (const apiParam of apiParameters) {
+      if (!hasSame(params, apiParam) && !hasSame(fixed, apiParam)) {
         ctx.addIssue({
           code: 'custom',
           message: `Parameter "${apiParam.name}" not found in "fixedOperationParameters" or "parameters"`,
-          path: at,
+          path: ['endpoints', ei],
         });
       }
     }
-  });
+  }
 }
 
 export const oisSchema = z

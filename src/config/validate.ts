@@ -4,7 +4,7 @@ import type { z } from 'zod';
 import { errorMessage } from '../common/errors.js';
 import { oisSchema } from './ois.js';
 import { formatPath, type PathSegment } from './paths.js';
-import { type Config, configSchema } from './schema.js';
+import { type Config, fastConfig } from './schema.js';
 import {
   checkSecretsRecord,
   type Issue,
@@ -364,7 +364,7 @@ function validateWith<S extends z.ZodType>(
 
 /** Validates config.json (text or parsed) with secrets (secrets.env text or a name->value record). */
 export function validateConfig(input: unknown, secrets?: SecretsInput): ValidationResult<Config> {
-  return validateWith(configSchema, input, secrets, 'Config');
+  return validateWith(fastConfig(), input, secrets, 'Config');
 }
 
 /** Validates one OIS object (text or parsed). */

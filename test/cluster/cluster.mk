@@ -11,6 +11,7 @@ export CLUSTER_BIN_DIR CLUSTER_RUN_DIR
 # (kind, k3d, a real one, or one started with `make cluster-up`) without starting or stopping anything.
 USE_EXISTING_CLUSTER ?=
 INTEGRATION_SPEC ?= test/integration/**/*.test.ts
+# The whole tier runs as two mocha processes side by side (test/cluster/integration.sh); INTEGRATION_SERIAL=1 runs one.
 
 .PHONY: cluster-bins
 cluster-bins: ## Build kube-apiserver, kcm, scheduler, kubectl, etcd, kwok, helm into .cache/cluster/bin (skips up-to-date ones)
@@ -38,16 +39,16 @@ test-integration: install ## Integration tests: cluster-up, mocha on test/integr
 	@if [ -n "$(USE_EXISTING_CLUSTER)" ]; then \
 	  [ -n "$${KUBECONFIG:-}" ] || { echo "USE_EXISTING_CLUSTER=1 needs KUBECONFIG" >&2; exit 1; }; \
 	  echo "integration: using the existing cluster of KUBECONFIG=$$KUBECONFIG"; \
-	  exec $(BIN)/mocha --timeout 120000 '$(INTEGRATION_SPEC)'; \
+	  exec $(CLUSTER_DIR)/integration.sh $(BIN)/mocha '$(INTEGRATION_SPEC)'; \
 	fi; \
 	if $(CLUSTER_DIR)/cluster.sh status >/dev/null 2>&1; then \
 	  echo "integration: reusing the test control plane that is already running (left running afterwards)"; \
 	  export KUBECONFIG=$(CLUSTER_RUN_DIR)/admin.kubeconfig CLUSTER_RESTRICTED_KUBECONFIG=$(CLUSTER_RUN_DIR)/restricted.kubeconfig; \
-	  exec $(BIN)/mocha --timeout 120000 '$(INTEGRATION_SPEC)'; \
+	  exec $(CLUSTER_DIR)/integration.sh $(BIN)/mocha '$(INTEGRATION_SPEC)'; \
 	fi; \
 	$(CLUSTER_DIR)/build.sh all prometheus; \
 	trap '$(CLUSTER_DIR)/cluster.sh down' EXIT; trap 'exit 130' INT TERM; \
 	$(CLUSTER_DIR)/cluster.sh up; \
 	export KUBECONFIG=$(CLUSTER_RUN_DIR)/admin.kubeconfig CLUSTER_RESTRICTED_KUBECONFIG=$(CLUSTER_RUN_DIR)/restricted.kubeconfig; \
-	rc=0; $(BIN)/mocha --timeout 120000 '$(INTEGRATION_SPEC)' || rc=$$?; \
+	rc=0; $(CLUSTER_DIR)/integration.sh $(BIN)/mocha '$(INTEGRATION_SPEC)' || rc=$$?; \
 	exit $$rc

@@ -1,7 +1,9 @@
 // End-to-end harness for the request-response cycle: an API stand-in (a real HTTP server on 127.0.0.1),
 // a node config pointing at the test chain, sponsors, requests, and event counting on chain.
+import { writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
 import { AbiCoder, Contract, keccak256, id as keccakId, toUtf8Bytes, Wallet, zeroPadValue } from 'ethers';
 import { sponsorWallets } from '../../src/chain/sponsor-wallets.js';
 import { type Config, validateConfig } from '../../src/config/index.js';
@@ -217,6 +219,26 @@ export function buildConfigJson(options: ConfigOptions): {
     apiCredentials: [],
   };
   return { config, secrets };
+}
+
+/** A node's files as the CLI reads them: config.json and secrets.env (one NAME="value" line each). */
+export type NodeFiles = { config: string; secrets: string /** `-c CONFIG -s SECRETS` */; args: string[] };
+
+/** Writes `config` and `secrets` into `dir` as `<prefix>config.json` and `<prefix>secrets.env`. */
+export function writeNodeFiles(
+  dir: string,
+  { config, secrets }: { config: unknown; secrets: Record<string, string> },
+  prefix = '',
+): NodeFiles {
+  const files = { config: join(dir, `${prefix}config.json`), secrets: join(dir, `${prefix}secrets.env`) };
+  writeFileSync(files.config, JSON.stringify(config, null, 2));
+  writeFileSync(
+    files.secrets,
+    Object.entries(secrets)
+      .map(([name, value]) => `${name}="${value}"`)
+      .join('\n'),
+  );
+  return { ...files, args: ['-c', files.config, '-s', files.secrets] };
 }
 
 export function buildConfig(options: ConfigOptions): Config {

@@ -1,7 +1,7 @@
 // `oracle-node request <requestId> -c config.json` end to end on anvil with the real AirnodeRrpV0: a request made,
 // served by a real `oracle-node coordinator` cycle, then its timeline; requests that wait say why.
 import { execFile } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -18,6 +18,7 @@ import {
   makeFullRequest,
   requestEvents,
   startApiServer,
+  writeNodeFiles,
 } from '../../support/harness.js';
 
 const run = promisify(execFile);
@@ -28,22 +29,15 @@ describe('oracle-node request (anvil, real AirnodeRrpV0, a real coordinator cycl
   let dir: string;
   let sponsorSeq = 0;
 
-  /** Writes config-NAME.json and its secrets file; returns the -c/-s arguments. */
+  /** Writes NAME-config.json and its secrets file; returns the -c/-s arguments. */
   function writeConfig(name: string, overrides: Partial<ConfigOptions> = {}): string[] {
-    const { config, secrets } = buildConfigJson({
+    const built = buildConfigJson({
       providers: { anvil: chain.anvil.url },
       deployment: chain.deployment,
       apiUrl: api.url,
       ...overrides,
     });
-    writeFileSync(join(dir, `config-${name}.json`), JSON.stringify(config, null, 2));
-    writeFileSync(
-      join(dir, `secrets-${name}.env`),
-      Object.entries(secrets)
-        .map(([k, v]) => `${k}="${v}"`)
-        .join('\n'),
-    );
-    return ['-c', join(dir, `config-${name}.json`), '-s', join(dir, `secrets-${name}.env`)];
+    return writeNodeFiles(dir, built, `${name}-`).args;
   }
 
   const cli = (...args: string[]) => run(process.execPath, [...ORACLE_NODE_ARGS, ...args], { cwd: repoRoot });

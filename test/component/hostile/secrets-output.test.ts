@@ -26,6 +26,7 @@ import {
   makeFullRequest,
   OIS_TITLE,
   wallets,
+  writeNodeFiles,
 } from '../../support/harness.js';
 
 const run = promisify(execFile);
@@ -140,13 +141,7 @@ describe('hostile input: no secret in any output of any subcommand', function ()
       parameters: [{ name: 'coin', operationParameter: { in: 'query', name: 'coin' } }],
     });
     dir = mkdtempSync(join(tmpdir(), 'hostile-secrets-'));
-    writeFileSync(join(dir, 'config.json'), JSON.stringify(config, null, 2));
-    writeFileSync(
-      join(dir, 'secrets.env'),
-      Object.entries(secrets)
-        .map(([name, value]) => `${name}="${value}"`)
-        .join('\n'),
-    );
+    writeNodeFiles(dir, { config, secrets });
     const check = validateConfig(JSON.stringify(config), secrets);
     expect(check.errors, JSON.stringify(check.errors)).to.deep.equal([]);
   });

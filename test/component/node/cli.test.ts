@@ -24,6 +24,7 @@ import {
   requestEvents,
   startApiServer,
   wallets,
+  writeNodeFiles,
 } from '../../support/harness.js';
 
 const run = promisify(execFile);
@@ -42,28 +43,10 @@ describe('oracle-node coordinator, worker and start (anvil, real AirnodeRrpV0)',
       deployment: chain.deployment,
       apiUrl: api.url,
     });
-    writeFileSync(join(dir, 'config.json'), JSON.stringify(config, null, 2));
-    writeFileSync(
-      join(dir, 'secrets.env'),
-      Object.entries(secrets)
-        .map(([k, v]) => `${k}="${v}"`)
-        .join('\n'),
-    );
+    writeNodeFiles(dir, { config, secrets });
   });
 
   const configArgs = () => ['-c', join(dir, 'config.json'), '-s', join(dir, 'secrets.env')];
-  /** Writes a config and its secrets.env under `name` in the test's directory; their paths. */
-  const writeNodeFiles = (name: string, { config, secrets }: ReturnType<typeof buildConfigJson>) => {
-    const files = { config: join(dir, `${name}-config.json`), secrets: join(dir, `${name}-secrets.env`) };
-    writeFileSync(files.config, JSON.stringify(config));
-    writeFileSync(
-      files.secrets,
-      Object.entries(secrets)
-        .map(([k, v]) => `${k}="${v}"`)
-        .join('\n'),
-    );
-    return files;
-  };
   const cli = (...args: string[]) => run(process.execPath, [...ORACLE_NODE_ARGS, ...args], { cwd: repoRoot });
   const spawnCli = (...args: string[]) => spawnOracleNode(args);
   const exited = (child: ChildProcess) =>
@@ -259,7 +242,7 @@ describe('oracle-node coordinator, worker and start (anvil, real AirnodeRrpV0)',
       apiUrl: api.url,
     });
     (config['nodeSettings'] as { logLevel: string }).logLevel = 'INFO';
-    const startFiles = writeNodeFiles('start', { config, secrets });
+    const startFiles = writeNodeFiles(dir, { config, secrets }, 'start-');
     const child = spawnCli(
       'start',
       '-c',
@@ -302,7 +285,7 @@ describe('oracle-node coordinator, worker and start (anvil, real AirnodeRrpV0)',
       apiUrl: api.url,
     });
     (config['nodeSettings'] as { logLevel: string }).logLevel = 'INFO';
-    const pollFiles = writeNodeFiles('poll', { config, secrets });
+    const pollFiles = writeNodeFiles(dir, { config, secrets }, 'poll-');
     // The next cycle is ten minutes away: only a poll can serve the request within the test.
     const child = spawnCli(
       'start',
@@ -346,7 +329,7 @@ describe('oracle-node coordinator, worker and start (anvil, real AirnodeRrpV0)',
       apiUrl: api.url,
     });
     (config['nodeSettings'] as { logLevel: string }).logLevel = 'INFO';
-    const latencyFiles = writeNodeFiles('latency', { config, secrets });
+    const latencyFiles = writeNodeFiles(dir, { config, secrets }, 'latency-');
     const metricsPort = await freePort();
     const sponsor = await createSponsor(chain.deployment, 'start-latency');
     // Windows of 6 s: the request is made as one begins, so the same window sees its fulfilment mined.

@@ -3,7 +3,7 @@
 // in a pod the operator made, failures that are counted and never thrown, and `oracle-node coordinator`
 // sending it after its cycle.
 import { execFile } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
@@ -17,7 +17,7 @@ import { buildHeartbeatPayload, heartbeatResult, sendHeartbeat } from '../../../
 import { createMetricsRegistry, metricValue } from '../../../src/observability/index.js';
 import { nodeWallet } from '../../../src/protocol/wallet.js';
 import { ORACLE_NODE_ARGS, repoRoot } from '../../support/binary.js';
-import { buildConfigJson } from '../../support/harness.js';
+import { buildConfigJson, writeNodeFiles } from '../../support/harness.js';
 import { buildConfig, type ConfigOverrides, MNEMONIC, NODE_ADDRESS } from '../gateway/fixtures.js';
 
 const node = nodeWallet(MNEMONIC);
@@ -251,19 +251,12 @@ describe('heartbeat in a pod the operator made, and from `oracle-node coordinato
     nodeSettings.nodeVersion = vector.nodeVersion;
     nodeSettings.heartbeat = { enabled: true, url: `\${HEARTBEAT_URL}`, apiKey: `\${HEARTBEAT_KEY}` };
     nodeSettings.cloudProvider = { type: 'local', gatewayServerPort: 8765 };
-    writeFileSync(join(dir, 'config.json'), JSON.stringify(config));
     const env = { ...secrets, NODE_MNEMONIC: vectors.mnemonic, HEARTBEAT_URL: url, HEARTBEAT_KEY: apiKey };
-    writeFileSync(
-      join(dir, 'secrets.env'),
-      Object.entries(env)
-        .map(([k, v]) => `${k}="${v}"`)
-        .join('\n'),
-    );
-    const { stdout } = await run(
-      process.execPath,
-      [...ORACLE_NODE_ARGS, 'coordinator', '-c', join(dir, 'config.json'), '-s', join(dir, 'secrets.env')],
-      { cwd: repoRoot, env: { ...process.env, ORACLE_NODE_WORKER_TEMPLATE: '' } },
-    );
+    const files = writeNodeFiles(dir, { config, secrets: env });
+    const { stdout } = await run(process.execPath, [...ORACLE_NODE_ARGS, 'coordinator', ...files.args], {
+      cwd: repoRoot,
+      env: { ...process.env, ORACLE_NODE_WORKER_TEMPLATE: '' },
+    });
     expect(JSON.parse(stdout).providers[0].ok).to.equal(false);
     expect(received).to.have.length(1);
     const { headers, body } = received[0]!;

@@ -1,7 +1,7 @@
 // A coordinator process killed in the middle of a cycle, then run again: every request ends fulfilled
 // or failed exactly once on chain, and no sponsor wallet spends a transaction on an already-served request.
 import type { ChildProcess } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
@@ -18,6 +18,7 @@ import {
   NODE_ADDRESS,
   requestEvents,
   startApiServer,
+  writeNodeFiles,
 } from '../../support/harness.js';
 
 const SPONSORS = 5;
@@ -57,13 +58,7 @@ describe('coordinator killed mid-cycle, then restarted (anvil)', () => {
       deployment: chain.deployment,
       apiUrl: api.url,
     });
-    writeFileSync(join(dir, 'config.json'), JSON.stringify(config));
-    writeFileSync(
-      join(dir, 'secrets.env'),
-      Object.entries(secrets)
-        .map(([k, v]) => `${k}="${v}"`)
-        .join('\n'),
-    );
+    writeNodeFiles(dir, { config, secrets });
   });
   after(async () => {
     await api?.close();

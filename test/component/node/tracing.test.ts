@@ -2,7 +2,7 @@
 // `oracle-node worker` processes, as in the operator's worker pods (the shard JSON is all that crosses), exporting to
 // a real OTLP/HTTP receiver (the Collector's pdata decoder, built from Go modules). One trace per request spans both
 // processes.
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
@@ -26,6 +26,7 @@ import {
   requestEvents,
   startApiServer,
   wallets,
+  writeNodeFiles,
 } from '../../support/harness.js';
 import {
   attributesOf,
@@ -91,13 +92,7 @@ describe('OpenTelemetry traces of a cycle across the coordinator and worker proc
       { oisTitle: OIS_TITLE, securitySchemeName: 'key', securitySchemeValue: '${API_KEY}' },
     ];
     const secrets = { ...built.secrets, API_KEY };
-    writeFileSync(join(dir, 'config.json'), JSON.stringify(built.config));
-    writeFileSync(
-      join(dir, 'secrets.env'),
-      Object.entries(secrets)
-        .map(([k, v]) => `${k}="${v}"`)
-        .join('\n'),
-    );
+    writeNodeFiles(dir, { config: built.config, secrets: secrets });
     configArgs = ['-c', join(dir, 'config.json'), '-s', join(dir, 'secrets.env')];
     const validated = validateConfig(built.config, secrets);
     if (!validated.ok || !validated.config) throw new Error(JSON.stringify(validated.errors));

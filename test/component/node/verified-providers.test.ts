@@ -18,6 +18,7 @@ import {
   makeFullRequest,
   requestEvents,
   startApiServer,
+  writeNodeFiles,
 } from '../../support/harness.js';
 import { type RecordingProxy, startRecordingProxy } from '../../support/rpc-proxy.js';
 
@@ -58,13 +59,7 @@ describe('verified provider chain ids carried between coordinator processes (anv
   function node(providers: Record<string, string>): { dir: string; cacheDir: string } {
     const dir = mkdtempSync(join(tmpdir(), 'verified-providers-'));
     const { config, secrets } = buildConfigJson({ providers, deployment: chain.deployment, apiUrl: api.url });
-    writeFileSync(join(dir, 'config.json'), JSON.stringify(config, null, 2));
-    writeFileSync(
-      join(dir, 'secrets.env'),
-      Object.entries(secrets)
-        .map(([k, v]) => `${k}="${v}"`)
-        .join('\n'),
-    );
+    writeNodeFiles(dir, { config, secrets });
     return { dir, cacheDir: join(dir, 'cache') };
   }
 

@@ -1,7 +1,7 @@
 // The coordinator and its API workers on anvil (real AirnodeRrpV0, a real API server): the workers are real
 // `oracle-node worker` processes that get only the API calls; the coordinator signs and sends from their results.
 // A compromised worker is one of them whose output is tampered with: it can answer only what it was asked.
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
@@ -25,6 +25,7 @@ import {
   requestEvents,
   startApiServer,
   wallets,
+  writeNodeFiles,
 } from '../../support/harness.js';
 import { WorkerProcesses } from '../../support/worker-processes.js';
 
@@ -48,13 +49,7 @@ describe('coordinator and API workers (anvil, real worker processes)', function 
       fulfillmentGasLimit: 200_000,
     });
     const dir = mkdtempSync(join(tmpdir(), 'worker-split-'));
-    writeFileSync(join(dir, 'config.json'), JSON.stringify(built.config));
-    writeFileSync(
-      join(dir, 'secrets.env'),
-      Object.entries(built.secrets)
-        .map(([name, value]) => `${name}="${value}"`)
-        .join('\n'),
-    );
+    writeNodeFiles(dir, { config: built.config, secrets: built.secrets });
     configPath = join(dir, 'config.json');
     rawConfig = built.config;
     workerArgs = ['-c', configPath, '-s', join(dir, 'secrets.env')];

@@ -63,6 +63,9 @@ describe('oracle-node binary (validate, derive, schema)', function () {
       }
       // Nor the tracer: validate makes no span.
       expect(recorder.urls().join('\n')).to.not.include('/src/observability/tracing.');
+      // Of zod's 64 message locales, English alone (the one validate prints).
+      const locales = recorder.urls().filter((url) => url.includes('/node_modules/zod/v4/locales/'));
+      expect(locales.map((url) => url.slice(url.lastIndexOf('/') + 1))).to.deep.equal(['en.js']);
     } finally {
       recorder.remove();
     }

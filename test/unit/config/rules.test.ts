@@ -508,6 +508,17 @@ describe('config rules (negative tests: path and message)', () => {
         /Parameter "amount" not found in "fixedOperationParameters" or "parameters"/,
       );
     });
+    it('gives each uncovered API parameter of one endpoint the endpoint path', () => {
+      const result = check((c) => {
+        endpoint(c).parameters = [];
+        endpoint(c).fixedOperationParameters = [];
+      });
+      const uncovered = result.errors.filter((e) =>
+        / not found in "fixedOperationParameters" or "parameters"/.test(e.message),
+      );
+      expect(uncovered.length).to.be.greaterThan(1);
+      for (const issue of uncovered) expect(issue.path).to.equal('ois[0].endpoints[0]');
+    });
     it('rejects an operation parameter both fixed and an endpoint parameter', () => {
       const result = check((c) =>
         endpoint(c).parameters.push({ name: 'to', operationParameter: { in: 'query', name: 'to' } }),
