@@ -2,6 +2,7 @@
 // packages (@api3/airnode-adapter, @api3/airnode-abi 0.15) on the same inputs in the same run, and
 // sandboxed (QuickJS) processing latency beside the reference's vm-based @api3/commons processing.
 // Writes the "OIS engine" section of docs/benchmarks.md. Run: node --import tsx --expose-gc bench/ois-engine.bench.ts
+// (`--processing-only`: the processing rounds alone, printed and not written, e.g. under --cpu-prof).
 import { execSync } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -32,6 +33,7 @@ const refCommons = require('@api3/commons') as {
 
 const gc = (globalThis as { gc?: () => void }).gc;
 const quick = process.env.BENCH_QUICK === '1';
+const processingOnly = process.argv.includes('--processing-only');
 const BATCHES = quick ? 5 : 15;
 const BATCH_MS = quick ? 40 : 150;
 
@@ -163,20 +165,8 @@ const markets = Array.from({ length: 10 }, (_, i) => ({ id: `coin${i}`, price: 1
 
 type Row = { name: string; ours: number; reference: number };
 
-async function main(): Promise<void> {
-  const rows: Row[] = [];
-  const measure = (name: string, ours: () => void, reference: () => void) => {
-    // Two rounds, alternating, so drift from the contended CPU hits both sides alike.
-    const oursRates = [throughput(ours)];
-    const referenceRates = [throughput(reference)];
-    oursRates.push(throughput(ours));
-    referenceRates.push(throughput(reference));
-    rows.push({ name, ours: Math.max(...oursRates), reference: Math.max(...referenceRates) });
-    console.log(
-      `${name}: ours ${rows.at(-1)!.ours.toFixed(0)} ops/s, reference ${rows.at(-1)!.reference.toFixed(0)} ops/s`,
-    );
-  };
-
+/** The throughput rows: extraction and encoding, ABI, request building, ours beside the reference packages. */
+function measureThroughput(measure: (name: string, ours: () => void, reference: () => void) => void): void {
   for (const [name, params] of extractionCases) {
     measure(
       `extract+encode: ${name}`,
@@ -207,6 +197,23 @@ async function main(): Promise<void> {
       refAxios.getUri({ url: `${built.baseUrl}${built.path}`, params: built.data });
     },
   );
+}
+
+async function main(): Promise<void> {
+  const rows: Row[] = [];
+  const measure = (name: string, ours: () => void, reference: () => void) => {
+    // Two rounds, alternating, so drift from the contended CPU hits both sides alike.
+    const oursRates = [throughput(ours)];
+    const referenceRates = [throughput(reference)];
+    oursRates.push(throughput(ours));
+    referenceRates.push(throughput(reference));
+    rows.push({ name, ours: Math.max(...oursRates), reference: Math.max(...referenceRates) });
+    console.log(
+      `${name}: ours ${rows.at(-1)!.ours.toFixed(0)} ops/s, reference ${rows.at(-1)!.reference.toFixed(0)} ops/s`,
+    );
+  };
+
+  if (!processingOnly) measureThroughput(measure);
 
   // Processing as the gateway runs it: on the worker pool, its workers kept warm (keepProcessingWarm), measured
   // after a warm-up; ours and the reference alternate over three rounds, all samples pooled.
@@ -243,7 +250,7 @@ async function main(): Promise<void> {
   console.log('post-processing V2 latency (ms):', processing);
   await workerPool().close();
 
-  writeSection(rows, processing, runs);
+  if (!processingOnly) writeSection(rows, processing, runs);
 }
 
 function cpuModel(): string {

@@ -2,8 +2,6 @@
 // recovery), so that the main thread keeps answering HTTP, health probes and metrics while they run.
 // - At most `size` tasks run at once; further tasks wait in order. The memory of snippets is bounded
 //   process-wide by size x the sandbox's memory limit (each worker runs one QuickJS instance at a time).
-// - A task goes to the idle worker that answered longest ago, so that it does not wait for the tidying up a worker
-//   does after each answer.
 // - A task that does not answer within its limit plus a grace period has its worker terminated (an
 //   interrupt that cannot fire still cannot hold a thread); a worker that dies is replaced on demand.
 // - Workers idle for `idleMs` are terminated, which gives their WebAssembly memory back to the system, except the
@@ -44,15 +42,7 @@ type Job = {
   resolve: (result: TaskResult) => void;
 };
 
-type Slot = {
-  worker: Worker;
-  job?: Job;
-  backstop?: NodeJS.Timeout;
-  idleTimer?: NodeJS.Timeout;
-  warm?: boolean;
-  /** When the worker answered its last task (0 before its first). */
-  idleSince: number;
-};
+type Slot = { worker: Worker; job?: Job; backstop?: NodeJS.Timeout; idleTimer?: NodeJS.Timeout; warm?: boolean };
 
 // tsx maps the .js URL to the .ts source under test; the build has the .js file next to this one.
 const WORKER_URL = new URL('./pool-worker.js', import.meta.url);
@@ -126,7 +116,10 @@ export class WorkerPool {
 
   private dispatch(): void {
     while (this.queue.length > 0) {
-      let slot = this.longestIdle();
+      // The first idle worker: in back-to-back traffic, the one that has just answered and is still tidying up (the
+      // sandbox prepares its next execution, ~0.2 ms). Waking the other, sleeping, worker instead was measured: a
+      // lower median but twice the p99 on two shared cores (docs/benchmarks.md, "Near the floor").
+      let slot = [...this.slots].find((candidate) => !candidate.job);
       if (!slot) {
         if (this.slots.size >= this.settings.size) return;
         slot = this.spawn();
@@ -135,25 +128,12 @@ export class WorkerPool {
     }
   }
 
-  /**
-   * The idle worker that answered longest ago: a worker tidies up after each answer (the sandbox disposes the last
-   * execution and prepares the next one, a few hundred microseconds), so a task sent to the worker that just
-   * answered would wait for that while another idle worker is ready.
-   */
-  private longestIdle(): Slot | undefined {
-    let chosen: Slot | undefined;
-    for (const slot of this.slots) {
-      if (!slot.job && (!chosen || slot.idleSince < chosen.idleSince)) chosen = slot;
-    }
-    return chosen;
-  }
-
   private spawn(): Slot {
     const worker = new Worker(WORKER_URL, {
       resourceLimits: { maxOldGenerationSizeMb: this.settings.heapLimitMb, maxYoungGenerationSizeMb: 32 },
     });
     this.started++;
-    const slot: Slot = { worker, idleSince: 0 };
+    const slot: Slot = { worker };
     this.slots.add(slot);
     worker.on('message', ({ id, result }: { id: number; result: TaskResult }) => {
       if (slot.job?.id !== id) return;
@@ -187,7 +167,6 @@ export class WorkerPool {
     const job = slot.job;
     clearTimeout(slot.backstop);
     slot.job = undefined;
-    slot.idleSince = performance.now();
     slot.worker.unref();
     if (!slot.warm) {
       slot.idleTimer = setTimeout(() => void this.retire(slot), this.settings.idleMs);
