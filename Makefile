@@ -85,23 +85,25 @@ test-component: install ## Component tests: real HTTP servers on loopback and a 
 	$(MOCHA) --timeout 120000 $(COMPONENT_TESTS)
 
 .PHONY: test
-# The alert rules and the integration tier run beside unit + component: the integration tier mostly waits (the control
-# plane, kwok's timers, CronJobs firing on whole minutes), and on a fresh machine its Go builds (nice 10) take the CPU
-# the JavaScript tests leave. Their output goes to .cache/test-integration.log and is printed after the unit +
-# component report. TEST_SERIAL=1 runs the tiers one after the other.
+# The integration tier, then the alert rules, run beside unit + component: the integration tier mostly waits (the
+# control plane, kwok's timers, CronJobs firing on whole minutes), and on a fresh machine its Go builds (nice 10) take
+# the CPU the JavaScript tests leave; it builds the control plane first and the rest (helm, promtool, the test tools)
+# while its first suites run (test/cluster/integration.sh). Their output goes to .cache/test-integration.log and is
+# printed after the unit + component report. TEST_SERIAL=1 runs the tiers one after the other.
 TEST_SERIAL ?=
 INTEGRATION_LOG := $(CACHE_DIR)/test-integration.log
-test: install ## All tests: unit + component with coverage, beside them the alert rules (promtool) and integration when Go is available (always in CI)
+test: install ## All tests: unit + component with coverage, beside them integration and the alert rules (promtool) when Go is available (always in CI)
 	@if ! command -v go >/dev/null 2>&1 && [ -n "$${CI:-}" ]; then echo "CI needs Go for the alert rules and the integration tier" >&2; exit 1; fi
 	@mkdir -p $(CACHE_DIR); pid=; status=0; \
 	if [ -z "$(TEST_SERIAL)" ] && command -v go >/dev/null 2>&1; then \
-	  echo "== alert rules and integration tier started beside unit + component (output: $(INTEGRATION_LOG))"; \
-	  { $(MAKE) --no-print-directory test-alerts && $(MAKE) --no-print-directory test-integration; } > $(INTEGRATION_LOG) 2>&1 & pid=$$!; \
+	  echo "== integration tier and alert rules started beside unit + component (output: $(INTEGRATION_LOG))"; \
+	  { rc=0; $(MAKE) --no-print-directory test-integration || rc=$$?; \
+	    $(MAKE) --no-print-directory test-alerts || rc=$$?; exit $$rc; } > $(INTEGRATION_LOG) 2>&1 & pid=$$!; \
 	fi; \
 	$(BIN)/c8 $(MOCHA) --timeout 120000 $(UNIT_TESTS) $(COMPONENT_TESTS) || status=$$?; \
 	if [ -n "$$pid" ]; then \
 	  tier=0; wait $$pid || tier=$$?; \
-	  echo "== alert rules and integration tier (run beside unit + component)"; cat $(INTEGRATION_LOG); \
+	  echo "== integration tier and alert rules (run beside unit + component)"; cat $(INTEGRATION_LOG); \
 	  [ "$$tier" -eq 0 ] || status=$$tier; \
 	  exit $$status; \
 	fi; \

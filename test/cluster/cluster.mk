@@ -46,9 +46,10 @@ test-integration: install ## Integration tests: cluster-up, mocha on test/integr
 	  export KUBECONFIG=$(CLUSTER_RUN_DIR)/admin.kubeconfig CLUSTER_RESTRICTED_KUBECONFIG=$(CLUSTER_RUN_DIR)/restricted.kubeconfig; \
 	  exec $(CLUSTER_DIR)/integration.sh $(BIN)/mocha '$(INTEGRATION_SPEC)'; \
 	fi; \
-	$(CLUSTER_DIR)/build.sh all prometheus; \
+	$(CLUSTER_DIR)/build.sh k8s etcd kwok; \
 	trap '$(CLUSTER_DIR)/cluster.sh down' EXIT; trap 'exit 130' INT TERM; \
 	$(CLUSTER_DIR)/cluster.sh up; \
 	export KUBECONFIG=$(CLUSTER_RUN_DIR)/admin.kubeconfig CLUSTER_RESTRICTED_KUBECONFIG=$(CLUSTER_RUN_DIR)/restricted.kubeconfig; \
-	rc=0; $(CLUSTER_DIR)/integration.sh $(BIN)/mocha '$(INTEGRATION_SPEC)' || rc=$$?; \
+	rc=0; INTEGRATION_BUILD='$(CLUSTER_DIR)/build.sh all prometheus' \
+	  $(CLUSTER_DIR)/integration.sh $(BIN)/mocha '$(INTEGRATION_SPEC)' || rc=$$?; \
 	exit $$rc

@@ -10,6 +10,9 @@
 # - everything else, which shares the cluster-wide OracleNode CRD and webhook configurations, one file after another.
 # A spec of your own (INTEGRATION_SPEC=...) or INTEGRATION_SERIAL=1 runs one mocha. The exit status is the worse of
 # the two; the side process' output follows the rest's.
+# INTEGRATION_BUILD, when set, is a command that builds what only the rest needs (helm, promtool and Prometheus, the
+# test tools): it runs while the side process already tests, so on a fresh machine those compiles overlap the
+# waiting instead of coming before it. A failed build fails the run.
 set -uo pipefail
 
 mocha=$1
@@ -24,7 +27,10 @@ readonly FAULT_SUITES=(
   test/integration/cluster/gc.test.ts
 )
 
+build=${INTEGRATION_BUILD:-}
+
 if [ "$spec" != "$DEFAULT_SPEC" ] || [ -n "${INTEGRATION_SERIAL:-}" ]; then
+  if [ -n "$build" ]; then bash -c "$build" || exit $?; fi
   exec "$mocha" --timeout 120000 "$spec"
 fi
 
@@ -34,6 +40,18 @@ trap 'rm -f "$log"' EXIT
 faults_pid=$!
 # Ctrl-C or a stop of make stops both halves.
 trap 'kill "$faults_pid" 2>/dev/null; exit 130' INT TERM
+
+if [ -n "$build" ]; then
+  built=0
+  bash -c "$build" || built=$?
+  if [ "$built" -ne 0 ]; then
+    # The side process runs its after hooks (a private control plane to stop) before the run ends.
+    wait "$faults_pid"
+    echo "== building what the rest needs failed ($built); the side process' report:"
+    cat "$log"
+    exit "$built"
+  fi
+fi
 
 ignores=()
 for suite in "${FAULT_SUITES[@]}"; do ignores+=(--ignore "$suite"); done
