@@ -3,22 +3,24 @@
 #   test/cluster/integration.sh MOCHA SPEC
 # The whole tier (the default spec) runs as two mocha processes side by side, because both halves mostly wait on the
 # control plane (kwok's timers, CronJobs on whole minutes, the garbage collector's 30 s rediscovery, backoffs):
-# - the kube runtime's fault suites (test/integration/kube/{apiserver-restart,faults,scale,leader,informer}): a
-#   private apiserver stopped and restarted, a faulty proxy, 500 objects, leader failovers; and the garbage
-#   collector's suite, which waits for its 30 s rediscovery of a new CRD. They use only CRDs of their own in their
-#   own namespaces, never the OracleNode CRD or a webhook configuration;
+# - the side process: the kube runtime's fault suites (test/integration/kube/{apiserver-restart,faults,scale,leader,
+#   informer}): a private apiserver stopped and restarted, a faulty proxy, 500 objects, leader failovers; and the
+#   garbage collector's suite, which waits for its 30 s rediscovery of a new CRD. They use only CRDs of their own in
+#   their own namespaces, never the OracleNode CRD or a webhook configuration;
 # - everything else, which shares the cluster-wide OracleNode CRD and webhook configurations, one file after another.
-# A spec of your own (INTEGRATION_SPEC=...) or INTEGRATION_SERIAL=1 runs one mocha. The exit status is the worse of
-# the two; the side process' output follows the rest's.
-# INTEGRATION_BUILD, when set, is a command that builds what only the rest needs (helm, promtool and Prometheus, the
-# test tools): it runs while the side process already tests, so on a fresh machine those compiles overlap the
-# waiting instead of coming before it. A failed build fails the run.
+# A spec of your own (INTEGRATION_SPEC=...) or INTEGRATION_SERIAL=1 runs one mocha. The exit status is the worst of
+# them; the side process' output follows the rest's.
+#
+# INTEGRATION_BUILD, when set, is a command that builds what only a few suites need (helm, promtool and Prometheus,
+# the test tools: NEEDS_BUILD). It runs while the side process and the other suites already test, and those few
+# suites run after it, so on a fresh machine the last compiles overlap the waiting instead of coming before it. A
+# failed build fails the run.
 set -uo pipefail
 
 mocha=$1
 spec=$2
 readonly DEFAULT_SPEC='test/integration/**/*.test.ts'
-readonly FAULT_SUITES=(
+readonly SIDE_SUITES=(
   test/integration/kube/apiserver-restart.test.ts
   test/integration/kube/faults.test.ts
   test/integration/kube/scale.test.ts
@@ -26,7 +28,12 @@ readonly FAULT_SUITES=(
   test/integration/kube/informer.test.ts
   test/integration/cluster/gc.test.ts
 )
-
+# helm (the chart's suites, the ServiceMonitor as rendered), Prometheus (the scrape), kstatus and argocd-lua (GitOps).
+readonly NEEDS_BUILD=(
+  'test/integration/helm/**/*.test.ts'
+  test/integration/operator/metrics.test.ts
+  test/integration/operator/gitops.test.ts
+)
 build=${INTEGRATION_BUILD:-}
 
 if [ "$spec" != "$DEFAULT_SPEC" ] || [ -n "${INTEGRATION_SERIAL:-}" ]; then
@@ -34,32 +41,43 @@ if [ "$spec" != "$DEFAULT_SPEC" ] || [ -n "${INTEGRATION_SERIAL:-}" ]; then
   exec "$mocha" --timeout 120000 "$spec"
 fi
 
-log=$(mktemp "${TMPDIR:-/tmp}/oracle-node-integration-side.XXXXXX")
-trap 'rm -f "$log"' EXIT
-"$mocha" --timeout 120000 "${FAULT_SUITES[@]}" >"$log" 2>&1 &
-faults_pid=$!
-# Ctrl-C or a stop of make stops both halves.
-trap 'kill "$faults_pid" 2>/dev/null; exit 130' INT TERM
-
+work=$(mktemp -d "${TMPDIR:-/tmp}/oracle-node-integration.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+"$mocha" --timeout 120000 "${SIDE_SUITES[@]}" >"$work/side.log" 2>&1 &
+side_pid=$!
+build_pid=
 if [ -n "$build" ]; then
-  built=0
-  bash -c "$build" || built=$?
-  if [ "$built" -ne 0 ]; then
-    # The side process runs its after hooks (a private control plane to stop) before the run ends.
-    wait "$faults_pid"
-    echo "== building what the rest needs failed ($built); the side process' report:"
-    cat "$log"
-    exit "$built"
-  fi
+  bash -c "$build" >"$work/build.log" 2>&1 &
+  build_pid=$!
 fi
+# Ctrl-C or a stop of make stops every part.
+trap 'kill "$side_pid" $build_pid 2>/dev/null; exit 130' INT TERM
 
 ignores=()
-for suite in "${FAULT_SUITES[@]}"; do ignores+=(--ignore "$suite"); done
+for suite in "${SIDE_SUITES[@]}"; do ignores+=(--ignore "$suite"); done
 rest=0
-"$mocha" --timeout 120000 "${ignores[@]}" "$spec" || rest=$?
-faults=0
-wait "$faults_pid" || faults=$?
-echo "== the fault suites and the garbage collector's (run beside the rest): ${FAULT_SUITES[*]}"
-cat "$log"
+if [ -n "$build_pid" ]; then
+  for suite in "${NEEDS_BUILD[@]}"; do ignores+=(--ignore "$suite"); done
+  "$mocha" --timeout 120000 "${ignores[@]}" "$spec" || rest=$?
+  built=0
+  wait "$build_pid" || built=$?
+  cat "$work/build.log"
+  if [ "$built" -ne 0 ]; then
+    # The side process runs its after hooks (a private control plane to stop) before the run ends.
+    wait "$side_pid"
+    echo "== building what ${NEEDS_BUILD[*]} need failed ($built); the side process' report:"
+    cat "$work/side.log"
+    exit "$built"
+  fi
+  needs_build=0
+  "$mocha" --timeout 120000 "${NEEDS_BUILD[@]}" || needs_build=$?
+  [ "$rest" -ne 0 ] || rest=$needs_build
+else
+  "$mocha" --timeout 120000 "${ignores[@]}" "$spec" || rest=$?
+fi
+side=0
+wait "$side_pid" || side=$?
+echo "== the fault suites and the garbage collector's (run beside the rest): ${SIDE_SUITES[*]}"
+cat "$work/side.log"
 [ "$rest" -ne 0 ] && exit "$rest"
-exit "$faults"
+exit "$side"
