@@ -24,6 +24,7 @@ import {
   ENDPOINTS,
   encodeCoin,
   makeFullRequest,
+  type NodeFiles,
   OIS_TITLE,
   wallets,
   writeNodeFiles,
@@ -58,6 +59,7 @@ describe('hostile input: no secret in any output of any subcommand', function ()
   let chain: Awaited<ReturnType<typeof startTestChain>>;
   const servers: Server[] = [];
   let dir: string;
+  let nodeFiles: NodeFiles;
   let secrets: Record<string, string>;
   /** Everything any subcommand printed or answered, with where it came from. */
   const outputs: { where: string; text: string }[] = [];
@@ -141,7 +143,7 @@ describe('hostile input: no secret in any output of any subcommand', function ()
       parameters: [{ name: 'coin', operationParameter: { in: 'query', name: 'coin' } }],
     });
     dir = mkdtempSync(join(tmpdir(), 'hostile-secrets-'));
-    writeNodeFiles(dir, { config, secrets });
+    nodeFiles = writeNodeFiles(dir, { config, secrets });
     const check = validateConfig(JSON.stringify(config), secrets);
     expect(check.errors, JSON.stringify(check.errors)).to.deep.equal([]);
   });
@@ -151,7 +153,7 @@ describe('hostile input: no secret in any output of any subcommand', function ()
     await chain?.anvil.stop();
   });
 
-  const configArgs = () => ['-c', join(dir, 'config.json'), '-s', join(dir, 'secrets.env')];
+  const configArgs = () => nodeFiles.args;
   const cacheArgs = () => ['--cache-dir', join(dir, 'cache')];
 
   function capture(child: ChildProcess, where: string) {

@@ -21,6 +21,7 @@ import {
   encodeCoin,
   int256,
   makeFullRequest,
+  type NodeFiles,
   requestEvents,
   startApiServer,
   wallets,
@@ -33,6 +34,7 @@ describe('oracle-node coordinator, worker and start (anvil, real AirnodeRrpV0)',
   let chain: Awaited<ReturnType<typeof startTestChain>>;
   let api: ApiServer;
   let dir: string;
+  let nodeFiles: NodeFiles;
 
   before(async () => {
     chain = await startTestChain();
@@ -43,10 +45,23 @@ describe('oracle-node coordinator, worker and start (anvil, real AirnodeRrpV0)',
       deployment: chain.deployment,
       apiUrl: api.url,
     });
-    writeNodeFiles(dir, { config, secrets });
+    nodeFiles = writeNodeFiles(dir, { config, secrets });
   });
 
-  const configArgs = () => ['-c', join(dir, 'config.json'), '-s', join(dir, 'secrets.env')];
+  const configArgs = () => nodeFiles.args;
+  /** Makes an ETH price request from `sponsor` and waits until the node under test has fulfilled it once. */
+  const requestFulfilled = async (sponsor: Awaited<ReturnType<typeof createSponsor>>) => {
+    const requestId = await makeFullRequest(chain.deployment, {
+      endpointId: ENDPOINTS.price,
+      sponsor: sponsor.address,
+      sponsorWallet: sponsor.sponsorWallet,
+      parameters: encodeCoin('ETH'),
+    });
+    await until(
+      async () => (await requestEvents(chain.deployment, requestId)).fulfilled.length === 1,
+      'the fulfilment',
+    );
+  };
   const cli = (...args: string[]) => run(process.execPath, [...ORACLE_NODE_ARGS, ...args], { cwd: repoRoot });
   const spawnCli = (...args: string[]) => spawnOracleNode(args);
   const exited = (child: ChildProcess) =>
@@ -245,10 +260,7 @@ describe('oracle-node coordinator, worker and start (anvil, real AirnodeRrpV0)',
     const startFiles = writeNodeFiles(dir, { config, secrets }, 'start-');
     const child = spawnCli(
       'start',
-      '-c',
-      startFiles.config,
-      '-s',
-      startFiles.secrets,
+      ...startFiles.args,
       '--interval-ms',
       '300',
       '--port',
@@ -259,16 +271,7 @@ describe('oracle-node coordinator, worker and start (anvil, real AirnodeRrpV0)',
     const io = output(child);
     try {
       const sponsor = await createSponsor(chain.deployment, 'start');
-      const requestId = await makeFullRequest(chain.deployment, {
-        endpointId: ENDPOINTS.price,
-        sponsor: sponsor.address,
-        sponsorWallet: sponsor.sponsorWallet,
-        parameters: encodeCoin('ETH'),
-      });
-      await until(
-        async () => (await requestEvents(chain.deployment, requestId)).fulfilled.length === 1,
-        'the fulfilment',
-      );
+      await requestFulfilled(sponsor);
       await until(async () => /provider unavailable this cycle/.test(io.stderr), 'the dead provider log');
     } finally {
       child.kill('SIGTERM');
@@ -289,10 +292,7 @@ describe('oracle-node coordinator, worker and start (anvil, real AirnodeRrpV0)',
     // The next cycle is ten minutes away: only a poll can serve the request within the test.
     const child = spawnCli(
       'start',
-      '-c',
-      pollFiles.config,
-      '-s',
-      pollFiles.secrets,
+      ...pollFiles.args,
       '--interval-ms',
       '600000',
       '--poll-interval',
@@ -305,16 +305,7 @@ describe('oracle-node coordinator, worker and start (anvil, real AirnodeRrpV0)',
     try {
       await until(async () => /cycle finished/.test(io.stderr), 'the first cycle');
       const sponsor = await createSponsor(chain.deployment, 'start-poll');
-      const requestId = await makeFullRequest(chain.deployment, {
-        endpointId: ENDPOINTS.price,
-        sponsor: sponsor.address,
-        sponsorWallet: sponsor.sponsorWallet,
-        parameters: encodeCoin('ETH'),
-      });
-      await until(
-        async () => (await requestEvents(chain.deployment, requestId)).fulfilled.length === 1,
-        'the fulfilment',
-      );
+      await requestFulfilled(sponsor);
     } finally {
       child.kill('SIGTERM');
     }
@@ -335,10 +326,7 @@ describe('oracle-node coordinator, worker and start (anvil, real AirnodeRrpV0)',
     // Windows of 6 s: the request is made as one begins, so the same window sees its fulfilment mined.
     const child = spawnCli(
       'start',
-      '-c',
-      latencyFiles.config,
-      '-s',
-      latencyFiles.secrets,
+      ...latencyFiles.args,
       '--interval-ms',
       '6000',
       '--poll-interval',
@@ -360,16 +348,7 @@ describe('oracle-node coordinator, worker and start (anvil, real AirnodeRrpV0)',
     try {
       await until(async () => windowsFinished() >= 1, 'the first window to end');
       const seen = windowsFinished();
-      const requestId = await makeFullRequest(chain.deployment, {
-        endpointId: ENDPOINTS.price,
-        sponsor: sponsor.address,
-        sponsorWallet: sponsor.sponsorWallet,
-        parameters: encodeCoin('ETH'),
-      });
-      await until(
-        async () => (await requestEvents(chain.deployment, requestId)).fulfilled.length === 1,
-        'the fulfilment',
-      );
+      await requestFulfilled(sponsor);
       await until(async () => windowsFinished() > seen, 'the window that served it to end');
       await until(
         async () => (await metric('node_request_latency_seconds_count{stage="inclusion"}')) === 1,

@@ -16,6 +16,7 @@ import {
   encodeCoin,
   makeFullRequest,
   NODE_ADDRESS,
+  type NodeFiles,
   requestEvents,
   startApiServer,
   writeNodeFiles,
@@ -24,9 +25,10 @@ import {
 const SPONSORS = 5;
 const REQUESTS_PER_SPONSOR = 6;
 
-function coordinator(dir: string): ChildProcess {
-  const files = ['-c', join(dir, 'config.json'), '-s', join(dir, 'secrets.env'), '--cache-dir', join(dir, 'cache')];
-  return spawnOracleNode(['coordinator', ...files], { stdio: ['ignore', 'pipe', 'pipe'] });
+function coordinator(files: NodeFiles, cacheDir: string): ChildProcess {
+  return spawnOracleNode(['coordinator', ...files.args, '--cache-dir', cacheDir], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
 }
 
 async function exited(child: ChildProcess): Promise<number | null> {
@@ -38,6 +40,7 @@ describe('coordinator killed mid-cycle, then restarted (anvil)', () => {
   let chain: Awaited<ReturnType<typeof startTestChain>>;
   let api: ApiServer;
   let dir: string;
+  let files: NodeFiles;
   let releaseHeld = () => {};
   const firstKilled = new Promise<void>((resolve) => {
     releaseHeld = resolve;
@@ -58,7 +61,7 @@ describe('coordinator killed mid-cycle, then restarted (anvil)', () => {
       deployment: chain.deployment,
       apiUrl: api.url,
     });
-    writeNodeFiles(dir, { config, secrets });
+    files = writeNodeFiles(dir, { config, secrets });
   });
   after(async () => {
     await api?.close();
@@ -83,7 +86,7 @@ describe('coordinator killed mid-cycle, then restarted (anvil)', () => {
     }
 
     // Kill the first coordinator as soon as the first answer lands on chain.
-    const first = coordinator(dir);
+    const first = coordinator(files, join(dir, 'cache'));
     const topics = [null, zeroPadValue(NODE_ADDRESS, 32)];
     let answered = 0;
     for (;;) {
@@ -107,7 +110,7 @@ describe('coordinator killed mid-cycle, then restarted (anvil)', () => {
     expect(answeredBeforeRestart, 'killed after the first answer').to.be.greaterThan(0);
     expect(answeredBeforeRestart, 'killed before finishing').to.be.lessThan(requests.length);
 
-    const second = coordinator(dir);
+    const second = coordinator(files, join(dir, 'cache'));
     expect(await exited(second)).to.equal(0);
     await waitForMined(chain.anvil.url);
 

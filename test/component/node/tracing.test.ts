@@ -92,8 +92,7 @@ describe('OpenTelemetry traces of a cycle across the coordinator and worker proc
       { oisTitle: OIS_TITLE, securitySchemeName: 'key', securitySchemeValue: '${API_KEY}' },
     ];
     const secrets = { ...built.secrets, API_KEY };
-    writeNodeFiles(dir, { config: built.config, secrets: secrets });
-    configArgs = ['-c', join(dir, 'config.json'), '-s', join(dir, 'secrets.env')];
+    configArgs = writeNodeFiles(dir, { config: built.config, secrets }).args;
     const validated = validateConfig(built.config, secrets);
     if (!validated.ok || !validated.config) throw new Error(JSON.stringify(validated.errors));
     config = validated.config;

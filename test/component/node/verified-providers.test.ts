@@ -56,27 +56,17 @@ describe('verified provider chain ids carried between coordinator processes (anv
   }
 
   /** Config and secrets for these providers, and a cache directory shared by the runs. */
-  function node(providers: Record<string, string>): { dir: string; cacheDir: string } {
+  function node(providers: Record<string, string>): { args: string[]; cacheDir: string } {
     const dir = mkdtempSync(join(tmpdir(), 'verified-providers-'));
-    const { config, secrets } = buildConfigJson({ providers, deployment: chain.deployment, apiUrl: api.url });
-    writeNodeFiles(dir, { config, secrets });
-    return { dir, cacheDir: join(dir, 'cache') };
+    const built = buildConfigJson({ providers, deployment: chain.deployment, apiUrl: api.url });
+    return { args: writeNodeFiles(dir, built).args, cacheDir: join(dir, 'cache') };
   }
 
   /** One `oracle-node coordinator` process: its summary once its transactions are mined. */
-  async function coordinator(files: { dir: string; cacheDir: string }): Promise<Summary> {
+  async function coordinator(files: { args: string[]; cacheDir: string }): Promise<Summary> {
     const { stdout } = await run(
       process.execPath,
-      [
-        ...ORACLE_NODE_ARGS,
-        'coordinator',
-        '-c',
-        join(files.dir, 'config.json'),
-        '-s',
-        join(files.dir, 'secrets.env'),
-        '--cache-dir',
-        files.cacheDir,
-      ],
+      [...ORACLE_NODE_ARGS, 'coordinator', ...files.args, '--cache-dir', files.cacheDir],
       { cwd: repoRoot },
     );
     await waitForMined(chain.anvil.url);

@@ -49,10 +49,10 @@ describe('coordinator and API workers (anvil, real worker processes)', function 
       fulfillmentGasLimit: 200_000,
     });
     const dir = mkdtempSync(join(tmpdir(), 'worker-split-'));
-    writeNodeFiles(dir, { config: built.config, secrets: built.secrets });
-    configPath = join(dir, 'config.json');
+    const files = writeNodeFiles(dir, built);
+    configPath = files.config;
     rawConfig = built.config;
-    workerArgs = ['-c', configPath, '-s', join(dir, 'secrets.env')];
+    workerArgs = files.args;
     const validated = validateConfig(built.config, built.secrets);
     if (!validated.ok || !validated.config) throw new Error(JSON.stringify(validated.errors));
     config = validated.config;
