@@ -530,13 +530,7 @@ async function main(): Promise<void> {
   const idleOf = (blockTime: number) => measured.find((r) => r.idle.blockTime === blockTime)!.idle;
   const perPoll = (idle: Idle) => (idle.windowCalls - idle.oneShotCalls) / idle.polls;
   const rows = runs.map((r) => [
-    `${r.blockTime} s`,
-    r.schedule === 'window' ? `window, ${POLL_SECONDS} s polls` : 'minute cycle',
-    `${answered(r)} / ${requestCount}`,
-    `${sends(r)} (${r.proxySends} at the proxy)`,
-    triple(r.chain),
-    triple(r.wall, 1),
-    triple(r.toSend, 1),
+    ...rowOf(r, r.schedule === 'window' ? `window, ${POLL_SECONDS} s polls` : 'minute cycle'),
     r.schedule === 'window'
       ? `${perPoll(idleOf(r.blockTime)).toFixed(2)} (${idleOf(r.blockTime).polls} polls)`
       : `${idleOf(r.blockTime).oneShotCalls} a cycle`,
@@ -559,20 +553,7 @@ async function main(): Promise<void> {
       'Idle calls per poll: a `coordinator --window ' +
       `${args.idle} --poll-interval ${POLL_SECONDS}\` with no request, its calls at the proxy less those of a one-shot \`coordinator\` on the same chain, over the window's own count of polls (new-block polls included: each reads the new block's logs).`,
     '',
-    ...table(
-      [
-        'blocks',
-        'schedule',
-        'fulfilled',
-        'fulfilment txs',
-        'p50 / p95 / max, block timestamps',
-        'p50 / p95 / max, wall (seen to seen)',
-        'p50 / p95 / max, to the send',
-        'RPC calls per idle poll',
-      ],
-      [false, false, true, true, true, true, true, true],
-      rows,
-    ),
+    ...table([...latencyHeader, 'RPC calls per idle poll'], [false, false, true, true, true, true, true, true], rows),
     '',
     `Cross-check of the window's own counters against the proxy: ${measured
       .map(
