@@ -378,10 +378,11 @@ function checkOisReferences(ois: OisShape, ctx: z.RefinementCtx): void {
     }
     const params = endpoint.parameters.map((p) => p.operationParameter);
     const fixed = endpoint.fixedOperationParameters.map((p) => p.operationParameter);
-    for (const [section, list] of [
+    const sections = [
       ['parameters', params],
       ['fixedOperationParameters', fixed],
-    ] as const) {
+    ] as const;
+    for (const [section, list] of sections) {
       for (let index = 0; index < list.length; index++) {
         const op = list[index];
         if (op && countSame(list, op) > 1) {
@@ -421,10 +422,7 @@ function checkOisReferences(ois: OisShape, ctx: z.RefinementCtx): void {
       continue;
     }
     const apiParameters = operation.parameters;
-    for (const [section, list] of [
-      ['parameters', params],
-      ['fixedOperationParameters', fixed],
-    ] as const) {
+    for (const [section, list] of sections) {
       for (let index = 0; index < list.length; index++) {
         const op = list[index];
         if (op && !hasSame(apiParameters, op)) {
