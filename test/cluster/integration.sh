@@ -35,6 +35,7 @@ readonly NEEDS_BUILD=(
   test/integration/operator/gitops.test.ts
 )
 build=${INTEGRATION_BUILD:-}
+run_mocha() { "$mocha" --timeout 120000 "$@"; }
 
 if [ "$spec" != "$DEFAULT_SPEC" ] || [ -n "${INTEGRATION_SERIAL:-}" ]; then
   if [ -n "$build" ]; then bash -c "$build" || exit $?; fi
@@ -43,7 +44,7 @@ fi
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/oracle-node-integration.XXXXXX")
 trap 'rm -rf "$work"' EXIT
-"$mocha" --timeout 120000 "${SIDE_SUITES[@]}" >"$work/side.log" 2>&1 &
+run_mocha "${SIDE_SUITES[@]}" >"$work/side.log" 2>&1 &
 side_pid=$!
 build_pid=
 if [ -n "$build" ]; then
@@ -55,10 +56,12 @@ trap 'kill "$side_pid" $build_pid 2>/dev/null; exit 130' INT TERM
 
 ignores=()
 for suite in "${SIDE_SUITES[@]}"; do ignores+=(--ignore "$suite"); done
-rest=0
 if [ -n "$build_pid" ]; then
   for suite in "${NEEDS_BUILD[@]}"; do ignores+=(--ignore "$suite"); done
-  "$mocha" --timeout 120000 "${ignores[@]}" "$spec" || rest=$?
+fi
+rest=0
+run_mocha "${ignores[@]}" "$spec" || rest=$?
+if [ -n "$build_pid" ]; then
   built=0
   wait "$build_pid" || built=$?
   cat "$work/build.log"
@@ -70,10 +73,8 @@ if [ -n "$build_pid" ]; then
     exit "$built"
   fi
   needs_build=0
-  "$mocha" --timeout 120000 "${NEEDS_BUILD[@]}" || needs_build=$?
+  run_mocha "${NEEDS_BUILD[@]}" || needs_build=$?
   [ "$rest" -ne 0 ] || rest=$needs_build
-else
-  "$mocha" --timeout 120000 "${ignores[@]}" "$spec" || rest=$?
 fi
 side=0
 wait "$side_pid" || side=$?
