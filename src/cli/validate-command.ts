@@ -3,7 +3,9 @@
 
 import { readFile, stat } from 'node:fs/promises';
 import { errorMessage } from '../common/errors.js';
-import { type Issue, MAX_CONFIG_BYTES, type ValidationResult, validateConfig } from '../config/index.js';
+// validate.js rather than the config index: the index also loads the JSON Schema and secret-scope modules, which a
+// `validate` process never uses.
+import { type Issue, MAX_CONFIG_BYTES, type ValidationResult, validateConfig } from '../config/validate.js';
 import { type CliIo, parseCommandArgs, processIo, usageError } from './args.js';
 import type { Subcommand } from './subcommand.js';
 
