@@ -2,8 +2,12 @@
 // turn a parse error into "message, blank line, usage" on stderr with exit code 2. Output goes through a CliIo, so a
 // test passes its own to capture it. Kept free of the engine's modules: `validate` and `schema` load this file at
 // start-up. What an engine subcommand adds (its config, its pod's environment) is in command-config.ts.
-import { type ParseArgsOptionsConfig, parseArgs } from 'node:util';
+import type { ParseArgsOptionsConfig } from 'node:util';
 import { errorMessage } from '../common/errors.js';
+
+// Node's own util module, already loaded at start-up: an `import` of node:util builds its ES module namespace,
+// which reads every export and so loads their lazy parts (~4 ms of each short-lived command, `validate` included).
+const { parseArgs } = process.getBuiltinModule('node:util');
 
 /** Where a subcommand reads and writes; tests pass their own to capture output. */
 export type CliIo = {

@@ -1,6 +1,10 @@
-// secrets.env parsing (dotenv-like) and `${NAME}` interpolation into the parsed config tree.
-// The reference interpolates into the stringified JSON; walking the tree gives the same result for
-// string values and keys, and lets us record which config paths use each secret (for errors and redaction).
+// secrets.env parsing (dotenv-like) and `${NAME}` interpolation, in two passes with one answer.
+// The tree pass walks the parsed config: it records which config paths use each secret (for errors) and reports
+// missing and invalid references. The text pass (validate's, for config.json text) replaces the references in the
+// text before it is parsed, one scan instead of a walk over every node, and declines whatever it cannot answer
+// exactly as the tree pass would. The reference interpolates into the stringified JSON; both give its result for
+// string values and keys.
+import { closingQuote, openingQuote } from './json-text.js';
 import { formatPath, type PathSegment } from './paths.js';
 
 export const SECRET_NAME_PATTERN = /^[A-Z][A-Z0-9_]*$/;
@@ -153,7 +157,7 @@ export function interpolateSecrets(root: unknown, secrets: Record<string, string
       usedSecret = true;
       return secrets[name]!;
     });
-    if (usedSecret) redactions.set(result, text);
+    if (usedSecret) recordRedaction(redactions, result, text);
     return result;
   };
 
@@ -218,18 +222,135 @@ export function interpolateSecrets(root: unknown, secrets: Record<string, string
   return { value, usages, missing, redactions, invalid, warnings, keyCount };
 }
 
+/** What `${NAME}` interpolation into config.json's text gives: the text to parse and what redaction needs. */
+export type TextInterpolation = {
+  text: string;
+  /** interpolated string -> the raw string with ${NAME}, as interpolateSecrets records them */
+  redactions: Map<string, string>;
+  /** the names of the secrets used */
+  used: Set<string>;
+};
+
+const BACKSLASH = 0x5c;
+const COLON = 0x3a;
+/** Text whose presence anywhere sends interpolation to the tree pass (see interpolateSecretsInText). */
+const TREE_PASS_MARKS = ['\\u', '\uFFFD', ...[...FORBIDDEN_KEYS].map((key) => `"${key}"`)];
+/** Only these characters may stand in JSON text outside a string: structure, white space, numbers, literals. */
+const OUTSIDE_STRING_ONLY = /^[\s{}[\]:,"0-9+\-.eEtrufalsn]*$/;
+
+/**
+ * `${NAME}` interpolation into config.json's text, before it is parsed: one scan for `${` instead of a walk over
+ * every node of the parsed tree. JSON.parse of the text it returns gives what interpolateSecrets gives on the parsed
+ * text (a test compares them), and the redactions are the same; where that cannot be shown cheaply it returns
+ * undefined and the caller takes the tree pass, which also reports what only it can (paths of missing or invalid
+ * references, U+FFFD, forbidden keys). So it returns undefined when the text holds a `\u` escape (one could spell
+ * `$`, `{`, `}`, U+FFFD or a forbidden key), U+FFFD or a quoted forbidden key, and when a reference is escaped
+ * (`\${`), not a valid name, not defined, or in a key. Each value goes in JSON-escaped, so a reference inside a
+ * string stays inside it; one standing outside any string (invalid JSON) is caught because the value must hold a
+ * character that JSON allows only inside strings: the text then fails to parse and the caller reports the raw
+ * text's error.
+ */
+export function interpolateSecretsInText(text: string, secrets: Record<string, string>): TextInterpolation | undefined {
+  for (const mark of TREE_PASS_MARKS) if (text.includes(mark)) return undefined;
+  const redactions = new Map<string, string>();
+  const used = new Set<string>();
+  let at = text.indexOf('${');
+  // Joined once at the end: a flat string, which JSON.parse reads faster than the rope that += builds.
+  const pieces: string[] = [];
+  let copiedUpTo = 0;
+  let lastStringStart = -1;
+  while (at !== -1) {
+    if (text.charCodeAt(at - 1) === BACKSLASH) return undefined;
+    const close = text.indexOf('}', at + 2);
+    if (close === -1) return undefined;
+    const name = text.slice(at + 2, close);
+    if (!SECRET_NAME_PATTERN.test(name) || !Object.hasOwn(secrets, name)) return undefined;
+    const value = JSON.stringify(secrets[name]!).slice(1, -1);
+    if (OUTSIDE_STRING_ONLY.test(value)) return undefined;
+    const start = openingQuote(text, at);
+    if (start === -1) return undefined;
+    if (start !== lastStringStart) {
+      // The first reference of this string: record its redaction as the tree pass does, once per string.
+      const end = closingQuote(text, close + 1);
+      if (end === -1 || followedByColon(text, end)) return undefined;
+      let raw: unknown;
+      try {
+        raw = JSON.parse(text.slice(start, end + 1));
+      } catch {
+        return undefined; // not inside a string after all: the text is not JSON, the tree pass reports it
+      }
+      if (typeof raw !== 'string') return undefined;
+      recordRedaction(
+        redactions,
+        raw.replace(PLACEHOLDER, (_whole, _backslash, ref: string) => secrets[ref]!),
+        raw,
+      );
+      lastStringStart = start;
+    }
+    used.add(name);
+    pieces.push(text.slice(copiedUpTo, at), value);
+    copiedUpTo = close + 1;
+    at = text.indexOf('${', copiedUpTo);
+  }
+  if (pieces.length === 0) return { text, redactions, used };
+  pieces.push(text.slice(copiedUpTo));
+  return { text: pieces.join(''), redactions, used };
+}
+
+/** Whether the string closed at `end` is a key: the next character after white space is a colon. */
+function followedByColon(text: string, end: number): boolean {
+  let i = end + 1;
+  while (i < text.length && (text[i] === ' ' || text[i] === '\t' || text[i] === '\n' || text[i] === '\r')) i++;
+  return text.charCodeAt(i) === COLON;
+}
+
+/** How many keys the objects of a parsed JSON tree hold; NestingTooDeepError past maxDepth, as interpolateSecrets. */
+export function countKeys(root: unknown, maxDepth: number): number {
+  let count = 0;
+  const walk = (node: object, depth: number): void => {
+    if (depth >= maxDepth) throw new NestingTooDeepError(`nested deeper than ${maxDepth} levels`);
+    if (Array.isArray(node)) {
+      for (let i = 0; i < node.length; i++) {
+        const item: unknown = node[i];
+        if (typeof item === 'object' && item !== null) walk(item, depth + 1);
+      }
+      return;
+    }
+    // for...in with an own-key test allocates no key list per object (Object.keys did, for every object).
+    for (const key in node) {
+      if (!Object.hasOwn(node, key)) continue;
+      count++;
+      const item = (node as Record<string, unknown>)[key];
+      if (typeof item === 'object' && item !== null) walk(item, depth + 1);
+    }
+  };
+  if (typeof root === 'object' && root !== null) walk(root, 0);
+  return count;
+}
+
+/**
+ * Two raw strings may interpolate to the same text; the smaller raw one is kept, so that the redactions do not
+ * depend on the order in which the strings were met.
+ */
+function recordRedaction(redactions: Map<string, string>, interpolated: string, raw: string): void {
+  const kept = redactions.get(interpolated);
+  if (kept === undefined || raw < kept) redactions.set(interpolated, raw);
+}
+
 /** Replaces secret values in a message with their `${NAME}` origin. */
 export function makeRedactor(
-  interpolation: Pick<Interpolation, 'redactions' | 'usages'>,
+  redactions: ReadonlyMap<string, string>,
+  usedNames: Iterable<string>,
   secrets: Record<string, string>,
 ) {
-  // Whole interpolated strings first (longest first), then the raw secret values themselves.
-  const pairs: [string, string][] = [...interpolation.redactions.entries()];
-  for (const name of interpolation.usages.keys()) {
+  // Whole interpolated strings first (longest first), then the raw secret values themselves; equal lengths in a
+  // fixed order, so that the answer does not depend on the order in which the strings were met.
+  const pairs: [string, string][] = [...redactions.entries()];
+  for (const name of usedNames) {
     const value = secrets[name];
     if (value) pairs.push([value, `\${${name}}`]);
   }
-  pairs.sort((a, b) => b[0].length - a[0].length);
+  pairs.sort((a, b) => b[0].length - a[0].length || compare(a[0], b[0]) || compare(a[1], b[1]));
   return (text: string): string => {
     let result = text;
     for (const [secret, replacement] of pairs) {
@@ -238,6 +359,8 @@ export function makeRedactor(
     return result;
   };
 }
+
+const compare = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
 /** Names of the `${NAME}` references in a parsed config (escaped `\${…}` and invalid names excluded). */
 export function referencedSecretNames(root: unknown): Set<string> {

@@ -2,16 +2,21 @@
 // {path, message}. It never throws on user input, and no message carries a secret value.
 import type { z } from 'zod';
 import { errorMessage } from '../common/errors.js';
+import { closingQuote } from './json-text.js';
 import { oisSchema } from './ois.js';
 import { formatPath, type PathSegment } from './paths.js';
 import { type Config, fastConfig } from './schema.js';
 import {
   checkSecretsRecord,
+  countKeys,
+  type Interpolation,
   type Issue,
   interpolateSecrets,
+  interpolateSecretsInText,
   makeRedactor,
   NestingTooDeepError,
   parseSecretsEnv,
+  type TextInterpolation,
 } from './secrets.js';
 
 export type { Issue } from './secrets.js';
@@ -61,7 +66,8 @@ export function duplicateKeyPaths(text: string): string[] {
   for (let i = 0; i < length; i++) {
     const c = text.charCodeAt(i);
     if (c === QUOTE) {
-      const end = closingQuote(text, i + 1);
+      const closing = closingQuote(text, i + 1);
+      const end = closing === -1 ? text.length : closing;
       const frame = stack[stack.length - 1];
       if (expectKey && frame?.isObject) {
         const raw = text.slice(i + 1, end);
@@ -89,7 +95,6 @@ export function duplicateKeyPaths(text: string): string[] {
 }
 
 const QUOTE = 0x22;
-const BACKSLASH = 0x5c;
 const COMMA = 0x2c;
 const OPEN_BRACE = 0x7b;
 const CLOSE_BRACE = 0x7d;
@@ -97,18 +102,6 @@ const OPEN_BRACKET = 0x5b;
 const CLOSE_BRACKET = 0x5d;
 /** Objects with more keys than this are checked with a Set; smaller ones by comparing the list. */
 const KEY_LIST_LIMIT = 16;
-
-/** Index of the quote closing the string that starts at `from` (a quote preceded by an even run of backslashes). */
-function closingQuote(text: string, from: number): number {
-  let at = text.indexOf('"', from);
-  while (at !== -1) {
-    let backslashes = 0;
-    while (text.charCodeAt(at - 1 - backslashes) === BACKSLASH) backslashes++;
-    if (backslashes % 2 === 0) return at;
-    at = text.indexOf('"', at + 1);
-  }
-  return text.length;
-}
 
 function hasKey(frame: { keys: string[]; keySet?: Set<string> }, key: string): boolean {
   return frame.keySet ? frame.keySet.has(key) : frame.keys.includes(key);
@@ -260,14 +253,27 @@ function duplicateKeyWarning(path: string): Issue {
   return { path, message: 'This key appears more than once in the same object; the last value is used' };
 }
 
-/** The parsed config and, when it came as text, that text (BOM removed) for the duplicate-key check. */
-function loadJson(input: unknown, errors: Issue[]): { ok: boolean; value?: unknown; text?: string } {
+type Loaded =
+  | { ok: false }
+  /** text: the raw text (BOM removed) when the input was text; fromText: set when value is its interpolated parse */
+  | { ok: true; value: unknown; text?: string; fromText?: TextInterpolation };
+
+/** The parsed config and, when it came as text, that text; interpolated already when the text pass could do it. */
+function loadJson(input: unknown, secrets: Record<string, string>, errors: Issue[]): Loaded {
   if (typeof input !== 'string') return { ok: true, value: input };
   if (Buffer.byteLength(input, 'utf8') > MAX_CONFIG_BYTES) {
     errors.push({ path: '', message: `Config is larger than the ${MAX_CONFIG_BYTES / 1024 / 1024} MiB limit` });
     return { ok: false };
   }
   const text = input.replace(/^\uFEFF/, '');
+  const fromText = interpolateSecretsInText(text, secrets);
+  if (fromText) {
+    try {
+      return { ok: true, value: JSON.parse(fromText.text), text, fromText };
+    } catch {
+      // The raw text is parsed below: its own error is the one reported.
+    }
+  }
   let value: unknown;
   try {
     value = JSON.parse(text);
@@ -276,6 +282,52 @@ function loadJson(input: unknown, errors: Issue[]): { ok: boolean; value?: unkno
     return { ok: false };
   }
   return { ok: true, value, text };
+}
+
+/** The secrets as a record, and what is wrong with secrets.env or with the record given. */
+function readSecrets(secretsInput: SecretsInput): { secrets: Record<string, string>; errors: Issue[] } {
+  if (typeof secretsInput === 'string') return parseSecretsEnv(secretsInput);
+  if (!secretsInput) return { secrets: {}, errors: [] };
+  return {
+    secrets: Object.fromEntries(Object.entries(secretsInput).filter(([, v]) => typeof v === 'string' && v !== '')),
+    errors: checkSecretsRecord(secretsInput),
+  };
+}
+
+/** The interpolated config and what validation reports of its secrets, duplicate keys and UTF-8. */
+type Interpolated = Omit<Interpolation, 'usages' | 'keyCount'> & {
+  usedNames: Iterable<string>;
+  /** secret name -> config paths that use it; a function, since the text pass finds the paths only when asked */
+  secretUsages: () => Record<string, string[]>;
+  duplicates: string[];
+};
+
+/**
+ * `${NAME}` interpolation: the text pass's parse when it had one and no key is repeated (a repeated key hides a
+ * value from the tree but not from the text), else the tree pass over the parsed text or the object given.
+ */
+function interpolate(loaded: Loaded & { ok: true }, secrets: Record<string, string>): Interpolated {
+  const { text, fromText } = loaded;
+  if (text !== undefined && fromText !== undefined) {
+    const keyCount = countKeys(loaded.value, MAX_NESTING_DEPTH);
+    const duplicates = keysAllDistinct(text, keyCount) ? [] : duplicateKeyPaths(text);
+    if (duplicates.length === 0) {
+      return {
+        value: loaded.value,
+        usedNames: fromText.used,
+        secretUsages: () => Object.fromEntries(interpolateSecrets(JSON.parse(text), secrets, MAX_NESTING_DEPTH).usages),
+        missing: new Map(),
+        redactions: fromText.redactions,
+        invalid: [],
+        warnings: [],
+        duplicates,
+      };
+    }
+  }
+  const tree = interpolateSecrets(fromText ? JSON.parse(text!) : loaded.value, secrets, MAX_NESTING_DEPTH);
+  // The full scan of the text runs only when the quick count cannot rule out a repeated key.
+  const duplicates = text === undefined || keysAllDistinct(text, tree.keyCount) ? [] : duplicateKeyPaths(text);
+  return { ...tree, usedNames: tree.usages.keys(), secretUsages: () => Object.fromEntries(tree.usages), duplicates };
 }
 
 /**
@@ -301,39 +353,26 @@ function validateWith<S extends z.ZodType>(
   const errors: Issue[] = [];
   const warnings: Issue[] = [];
   try {
-    const loaded = loadJson(input, errors);
+    const { secrets, errors: secretsErrors } = readSecrets(secretsInput);
+    const loaded = loadJson(input, secrets, errors);
     if (!loaded.ok) return { ok: false, errors, warnings };
     const raw = loaded.value;
     if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) {
       return { ok: false, errors: [{ path: '', message: `${what} must be a JSON object` }], warnings };
     }
+    errors.push(...secretsErrors);
 
-    let secrets: Record<string, string> = {};
-    if (typeof secretsInput === 'string') {
-      const parsed = parseSecretsEnv(secretsInput);
-      secrets = parsed.secrets;
-      errors.push(...parsed.errors);
-    } else if (secretsInput) {
-      errors.push(...checkSecretsRecord(secretsInput));
-      secrets = Object.fromEntries(Object.entries(secretsInput).filter(([, v]) => typeof v === 'string' && v !== ''));
-    }
-
-    let interpolation: ReturnType<typeof interpolateSecrets>;
+    let interpolation: Interpolated;
     try {
-      interpolation = interpolateSecrets(raw, secrets, MAX_NESTING_DEPTH);
+      interpolation = interpolate(loaded, secrets);
     } catch (error) {
       if (!(error instanceof NestingTooDeepError)) throw error;
       errors.push({ path: '', message: `${what} is nested deeper than ${MAX_NESTING_DEPTH} levels` });
       return { ok: false, errors, warnings };
     }
-    const redact = makeRedactor(interpolation, secrets);
+    const redact = makeRedactor(interpolation.redactions, interpolation.usedNames, secrets);
     errors.push(...interpolation.invalid);
-    // The full scan of the text runs only when the quick count cannot rule out a repeated key.
-    const duplicates =
-      loaded.text === undefined || keysAllDistinct(loaded.text, interpolation.keyCount)
-        ? []
-        : duplicateKeyPaths(loaded.text);
-    warnings.push(...interpolation.warnings, ...duplicates.map((path) => duplicateKeyWarning(path)));
+    warnings.push(...interpolation.warnings, ...interpolation.duplicates.map((path) => duplicateKeyWarning(path)));
     const placeholderPaths = new Set<string>();
     for (const [name, paths] of interpolation.missing) {
       for (const p of paths) placeholderPaths.add(p);
@@ -352,14 +391,26 @@ function validateWith<S extends z.ZodType>(
         errors.push({ path: redact(issue.path), message: redact(issue.message) });
       }
     }
-    const secretUsages = Object.fromEntries(interpolation.usages);
-    if (errors.length > 0 || !result.success) return { ok: false, errors, warnings, secretUsages };
-    return { ok: true, config: result.data, errors, warnings, secretUsages };
+    const answer: ValidationResult<z.output<S>> =
+      errors.length > 0 || !result.success
+        ? { ok: false, errors, warnings }
+        : { ok: true, config: result.data, errors, warnings };
+    return withSecretUsages(answer, interpolation.secretUsages);
   } catch (error) {
     // A bug of ours, never the user's input: still a structured answer, without the input in it.
     const reason = error instanceof Error ? error.name : 'Error';
     return { ok: false, errors: [...errors, { path: '', message: `Internal validator error (${reason})` }], warnings };
   }
+}
+
+/** Sets result.secretUsages, computed when first read. */
+function withSecretUsages<T extends ValidationResult<unknown>>(result: T, usages: () => Record<string, string[]>): T {
+  let computed: Record<string, string[]> | undefined;
+  return Object.defineProperty(result, 'secretUsages', {
+    configurable: true,
+    enumerable: true,
+    get: () => (computed ??= usages()),
+  });
 }
 
 /** Validates config.json (text or parsed) with secrets (secrets.env text or a name->value record). */

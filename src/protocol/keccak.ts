@@ -3,8 +3,9 @@
 // no binary file). In a fresh process a JavaScript keccak runs mostly unoptimised code: js-sha3 took ~75 ms of
 // CPU for 5,000 endpoint ids (its unrolled permutation also costs the optimising compiler), while WebAssembly
 // is compiled once, at full speed from the first call. Unit tests compare every answer with js-sha3; where
-// WebAssembly is unavailable (node --jitless) js-sha3 answers.
-import jsSha3 from 'js-sha3';
+// WebAssembly is unavailable (node --jitless) js-sha3 answers, loaded only then (loading it cost ~4 ms of every
+// `validate`).
+import { createRequire } from 'node:module';
 
 const RATE = 136; // bytes per block of keccak256 (1600 - 2 * 256 bits)
 const STATE_AT = 0; // 25 lanes of 8 bytes
@@ -234,6 +235,12 @@ declare const WebAssembly: {
 
 type Sponge = { memory: WasmMemory; absorb: (at: number, blocks: number) => void };
 let sponge: Sponge | null | undefined;
+let jsKeccak256: ((data: Uint8Array) => string) | undefined;
+
+function loadJsSha3(): (data: Uint8Array) => string {
+  const jsSha3 = createRequire(import.meta.url)('js-sha3') as { keccak256: (data: Uint8Array) => string };
+  return jsSha3.keccak256;
+}
 
 function instantiate(): Sponge | null {
   try {
@@ -266,7 +273,8 @@ export function keccak256HexOfWritten(length: number, write: (target: Buffer) =>
   if (sponge === null) {
     const target = Buffer.alloc(length);
     write(target);
-    return jsSha3.keccak256(target);
+    jsKeccak256 ??= loadJsSha3();
+    return jsKeccak256(target);
   }
   const blocks = Math.floor(length / RATE) + 1;
   const needed = INPUT_AT + blocks * RATE;
