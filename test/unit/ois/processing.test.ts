@@ -58,7 +58,7 @@ describe('ois/processing: sandboxed pre/post-processing', function () {
 
     it('hands hostile JSON values over intact: an own "__proto__" key, quotes, escapes, line separators', async () => {
       const hostile = JSON.parse(
-        '{"__proto__": {"polluted": true}, "a\\"b": "\\\\\\"\\u2028\\u2029</script>${x}`", "nested": [{"__proto__": null}], "é": "日本"}',
+        '{"__proto__": {"polluted": true}, "a\\"b": "\\\\\\"\\u2028\\u2029</script>\\u0024{x}`", "nested": [{"__proto__": null}], "é": "日本"}',
       ) as Record<string, unknown>;
       for (const mode of ['sync', 'function'] as const) {
         const code =
