@@ -5,34 +5,15 @@
 // host is reachable: no process, require, filesystem, environment or network; values cross the
 // boundary as JSON strings only. A deadline interrupts busy loops, a memory limit stops allocation
 // bombs, a stack limit stops runaway recursion, and timers are emulated by the host so async code works.
-import { readFile } from 'node:fs/promises';
-import { createRequire } from 'node:module';
-import variantImport from '@jitl/quickjs-wasmfile-release-sync';
 import {
-  newQuickJSWASMModuleFromVariant,
-  newVariant,
-  type QuickJSContext,
-  type QuickJSHandle,
-  type QuickJSRuntime,
-  type QuickJSSyncVariant,
-  type QuickJSWASMModule,
-} from 'quickjs-emscripten-core';
-
-// The package's types describe its CommonJS build; under ESM the default export is the variant itself.
-const variant = ((variantImport as unknown as { default?: QuickJSSyncVariant }).default ??
-  variantImport) as unknown as QuickJSSyncVariant;
-
-// The compiler's lib has no DOM/WebAssembly typings; declare the two members used here.
-type WasmModule = object;
-type WasmMemory = { buffer: ArrayBuffer };
-const wasm = (
-  globalThis as unknown as {
-    WebAssembly: {
-      compile(bytes: Uint8Array): Promise<WasmModule>;
-      Memory: new (descriptor: { initial: number; maximum: number }) => WasmMemory;
-    };
-  }
-).WebAssembly;
+  type HostBindings,
+  type JSContextPointer,
+  type JSRuntimePointer,
+  type JSValueConstPointer,
+  type JSValuePointer,
+  type JSValueRef,
+  QuickJSInstance,
+} from './quickjs-ffi.js';
 
 export const DEFAULT_MEMORY_LIMIT_BYTES = 64 * 1024 * 1024;
 const WASM_PAGE_BYTES = 65_536;
@@ -69,10 +50,8 @@ export type SandboxOptions = {
 
 export class SandboxError extends Error {}
 
-let compiledWasm: Promise<WasmModule> | undefined;
 type PooledModule = {
-  module: QuickJSWASMModule;
-  memory: WasmMemory;
+  quickjs: QuickJSInstance;
   memoryLimitBytes: number;
   /** A fresh execution made while the instance was idle; never run yet, used by exactly one call. */
   prepared?: Execution | undefined;
@@ -90,12 +69,6 @@ function afterAnswer(job: () => void): void {
   if (housekeeping.length === 1) setImmediate(runHousekeeping);
 }
 
-function compileWasm(): Promise<WasmModule> {
-  const require = createRequire(import.meta.url);
-  const wasmPath = require.resolve('@jitl/quickjs-wasmfile-release-sync/wasm');
-  return readFile(wasmPath).then((bytes) => wasm.compile(bytes));
-}
-
 function effectiveMemoryLimit(requested: number | undefined): number {
   return Math.max(requested ?? DEFAULT_MEMORY_LIMIT_BYTES, MIN_MEMORY_LIMIT_BYTES);
 }
@@ -109,25 +82,17 @@ async function acquireModule(memoryLimitBytes: number): Promise<PooledModule> {
   runHousekeeping();
   const index = idleModules.findIndex((entry) => entry.memoryLimitBytes === memoryLimitBytes);
   if (index >= 0) return idleModules.splice(index, 1)[0]!;
-  compiledWasm ??= compileWasm();
-  const wasmModule = await compiledWasm;
-  const memory = new wasm.Memory({
-    initial: INITIAL_PAGES,
-    maximum: Math.ceil(memoryLimitBytes / WASM_PAGE_BYTES),
-  });
-  const module = await newQuickJSWASMModuleFromVariant(
-    newVariant(variant, { wasmModule, wasmMemory: memory } as Parameters<typeof newVariant>[1]),
-  );
-  return { module, memory, memoryLimitBytes };
+  const quickjs = await QuickJSInstance.create(INITIAL_PAGES, Math.ceil(memoryLimitBytes / WASM_PAGE_BYTES));
+  return { quickjs, memoryLimitBytes };
 }
 
 function releaseModule(entry: PooledModule, healthy: boolean): void {
   // WebAssembly memory never shrinks: an instance whose memory grew (a snippet that allocated a lot, or ran out
   // of memory) is dropped so that the host gets the memory back; only instances at their initial size are kept.
-  const grown = entry.memory.buffer.byteLength > INITIAL_PAGES * WASM_PAGE_BYTES;
+  const grown = entry.quickjs.memory.buffer.byteLength > INITIAL_PAGES * WASM_PAGE_BYTES;
   if (!healthy || grown || idleModules.length >= MAX_IDLE_MODULES) return;
   try {
-    entry.prepared = new Execution(entry.module, entry.memoryLimitBytes, entry.memory);
+    entry.prepared = new Execution(entry.quickjs, entry.memoryLimitBytes);
   } catch {
     // An instance that cannot even prepare a context is not kept.
     entry.prepared = undefined;
@@ -157,10 +122,35 @@ const DESCRIBE = `((stringify) => (error) => {
   try { const json = stringify(error); return json === undefined ? String(error) : json; } catch { return String(error); }
 })`;
 
-/** A timer of the snippet: its callback and arguments are held (as handles) until it fires or is cleared. */
-type SnippetTimer = { callback: QuickJSHandle; args: QuickJSHandle[]; repeat: boolean; ms: number };
+/** A timer of the snippet: its callback and arguments are held (owned values) until it fires or is cleared. */
+type SnippetTimer = { callback: JSValuePointer; args: JSValuePointer[]; repeat: boolean; ms: number };
 
 type Outcome = { kind: 'ok'; json: string } | { kind: 'undefined' } | { kind: 'error'; message: string };
+
+/** Host functions of a context, by the id QuickJS calls them with. */
+enum Host {
+  Finish = 1,
+  Fail = 2,
+  Log = 3,
+  SetTimeout = 4,
+  SetInterval = 5,
+  ClearTimer = 6,
+}
+const CONSOLE_METHODS = ['log', 'info', 'warn', 'error', 'debug', 'trace'];
+
+/**
+ * The call's globals as a script run before its code: each one JSON.parse'd from a string literal (JSON text is a
+ * valid JS string literal once stringified again), so that a response's own "__proto__" key stays a plain key.
+ */
+function globalsScript(globals: Record<string, unknown>): string {
+  let text = '';
+  for (const [name, value] of Object.entries(globals)) {
+    const json = JSON.stringify(value);
+    if (json === undefined) continue;
+    text += `globalThis[${JSON.stringify(name)}]=JSON.parse(${JSON.stringify(json)});\n`;
+  }
+  return text;
+}
 
 function script(options: SandboxOptions): string {
   switch (options.mode) {
@@ -173,139 +163,172 @@ function script(options: SandboxOptions): string {
   }
 }
 
-class Execution {
-  private readonly runtime: QuickJSRuntime;
-  private readonly context: QuickJSContext;
+class Execution implements HostBindings {
+  private readonly rt: JSRuntimePointer;
+  private readonly ctx: JSContextPointer;
   private readonly hostTimers = new Map<number, NodeJS.Timeout>();
-  /** JSON.parse as it was before user code ran (the call's globals). */
-  private readonly parse: QuickJSHandle;
-  private describeError: QuickJSHandle | undefined;
+  /** JSON.stringify and String as they were before user code ran (the output's transfer format, console lines). */
+  private readonly stringify: JSValuePointer;
+  private readonly toText: JSValuePointer;
+  private describeError: JSValuePointer | undefined;
   private options: SandboxOptions | undefined;
   private outcome: Outcome | undefined;
+  private settled = false;
   private finished = false;
+  /** The host failed inside a call from QuickJS: the instance is not trusted any more and the code is stopped. */
+  private aborted = false;
   private wake: (() => void) | undefined;
-  /** Until start(): the prelude (our own code) has a budget too. */
+  /** Until start(): the preparation (our own code) has a budget too. */
   deadline = Date.now() + 1_000;
   /** False once the instance ran out of memory or failed inside WebAssembly: it is then discarded. */
   healthy = true;
   private readonly timers = new Map<number, SnippetTimer>();
   private nextTimerId = 1;
-  /** JSON.stringify and String as they were before user code ran (console formatting). */
-  private readonly stringify: QuickJSHandle;
-  private readonly toText: QuickJSHandle;
 
   /**
-   * A fresh runtime and context with the host functions and the prelude, before any call's values or code: made
-   * while the instance is idle (releaseModule), so that a call starts at start().
+   * A fresh runtime and context with the host functions, before any call's values or code: made while the instance
+   * is idle (releaseModule), so that a call starts at start().
    */
   constructor(
-    module: QuickJSWASMModule,
+    private readonly quickjs: QuickJSInstance,
     private readonly memoryLimitBytes: number,
-    private readonly memory?: WasmMemory,
   ) {
-    this.runtime = module.newRuntime();
+    const { rt, ctx } = quickjs.newContext(this);
+    this.rt = rt;
+    this.ctx = ctx;
+    const ffi = quickjs.ffi;
     // Still useful for single huge allocations; the linear-memory maximum is the real cap.
-    this.runtime.setMemoryLimit(memoryLimitBytes);
-    this.runtime.setMaxStackSize(DEFAULT_STACK_LIMIT_BYTES);
-    this.runtime.setInterruptHandler(() => Date.now() > this.deadline);
-    this.context = this.runtime.newContext();
-    const ctx = this.context;
+    ffi.QTS_RuntimeSetMemoryLimit(rt, memoryLimitBytes);
+    ffi.QTS_RuntimeSetMaxStackSize(rt, DEFAULT_STACK_LIMIT_BYTES);
+    const global = ffi.QTS_GetGlobalObject(ctx);
     // Captured before user code runs, so that a snippet replacing them cannot forge the transfer format.
-    const json = ctx.getProp(ctx.global, 'JSON');
-    this.stringify = ctx.getProp(json, 'stringify');
-    this.parse = ctx.getProp(json, 'parse');
-    json.dispose();
-    this.toText = ctx.getProp(ctx.global, 'String');
-    this.installConsole();
-    this.installTimers();
-    this.installSettlement();
+    const json = quickjs.getProp(ctx, global, 'JSON');
+    this.stringify = quickjs.getProp(ctx, json, 'stringify');
+    ffi.QTS_FreeValuePointer(ctx, json);
+    this.toText = quickjs.getProp(ctx, global, 'String');
+    const define = (object: JSValuePointer, names: readonly string[], id: Host) => {
+      const fn = quickjs.newFunction(ctx, names[0]!, id);
+      for (const name of names) quickjs.setProp(ctx, object, name, fn);
+      ffi.QTS_FreeValuePointer(ctx, fn);
+    };
+    // __finish(value) and resolve(value) hand the JSON of the output over, once; __fail(error) and reject(error) a
+    // description of the error. The scripts of every mode end in one of them.
+    define(global, ['resolve', '__finish'], Host.Finish);
+    define(global, ['reject', '__fail'], Host.Fail);
+    define(global, ['setTimeout'], Host.SetTimeout);
+    define(global, ['setInterval'], Host.SetInterval);
+    define(global, ['clearTimeout', 'clearInterval'], Host.ClearTimer);
+    const console = ffi.QTS_NewObject(ctx);
+    define(console, CONSOLE_METHODS, Host.Log);
+    quickjs.setProp(ctx, global, 'console', console);
+    ffi.QTS_FreeValuePointer(ctx, console);
+    ffi.QTS_FreeValuePointer(ctx, global);
   }
 
-  /** The call's limits and globals; then run(). */
+  /** The call's limits; then run(). */
   start(options: SandboxOptions): this {
     this.options = options;
     this.deadline = Date.now() + options.timeoutMs;
-    if (options.stackLimitBytes !== undefined) this.runtime.setMaxStackSize(options.stackLimitBytes);
-    const ctx = this.context;
-    for (const [name, value] of Object.entries(options.globals)) {
-      const json = JSON.stringify(value);
-      if (json === undefined) continue;
-      const text = ctx.newString(json);
-      const result = ctx.callFunction(this.parse, ctx.undefined, text);
-      text.dispose();
-      if (result.error) {
-        this.failWith(result.error);
-        result.error.dispose();
-        break;
-      }
-      ctx.setProp(ctx.global, name, result.value);
-      result.value.dispose();
+    if (options.stackLimitBytes !== undefined) {
+      this.quickjs.ffi.QTS_RuntimeSetMaxStackSize(this.rt, options.stackLimitBytes);
     }
     return this;
   }
 
-  /**
-   * __finish(value) and resolve(value) hand the JSON of the output over, once; __fail(error) and reject(error) a
-   * description of the error. The scripts of every mode end in one of them.
-   */
-  private installSettlement(): void {
-    const ctx = this.context;
-    let settled = false;
-    const finish = ctx.newFunction('resolve', (value) => {
-      if (settled) return;
-      settled = true;
-      const json = ctx.callFunction(this.stringify, ctx.undefined, value ?? ctx.undefined);
-      if (json.error) {
-        const message = `Processing output is not JSON-serializable: ${this.describe(json.error)}`;
-        json.error.dispose();
-        this.settleError(message);
-        return;
+  shouldInterrupt(): boolean {
+    return this.aborted || Date.now() > this.deadline;
+  }
+
+  /** A call from QuickJS into a host function; never throws into WebAssembly. */
+  call(id: number, argc: number, argv: JSValueConstPointer): JSValuePointer | 0 {
+    try {
+      const arg = (index: number): JSValueConstPointer =>
+        index < argc ? this.quickjs.ffi.QTS_ArgvGetJSValueConstPointer(argv, index) : this.quickjs.undefinedValue;
+      switch (id) {
+        case Host.Finish:
+          this.finish(arg(0));
+          return 0;
+        case Host.Fail:
+          if (!this.settled) {
+            this.settled = true;
+            this.settleError(this.describe(arg(0)));
+          }
+          return 0;
+        case Host.Log:
+          this.log(Array.from({ length: argc }, (_, index) => arg(index)));
+          return 0;
+        case Host.SetTimeout:
+        case Host.SetInterval:
+          return this.schedule(
+            id === Host.SetInterval,
+            arg(0),
+            argc > 1 ? arg(1) : undefined,
+            Array.from({ length: Math.max(0, argc - 2) }, (_, index) => arg(index + 2)),
+          );
+        case Host.ClearTimer:
+          if (argc > 0) this.clearTimer(this.quickjs.getNumber(this.ctx, arg(0)));
+          return 0;
+        default:
+          return 0;
       }
-      if (ctx.typeof(json.value) === 'string') this.settle({ kind: 'ok', json: ctx.getString(json.value) });
-      else this.settle({ kind: 'undefined' });
-      json.value.dispose();
-    });
-    const fail = ctx.newFunction('reject', (error) => {
-      if (settled) return;
-      settled = true;
-      this.settleError(this.describe(error ?? ctx.undefined));
-    });
-    for (const [name, handle] of [
-      ['__finish', finish],
-      ['resolve', finish],
-      ['__fail', fail],
-      ['reject', fail],
-    ] as const) {
-      ctx.setProp(ctx.global, name, handle);
+    } catch {
+      // Only a failure of the instance itself gets here (a trap, its memory exhausted in native code).
+      this.aborted = true;
+      this.trap();
+      return 0;
     }
-    finish.dispose();
-    fail.dispose();
+  }
+
+  /** The output's JSON through the captured JSON.stringify, once. */
+  private finish(value: JSValueRef): void {
+    if (this.settled) return;
+    this.settled = true;
+    const { quickjs, ctx } = this;
+    const result = quickjs.call(ctx, this.stringify, [value]);
+    const error = quickjs.exception(ctx, result);
+    if (error) {
+      const message = `Processing output is not JSON-serializable: ${this.describe(error)}`;
+      quickjs.ffi.QTS_FreeValuePointer(ctx, error);
+      quickjs.ffi.QTS_FreeValuePointer(ctx, result);
+      this.settleError(message);
+      return;
+    }
+    // JSON text is never the bare word undefined, which is what JSON.stringify's undefined reads as.
+    const json = quickjs.getString(ctx, result);
+    quickjs.ffi.QTS_FreeValuePointer(ctx, result);
+    if (json === undefined) this.settleError('null');
+    else if (json === 'undefined') this.settle({ kind: 'undefined' });
+    else this.settle({ kind: 'ok', json });
   }
 
   /** A thrown value as text, as the reference words it (DESCRIBE); "null" when even that fails (out of memory). */
-  private describe(error: QuickJSHandle): string {
-    const ctx = this.context;
+  private describe(error: JSValueRef): string {
+    const { quickjs, ctx } = this;
+    const ffi = quickjs.ffi;
     if (!this.describeError) {
-      const made = ctx.evalCode(DESCRIBE, 'processing.js');
-      if (made.error) {
-        made.error.dispose();
+      const made = quickjs.evalScript(ctx, DESCRIBE);
+      const madeError = quickjs.exception(ctx, made);
+      if (madeError) {
+        ffi.QTS_FreeValuePointer(ctx, madeError);
+        ffi.QTS_FreeValuePointer(ctx, made);
         return 'null';
       }
-      const describe = ctx.callFunction(made.value, ctx.undefined, this.stringify);
-      made.value.dispose();
-      if (describe.error) {
-        describe.error.dispose();
+      const describe = quickjs.call(ctx, made, [this.stringify]);
+      ffi.QTS_FreeValuePointer(ctx, made);
+      const describeError = quickjs.exception(ctx, describe);
+      if (describeError) {
+        ffi.QTS_FreeValuePointer(ctx, describeError);
+        ffi.QTS_FreeValuePointer(ctx, describe);
         return 'null';
       }
-      this.describeError = describe.value;
+      this.describeError = describe;
     }
-    const text = ctx.callFunction(this.describeError, ctx.undefined, error);
-    if (text.error) {
-      text.error.dispose();
-      return 'null';
-    }
-    const result = ctx.typeof(text.value) === 'string' ? ctx.getString(text.value) : 'null';
-    text.value.dispose();
+    const text = quickjs.call(ctx, this.describeError, [error]);
+    const textError = quickjs.exception(ctx, text);
+    let result = 'null';
+    if (textError) ffi.QTS_FreeValuePointer(ctx, textError);
+    else if (quickjs.typeOf(ctx, text) === 'string') result = quickjs.getString(ctx, text) ?? 'null';
+    ffi.QTS_FreeValuePointer(ctx, text);
     return result;
   }
 
@@ -318,81 +341,60 @@ class Execution {
   }
 
   /** console.* write the snippet's lines to options.logs (bounded), never to the host's output. */
-  private installConsole(): void {
-    const ctx = this.context;
-    const write = ctx.newFunction('log', (...args) => {
-      const logs = this.options?.logs;
-      if (!logs || logs.length >= MAX_LOG_LINES) return;
-      logs.push(
-        args
-          .map((arg) => this.format(arg))
-          .join(' ')
-          .slice(0, MAX_LOG_LINE_LENGTH),
-      );
-    });
-    const console = ctx.newObject();
-    for (const name of ['log', 'info', 'warn', 'error', 'debug', 'trace']) ctx.setProp(console, name, write);
-    ctx.setProp(ctx.global, 'console', console);
-    console.dispose();
-    write.dispose();
+  private log(args: JSValueRef[]): void {
+    const logs = this.options?.logs;
+    if (!logs || logs.length >= MAX_LOG_LINES) return;
+    logs.push(
+      args
+        .map((arg) => this.format(arg))
+        .join(' ')
+        .slice(0, MAX_LOG_LINE_LENGTH),
+    );
   }
 
   /** A console argument as text: strings as they are, other values as JSON, else String(value). */
-  private format(value: QuickJSHandle): string {
-    const ctx = this.context;
-    if (ctx.typeof(value) === 'string') return ctx.getString(value);
-    const json = ctx.callFunction(this.stringify, ctx.undefined, value);
-    if (json.error === undefined && ctx.typeof(json.value) === 'string') {
-      const text = ctx.getString(json.value);
-      json.value.dispose();
-      return text;
+  private format(value: JSValueRef): string {
+    const { quickjs, ctx } = this;
+    if (quickjs.typeOf(ctx, value) === 'string') return quickjs.getString(ctx, value) ?? '';
+    for (const fn of [this.stringify, this.toText]) {
+      const result = quickjs.call(ctx, fn, [value]);
+      const error = quickjs.exception(ctx, result);
+      if (error) {
+        quickjs.ffi.QTS_FreeValuePointer(ctx, error);
+        quickjs.ffi.QTS_FreeValuePointer(ctx, result);
+        continue;
+      }
+      const text = quickjs.getString(ctx, result);
+      quickjs.ffi.QTS_FreeValuePointer(ctx, result);
+      // JSON.stringify gives undefined (read as the bare word) for functions and undefined: String() then.
+      if (text !== undefined && (fn === this.toText || text !== 'undefined')) return text;
     }
-    (json.error ?? json.value).dispose();
-    const text = ctx.callFunction(this.toText, ctx.undefined, value);
-    if (text.error) {
-      text.error.dispose();
-      return '';
-    }
-    const result = ctx.getString(text.value);
-    text.value.dispose();
-    return result;
+    return '';
   }
 
   /**
-   * setTimeout/setInterval/clearTimeout/clearInterval, backed by host timers. A timer that cannot fire within the
-   * budget never fires: the run ends with the timeout, every time (shortening it would let a snippet awaiting a
-   * 1 h timer succeed when the budget runs out).
+   * setTimeout/setInterval, backed by host timers. A timer that cannot fire within the budget never fires: the run
+   * ends with the timeout, every time (shortening it would let a snippet awaiting a 1 h timer succeed when the
+   * budget runs out).
    */
-  private installTimers(): void {
-    const ctx = this.context;
-    const define = (name: string, fn: (...args: QuickJSHandle[]) => QuickJSHandle | undefined) => {
-      const handle = ctx.newFunction(name, fn);
-      ctx.setProp(ctx.global, name, handle);
-      handle.dispose();
-    };
-    const schedule =
-      (repeat: boolean) =>
-      (callback?: QuickJSHandle, delay?: QuickJSHandle, ...args: QuickJSHandle[]): QuickJSHandle => {
-        if (this.timers.size >= MAX_TIMERS) throw new Error('Too many timers');
-        const id = this.nextTimerId++;
-        const ms = Math.max(0, (delay ? ctx.getNumber(delay) : 0) || 0);
-        this.timers.set(id, {
-          callback: (callback ?? ctx.undefined).dup(),
-          args: args.map((arg) => arg.dup()),
-          repeat,
-          ms,
-        });
-        this.arm(id, ms);
-        return ctx.newNumber(id);
-      };
-    const clear = (idHandle?: QuickJSHandle): undefined => {
-      if (idHandle) this.clearTimer(ctx.getNumber(idHandle));
-      return undefined;
-    };
-    define('setTimeout', schedule(false));
-    define('setInterval', schedule(true));
-    define('clearTimeout', clear);
-    define('clearInterval', clear);
+  private schedule(
+    repeat: boolean,
+    callback: JSValueConstPointer,
+    delay: JSValueConstPointer | undefined,
+    args: JSValueConstPointer[],
+  ): JSValuePointer {
+    const { quickjs, ctx } = this;
+    if (this.timers.size >= MAX_TIMERS) return quickjs.throwError(ctx, 'Too many timers');
+    const id = this.nextTimerId++;
+    const ms = Math.max(0, (delay ? quickjs.getNumber(ctx, delay) : 0) || 0);
+    this.timers.set(id, {
+      callback: quickjs.ffi.QTS_DupValuePointer(ctx, callback),
+      args: args.map((arg) => quickjs.ffi.QTS_DupValuePointer(ctx, arg)),
+      repeat,
+      ms,
+    });
+    this.arm(id, ms);
+    return quickjs.newNumber(ctx, id);
   }
 
   private arm(id: number, ms: number): void {
@@ -409,33 +411,64 @@ class Execution {
     this.timers.delete(id);
     clearTimeout(this.hostTimers.get(id));
     this.hostTimers.delete(id);
-    timer.callback.dispose();
-    for (const arg of timer.args) arg.dispose();
+    this.release(timer);
+  }
+
+  private release(timer: SnippetTimer): void {
+    const ffi = this.quickjs.ffi;
+    ffi.QTS_FreeValuePointer(this.ctx, timer.callback);
+    for (const arg of timer.args) ffi.QTS_FreeValuePointer(this.ctx, arg);
   }
 
   /** Runs code; a thrown sandbox error becomes an outcome (unless one is already set). */
   private evaluate(code: string): void {
-    const result = this.context.evalCode(code, 'processing.js');
-    if (result.error) {
-      this.failWith(result.error);
-      result.error.dispose();
-    } else {
-      result.value.dispose();
+    const { quickjs, ctx } = this;
+    const result = quickjs.evalScript(ctx, code);
+    const error = quickjs.exception(ctx, result);
+    if (error) {
+      this.failWith(error);
+      quickjs.ffi.QTS_FreeValuePointer(ctx, error);
     }
+    quickjs.ffi.QTS_FreeValuePointer(ctx, result);
   }
 
-  private failWith(errorHandle: QuickJSHandle): void {
+  private failWith(error: JSValueRef): void {
     if (this.outcome) return;
+    const ffi = this.quickjs.ffi;
     // Lift the memory limit so that reading the error of an out-of-memory failure cannot fail again.
-    this.runtime.setMemoryLimit(-1);
+    ffi.QTS_RuntimeSetMemoryLimit(this.rt, -1);
     let dumped: unknown;
     try {
-      dumped = this.context.dump(errorHandle);
+      dumped = this.dump(error);
     } catch {
       dumped = { name: 'InternalError', message: 'out of memory' };
     }
-    this.runtime.setMemoryLimit(this.memoryLimitBytes);
+    ffi.QTS_RuntimeSetMemoryLimit(this.rt, this.memoryLimitBytes);
     this.settle({ kind: 'error', message: this.classify(dumped) });
+  }
+
+  /** A thrown value on the host side: primitives as they are, objects as their JSON with name and message. */
+  private dump(value: JSValueRef): unknown {
+    const { quickjs, ctx } = this;
+    switch (quickjs.typeOf(ctx, value)) {
+      case 'undefined':
+        return undefined;
+      case 'number':
+        return quickjs.getNumber(ctx, value);
+      case 'string':
+      case 'bigint':
+        return quickjs.getString(ctx, value) ?? null;
+      case 'symbol':
+        return 'Symbol()';
+      default: {
+        const text = quickjs.dumpJson(ctx, value);
+        try {
+          return JSON.parse(text);
+        } catch {
+          return text;
+        }
+      }
+    }
   }
 
   /** A WebAssembly trap (for example memory exhausted in native code) ends the execution. */
@@ -456,8 +489,7 @@ class Execution {
 
   /** The linear memory has grown to most of its maximum (what a failed allocation looks like from outside). */
   private nearMemoryLimit(): boolean {
-    if (!this.memory) return false;
-    return this.memory.buffer.byteLength >= 0.75 * this.memoryLimitBytes;
+    return this.quickjs.memory.buffer.byteLength >= 0.75 * this.memoryLimitBytes;
   }
 
   private memoryMessage(): string {
@@ -485,14 +517,15 @@ class Execution {
   }
 
   private drainJobs(): void {
+    const { quickjs, ctx, rt } = this;
     for (;;) {
-      if (this.outcome || !this.runtime.hasPendingJob()) return;
-      const result = this.runtime.executePendingJobs();
-      if (result.error) {
-        this.failWith(result.error);
-        result.error.dispose();
-        return;
-      }
+      if (this.outcome || !quickjs.hasPendingJob(rt)) return;
+      const result = quickjs.executePendingJobs(rt);
+      // A job count, or the value a job threw (read only when nothing settled the call yet).
+      const failed = !this.outcome && quickjs.typeOf(ctx, result) !== 'number';
+      if (failed) this.failWith(result);
+      quickjs.ffi.QTS_FreeValuePointer(ctx, result);
+      if (failed) return;
     }
   }
 
@@ -501,28 +534,26 @@ class Execution {
     if (this.finished || this.outcome) return;
     const timer = this.timers.get(id);
     if (!timer) return;
-    const ctx = this.context;
+    const { quickjs, ctx } = this;
+    const ffi = quickjs.ffi;
     try {
       if (timer.repeat) this.arm(id, timer.ms);
       else this.timers.delete(id);
-      if (ctx.typeof(timer.callback) === 'function') {
+      if (quickjs.typeOf(ctx, timer.callback) === 'function') {
         // Held for the call: the callback may clear its own timer, which releases the timer's references.
-        const callback = timer.callback.dup();
-        const args = timer.args.map((arg) => arg.dup());
-        const result = ctx.callFunction(callback, ctx.undefined, ...args);
-        callback.dispose();
-        for (const arg of args) arg.dispose();
-        if (result.error) {
-          this.failWith(result.error);
-          result.error.dispose();
-        } else {
-          result.value.dispose();
+        const callback = ffi.QTS_DupValuePointer(ctx, timer.callback);
+        const args = timer.args.map((arg) => ffi.QTS_DupValuePointer(ctx, arg));
+        const result = quickjs.call(ctx, callback, args);
+        ffi.QTS_FreeValuePointer(ctx, callback);
+        for (const arg of args) ffi.QTS_FreeValuePointer(ctx, arg);
+        const error = quickjs.exception(ctx, result);
+        if (error) {
+          this.failWith(error);
+          ffi.QTS_FreeValuePointer(ctx, error);
         }
+        ffi.QTS_FreeValuePointer(ctx, result);
       }
-      if (!timer.repeat) {
-        timer.callback.dispose();
-        for (const arg of timer.args) arg.dispose();
-      }
+      if (!timer.repeat) this.release(timer);
       this.drainJobs();
     } catch {
       this.trap();
@@ -531,7 +562,15 @@ class Execution {
 
   async run(options: SandboxOptions): Promise<Outcome> {
     if (this.outcome) return this.outcome;
-    this.evaluate(script(options));
+    const globals = globalsScript(options.globals);
+    if (options.mode === 'function') {
+      // The code is an expression inside the wrapper: nothing of it runs (or is hoisted) before the globals are set.
+      this.evaluate(globals + script(options));
+    } else {
+      // A script's function declarations take effect before any of its statements: the globals come first.
+      if (globals) this.evaluate(globals);
+      if (!this.outcome) this.evaluate(script(options));
+    }
     if (options.mode === 'sync') {
       return this.outcome ?? { kind: 'error', message: 'Processing did not produce an output' };
     }
@@ -558,13 +597,13 @@ class Execution {
 
   dispose(): void {
     this.stop();
+    const { quickjs, ctx } = this;
     try {
-      this.describeError?.dispose();
-      this.parse.dispose();
-      this.stringify.dispose();
-      this.toText.dispose();
-      this.context.dispose();
-      this.runtime.dispose();
+      if (this.describeError) quickjs.ffi.QTS_FreeValuePointer(ctx, this.describeError);
+      quickjs.ffi.QTS_FreeValuePointer(ctx, this.stringify);
+      quickjs.ffi.QTS_FreeValuePointer(ctx, this.toText);
+      quickjs.freeContext(ctx);
+      quickjs.freeRuntime(this.rt);
     } catch {
       // A failed disposal means the WebAssembly instance may be corrupt: never reuse it.
       this.healthy = false;
@@ -584,7 +623,7 @@ export async function runInSandbox(options: SandboxOptions): Promise<unknown> {
   pooled.prepared = undefined;
   let outcome: Outcome;
   try {
-    execution ??= new Execution(pooled.module, memoryLimitBytes, pooled.memory);
+    execution ??= new Execution(pooled.quickjs, memoryLimitBytes);
     outcome = await execution.start(options).run(options);
   } catch (error) {
     // Only a WebAssembly trap gets here (sandbox errors are outcomes): host stack or memory exhausted.

@@ -56,6 +56,28 @@ describe('ois/processing: sandboxed pre/post-processing', function () {
       ).to.deep.equal({ a: 1, b: 2 });
     });
 
+    it('hands hostile JSON values over intact: an own "__proto__" key, quotes, escapes, line separators', async () => {
+      const hostile = JSON.parse(
+        '{"__proto__": {"polluted": true}, "a\\"b": "\\\\\\"\\u2028\\u2029</script>${x}`", "nested": [{"__proto__": null}], "é": "日本"}',
+      ) as Record<string, unknown>;
+      for (const mode of ['sync', 'function'] as const) {
+        const code =
+          mode === 'sync'
+            ? 'const output = { value: input, own: Object.keys(input), polluted: ({}).polluted !== undefined || input.polluted !== undefined };'
+            : '(value) => ({ value, own: Object.keys(value), polluted: ({}).polluted !== undefined || value.polluted !== undefined })';
+        expect(await run(code, mode, { input: hostile, payload: hostile }), mode).to.deep.equal({
+          value: hostile,
+          own: Object.keys(hostile),
+          polluted: false,
+        });
+      }
+    });
+
+    it("defines the globals before a script's own declarations take effect, as the reference's context does", async () => {
+      expect(await run('function input() {} const output = typeof input;', 'sync', { input: 1 })).to.equal('function');
+      expect(await run('var input; const output = input;', 'sync', { input: 7 })).to.equal(7);
+    });
+
     it('stops while(true){} at the deadline', async () => {
       // Without the deadline this never returns and the test times out.
       expect(await sandboxError(run('while(true){}', 'sync', {}, SHORT))).to.equal('Timeout exceeded');
@@ -155,6 +177,14 @@ describe('ois/processing: sandboxed pre/post-processing', function () {
       );
       expect(await sandboxError(run('const x = 1;', 'sync'))).to.match(/output.*not defined/);
       expect(await sandboxError(run('syntax error here', 'sync'))).to.match(/SyntaxError/);
+      expect(await sandboxError(run('throw "text"', 'sync'))).to.equal('text');
+      expect(await sandboxError(run('throw 42', 'sync'))).to.equal('42');
+      expect(await sandboxError(run('throw 10n', 'sync'))).to.equal('10');
+      expect(await sandboxError(run('throw undefined', 'sync'))).to.equal('undefined');
+      expect(await sandboxError(run('reject({ code: 7 })', 'callback'))).to.equal('{"code":7}');
+      expect(await sandboxError(run('for (let i = 0; i < 1001; i++) setTimeout(() => {}, 1)', 'callback'))).to.equal(
+        'Too many timers',
+      );
     });
 
     it('captures console output instead of printing it', async () => {
