@@ -258,7 +258,9 @@ export function interpolateSecretsInText(text: string, secrets: Record<string, s
   // Joined once at the end: a flat string, which JSON.parse reads faster than the rope that += builds.
   const pieces: string[] = [];
   let copiedUpTo = 0;
-  let lastStringStart = -1;
+  // The closing quote of the string that held the last reference: references before it are in the same string.
+  // Each string's bounds are searched once, so the scans stay linear in the text however many references it has.
+  let stringEnd = -1;
   while (at !== -1) {
     if (text.charCodeAt(at - 1) === BACKSLASH) return undefined;
     const close = text.indexOf('}', at + 2);
@@ -267,12 +269,11 @@ export function interpolateSecretsInText(text: string, secrets: Record<string, s
     if (!SECRET_NAME_PATTERN.test(name) || !Object.hasOwn(secrets, name)) return undefined;
     const value = JSON.stringify(secrets[name]!).slice(1, -1);
     if (OUTSIDE_STRING_ONLY.test(value)) return undefined;
-    const start = openingQuote(text, at);
-    if (start === -1) return undefined;
-    if (start !== lastStringStart) {
+    if (at > stringEnd) {
       // The first reference of this string: record its redaction as the tree pass does, once per string.
+      const start = openingQuote(text, at);
       const end = closingQuote(text, close + 1);
-      if (end === -1 || followedByColon(text, end)) return undefined;
+      if (start === -1 || end === -1 || followedByColon(text, end)) return undefined;
       let raw: unknown;
       try {
         raw = JSON.parse(text.slice(start, end + 1));
@@ -285,7 +286,7 @@ export function interpolateSecretsInText(text: string, secrets: Record<string, s
         raw.replace(PLACEHOLDER, (_whole, _backslash, ref: string) => secrets[ref]!),
         raw,
       );
-      lastStringStart = start;
+      stringEnd = end;
     }
     used.add(name);
     pieces.push(text.slice(copiedUpTo, at), value);

@@ -160,6 +160,15 @@ describe('${NAME} interpolation on the text', () => {
     expect(interpolateSecretsInText(plain, { A: 'alpha' })!.text).to.equal(plain);
   });
 
+  it('finds the bounds of each string once, however many references it holds', () => {
+    // One 1.2 MB string with 200,000 references: searching its opening quote again for each reference would scan
+    // ~10^11 characters, far beyond the test's timeout.
+    const value = 'x${A}'.repeat(200_000);
+    const result = interpolateSecretsInText(`{"a":"${value}","b":["\${A}"]}`, { A: 'a/b' })!;
+    expect(result.text.length).to.equal(`{"a":"${'xa/b'.repeat(200_000)}","b":["a/b"]}`.length);
+    expect([...result.redactions.values()]).to.deep.equal([value, '${A}']);
+  });
+
   it('counts keys, limits depth and finds forbidden keys as the tree pass does', () => {
     const deep = JSON.parse(`${'['.repeat(300)}${']'.repeat(300)}`);
     expect(() => countKeys(deep, 256)).to.throw(NestingTooDeepError);
