@@ -23,9 +23,8 @@ import {
   buildConfigJson,
   createSponsor,
   ENDPOINTS,
-  encodeCoin,
-  makeFullRequest,
   requestEvents,
+  requestPrice,
   startApiServer,
 } from '../test/support/harness.js';
 
@@ -283,12 +282,7 @@ async function main() {
 
     step('An on-chain request: a sponsor sponsors the requester, which calls makeFullRequest for ETH');
     const sponsor = await createSponsor(deployment, 'demo');
-    const requestId = await makeFullRequest(deployment, {
-      endpointId: ENDPOINTS.price,
-      sponsor: sponsor.address,
-      sponsorWallet: sponsor.sponsorWallet,
-      parameters: encodeCoin('ETH'),
-    });
+    const requestId = await requestPrice(deployment, sponsor);
     say(`request ${requestId}`);
     say(`sponsor wallet ${sponsor.sponsorWallet} (derived from the node's xpub and the sponsor address)`);
 

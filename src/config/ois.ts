@@ -88,6 +88,19 @@ export const endpointParameterSchema = z
 
 const nonNegativeIntegerString = /^\d+$/;
 
+/** _minConfirmations and _gasPrice take a non-negative integer (or nothing, or '') in `key`. */
+function numericWhereRequired(param: { name: string; fixed?: string; default?: string }, key: 'fixed' | 'default') {
+  if (param.name !== '_minConfirmations' && param.name !== '_gasPrice') return true;
+  const value = param[key];
+  return value === undefined || value === '' || nonNegativeIntegerString.test(value);
+}
+
+const notNumeric = (key: 'fixed' | 'default') => ({
+  error: (issue: { input?: unknown }) =>
+    `Reserved parameter ${(issue.input as { name: string }).name} must be a non-negative integer if present`,
+  path: [key],
+});
+
 export const reservedParameterSchema = z
   .strictObject({
     name: z
@@ -96,27 +109,13 @@ export const reservedParameterSchema = z
     default: z.string().optional().describe('Value used when the requester supplies none'),
     fixed: z.string().optional().describe('Value that the requester cannot override'),
   })
-  .superRefine((param, ctx) => {
-    if (param.fixed !== undefined && param.default !== undefined) {
-      ctx.addIssue({
-        code: 'custom',
-        message: 'Reserved parameter must use at most one of "default" and "fixed" properties',
-        path: [],
-      });
-    }
-    if (param.name === '_minConfirmations' || param.name === '_gasPrice') {
-      for (const key of ['fixed', 'default'] as const) {
-        const value = param[key];
-        if (value !== undefined && value !== '' && !nonNegativeIntegerString.test(value)) {
-          ctx.addIssue({
-            code: 'custom',
-            message: `Reserved parameter ${param.name} must be a non-negative integer if present`,
-            path: [key],
-          });
-        }
-      }
-    }
+  // Predicates with a fixed path, so refine rather than superRefine: the generated parsers call a refine's predicate
+  // directly (three reserved parameters per endpoint, thousands in a large config). The issues are the same.
+  .refine((param) => param.fixed === undefined || param.default === undefined, {
+    message: 'Reserved parameter must use at most one of "default" and "fixed" properties',
   })
+  .refine((param) => numericWhereRequired(param, 'fixed'), notNumeric('fixed'))
+  .refine((param) => numericWhereRequired(param, 'default'), notNumeric('default'))
   .describe('A reserved parameter (response encoding, gas price, confirmations); not sent to the API');
 
 export const processingSpecificationSchema = z
@@ -181,17 +180,19 @@ const PATH_PARAMETER = /\{([^}]+)\}/g;
 export const pathsSchema = z
   .record(z.string().regex(/^\/\S*$/, 'Path must start with "/" and contain no whitespace'), pathItemSchema)
   // Runs for every path of every validated config (thousands in a large one): plain loops over the few
-  // parameters of an operation, no list or map built per parameter.
+  // parameters of an operation, and an index only for a long list (see sameParameterCounts).
   .superRefine((paths, ctx) => {
     for (const rawPath of Object.keys(paths)) {
       const pathItem = paths[rawPath]!;
       const declared = rawPath.includes('{') ? [...rawPath.matchAll(PATH_PARAMETER)].map((m) => m[1]!) : [];
+      const isDeclared = membership(declared);
       for (const method of Object.keys(pathItem) as (keyof typeof pathItem)[]) {
         const operation = pathItem[method];
         if (!operation) continue;
         const parameters = operation.parameters;
+        const countOf = sameParameterCounts(parameters);
         for (const name of declared) {
-          if (!parameters.some((p) => p.in === 'path' && p.name === name)) {
+          if (countOf({ in: 'path', name }) === 0) {
             ctx.addIssue({
               code: 'custom',
               message: `Path parameter "${name}" is not found in "parameters"`,
@@ -201,7 +202,7 @@ export const pathsSchema = z
         }
         for (let index = 0; index < parameters.length; index++) {
           const p = parameters[index]!;
-          if (p.in === 'path' && !declared.includes(p.name)) {
+          if (p.in === 'path' && !isDeclared(p.name)) {
             ctx.addIssue({
               code: 'custom',
               message: `Parameter "${p.name}" is not found in the URL path`,
@@ -211,7 +212,7 @@ export const pathsSchema = z
         }
         for (let index = 0; index < parameters.length; index++) {
           const p = parameters[index]!;
-          if (countSame(parameters, p) > 1) {
+          if (countOf(p) > 1) {
             ctx.addIssue({
               code: 'custom',
               message: `Parameter "${p.name}" in "${p.in}" is used multiple times`,
@@ -345,6 +346,13 @@ type OisShape = {
   endpoints: z.infer<typeof endpointSchema>[];
 };
 
+/**
+ * Lists up to this long are compared pair by pair (no allocation, fastest for the few parameters of a real
+ * operation); longer ones through an index, so that a hostile config with 100,000 parameters in one operation is
+ * checked in linear time, not in minutes.
+ */
+const PAIRWISE_LIMIT = 16;
+
 /** How many entries of `list` name the same operation parameter as `op` (entries without one are skipped). */
 function countSame(list: readonly (OperationParameter | undefined)[], op: OperationParameter): number {
   let count = 0;
@@ -352,10 +360,50 @@ function countSame(list: readonly (OperationParameter | undefined)[], op: Operat
   return count;
 }
 
-/** Whether `list` holds an operation parameter the same as `op`. */
-function hasSame(list: readonly (OperationParameter | undefined)[], op: OperationParameter): boolean {
-  for (const other of list) if (other && sameParameter(other, op)) return true;
-  return false;
+/** `in` and name as one key; `in` never holds the separator, so distinct pairs give distinct keys. */
+const parameterKey = (op: OperationParameter) => `${op.in}\u0000${op.name}`;
+const hasStringFields = (op: OperationParameter) => typeof op.in === 'string' && typeof op.name === 'string';
+
+/**
+ * countSame over one list for many operation parameters: pairwise for a short list, else from counts indexed once
+ * by parameterKey (when every entry and each asked parameter has string fields, as a parsed one has; otherwise
+ * pairwise, which compares with === as sameParameter does).
+ */
+function sameParameterCounts(list: readonly (OperationParameter | undefined)[]): (op: OperationParameter) => number {
+  if (list.length <= PAIRWISE_LIMIT || !list.every((op) => op === undefined || hasStringFields(op))) {
+    return (op) => countSame(list, op);
+  }
+  const counts = new Map<string, number>();
+  for (const op of list) {
+    if (!op) continue;
+    const key = parameterKey(op);
+    counts.set(key, (counts.get(key) ?? 0) + 1);
+  }
+  return (op) => (hasStringFields(op) ? (counts.get(parameterKey(op)) ?? 0) : countSame(list, op));
+}
+
+/**
+ * The index of the first entry of `list` that names each asked operation parameter, or -1: as
+ * `list.findIndex((other) => sameParameter(other, op))`, indexed once for a long list.
+ */
+function firstSameIndex(list: readonly OperationParameter[]): (op: OperationParameter) => number {
+  if (list.length <= PAIRWISE_LIMIT || !list.every(hasStringFields)) {
+    return (op) => list.findIndex((other) => sameParameter(other, op));
+  }
+  const first = new Map<string, number>();
+  list.forEach((op, index) => {
+    const key = parameterKey(op);
+    if (!first.has(key)) first.set(key, index);
+  });
+  return (op) =>
+    hasStringFields(op) ? (first.get(parameterKey(op)) ?? -1) : list.findIndex((other) => sameParameter(other, op));
+}
+
+/** `names.includes(name)`, through a set for a long list. */
+function membership(names: readonly string[]): (name: string) => boolean {
+  if (names.length <= PAIRWISE_LIMIT) return (name) => names.includes(name);
+  const set = new Set(names);
+  return (name) => set.has(name);
 }
 
 /**
@@ -378,14 +426,16 @@ function checkOisReferences(ois: OisShape, ctx: z.RefinementCtx): void {
     }
     const params = endpoint.parameters.map((p) => p.operationParameter);
     const fixed = endpoint.fixedOperationParameters.map((p) => p.operationParameter);
+    const countInParams = sameParameterCounts(params);
+    const countInFixed = sameParameterCounts(fixed);
     const sections = [
-      ['parameters', params],
-      ['fixedOperationParameters', fixed],
+      ['parameters', params, countInParams],
+      ['fixedOperationParameters', fixed, countInFixed],
     ] as const;
-    for (const [section, list] of sections) {
+    for (const [section, list, countOf] of sections) {
       for (let index = 0; index < list.length; index++) {
         const op = list[index];
-        if (op && countSame(list, op) > 1) {
+        if (op && countOf(op) > 1) {
           ctx.addIssue({
             code: 'custom',
             message: `Parameter "${op.name}" in "${op.in}" is used multiple times`,
@@ -394,10 +444,11 @@ function checkOisReferences(ois: OisShape, ctx: z.RefinementCtx): void {
         }
       }
     }
+    const firstInFixed = firstSameIndex(fixed);
     for (let pi = 0; pi < params.length; pi++) {
       const op = params[pi];
       if (!op) continue;
-      const fi = fixed.findIndex((f) => sameParameter(f, op));
+      const fi = firstInFixed(op);
       if (fi >= 0) {
         const message = `Parameter "${op.name}" in "${op.in}" is used in both "parameters" and "fixedOperationParameters"`;
         ctx.addIssue({ code: 'custom', message, path: ['endpoints', ei, 'parameters', pi, 'operationParameter'] });
@@ -422,10 +473,11 @@ function checkOisReferences(ois: OisShape, ctx: z.RefinementCtx): void {
       continue;
     }
     const apiParameters = operation.parameters;
+    const countInApi = sameParameterCounts(apiParameters);
     for (const [section, list] of sections) {
       for (let index = 0; index < list.length; index++) {
         const op = list[index];
-        if (op && !hasSame(apiParameters, op)) {
+        if (op && countInApi(op) === 0) {
           ctx.addIssue({
             code: 'custom',
             message: `No matching API specification parameter found in "apiSpecifications" section for "${op.name}" in "${op.in}"`,
@@ -435,7 +487,7 @@ function checkOisReferences(ois: OisShape, ctx: z.RefinementCtx): void {
       }
     }
     for (const apiParam of apiParameters) {
-      if (!hasSame(params, apiParam) && !hasSame(fixed, apiParam)) {
+      if (countInParams(apiParam) === 0 && countInFixed(apiParam) === 0) {
         ctx.addIssue({
           code: 'custom',
           message: `Parameter "${apiParam.name}" not found in "fixedOperationParameters" or "parameters"`,

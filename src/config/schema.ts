@@ -173,22 +173,21 @@ const rrpContractsShape = {
   AirnodeRrp: evmAddressSchema.optional().describe('Alias of NodeRrp (reference name)'),
   AirnodeRrpDryRun: evmAddressSchema.optional().describe('Alias of NodeRrpDryRun (reference name)'),
 };
+// Rules that are one predicate with a fixed path are written as refine, not superRefine: the generated parsers call
+// a refine's predicate directly, a superRefine through a context object built per call (thousands of contract and
+// authorizer objects in a large config). The issues are the same.
+const notBoth = (canonical: string, alias: string) => ({
+  message: `Use either "${canonical}" or its alias "${alias}", not both`,
+  path: [alias],
+});
+
 export const rrpContractsSchema = z
   .strictObject(rrpContractsShape)
-  .superRefine((contracts, ctx) => {
-    for (const [canonical, alias] of [
-      ['NodeRrp', 'AirnodeRrp'],
-      ['NodeRrpDryRun', 'AirnodeRrpDryRun'],
-    ] as const) {
-      if (contracts[canonical] !== undefined && contracts[alias] !== undefined) {
-        ctx.addIssue({
-          code: 'custom',
-          message: `Use either "${canonical}" or its alias "${alias}", not both`,
-          path: [alias],
-        });
-      }
-    }
-  })
+  .refine((c) => c.NodeRrp === undefined || c.AirnodeRrp === undefined, notBoth('NodeRrp', 'AirnodeRrp'))
+  .refine(
+    (c) => c.NodeRrpDryRun === undefined || c.AirnodeRrpDryRun === undefined,
+    notBoth('NodeRrpDryRun', 'AirnodeRrpDryRun'),
+  )
   .describe('Protocol contract addresses; may be omitted where a public deployment exists');
 
 type RawContracts = z.output<typeof rrpContractsSchema> | undefined;
@@ -211,10 +210,9 @@ const crossChainRequesterAuthorizerSchema = z
     contracts: rrpContractsSchema.optional(),
     chainProvider: providerShape,
   })
-  .superRefine((value, ctx) => {
-    if (!rrpOf(value.contracts) && !PUBLIC_DEPLOYMENTS['NodeRrp']?.[value.chainId]) {
-      ctx.addIssue({ code: 'custom', message: noDeployment('NodeRrp', value.chainId), path: ['contracts'] });
-    }
+  .refine((value) => Boolean(rrpOf(value.contracts) || PUBLIC_DEPLOYMENTS['NodeRrp']?.[value.chainId]), {
+    error: (issue) => noDeployment('NodeRrp', (issue.input as { chainId: string }).chainId),
+    path: ['contracts'],
   })
   .transform(({ contracts, ...rest }) => ({
     ...rest,

@@ -234,7 +234,7 @@ export type TextInterpolation = {
 const BACKSLASH = 0x5c;
 const COLON = 0x3a;
 /** Text whose presence anywhere sends interpolation to the tree pass (see interpolateSecretsInText). */
-const TREE_PASS_MARKS = ['\\u', '\uFFFD', ...[...FORBIDDEN_KEYS].map((key) => `"${key}"`)];
+const TREE_PASS_MARKS = ['\\u', '\uFFFD'];
 /** Only these characters may stand in JSON text outside a string: structure, white space, numbers, literals. */
 const OUTSIDE_STRING_ONLY = /^[\s{}[\]:,"0-9+\-.eEtrufalsn]*$/;
 
@@ -244,11 +244,11 @@ const OUTSIDE_STRING_ONLY = /^[\s{}[\]:,"0-9+\-.eEtrufalsn]*$/;
  * text (a test compares them), and the redactions are the same; where that cannot be shown cheaply it returns
  * undefined and the caller takes the tree pass, which also reports what only it can (paths of missing or invalid
  * references, U+FFFD, forbidden keys). So it returns undefined when the text holds a `\u` escape (one could spell
- * `$`, `{`, `}`, U+FFFD or a forbidden key), U+FFFD or a quoted forbidden key, and when a reference is escaped
- * (`\${`), not a valid name, not defined, or in a key. Each value goes in JSON-escaped, so a reference inside a
- * string stays inside it; one standing outside any string (invalid JSON) is caught because the value must hold a
- * character that JSON allows only inside strings: the text then fails to parse and the caller reports the raw
- * text's error.
+ * `$`, `{`, `}`, U+FFFD or a forbidden key) or U+FFFD, and when a reference is escaped (`\${`), not a valid name,
+ * not defined, or in a key. Forbidden keys are left to countKeys, which meets every key of the parse anyway. Each
+ * value goes in JSON-escaped, so a reference inside a string stays inside it; one standing outside any string
+ * (invalid JSON) is caught because the value must hold a character that JSON allows only inside strings: the text
+ * then fails to parse and the caller reports the raw text's error.
  */
 export function interpolateSecretsInText(text: string, secrets: Record<string, string>): TextInterpolation | undefined {
   for (const mark of TREE_PASS_MARKS) if (text.includes(mark)) return undefined;
@@ -258,7 +258,9 @@ export function interpolateSecretsInText(text: string, secrets: Record<string, s
   // Joined once at the end: a flat string, which JSON.parse reads faster than the rope that += builds.
   const pieces: string[] = [];
   let copiedUpTo = 0;
-  let lastStringStart = -1;
+  // The closing quote of the string that held the last reference: references before it are in the same string.
+  // Each string's bounds are searched once, so the scans stay linear in the text however many references it has.
+  let stringEnd = -1;
   while (at !== -1) {
     if (text.charCodeAt(at - 1) === BACKSLASH) return undefined;
     const close = text.indexOf('}', at + 2);
@@ -267,12 +269,11 @@ export function interpolateSecretsInText(text: string, secrets: Record<string, s
     if (!SECRET_NAME_PATTERN.test(name) || !Object.hasOwn(secrets, name)) return undefined;
     const value = JSON.stringify(secrets[name]!).slice(1, -1);
     if (OUTSIDE_STRING_ONLY.test(value)) return undefined;
-    const start = openingQuote(text, at);
-    if (start === -1) return undefined;
-    if (start !== lastStringStart) {
+    if (at > stringEnd) {
       // The first reference of this string: record its redaction as the tree pass does, once per string.
+      const start = openingQuote(text, at);
       const end = closingQuote(text, close + 1);
-      if (end === -1 || followedByColon(text, end)) return undefined;
+      if (start === -1 || end === -1 || followedByColon(text, end)) return undefined;
       let raw: unknown;
       try {
         raw = JSON.parse(text.slice(start, end + 1));
@@ -285,7 +286,7 @@ export function interpolateSecretsInText(text: string, secrets: Record<string, s
         raw.replace(PLACEHOLDER, (_whole, _backslash, ref: string) => secrets[ref]!),
         raw,
       );
-      lastStringStart = start;
+      stringEnd = end;
     }
     used.add(name);
     pieces.push(text.slice(copiedUpTo, at), value);
@@ -304,9 +305,13 @@ function followedByColon(text: string, end: number): boolean {
   return text.charCodeAt(i) === COLON;
 }
 
-/** How many keys the objects of a parsed JSON tree hold; NestingTooDeepError past maxDepth, as interpolateSecrets. */
-export function countKeys(root: unknown, maxDepth: number): number {
+/**
+ * How many keys the objects of a parsed JSON tree hold, or undefined when one of them is a forbidden key (the tree
+ * pass reports those); NestingTooDeepError past maxDepth, as interpolateSecrets.
+ */
+export function countKeys(root: unknown, maxDepth: number): number | undefined {
   let count = 0;
+  let forbidden = false;
   const walk = (node: object, depth: number): void => {
     if (depth >= maxDepth) throw new NestingTooDeepError(`nested deeper than ${maxDepth} levels`);
     if (Array.isArray(node)) {
@@ -320,12 +325,14 @@ export function countKeys(root: unknown, maxDepth: number): number {
     for (const key in node) {
       if (!Object.hasOwn(node, key)) continue;
       count++;
+      // The forbidden keys are 9 or 11 characters long: most keys are ruled out by their length alone.
+      if ((key.length === 9 || key.length === 11) && FORBIDDEN_KEYS.has(key)) forbidden = true;
       const item = (node as Record<string, unknown>)[key];
       if (typeof item === 'object' && item !== null) walk(item, depth + 1);
     }
   };
   if (typeof root === 'object' && root !== null) walk(root, 0);
-  return count;
+  return forbidden ? undefined : count;
 }
 
 /**

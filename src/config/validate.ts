@@ -303,15 +303,16 @@ type Interpolated = Omit<Interpolation, 'usages' | 'keyCount'> & {
 };
 
 /**
- * `${NAME}` interpolation: the text pass's parse when it had one and no key is repeated (a repeated key hides a
- * value from the tree but not from the text), else the tree pass over the parsed text or the object given.
+ * `${NAME}` interpolation: the text pass's parse when it had one, no key is repeated (a repeated key hides a value
+ * from the tree but not from the text) and none is forbidden, else the tree pass over the parsed text or the object
+ * given.
  */
 function interpolate(loaded: Loaded & { ok: true }, secrets: Record<string, string>): Interpolated {
   const { text, fromText } = loaded;
   if (text !== undefined && fromText !== undefined) {
     const keyCount = countKeys(loaded.value, MAX_NESTING_DEPTH);
-    const duplicates = keysAllDistinct(text, keyCount) ? [] : duplicateKeyPaths(text);
-    if (duplicates.length === 0) {
+    const duplicates = keyCount === undefined || keysAllDistinct(text, keyCount) ? [] : duplicateKeyPaths(text);
+    if (keyCount !== undefined && duplicates.length === 0) {
       return {
         value: loaded.value,
         usedNames: fromText.used,

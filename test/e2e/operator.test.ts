@@ -29,11 +29,10 @@ import {
   buildConfigJson,
   createSponsor,
   ENDPOINTS,
-  encodeCoin,
-  makeFullRequest,
   NODE_ADDRESS,
   OIS_TITLE,
   requestEvents,
+  requestPrice,
 } from '../support/harness.js';
 import {
   batch,
@@ -316,12 +315,7 @@ describe('e2e: the operator reconciles an OracleNode into real workloads', funct
       },
     });
     const sponsor = await createSponsor(deployment, 'e2e');
-    requestId = await makeFullRequest(deployment, {
-      endpointId: ENDPOINTS.price,
-      sponsor: sponsor.address,
-      sponsorWallet: sponsor.sponsorWallet,
-      parameters: encodeCoin('ETH'),
-    });
+    requestId = await requestPrice(deployment, sponsor);
     appliedAt = Date.now();
     await kc()
       .makeApiClient(CustomObjectsApi)
@@ -581,12 +575,7 @@ describe('e2e: the operator reconciles an OracleNode into real workloads', funct
       { description: 'a coordinator window that started a few seconds ago', intervalMs: 500 },
     );
     const sponsor = await createSponsor(deployment, 'e2e-window');
-    const made = await makeFullRequest(deployment, {
-      endpointId: ENDPOINTS.price,
-      sponsor: sponsor.address,
-      sponsorWallet: sponsor.sponsorWallet,
-      parameters: encodeCoin('SOL'),
-    });
+    const made = await requestPrice(deployment, sponsor, 'SOL');
     const madeAt = Date.now();
     const events = await waitFor(
       async () => {
@@ -633,12 +622,7 @@ describe('e2e: the operator reconciles an OracleNode into real workloads', funct
     const custom = kc().makeApiClient(CustomObjectsApi);
     const apps = kc().makeApiClient(AppsV1Api);
     const sponsor = await createSponsor(deployment, 'e2e-stage');
-    const second = await makeFullRequest(deployment, {
-      endpointId: ENDPOINTS.price,
-      sponsor: sponsor.address,
-      sponsorWallet: sponsor.sponsorWallet,
-      parameters: encodeCoin('BTC'),
-    });
+    const second = await requestPrice(deployment, sponsor, 'BTC');
     const t0 = Date.now();
     await custom.patchNamespacedCustomObject(
       {

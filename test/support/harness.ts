@@ -296,6 +296,21 @@ export async function makeFullRequest(
   return requestIdFrom(await tx.wait());
 }
 
+/** A full request of the test API's price endpoint for `coin` (with any extra parameters), from the sponsor's wallet. */
+export function requestPrice(
+  deployment: Deployment,
+  sponsor: { address: string; sponsorWallet: string },
+  coin = 'ETH',
+  extra: Parameters<typeof encodeCoin>[1] = [],
+): Promise<string> {
+  return makeFullRequest(deployment, {
+    endpointId: ENDPOINTS.price,
+    sponsor: sponsor.address,
+    sponsorWallet: sponsor.sponsorWallet,
+    parameters: encodeCoin(coin, extra),
+  });
+}
+
 export async function makeTemplateRequest(
   deployment: Deployment,
   input: { requester?: string; templateId: string; sponsor: string; sponsorWallet: string; parameters: string },

@@ -12,10 +12,8 @@ import {
   type ApiServer,
   buildConfig,
   createSponsor,
-  ENDPOINTS,
-  encodeCoin,
-  makeFullRequest,
   NODE_ADDRESS,
+  requestPrice,
   startApiServer,
   wallets,
 } from '../../support/harness.js';
@@ -69,12 +67,7 @@ describe('gas price strategies on anvil (real blocks, real fulfilment transactio
   /** A request of a new sponsor, mined before the blocks of the test. */
   async function newRequest(): Promise<string> {
     const sponsor = await createSponsor(chain.deployment, `gas-${sponsorSeq++}`);
-    return makeFullRequest(chain.deployment, {
-      endpointId: ENDPOINTS.price,
-      sponsor: sponsor.address,
-      sponsorWallet: sponsor.sponsorWallet,
-      parameters: encodeCoin('ETH'),
-    });
+    return requestPrice(chain.deployment, sponsor);
   }
 
   /** Mines one block with a chosen base fee holding exactly one transaction per given price. */

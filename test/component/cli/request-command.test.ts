@@ -13,10 +13,8 @@ import {
   buildConfigJson,
   type ConfigOptions,
   createSponsor,
-  ENDPOINTS,
-  encodeCoin,
-  makeFullRequest,
   requestEvents,
+  requestPrice,
   startApiServer,
   writeNodeFiles,
 } from '../../support/harness.js';
@@ -54,12 +52,7 @@ describe('oracle-node request (anvil, real AirnodeRrpV0, a real coordinator cycl
 
   async function newRequest(): Promise<string> {
     const sponsor = await createSponsor(chain.deployment, `request-command-${sponsorSeq++}`);
-    return makeFullRequest(chain.deployment, {
-      endpointId: ENDPOINTS.price,
-      sponsor: sponsor.address,
-      sponsorWallet: sponsor.sponsorWallet,
-      parameters: encodeCoin('ETH'),
-    });
+    return requestPrice(chain.deployment, sponsor);
   }
 
   before(async () => {

@@ -22,10 +22,9 @@ import {
   buildConfigJson,
   createSponsor,
   ENDPOINTS,
-  encodeCoin,
-  makeFullRequest,
   type NodeFiles,
   OIS_TITLE,
+  requestPrice,
   wallets,
   writeNodeFiles,
 } from '../../support/harness.js';
@@ -197,12 +196,7 @@ describe('hostile input: no secret in any output of any subcommand', function ()
 
   async function request(coin: string, seed: string) {
     const sponsor = await createSponsor(chain.deployment, seed);
-    await makeFullRequest(chain.deployment, {
-      endpointId: ENDPOINTS.price,
-      sponsor: sponsor.address,
-      sponsorWallet: sponsor.sponsorWallet,
-      parameters: encodeCoin(coin),
-    });
+    await requestPrice(chain.deployment, sponsor, coin);
     return sponsor;
   }
 

@@ -17,12 +17,10 @@ import {
   buildConfig,
   buildConfigJson,
   createSponsor,
-  ENDPOINTS,
-  encodeCoin,
   int256,
-  makeFullRequest,
   type NodeFiles,
   requestEvents,
+  requestPrice,
   startApiServer,
   wallets,
   writeNodeFiles,
@@ -51,12 +49,7 @@ describe('oracle-node coordinator, worker and start (anvil, real AirnodeRrpV0)',
   const configArgs = () => nodeFiles.args;
   /** Makes an ETH price request from `sponsor` and waits until the node under test has fulfilled it once. */
   const requestFulfilled = async (sponsor: Awaited<ReturnType<typeof createSponsor>>) => {
-    const requestId = await makeFullRequest(chain.deployment, {
-      endpointId: ENDPOINTS.price,
-      sponsor: sponsor.address,
-      sponsorWallet: sponsor.sponsorWallet,
-      parameters: encodeCoin('ETH'),
-    });
+    const requestId = await requestPrice(chain.deployment, sponsor);
     await until(
       async () => (await requestEvents(chain.deployment, requestId)).fulfilled.length === 1,
       'the fulfilment',
@@ -94,12 +87,7 @@ describe('oracle-node coordinator, worker and start (anvil, real AirnodeRrpV0)',
 
   it('fulfils a full request in one cycle and prints a JSON summary', async () => {
     const sponsor = await createSponsor(chain.deployment, 'cli');
-    const requestId = await makeFullRequest(chain.deployment, {
-      endpointId: ENDPOINTS.price,
-      sponsor: sponsor.address,
-      sponsorWallet: sponsor.sponsorWallet,
-      parameters: encodeCoin('ETH'),
-    });
+    const requestId = await requestPrice(chain.deployment, sponsor);
     const { stdout } = await cli('coordinator', ...configArgs(), '--cache-dir', join(dir, 'cache'));
     await waitForMined(chain.anvil.url);
     const summary = JSON.parse(stdout) as {
@@ -138,12 +126,7 @@ describe('oracle-node coordinator, worker and start (anvil, real AirnodeRrpV0)',
       '0.2',
     );
     // Made while the window runs: whichever of its cycles sees it first serves it, once.
-    const requestId = await makeFullRequest(chain.deployment, {
-      endpointId: ENDPOINTS.price,
-      sponsor: sponsor.address,
-      sponsorWallet: sponsor.sponsorWallet,
-      parameters: encodeCoin('ETH'),
-    });
+    const requestId = await requestPrice(chain.deployment, sponsor);
     const { stdout } = await running;
     await waitForMined(chain.anvil.url);
     const summary = JSON.parse(stdout) as { transactions: { fulfilled: number }; window: { polls: number } };
@@ -164,12 +147,7 @@ describe('oracle-node coordinator, worker and start (anvil, real AirnodeRrpV0)',
 
   it('takes secret values from the environment without -s, and exits 2 on an unreadable config', async () => {
     const sponsor = await createSponsor(chain.deployment, 'env-secrets');
-    const requestId = await makeFullRequest(chain.deployment, {
-      endpointId: ENDPOINTS.price,
-      sponsor: sponsor.address,
-      sponsorWallet: sponsor.sponsorWallet,
-      parameters: encodeCoin('ETH'),
-    });
+    const requestId = await requestPrice(chain.deployment, sponsor);
     const { secrets } = buildConfigJson({
       providers: { anvil: chain.anvil.url },
       deployment: chain.deployment,
@@ -193,12 +171,7 @@ describe('oracle-node coordinator, worker and start (anvil, real AirnodeRrpV0)',
 
   it("calls one shard's APIs with `worker`, from a file and from stdin; the shard is plain JSON without secrets", async () => {
     const sponsor = await createSponsor(chain.deployment, 'worker');
-    const first = await makeFullRequest(chain.deployment, {
-      endpointId: ENDPOINTS.price,
-      sponsor: sponsor.address,
-      sponsorWallet: sponsor.sponsorWallet,
-      parameters: encodeCoin('BTC'),
-    });
+    const first = await requestPrice(chain.deployment, sponsor, 'BTC');
     const config = buildConfig({
       providers: { anvil: chain.anvil.url },
       deployment: chain.deployment,
@@ -230,12 +203,7 @@ describe('oracle-node coordinator, worker and start (anvil, real AirnodeRrpV0)',
     ]);
     expect(JSON.parse(stdout).results[0].api.outcome).to.equal('2xx');
 
-    const second = await makeFullRequest(chain.deployment, {
-      endpointId: ENDPOINTS.price,
-      sponsor: sponsor.address,
-      sponsorWallet: sponsor.sponsorWallet,
-      parameters: encodeCoin('ETH'),
-    });
+    const second = await requestPrice(chain.deployment, sponsor);
     const child = spawnCli('worker', '--shard', '-', ...configArgs());
     const io = output(child);
     child.stdin?.end(JSON.stringify(await plan()));

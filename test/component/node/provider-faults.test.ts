@@ -15,11 +15,9 @@ import {
   type ApiServer,
   buildConfig,
   createSponsor,
-  ENDPOINTS,
-  encodeCoin,
-  makeFullRequest,
   NODE_ADDRESS,
   requestEvents,
+  requestPrice,
   startApiServer,
   wallets,
 } from '../../support/harness.js';
@@ -102,14 +100,7 @@ describe('provider faults on anvil (real AirnodeRrpV0)', () => {
     const sponsor = await createSponsor(chain.deployment, `provider-faults-${sponsorSeq++}`);
     const ids: string[] = [];
     for (let i = 0; i < count; i++) {
-      ids.push(
-        await makeFullRequest(chain.deployment, {
-          endpointId: ENDPOINTS.price,
-          sponsor: sponsor.address,
-          sponsorWallet: sponsor.sponsorWallet,
-          parameters: encodeCoin('ETH'),
-        }),
-      );
+      ids.push(await requestPrice(chain.deployment, sponsor));
     }
     return { ids, sponsorWallet: sponsor.sponsorWallet };
   }

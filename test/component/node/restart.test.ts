@@ -12,12 +12,10 @@ import {
   type ApiServer,
   buildConfigJson,
   createSponsor,
-  ENDPOINTS,
-  encodeCoin,
-  makeFullRequest,
   NODE_ADDRESS,
   type NodeFiles,
   requestEvents,
+  requestPrice,
   startApiServer,
   writeNodeFiles,
 } from '../../support/harness.js';
@@ -74,14 +72,7 @@ describe('coordinator killed mid-cycle, then restarted (anvil)', () => {
     const requests: string[] = [];
     for (let r = 0; r < REQUESTS_PER_SPONSOR; r++) {
       for (const [i, sponsor] of sponsors.entries()) {
-        requests.push(
-          await makeFullRequest(chain.deployment, {
-            endpointId: ENDPOINTS.price,
-            sponsor: sponsor.address,
-            sponsorWallet: sponsor.sponsorWallet,
-            parameters: encodeCoin(`S${i}`),
-          }),
-        );
+        requests.push(await requestPrice(chain.deployment, sponsor, `S${i}`));
       }
     }
 

@@ -10,11 +10,9 @@ import {
   type ApiServer,
   buildConfig,
   createSponsor,
-  ENDPOINTS,
-  encodeCoin,
-  makeFullRequest,
   NODE_ADDRESS,
   requestEvents,
+  requestPrice,
   startApiServer,
   wallets,
 } from '../../support/harness.js';
@@ -42,14 +40,7 @@ describe('RPC cost of a cycle on anvil (real AirnodeRrpV0)', () => {
     const ids: string[] = [];
     for (const sponsor of sponsors) {
       for (let i = 0; i < 2; i++) {
-        ids.push(
-          await makeFullRequest(chain.deployment, {
-            endpointId: ENDPOINTS.price,
-            sponsor: sponsor.address,
-            sponsorWallet: sponsor.sponsorWallet,
-            parameters: encodeCoin('ETH'),
-          }),
-        );
+        ids.push(await requestPrice(chain.deployment, sponsor));
       }
     }
     const config = buildConfig({
@@ -87,12 +78,7 @@ describe('RPC cost of a cycle on anvil (real AirnodeRrpV0)', () => {
 
   it('reads the balances one by one from a provider that refuses an eth_call without a target', async () => {
     const sponsor = await createSponsor(chain.deployment, 'rpc-cost-refused');
-    const id = await makeFullRequest(chain.deployment, {
-      endpointId: ENDPOINTS.price,
-      sponsor: sponsor.address,
-      sponsorWallet: sponsor.sponsorWallet,
-      parameters: encodeCoin('ETH'),
-    });
+    const id = await requestPrice(chain.deployment, sponsor);
     const config = buildConfig({ providers: { counted: proxy.url }, deployment: chain.deployment, apiUrl: api.url });
     proxy.reset();
     proxy.setFault(({ method, params }) =>

@@ -19,10 +19,8 @@ import {
   buildConfig,
   buildConfigJson,
   createSponsor,
-  ENDPOINTS,
-  encodeCoin,
-  makeFullRequest,
   requestEvents,
+  requestPrice,
   startApiServer,
   wallets,
 } from '../../support/harness.js';
@@ -87,12 +85,7 @@ describe('engine roles with only their own keys (anvil, real AirnodeRrpV0)', fun
 
   async function request(label: string, coin: string) {
     const sponsor = await createSponsor(chain.deployment, label);
-    const requestId = await makeFullRequest(chain.deployment, {
-      endpointId: ENDPOINTS.price,
-      sponsor: sponsor.address,
-      sponsorWallet: sponsor.sponsorWallet,
-      parameters: encodeCoin(coin),
-    });
+    const requestId = await requestPrice(chain.deployment, sponsor, coin);
     return { sponsor, requestId };
   }
 

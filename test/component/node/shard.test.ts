@@ -16,11 +16,9 @@ import {
   buildConfig,
   type ConfigOptions,
   createSponsor,
-  ENDPOINTS,
-  encodeCoin,
-  makeFullRequest,
   NODE_ADDRESS,
   requestEvents,
+  requestPrice,
   startApiServer,
   wallets,
 } from '../../support/harness.js';
@@ -74,14 +72,7 @@ describe('shard submission on a bad day of the chain (anvil, fault-injecting pro
     const sponsor = await createSponsor(chain.deployment, `shard-${sponsorSeq++}`);
     const ids: string[] = [];
     for (let i = 0; i < count; i++) {
-      ids.push(
-        await makeFullRequest(chain.deployment, {
-          endpointId: ENDPOINTS.price,
-          sponsor: sponsor.address,
-          sponsorWallet: sponsor.sponsorWallet,
-          parameters: encodeCoin('ETH'),
-        }),
-      );
+      ids.push(await requestPrice(chain.deployment, sponsor));
     }
     return { sponsor, ids };
   }

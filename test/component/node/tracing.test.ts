@@ -24,6 +24,7 @@ import {
   makeFullRequest,
   OIS_TITLE,
   requestEvents,
+  requestPrice,
   startApiServer,
   wallets,
   writeNodeFiles,
@@ -112,12 +113,7 @@ describe('OpenTelemetry traces of a cycle across the coordinator and worker proc
 
   it('makes one trace per request: discovery, authorization, signing and submission in the coordinator, the API call in the worker', async () => {
     const sponsor = await createSponsor(chain.deployment, 'tracing');
-    const good = await makeFullRequest(chain.deployment, {
-      endpointId: ENDPOINTS.price,
-      sponsor: sponsor.address,
-      sponsorWallet: sponsor.sponsorWallet,
-      parameters: encodeCoin('ETH'),
-    });
+    const good = await requestPrice(chain.deployment, sponsor);
     const broken = await makeFullRequest(chain.deployment, {
       endpointId: ENDPOINTS.broken,
       sponsor: sponsor.address,

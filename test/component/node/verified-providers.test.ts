@@ -13,10 +13,8 @@ import {
   type ApiServer,
   buildConfigJson,
   createSponsor,
-  ENDPOINTS,
-  encodeCoin,
-  makeFullRequest,
   requestEvents,
+  requestPrice,
   startApiServer,
   writeNodeFiles,
 } from '../../support/harness.js';
@@ -75,12 +73,7 @@ describe('verified provider chain ids carried between coordinator processes (anv
 
   async function request(): Promise<string> {
     const sponsor = await createSponsor(chain.deployment, `verified-providers-${sponsorSeq++}`);
-    return makeFullRequest(chain.deployment, {
-      endpointId: ENDPOINTS.price,
-      sponsor: sponsor.address,
-      sponsorWallet: sponsor.sponsorWallet,
-      parameters: encodeCoin('ETH'),
-    });
+    return requestPrice(chain.deployment, sponsor);
   }
 
   const fulfilled = async (id: string) => (await requestEvents(chain.deployment, id)).fulfilled.length;

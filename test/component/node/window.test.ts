@@ -20,11 +20,9 @@ import {
   type ApiServer,
   buildConfig,
   createSponsor,
-  ENDPOINTS,
-  encodeCoin,
-  makeFullRequest,
   NODE_ADDRESS,
   requestEvents,
+  requestPrice,
   startApiServer,
   wallets,
 } from '../../support/harness.js';
@@ -56,12 +54,7 @@ describe('the coordinator window on anvil (real AirnodeRrpV0)', () => {
 
   const request = async (name: string) => {
     const sponsor = await createSponsor(chain.deployment, name);
-    const id = await makeFullRequest(chain.deployment, {
-      endpointId: ENDPOINTS.price,
-      sponsor: sponsor.address,
-      sponsorWallet: sponsor.sponsorWallet,
-      parameters: encodeCoin('ETH'),
-    });
+    const id = await requestPrice(chain.deployment, sponsor);
     return { sponsor, id };
   };
   /** A block too small for any fulfilment (30,000 gas): the pending transactions stay pending. */
@@ -153,12 +146,7 @@ describe('the coordinator window on anvil (real AirnodeRrpV0)', () => {
     const summary = await window(config({ fulfillmentGasLimit: 500_000 }), [
       async () => {
         // A block with room for the request (its own gas) but not for the pending fulfilment (500,000 gas).
-        next = makeFullRequest(chain.deployment, {
-          endpointId: ENDPOINTS.price,
-          sponsor: sponsor.address,
-          sponsorWallet: sponsor.sponsorWallet,
-          parameters: encodeCoin('BTC'),
-        });
+        next = requestPrice(chain.deployment, sponsor, 'BTC');
         // The pool then holds the pending fulfilment and the request: no block before the request is in it.
         await waitForPending(chain.anvil.url, 2);
         await rpc(chain.anvil.url, 'evm_setBlockGasLimit', [`0x${(400_000).toString(16)}`]);
@@ -243,12 +231,12 @@ describe('the coordinator window on anvil (real AirnodeRrpV0)', () => {
       const summary = await window(config({ minConfirmations: held === 'chain minConfirmations' ? 2 : 0 }), [
         async () => {
           snapshot = await rpc<string>(chain.anvil.url, 'evm_snapshot', []);
-          made = await makeFullRequest(chain.deployment, {
-            endpointId: ENDPOINTS.price,
-            sponsor: sponsor.address,
-            sponsorWallet: sponsor.sponsorWallet,
-            parameters: encodeCoin('ETH', extra as { name: string; type: 'string'; value: string }[]),
-          });
+          made = await requestPrice(
+            chain.deployment,
+            sponsor,
+            'ETH',
+            extra as { name: string; type: 'string'; value: string }[],
+          );
         },
         async () => {
           expect(await rpc<boolean>(chain.anvil.url, 'evm_revert', [snapshot])).to.equal(true);
