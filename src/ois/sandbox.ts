@@ -255,7 +255,7 @@ class Execution implements HostBindings {
           }
           return 0;
         case Host.Log:
-          this.log(Array.from({ length: argc }, (_, index) => arg(index)));
+          this.log(argc, arg);
           return 0;
         case Host.SetTimeout:
         case Host.SetInterval:
@@ -341,16 +341,18 @@ class Execution implements HostBindings {
     } else this.settle({ kind: 'error', message: text });
   }
 
-  /** console.* write the snippet's lines to options.logs (bounded), never to the host's output. */
-  private log(args: JSValueRef[]): void {
+  /**
+   * console.* write the snippet's lines to options.logs (bounded), never to the host's output. Arguments past the
+   * line's length limit are not formatted at all: a call with thousands of them costs no more than a full line.
+   */
+  private log(argc: number, arg: (index: number) => JSValueConstPointer): void {
     const logs = this.options?.logs;
     if (!logs || logs.length >= MAX_LOG_LINES) return;
-    logs.push(
-      args
-        .map((arg) => this.format(arg))
-        .join(' ')
-        .slice(0, MAX_LOG_LINE_LENGTH),
-    );
+    let line = '';
+    for (let index = 0; index < argc && line.length < MAX_LOG_LINE_LENGTH; index++) {
+      line += (index > 0 ? ' ' : '') + this.format(arg(index));
+    }
+    logs.push(line.slice(0, MAX_LOG_LINE_LENGTH));
   }
 
   /** A console argument as text: strings as they are, other values as JSON, else String(value). */
