@@ -1,7 +1,7 @@
-// A real sandbox for processing snippets: QuickJS compiled to WebAssembly. Each execution gets a fresh
-// runtime and context (no state leaks between calls) from one shared compiled module; the next one is prepared
-// (runtime, context, host functions, prelude) while the instance is idle, and the last one is disposed after its
-// answer left, so that a call pays only for its own globals and code. Nothing of the
+// A real sandbox for processing snippets: QuickJS compiled to WebAssembly, driven through the lean bindings of
+// quickjs-ffi.ts. Each execution gets a fresh runtime and context (no state leaks between calls) from one shared
+// compiled module; the next one is prepared (runtime, context, host functions) while the instance is idle, and the
+// last one is disposed after its answer left, so that a call pays only for its own globals and code. Nothing of the
 // host is reachable: no process, require, filesystem, environment or network; values cross the
 // boundary as JSON strings only. A deadline interrupts busy loops, a memory limit stops allocation
 // bombs, a stack limit stops runaway recursion, and timers are emulated by the host so async code works.
@@ -255,7 +255,7 @@ class Execution implements HostBindings {
           }
           return 0;
         case Host.Log:
-          this.log(Array.from({ length: argc }, (_, index) => arg(index)));
+          this.log(argc, arg);
           return 0;
         case Host.SetTimeout:
         case Host.SetInterval:
@@ -296,7 +296,8 @@ class Execution implements HostBindings {
     // JSON text is never the bare word undefined, which is what JSON.stringify's undefined reads as.
     const json = quickjs.getString(ctx, result);
     quickjs.ffi.QTS_FreeValuePointer(ctx, result);
-    if (json === undefined) this.settleError('null');
+    // Reading a string fails only when its copy cannot be allocated.
+    if (json === undefined) this.trap();
     else if (json === 'undefined') this.settle({ kind: 'undefined' });
     else this.settle({ kind: 'ok', json });
   }
@@ -340,16 +341,18 @@ class Execution implements HostBindings {
     } else this.settle({ kind: 'error', message: text });
   }
 
-  /** console.* write the snippet's lines to options.logs (bounded), never to the host's output. */
-  private log(args: JSValueRef[]): void {
+  /**
+   * console.* write the snippet's lines to options.logs (bounded), never to the host's output. Arguments past the
+   * line's length limit are not formatted at all: a call with thousands of them costs no more than a full line.
+   */
+  private log(argc: number, arg: (index: number) => JSValueConstPointer): void {
     const logs = this.options?.logs;
     if (!logs || logs.length >= MAX_LOG_LINES) return;
-    logs.push(
-      args
-        .map((arg) => this.format(arg))
-        .join(' ')
-        .slice(0, MAX_LOG_LINE_LENGTH),
-    );
+    let line = '';
+    for (let index = 0; index < argc && line.length < MAX_LOG_LINE_LENGTH; index++) {
+      line += (index > 0 ? ' ' : '') + this.format(arg(index));
+    }
+    logs.push(line.slice(0, MAX_LOG_LINE_LENGTH));
   }
 
   /** A console argument as text: strings as they are, other values as JSON, else String(value). */

@@ -117,8 +117,9 @@ export class WorkerPool {
   private dispatch(): void {
     while (this.queue.length > 0) {
       // The first idle worker: in back-to-back traffic, the one that has just answered and is still tidying up (the
-      // sandbox prepares its next execution, ~0.2 ms). Waking the other, sleeping, worker instead was measured: a
-      // lower median but twice the p99 on two shared cores (docs/benchmarks.md, "Near the floor").
+      // sandbox disposes the last execution and prepares the next, ~0.15 ms). Waking the other, sleeping, worker
+      // instead was measured: a lower median but twice the p99 on two shared cores (docs/benchmarks.md, "Near the
+      // floor").
       let slot = [...this.slots].find((candidate) => !candidate.job);
       if (!slot) {
         if (this.slots.size >= this.settings.size) return;

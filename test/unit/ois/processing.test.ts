@@ -58,7 +58,7 @@ describe('ois/processing: sandboxed pre/post-processing', function () {
 
     it('hands hostile JSON values over intact: an own "__proto__" key, quotes, escapes, line separators', async () => {
       const hostile = JSON.parse(
-        '{"__proto__": {"polluted": true}, "a\\"b": "\\\\\\"\\u2028\\u2029</script>${x}`", "nested": [{"__proto__": null}], "é": "日本"}',
+        '{"__proto__": {"polluted": true}, "a\\"b": "\\\\\\"\\u2028\\u2029</script>\\u0024{x}`", "nested": [{"__proto__": null}], "é": "日本"}',
       ) as Record<string, unknown>;
       for (const mode of ['sync', 'function'] as const) {
         const code =
@@ -198,6 +198,22 @@ describe('ois/processing: sandboxed pre/post-processing', function () {
         logs,
       });
       expect(logs).to.deep.equal(['a {"b":1}', 'c']);
+
+      // A line stops at 2,000 characters, and the arguments past it are never formatted (no toJSON of theirs runs).
+      const bounded: string[] = [];
+      const formattedPastTheLimit = await runInSandbox({
+        code: `console.log(...Array(60000).fill('abc'));
+          console.log('x'.repeat(2000), { toJSON() { globalThis.formatted = true; return 1; } });
+          const output = globalThis.formatted === true;`,
+        mode: 'sync',
+        globals: {},
+        timeoutMs: 5_000,
+        timeoutMessage: 'T',
+        logs: bounded,
+      });
+      expect(bounded.map((line) => line.length)).to.deep.equal([2000, 2000]);
+      expect(bounded[0]!.startsWith('abc abc abc')).to.equal(true);
+      expect(formattedPastTheLimit).to.equal(false);
     });
 
     it('cannot be fooled by a snippet that replaces JSON.stringify', async () => {
