@@ -53,19 +53,37 @@ export async function buildOtlpReceiver(): Promise<string | undefined> {
   }
 }
 
+const LISTEN_TIMEOUT_MS = 30_000;
+
 export async function startOtlpReceiver(binary: string): Promise<OtlpReceiver> {
   const file = join(mkdtempSync(join(tmpdir(), 'otlp-')), 'spans.jsonl');
   const child: ChildProcess = spawn(binary, ['-listen', '127.0.0.1:0', '-out', file], {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  // stderr is read as it comes (a full pipe would stall the receiver) and its end kept for the error below.
+  let stderr = '';
+  child.stderr!.on('data', (chunk: Buffer) => {
+    stderr = (stderr + chunk.toString()).slice(-4_000);
+  });
   const address = await new Promise<string>((resolve, reject) => {
     let out = '';
+    // Bounded, so that a receiver that never listens fails the suite's hook with its stderr instead of stalling it.
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`otlp-receiver did not listen within ${LISTEN_TIMEOUT_MS} ms: ${stderr}`));
+    }, LISTEN_TIMEOUT_MS);
     child.stdout!.on('data', (chunk: Buffer) => {
       out += chunk.toString();
       const match = /listening on (\S+)/.exec(out);
-      if (match) resolve(match[1]!);
+      if (match) {
+        clearTimeout(timer);
+        resolve(match[1]!);
+      }
     });
-    child.once('exit', (code) => reject(new Error(`otlp-receiver exited with ${code}`)));
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`otlp-receiver exited with ${code}: ${stderr}`));
+    });
   });
   return {
     endpoint: `http://${address}`,
