@@ -223,7 +223,7 @@ describe('the coordinator window on anvil (real AirnodeRrpV0)', () => {
     it(`a request whose block vanished in a reorg is never served (held back by ${held})`, async () => {
       const sponsor = await createSponsor(chain.deployment, `window-reorg-${held.length}`);
       const extra =
-        held === 'chain minConfirmations' ? [] : [{ name: '_minConfirmations', type: 'string', value: '2' }];
+        held === 'chain minConfirmations' ? [] : [{ name: '_minConfirmations', type: 'string' as const, value: '2' }];
       let snapshot = '';
       let made = '';
       const callsBefore = api.calls.length;
@@ -231,12 +231,7 @@ describe('the coordinator window on anvil (real AirnodeRrpV0)', () => {
       const summary = await window(config({ minConfirmations: held === 'chain minConfirmations' ? 2 : 0 }), [
         async () => {
           snapshot = await rpc<string>(chain.anvil.url, 'evm_snapshot', []);
-          made = await requestPrice(
-            chain.deployment,
-            sponsor,
-            'ETH',
-            extra as { name: string; type: 'string'; value: string }[],
-          );
+          made = await requestPrice(chain.deployment, sponsor, 'ETH', extra);
         },
         async () => {
           expect(await rpc<boolean>(chain.anvil.url, 'evm_revert', [snapshot])).to.equal(true);
