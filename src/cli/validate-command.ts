@@ -20,7 +20,7 @@ Exit codes: 0 valid, 1 invalid, 2 usage or I/O error.`;
 // node:fs or node:fs/promises would build an ES module namespace or load a module, ~2 ms of every validate.
 const { readFileSync, statSync } = process.getBuiltinModule('node:fs');
 
-async function readLimited(path: string, what: string): Promise<string> {
+function readLimited(path: string, what: string): string {
   const info = statSync(path);
   if (!info.isFile()) throw new Error(`${what} ${path} is not a file`);
   if (info.size > MAX_CONFIG_BYTES) throw new RangeError(`${what} ${path} is larger than the 10 MiB limit`);
@@ -43,13 +43,13 @@ export type FileValidation =
 export async function validateFiles(configPath: string, secretsPath: string | undefined): Promise<FileValidation> {
   let secretsText: string | undefined;
   try {
-    secretsText = secretsPath === undefined ? undefined : await readLimited(secretsPath, 'Secrets file');
+    secretsText = secretsPath === undefined ? undefined : readLimited(secretsPath, 'Secrets file');
   } catch (error) {
     return { readable: false, message: ioMessage(error) };
   }
   let configText: string;
   try {
-    configText = await readLimited(configPath, 'Config file');
+    configText = readLimited(configPath, 'Config file');
   } catch (error) {
     if (error instanceof RangeError)
       return { readable: true, result: { ok: false, errors: [{ path: '', message: error.message }], warnings: [] } };
