@@ -6,7 +6,8 @@
 // require-node comes first: it refuses an old Node.js before anything else is evaluated.
 import './require-node.js';
 import './timezone.js';
-import { redactStandardStreams, runCli } from './main.js';
+import { runCli } from './main.js';
+import { redactStandardStreams } from './redacted-streams.js';
 import { loadEnglishZodLocaleOnly } from './validate-startup.js';
 
 redactStandardStreams();

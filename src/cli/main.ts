@@ -1,24 +1,7 @@
 // Subcommand dispatch. Each subcommand lives in its own module and returns an exit code:
 // 0 success, 1 a finding (e.g. invalid config), 2 usage or I/O error.
-// redaction.js alone: the observability index would load pino and prom-client, which `validate` never uses.
-import { redact } from '../observability/redaction.js';
 import { destinationPolicyFromEnvironment, setDestinationPolicy } from '../ois/destinations.js';
 import { subcommands } from './commands.js';
-
-/**
- * Every text a subcommand writes to stdout or stderr (summaries, usage errors, messages) goes through the
- * secret redactor, like the log lines: a secret registered by the command never leaves the process in clear.
- */
-export function redactStandardStreams(): void {
-  for (const stream of [process.stdout, process.stderr]) {
-    const write = stream.write.bind(stream) as (chunk: unknown, ...rest: unknown[]) => boolean;
-    stream.write = ((chunk: unknown, ...rest: unknown[]) => {
-      if (typeof chunk === 'string') return write(redact(chunk), ...rest);
-      if (chunk instanceof Uint8Array) return write(redact(Buffer.from(chunk).toString('utf8')), ...rest);
-      return write(chunk, ...rest);
-    }) as typeof stream.write;
-  }
-}
 
 export function usage(): string {
   const lines = ['Usage: oracle-node <command> [options]', '', 'Commands:'];
