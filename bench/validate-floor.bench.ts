@@ -266,6 +266,15 @@ async function main(): Promise<void> {
       ),
       '',
       workLine,
+      '',
+      'How to read it: each rung adds one part. `model-parse` is the floor of a validator built on the config model ' +
+        '(src/config, the one source of truth the CRD and the JSON Schema are generated from) in a fresh Node process: it ' +
+        "loads zod and the model and runs the model's parse with its generated parsers and every rule, and nothing of " +
+        "`validate`'s own (the duplicate-key check, the secret checks, issue mapping, redaction, printing). `validate` " +
+        'minus `model-parse` is what `validate` itself adds. `snapshot` removes loading zod, building the model and ' +
+        'generating its parsers from the process (a V8 startup snapshot holds them built), the one structural step left; ' +
+        'an installed bin cannot start from a snapshot, so `snapshot-launcher` is what a user would get: a second Node ' +
+        'process on top. Neither snapshot rung is in the product.',
     ]);
   } finally {
     rmSync(dir, { recursive: true, force: true });
