@@ -19,24 +19,20 @@ import type {
   QuickJSFFI,
   QuickJSSyncVariant,
 } from 'quickjs-emscripten-core';
+import type {
+  WasmInstance,
+  WasmMemory,
+  WasmModule,
+  WebAssemblyGlobal,
+  WithWebAssembly,
+} from '../common/webassembly.js';
 
 // The package's types describe its CommonJS build; under ESM the default export is the variant itself.
 const variant = ((variantImport as unknown as { default?: QuickJSSyncVariant }).default ??
   variantImport) as unknown as QuickJSSyncVariant;
 
-// The compiler's lib has no DOM/WebAssembly typings; declare the members used here.
-type WasmModule = object;
-type WasmInstance = { exports: object };
-export type WasmMemory = { buffer: ArrayBuffer };
-const wasm = (
-  globalThis as unknown as {
-    WebAssembly: {
-      compile(bytes: Uint8Array): Promise<WasmModule>;
-      instantiate(module: WasmModule, imports: object): Promise<WasmInstance>;
-      Memory: new (descriptor: { initial: number; maximum: number }) => WasmMemory;
-    };
-  }
-).WebAssembly;
+// Node's WebAssembly global (missing under node --jitless, where compiling QuickJS then fails).
+const wasm = (globalThis as WithWebAssembly).WebAssembly as WebAssemblyGlobal;
 
 export type { JSContextPointer, JSRuntimePointer, JSValueConstPointer, JSValuePointer };
 /** A value owned by the caller or borrowed: what a QTS_* function reads. */

@@ -6,6 +6,7 @@
 // WebAssembly is unavailable (node --jitless) js-sha3 answers, loaded only then (loading it cost ~4 ms of every
 // `validate`).
 import { createRequire } from 'node:module';
+import type { WasmMemory, WithWebAssembly } from '../common/webassembly.js';
 
 const RATE = 136; // bytes per block of keccak256 (1600 - 2 * 256 bits)
 const STATE_AT = 0; // 25 lanes of 8 bytes
@@ -226,13 +227,6 @@ function assemble(): Uint8Array {
   return Uint8Array.from(bytes);
 }
 
-// A global of Node.js that the TypeScript libraries in use (no DOM) do not declare: the part used here.
-type WasmMemory = { readonly buffer: ArrayBuffer; grow: (pages: number) => number };
-declare const WebAssembly: {
-  Module: new (bytes: Uint8Array) => object;
-  Instance: new (module: object) => { exports: Record<string, unknown> };
-};
-
 type Sponge = { memory: WasmMemory; absorb: (at: number, blocks: number) => void };
 let sponge: Sponge | null | undefined;
 let jsKeccak256: ((data: Uint8Array) => string) | undefined;
@@ -243,8 +237,10 @@ function loadJsSha3(): (data: Uint8Array) => string {
 }
 
 function instantiate(): Sponge | null {
+  const wasm = (globalThis as WithWebAssembly).WebAssembly;
+  if (!wasm) return null; // no WebAssembly here (node --jitless): js-sha3 answers
   try {
-    const instance = new WebAssembly.Instance(new WebAssembly.Module(assemble()));
+    const instance = new wasm.Instance(new wasm.Module(assemble()));
     const memory = instance.exports['memory'] as WasmMemory;
     const constants = new DataView(memory.buffer);
     for (const [i, constant] of ROUND_CONSTANTS.entries()) {
@@ -252,7 +248,7 @@ function instantiate(): Sponge | null {
     }
     return { memory, absorb: instance.exports['absorb'] as Sponge['absorb'] };
   } catch {
-    return null; // no WebAssembly here (node --jitless: the global is missing): js-sha3 answers
+    return null; // a WebAssembly that refuses the module (a restricted engine): js-sha3 answers
   }
 }
 
