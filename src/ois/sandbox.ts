@@ -284,53 +284,63 @@ class Execution implements HostBindings {
     if (this.settled) return;
     this.settled = true;
     const { quickjs, ctx } = this;
-    const result = quickjs.call(ctx, this.stringify, [value]);
-    const error = quickjs.exception(ctx, result);
-    if (error) {
-      const message = `Processing output is not JSON-serializable: ${this.describe(error)}`;
-      quickjs.ffi.QTS_FreeValuePointer(ctx, error);
-      quickjs.ffi.QTS_FreeValuePointer(ctx, result);
-      this.settleError(message);
-      return;
-    }
-    // JSON text is never the bare word undefined, which is what JSON.stringify's undefined reads as.
-    const json = quickjs.getString(ctx, result);
-    quickjs.ffi.QTS_FreeValuePointer(ctx, result);
-    // Reading a string fails only when its copy cannot be allocated.
+    const json = this.consume(
+      quickjs.call(ctx, this.stringify, [value]),
+      (text) => quickjs.getString(ctx, text),
+      (error) => {
+        this.settleError(`Processing output is not JSON-serializable: ${this.describe(error)}`);
+        return null;
+      },
+    );
+    if (json === null) return; // settled as an error
+    // Reading a string fails only when its copy cannot be allocated. JSON text is never the bare word undefined,
+    // which is what JSON.stringify's undefined reads as.
     if (json === undefined) this.trap();
     else if (json === 'undefined') this.settle({ kind: 'undefined' });
     else this.settle({ kind: 'ok', json });
+  }
+
+  /**
+   * Hands a QuickJS result to onValue, or the value it threw to onError, and frees both afterwards, whatever
+   * happens: the one place where a result's ownership ends. The callbacks borrow what they get (dup it to keep it).
+   */
+  private consume<T>(
+    result: JSValuePointer,
+    onValue: (value: JSValuePointer) => T,
+    onError: (error: JSValuePointer) => T,
+  ): T {
+    const { quickjs, ctx } = this;
+    const error = quickjs.exception(ctx, result);
+    try {
+      return error ? onError(error) : onValue(result);
+    } finally {
+      if (error) quickjs.ffi.QTS_FreeValuePointer(ctx, error);
+      quickjs.ffi.QTS_FreeValuePointer(ctx, result);
+    }
   }
 
   /** A thrown value as text, as the reference words it (DESCRIBE); "null" when even that fails (out of memory). */
   private describe(error: JSValueRef): string {
     const { quickjs, ctx } = this;
     const ffi = quickjs.ffi;
-    if (!this.describeError) {
-      const made = quickjs.evalScript(ctx, DESCRIBE);
-      const madeError = quickjs.exception(ctx, made);
-      if (madeError) {
-        ffi.QTS_FreeValuePointer(ctx, madeError);
-        ffi.QTS_FreeValuePointer(ctx, made);
-        return 'null';
-      }
-      const describe = quickjs.call(ctx, made, [this.stringify]);
-      ffi.QTS_FreeValuePointer(ctx, made);
-      const describeError = quickjs.exception(ctx, describe);
-      if (describeError) {
-        ffi.QTS_FreeValuePointer(ctx, describeError);
-        ffi.QTS_FreeValuePointer(ctx, describe);
-        return 'null';
-      }
-      this.describeError = describe;
-    }
-    const text = quickjs.call(ctx, this.describeError, [error]);
-    const textError = quickjs.exception(ctx, text);
-    let result = 'null';
-    if (textError) ffi.QTS_FreeValuePointer(ctx, textError);
-    else if (quickjs.typeOf(ctx, text) === 'string') result = quickjs.getString(ctx, text) ?? 'null';
-    ffi.QTS_FreeValuePointer(ctx, text);
-    return result;
+    const failed = () => undefined;
+    // The describing function is made once per context, from DESCRIBE given the captured JSON.stringify.
+    this.describeError ??= this.consume(
+      quickjs.evalScript(ctx, DESCRIBE),
+      (make) =>
+        this.consume(
+          quickjs.call(ctx, make, [this.stringify]),
+          (describe) => ffi.QTS_DupValuePointer(ctx, describe),
+          failed,
+        ),
+      failed,
+    );
+    if (!this.describeError) return 'null';
+    return this.consume(
+      quickjs.call(ctx, this.describeError, [error]),
+      (text) => (quickjs.typeOf(ctx, text) === 'string' ? (quickjs.getString(ctx, text) ?? 'null') : 'null'),
+      () => 'null',
+    );
   }
 
   private settleError(text: string): void {
@@ -360,15 +370,11 @@ class Execution implements HostBindings {
     const { quickjs, ctx } = this;
     if (quickjs.typeOf(ctx, value) === 'string') return quickjs.getString(ctx, value) ?? '';
     for (const fn of [this.stringify, this.toText]) {
-      const result = quickjs.call(ctx, fn, [value]);
-      const error = quickjs.exception(ctx, result);
-      if (error) {
-        quickjs.ffi.QTS_FreeValuePointer(ctx, error);
-        quickjs.ffi.QTS_FreeValuePointer(ctx, result);
-        continue;
-      }
-      const text = quickjs.getString(ctx, result);
-      quickjs.ffi.QTS_FreeValuePointer(ctx, result);
+      const text = this.consume(
+        quickjs.call(ctx, fn, [value]),
+        (result) => quickjs.getString(ctx, result),
+        () => undefined,
+      );
       // JSON.stringify gives undefined (read as the bare word) for functions and undefined: String() then.
       if (text !== undefined && (fn === this.toText || text !== 'undefined')) return text;
     }
@@ -426,13 +432,11 @@ class Execution implements HostBindings {
   /** Runs code; a thrown sandbox error becomes an outcome (unless one is already set). */
   private evaluate(code: string): void {
     const { quickjs, ctx } = this;
-    const result = quickjs.evalScript(ctx, code);
-    const error = quickjs.exception(ctx, result);
-    if (error) {
-      this.failWith(error);
-      quickjs.ffi.QTS_FreeValuePointer(ctx, error);
-    }
-    quickjs.ffi.QTS_FreeValuePointer(ctx, result);
+    this.consume(
+      quickjs.evalScript(ctx, code),
+      () => undefined,
+      (error) => this.failWith(error),
+    );
   }
 
   private failWith(error: JSValueRef): void {
@@ -549,12 +553,11 @@ class Execution implements HostBindings {
         const result = quickjs.call(ctx, callback, args);
         ffi.QTS_FreeValuePointer(ctx, callback);
         for (const arg of args) ffi.QTS_FreeValuePointer(ctx, arg);
-        const error = quickjs.exception(ctx, result);
-        if (error) {
-          this.failWith(error);
-          ffi.QTS_FreeValuePointer(ctx, error);
-        }
-        ffi.QTS_FreeValuePointer(ctx, result);
+        this.consume(
+          result,
+          () => undefined,
+          (error) => this.failWith(error),
+        );
       }
       if (!timer.repeat) this.release(timer);
       this.drainJobs();
