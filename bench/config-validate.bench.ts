@@ -17,6 +17,7 @@ import { dirname, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { loadAverage, machine, median, table, writeSection } from './report.js';
 import { generateConfig, SHAPES, type Shape, secretsText } from './support/config-shapes.js';
+import { USAGE_HOOK, usageReports } from './support/process-usage.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -35,10 +36,6 @@ const referenceCli = join(
   (require('@api3/airnode-validator/package.json') as { bin: Record<string, string> }).bin['airnode-validator']!,
 );
 
-// Loaded with --require into each measured process: prints its peak RSS (KiB) and CPU time (µs) on stderr as it
-// exits.
-const PEAK_RSS_HOOK = `process.on('exit', () => { const u = process.resourceUsage(); process.stderr.write('\\nPEAK_RSS_KIB ' + u.maxRSS + ' CPU_US ' + (u.userCPUTime + u.systemCPUTime) + '\\n'); });\n`;
-
 type Run = { ms: number; cpuMs: number; peakRssMiB: number };
 
 function runOnce(command: string[], configFile: string, secretsFile: string, hook: string): Run {
@@ -51,13 +48,13 @@ function runOnce(command: string[], configFile: string, secretsFile: string, hoo
     maxBuffer: 64 * 1024 * 1024,
   });
   const ms = performance.now() - start;
-  const peak = /PEAK_RSS_KIB (\d+) CPU_US (\d+)/.exec(child.stderr);
-  if (child.status !== 0 || !peak) {
+  const [usage] = usageReports(child.stderr);
+  if (child.status !== 0 || !usage) {
     throw new Error(
       `${command.join(' ')} exited ${child.status}: ${child.stdout.slice(0, 2000)} ${child.stderr.slice(0, 2000)}`,
     );
   }
-  return { ms, cpuMs: Number(peak[2]) / 1000, peakRssMiB: Number(peak[1]) / 1024 };
+  return { ms, ...usage };
 }
 
 type ShapeResult = {
@@ -102,7 +99,7 @@ function main(): void {
   const secretsFile = join(dir, 'secrets.env');
   const hook = join(dir, 'peak-rss.cjs');
   writeFileSync(secretsFile, secretsText);
-  writeFileSync(hook, PEAK_RSS_HOOK);
+  writeFileSync(hook, USAGE_HOOK);
   console.log(`machine: ${machine()}; load average ${loadAverage()} at the start; ${ROUNDS} interleaved rounds`);
   const loadBefore = loadAverage();
   const results: ShapeResult[] = [];

@@ -18,6 +18,7 @@ import { parseArgs } from 'node:util';
 import { build } from 'esbuild';
 import { loadAverage, machine, median, table, writeSection } from './report.js';
 import { exampleConfigUrl, generateConfig, SHAPES, secretsText } from './support/config-shapes.js';
+import { USAGE_HOOK, usageReports } from './support/process-usage.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -39,8 +40,6 @@ const referenceCli = join(
 );
 // The flag of dist/cli/index.js's #! line, given to every rung that runs our code.
 const NODE = [process.execPath, '--max-semi-space-size=8'];
-
-const HOOK = `process.on('exit', () => { const u = process.resourceUsage(); process.stderr.write('\\nPEAK_RSS_KIB ' + u.maxRSS + ' CPU_US ' + (u.userCPUTime + u.systemCPUTime) + '\\n'); });\n`;
 
 // The rungs' scripts, run as plain Node ES modules against the built dist/ (as `oracle-node` runs). Each loads zod
 // as `validate` does, with its English locale only (dist/cli/validate-startup.js).
@@ -128,7 +127,7 @@ function runOnce(rung: Rung, hook: string): Run {
   });
   const ms = performance.now() - start;
   // One line per process that ran (a launcher and its child both report).
-  const reports = [...child.stderr.matchAll(/PEAK_RSS_KIB (\d+) CPU_US (\d+)/g)];
+  const reports = usageReports(child.stderr);
   const answered = !rung.validates || child.stdout.includes(' is valid');
   if (child.status !== 0 || reports.length === 0 || !answered) {
     throw new Error(
@@ -137,8 +136,8 @@ function runOnce(rung: Rung, hook: string): Run {
   }
   return {
     ms,
-    cpuMs: reports.reduce((sum, report) => sum + Number(report[2]), 0) / 1000,
-    peakRssMiB: Math.max(...reports.map((report) => Number(report[1]))) / 1024,
+    cpuMs: reports.reduce((sum, report) => sum + report.cpuMs, 0),
+    peakRssMiB: Math.max(...reports.map((report) => report.peakRssMiB)),
   };
 }
 
@@ -147,7 +146,7 @@ async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'validate-floor-'));
   try {
     const hook = join(dir, 'hook.cjs');
-    writeFileSync(hook, HOOK);
+    writeFileSync(hook, USAGE_HOOK);
     for (const [name, text] of Object.entries(SCRIPTS)) writeFileSync(join(dir, name), text);
     const configFile = join(dir, 'config.json');
     const secretsFile = join(dir, 'secrets.env');

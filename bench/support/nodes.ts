@@ -16,14 +16,12 @@ import {
   waitForMined,
 } from '../../test/support/chain.js';
 import { ENDPOINTS, encodeCoin, NODE_ADDRESS, wallets } from '../../test/support/harness.js';
+import { USAGE_HOOK, usageReports } from './process-usage.js';
 
 export const repoRoot = resolve(import.meta.dirname, '../..');
 export const ourCli = join(repoRoot, 'dist/cli/index.js');
 const require = createRequire(import.meta.url);
 const referenceModule = (path: string) => require.resolve(`@api3/airnode-node/dist/src/${path}`);
-
-/** Loaded with --require into each measured process: prints its peak RSS (KiB) on stderr as it exits. */
-export const PEAK_RSS_HOOK = `process.on('exit', () => process.stderr.write('\\nPEAK_RSS_KIB ' + process.resourceUsage().maxRSS + '\\n'));\n`;
 
 /**
  * The reference's cycle as its local deployment runs it: startCoordinator() of its handlers, with its config
@@ -90,7 +88,7 @@ export function writeCycleFiles(
   const referenceConfigPath = join(dir, 'reference-config.json');
   writeFileSync(referenceConfigPath, JSON.stringify(toReferenceConfig(config, secrets, referenceLogLevel)));
   writeFileSync(files.referenceRunner, referenceRunner(referenceConfigPath));
-  writeFileSync(files.hook, PEAK_RSS_HOOK);
+  writeFileSync(files.hook, USAGE_HOOK);
   return files;
 }
 
@@ -139,9 +137,9 @@ export async function runNodeCycle(
   });
   const code = await new Promise<number | null>((r) => child.once('exit', r));
   const wallMs = performance.now() - start;
-  const peak = /PEAK_RSS_KIB (\d+)/.exec(stderr);
-  if (code !== 0 || !peak) throw new Error(`${kind} cycle failed (${code}): ${stderr.slice(-2000)}`);
-  return { wallMs, maxRssMb: Number(peak[1]) / 1024, stdout, stderr };
+  const [usage] = usageReports(stderr);
+  if (code !== 0 || !usage) throw new Error(`${kind} cycle failed (${code}): ${stderr.slice(-2000)}`);
+  return { wallMs, maxRssMb: usage.peakRssMiB, stdout, stderr };
 }
 
 export type AnsweredCount = { fulfilled: number; failed: number; failures: Record<string, number> };
