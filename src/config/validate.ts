@@ -309,10 +309,12 @@ type Interpolated = Omit<Interpolation, 'usages' | 'keyCount'> & {
  */
 function interpolate(loaded: Loaded & { ok: true }, secrets: Record<string, string>): Interpolated {
   const { text, fromText } = loaded;
+  // The repeated keys of the text: found once, by whichever pass gets to them first.
+  let duplicates: string[] | undefined;
   if (text !== undefined && fromText !== undefined) {
     const keyCount = countKeys(loaded.value, MAX_NESTING_DEPTH);
-    const duplicates = keyCount === undefined || keysAllDistinct(text, keyCount) ? [] : duplicateKeyPaths(text);
-    if (keyCount !== undefined && duplicates.length === 0) {
+    if (keyCount !== undefined) duplicates = keysAllDistinct(text, keyCount) ? [] : duplicateKeyPaths(text);
+    if (duplicates?.length === 0) {
       return {
         value: loaded.value,
         usedNames: fromText.used,
@@ -327,7 +329,7 @@ function interpolate(loaded: Loaded & { ok: true }, secrets: Record<string, stri
   }
   const tree = interpolateSecrets(fromText ? JSON.parse(text!) : loaded.value, secrets, MAX_NESTING_DEPTH);
   // The full scan of the text runs only when the quick count cannot rule out a repeated key.
-  const duplicates = text === undefined || keysAllDistinct(text, tree.keyCount) ? [] : duplicateKeyPaths(text);
+  duplicates ??= text === undefined || keysAllDistinct(text, tree.keyCount) ? [] : duplicateKeyPaths(text);
   return { ...tree, usedNames: tree.usages.keys(), secretUsages: () => Object.fromEntries(tree.usages), duplicates };
 }
 
