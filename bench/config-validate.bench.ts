@@ -11,12 +11,11 @@
 // Needs `make build` (dist/cli/index.js): `make bench` builds first.
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { loadAverage, machine, median, table, writeSection } from './report.js';
-import { generateConfig, SHAPES, type Shape, secretsText } from './support/config-shapes.js';
+import { generateConfig, referenceValidatorCli, SHAPES, type Shape, secretsText } from './support/config-shapes.js';
 import { USAGE_HOOK, usageReports } from './support/process-usage.js';
 
 const { values: args } = parseArgs({
@@ -29,12 +28,7 @@ const { values: args } = parseArgs({
 const ROUNDS = Number(args.rounds);
 
 const root = resolve(import.meta.dirname, '..');
-const require = createRequire(import.meta.url);
 const ourCli = join(root, 'dist/cli/index.js');
-const referenceCli = join(
-  dirname(require.resolve('@api3/airnode-validator/package.json')),
-  (require('@api3/airnode-validator/package.json') as { bin: Record<string, string> }).bin['airnode-validator']!,
-);
 
 type Run = { ms: number; cpuMs: number; peakRssMiB: number };
 
@@ -76,7 +70,7 @@ function measureShape(shape: Shape, dir: string, secretsFile: string, hook: stri
   console.log(`shape ${shape.name}: ${shape.description}; ${triggers} triggers, ${sizeMiB.toFixed(2)} MiB`);
   const ours: Run[] = [];
   const reference: Run[] = [];
-  const commands = { ours: [ourCli, 'validate'], reference: [referenceCli] };
+  const commands = { ours: [ourCli, 'validate'], reference: [referenceValidatorCli] };
   runOnce(commands.ours, configFile, secretsFile, hook); // warms the file cache for both
   for (let round = 0; round < ROUNDS; round++) {
     const order = round % 2 === 0 ? (['ours', 'reference'] as const) : (['reference', 'ours'] as const);

@@ -10,14 +10,19 @@
 // Needs `make build` (dist/): `make bench` builds first.
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { build } from 'esbuild';
 import { loadAverage, machine, median, table, writeSection } from './report.js';
-import { exampleConfigUrl, generateConfig, SHAPES, secretsText } from './support/config-shapes.js';
+import {
+  exampleConfigUrl,
+  generateConfig,
+  referenceValidatorCli,
+  SHAPES,
+  secretsText,
+} from './support/config-shapes.js';
 import { USAGE_HOOK, usageReports } from './support/process-usage.js';
 
 const { values: args } = parseArgs({
@@ -33,11 +38,6 @@ if (!shape) throw new Error(`unknown shape ${args.shape}: ${SHAPES.map((s) => s.
 
 const root = resolve(import.meta.dirname, '..');
 const dist = (path: string) => pathToFileURL(join(root, 'dist', path)).href;
-const require = createRequire(import.meta.url);
-const referenceCli = join(
-  dirname(require.resolve('@api3/airnode-validator/package.json')),
-  (require('@api3/airnode-validator/package.json') as { bin: Record<string, string> }).bin['airnode-validator']!,
-);
 // The flag of dist/cli/index.js's #! line, given to every rung that runs our code.
 const NODE = [process.execPath, '--max-semi-space-size=8'];
 
@@ -79,7 +79,7 @@ startupSnapshot.setDeserializeMainFunction(async () => {
 });
 `;
 const launcher = (blob: string) => `const { spawnSync } = process.getBuiltinModule('node:child_process');
-const child = spawnSync(process.execPath, ['--max-semi-space-size=8', '--snapshot-blob', ${JSON.stringify(blob)}, ...process.argv.slice(2)], { stdio: 'inherit' });
+const child = spawnSync(process.execPath, [...${JSON.stringify([...NODE.slice(1), '--snapshot-blob', blob])}, ...process.argv.slice(2)], { stdio: 'inherit' });
 process.exitCode = child.status ?? 1;
 `;
 
@@ -203,9 +203,9 @@ async function main(): Promise<void> {
       {
         name: 'reference-example',
         what: 'reference `airnode-validator` of node/config.example.json (its fixed cost)',
-        command: [referenceCli, '-c', example, '-s', secretsFile],
+        command: [referenceValidatorCli, '-c', example, '-s', secretsFile],
       },
-      { name: 'reference', what: 'reference `airnode-validator`', command: [referenceCli, ...files] },
+      { name: 'reference', what: 'reference `airnode-validator`', command: [referenceValidatorCli, ...files] },
     ];
     const loadBefore = loadAverage();
     console.log(

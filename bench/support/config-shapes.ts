@@ -1,7 +1,9 @@
-// The generated configs of the `validate` benchmarks: one size class in four shapes, built from the reference
-// node/config.example.json (its secrets.env beside it). Shared by config-validate.bench.ts and
-// validate-floor.bench.ts, so both measure the same inputs.
+// What the `validate` benchmarks (config-validate.bench.ts, validate-floor.bench.ts) share, so that both measure the
+// same inputs against the same command: the generated configs, one size class in four shapes built from the
+// reference node/config.example.json (its secrets.env beside it), and the reference validator's command.
 import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
 import { deriveEndpointId } from '../../src/protocol/ids.js';
 
 /** A config shape: how many OIS, endpoints per OIS, chains, and authorizer entries per chain. */
@@ -137,3 +139,11 @@ export function generateConfig(shape: Shape) {
   }
   return config;
 }
+
+const require = createRequire(import.meta.url);
+
+/** The reference's `airnode-validator` bin (@api3/airnode-validator 0.15.0), run through its own #! line. */
+export const referenceValidatorCli = join(
+  dirname(require.resolve('@api3/airnode-validator/package.json')),
+  (require('@api3/airnode-validator/package.json') as { bin: Record<string, string> }).bin['airnode-validator']!,
+);
