@@ -39,6 +39,8 @@ export type OtlpReceiver = {
   endpoint: string;
   file: string;
   spans(): StoredSpan[];
+  /** How many export requests it answered 503 (`unavailable`). */
+  refused(): number;
   stop(): Promise<void>;
 };
 
@@ -55,9 +57,15 @@ export async function buildOtlpReceiver(): Promise<string | undefined> {
 
 const LISTEN_TIMEOUT_MS = 30_000;
 
-export async function startOtlpReceiver(binary: string): Promise<OtlpReceiver> {
+/** A collector's answers to play: 401 without `requireHeader` ("Name: value"), 503 to the first `unavailable` exports. */
+export type ReceiverOptions = { requireHeader?: string; unavailable?: number };
+
+export async function startOtlpReceiver(binary: string, options: ReceiverOptions = {}): Promise<OtlpReceiver> {
   const file = join(mkdtempSync(join(tmpdir(), 'otlp-')), 'spans.jsonl');
-  const child: ChildProcess = spawn(binary, ['-listen', '127.0.0.1:0', '-out', file], {
+  const args = ['-listen', '127.0.0.1:0', '-out', file];
+  if (options.requireHeader !== undefined) args.push('-require-header', options.requireHeader);
+  if (options.unavailable !== undefined) args.push('-unavailable', String(options.unavailable));
+  const child: ChildProcess = spawn(binary, args, {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   // stderr is read as it comes (a full pipe would stall the receiver) and its end kept for the error below.
@@ -85,21 +93,26 @@ export async function startOtlpReceiver(binary: string): Promise<OtlpReceiver> {
       reject(new Error(`otlp-receiver exited with ${code}: ${stderr}`));
     });
   });
+  const lines = (): (ExportRequest & { refused?: number })[] => {
+    let text = '';
+    try {
+      text = readFileSync(file, 'utf8');
+    } catch {
+      return [];
+    }
+    return text
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => JSON.parse(line) as ExportRequest & { refused?: number });
+  };
   return {
     endpoint: `http://${address}`,
     file,
+    refused: () => lines().filter((line) => line.refused !== undefined).length,
     spans() {
-      let text = '';
-      try {
-        text = readFileSync(file, 'utf8');
-      } catch {
-        return [];
-      }
-      return text
-        .split('\n')
-        .filter(Boolean)
-        .flatMap((line) => {
-          const request = JSON.parse(line) as ExportRequest;
+      return lines()
+        .filter((line) => line.refused === undefined)
+        .flatMap((request) => {
           return (request.resourceSpans ?? []).flatMap((resourceSpans) => {
             const resource = Object.fromEntries(
               (resourceSpans.resource?.attributes ?? []).map((a) => [a.key, String(a.value.stringValue)]),

@@ -266,6 +266,66 @@ describe('OpenTelemetry traces of a cycle across the coordinator and worker proc
     });
   });
 
+  it('exports to an authenticated, busy collector with the standard variables: headers, resource, service name, retries', async () => {
+    // A second receiver of the same build: one that refuses exports without its token, and answers the first two 503.
+    const token = 'Bearer collector-token-0123456789';
+    const guarded = await startOtlpReceiver((await buildOtlpReceiver())!, {
+      requireHeader: `Authorization: ${token}`,
+      unavailable: 2,
+    });
+    const loopback = await startLoopbackApi();
+    const environment = {
+      OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: `${guarded.endpoint}/v1/traces`,
+      OTEL_RESOURCE_ATTRIBUTES: 'deployment.environment=prod,k8s.namespace.name=team-a',
+      OTEL_SERVICE_NAME: 'price-node',
+    };
+    const withoutToken = tracerFromEnvironment(environment, 'gateway');
+    const withToken = tracerFromEnvironment(
+      { ...environment, OTEL_EXPORTER_OTLP_HEADERS: `Authorization=${encodeURIComponent(token)}` },
+      'gateway',
+    );
+    try {
+      for (const tracer of [withoutToken, withToken]) {
+        const server = await startGatewayServer(gatewayConfig(loopback.url), {
+          host: '127.0.0.1',
+          port: 0,
+          callEndpoint: (await loadEngine()).callEndpoint,
+          tracer,
+        });
+        try {
+          const answer = await fetch(
+            `http://127.0.0.1:${server.port}/http-data/${DEFAULT_PATH_KEY}/${GATEWAY_ENDPOINTS.price}`,
+            {
+              method: 'POST',
+              headers: { 'content-type': 'application/json' },
+              body: JSON.stringify({ parameters: { coin: 'btc' } }),
+            },
+          );
+          expect(answer.status).to.equal(200);
+        } finally {
+          await server.close();
+        }
+        await tracer.flush();
+      }
+      // Refused with 401 (no token): lost at once, never tried again and never counted as a busy answer.
+      expect(withoutToken.dropped).to.equal(1);
+      // With the token: two 503s, then taken.
+      expect(withToken.dropped).to.equal(0);
+      expect(guarded.refused()).to.equal(2);
+      const spans = guarded.spans();
+      expect(spans).to.have.length(1);
+      expect(spans[0]!.resource).to.deep.equal({
+        'deployment.environment': 'prod',
+        'k8s.namespace.name': 'team-a',
+        'service.name': 'price-node',
+        'oracle_node.role': 'gateway',
+      });
+    } finally {
+      await loopback.close();
+      await guarded.stop();
+    }
+  });
+
   it('never puts a secret, the API URL or the API answer into what the receiver stored', () => {
     const stored = readFileSync(receiver.file, 'utf8');
     expect(stored.length).to.be.above(0);

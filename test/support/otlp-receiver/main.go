@@ -7,6 +7,10 @@
 // on, and ptrace does not pull in gRPC, which halves what a cold first build compiles.
 //
 // Usage: otlp-receiver -listen 127.0.0.1:0 -out spans.jsonl   (prints "listening on HOST:PORT" once ready)
+//
+// Two flags play a collector's answers that an exporter must handle: -require-header "Name: value" refuses with 401
+// every request without that header (an authenticated collector), and -unavailable N answers the first N requests
+// 503 with Retry-After: 0 (a collector under load), counting them in -out as lines {"refused":503}.
 package main
 
 import (
@@ -18,6 +22,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"go.opentelemetry.io/collector/pdata/ptrace"
 )
@@ -27,7 +32,12 @@ const maxBody = 8 << 20
 func main() {
 	listen := flag.String("listen", "127.0.0.1:0", "address to listen on")
 	out := flag.String("out", "spans.jsonl", "file the accepted export requests are appended to (one JSON line each)")
+	requireHeader := flag.String("require-header", "", `refuse requests without this header ("Name: value") with 401`)
+	unavailable := flag.Int64("unavailable", 0, "answer the first N requests 503 with Retry-After: 0")
 	flag.Parse()
+	requiredName, requiredValue, _ := strings.Cut(*requireHeader, ":")
+	requiredName, requiredValue = strings.TrimSpace(requiredName), strings.TrimSpace(requiredValue)
+	var refused atomic.Int64
 
 	file, err := os.OpenFile(*out, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
@@ -38,6 +48,18 @@ func main() {
 	http.HandleFunc("/v1/traces", func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost {
 			http.Error(w, "POST only", http.StatusMethodNotAllowed)
+			return
+		}
+		if requiredName != "" && r.Header.Get(requiredName) != requiredValue {
+			http.Error(w, "unauthenticated", http.StatusUnauthorized)
+			return
+		}
+		if refused.Add(1) <= *unavailable {
+			mu.Lock()
+			_, _ = file.Write([]byte("{\"refused\":503}\n"))
+			mu.Unlock()
+			w.Header().Set("Retry-After", "0")
+			http.Error(w, "busy", http.StatusServiceUnavailable)
 			return
 		}
 		body, err := io.ReadAll(io.LimitReader(r.Body, maxBody))
