@@ -37,6 +37,12 @@ export const ENV = {
    * without it (src/observability/tracing.ts reads it, with the other OTEL_* variables).
    */
   otlpEndpoint: 'OTEL_EXPORTER_OTLP_ENDPOINT',
+  /** Optional, every engine pod, from spec.telemetry: the other standard variables the engine's exporter reads. */
+  otlpHeaders: 'OTEL_EXPORTER_OTLP_HEADERS',
+  otelServiceName: 'OTEL_SERVICE_NAME',
+  otelResourceAttributes: 'OTEL_RESOURCE_ATTRIBUTES',
+  otelSampler: 'OTEL_TRACES_SAMPLER',
+  otelSamplerArg: 'OTEL_TRACES_SAMPLER_ARG',
 } as const;
 
 /** Labels on everything the operator manages (and on worker Jobs, which the coordinator creates). */

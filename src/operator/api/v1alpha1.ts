@@ -278,6 +278,64 @@ export const oracleNodeSpecSchema = z
                 'request and per gateway request to <endpoint>/v1/traces. Without it, no traces.',
             ),
           ),
+        headersSecretRef: z
+          .object({
+            name: z.string().min(1).max(253).meta(described("Name of the Secret, in the OracleNode's namespace.")),
+            key: z
+              .string()
+              .min(1)
+              .max(253)
+              .regex(/^[-._a-zA-Z0-9]+$/)
+              .meta(described('The key whose value is the header list.')),
+          })
+          .optional()
+          .meta(
+            described(
+              'A Secret key holding the export headers of an authenticated collector, in the standard ' +
+                'OTEL_EXPORTER_OTLP_HEADERS form (name=value,... with values percent-encoded, e.g. ' +
+                'authorization=Bearer%20<token>): set as that variable on every pod of the node from the Secret, ' +
+                'never in the pod spec; the engine never logs it.',
+            ),
+          ),
+        serviceName: z
+          .string()
+          .min(1)
+          .max(253)
+          .optional()
+          .meta(described('service.name of the traces (OTEL_SERVICE_NAME). Default oracle-node.')),
+        resourceAttributes: z
+          .record(
+            z
+              .string()
+              .min(1)
+              .max(253)
+              .regex(/^[^\s,=]+$/),
+            z.string().max(1024),
+          )
+          .optional()
+          .meta(
+            described(
+              'Resource attributes of every span (OTEL_RESOURCE_ATTRIBUTES), e.g. deployment.environment: prod; ' +
+                'k8s.namespace.name, oracle_node.name and oracle_node.stage are always set.',
+            ),
+          ),
+        sampler: z
+          .enum([
+            'parentbased_always_on',
+            'parentbased_always_off',
+            'parentbased_traceidratio',
+            'always_on',
+            'always_off',
+            'traceidratio',
+          ])
+          .optional()
+          .meta(described('Which traces are recorded (OTEL_TRACES_SAMPLER). Default parentbased_always_on.')),
+        samplerRatio: z
+          .number()
+          .min(0)
+          .max(1)
+          .optional()
+          .meta(described('The share of traces a ratio sampler records (OTEL_TRACES_SAMPLER_ARG), 0 to 1.')),
       })
       .optional()
       .meta(described('OpenTelemetry traces of the node (off by default).')),

@@ -157,14 +157,48 @@ export function image(input: BuildInput): string {
 /** The environment every engine container gets (the contract's ENV): where the config is and who it runs for. */
 export function baseEnv(input: BuildInput, stage: string): V1EnvVar[] {
   const names = childNames(input.node.metadata.name, stage);
-  const otlpEndpoint = input.node.spec.telemetry?.otlpEndpoint;
   return [
     { name: ENV.configPath, value: CONFIG_FILE },
     { name: ENV.oracleNode, value: input.node.metadata.name },
     { name: ENV.cacheConfigMap, value: names.cache },
     { name: ENV.cycleConfigMap, value: names.cycle },
     { name: ENV.namespace, valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } } },
-    ...(otlpEndpoint ? [{ name: ENV.otlpEndpoint, value: otlpEndpoint }] : []),
+    ...telemetryEnv(input, stage),
+  ];
+}
+
+/**
+ * The OpenTelemetry standard variables of spec.telemetry, none when it names no endpoint. The headers (a collector's
+ * credentials) come from their Secret by reference, never as a value in the pod spec. The resource names the node,
+ * its stage and namespace ($(POD_NAMESPACE) is expanded by the kubelet from the variable above it).
+ */
+function telemetryEnv(input: BuildInput, stage: string): V1EnvVar[] {
+  const telemetry = input.node.spec.telemetry;
+  if (!telemetry?.otlpEndpoint) return [];
+  const resource = {
+    ...telemetry.resourceAttributes,
+    'k8s.namespace.name': `$(${ENV.namespace})`,
+    'oracle_node.name': input.node.metadata.name,
+    'oracle_node.stage': stage,
+  };
+  const resourceAttributes = Object.entries(resource)
+    .map(([key, value]) => `${key}=${key === 'k8s.namespace.name' ? value : encodeURIComponent(value)}`)
+    .join(',');
+  const { headersSecretRef, serviceName, sampler, samplerRatio } = telemetry;
+  return [
+    { name: ENV.otlpEndpoint, value: telemetry.otlpEndpoint },
+    ...(headersSecretRef
+      ? [
+          {
+            name: ENV.otlpHeaders,
+            valueFrom: { secretKeyRef: { name: headersSecretRef.name, key: headersSecretRef.key } },
+          },
+        ]
+      : []),
+    ...(serviceName ? [{ name: ENV.otelServiceName, value: serviceName }] : []),
+    { name: ENV.otelResourceAttributes, value: resourceAttributes },
+    ...(sampler ? [{ name: ENV.otelSampler, value: sampler }] : []),
+    ...(samplerRatio !== undefined ? [{ name: ENV.otelSamplerArg, value: String(samplerRatio) }] : []),
   ];
 }
 

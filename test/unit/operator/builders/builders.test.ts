@@ -445,6 +445,56 @@ describe('operator builders', () => {
     expect(endpointOf(inputFor('full-multi-chain'))).to.deep.equal([undefined, undefined, undefined]);
   });
 
+  it('spec.telemetry sets the standard variables on every pod: headers by Secret reference only, the resource naming the node', () => {
+    const input = inputFor('full-multi-chain', (node) => {
+      node.spec.telemetry = {
+        otlpEndpoint: 'http://otel-collector.observability:4318',
+        headersSecretRef: { name: 'collector-auth', key: 'headers' },
+        serviceName: 'price-node',
+        resourceAttributes: { 'deployment.environment': 'prod', team: 'a,b=$(SECRET)' },
+        sampler: 'parentbased_traceidratio',
+        samplerRatio: 0.25,
+      };
+    });
+    const children = buildChildren(input);
+    const cronJob = children.find((c) => c.object.kind === 'CronJob')!.object as V1CronJob;
+    const deployment = children.find((c) => c.object.kind === 'Deployment')!.object as V1Deployment;
+    const stage = input.config.nodeSettings.stage;
+    for (const container of [
+      cronJob.spec!.jobTemplate.spec!.template.spec!.containers[0]!,
+      deployment.spec!.template.spec!.containers[0]!,
+      buildWorkerTemplate(input).template.spec!.containers[0]!,
+    ]) {
+      const env = container.env ?? [];
+      const named = (name: string) => env.find((v) => v.name === name);
+      expect(named(ENV.otlpHeaders)).to.deep.equal({
+        name: ENV.otlpHeaders,
+        valueFrom: { secretKeyRef: { name: 'collector-auth', key: 'headers' } },
+      });
+      expect(named(ENV.otelServiceName)?.value).to.equal('price-node');
+      expect(named(ENV.otelSampler)?.value).to.equal('parentbased_traceidratio');
+      expect(named(ENV.otelSamplerArg)?.value).to.equal('0.25');
+      // The user's values percent-encoded (a comma or "$(" cannot split the list or reach the kubelet's expansion);
+      // the namespace from the downward-API variable defined before it.
+      expect(named(ENV.otelResourceAttributes)?.value).to.equal(
+        `deployment.environment=prod,team=a%2Cb%3D%24(SECRET),k8s.namespace.name=$(${ENV.namespace}),` +
+          `oracle_node.name=${input.node.metadata.name},oracle_node.stage=${stage}`,
+      );
+      expect(env.findIndex((v) => v.name === ENV.namespace)).to.be.below(
+        env.findIndex((v) => v.name === ENV.otelResourceAttributes),
+      );
+    }
+    // Without an endpoint the rest of spec.telemetry sets nothing: tracing is off.
+    const off = buildChildren(
+      inputFor('full-multi-chain', (node) => {
+        node.spec.telemetry = { serviceName: 'x', headersSecretRef: { name: 'a', key: 'b' } };
+      }),
+    );
+    const offEnv = (off.find((c) => c.object.kind === 'CronJob')!.object as V1CronJob).spec!.jobTemplate.spec!.template
+      .spec!.containers[0]!.env!;
+    expect(offEnv.filter((v) => v.name.startsWith('OTEL_'))).to.deep.equal([]);
+  });
+
   describe('worker Jobs', () => {
     const template = buildWorkerTemplate(inputFor('full-multi-chain'));
 
