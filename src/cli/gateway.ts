@@ -1,19 +1,30 @@
 // `oracle-node gateway -c config.json -s secrets.env [--port N]`: the gateway server alone (HTTP,
 // signed-data and OEV gateways as enabled in nodeSettings), with /healthz, /readyz and /metrics. SIGTERM
 // or SIGINT drains in-flight requests before exit. Exit codes: 0 stopped cleanly, 1 invalid config or
-// server start failure, 2 usage or I/O error.
+// server start failure, 2 usage or I/O error. The signing gateways sign with the node key: the mnemonic's, or the
+// private key alone (ORACLE_NODE_SIGNING_KEY, --signing-key-file), so that a gateway need not hold the mnemonic.
 
 import { readFile } from 'node:fs/promises';
 import { errorMessage } from '../common/errors.js';
-import { parseSecretsEnv, scopedSecretsFromEnvironment, secretValuesOf, validateConfig } from '../config/index.js';
+import {
+  type Config,
+  parseSecretsEnv,
+  scopedSecretsFromEnvironment,
+  secretValuesOf,
+  validateConfig,
+  WITHHELD_MNEMONIC,
+} from '../config/index.js';
+import { ENV } from '../contract/pods.js';
 import { startGatewayServer } from '../gateway/server.js';
-import { createLogger, registerSecrets } from '../observability/index.js';
+import { secretsEnvironment } from '../node/config-loader.js';
+import { createLogger, registerSecret, registerSecrets } from '../observability/index.js';
 import { tracerFromEnvironment } from '../observability/tracing.js';
+import { deriveNodeAddress, walletFromPrivateKey } from '../protocol/wallet.js';
 import { parseCommandArgs, parseServerPorts } from './args.js';
 import { secretScope } from './command-config.js';
 import type { Subcommand } from './subcommand.js';
 
-const USAGE = `Usage: oracle-node gateway -c <config.json> [-s <secrets.env>] [--port N] [--host H] [--metrics-port N] [--path-key-secret NAME]
+const USAGE = `Usage: oracle-node gateway -c <config.json> [-s <secrets.env>] [--port N] [--host H] [--metrics-port N] [--path-key-secret NAME] [--signing-key-file F]
 
 Serves the gateways enabled in nodeSettings (HTTP, signed-data, OEV) on gatewayServerPort (default 3000).
   -c, --config           path of config.json
@@ -23,6 +34,9 @@ Serves the gateways enabled in nodeSettings (HTTP, signed-data, OEV) on gatewayS
       --metrics-port     serve /healthz, /readyz and /metrics on this port only, not on the gateway port
                          (keep them off a caller-facing Service; 0 = any free port)
       --path-key-secret  name of a secret in secrets.env used as the path key instead of the public default
+      --signing-key-file file holding the node's private key (0x and 64 hex digits), which the signed-data and
+                         OEV gateways sign with instead of the mnemonic's; default: the environment's
+                         ${ENV.signingKey} (or that file of ${ENV.secretsDir})
 Stops on SIGTERM/SIGINT after draining in-flight requests.`;
 
 export async function runGateway(argv: string[]): Promise<number> {
@@ -35,6 +49,7 @@ export async function runGateway(argv: string[]): Promise<number> {
       host: { type: 'string' },
       'metrics-port': { type: 'string' },
       'path-key-secret': { type: 'string' },
+      'signing-key-file': { type: 'string' },
     },
     `${USAGE}\n`,
   );
@@ -49,17 +64,22 @@ export async function runGateway(argv: string[]): Promise<number> {
 
   let configText: string;
   let secrets: Record<string, string> = {};
+  let signingKeyText: string | undefined;
   try {
     configText = await readFile(values.config, 'utf8');
-    // Without -s the secrets come from the environment, as in a pod whose Secret is mounted with envFrom.
+    // Without -s the secrets come from the environment (and the pod's secrets directory, when it has one).
+    const env = await secretsEnvironment();
     secrets = values.secrets
       ? parseSecretsEnv(await readFile(values.secrets, 'utf8')).secrets
-      : scopedSecretsFromEnvironment(configText, secretScope('gateway'));
+      : scopedSecretsFromEnvironment(configText, secretScope('gateway'), env);
+    const keyFile = values['signing-key-file'];
+    signingKeyText = keyFile ? await readFile(keyFile, 'utf8') : env[ENV.signingKey] || undefined;
   } catch (error) {
     process.stderr.write(`Cannot read ${(error as NodeJS.ErrnoException).path ?? 'file'}: ${errorMessage(error)}\n`);
     return 2;
   }
   // Every secret value is scrubbed from the logs from here on.
+  if (signingKeyText) registerSecret(signingKeyText.trim());
   registerSecrets(secretValuesOf(undefined, secrets));
   const result = validateConfig(configText, secrets);
   if (!result.ok || !result.config) {
@@ -70,6 +90,11 @@ export async function runGateway(argv: string[]): Promise<number> {
   const config = result.config;
   // Values that are secret even when written inline in config.json rather than taken from secrets.env.
   registerSecrets(secretValuesOf(config, secrets));
+  const signer = nodeSigner(config, signingKeyText, values['signing-key-file'] ?? ENV.signingKey);
+  if ('error' in signer) {
+    process.stderr.write(`${signer.error}\n`);
+    return 1;
+  }
 
   let pathKey: string | undefined;
   const pathKeySecret = values['path-key-secret'];
@@ -100,6 +125,7 @@ export async function runGateway(argv: string[]): Promise<number> {
       ...ports,
       ...(values.host ? { host: values.host } : {}),
       ...(pathKey ? { pathKey } : {}),
+      ...(signer.wallet ? { signer: signer.wallet } : {}),
     });
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
@@ -124,6 +150,36 @@ export async function runGateway(argv: string[]): Promise<number> {
     process.on('SIGINT', onInt);
   });
   return 0;
+}
+
+/**
+ * The node key the signing gateways use: the private key given (it must be the mnemonic's node key when the gateway
+ * also holds the real mnemonic), else none, and the app derives it from the mnemonic. A pod given only the gateway's
+ * keys holds a stand-in mnemonic: with a signing gateway on it must be given the key, or it would sign as the
+ * stand-in. Errors name the key's source, never its text.
+ */
+function nodeSigner(
+  config: Config,
+  keyText: string | undefined,
+  source: string,
+): { wallet?: ReturnType<typeof walletFromPrivateKey> } | { error: string } {
+  const mnemonic = config.nodeSettings.nodeWalletMnemonic;
+  const withheld = mnemonic === WITHHELD_MNEMONIC;
+  if (keyText === undefined) {
+    const signs = config.nodeSettings.httpSignedDataGateway.enabled || config.nodeSettings.oevGateway.enabled;
+    if (signs && withheld) {
+      return {
+        error: `The signed-data and OEV gateways need the node key: this gateway holds no mnemonic, so set ${ENV.signingKey} (or --signing-key-file)`,
+      };
+    }
+    return {};
+  }
+  const wallet = walletFromPrivateKey(keyText);
+  if (!wallet) return { error: `${source} is not a private key (0x and 64 hex digits, below the curve order)` };
+  if (!withheld && mnemonic && deriveNodeAddress(mnemonic) !== wallet.address) {
+    return { error: `${source} is not the node key of nodeSettings.nodeWalletMnemonic (m/44'/60'/0'/0/0)` };
+  }
+  return { wallet };
 }
 
 export const gatewayCommand: Subcommand = {

@@ -1,7 +1,10 @@
 // Which `${NAME}` of a config each workload needs, from where the reference sits in the config: the keys of the
 // Secret a workload's pod receives, and nothing more. A worker runs upstream API answers and processing code, a
 // gateway faces callers: neither should hold a key only another part of the config uses. So a worker gets the API
-// credentials of its OIS and never the mnemonic nor a provider URL: the coordinator signs and sends.
+// credentials of its OIS and never the mnemonic nor a provider URL: the coordinator signs and sends. A gateway
+// never gets the mnemonic either: the signed-data and OEV gateways sign with the node key alone, which the operator
+// derives and hands over apart (its own Secret, ORACLE_NODE_SIGNING_KEY), so a gateway compromise cannot reach
+// the sponsor wallets.
 import type { Workload } from '../common/workloads.js';
 import { interpolateSecrets, NestingTooDeepError, secretsFromEnvironment } from './secrets.js';
 
@@ -19,8 +22,6 @@ type Slot =
   | { kind: 'shared' };
 
 const GATEWAY_SETTINGS = new Set(['httpGateway', 'httpSignedDataGateway', 'oevGateway']);
-/** Gateways that sign with the node key. */
-const SIGNING_GATEWAYS = ['httpSignedDataGateway', 'oevGateway'] as const;
 
 const isRecord = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -57,23 +58,15 @@ function triggeredOis(root: Record<string, unknown>, sections: string[]): Set<st
   return titles;
 }
 
-function enabled(root: Record<string, unknown>, gateway: string): boolean {
-  const settings = root['nodeSettings'];
-  return isRecord(settings) && isRecord(settings[gateway]) && settings[gateway]['enabled'] === true;
-}
-
 /** Whether a workload uses a reference in this slot. */
 function needs(workload: Workload, slot: Slot, root: Record<string, unknown>): boolean {
   switch (slot.kind) {
     case 'shared':
       return true;
     // The coordinator discovers requests, signs and sends every transaction (src/node/shard.ts) and the heartbeat;
-    // a worker only calls APIs (src/node/api-call.ts); a gateway signs only as the signed-data or OEV gateway.
+    // a worker only calls APIs (src/node/api-call.ts); a signing gateway gets the node key alone (see above).
     case 'mnemonic':
-      return (
-        workload === 'coordinator' ||
-        (workload === 'gateway' && SIGNING_GATEWAYS.some((gateway) => enabled(root, gateway)))
-      );
+      return workload === 'coordinator';
     case 'provider':
       return workload === 'coordinator';
     case 'heartbeat':

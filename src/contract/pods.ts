@@ -33,6 +33,16 @@ export const ENV = {
    */
   secretScope: 'ORACLE_NODE_SECRET_SCOPE',
   /**
+   * Optional: a directory whose files are `${NAME}` values, one file per name (a Secret volume's keys), read like
+   * variables of the same names (spec.secretRef.as: Files). The node key of a signing gateway may be one of them.
+   */
+  secretsDir: 'ORACLE_NODE_SECRETS_DIR',
+  /**
+   * Gateway only: the node's private key (0x and 64 hex digits, m/44'/60'/0'/0/0 of the mnemonic), which the
+   * signed-data and OEV gateways sign with in place of the mnemonic; the operator derives it into its own Secret.
+   */
+  signingKey: 'ORACLE_NODE_SIGNING_KEY',
+  /**
    * Optional, every engine pod: the OpenTelemetry standard variable (spec.telemetry.otlpEndpoint); tracing is off
    * without it (src/observability/tracing.ts reads it, with the other OTEL_* variables).
    */
@@ -67,6 +77,8 @@ export const GATEWAY_METRICS_PORT = 9090;
 
 export const CONFIG_DIR = '/etc/oracle-node';
 export const CONFIG_FILE = `${CONFIG_DIR}/config.json`;
+/** Where a pod's keys are mounted as files (ENV.secretsDir); not under the config mount, where volumes cannot nest. */
+export const SECRETS_DIR = '/var/run/oracle-node/secrets';
 /** The cycle report: written by the coordinator into `<name>-cycle` (key cycle.json), read by the operator. */
 export const CYCLE_REPORT_KEY = 'cycle.json';
 /** The provider chain ids the coordinator verified, keyed by a fingerprint (never a URL), for its next run. */

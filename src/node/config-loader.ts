@@ -1,14 +1,17 @@
 // Loads config.json + secrets.env through the config package (validation and `${NAME}` interpolation).
 // Errors are collected into one readable message; no secret value ever appears in it.
-import { readFile } from 'node:fs/promises';
+import { readdir, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import {
   type Config,
   parseSecretsEnv,
+  SECRET_NAME_PATTERN,
   scopedSecretsFromEnvironment,
   secretValuesOf,
   validateConfig,
   type Workload,
 } from '../config/index.js';
+import { ENV } from '../contract/pods.js';
 import { registerSecrets } from '../observability/index.js';
 
 export class ConfigLoadError extends Error {
@@ -21,6 +24,33 @@ export class ConfigLoadError extends Error {
     super(message);
     this.name = 'ConfigLoadError';
   }
+}
+
+/**
+ * The variables `${NAME}` values are read from: the environment, and over it, when ORACLE_NODE_SECRETS_DIR names a
+ * directory (a pod's keys mounted as a Secret volume), one value per file, named as the file, its content exactly
+ * as written (a Secret volume's files hold the key's bytes). Files whose name is not a secret name (a volume's
+ * `..data` and timestamped directories) are not read. Throws a ConfigLoadError naming the path when it cannot be read.
+ */
+export async function secretsEnvironment(env: NodeJS.ProcessEnv = process.env): Promise<NodeJS.ProcessEnv> {
+  const dir = env[ENV.secretsDir];
+  if (!dir) return env;
+  const values: Record<string, string> = {};
+  let path = dir;
+  try {
+    for (const name of await readdir(dir)) {
+      if (!SECRET_NAME_PATTERN.test(name)) continue;
+      path = join(dir, name);
+      values[name] = await readFile(path, 'utf8');
+    }
+  } catch (error) {
+    throw new ConfigLoadError(
+      `Cannot read secrets directory file ${path}: ${(error as NodeJS.ErrnoException).code ?? 'error'}`,
+      [],
+      true,
+    );
+  }
+  return { ...env, ...values };
 }
 
 /**
@@ -53,7 +83,9 @@ export async function loadConfig(configPath: string, secretsPath?: string, scope
   // Without a secrets file the values come from the environment (a pod with its Secret as envFrom), only
   // for the names the config references.
   const secrets =
-    secretsText === undefined ? scopedSecretsFromEnvironment(configText, scope) : parseSecretsEnv(secretsText).secrets;
+    secretsText === undefined
+      ? scopedSecretsFromEnvironment(configText, scope, await secretsEnvironment())
+      : parseSecretsEnv(secretsText).secrets;
   // Every secret is scrubbed from the process's output before anything can be logged, even for an invalid config.
   registerSecrets(secretValuesOf(undefined, secrets));
   const result = validateConfig(configText, secretsText ?? secrets);

@@ -34,7 +34,16 @@ import {
   statusEqual,
   writeStatus,
 } from './reconcile/status.js';
-import { CHILD_KINDS, CONTROLLER_NAME, isPaused, KINDS, MANAGED_SELECTOR, type OracleNode } from './resource.js';
+import {
+  API_VERSION,
+  CHILD_KINDS,
+  CONTROLLER_NAME,
+  isPaused,
+  KIND,
+  KINDS,
+  MANAGED_SELECTOR,
+  type OracleNode,
+} from './resource.js';
 
 export type OracleNodeReconcilerOptions = {
   settings?: Partial<OperatorSettings>;
@@ -50,13 +59,19 @@ export type OracleNodeReconcilerOptions = {
   metrics?: OracleNodeMetrics;
 };
 
-/** The OracleNodes of a Secret's namespace whose spec.secretRef names it. */
+/**
+ * The OracleNodes of a Secret's namespace whose spec.secretRef names it, and the one that owns it (the derived node
+ * key of its gateway: an edit or deletion of it is put right).
+ */
 export function nodesReferencingSecret(secret: KubernetesObject, cache: ObjectCache): ObjectKey[] {
   const { namespace, name } = secret.metadata ?? {};
   if (!namespace || !name) return [];
+  const owner = secret.metadata?.ownerReferences?.find(
+    (ref) => ref.controller === true && ref.kind === KIND && ref.apiVersion === API_VERSION,
+  );
   return cache
     .list<OracleNode>(KINDS.oracleNode, namespace)
-    .filter((node) => node.spec?.secretRef?.name === name)
+    .filter((node) => node.spec?.secretRef?.name === name || (owner !== undefined && node.metadata.uid === owner.uid))
     .map((node) => ({ namespace, name: node.metadata.name }));
 }
 

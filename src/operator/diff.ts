@@ -49,8 +49,15 @@ export function isSubset(desired: unknown, actual: unknown): boolean {
   return false;
 }
 
-/** True when `desired` (with its applied-hash annotation) must be applied over `cached`. */
-export function needsApply(desired: Child, cached: Child | undefined): boolean {
+/**
+ * True when `desired` (with its applied-hash annotation) must be applied over `cached`. A child cached as metadata
+ * only (a Secret: its values never sit in the cache) is compared by its metadata, whose applied hash covers the rest.
+ */
+export function needsApply(
+  desired: Child,
+  cached: Child | undefined,
+  options: { metadataOnly?: boolean } = {},
+): boolean {
   if (!cached) return true;
   const wantedHash = desired.metadata.annotations?.[ANNOTATIONS.appliedHash];
   if (wantedHash && cached.metadata?.annotations?.[ANNOTATIONS.appliedHash] !== wantedHash) return true;
@@ -59,7 +66,7 @@ export function needsApply(desired: Child, cached: Child | undefined): boolean {
   if (!isSubset(metadata.labels, cachedMetadata?.labels)) return true;
   if (!isSubset(metadata.annotations, cachedMetadata?.annotations)) return true;
   if (!isSubset(metadata.ownerReferences, cachedMetadata?.ownerReferences)) return true;
-  return !isSubset(rest, cachedRest);
+  return options.metadataOnly ? false : !isSubset(rest, cachedRest);
 }
 
 export { canonicalJson };

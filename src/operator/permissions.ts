@@ -46,6 +46,11 @@ export function managedPermissions(): Permission[] {
     ),
     on(KINDS.secret, ['list', 'watch'], 'metadata-only informer of the Secrets that OracleNodes reference'),
     on(KINDS.secret, ['get'], "the referenced Secret's values, read live on reconcile (reconcile/inputs.ts)"),
+    on(
+      KINDS.secret,
+      ['create', 'patch', 'delete'],
+      "the gateway's node key, derived from the mnemonic (builders/gateway.ts buildSigningKeySecret): server-side apply (patch, and create when new); delete once no signing gateway reads it (reconcile/apply.ts)",
+    ),
     ...CHILD_KINDS.map((kind) =>
       on(
         kind,

@@ -41,6 +41,9 @@ export const COORDINATOR_WINDOW_MARGIN_SECONDS = 15;
 /** The average CPU utilisation (% of the CPU request) the gateway's HPA aims at when no metrics are given. */
 export const DEFAULT_TARGET_CPU_UTILIZATION = 80;
 
+/** spec.secretRef.as: the keys as one secretKeyRef variable each, or as files of a read-only Secret volume. */
+export const SECRETS_AS = ['EnvVars', 'Files'] as const;
+
 export const MANAGED_BY = 'oracle-node-operator';
 export const MANAGED_SELECTOR = `${LABELS.managedBy}=${MANAGED_BY}`;
 
@@ -52,7 +55,7 @@ export const ANNOTATIONS = {
   appliedHash: 'oracle-node.io/applied-hash',
 } as const;
 
-export type Component = 'config' | 'coordinator' | 'gateway' | 'worker' | 'cache' | 'cycle';
+export type Component = 'config' | 'coordinator' | 'gateway' | 'worker' | 'cache' | 'cycle' | 'signing-key';
 
 export const KINDS = {
   oracleNode: { group: GROUP, version: VERSION, kind: KIND, plural: PLURAL, namespaced: true },

@@ -1,6 +1,6 @@
 // Key derivations of the node (airnode-facts §1): node address m/44'/60'/0'/0/0, the xpub at m/44'/60'/0',
 // and sponsor wallets m/44'/60'/0'/<protocolId>/<six 31-bit chunks of the sponsor address>.
-import { getAddress, HDNodeWallet, Mnemonic } from 'ethers';
+import { getAddress, HDNodeWallet, Mnemonic, Wallet } from 'ethers';
 
 export const PROTOCOL_IDS = {
   RRP: '1',
@@ -20,6 +20,28 @@ export function isValidMnemonic(mnemonic: string): boolean {
 /** The node's signing wallet (m/44'/60'/0'/0/0); its address is the node address. */
 export function nodeWallet(mnemonic: string): HDNodeWallet {
   return HDNodeWallet.fromPhrase(mnemonic, undefined, `${NODE_ACCOUNT_PATH}/0/0`);
+}
+
+/** The node key as a private key (0x and 64 hex digits): what a signing gateway gets in place of the mnemonic. */
+export function deriveNodePrivateKey(mnemonic: string): string {
+  return nodeWallet(mnemonic).privateKey;
+}
+
+const PRIVATE_KEY_PATTERN = /^(0x)?[0-9a-fA-F]{64}$/;
+
+/**
+ * The wallet of a private key (64 hex digits, 0x optional; surrounding whitespace, such as a file's final newline,
+ * ignored), or undefined when the text is not one: the caller names the source, never the text.
+ */
+export function walletFromPrivateKey(text: string): Wallet | undefined {
+  const key = text.trim();
+  if (!PRIVATE_KEY_PATTERN.test(key)) return undefined;
+  try {
+    return new Wallet(key.startsWith('0x') ? key : `0x${key}`);
+  } catch {
+    // Zero, or not below the curve order.
+    return undefined;
+  }
 }
 
 export function deriveNodeAddress(mnemonic: string): string {

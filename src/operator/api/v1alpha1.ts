@@ -22,6 +22,7 @@ import {
   failedRequestReportSchema,
   gasPriceReportSchema,
   heartbeatResultSchema,
+  SECRETS_DIR,
   sponsorWalletReportSchema,
 } from '../../contract/pods.js';
 import {
@@ -34,6 +35,7 @@ import {
   MAX_CYCLE_HISTORY,
   MAX_RECENT_FAILED_REQUESTS,
   MIN_COORDINATOR_POLL_INTERVAL_SECONDS,
+  SECRETS_AS,
 } from '../resource.js';
 import {
   CHECKS_KEYWORD,
@@ -135,12 +137,25 @@ export const oracleNodeSpecSchema = z
     /** The whole config.json; strings may hold `${NAME}` placeholders resolved from the Secret. */
     config: z.record(z.string(), z.unknown()),
     secretRef: z
-      .object({ name: z.string().min(1).max(253).meta(described('Name of the Secret.')) })
+      .object({
+        name: z.string().min(1).max(253).meta(described('Name of the Secret.')),
+        as: z
+          .enum(SECRETS_AS)
+          .optional()
+          .meta(
+            described(
+              'How each pod receives its keys: EnvVars (default), one secretKeyRef variable per key; or Files, a ' +
+                `read-only Secret volume at ${SECRETS_DIR} (mode 0400) holding only the keys the pod uses, one file ` +
+                'per key, for platforms that forbid secrets in environment variables.',
+            ),
+          ),
+      })
       .optional()
       .meta(
         described(
-          `The Secret (in the same namespace) whose keys are the ${NAME_PLACEHOLDER} values of the config. Its keys become ` +
-            'environment variables of every pod; rotating it rolls the workloads.',
+          `The Secret (in the same namespace) whose keys are the ${NAME_PLACEHOLDER} values of the config. Each pod ` +
+            'receives only the keys its part of the config uses (a signing gateway the derived node key, never the ' +
+            'mnemonic); rotating a key rolls the workloads that hold it.',
         ),
       ),
     image: z

@@ -9,10 +9,11 @@ import type {
   V1PodSecurityContext,
   V1PodSpec,
   V1SecurityContext,
+  V1Volume,
 } from '@kubernetes/client-node';
 import { WORKLOADS, type Workload } from '../../common/workloads.js';
 import { type SecretScopes, secretScopes } from '../../config/index.js';
-import { CONFIG_DIR, CONFIG_FILE, ENV, LABELS } from '../../contract/pods.js';
+import { CONFIG_DIR, CONFIG_FILE, ENV, LABELS, SECRETS_DIR } from '../../contract/pods.js';
 import type { NodeConfig } from '../config.js';
 import {
   ANNOTATIONS,
@@ -49,6 +50,11 @@ export type BuildInput = {
    * so rotating a key that only the gateway uses does not restart the coordinator's or the workers' pods.
    */
   secretHashes?: Record<Workload, string>;
+  /**
+   * The node's private key (m/44'/60'/0'/0/0 of the mnemonic), when a signing gateway (signed-data, OEV) is on: it
+   * goes into the operator's own Secret (childNames().signingKey), which only the gateway's pods read.
+   */
+  signingKey?: string;
   settings: OperatorSettings;
   /** Where callers reach the gateways (spec.gateway.publicUrl, else the Service's load-balancer address). */
   publicGatewayUrl?: string;
@@ -65,6 +71,8 @@ export function childNames(nodeName: string, stage: string) {
     /** Not stage-qualified: the response cache and the last cycle outlive a stage rollout. */
     cache: `${nodeName}-cache`,
     cycle: `${nodeName}-cycle`,
+    /** The gateway's node key, derived from the mnemonic: one per node (both stages of a rollout sign as it). */
+    signingKey: `${nodeName}-signing-key`,
   };
 }
 
@@ -142,12 +150,30 @@ export function configHash(input: BuildInput): string {
   return hashOf(input.rawConfig);
 }
 
-/** Pod template annotations: a changed config, or a changed key of the workload's, changes the template, which rolls it. */
+/**
+ * Pod template annotations: a changed config, or a changed key of the workload's, changes the template, which rolls
+ * it. The gateway's keys include the derived node key, so a rotated mnemonic rolls a signing gateway too.
+ */
 export function podAnnotations(input: BuildInput, workload: Workload): Record<string, string> {
+  const keysHash = input.secretHashes?.[workload] ?? input.secretHash;
+  const signingKey = signingKeyOf(input, workload);
   return {
     [ANNOTATIONS.configHash]: configHash(input),
-    [ANNOTATIONS.secretHash]: input.secretHashes?.[workload] ?? input.secretHash,
+    [ANNOTATIONS.secretHash]: signingKey ? hashOf([keysHash, hashOf(signingKey)]) : keysHash,
   };
+}
+
+/** The derived node key a workload's pods read: only the gateway's, only when a signing gateway is on. */
+function signingKeyOf(input: BuildInput, workload: Workload): string | undefined {
+  return workload === 'gateway' ? input.signingKey : undefined;
+}
+
+/** The key of the node key in its Secret: the variable's name, or the file's under SECRETS_DIR. */
+export const SIGNING_KEY_SECRET_KEY = ENV.signingKey;
+
+/** spec.secretRef.as: Files mounts each pod's keys as a volume instead of variables. */
+export function secretsAsFiles(input: BuildInput): boolean {
+  return input.node.spec.secretRef?.as === 'Files';
 }
 
 export function image(input: BuildInput): string {
@@ -239,15 +265,45 @@ export function secretHashesOf(
 /**
  * The Secret's keys a workload receives, one variable each, never the whole Secret: a worker must not hold the keys
  * of the gateways or the heartbeat, a gateway not the providers'. First in the list, so that the contract's own
- * variables win over a key of the same name.
+ * variables win over a key of the same name. A signing gateway's node key comes from the operator's own Secret.
+ * With spec.secretRef.as Files, none: the keys are files of the pod's secrets volume (secretsVolume).
  */
 export function secretEnv(input: BuildInput, workload: Workload): V1EnvVar[] {
+  if (secretsAsFiles(input)) return [];
   const secretName = input.secretName;
-  if (!secretName) return [];
-  return secretKeysOf(input, workload).map((key) => ({
-    name: key,
-    valueFrom: { secretKeyRef: { name: secretName, key } },
-  }));
+  const keys: V1EnvVar[] = secretName
+    ? secretKeysOf(input, workload).map((key) => ({
+        name: key,
+        valueFrom: { secretKeyRef: { name: secretName, key } },
+      }))
+    : [];
+  if (signingKeyOf(input, workload)) {
+    const name = childNames(input.node.metadata.name, input.config.nodeSettings.stage).signingKey;
+    keys.push({ name: ENV.signingKey, valueFrom: { secretKeyRef: { name, key: SIGNING_KEY_SECRET_KEY } } });
+  }
+  return keys;
+}
+
+const SECRETS_VOLUME = 'secrets';
+
+/**
+ * With spec.secretRef.as Files, the workload's keys as one read-only volume (0400): only the keys its part of the
+ * config uses (never the whole Secret: a secret source without items projects every key) and, for a signing
+ * gateway, the derived node key. None when the workload has no key.
+ */
+export function secretsVolume(input: BuildInput, workload: Workload): V1Volume | undefined {
+  if (!secretsAsFiles(input)) return undefined;
+  const keys = secretKeysOf(input, workload);
+  const sources: NonNullable<V1Volume['projected']>['sources'] = [];
+  if (input.secretName && keys.length > 0) {
+    sources.push({ secret: { name: input.secretName, items: keys.map((key) => ({ key, path: key })) } });
+  }
+  if (signingKeyOf(input, workload)) {
+    const name = childNames(input.node.metadata.name, input.config.nodeSettings.stage).signingKey;
+    sources.push({ secret: { name, items: [{ key: SIGNING_KEY_SECRET_KEY, path: SIGNING_KEY_SECRET_KEY }] } });
+  }
+  if (sources.length === 0) return undefined;
+  return { name: SECRETS_VOLUME, projected: { defaultMode: 0o400, sources } };
 }
 
 /** One engine container running `oracle-node <args>` with the config mounted and its keys of the Secret. */
@@ -259,6 +315,7 @@ export function engineContainer(
   extraEnv: V1EnvVar[] = [],
 ): V1Container {
   const stage = input.config.nodeSettings.stage;
+  const secretFiles = secretsVolume(input, workload) !== undefined;
   const container: V1Container = {
     name,
     image: image(input),
@@ -268,6 +325,7 @@ export function engineContainer(
       ...secretEnv(input, workload),
       ...baseEnv(input, stage),
       { name: ENV.secretScope, value: workload },
+      ...(secretFiles ? [{ name: ENV.secretsDir, value: SECRETS_DIR }] : []),
       ...extraEnv,
     ],
     resources: workloadResources(input.node, workload),
@@ -275,6 +333,7 @@ export function engineContainer(
     volumeMounts: [
       { name: 'config', mountPath: CONFIG_DIR, readOnly: true },
       { name: 'tmp', mountPath: '/tmp' },
+      ...(secretFiles ? [{ name: SECRETS_VOLUME, mountPath: SECRETS_DIR, readOnly: true }] : []),
     ],
   };
   return container;
@@ -282,12 +341,13 @@ export function engineContainer(
 
 /**
  * The pod-level fields shared by every engine pod (scheduling, security, volumes). Every pod runs under a
- * ServiceAccount of its own; only a pod that calls the Kubernetes API gets a token.
+ * ServiceAccount of its own; only a pod that calls the Kubernetes API gets a token. The workload's keys as files,
+ * with spec.secretRef.as Files.
  */
 export function basePodSpec(
   input: BuildInput,
   containers: V1Container[],
-  identity: { serviceAccountName: string; apiToken: boolean },
+  identity: { serviceAccountName: string; apiToken: boolean; workload: Workload },
 ): V1PodSpec {
   const names = childNames(input.node.metadata.name, input.config.nodeSettings.stage);
   const spec: V1PodSpec = {
@@ -301,6 +361,8 @@ export function basePodSpec(
       { name: 'tmp', emptyDir: { sizeLimit: '64Mi' } },
     ],
   };
+  const secrets = secretsVolume(input, identity.workload);
+  if (secrets) spec.volumes!.push(secrets);
   const { nodeSelector, tolerations, affinity } = input.node.spec;
   if (nodeSelector && Object.keys(nodeSelector).length > 0) spec.nodeSelector = nodeSelector;
   if (tolerations && tolerations.length > 0) spec.tolerations = tolerations;

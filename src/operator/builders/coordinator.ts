@@ -111,7 +111,11 @@ export function buildCoordinatorCronJob(
       : []),
   ]);
   // The coordinator creates the cycle's worker Jobs and writes its cache and cycle report.
-  const podSpec = basePodSpec(input, [container], { serviceAccountName: names.coordinator, apiToken: true });
+  const podSpec = basePodSpec(input, [container], {
+    serviceAccountName: names.coordinator,
+    apiToken: true,
+    workload: 'coordinator',
+  });
   podSpec.restartPolicy = 'Never';
   const podLabels = labels(input.node, stage, 'coordinator');
   return {

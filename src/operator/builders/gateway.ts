@@ -7,6 +7,7 @@ import type {
   V1Deployment,
   V1PodDisruptionBudget,
   V1PodSpec,
+  V1Secret,
   V1Service,
   V1TopologySpreadConstraint,
   V2HorizontalPodAutoscaler,
@@ -14,6 +15,7 @@ import type {
 } from '@kubernetes/client-node';
 import { DEFAULT_GATEWAY_SERVER_PORT } from '../../config/index.js';
 import { CONFIG_FILE, GATEWAY_METRICS_PORT } from '../../contract/pods.js';
+import { deriveNodePrivateKey } from '../../protocol/wallet.js';
 import { enabledGateways, gatewayServerPort } from '../config.js';
 import { DEFAULT_TARGET_CPU_UTILIZATION } from '../resource.js';
 import {
@@ -24,6 +26,7 @@ import {
   labels,
   metadata,
   podAnnotations,
+  SIGNING_KEY_SECRET_KEY,
   selectorLabels,
 } from './common.js';
 
@@ -31,6 +34,39 @@ type Named<T> = T & { metadata: { name: string } };
 
 export function gatewayEnabled(input: BuildInput): boolean {
   return enabledGateways(input.config).length > 0;
+}
+
+/** Whether a gateway that signs with the node key (signed-data, OEV) is on. */
+export function gatewaySigns(config: BuildInput['config']): boolean {
+  return enabledGateways(config).some((gateway) => gateway === 'httpSignedDataGateway' || gateway === 'oevGateway');
+}
+
+/**
+ * The node key of a signing gateway (m/44'/60'/0'/0/0 of the validated config's mnemonic), or undefined when no
+ * gateway signs: what BuildInput.signingKey holds. Pure (a few ms of PBKDF2).
+ */
+export function gatewaySigningKey(config: BuildInput['config']): string | undefined {
+  return gatewaySigns(config) ? deriveNodePrivateKey(config.nodeSettings.nodeWalletMnemonic) : undefined;
+}
+
+/**
+ * The operator's own Secret holding the node key, derived from the mnemonic, which the gateway's pods read instead of
+ * the mnemonic. Owned by the OracleNode (deleted with it) and not stage-qualified (one key per node); applied again
+ * when the mnemonic changes. Only with a signing gateway on.
+ */
+export function buildSigningKeySecret(input: BuildInput): Named<V1Secret> {
+  if (!input.signingKey) throw new Error('buildSigningKeySecret needs the derived signing key');
+  const names = childNames(input.node.metadata.name, input.config.nodeSettings.stage);
+  const meta = metadata(input, names.signingKey, 'signing-key');
+  // One per node, for every stage: the stage label would move it between stages.
+  const { 'oracle-node.io/stage': _stage, ...labels } = meta.labels;
+  return {
+    apiVersion: 'v1',
+    kind: 'Secret',
+    metadata: { ...meta, labels },
+    type: 'Opaque',
+    data: { [SIGNING_KEY_SECRET_KEY]: Buffer.from(input.signingKey, 'utf8').toString('base64') },
+  };
 }
 
 export function gatewayContainerPort(input: BuildInput): number {
@@ -129,7 +165,11 @@ export function defaultGatewaySpread(input: BuildInput): V1TopologySpreadConstra
 /** The gateway makes no Kubernetes call: its own ServiceAccount, no token. */
 function gatewayPodSpec(input: BuildInput, container: V1Container): V1PodSpec {
   const names = childNames(input.node.metadata.name, input.config.nodeSettings.stage);
-  const spec = basePodSpec(input, [container], { serviceAccountName: names.gateway, apiToken: false });
+  const spec = basePodSpec(input, [container], {
+    serviceAccountName: names.gateway,
+    apiToken: false,
+    workload: 'gateway',
+  });
   const spread = input.node.spec.gateway?.topologySpreadConstraints ?? defaultGatewaySpread(input);
   if (spread.length > 0) spec.topologySpreadConstraints = structuredClone(spread);
   return spec;

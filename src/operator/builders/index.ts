@@ -10,6 +10,7 @@ import {
   buildGatewayHpa,
   buildGatewayPdb,
   buildGatewayService,
+  buildSigningKeySecret,
   gatewayAutoscaling,
   gatewayEnabled,
   gatewayMaxReplicas,
@@ -35,6 +36,8 @@ export function buildChildren(input: BuildInput, options: CoordinatorOptions = {
   for (const role of buildRoles(input)) add(KINDS.role, role);
   for (const binding of buildRoleBindings(input)) add(KINDS.roleBinding, binding);
   if (gatewayEnabled(input)) {
+    // Before the Deployment that reads it.
+    if (input.signingKey) add(KINDS.secret, buildSigningKeySecret(input));
     add(KINDS.service, buildGatewayService(input));
     add(KINDS.deployment, buildGatewayDeployment(input));
     if (gatewayMaxReplicas(input) > 1) add(KINDS.podDisruptionBudget, buildGatewayPdb(input));

@@ -28,7 +28,11 @@ export function buildWorkerTemplate(input: BuildInput): WorkerTemplate {
     { name: SHARD_VOLUME, mountPath: SHARD_DIR, readOnly: true },
   ];
   // The worker calls no Kubernetes API: its shard is a mounted file, its results go to its log. So: no token.
-  const spec = basePodSpec(input, [container], { serviceAccountName: names.worker, apiToken: false });
+  const spec = basePodSpec(input, [container], {
+    serviceAccountName: names.worker,
+    apiToken: false,
+    workload: 'worker',
+  });
   spec.restartPolicy = 'Never';
   const metadata: V1ObjectMeta = { labels: workerLabels, annotations: podAnnotations(input, 'worker') };
   return {

@@ -26,6 +26,8 @@ export async function applyChildren(node: OracleNode, children: DesiredChild[], 
       needsApply(
         desired,
         context.cache.get<Child>(kind, { namespace: node.metadata.namespace, name: desired.metadata.name }),
+        // Secrets are watched as metadata only (controller.ts WATCHES).
+        { metadataOnly: kind === KINDS.secret },
       ),
     );
   const batches = [pending.filter((c) => c.kind !== KINDS.cronJob), pending.filter((c) => c.kind === KINDS.cronJob)];
@@ -39,7 +41,10 @@ export async function applyChildren(node: OracleNode, children: DesiredChild[], 
   }
 }
 
-/** Deletes children of the current stage that the spec no longer asks for (gateways disabled, PDB at one replica). */
+/**
+ * Deletes children of the current stage that the spec no longer asks for (gateways disabled, PDB at one replica),
+ * and the derived node key once no signing gateway reads it.
+ */
 export async function pruneUnwanted(
   node: OracleNode,
   stage: string,
@@ -59,4 +64,12 @@ export async function pruneUnwanted(
       context.logger.info({ kind: kind.kind, child: name }, 'deleting a child the spec no longer asks for');
       await context.client.delete(kind, { namespace, name }, { propagationPolicy: 'Background' });
     }
+  // Not stage-qualified, and Secrets are not among CHILD_KINDS (their informer is the metadata-only one).
+  const selector = { [LABELS.name]: node.metadata.name, [LABELS.component]: 'signing-key' };
+  for (const secret of context.cache.list(KINDS.secret, namespace, selector)) {
+    const name = secret.metadata!.name!;
+    if (wanted.has(`${KINDS.secret.plural}/${name}`) || !controlledBy(secret, node)) continue;
+    context.logger.info({ kind: KINDS.secret.kind, child: name }, 'deleting the node key: no signing gateway reads it');
+    await context.client.delete(KINDS.secret, { namespace, name }, { propagationPolicy: 'Background' });
+  }
 }

@@ -3,11 +3,12 @@
 // last good children keep running.
 import type { V1Secret, V1Service } from '@kubernetes/client-node';
 import type { ReconcileContext } from '../../kube/index.js';
-import { registerSecrets } from '../../observability/index.js';
+import { registerSecret, registerSecrets } from '../../observability/index.js';
 import {
   type BuildInput,
   childNames,
   gatewayEnabled,
+  gatewaySigningKey,
   hashOf,
   publicGatewayUrl,
   secretHashesOf,
@@ -43,6 +44,8 @@ export async function loadInputs(
     const reason = validation.errors.some(isMissingSecretIssue) ? 'SecretKeyMissing' : 'ValidationFailed';
     return { ok: false, reason, message: formatIssues(validation.errors) };
   }
+  const signingKey = gatewaySigningKey(validation.config);
+  if (signingKey) registerSigningKey(signingKey);
   const base: BuildInput = {
     node,
     config: validation.config,
@@ -51,6 +54,7 @@ export async function loadInputs(
     secretHashes: secretHashesOf(rawConfig, secret.data),
     settings: options.settings,
     ...(secret.name ? { secretName: secret.name } : {}),
+    ...(signingKey ? { signingKey } : {}),
   };
   const service = context.cache.get<V1Service>(KINDS.service, {
     namespace: node.metadata.namespace,
@@ -60,6 +64,16 @@ export async function loadInputs(
   const input: BuildInput = publicUrl ? { ...base, publicGatewayUrl: publicUrl } : base;
   const warnings = validation.warnings.length > 0 ? formatIssues(validation.warnings) : undefined;
   return { ok: true, input, warnings };
+}
+
+/**
+ * The node key a signing gateway gets instead of the mnemonic is derived on every pass (never kept by the operator
+ * beyond it) and scrubbed from the operator's logs and events like the values it derives from.
+ */
+function registerSigningKey(key: string): void {
+  registerSecret(key);
+  // As it is written in the Secret's data.
+  registerSecret(Buffer.from(key, 'utf8').toString('base64'));
 }
 
 async function readSecret(node: OracleNode, context: ReconcileContext): Promise<SecretRead> {

@@ -5,7 +5,7 @@ import { ApiError } from '../../../src/kube/errors.js';
 import { type ObjectCache, TerminalError } from '../../../src/kube/types.js';
 import { clearSecrets, REDACTED, redact } from '../../../src/observability/index.js';
 import { createOracleNodeReconciler, nodesReferencingSecret, WATCHES } from '../../../src/operator/controller.js';
-import { KINDS, type OracleNode } from '../../../src/operator/resource.js';
+import { API_VERSION, KIND, KINDS, type OracleNode } from '../../../src/operator/resource.js';
 import { FakeKube, loadSample } from './fake-kube.js';
 
 // The public development mnemonic's first account (m/44'/60'/0'/0/0).
@@ -539,6 +539,26 @@ describe('operator controller: which OracleNodes a Secret change wakes', () => {
     ]);
     expect(nodesReferencingSecret({ metadata: { namespace: 'c', name: 's' } }, cache)).to.deep.equal([]);
     expect(nodesReferencingSecret({ metadata: { name: 's' } }, cache)).to.deep.equal([]);
+  });
+
+  it("maps the gateway's derived node key to the OracleNode that controls it, so an edit or deletion is put right", () => {
+    const owned = (uid: string, kind = KIND) => ({
+      metadata: {
+        namespace: 'a',
+        name: 'n2-signing-key',
+        ownerReferences: [{ apiVersion: API_VERSION, kind, name: 'n2', uid, controller: true }],
+      },
+    });
+    const withUids: ObjectCache = {
+      ...cache,
+      list: <T extends KubernetesObject>(kind: { kind: string }, namespace?: string) =>
+        cache
+          .list<OracleNode>(kind as never, namespace)
+          .map((n) => ({ ...n, metadata: { ...n.metadata, uid: `uid-${n.metadata.name}` } })) as unknown as T[],
+    };
+    expect(nodesReferencingSecret(owned('uid-n2'), withUids)).to.deep.equal([{ namespace: 'a', name: 'n2' }]);
+    expect(nodesReferencingSecret(owned('uid-n2', 'Deployment'), withUids)).to.deep.equal([]);
+    expect(nodesReferencingSecret(owned('uid-unknown'), withUids)).to.deep.equal([]);
   });
 
   it('watches Secrets through that map, and only as a referenced kind (never cached in full)', () => {

@@ -38,7 +38,8 @@ describe('operator permissions (the source of the chart RBAC)', () => {
   it('grants none of the verbs the code never calls', () => {
     expect(verbsOf('oracle-node.io/oraclenodes')).to.deep.equal(['list', 'watch']);
     expect(verbsOf('oracle-node.io/oraclenodes/status')).to.deep.equal(['patch']);
-    expect(verbsOf('/secrets')).to.deep.equal(['get', 'list', 'watch']);
+    // get: the user's Secret, read live; create/patch/delete: the gateway's derived node key (no update).
+    expect(verbsOf('/secrets')).to.deep.equal(['create', 'delete', 'get', 'list', 'patch', 'watch']);
     expect(verbsOf('/pods')).to.deep.equal(['get', 'list']);
     expect(verbsOf('/events')).to.deep.equal(['create', 'patch']);
     expect(managed.has('events.k8s.io/events')).to.equal(false);

@@ -14,39 +14,13 @@ import {
   buildChildren,
   buildWorkerTemplate,
   type Child,
-  DEFAULT_SETTINGS,
   hashOf,
   secretHashesOf,
 } from '../../../../src/operator/builders/index.js';
-import { validateNodeConfig } from '../../../../src/operator/config.js';
 import type { OracleNode } from '../../../../src/operator/resource.js';
 import { ANNOTATIONS, COORDINATOR_WINDOW_MARGIN_SECONDS } from '../../../../src/operator/resource.js';
 import { loadSample } from '../fake-kube.js';
-
-function inputFor(
-  name: 'minimal' | 'full-multi-chain' | 'gateways-only',
-  edit?: (node: OracleNode) => void,
-  secretHash = 'secret-hash-1',
-): BuildInput {
-  const { node, secret } = loadSample(name);
-  edit?.(node);
-  const values = Object.fromEntries(
-    Object.entries((secret as { data?: Record<string, string> }).data ?? {}).map(([k, v]) => [
-      k,
-      Buffer.from(v, 'base64').toString(),
-    ]),
-  );
-  const result = validateNodeConfig(node.spec.config, values);
-  if (!result.ok) throw new Error(JSON.stringify(result.errors));
-  return {
-    node,
-    config: result.config,
-    rawConfig: node.spec.config,
-    secretName: secret.metadata!.name!,
-    secretHash,
-    settings: DEFAULT_SETTINGS,
-  };
-}
+import { inputFor } from './build-input.js';
 
 const byKind = (children: { object: Child }[], kind: string) =>
   children.filter((c) => c.object.kind === kind).map((c) => c.object);
@@ -123,7 +97,7 @@ describe('operator builders', () => {
           'oracle-node.io/name': input.node.metadata.name,
         });
         expect(object.metadata.labels['app.kubernetes.io/component'], object.metadata.name).to.be.a('string');
-        if (!['cache', 'cycle'].includes(object.metadata.labels['app.kubernetes.io/component']!))
+        if (!['cache', 'cycle', 'signing-key'].includes(object.metadata.labels['app.kubernetes.io/component']!))
           expect(object.metadata.labels['oracle-node.io/stage']).to.match(/^[a-z0-9-]+$/);
         const owners = object.metadata.ownerReferences ?? [];
         expect(owners).to.have.length(1);
