@@ -28,13 +28,17 @@ const EXPECTED = {
     'SEPOLIA_PROVIDER_URL_A',
     'SEPOLIA_PROVIDER_URL_B',
   ],
-  // The signed-data and OEV gateways sign; no provider, no heartbeat.
-  gateway: ['CURRENCY_API_KEY', 'NODE_WALLET_MNEMONIC'],
+  // The signed-data and OEV gateways sign with the node key alone (the operator's own Secret): no mnemonic, no
+  // provider, no heartbeat.
+  gateway: ['CURRENCY_API_KEY'],
   // The worker only calls its OIS's API: no mnemonic, no provider (the coordinator signs and sends), no heartbeat.
   worker: ['CURRENCY_API_KEY'],
 };
 
-/** The Secret's keys a pod spec can read, by any route (env, envFrom, volumes); fails on a route that gives all. */
+/**
+ * The Secret's keys a pod spec can read, by any route (env, envFrom, volumes); fails on a route that gives all. The
+ * only other Secret a pod may read is the node key the operator derives for a signing gateway.
+ */
 function secretKeys(pod: V1PodSpec, secretName: string): string[] {
   const keys: string[] = [];
   const containers: V1Container[] = [...pod.containers, ...(pod.initContainers ?? [])];
@@ -43,6 +47,10 @@ function secretKeys(pod: V1PodSpec, secretName: string): string[] {
     for (const variable of container.env ?? []) {
       const ref = variable.valueFrom?.secretKeyRef;
       if (!ref) continue;
+      if (ref.name === 'full-signing-key') {
+        expect([variable.name, ref.key]).to.deep.equal([ENV.signingKey, ENV.signingKey]);
+        continue;
+      }
       expect(ref.name).to.equal(secretName);
       keys.push(ref.key);
     }
