@@ -15,6 +15,7 @@ import {
   TerminalError,
   type WatchSpec,
 } from '../kube/index.js';
+import { redact } from '../observability/index.js';
 import { buildChildren, DEFAULT_SETTINGS, type OperatorSettings } from './builders/index.js';
 import { childCacheTransform } from './child-cache.js';
 import { type ConfigValidator, validateNodeConfig } from './config.js';
@@ -166,7 +167,9 @@ export class OracleNodeReconciler implements Reconciler {
    * TerminalError, and the next edit of the node wakes it.
    */
   private async applyFailed(node: OracleNode, error: unknown, context: ReconcileContext, now: string): Promise<never> {
-    const message = errorMessage(error).slice(0, 500);
+    // An apiserver's message may quote what was sent (the node key's Secret among the children): scrubbed of every
+    // secret the operator read or derived before it reaches status and Events.
+    const message = redact(errorMessage(error)).slice(0, 500);
     await writeStatus(node, applyFailedStatus(node, message, now), context, this.metrics).catch(() => undefined);
     context.events.record(node, 'Warning', 'ApplyFailed', message);
     if (isInvalid(error)) throw new TerminalError(message, { cause: error });

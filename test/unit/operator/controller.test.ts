@@ -6,6 +6,7 @@ import { type ObjectCache, TerminalError } from '../../../src/kube/types.js';
 import { clearSecrets, REDACTED, redact } from '../../../src/observability/index.js';
 import { createOracleNodeReconciler, nodesReferencingSecret, WATCHES } from '../../../src/operator/controller.js';
 import { API_VERSION, KIND, KINDS, type OracleNode } from '../../../src/operator/resource.js';
+import { nodeWallet } from '../../../src/protocol/wallet.js';
 import { FakeKube, loadSample } from './fake-kube.js';
 
 // The public development mnemonic's first account (m/44'/60'/0'/0/0).
@@ -75,6 +76,29 @@ describe('operator controller (reconcile against an in-memory cluster)', () => {
     try {
       await reconcile();
       expect(redact(`provider ${value} failed`)).to.equal(`provider ${REDACTED} failed`);
+    } finally {
+      clearSecrets();
+    }
+  });
+
+  it("the gateway's derived node key never reaches status or Events, even quoted by a refused apply", async () => {
+    const { kube, reconcile, condition } = setup('full-multi-chain');
+    const key = nodeWallet('test test test test test test test test test test test junk').privateKey;
+    const encoded = Buffer.from(key).toString('base64');
+    kube.refuseApply = (kind) =>
+      kind === KINDS.secret
+        ? new ApiError(`Secret "full-signing-key" is invalid: data: ${encoded} (${key})`, 422, 'Invalid')
+        : undefined;
+    try {
+      const failure = await reconcile().then(
+        () => undefined,
+        (error: unknown) => error,
+      );
+      expect(failure).to.be.instanceOf(TerminalError);
+      const message = condition('Degraded')!.message!;
+      expect(message).to.contain('Secret "full-signing-key" is invalid').and.contain(REDACTED);
+      const written = JSON.stringify([message, (failure as Error).message, kube.events]);
+      expect(written).not.to.contain(key.slice(2)).and.not.to.contain(encoded);
     } finally {
       clearSecrets();
     }
