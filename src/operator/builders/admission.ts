@@ -199,8 +199,11 @@ const JOB_RULES: Validation[] = [
     message: "a coordinator's Jobs run only its node's worker image, without init containers",
   },
   {
-    expression: `!has(${POD}.volumes) || ${POD}.volumes.all(v, has(v.emptyDir) || (has(v.configMap) && (v.configMap.name == variables.base + '-config' || v.configMap.name == object.metadata.name)))`,
-    message: "a coordinator's Jobs mount only the node's config, their own shard input and emptyDirs",
+    // With spec.secretRef.as Files the worker's keys are a projected volume of the node's Secret, naming its keys
+    // (a source without items would project every key).
+    expression: `!has(${POD}.volumes) || ${POD}.volumes.all(v, has(v.emptyDir) || (has(v.configMap) && (v.configMap.name == variables.base + '-config' || v.configMap.name == object.metadata.name)) || (has(v.projected) && has(v.projected.sources) && v.projected.sources.all(s, has(s.secret) && s.secret.name == variables.secret && has(s.secret.items) && size(s.secret.items) > 0)))`,
+    message:
+      "a coordinator's Jobs mount only the node's config, their own shard input, emptyDirs and named keys of the node's Secret",
   },
   {
     expression: `!(has(${POD}.hostNetwork) && ${POD}.hostNetwork) && !(has(${POD}.hostPID) && ${POD}.hostPID) && !(has(${POD}.hostIPC) && ${POD}.hostIPC) && ${CONTAINERS}.all(c, has(c.securityContext) && !(has(c.securityContext.privileged) && c.securityContext.privileged) && has(c.securityContext.allowPrivilegeEscalation) && !c.securityContext.allowPrivilegeEscalation && (!has(c.securityContext.capabilities) || !has(c.securityContext.capabilities.add) || size(c.securityContext.capabilities.add) == 0))`,

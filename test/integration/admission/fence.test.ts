@@ -9,6 +9,7 @@ import {
   type V1ConfigMap,
   type V1CronJob,
   type V1Job,
+  type V1Volume,
 } from '@kubernetes/client-node';
 import { expect } from 'chai';
 import {
@@ -133,6 +134,21 @@ describe('coordinator fence (ValidatingAdmissionPolicy)', function () {
     expect(live?.spec?.suspend).to.equal(false);
   });
 
+  /** A worker's keys as files (spec.secretRef.as Files), as builders/common.ts secretsVolume makes them. */
+  const keysVolume = (secret: string): V1Volume => ({
+    name: 'secrets',
+    projected: {
+      defaultMode: 0o400,
+      sources: [{ secret: { name: secret, items: [{ key: 'PROVIDER_URL', path: 'PROVIDER_URL' }] } }],
+    },
+  });
+
+  it("admits a worker Job with its keys as a projected volume of named keys of the node's Secret", async () => {
+    const job = buildWorkerJob(template, { name: jobName(), shardCount: 1, concurrency: 1, chainId: '31337' });
+    job.spec!.template.spec!.volumes!.push(keysVolume('minimal-secrets'));
+    await coordinator.makeApiClient(BatchV1Api).createNamespacedJob({ namespace: ns.name, body: job });
+  });
+
   // Each shape breaks one rule, and is refused by that rule (its message), not by an evaluation error.
   const variants: [string, (job: V1Job) => void, string][] = [
     [
@@ -151,6 +167,22 @@ describe('coordinator fence (ValidatingAdmissionPolicy)', function () {
         job.spec!.template.spec!.volumes!.push({ name: 'host', hostPath: { path: '/' } });
       },
       "mount only the node's config",
+    ],
+    [
+      'a volume of another Secret',
+      (job) => {
+        job.spec!.template.spec!.volumes!.push(keysVolume('other'));
+      },
+      "named keys of the node's Secret",
+    ],
+    [
+      "a volume of the node's whole Secret (a source without items projects every key)",
+      (job) => {
+        const volume = keysVolume('minimal-secrets');
+        delete volume.projected!.sources![0]!.secret!.items;
+        job.spec!.template.spec!.volumes!.push(volume);
+      },
+      "named keys of the node's Secret",
     ],
     [
       'another Secret',
