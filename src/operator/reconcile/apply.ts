@@ -3,7 +3,7 @@
 // cache, so a pass with nothing changed writes nothing.
 import type { KubernetesObject } from '@kubernetes/client-node';
 import { LABELS } from '../../contract/pods.js';
-import type { ReconcileContext } from '../../kube/index.js';
+import type { ReconcileContext, ResourceKind } from '../../kube/index.js';
 import type { Child, DesiredChild } from '../builders/index.js';
 import { needsApply, withAppliedHash } from '../diff.js';
 import { CHILD_KINDS, KINDS, type OracleNode } from '../resource.js';
@@ -16,8 +16,10 @@ export function controlledBy(child: KubernetesObject, node: OracleNode): boolean
 }
 
 /**
- * Applies the children that differ from the cluster: everything the coordinator needs first, together, and the
- * CronJob last, so it never starts a cycle without its config, RBAC or cache in place. Throws the first failure.
+ * Applies the children that differ from the cluster: the gateway's node key first, so that no gateway pod of a new
+ * template starts with the previous key (it reads it once, at start); then everything the coordinator needs,
+ * together; and the CronJob last, so it never starts a cycle without its config, RBAC or cache in place. Throws the
+ * first failure, before the next batch.
  */
 export async function applyChildren(node: OracleNode, children: DesiredChild[], context: ReconcileContext) {
   const pending = children
@@ -30,7 +32,13 @@ export async function applyChildren(node: OracleNode, children: DesiredChild[], 
         { metadataOnly: kind === KINDS.secret },
       ),
     );
-  const batches = [pending.filter((c) => c.kind !== KINDS.cronJob), pending.filter((c) => c.kind === KINDS.cronJob)];
+  const first = (kind: ResourceKind) => kind === KINDS.secret;
+  const last = (kind: ResourceKind) => kind === KINDS.cronJob;
+  const batches = [
+    pending.filter((c) => first(c.kind)),
+    pending.filter((c) => !first(c.kind) && !last(c.kind)),
+    pending.filter((c) => last(c.kind)),
+  ];
   for (const batch of batches) {
     await Promise.all(
       batch.map(({ kind, desired }) => {

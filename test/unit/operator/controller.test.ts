@@ -104,6 +104,31 @@ describe('operator controller (reconcile against an in-memory cluster)', () => {
     }
   });
 
+  it("the gateway's node key is applied before the gateway: a refused key leaves the gateway's template as it was", async () => {
+    const { kube, secret, reconcile } = setup('full-multi-chain');
+    await reconcile();
+    kube.writes.length = 0;
+    const rotated = structuredClone(secret) as { data: Record<string, string> };
+    rotated.data.NODE_WALLET_MNEMONIC = Buffer.from(
+      'legal winner thank year wave sausage worth useful legal winner thank yellow',
+    ).toString('base64');
+    kube.put(KINDS.secret, rotated as KubernetesObject);
+    kube.refuseApply = (kind) =>
+      kind === KINDS.secret ? new ApiError('etcdserver: request timed out', 500) : undefined;
+    try {
+      await reconcile().catch(() => undefined);
+      // Neither the gateway nor the coordinator rolled onto a key that is not there yet.
+      expect(childWrites(kube).map((w) => w.kind)).to.deep.equal([]);
+      kube.refuseApply = undefined;
+      await reconcile();
+      const order = childWrites(kube).map((w) => w.kind);
+      expect(order[0]).to.equal('Secret');
+      expect(order).to.include('Deployment');
+    } finally {
+      clearSecrets();
+    }
+  });
+
   it('a Secret rotation rolls the pods (secret hash) without touching the ConfigMap', async () => {
     const { kube, secret, reconcile } = setup('minimal');
     await reconcile();
