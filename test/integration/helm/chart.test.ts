@@ -140,8 +140,9 @@ describe('Helm chart charts/oracle-node-operator', function () {
     expect(await serviceAccountCan(ns.name, fullname, 'watch', 'oraclenodes.oracle-node.io', 'default')).to.equal(true);
     expect(await serviceAccountCan(ns.name, fullname, 'create', 'cronjobs.batch', 'default')).to.equal(true);
     expect(await serviceAccountCan(ns.name, fullname, 'get', 'leases.coordination.k8s.io', ns.name)).to.equal(true);
-    // Least privilege: secrets are read, never written; nothing outside what it manages.
-    expect(await serviceAccountCan(ns.name, fullname, 'create', 'secrets', 'default')).to.equal(false);
+    // Least privilege: secrets are read, and written only as the gateway's derived node key (server-side apply:
+    // create and patch, never update); nothing outside what it manages.
+    expect(await serviceAccountCan(ns.name, fullname, 'update', 'secrets', 'default')).to.equal(false);
     expect(await serviceAccountCan(ns.name, fullname, 'delete', 'nodes', 'default')).to.equal(false);
     expect(await serviceAccountCan(ns.name, fullname, 'create', 'clusterroles', 'default')).to.equal(false);
     expect(await serviceAccountCan(ns.name, fullname, 'get', 'leases.coordination.k8s.io', 'default')).to.equal(false);
