@@ -23,6 +23,7 @@ import {
   MANAGED_BY,
   type OracleNode,
 } from '../resource.js';
+import { applyPodOverrides, inheritedMetadata, podMetadata } from './pod-overrides.js';
 import { workloadResources } from './resources.js';
 
 /** Settings of the operator itself (flags/environment of `oracle-node operator`). */
@@ -114,10 +115,13 @@ export function metadata(
   component: Component,
   stage = input.config.nodeSettings.stage,
 ) {
+  const own = labels(input.node, stage, component);
+  const { annotations, labels: merged } = inheritedMetadata(input.node, { labels: own });
   return {
     name,
     namespace: input.node.metadata.namespace,
-    labels: labels(input.node, stage, component),
+    labels: merged ?? own,
+    ...(annotations ? { annotations } : {}),
     ownerReferences: [ownerReference(input.node)],
   };
 }
@@ -142,12 +146,18 @@ export function configHash(input: BuildInput): string {
   return hashOf(input.rawConfig);
 }
 
-/** Pod template annotations: a changed config, or a changed key of the workload's, changes the template, which rolls it. */
-export function podAnnotations(input: BuildInput, workload: Workload): Record<string, string> {
-  return {
-    [ANNOTATIONS.configHash]: configHash(input),
-    [ANNOTATIONS.secretHash]: input.secretHashes?.[workload] ?? input.secretHash,
-  };
+/**
+ * A workload's pod template metadata: its labels, and annotations by which a changed config, or a changed key of the
+ * workload's, changes the template, which rolls it; the user's pod labels and annotations beneath them.
+ */
+export function podTemplateMetadata(input: BuildInput, workload: Workload, ownLabels: Record<string, string>) {
+  return podMetadata(input.node, workload, {
+    labels: ownLabels,
+    annotations: {
+      [ANNOTATIONS.configHash]: configHash(input),
+      [ANNOTATIONS.secretHash]: input.secretHashes?.[workload] ?? input.secretHash,
+    },
+  });
 }
 
 export function image(input: BuildInput): string {
@@ -287,7 +297,7 @@ export function engineContainer(
 export function basePodSpec(
   input: BuildInput,
   containers: V1Container[],
-  identity: { serviceAccountName: string; apiToken: boolean },
+  identity: { workload: Workload; serviceAccountName: string; apiToken: boolean },
 ): V1PodSpec {
   const names = childNames(input.node.metadata.name, input.config.nodeSettings.stage);
   const spec: V1PodSpec = {
@@ -301,10 +311,7 @@ export function basePodSpec(
       { name: 'tmp', emptyDir: { sizeLimit: '64Mi' } },
     ],
   };
-  const { nodeSelector, tolerations, affinity } = input.node.spec;
-  if (nodeSelector && Object.keys(nodeSelector).length > 0) spec.nodeSelector = nodeSelector;
-  if (tolerations && tolerations.length > 0) spec.tolerations = tolerations;
-  if (affinity && Object.keys(affinity).length > 0) spec.affinity = affinity;
+  applyPodOverrides(input.node, identity.workload, spec);
   return spec;
 }
 

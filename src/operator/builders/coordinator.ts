@@ -16,9 +16,10 @@ import {
   engineContainer,
   labels,
   metadata,
-  podAnnotations,
+  podTemplateMetadata,
 } from './common.js';
 import { gatewayEnabled } from './gateway.js';
+import { inheritedMetadata } from './pod-overrides.js';
 import { buildWorkerTemplate } from './worker.js';
 
 /** A cycle that has not started 20 s after its tick is skipped: the next tick is near. */
@@ -111,7 +112,11 @@ export function buildCoordinatorCronJob(
       : []),
   ]);
   // The coordinator creates the cycle's worker Jobs and writes its cache and cycle report.
-  const podSpec = basePodSpec(input, [container], { serviceAccountName: names.coordinator, apiToken: true });
+  const podSpec = basePodSpec(input, [container], {
+    workload: 'coordinator',
+    serviceAccountName: names.coordinator,
+    apiToken: true,
+  });
   podSpec.restartPolicy = 'Never';
   const podLabels = labels(input.node, stage, 'coordinator');
   return {
@@ -126,12 +131,12 @@ export function buildCoordinatorCronJob(
       successfulJobsHistoryLimit: 3,
       failedJobsHistoryLimit: 3,
       jobTemplate: {
-        metadata: { labels: podLabels },
+        metadata: inheritedMetadata(input.node, { labels: podLabels }),
         spec: {
           activeDeadlineSeconds: run.activeDeadlineSeconds,
           backoffLimit: 0,
           template: {
-            metadata: { labels: podLabels, annotations: podAnnotations(input, 'coordinator') },
+            metadata: podTemplateMetadata(input, 'coordinator', podLabels),
             spec: podSpec,
           },
         },
