@@ -16,6 +16,7 @@ import {
   type ApiResponse,
   fulfillData,
   type PlannedTransaction,
+  ProviderCheckError,
   planApiCallTransaction,
   type StaticCheck,
   signFulfillment,
@@ -101,6 +102,8 @@ type ShardRun = {
   gasPriceStrategyFailures: StrategyFailure[];
   /** When the first provider was asked (the submission spans start there). */
   submissionStartMs: number;
+  /** A provider could not answer a fulfilment check (never a revert): what no provider took stays open. */
+  checkFailed: boolean;
 };
 
 /**
@@ -181,6 +184,7 @@ function startRun(shard: ShardInput, context: ChainContext): ShardRun {
     gasPriceWei: undefined,
     gasPriceStrategyFailures: [],
     submissionStartMs: Date.now(),
+    checkFailed: false,
   };
 }
 
@@ -362,6 +366,7 @@ async function submitThrough(
     run.pending = [];
   } catch (error) {
     if (options.apis.failure) throw options.apis.failure.error;
+    if (error instanceof ProviderCheckError) run.checkFailed = true;
     // A lost answer does not mean a dead provider: ask it first whether it took the transactions.
     if (run.lost.size > 0) await confirmLostSends(run, client, providerName);
     // Keep what was sent; the rest goes to the next provider.
@@ -666,7 +671,9 @@ function settleUntaken(run: ShardRun): void {
       outcome: 'error',
       reason: run.lost.has(itemId(item))
         ? 'sent, but its answer was lost and no provider knows the transaction by its hash'
-        : 'no provider could take the transaction',
+        : run.checkFailed
+          ? 'no provider could answer the fulfilment check (a provider error, not a revert); the request stays open'
+          : 'no provider could take the transaction',
     });
   }
   run.pending = [];
