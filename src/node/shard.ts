@@ -31,8 +31,7 @@ import {
   getGasTarget,
   type StrategyFailure,
 } from '../chain/gas-price.js';
-import { decidePending, needsCountBefore, type PendingDecision, STUCK_AFTER_BLOCKS } from '../chain/pending.js';
-import { parseMinConfirmations } from '../chain/requests.js';
+import { decidePending, type PendingDecision, PendingSightings } from '../chain/pending.js';
 import { RpcClient } from '../chain/rpc.js';
 import { isKnown, type SendReport, sendInNonceOrder } from '../chain/sending.js';
 import { simulateFromWallet } from '../chain/simulation.js';
@@ -59,7 +58,12 @@ export type ChainContext = {
   rpcClient?: (url: string) => RpcClient;
   /** Spans of the shard's requests, children of the traces named in the shard input. */
   tracer?: Tracer;
+  /** What this process has seen of the wallets' pending transactions (the process's own when not given). */
+  pendingSightings?: PendingSightings;
 };
+
+/** The sightings of this process: every shard, cycle and window poll it runs adds to them. */
+const PROCESS_SIGHTINGS = new PendingSightings();
 
 /** Both halves in one process (InProcessExecutor): the chain half's context and the API calls'. */
 export type ShardContext = ChainContext & {
@@ -334,14 +338,15 @@ async function submitThrough(
       transactionCount(client, run.wallet.address, 'latest'),
       transactionCount(client, run.wallet.address, 'pending'),
     ]);
-    // Transactions already in the pool, whoever sent them, are left alone unless they are stuck
+    // Transactions already in the pool, whoever sent them, are left alone unless this process has seen them stuck
     // (src/chain/pending.ts); stuck ones are replaced (same nonces), which needs a higher price.
-    const decision = await pendingDecision(client, {
-      address: run.wallet.address,
+    const sightings = run.context.pendingSightings ?? PROCESS_SIGHTINGS;
+    const walletKey = `${run.shard.chainId}:${run.wallet.address.toLowerCase()}`;
+    const seenPendingFor = sightings.observe(walletKey, { latestCount, pendingCount, block: run.shard.currentBlock });
+    const decision = decidePending({
       latestCount,
       pendingCount,
-      currentBlock: run.shard.currentBlock,
-      oldestServableBlock: oldestServableBlock(run.context.config, run.chain, run.pending),
+      seenPendingFor,
       ...(run.shard.inFlightNonces ? { inFlightNonces: run.shard.inFlightNonces } : {}),
     });
     if (decision.action === 'wait') {
@@ -361,6 +366,7 @@ async function submitThrough(
       pendingCount,
       gasTarget,
       replaces,
+      sent: (nextNonce) => sightings.sent(walletKey, { latestCount, nextNonce, block: run.shard.currentBlock }),
     });
     run.timings.sendMs += performance.now() - sendStart;
     run.pending = [];
@@ -390,40 +396,6 @@ async function confirmLostSends(run: ShardRun, client: RpcClient, provider: stri
       'a transaction whose answer was lost is known by its hash',
     );
   });
-}
-
-/** The block from which a transaction for the oldest of `items` may have been sent (its block + confirmations). */
-function oldestServableBlock(config: Config, chain: Chain, items: WorkItem[]): number {
-  const calls = items.flatMap((item) => (item.kind === 'api' ? [item.call] : []));
-  // As the confirmation filter: the largest valid `_minConfirmations` of the sponsor's requests, else the chain's.
-  const requested = calls
-    .map((call) => parseMinConfirmations(requestedMinConfirmations(config, call)))
-    .filter((n): n is number => n !== undefined);
-  const confirmations =
-    requested.length > 0 ? Math.max(...requested) : (chain.minConfirmations ?? DEFAULT_MIN_CONFIRMATIONS);
-  return Math.min(
-    ...items.map((item) => (item.kind === 'api' ? item.call.blockNumber + confirmations : item.withdrawal.blockNumber)),
-  );
-}
-
-/** The pending-transaction rule with its inputs read from the provider (one more read only when it matters). */
-async function pendingDecision(
-  client: RpcClient,
-  input: {
-    address: string;
-    latestCount: number;
-    pendingCount: number;
-    currentBlock: number;
-    oldestServableBlock: number;
-    inFlightNonces?: readonly number[];
-  },
-): Promise<PendingDecision> {
-  const { address, ...state } = input;
-  if (!needsCountBefore(state)) return decidePending(state);
-  const before = state.currentBlock - STUCK_AFTER_BLOCKS;
-  // A provider without that block's state cannot tell: the requests' age decides alone.
-  const latestCountBefore = await transactionCount(client, address, before).catch(() => undefined);
-  return decidePending(latestCountBefore === undefined ? state : { ...state, latestCountBefore });
 }
 
 /** The cycle's gas price (the coordinator's, else read here), raised when stuck transactions are replaced. */
@@ -572,7 +544,14 @@ async function sendPlanned(
   client: RpcClient,
   providerName: string,
   plans: Plan[],
-  nonces: { firstNonce: number; pendingCount: number; gasTarget: GasTarget; replaces: (nonce: number) => boolean },
+  nonces: {
+    firstNonce: number;
+    pendingCount: number;
+    gasTarget: GasTarget;
+    replaces: (nonce: number) => boolean;
+    /** Called with the nonce after the highest one that may have reached the pool. */
+    sent: (nextNonce: number) => void;
+  },
 ): Promise<void> {
   const sendable: { item: WorkItem; plan: SendablePlan }[] = [];
   run.pending.forEach((item, index) => {
@@ -592,6 +571,12 @@ async function sendPlanned(
       gasTarget: nonces.gasTarget,
     },
   );
+  const reached = [
+    ...report.sent.flatMap((sent) => (sent && 'txHash' in sent ? [sent.nonce] : [])),
+    ...report.fillers.flatMap((filler) => (filler.txHash ? [filler.nonce] : [])),
+    ...(report.unanswered ?? []).map((lost) => lost.nonce),
+  ];
+  if (reached.length > 0) nonces.sent(Math.max(...reached) + 1);
   recordSends(run, providerName, sendable, report, nonces.replaces);
   logFillers(run.logger, report);
   for (const { index, nonce, txHash } of report.unanswered ?? []) {
