@@ -121,6 +121,8 @@ export type PlannedTransaction =
       gasLimit: bigint;
       gasTarget: GasTarget;
       errorMessage?: string;
+      /** The request's own `_gasPrice` (wei), which `gasTarget` is: repriced when it replaces a stuck transaction. */
+      requestedGasPrice?: bigint;
     }
   | { kind: 'skip'; requestId: string; reason: string };
 
@@ -281,6 +283,7 @@ export async function planApiCallTransaction(
     data,
     gasLimit,
     gasTarget,
+    ...(response.gasPrice !== undefined ? { requestedGasPrice: BigInt(response.gasPrice) } : {}),
   });
 
   if (context.fulfillmentGasLimit !== undefined) {

@@ -29,6 +29,8 @@ import {
   type GasTarget,
   gasTargetFromJson,
   getGasTarget,
+  REPLACEMENT_BUMP_PERCENT,
+  requestedPriceReplacement,
   type StrategyFailure,
 } from '../chain/gas-price.js';
 import { decidePending, type PendingDecision, PendingSightings } from '../chain/pending.js';
@@ -414,7 +416,7 @@ async function priceTransactions(
     }));
   if (decision.action === 'replace') {
     logger.info({ provider: providerName, pending: decision.pending }, 'replacing stuck pending transactions');
-    gasTarget = bumpGasTarget(gasTarget, 20);
+    gasTarget = bumpGasTarget(gasTarget, REPLACEMENT_BUMP_PERCENT);
   }
   run.gasPriceWei = String(gasTarget.type === 0 ? gasTarget.gasPrice : gasTarget.maxFeePerGas);
   return gasTarget;
@@ -560,17 +562,21 @@ async function sendPlanned(
       run.outcomes.push({ id: itemId(item), kind: item.kind, outcome: 'skipped', reason: plan.reason });
     } else sendable.push({ item, plan });
   });
-  const report = await sendInNonceOrder(
-    sendable.map((s) => s.plan),
-    {
-      client,
-      wallet: run.wallet,
-      chainId: run.shard.chainId,
-      firstNonce: nonces.firstNonce,
-      pendingNonce: nonces.pendingCount,
-      gasTarget: nonces.gasTarget,
-    },
+  // A fulfilment at its request's `_gasPrice` that takes a stuck transaction's nonce is raised as a replacement too:
+  // at its own price it would be the stuck transaction again (or one refused as underpriced), every cycle.
+  const priced = sendable.map(({ plan }, index) =>
+    plan.kind === 'fulfill' && plan.requestedGasPrice !== undefined && nonces.replaces(nonces.firstNonce + index)
+      ? { ...plan, gasTarget: requestedPriceReplacement(plan.requestedGasPrice, nonces.gasTarget) }
+      : plan,
   );
+  const report = await sendInNonceOrder(priced, {
+    client,
+    wallet: run.wallet,
+    chainId: run.shard.chainId,
+    firstNonce: nonces.firstNonce,
+    pendingNonce: nonces.pendingCount,
+    gasTarget: nonces.gasTarget,
+  });
   const reached = [
     ...report.sent.flatMap((sent) => (sent && 'txHash' in sent ? [sent.nonce] : [])),
     ...report.fillers.flatMap((filler) => (filler.txHash ? [filler.nonce] : [])),

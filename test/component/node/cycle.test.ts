@@ -581,6 +581,49 @@ describe('request-response cycle on anvil (real AirnodeRrpV0)', () => {
       expect(Number(nonce)).to.equal(1);
     });
 
+    it("replaces a stuck fulfilment priced by its request's `_gasPrice` at the replacement price, so its wallet is not held behind it", async () => {
+      const sponsor = await newSponsor();
+      // A requester's price far below the node's: the kind of transaction that stays in the pool.
+      const cheap = await fullRequest(
+        sponsor,
+        encodeCoin('ETH', [{ name: '_gasPrice', type: 'string', value: '1000000000' }]),
+      );
+      const tenGwei = [{ gasPriceStrategy: 'constantGasPrice', gasPrice: { value: 10, unit: 'gwei' } }];
+      const config = buildConfig({ ...base(), gasPriceOracle: tenGwei });
+      const run = () =>
+        runCycle(config, {
+          executor: new InProcessExecutor({ config, wallets, logger: silentLogger, cache }),
+          logger: silentLogger,
+          wallets,
+        });
+      const outcome = (summary: CycleSummary) =>
+        summary.results.flatMap((r) => (r.ok ? r.output.outcomes : [])).find((o) => o.id === cheap)!;
+      const priceOf = async (txHash: string) =>
+        BigInt((await rpc<{ gasPrice: string }>(chain.anvil.url, 'eth_getTransactionByHash', [txHash])).gasPrice);
+      await rpc(chain.anvil.url, 'evm_setAutomine', [false]);
+      try {
+        const first = await run();
+        expect(await priceOf(outcome(first).txHash!)).to.equal(10n ** 9n);
+        await rpc(chain.anvil.url, 'evm_setBlockGasLimit', ['0xc350']);
+        await mineBlocks(chain.anvil.url, STUCK_AFTER_BLOCKS);
+        await rpc(chain.anvil.url, 'evm_setBlockGasLimit', ['0x5f5e100']);
+        const second = await run();
+        // At its own price again it would be refused as underpriced, every cycle: raised as any replacement.
+        expect(outcome(second)).to.include({ outcome: 'fulfilled', nonce: 0, replacement: true });
+        expect(await priceOf(outcome(second).txHash!)).to.equal(12n * 10n ** 9n);
+        await rpc(chain.anvil.url, 'evm_mine', []);
+      } finally {
+        await rpc(chain.anvil.url, 'evm_setBlockGasLimit', ['0x5f5e100']);
+        await rpc(chain.anvil.url, 'evm_setAutomine', [true]);
+      }
+      await waitForMined(chain.anvil.url);
+      expect((await requestEvents(chain.deployment, cheap)).fulfilled).to.have.length(1);
+      // The wallet goes on: its next request is served at the next nonce.
+      const next = await fullRequest(sponsor);
+      await cycle({ gasPriceOracle: tenGwei });
+      expect((await requestEvents(chain.deployment, next)).fulfilled).to.have.length(1);
+    });
+
     it("never replaces on first sight: an overlapping coordinator leaves old requests' pending fulfilments alone until it has seen them pending for STUCK_AFTER_BLOCKS blocks", async () => {
       const sponsor = await newSponsor();
       const ids: string[] = [];
