@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { signFulfillment } from '../../../src/chain/fulfillment.js';
+import { MAX_ENCODED_PARAMETERS_BYTES } from '../../../src/chain/requests.js';
 import { type Config, secretScopes, validateConfig } from '../../../src/config/index.js';
 import { ENV } from '../../../src/contract/pods.js';
 import type { ApiShardOutput } from '../../../src/contract/shard.js';
@@ -168,6 +169,42 @@ describe('coordinator and API workers (anvil, real worker processes)', function 
     await cycle(new WorkerProcesses(workerArgs, {}));
     expect((await requestEvents(chain.deployment, id)).fulfilled).to.have.length(1);
     expect(await transactionCount(sponsor.sponsorWallet)).to.equal(nonce + 1);
+  });
+
+  // Near 1 MB: anvil refuses a JSON-RPC body over 2 MiB, and the transaction carries the parameters as hex.
+  const PARAMETER_BYTES = 1_000_000;
+
+  it('fails a request with 1 MB of parameters once, with the reason, and serves the honest requests of its cycle', async () => {
+    const parameters = encodeCoin('ETH', [{ type: 'string', name: 'note', value: 'x'.repeat(PARAMETER_BYTES) }]);
+    const big = await request(ENDPOINTS.price, parameters);
+    // An honest request of the same sponsor wallet (the same shard) and one of another.
+    const sameShard = await makeFullRequest(chain.deployment, {
+      endpointId: ENDPOINTS.price,
+      sponsor: big.sponsor.address,
+      sponsorWallet: big.sponsor.sponsorWallet,
+      parameters: encodeCoin('BTC'),
+    });
+    const other = await request();
+    const workers = new WorkerProcesses(workerArgs, {});
+    const summary = await cycle(workers);
+    expect(summary.shards).to.deep.equal({ total: 2, failed: 0 });
+    const reason = `Parameters are ${(parameters.length - 2) / 2} bytes, over the limit of ${MAX_ENCODED_PARAMETERS_BYTES}`;
+    expect(await requestEvents(chain.deployment, big.id)).to.deep.equal({
+      fulfilled: [],
+      failed: [{ message: reason }],
+    });
+    expect((await requestEvents(chain.deployment, sameShard)).fulfilled).to.deep.equal([
+      { data: int256(65000500000n) },
+    ]);
+    expect((await requestEvents(chain.deployment, other.id)).fulfilled).to.have.length(1);
+    // No worker was given the oversized parameters.
+    const dispatched = workers.inputs.flatMap((input) => input.requests.map((r) => r.id));
+    expect(dispatched).to.have.members([sameShard, other.id]);
+    // Failed once: the next cycle sends nothing for it.
+    const nonce = await transactionCount(big.sponsor.sponsorWallet);
+    await cycle(workers);
+    expect(await transactionCount(big.sponsor.sponsorWallet)).to.equal(nonce);
+    expect((await requestEvents(chain.deployment, big.id)).failed).to.have.length(1);
   });
 
   it('answers a cache hit in the coordinator without dispatching it, and caches what a worker answered', async () => {
