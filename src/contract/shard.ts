@@ -241,6 +241,43 @@ export function buildWorkerJob(
   };
 }
 
+/**
+ * What one worker Job's input ConfigMap carries at most (keys and values, UTF-8): the API server refuses an object
+ * over 1 MiB (1,048,576 bytes, etcd's request limit), and the rest of the margin is the object's metadata.
+ */
+export const MAX_WORKER_INPUT_BYTES = 900 * 1024;
+
+/**
+ * Shards' inputs (their JSON texts, by index) packed in order into batches that each fit one worker Job's input
+ * ConfigMap, and the shards that alone do not fit (they fail alone: no Job could carry them).
+ */
+export function packShardInputs(
+  texts: readonly string[],
+  budget = MAX_WORKER_INPUT_BYTES,
+): { batches: number[][]; oversized: { index: number; bytes: number }[] } {
+  const batches: number[][] = [];
+  const oversized: { index: number; bytes: number }[] = [];
+  let batch: number[] = [];
+  let used = 0;
+  texts.forEach((text, index) => {
+    // Keyed by its index in the batch: the key is at most as long as this one.
+    const bytes = Buffer.byteLength(shardKey(index)) + Buffer.byteLength(text);
+    if (bytes > budget) {
+      oversized.push({ index, bytes });
+      return;
+    }
+    if (used + bytes > budget) {
+      batches.push(batch);
+      batch = [];
+      used = 0;
+    }
+    batch.push(index);
+    used += bytes;
+  });
+  if (batch.length > 0) batches.push(batch);
+  return { batches, oversized };
+}
+
 /** The worker Job's input: one key per shard, owned by the Job so it goes with it. */
 export function buildShardInputConfigMap(job: V1Job, shards: ApiShardInput[]): V1ConfigMap {
   const data: Record<string, string> = {};

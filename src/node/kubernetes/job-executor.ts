@@ -13,6 +13,8 @@ import {
   buildWorkerJob,
   COMPLETION_INDEX_ANNOTATION,
   MAX_SHARD_OUTPUT_BYTES,
+  MAX_WORKER_INPUT_BYTES,
+  packShardInputs,
   parseShardOutput,
   WORKER_CONTAINER,
   type WorkerTemplate,
@@ -27,13 +29,22 @@ export interface WorkerJobApi {
   unsuspendJob(name: string): Promise<void>;
   readJob(name: string): Promise<V1Job | undefined>;
   createConfigMap(configMap: V1ConfigMap): Promise<void>;
+  /** Deletes a Job (its pods with it); a Job already gone is no error. */
+  deleteJob(name: string): Promise<void>;
   listJobPods(jobName: string): Promise<V1Pod[]>;
   /**
-   * The pod's log, at most MAX_SHARD_OUTPUT_BYTES of it, or undefined when there is none (e.g. a pod that never ran
-   * a container).
+   * The end of the pod's log (its last WORKER_LOG_TAIL_LINES lines, at most MAX_SHARD_OUTPUT_BYTES of them), or
+   * undefined when there is none (e.g. a pod that never ran a container).
    */
   readPodLog(podName: string, container: string): Promise<string | undefined>;
 }
+
+/**
+ * How many of a worker pod's last log lines are read: its output is its last stdout line, and only the few lines its
+ * process logs while it ends can follow it. The API's `limitBytes` alone keeps the start of a log, which lost the
+ * output of a worker whose log passed the bound; the kubelet applies `tailLines` first, then `limitBytes`.
+ */
+export const WORKER_LOG_TAIL_LINES = 100;
 
 export type JobExecutorOptions = {
   api: WorkerJobApi;
@@ -52,8 +63,37 @@ export class KubernetesJobExecutor implements ApiWorkers {
 
   constructor(private readonly options: JobExecutorOptions) {}
 
+  /**
+   * The shards in as many Jobs as their inputs need (one, unless they pass what one input ConfigMap holds), with the
+   * chain's concurrency shared between them. A shard whose input alone is too large fails alone.
+   */
   async run(shards: ApiShardInput[], options: { concurrency: number }): Promise<ApiShardResult[]> {
     if (shards.length === 0) return [];
+    const { batches, oversized } = packShardInputs(shards.map((shard) => JSON.stringify(shard)));
+    const results: ApiShardResult[] = new Array(shards.length);
+    for (const { index, bytes } of oversized) {
+      results[index] = {
+        ok: false,
+        error: `shard input is ${bytes} bytes, over the ${MAX_WORKER_INPUT_BYTES} a worker Job's input holds`,
+      };
+    }
+    const concurrency = Math.max(1, Math.floor(options.concurrency / Math.max(1, batches.length)));
+    await Promise.all(
+      batches.map(async (batch) => {
+        const batchResults = await this.runJob(
+          batch.map((index) => shards[index]!),
+          { concurrency },
+        );
+        batch.forEach((index, position) => {
+          results[index] = batchResults[position]!;
+        });
+      }),
+    );
+    return results;
+  }
+
+  /** One Indexed Job for shards whose inputs fit its ConfigMap. */
+  private async runJob(shards: ApiShardInput[], options: { concurrency: number }): Promise<ApiShardResult[]> {
     const { api, template } = this.options;
     const chainId = shards[0]!.chainId;
     const cycleId = `${Math.floor((this.options.now ?? Date.now)() / 1000).toString(36)}${(this.sequence++).toString(36)}-${chainId.slice(-6)}`;
@@ -67,6 +107,8 @@ export class KubernetesJobExecutor implements ApiWorkers {
       await api.createConfigMap(buildShardInputConfigMap(created, shards));
       await api.unsuspendJob(name);
     } catch (error) {
+      // A suspended Job never finishes and would hold a stage rollout: it goes (best effort; its TTL cannot apply).
+      await api.deleteJob(name).catch(() => undefined);
       return failAll(`could not start worker Job ${name}: ${errorMessage(error)}`);
     }
     const finished = await this.waitForJob(name);
@@ -121,10 +163,14 @@ export function kubeWorkerJobApi(client: RuntimeClient, namespace: string): Work
     async createConfigMap(configMap) {
       await client.create(configMaps, inNamespace(configMap));
     },
+    deleteJob: (name) => client.delete(jobs, { namespace, name }, { propagationPolicy: 'Background' }),
     listJobPods: (jobName) => client.list<V1Pod>(pods, namespace, `${JOB_NAME_LABEL}=${jobName}`),
     async readPodLog(name, container) {
       try {
-        return await client.podLog({ namespace, name }, { container, limitBytes: MAX_SHARD_OUTPUT_BYTES });
+        return await client.podLog(
+          { namespace, name },
+          { container, tailLines: WORKER_LOG_TAIL_LINES, limitBytes: MAX_SHARD_OUTPUT_BYTES },
+        );
       } catch {
         return undefined;
       }

@@ -6,6 +6,8 @@ import {
   MAX_ENCODED_VALUE_BYTES,
   MAX_SHARD_INPUT_BYTES,
   MAX_SHARD_OUTPUT_BYTES,
+  MAX_WORKER_INPUT_BYTES,
+  packShardInputs,
   parseShardInput,
   parseShardOutput,
   resultsFor,
@@ -137,5 +139,27 @@ describe('the coordinator <-> worker contract', () => {
     ]);
     // The template itself is not changed.
     expect(template.template.spec!.volumes).to.equal(undefined);
+  });
+
+  it('packs shard inputs in order into batches that fit one input ConfigMap; one too large alone is left out', () => {
+    const text = (bytes: number) => 'x'.repeat(bytes);
+    const third = Math.floor(MAX_WORKER_INPUT_BYTES / 3);
+    const packed = packShardInputs([
+      text(third),
+      text(MAX_WORKER_INPUT_BYTES),
+      text(third),
+      text(third),
+      text(10),
+      text(2_000_000),
+    ]);
+    expect(packed.oversized).to.deep.equal([
+      { index: 1, bytes: MAX_WORKER_INPUT_BYTES + 12 },
+      { index: 5, bytes: 2_000_012 },
+    ]);
+    expect(packed.batches).to.deep.equal([
+      [0, 2],
+      [3, 4],
+    ]);
+    expect(packShardInputs([]).batches).to.deep.equal([]);
   });
 });
