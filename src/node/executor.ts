@@ -87,7 +87,7 @@ export class WorkerExecutor implements ShardExecutor {
     const inputs = sent.map(({ shard, requests }) => apiShardInput(shard, requests));
     const results = inputs.length > 0 ? await this.workers.run(inputs, options) : [];
     const workerResults = new Map(sent.map((dispatch, i) => [dispatch, { input: inputs[i]!, result: results[i] }]));
-    return mapLimit(dispatches, options.concurrency, async (dispatch): Promise<ShardResult> => {
+    const answered = await mapLimit(dispatches, options.concurrency, async (dispatch) => {
       const worker = workerResults.get(dispatch);
       try {
         let output: { input: ApiShardInput; output: ApiShardOutput } | undefined;
@@ -96,12 +96,32 @@ export class WorkerExecutor implements ShardExecutor {
           if (!worker.result?.ok) throw new Error(worker.result?.error ?? 'the worker gave no result');
           output = { input: worker.input, output: worker.result.output };
         }
-        const answers = await this.answersOf(dispatch, output);
-        return { ok: true, output: await runChainHalf(dispatch.shard, answers, this.context) };
+        return { dispatch, answers: await this.answersOf(dispatch, output) };
       } catch (error) {
-        return failedShard(dispatch.shard, error, this.context);
+        return { dispatch, failure: failedShard(dispatch.shard, error, this.context) };
       }
     });
+    await this.flushCache();
+    return mapLimit(answered, options.concurrency, async (shard): Promise<ShardResult> => {
+      if (!shard.answers) return shard.failure;
+      try {
+        return { ok: true, output: await runChainHalf(shard.dispatch.shard, shard.answers, this.context) };
+      } catch (error) {
+        return failedShard(shard.dispatch.shard, error, this.context);
+      }
+    });
+  }
+
+  /** Every shard's new cache entries in one write, before any of their transactions leaves; a failed write is a WARN. */
+  private async flushCache(): Promise<void> {
+    try {
+      await this.context.cache?.flush?.();
+    } catch (error) {
+      this.context.logger.warn(
+        { err: errorMessage(error) },
+        'response cache not written; fulfilments go on without it',
+      );
+    }
   }
 
   private async dispatchOf(shard: ShardInput): Promise<Dispatch> {

@@ -10,9 +10,12 @@ import { MAX_ENCODED_PARAMETERS_BYTES } from '../../../src/chain/requests.js';
 import { type Config, secretScopes, validateConfig } from '../../../src/config/index.js';
 import { ENV } from '../../../src/contract/pods.js';
 import type { ApiShardOutput } from '../../../src/contract/shard.js';
+import { ApiError } from '../../../src/kube/api.js';
 import { MemoryResponseCache } from '../../../src/node/cache.js';
 import { type CycleSummary, runCycle } from '../../../src/node/cycle.js';
 import { type ApiShardResult, type ApiWorkers, WorkerExecutor } from '../../../src/node/executor.js';
+import type { ConfigMapStore } from '../../../src/node/kubernetes/config-map-store.js';
+import { ConfigMapResponseCache } from '../../../src/node/kubernetes/response-cache.js';
 import { silentLogger } from '../../../src/node/logger.js';
 import { rpc, startTestChain, waitForMined } from '../../support/chain.js';
 import {
@@ -28,6 +31,7 @@ import {
   wallets,
   writeNodeFiles,
 } from '../../support/harness.js';
+import { capturingLogger } from '../../support/logs.js';
 import { WorkerProcesses } from '../../support/worker-processes.js';
 
 describe('coordinator and API workers (anvil, real worker processes)', function () {
@@ -230,5 +234,26 @@ describe('coordinator and API workers (anvil, real worker processes)', function 
     expect((await requestEvents(chain.deployment, dispatched.id)).fulfilled).to.deep.equal([
       { data: stored!.encodedValue },
     ]);
+  });
+
+  it('a response cache that cannot be written is a WARN, and the fulfilment goes out anyway', async () => {
+    const { id } = await request(ENDPOINTS.counter, '0x');
+    // The ConfigMap store of a coordinator whose cache ConfigMap refuses every update (made immutable, RBAC, ...).
+    const store: ConfigMapStore = {
+      read: async () => ({ metadata: { name: 'n-cache', resourceVersion: '1' }, data: {} }),
+      replace: async () => {
+        throw new ApiError('PUT configmaps/n-cache: 422 field is immutable when `immutable` is set', 422, 'Invalid');
+      },
+    };
+    const cache = new ConfigMapResponseCache({ store });
+    const { logger, at } = capturingLogger();
+    const executor = new WorkerExecutor({ config, wallets, logger, cache }, new WorkerProcesses(workerArgs, {}));
+    const summary = await runCycle(config, { executor, logger: silentLogger, wallets, discoveryTimeoutMs: 10_000 });
+    await waitForMined(chain.anvil.url);
+    expect(summary.shards).to.deep.equal({ total: 1, failed: 0 });
+    expect((await requestEvents(chain.deployment, id)).fulfilled).to.have.length(1);
+    expect(cache.writeFailures).to.equal(1);
+    const warning = at('WARN').find((line) => line.msg === 'response cache not written; fulfilments go on without it');
+    expect(warning?.['err']).to.contain('immutable');
   });
 });
