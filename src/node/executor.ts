@@ -42,17 +42,29 @@ function failedShard(shard: ShardInput, error: unknown, context: ChainContext): 
   return { ok: false, chainId: shard.chainId, sponsorWallet: shard.sponsorWallet, error: errorMessage(error) };
 }
 
+/** Writes what a batch-writing cache (the ConfigMap on Kubernetes) recorded for the shards; a failed write is a WARN. */
+async function flushCache(context: ChainContext): Promise<void> {
+  try {
+    await context.cache?.flush?.();
+  } catch (error) {
+    context.logger.warn({ err: errorMessage(error) }, 'response cache not written; fulfilments go on without it');
+  }
+}
+
 export class InProcessExecutor implements ShardExecutor {
   constructor(private readonly context: ShardContext) {}
 
   async run(shards: ShardInput[], options: { concurrency: number }): Promise<ShardResult[]> {
-    return mapLimit(shards, options.concurrency, async (shard): Promise<ShardResult> => {
+    const results = await mapLimit(shards, options.concurrency, async (shard): Promise<ShardResult> => {
       try {
         return { ok: true, output: await runShard(shard, this.context) };
       } catch (error) {
         return failedShard(shard, error, this.context);
       }
     });
+    // Each shard sends as soon as its answers are in, so a batch-writing cache is written after them here.
+    await flushCache(this.context);
+    return results;
   }
 }
 
@@ -101,7 +113,8 @@ export class WorkerExecutor implements ShardExecutor {
         return { dispatch, failure: failedShard(dispatch.shard, error, this.context) };
       }
     });
-    await this.flushCache();
+    // Every shard's new cache entries in one write, before any of their transactions leaves.
+    await flushCache(this.context);
     return mapLimit(answered, options.concurrency, async (shard): Promise<ShardResult> => {
       if (!shard.answers) return shard.failure;
       try {
@@ -110,18 +123,6 @@ export class WorkerExecutor implements ShardExecutor {
         return failedShard(shard.dispatch.shard, error, this.context);
       }
     });
-  }
-
-  /** Every shard's new cache entries in one write, before any of their transactions leaves; a failed write is a WARN. */
-  private async flushCache(): Promise<void> {
-    try {
-      await this.context.cache?.flush?.();
-    } catch (error) {
-      this.context.logger.warn(
-        { err: errorMessage(error) },
-        'response cache not written; fulfilments go on without it',
-      );
-    }
   }
 
   private async dispatchOf(shard: ShardInput): Promise<Dispatch> {
