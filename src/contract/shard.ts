@@ -248,6 +248,40 @@ export function buildWorkerJob(
 export const MAX_WORKER_INPUT_BYTES = 900 * 1024;
 
 /**
+ * A shard whose input passes `budget` as its requests in order, in pieces that each fit (a request too large alone is
+ * a piece of its own, which no Job carries); a shard that fits is its only piece. A piece is a shard of its own for
+ * the worker: its results are those of its requests.
+ */
+export function splitShardInput(shard: ApiShardInput, budget = MAX_WORKER_INPUT_BYTES): ApiShardInput[] {
+  const pieceOf = (requests: ApiShardRequest[]): ApiShardInput => {
+    const { traceparents, ...rest } = shard;
+    if (!traceparents) return { ...rest, requests };
+    const kept = requests.flatMap((r) => (traceparents[r.id] ? [[r.id, traceparents[r.id]!] as const] : []));
+    return { ...rest, requests, traceparents: Object.fromEntries(kept) };
+  };
+  if (Buffer.byteLength(JSON.stringify(shard)) <= budget) return [shard];
+  const base = Buffer.byteLength(JSON.stringify(pieceOf([])));
+  // A request's share of its piece: its JSON, a comma, and its traceparent entry (id, value, quotes, colon, comma).
+  const share = (request: ApiShardRequest) =>
+    Buffer.byteLength(JSON.stringify(request)) + 1 + (shard.traceparents?.[request.id] ? 128 : 0);
+  const pieces: ApiShardRequest[][] = [];
+  let piece: ApiShardRequest[] = [];
+  let used = base;
+  for (const request of shard.requests) {
+    const bytes = share(request);
+    if (piece.length > 0 && used + bytes > budget) {
+      pieces.push(piece);
+      piece = [];
+      used = base;
+    }
+    piece.push(request);
+    used += bytes;
+  }
+  if (piece.length > 0) pieces.push(piece);
+  return pieces.map(pieceOf);
+}
+
+/**
  * Shards' inputs (their JSON texts, by index) packed in order into batches that each fit one worker Job's input
  * ConfigMap, and the shards that alone do not fit (they fail alone: no Job could carry them).
  */

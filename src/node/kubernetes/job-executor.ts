@@ -16,6 +16,7 @@ import {
   MAX_WORKER_INPUT_BYTES,
   packShardInputs,
   parseShardOutput,
+  splitShardInput,
   WORKER_CONTAINER,
   type WorkerTemplate,
   workerJobName,
@@ -65,12 +66,14 @@ export class KubernetesJobExecutor implements ApiWorkers {
 
   /**
    * The shards in as many Jobs as their inputs need (one, unless they pass what one input ConfigMap holds), with the
-   * chain's concurrency shared between them. A shard whose input alone is too large fails alone.
+   * chain's concurrency shared between them. A shard too large for one input runs in pieces (its requests split), and
+   * fails when one of them does; a piece that no input holds (one request too large) fails its shard alone.
    */
   async run(shards: ApiShardInput[], options: { concurrency: number }): Promise<ApiShardResult[]> {
     if (shards.length === 0) return [];
-    const { batches, oversized } = packShardInputs(shards.map((shard) => JSON.stringify(shard)));
-    const results: ApiShardResult[] = new Array(shards.length);
+    const pieces = shards.flatMap((shard, index) => splitShardInput(shard).map((input) => ({ shard: index, input })));
+    const { batches, oversized } = packShardInputs(pieces.map((piece) => JSON.stringify(piece.input)));
+    const results: ApiShardResult[] = new Array(pieces.length);
     for (const { index, bytes } of oversized) {
       results[index] = {
         ok: false,
@@ -81,7 +84,7 @@ export class KubernetesJobExecutor implements ApiWorkers {
     await Promise.all(
       batches.map(async (batch) => {
         const batchResults = await this.runJob(
-          batch.map((index) => shards[index]!),
+          batch.map((index) => pieces[index]!.input),
           { concurrency },
         );
         batch.forEach((index, position) => {
@@ -89,7 +92,7 @@ export class KubernetesJobExecutor implements ApiWorkers {
         });
       }),
     );
-    return results;
+    return shards.map((_, index) => mergePieces(results.filter((_, piece) => pieces[piece]!.shard === index)));
   }
 
   /** One Indexed Job for shards whose inputs fit its ConfigMap. */
@@ -147,6 +150,22 @@ export class KubernetesJobExecutor implements ApiWorkers {
       }),
     );
   }
+}
+
+/** A shard's result from those of its pieces: their results together, or the first failure. */
+function mergePieces(pieces: ApiShardResult[]): ApiShardResult {
+  if (pieces.length === 1) return pieces[0]!;
+  const failed = pieces.find((piece) => !piece.ok);
+  if (failed) return failed;
+  const outputs = pieces.flatMap((piece) => (piece.ok ? [piece.output] : []));
+  return {
+    ok: true,
+    output: {
+      format: outputs[0]!.format,
+      results: outputs.flatMap((output) => output.results),
+      apiMs: Math.max(...outputs.map((output) => output.apiMs)),
+    },
+  };
 }
 
 /** WorkerJobApi over the API client, in one namespace. */

@@ -12,6 +12,7 @@ import {
   parseShardOutput,
   resultsFor,
   SHARD_FORMAT,
+  splitShardInput,
   type WorkerTemplate,
 } from '../../../src/contract/shard.js';
 
@@ -161,5 +162,26 @@ describe('the coordinator <-> worker contract', () => {
       [3, 4],
     ]);
     expect(packShardInputs([]).batches).to.deep.equal([]);
+  });
+
+  it("splits a shard too large for one input into pieces of its requests, in order, each with its requests' traceparents", () => {
+    const requests = [1, 2, 3].map((n) => ({
+      ...shard.requests[0]!,
+      id: `0x${String(n).padStart(64, '0')}`,
+      parameters: { note: 'x'.repeat(400_000) },
+    }));
+    const traceparents = Object.fromEntries(requests.map((r) => [r.id, shard.traceparents![requestId]!]));
+    const big: ApiShardInput = { ...shard, requests, traceparents };
+    const pieces = splitShardInput(big);
+    expect(pieces.map((piece) => piece.requests.map((r) => r.id))).to.deep.equal([
+      [requests[0]!.id, requests[1]!.id],
+      [requests[2]!.id],
+    ]);
+    for (const piece of pieces) {
+      expect(Buffer.byteLength(JSON.stringify(piece))).to.be.at.most(MAX_WORKER_INPUT_BYTES);
+      expect(Object.keys(piece.traceparents!)).to.deep.equal(piece.requests.map((r) => r.id));
+      expect(parseShardInput(JSON.stringify(piece))).to.deep.equal({ shard: piece });
+    }
+    expect(splitShardInput(shard)).to.deep.equal([shard]);
   });
 });

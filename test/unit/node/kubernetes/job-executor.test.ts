@@ -161,6 +161,60 @@ describe('KubernetesJobExecutor', () => {
     expect(fake.calls).to.deep.equal(['createJob', 'deleteJob']);
   });
 
+  it('runs a shard too large for one input in pieces, and gives its results together; the other shards run beside it', async () => {
+    // Plays the Job controller and the workers: every Job completes, each pod answers the requests of its input.
+    const inputs = new Map<string, Record<string, string>>();
+    const api: WorkerJobApi = {
+      createJob: async (job) => ({ ...job, metadata: { ...job.metadata, uid: `${job.metadata!.name}-uid` } }),
+      unsuspendJob: async () => {},
+      readJob: async () => ({ status: { conditions: [{ type: 'Complete', status: 'True' }] } }),
+      createConfigMap: async (configMap) => {
+        inputs.set(configMap.metadata!.name!, configMap.data!);
+      },
+      deleteJob: async () => {},
+      listJobPods: async (job) =>
+        Object.keys(inputs.get(job)!).map((_, index) => ({
+          metadata: {
+            name: `${job}/${index}`,
+            annotations: { 'batch.kubernetes.io/job-completion-index': String(index) },
+          },
+          status: { phase: 'Succeeded' },
+        })),
+      readPodLog: async (pod) => {
+        const [job, index] = pod.split('/');
+        const input = JSON.parse(inputs.get(job!)![`shard-${index}.json`]!) as ApiShardInput;
+        const results = input.requests.map((r) => ({
+          id: r.id,
+          result: { success: true, encodedValue: '0x01' },
+          api: { outcome: '2xx', durationMs: 1 },
+        }));
+        return JSON.stringify({ format: SHARD_FORMAT, results, apiMs: input.requests.length });
+      },
+    };
+    const request = (n: number, bytes: number) => ({
+      ...shard(n).requests[0]!,
+      parameters: { note: 'x'.repeat(bytes) },
+    });
+    // Three requests of 400 kB: 1.2 MB in one shard, which no ConfigMap holds.
+    const big: ApiShardInput = {
+      ...shard(0),
+      requests: [request(1, 400_000), request(2, 400_000), request(3, 400_000)],
+    };
+    const executor = new KubernetesJobExecutor({ api, template, sleep: async () => {} });
+    const results = await executor.run([big, shard(9)], { concurrency: 4 });
+    expect(results.map((r) => r.ok)).to.deep.equal([true, true]);
+    const ids = (result: (typeof results)[number]) => (result.ok ? result.output.results.map((r) => r.id) : []);
+    expect(ids(results[0]!)).to.deep.equal(big.requests.map((r) => r.id));
+    expect(ids(results[1]!)).to.deep.equal([shard(9).requests[0]!.id]);
+    expect(results[0]).to.have.nested.property('output.apiMs', 2);
+    // Each input fits a ConfigMap: [1, 2] in one Job, [3] and the small shard in the other.
+    expect([...inputs.values()].map((data) => Object.keys(data).length)).to.deep.equal([1, 2]);
+    for (const data of inputs.values()) {
+      const bytes = Object.entries(data).reduce((n, [k, v]) => n + Buffer.byteLength(k) + Buffer.byteLength(v), 0);
+      expect(bytes).to.be.at.most(MAX_WORKER_INPUT_BYTES);
+    }
+  });
+
   // The kubelet's log reader can't run here (kwok's pods write no log; the real node's tests do not fill 8 MiB):
   // a loopback server answers the log request as the kubelet does, `tailLines` first, then `limitBytes` from there.
   it("reads the end of a worker's log, so an output line after more than 8 MiB of log is still found", async () => {
