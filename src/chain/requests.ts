@@ -79,8 +79,9 @@ export function verifyRequestId(request: ApiCallRequest, chainId: string, rrpAdd
  * The most a request's encoded parameters may hold, its template's included: 64 KiB of ABI data. Honest requests
  * carry well under 1 KiB (a handful of short strings, at most 31 parameters), and calldata alone costs 16 gas a
  * byte, so 64 KiB is over a million gas of parameters. The bound keeps what a worker's input ConfigMap carries per
- * request (the decoded parameters as JSON, at most twice this) far under the 1 MiB object limit: without it anyone
- * may ask an open endpoint with a megabyte and every shard sharing that input failed.
+ * request (the decoded parameters as JSON: about twice this, six times for control characters escaped) under the
+ * 1 MiB object limit: without it anyone may ask an open endpoint with a megabyte, and every shard sharing that input
+ * failed.
  */
 export const MAX_ENCODED_PARAMETERS_BYTES = 64 * 1024;
 
