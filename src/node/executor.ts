@@ -42,17 +42,29 @@ function failedShard(shard: ShardInput, error: unknown, context: ChainContext): 
   return { ok: false, chainId: shard.chainId, sponsorWallet: shard.sponsorWallet, error: errorMessage(error) };
 }
 
+/** Writes what a batch-writing cache (the ConfigMap on Kubernetes) recorded for the shards; a failed write is a WARN. */
+async function flushCache(context: ChainContext): Promise<void> {
+  try {
+    await context.cache?.flush?.();
+  } catch (error) {
+    context.logger.warn({ err: errorMessage(error) }, 'response cache not written; fulfilments go on without it');
+  }
+}
+
 export class InProcessExecutor implements ShardExecutor {
   constructor(private readonly context: ShardContext) {}
 
   async run(shards: ShardInput[], options: { concurrency: number }): Promise<ShardResult[]> {
-    return mapLimit(shards, options.concurrency, async (shard): Promise<ShardResult> => {
+    const results = await mapLimit(shards, options.concurrency, async (shard): Promise<ShardResult> => {
       try {
         return { ok: true, output: await runShard(shard, this.context) };
       } catch (error) {
         return failedShard(shard, error, this.context);
       }
     });
+    // Each shard sends as soon as its answers are in, so a batch-writing cache is written after them here.
+    await flushCache(this.context);
+    return results;
   }
 }
 
@@ -87,7 +99,7 @@ export class WorkerExecutor implements ShardExecutor {
     const inputs = sent.map(({ shard, requests }) => apiShardInput(shard, requests));
     const results = inputs.length > 0 ? await this.workers.run(inputs, options) : [];
     const workerResults = new Map(sent.map((dispatch, i) => [dispatch, { input: inputs[i]!, result: results[i] }]));
-    return mapLimit(dispatches, options.concurrency, async (dispatch): Promise<ShardResult> => {
+    const answered = await mapLimit(dispatches, options.concurrency, async (dispatch) => {
       const worker = workerResults.get(dispatch);
       try {
         let output: { input: ApiShardInput; output: ApiShardOutput } | undefined;
@@ -96,10 +108,19 @@ export class WorkerExecutor implements ShardExecutor {
           if (!worker.result?.ok) throw new Error(worker.result?.error ?? 'the worker gave no result');
           output = { input: worker.input, output: worker.result.output };
         }
-        const answers = await this.answersOf(dispatch, output);
-        return { ok: true, output: await runChainHalf(dispatch.shard, answers, this.context) };
+        return { dispatch, answers: await this.answersOf(dispatch, output) };
       } catch (error) {
-        return failedShard(dispatch.shard, error, this.context);
+        return { dispatch, failure: failedShard(dispatch.shard, error, this.context) };
+      }
+    });
+    // Every shard's new cache entries in one write, before any of their transactions leaves.
+    await flushCache(this.context);
+    return mapLimit(answered, options.concurrency, async (shard): Promise<ShardResult> => {
+      if (!shard.answers) return shard.failure;
+      try {
+        return { ok: true, output: await runChainHalf(shard.dispatch.shard, shard.answers, this.context) };
+      } catch (error) {
+        return failedShard(shard.dispatch.shard, error, this.context);
       }
     });
   }

@@ -13,7 +13,10 @@ import {
   buildWorkerJob,
   COMPLETION_INDEX_ANNOTATION,
   MAX_SHARD_OUTPUT_BYTES,
+  MAX_WORKER_INPUT_BYTES,
+  packShardInputs,
   parseShardOutput,
+  splitShardInput,
   WORKER_CONTAINER,
   type WorkerTemplate,
   workerJobName,
@@ -27,13 +30,22 @@ export interface WorkerJobApi {
   unsuspendJob(name: string): Promise<void>;
   readJob(name: string): Promise<V1Job | undefined>;
   createConfigMap(configMap: V1ConfigMap): Promise<void>;
+  /** Deletes a Job (its pods with it); a Job already gone is no error. */
+  deleteJob(name: string): Promise<void>;
   listJobPods(jobName: string): Promise<V1Pod[]>;
   /**
-   * The pod's log, at most MAX_SHARD_OUTPUT_BYTES of it, or undefined when there is none (e.g. a pod that never ran
-   * a container).
+   * The end of the pod's log (its last WORKER_LOG_TAIL_LINES lines, at most MAX_SHARD_OUTPUT_BYTES of them), or
+   * undefined when there is none (e.g. a pod that never ran a container).
    */
   readPodLog(podName: string, container: string): Promise<string | undefined>;
 }
+
+/**
+ * How many of a worker pod's last log lines are read: its output is its last stdout line, and only the few lines its
+ * process logs while it ends can follow it. The API's `limitBytes` alone keeps the start of a log, which lost the
+ * output of a worker whose log passed the bound; the kubelet applies `tailLines` first, then `limitBytes`.
+ */
+export const WORKER_LOG_TAIL_LINES = 100;
 
 export type JobExecutorOptions = {
   api: WorkerJobApi;
@@ -52,8 +64,39 @@ export class KubernetesJobExecutor implements ApiWorkers {
 
   constructor(private readonly options: JobExecutorOptions) {}
 
+  /**
+   * The shards in as many Jobs as their inputs need (one, unless they pass what one input ConfigMap holds), with the
+   * chain's concurrency shared between them. A shard too large for one input runs in pieces (its requests split), and
+   * fails when one of them does; a piece that no input holds (one request too large) fails its shard alone.
+   */
   async run(shards: ApiShardInput[], options: { concurrency: number }): Promise<ApiShardResult[]> {
     if (shards.length === 0) return [];
+    const pieces = shards.flatMap((shard, index) => splitShardInput(shard).map((input) => ({ shard: index, input })));
+    const { batches, oversized } = packShardInputs(pieces.map((piece) => JSON.stringify(piece.input)));
+    const results: ApiShardResult[] = new Array(pieces.length);
+    for (const { index, bytes } of oversized) {
+      results[index] = {
+        ok: false,
+        error: `shard input is ${bytes} bytes, over the ${MAX_WORKER_INPUT_BYTES} a worker Job's input holds`,
+      };
+    }
+    const concurrency = Math.max(1, Math.floor(options.concurrency / Math.max(1, batches.length)));
+    await Promise.all(
+      batches.map(async (batch) => {
+        const batchResults = await this.runJob(
+          batch.map((index) => pieces[index]!.input),
+          { concurrency },
+        );
+        batch.forEach((index, position) => {
+          results[index] = batchResults[position]!;
+        });
+      }),
+    );
+    return shards.map((_, index) => mergePieces(results.filter((_, piece) => pieces[piece]!.shard === index)));
+  }
+
+  /** One Indexed Job for shards whose inputs fit its ConfigMap. */
+  private async runJob(shards: ApiShardInput[], options: { concurrency: number }): Promise<ApiShardResult[]> {
     const { api, template } = this.options;
     const chainId = shards[0]!.chainId;
     const cycleId = `${Math.floor((this.options.now ?? Date.now)() / 1000).toString(36)}${(this.sequence++).toString(36)}-${chainId.slice(-6)}`;
@@ -67,6 +110,8 @@ export class KubernetesJobExecutor implements ApiWorkers {
       await api.createConfigMap(buildShardInputConfigMap(created, shards));
       await api.unsuspendJob(name);
     } catch (error) {
+      // A suspended Job never finishes and would hold a stage rollout: it goes (best effort; its TTL cannot apply).
+      await api.deleteJob(name).catch(() => undefined);
       return failAll(`could not start worker Job ${name}: ${errorMessage(error)}`);
     }
     const finished = await this.waitForJob(name);
@@ -107,6 +152,22 @@ export class KubernetesJobExecutor implements ApiWorkers {
   }
 }
 
+/** A shard's result from those of its pieces: their results together, or the first failure. */
+function mergePieces(pieces: ApiShardResult[]): ApiShardResult {
+  if (pieces.length === 1) return pieces[0]!;
+  const failed = pieces.find((piece) => !piece.ok);
+  if (failed) return failed;
+  const outputs = pieces.flatMap((piece) => (piece.ok ? [piece.output] : []));
+  return {
+    ok: true,
+    output: {
+      format: outputs[0]!.format,
+      results: outputs.flatMap((output) => output.results),
+      apiMs: Math.max(...outputs.map((output) => output.apiMs)),
+    },
+  };
+}
+
 /** WorkerJobApi over the API client, in one namespace. */
 export function kubeWorkerJobApi(client: RuntimeClient, namespace: string): WorkerJobApi {
   const { job: jobs, configMap: configMaps, pod: pods } = BUILTIN_KINDS;
@@ -121,10 +182,14 @@ export function kubeWorkerJobApi(client: RuntimeClient, namespace: string): Work
     async createConfigMap(configMap) {
       await client.create(configMaps, inNamespace(configMap));
     },
+    deleteJob: (name) => client.delete(jobs, { namespace, name }, { propagationPolicy: 'Background' }),
     listJobPods: (jobName) => client.list<V1Pod>(pods, namespace, `${JOB_NAME_LABEL}=${jobName}`),
     async readPodLog(name, container) {
       try {
-        return await client.podLog({ namespace, name }, { container, limitBytes: MAX_SHARD_OUTPUT_BYTES });
+        return await client.podLog(
+          { namespace, name },
+          { container, tailLines: WORKER_LOG_TAIL_LINES, limitBytes: MAX_SHARD_OUTPUT_BYTES },
+        );
       } catch {
         return undefined;
       }
