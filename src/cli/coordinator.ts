@@ -15,14 +15,14 @@ import { fileVerifiedProvidersStore, loadProviderMemory, saveProviderMemory } fr
 import { runWindow } from '../node/window.js';
 import { registerSecret } from '../observability/index.js';
 import { tracerFromEnvironment } from '../observability/tracing.js';
-import { parseCommandArgs, parseWindowOptions } from './args.js';
+import { parseCommandArgs, parseGasPriceCeilings, parseWindowOptions } from './args.js';
 import { engineEnvironment, loadCommandConfig } from './command-config.js';
 import type { Subcommand } from './subcommand.js';
 
 export const DEFAULT_CACHE_DIR = '/tmp/oracle-node-cache';
 
 const HELP = `Usage: oracle-node coordinator -c config.json [-s secrets.env] [--cache-dir DIR] [--details]
-                               [--window SECONDS [--poll-interval SECONDS]]
+                               [--window SECONDS [--poll-interval SECONDS]] [--max-gas-price CHAIN_ID=GWEI ...]
 
 Runs one request-response cycle on every configured chain, sends the heartbeat when
 nodeSettings.heartbeat.enabled, and exits.
@@ -33,6 +33,8 @@ nodeSettings.heartbeat.enabled, and exits.
       --window         after the first cycle, keep polling for new blocks until SECONDS after the start,
                        then report the whole window as one cycle and exit
       --poll-interval  seconds between polls in a window (default 1)
+      --max-gas-price  the most per gas the node pays on a chain, in gwei (repeatable); a transaction priced
+                       above it is not sent and its request waits
 `;
 
 /** A local run keeps its request log in the cache directory (what `oracle-node request -c` reads). */
@@ -60,6 +62,7 @@ export const command: Subcommand = {
         details: { type: 'boolean' },
         window: { type: 'string' },
         'poll-interval': { type: 'string' },
+        'max-gas-price': { type: 'string', multiple: true },
       },
       HELP,
     );
@@ -67,6 +70,8 @@ export const command: Subcommand = {
     const { values } = parsed;
     const windowOptions = parseWindowOptions(values, { windowRequired: true });
     if ('exitCode' in windowOptions) return windowOptions.exitCode;
+    const limits = parseGasPriceCeilings(values['max-gas-price']);
+    if ('exitCode' in limits) return limits.exitCode;
     const pod = engineEnvironment();
     const configPath = values.config ?? pod.configPath;
     if (!configPath) {
@@ -95,9 +100,17 @@ export const command: Subcommand = {
     // Off unless OTEL_EXPORTER_OTLP_ENDPOINT is set (spec.telemetry.otlpEndpoint in the operator's pods).
     const tracer = tracerFromEnvironment(process.env, 'coordinator');
     // In a pod, worker Jobs call the APIs and this process signs and sends; locally both halves run here.
+    const chainContext = {
+      config,
+      wallets,
+      logger,
+      cache,
+      tracer,
+      ...(limits.ceilings ? { gasPriceCeilings: limits.ceilings } : {}),
+    };
     const executor = kubernetes
-      ? new WorkerExecutor({ config, wallets, logger, cache, tracer }, kubernetes.workers)
-      : new InProcessExecutor({ config, wallets, logger, cache, tracer });
+      ? new WorkerExecutor(chainContext, kubernetes.workers)
+      : new InProcessExecutor(chainContext);
     const startTime = new Date();
     const started = performance.now();
     // Each run is a new process: the chain ids verified by the previous run are carried over, not asked again.

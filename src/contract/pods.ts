@@ -96,6 +96,16 @@ export const sponsorWalletReportSchema = z.object({
     .string()
     .regex(/^[0-9]{1,78}$/)
     .meta({ description: 'Balance after the cycle, in wei (decimal string).' }),
+  openRequests: z
+    .int()
+    .min(0)
+    .max(1_000_000)
+    .optional()
+    .meta({ description: 'Requests of this wallet that were open (waiting or servable) in that cycle.' }),
+  belowThreshold: z
+    .boolean()
+    .optional()
+    .meta({ description: "True when the balance is below the chain's spec.chainLimits[].lowSponsorBalance." }),
 });
 export const cycleOutcomeSchema = z.enum(['Completed', 'PartiallyFailed']);
 /** How the heartbeat after the cycle went (Disabled: nodeSettings.heartbeat.enabled is false). */

@@ -95,8 +95,8 @@ export type CycleSummary = {
   rpcCalls: number;
   /** Slowest chain's discovery and shard phases. */
   timings: { discoveryMs: number; shardsMs: number };
-  /** Balances of the sponsor wallets that sent transactions in this cycle. */
-  sponsorWallets: { chainId: string; sponsorWallet: string; balanceWei: string }[];
+  /** Balances of the sponsor wallets with an open request or a transaction in this cycle, and their open requests. */
+  sponsorWallets: { chainId: string; sponsorWallet: string; balanceWei: string; openRequests?: number }[];
   /** Per chain, the highest gas price its transactions were priced at in this cycle (wei, decimal). */
   gasPrices: { chainId: string; gasPriceWei: string }[];
   /** Per chain and strategy, how many times a gas price strategy failed in this cycle (each logged at WARN). */
@@ -516,30 +516,44 @@ async function chainGasTarget(
   }
 }
 
+/** The sponsor wallets of a chain's open requests (servable, waiting or over the limit), with how many each has. */
+export function openRequestsByWallet(seen: SeenRequest[]): Map<string, number> {
+  const open = new Map<string, number>();
+  for (const request of seen)
+    if (request.state !== 'dropped' && request.sponsorWallet !== undefined)
+      open.set(request.sponsorWallet, (open.get(request.sponsorWallet) ?? 0) + 1);
+  return open;
+}
+
 /**
- * The balances of the sponsor wallets that sent transactions in the cycle (for the low-balance alert), all in one
- * call through the provider the shards sent through, at 'pending' so this cycle's transactions are already paid
- * for. Best effort: a failure leaves the balances unreported for this cycle.
+ * The balances of the sponsor wallets that have an open request or sent a transaction in the cycle (for the
+ * low-balance alert and `oracle-node status`): a wallet that was never funded, or whose sends were all refused,
+ * shows while its requests wait. All in one call through the provider the shards sent through, at 'pending' so
+ * this cycle's transactions are already paid for. Best effort: a failure leaves the balances unreported for this
+ * cycle.
  */
 async function sponsorWalletBalances(
   chain: Config['chains'][number],
   providerName: string | undefined,
-  results: ShardResult[],
+  planned: { results: ShardResult[]; seen: SeenRequest[] },
   deps: CycleDeps,
 ): Promise<{ wallets: CycleSummary['sponsorWallets']; rpcCalls: number }> {
-  const senders = results.flatMap((r) =>
+  const open = openRequestsByWallet(planned.seen);
+  const senders = planned.results.flatMap((r) =>
     r.ok && r.output.outcomes.some((o) => o.txHash !== undefined) ? [r.output.sponsorWallet] : [],
   );
+  const watched = [...new Set([...open.keys(), ...senders])];
   const url = providerName === undefined ? undefined : chain.providers[providerName]?.url;
-  if (senders.length === 0 || url === undefined) return { wallets: [], rpcCalls: 0 };
+  if (watched.length === 0 || url === undefined) return { wallets: [], rpcCalls: 0 };
   const client = (deps.rpcClient ?? ((u: string) => new RpcClient(u)))(url);
   try {
-    const balances = await readBalances(client, senders);
+    const balances = await readBalances(client, watched);
     return {
-      wallets: senders.map((sponsorWallet) => ({
+      wallets: watched.map((sponsorWallet) => ({
         chainId: chain.id,
         sponsorWallet,
         balanceWei: String(balances.get(sponsorWallet)),
+        openRequests: open.get(sponsorWallet) ?? 0,
       })),
       rpcCalls: client.calls,
     };
@@ -597,7 +611,12 @@ export async function runCycle(config: Config, deps: CycleDeps): Promise<CycleSu
         endRequestTraces(roots, results);
         forgetChainIdsOnSendErrors(chain, results, deps.providerMemory ?? processProviderMemory);
         const timings = { discoveryMs: discovered - started, shardsMs: performance.now() - discovered };
-        const balances = await sponsorWalletBalances(chain, planned.servingProvider, results, deps);
+        const balances = await sponsorWalletBalances(
+          chain,
+          planned.servingProvider,
+          { results, seen: planned.seen },
+          deps,
+        );
         return { planned, results, timings, balances };
       } catch (error) {
         deps.logger.error({ chainId: chain.id, err: errorMessage(error) }, 'chain cycle failed');

@@ -29,6 +29,7 @@ import {
   type GasTarget,
   gasTargetFromJson,
   getGasTarget,
+  pricePerGas,
   REPLACEMENT_BUMP_PERCENT,
   requestedPriceReplacement,
   type StrategyFailure,
@@ -62,6 +63,11 @@ export type ChainContext = {
   tracer?: Tracer;
   /** What this process has seen of the wallets' pending transactions (the process's own when not given). */
   pendingSightings?: PendingSightings;
+  /**
+   * Per chain id, the most per gas (wei: the gas price, or the max fee per gas) this node pays: a transaction priced
+   * above it is not sent, and its request waits for the price to fall (`--max-gas-price`, spec.chainLimits).
+   */
+  gasPriceCeilings?: ReadonlyMap<string, bigint>;
 };
 
 /** The sightings of this process: every shard, cycle and window poll it runs adds to them. */
@@ -418,7 +424,7 @@ async function priceTransactions(
     logger.info({ provider: providerName, pending: decision.pending }, 'replacing stuck pending transactions');
     gasTarget = bumpGasTarget(gasTarget, REPLACEMENT_BUMP_PERCENT);
   }
-  run.gasPriceWei = String(gasTarget.type === 0 ? gasTarget.gasPrice : gasTarget.maxFeePerGas);
+  run.gasPriceWei = String(pricePerGas(gasTarget));
   return gasTarget;
 }
 
@@ -555,20 +561,30 @@ async function sendPlanned(
     sent: (nextNonce: number) => void;
   },
 ): Promise<void> {
+  const ceiling = run.context.gasPriceCeilings?.get(run.shard.chainId);
+  const skip = (item: WorkItem, reason: string) =>
+    run.outcomes.push({ id: itemId(item), kind: item.kind, outcome: 'skipped', reason });
   const sendable: { item: WorkItem; plan: SendablePlan }[] = [];
   run.pending.forEach((item, index) => {
     const plan = plans[index]!;
-    if (plan.kind === 'skip') {
-      run.outcomes.push({ id: itemId(item), kind: item.kind, outcome: 'skipped', reason: plan.reason });
-    } else sendable.push({ item, plan });
+    if (plan.kind === 'skip') skip(item, plan.reason);
+    else if (ceiling !== undefined && planPrice(plan) > ceiling) skip(item, overCeiling(planPrice(plan), ceiling));
+    else sendable.push({ item, plan });
   });
   // A fulfilment at its request's `_gasPrice` that takes a stuck transaction's nonce is raised as a replacement too:
   // at its own price it would be the stuck transaction again (or one refused as underpriced), every cycle.
-  const priced = sendable.map(({ plan }, index) =>
+  let priced = sendable.map(({ plan }, index) =>
     plan.kind === 'fulfill' && plan.requestedGasPrice !== undefined && nonces.replaces(nonces.firstNonce + index)
       ? { ...plan, gasTarget: requestedPriceReplacement(plan.requestedGasPrice, nonces.gasTarget) }
       : plan,
   );
+  // Raised past the ceiling, a replacement is not sent, nor anything after it: nonces must stay without gaps.
+  const raisedPastCeiling = ceiling === undefined ? -1 : priced.findIndex((plan) => planPrice(plan) > ceiling);
+  if (raisedPastCeiling >= 0) {
+    const reason = overCeiling(planPrice(priced[raisedPastCeiling]!), ceiling!);
+    for (const { item } of sendable.splice(raisedPastCeiling)) skip(item, reason);
+    priced = priced.slice(0, raisedPastCeiling);
+  }
   const report = await sendInNonceOrder(priced, {
     client,
     wallet: run.wallet,
@@ -718,4 +734,15 @@ function traceSubmissions(tracer: Tracer, shard: ShardInput, outcomes: ShardOutc
     if (outcome.outcome === 'error') span.fail(outcome.reason ?? 'transaction not accepted');
     span.end();
   }
+}
+
+/** What a planned transaction pays per gas (a request's own `_gasPrice` is its gas target). */
+const planPrice = (plan: SendablePlan): bigint => pricePerGas(plan.gasTarget);
+
+const GWEI = 1_000_000_000n;
+const gwei = (wei: bigint) => (Number(wei) / Number(GWEI)).toLocaleString('en-US', { maximumFractionDigits: 3 });
+
+/** The reason a request waits, as `oracle-node request` shows it. */
+function overCeiling(price: bigint, ceiling: bigint): string {
+  return `gas price ${gwei(price)} gwei is above this node's ceiling of ${gwei(ceiling)} gwei: waits for a lower price`;
 }

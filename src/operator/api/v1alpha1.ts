@@ -429,6 +429,45 @@ export const oracleNodeSpecSchema = z
             'oevGateway) is enabled in the config.',
         ),
       ),
+    chainLimits: z
+      .array(
+        z.object({
+          chainId: z
+            .string()
+            .regex(/^[0-9]{1,78}$/)
+            .meta(described('The chain id, as in the config (chains[].id).')),
+          lowSponsorBalance: z
+            .string()
+            .regex(/^[0-9]{1,30}(\.[0-9]{1,18})?$/)
+            .optional()
+            .meta(
+              described(
+                'A sponsor wallet below this balance, in the chain\'s native token (e.g. "0.05"), is reported ' +
+                  'belowThreshold in status.lastCycle.sponsorWallets, by the metric ' +
+                  'oracle_node_sponsor_wallet_below_threshold and the OracleNodeSponsorBalanceLow alert. Without it, ' +
+                  "the chart's alerts.lowSponsorBalanceWei applies.",
+              ),
+            ),
+          maxGasPriceGwei: z
+            .number()
+            .gt(0)
+            .max(1_000_000)
+            .optional()
+            .meta(
+              described(
+                'The most per gas (gas price, or max fee per gas) the node pays on this chain, in gwei: a transaction ' +
+                  'priced above it is not sent, and its request waits with the reason in oracle-node request.',
+              ),
+            ),
+        }),
+      )
+      .max(100)
+      .optional()
+      .meta({
+        description: "Per chain: the sponsor wallets' low-balance threshold and the gas price ceiling.",
+        'x-kubernetes-list-type': 'map',
+        'x-kubernetes-list-map-keys': ['chainId'],
+      }),
     telemetry: z
       .object({
         otlpEndpoint: httpUrl
@@ -587,11 +626,15 @@ const cycleStatusSchema = z
       .array(gasPriceReportSchema)
       .optional()
       .meta(described("The gas price (or max fee per gas) each chain's transactions were priced at, in wei.")),
-    /** Balances of the sponsor wallets that sent transactions in that cycle. */
+    /** Balances of the sponsor wallets with an open request or a transaction in that cycle. */
     sponsorWallets: z
       .array(sponsorWalletReportSchema)
       .optional()
-      .meta(described('Balances of the sponsor wallets that sent transactions in that cycle.')),
+      .meta(
+        described(
+          'Balances of the sponsor wallets that had an open request or sent a transaction in that cycle, funded or not.',
+        ),
+      ),
   })
   .meta(described('The last coordinator cycle (its Job) and the counts the coordinator reported.'));
 

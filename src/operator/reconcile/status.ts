@@ -8,6 +8,7 @@ import { type CycleReport, jobFinished, LABELS, type ProviderReport, parseCycleR
 import type { EventRecorder, ObjectCache, ReconcileContext } from '../../kube/index.js';
 // node-key.ts, not wallet.ts: the operator never loads ethers.
 import { deriveNodeAddress } from '../../protocol/node-key.js';
+import { lowBalanceThresholds } from '../builders/chain-limits.js';
 import { type BuildInput, canonicalJson, childNames, gatewayEnabled, gatewayUrls, hashOf } from '../builders/index.js';
 import type { OracleNodeMetrics } from '../metrics.js';
 import {
@@ -148,7 +149,11 @@ export function providerHealth(reports: ProviderReport[] | undefined): ProviderH
  * The most recent coordinator Job, with the counts of the report when the report is about that Job. The report
  * comes from the contract's parseCycleReport, which keeps only well-formed fields and entries.
  */
-export function lastCycle(coordinatorJobs: V1Job[], report: CycleReport | undefined): CycleStatus | undefined {
+export function lastCycle(
+  coordinatorJobs: V1Job[],
+  report: CycleReport | undefined,
+  lowBalances: ReadonlyMap<string, bigint> = new Map(),
+): CycleStatus | undefined {
   const started = (job: V1Job) => toIso(job.status?.startTime ?? job.metadata?.creationTimestamp) ?? '';
   const latest = [...coordinatorJobs].sort((a, b) => started(b).localeCompare(started(a)))[0];
   if (!latest?.metadata?.name) return undefined;
@@ -161,7 +166,11 @@ export function lastCycle(coordinatorJobs: V1Job[], report: CycleReport | undefi
     cycle.counts = report.counts;
     const providers = providerHealth(report.providers);
     if (providers) cycle.providers = providers;
-    if (report.sponsorWallets) cycle.sponsorWallets = report.sponsorWallets;
+    if (report.sponsorWallets)
+      cycle.sponsorWallets = report.sponsorWallets.map((wallet) => {
+        const threshold = lowBalances.get(wallet.chainId);
+        return threshold === undefined ? wallet : { ...wallet, belowThreshold: BigInt(wallet.balanceWei) < threshold };
+      });
     if (report.heartbeat) cycle.heartbeat = report.heartbeat;
     if (report.gasPrices) cycle.gasPrices = report.gasPrices;
   }
@@ -338,7 +347,7 @@ export function observeWorkloads(input: BuildInput, cache: ObjectCache): Observe
       ready: !wanted || deploymentReady(deployment),
       available: deploymentAvailable(deployment),
     },
-    cycle: lastCycle(coordinatorJobs, report),
+    cycle: lastCycle(coordinatorJobs, report, lowBalanceThresholds(node)),
     report,
   };
 }

@@ -692,6 +692,52 @@ describe('request-response cycle on anvil (real AirnodeRrpV0)', () => {
     });
   });
 
+  describe('sponsor wallets an operator can watch', () => {
+    const walletOf = (summary: CycleSummary, sponsorWallet: string) =>
+      summary.sponsorWallets.find((w) => w.sponsorWallet === sponsorWallet);
+
+    it('reads the balance of every wallet with an open request, a never-funded one included, with its open requests', async () => {
+      const sponsor = await newSponsor();
+      await setBalance(chain.anvil.url, sponsor.sponsorWallet, 0n);
+      const ids = [await fullRequest(sponsor), await fullRequest(sponsor)];
+      const summary = await cycle();
+      // Nothing could be sent (no funds for gas), and still the wallet is reported, at 0, with both requests.
+      expect(summary.results.flatMap((r) => (r.ok ? r.output.outcomes : [])).some((o) => o.txHash)).to.equal(false);
+      expect(walletOf(summary, sponsor.sponsorWallet)).to.deep.include({ balanceWei: '0', openRequests: 2 });
+      for (const id of ids)
+        expect(await requestEvents(chain.deployment, id)).to.deep.equal({ fulfilled: [], failed: [] });
+    });
+
+    it("sends nothing priced above the chain's gas price ceiling: the request waits with the reason, then is served once", async () => {
+      const sponsor = await newSponsor();
+      const id = await fullRequest(sponsor);
+      const config = buildConfig(base());
+      const withCeiling = (wei: bigint) =>
+        runCycle(config, {
+          executor: new InProcessExecutor({
+            config,
+            wallets,
+            logger: silentLogger,
+            cache,
+            gasPriceCeilings: new Map([[config.chains[0]!.id, wei]]),
+          }),
+          logger: silentLogger,
+          wallets,
+          discoveryTimeoutMs: 10_000,
+        });
+      const capped = await withCeiling(1n);
+      const outcome = capped.results.flatMap((r) => (r.ok ? r.output.outcomes : [])).find((o) => o.id === id);
+      expect(outcome).to.include({ outcome: 'skipped' });
+      expect(outcome!.reason).to.match(/gas price [0-9.,]+ gwei is above this node's ceiling of 0 gwei: waits/);
+      expect(outcome!.txHash).to.equal(undefined);
+      expect(await requestEvents(chain.deployment, id)).to.deep.equal({ fulfilled: [], failed: [] });
+      const served = await withCeiling(10n ** 15n);
+      await waitForMined(chain.anvil.url);
+      expect(served.transactions.fulfilled).to.be.at.least(1);
+      expect((await requestEvents(chain.deployment, id)).fulfilled).to.have.length(1);
+    });
+  });
+
   describe('withdrawals', () => {
     it('sends the sponsor wallet balance minus cost and remainder back, and holds the sponsor requests meanwhile', async () => {
       const sponsor = await newSponsor();
