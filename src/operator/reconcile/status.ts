@@ -8,8 +8,15 @@ import { type CycleReport, jobFinished, LABELS, type ProviderReport, parseCycleR
 import type { EventRecorder, ObjectCache, ReconcileContext } from '../../kube/index.js';
 // node-key.ts, not wallet.ts: the operator never loads ethers.
 import { deriveNodeAddress } from '../../protocol/node-key.js';
-import { lowBalanceThresholds } from '../builders/chain-limits.js';
-import { type BuildInput, canonicalJson, childNames, gatewayEnabled, gatewayUrls, hashOf } from '../builders/index.js';
+import {
+  type BuildInput,
+  canonicalJson,
+  childNames,
+  gatewayEnabled,
+  gatewayUrls,
+  hashOf,
+  lowBalanceThresholds,
+} from '../builders/index.js';
 import type { OracleNodeMetrics } from '../metrics.js';
 import {
   type Condition,
