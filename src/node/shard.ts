@@ -44,6 +44,7 @@ import type { Config } from '../config/index.js';
 import { parseTraceparent, type SpanContext, Tracer } from '../observability/tracing.js';
 import { type ApiCallContext, type ApiCallOutcome, type ApiRecord, callApi, NOT_CALLED } from './api-call.js';
 import type { ResponseCache } from './cache.js';
+import type { WorkDeadline } from './deadline.js';
 import { findEndpoint, requestedMinConfirmations } from './endpoints.js';
 import type { Logger } from './logger.js';
 import { reservedParameterValue } from './ois-adapter.js';
@@ -58,6 +59,8 @@ export type ChainContext = {
   rpcClient?: (url: string) => RpcClient;
   /** Spans of the shard's requests, children of the traces named in the shard input. */
   tracer?: Tracer;
+  /** The run's hard end or SIGTERM: after it nothing is sent; the requests stay open (src/node/deadline.ts). */
+  deadline?: WorkDeadline;
 };
 
 /** Both halves in one process (InProcessExecutor): the chain half's context and the API calls'. */
@@ -569,6 +572,8 @@ async function sendPlanned(
   plans: Plan[],
   nonces: { firstNonce: number; pendingCount: number; gasTarget: GasTarget; replaces: (nonce: number) => boolean },
 ): Promise<void> {
+  const stopped = run.context.deadline?.reason;
+  if (stopped) return skipPending(run, `not sent: ${stopped}; left open for the next window`);
   const sendable: { item: WorkItem; plan: SendablePlan }[] = [];
   run.pending.forEach((item, index) => {
     const plan = plans[index]!;
