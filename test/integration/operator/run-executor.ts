@@ -1,12 +1,14 @@
 // Runs the coordinator's Kubernetes executor as its own process, with the environment the operator gives the
 // coordinator pod (read from the live CronJob), the way `oracle-node coordinator` does inside that pod.
-//   node --import tsx test/integration/operator/run-executor.ts <namespace> <cronjob> <shards> <concurrency>
+//   node --import tsx test/integration/operator/run-executor.ts <namespace> <cronjob> <shards> <concurrency> [hard end]
+// With a hard end (seconds from now), the run's deadline as `oracle-node coordinator --window` gives it.
 import type { V1CronJob } from '@kubernetes/client-node';
 import { BatchV1Api, KubeConfig } from '@kubernetes/client-node';
 import { type ApiShardInput, SHARD_FORMAT } from '../../../src/contract/shard.js';
+import { WorkDeadline } from '../../../src/node/deadline.js';
 import { coordinatorKubernetes } from '../../../src/node/kubernetes/index.js';
 
-const [namespace, cronJobName, shardCount, concurrency] = process.argv.slice(2);
+const [namespace, cronJobName, shardCount, concurrency, hardEndSeconds] = process.argv.slice(2);
 const kubeConfig = new KubeConfig();
 kubeConfig.loadFromDefault();
 const cronJob: V1CronJob = await kubeConfig
@@ -21,5 +23,7 @@ const shards = Array.from(
   { length: Number(shardCount) },
   (): ApiShardInput => ({ format: SHARD_FORMAT, chainId: '31337', requests: [] }),
 );
-const results = await deps.workers.run(shards, { concurrency: Number(concurrency) });
+const deadline = hardEndSeconds ? new WorkDeadline(Date.now() + Number(hardEndSeconds) * 1000) : undefined;
+const results = await deps.workers.run(shards, { concurrency: Number(concurrency), ...(deadline ? { deadline } : {}) });
+deadline?.stop('done');
 process.stdout.write(`${JSON.stringify({ jobs: deps.workers.jobs, results })}\n`);
