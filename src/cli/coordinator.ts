@@ -121,6 +121,9 @@ export const command: Subcommand = {
       deadline.stop('SIGTERM');
     };
     process.once('SIGTERM', terminate);
+    deadline.signal.addEventListener('abort', () => {
+      if (!terminated) logger.warn("the window's hard end: nothing new is sent; open requests wait for the next run");
+    });
     // In a pod, worker Jobs call the APIs and this process signs and sends; locally both halves run here.
     const executor = kubernetes
       ? new WorkerExecutor({ config, wallets, logger, cache, tracer, deadline }, kubernetes.workers)
@@ -131,19 +134,16 @@ export const command: Subcommand = {
     const verifiedProviders = kubernetes?.verifiedProviders ?? fileVerifiedProvidersStore(cacheDir);
     const providers = await loadProviderMemory(config, verifiedProviders, logger);
     const deps = { executor, logger, wallets, tracer, providerMemory: providers.memory };
-    let summary: Awaited<ReturnType<typeof runCycle>>;
-    try {
-      summary =
-        windowOptions.windowMs !== undefined && windowOptions.pollIntervalMs !== undefined
-          ? await runWindow(config, deps, {
-              windowMs: windowOptions.windowMs,
-              pollIntervalMs: windowOptions.pollIntervalMs,
-              deadline,
-            })
-          : await settleBy(runCycle(config, deps), deadline, emptySummary);
-    } finally {
-      process.off('SIGTERM', terminate);
-    }
+    const summary =
+      windowOptions.windowMs !== undefined && windowOptions.pollIntervalMs !== undefined
+        ? await runWindow(config, deps, {
+            windowMs: windowOptions.windowMs,
+            pollIntervalMs: windowOptions.pollIntervalMs,
+            deadline,
+          })
+        : await settleBy(runCycle(config, deps), deadline, emptySummary);
+    // The work is over: the hard end no longer applies to the report (SIGTERM is still heard, so it is not fatal).
+    deadline.finish();
     // After SIGTERM the grace period is short: the report comes first and is not waited for beyond its budget.
     const report = async (heartbeat: ReturnType<typeof heartbeatResult> | undefined) => {
       if (kubernetes) {
@@ -173,6 +173,7 @@ export const command: Subcommand = {
       );
       await report(heartbeatResult(heartbeat));
     }
+    process.off('SIGTERM', terminate);
     // Work abandoned at the deadline (an API that never answers) is not waited for: the run ends once reported.
     if (deadline.stopped) setTimeout(() => process.exit(), 0).unref();
     const { results, seen, ...counts } = summary;

@@ -52,6 +52,11 @@ export class WorkDeadline {
     return this.hardEndAt === undefined ? Number.POSITIVE_INFINITY : this.hardEndAt - this.now();
   }
 
+  /** The work is done: the hard end no longer fires (a later `stop()` still does). */
+  finish(): void {
+    if (this.timer) clearTimeout(this.timer);
+  }
+
   /** Ends the work now (SIGTERM): what is in flight settles, nothing new starts. */
   stop(reason: string): void {
     if (this.timer) clearTimeout(this.timer);

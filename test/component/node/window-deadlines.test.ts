@@ -144,54 +144,75 @@ describe("the coordinator run's hard end and SIGTERM (anvil, real AirnodeRrpV0)"
     expect(await transactionCount(sponsor.sponsorWallet)).to.equal(1);
   });
 
-  it('SIGTERM to `oracle-node coordinator --window` mid-cycle: nothing sent after it, the report written, exit 0', async () => {
-    const sponsor = await createSponsor(chain.deployment, 'sigterm');
-    const id = await requestPrice(chain.deployment, sponsor);
-    holding = true;
-    const dir = mkdtempSync(join(tmpdir(), 'coordinator-sigterm-'));
+  /** `oracle-node coordinator --window` as the operator's pod runs it, against the test chain and API. */
+  function spawnWindow(window: string) {
+    const dir = mkdtempSync(join(tmpdir(), 'coordinator-deadline-'));
     const { config: json, secrets } = buildConfigJson({
       providers: { anvil: chain.anvil.url },
       deployment: chain.deployment,
       apiUrl: api.url,
     });
+    (json['nodeSettings'] as { logLevel: string }).logLevel = 'WARN';
     const files = writeNodeFiles(dir, { config: json, secrets });
-    const calls = priceCalls();
     const child = spawnOracleNode(
-      [
-        'coordinator',
-        ...files.args,
-        '--cache-dir',
-        join(dir, 'cache'),
-        '--window',
-        '60',
-        '--poll-interval',
-        '1',
-        '--details',
-      ],
+      ['coordinator', ...files.args, '--cache-dir', join(dir, 'cache'), '--window', window, '--poll-interval', '1'],
       { stdio: ['ignore', 'pipe', 'pipe'] },
     );
-    let stdout = '';
-    let stderr = '';
+    const io = { stdout: '', stderr: '' };
     child.stdout?.on('data', (chunk) => {
-      stdout += chunk;
+      io.stdout += chunk;
     });
     child.stderr?.on('data', (chunk) => {
-      stderr += chunk;
+      io.stderr += chunk;
     });
-    const exited = exitOf(child);
+    const requestLog = () =>
+      JSON.parse(readFileSync(join(dir, 'cache', 'requests.json'), 'utf8')) as { requestId: string }[];
+    return { child, io, exited: exitOf(child), requestLog };
+  }
+
+  it("`oracle-node coordinator --window` with an API that never answers exits at the window's hard end, having sent nothing", async () => {
+    const sponsor = await createSponsor(chain.deployment, 'cli-hard-end');
+    const id = await requestPrice(chain.deployment, sponsor);
+    holding = true;
+    const calls = priceCalls();
+    // A 1 s window: its hard end 5 s later, while the API call is still held.
+    const run = spawnWindow('1');
+    expect(await run.exited, run.io.stderr).to.equal(0);
+    // It did not wait for the API (its own timeouts are 10 s and 20 s): the call is still held.
+    expect(held).to.have.length(priceCalls() - calls);
+    expect(held.length).to.be.greaterThan(0);
+    expect(JSON.parse(run.io.stdout.trim()).transactions).to.include({ fulfilled: 0, failed: 0, skipped: 1 });
+    expect(run.io.stderr).to.include("the window's hard end: nothing new is sent");
+    expect(run.requestLog().find((record) => record.requestId === id.toLowerCase())).to.include({ state: 'skipped' });
+    for (const release of held.splice(0)) release();
+    holding = false;
+    expect(await transactionCount(sponsor.sponsorWallet)).to.equal(0);
+    expect(await requestEvents(chain.deployment, id)).to.deep.equal({ fulfilled: [], failed: [] });
+    // The next run serves it.
+    const next = spawnWindow('1');
+    expect(await next.exited, next.io.stderr).to.equal(0);
+    await waitForMined(chain.anvil.url);
+    expect((await requestEvents(chain.deployment, id)).fulfilled).to.have.length(1);
+  });
+
+  it('SIGTERM to `oracle-node coordinator --window` mid-cycle: nothing sent after it, the report written, exit 0', async () => {
+    const sponsor = await createSponsor(chain.deployment, 'sigterm');
+    const id = await requestPrice(chain.deployment, sponsor);
+    holding = true;
+    const calls = priceCalls();
+    const { child, io, exited, requestLog } = spawnWindow('60');
     try {
       // The first cycle is in flight: its API call is held.
       await until(() => priceCalls() > calls, 'the API call');
     } finally {
       child.kill('SIGTERM');
     }
-    expect(await exited, stderr).to.equal(0);
+    expect(await exited, io.stderr).to.equal(0);
     // It did not wait for the API (its own timeouts are 10 s and 20 s): the call is still held.
     expect(held.length).to.be.greaterThan(0);
-    const summary = JSON.parse(stdout.trim());
-    expect(summary.transactions, stdout).to.include({ fulfilled: 0, failed: 0, skipped: 1 });
-    const log = JSON.parse(readFileSync(join(dir, 'cache', 'requests.json'), 'utf8')) as { requestId: string }[];
-    expect(log.find((record) => record.requestId === id.toLowerCase())).to.include({ state: 'skipped' });
+    expect(io.stderr).to.include('SIGTERM: nothing new is sent');
+    expect(JSON.parse(io.stdout.trim()).transactions).to.include({ fulfilled: 0, failed: 0, skipped: 1 });
+    expect(requestLog().find((record) => record.requestId === id.toLowerCase())).to.include({ state: 'skipped' });
     for (const release of held.splice(0)) release();
     expect(await transactionCount(sponsor.sponsorWallet)).to.equal(0);
     expect(await requestEvents(chain.deployment, id)).to.deep.equal({ fulfilled: [], failed: [] });
