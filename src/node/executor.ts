@@ -13,6 +13,7 @@ import {
   SHARD_FORMAT,
 } from '../contract/shard.js';
 import { parseTraceparent } from '../observability/tracing.js';
+import type { WorkDeadline } from './deadline.js';
 import {
   type Answer,
   answerFromResult,
@@ -27,7 +28,14 @@ import type { ShardApiCall, ShardInput, ShardOutput } from './shard-types.js';
 
 export type ShardResult =
   | { ok: true; output: ShardOutput }
-  | { ok: false; chainId: string; sponsorWallet: string; error: string };
+  | {
+      ok: false;
+      chainId: string;
+      sponsorWallet: string;
+      error: string;
+      /** The requests the shard held (the request log marks only these as shardFailed). */
+      requestIds?: string[];
+    };
 
 export interface ShardExecutor {
   /** Runs the shards with at most `concurrency` at a time; never rejects because of one shard. */
@@ -39,7 +47,13 @@ function failedShard(shard: ShardInput, error: unknown, context: ChainContext): 
     { chainId: shard.chainId, sponsorWallet: shard.sponsorWallet, err: errorMessage(error) },
     'shard failed',
   );
-  return { ok: false, chainId: shard.chainId, sponsorWallet: shard.sponsorWallet, error: errorMessage(error) };
+  return {
+    ok: false,
+    chainId: shard.chainId,
+    sponsorWallet: shard.sponsorWallet,
+    error: errorMessage(error),
+    requestIds: shard.apiCalls.map((call) => call.id),
+  };
 }
 
 /** Writes what a batch-writing cache (the ConfigMap on Kubernetes) recorded for the shards; a failed write is a WARN. */
@@ -72,8 +86,11 @@ export type ApiShardResult = { ok: true; output: ApiShardOutput } | { ok: false;
 
 /** Where the API calls of a coordinator's shards run: each shard's calls in a worker, in input order. */
 export interface ApiWorkers {
-  /** At most `concurrency` shards at a time; never rejects because of one shard. */
-  run(shards: ApiShardInput[], options: { concurrency: number }): Promise<ApiShardResult[]>;
+  /**
+   * At most `concurrency` shards at a time; never rejects because of one shard. With a deadline: nothing starts
+   * after it, and a shard not done by it has no result.
+   */
+  run(shards: ApiShardInput[], options: { concurrency: number; deadline?: WorkDeadline }): Promise<ApiShardResult[]>;
 }
 
 /** What a worker's output lacks for a request it was given: a failed API call, never a transaction of its own. */
@@ -97,7 +114,9 @@ export class WorkerExecutor implements ShardExecutor {
     // A cache hit or a request that cannot be served is not sent to a worker; a shard with nothing left needs none.
     const sent = dispatches.filter((d) => d.requests.length > 0);
     const inputs = sent.map(({ shard, requests }) => apiShardInput(shard, requests));
-    const results = inputs.length > 0 ? await this.workers.run(inputs, options) : [];
+    const { deadline } = this.context;
+    const results =
+      inputs.length > 0 ? await this.workers.run(inputs, { ...options, ...(deadline ? { deadline } : {}) }) : [];
     const workerResults = new Map(sent.map((dispatch, i) => [dispatch, { input: inputs[i]!, result: results[i] }]));
     const answered = await mapLimit(dispatches, options.concurrency, async (dispatch) => {
       const worker = workerResults.get(dispatch);

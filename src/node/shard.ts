@@ -47,6 +47,7 @@ import type { Config } from '../config/index.js';
 import { parseTraceparent, type SpanContext, Tracer } from '../observability/tracing.js';
 import { type ApiCallContext, type ApiCallOutcome, type ApiRecord, callApi, NOT_CALLED } from './api-call.js';
 import type { ResponseCache } from './cache.js';
+import type { WorkDeadline } from './deadline.js';
 import { findEndpoint } from './endpoints.js';
 import type { Logger } from './logger.js';
 import { reservedParameterValue } from './ois-adapter.js';
@@ -68,6 +69,8 @@ export type ChainContext = {
    * above it is not sent, and its request waits for the price to fall (`--max-gas-price`, spec.chainLimits).
    */
   gasPriceCeilings?: ReadonlyMap<string, bigint>;
+  /** The run's hard end or SIGTERM: after it nothing is sent; the requests stay open (src/node/deadline.ts). */
+  deadline?: WorkDeadline;
 };
 
 /** The sightings of this process: every shard, cycle and window poll it runs adds to them. */
@@ -561,6 +564,8 @@ async function sendPlanned(
     sent: (nextNonce: number) => void;
   },
 ): Promise<void> {
+  const stopped = run.context.deadline?.reason;
+  if (stopped) return skipPending(run, `not sent: ${stopped}; left open for the next window`);
   const ceiling = run.context.gasPriceCeilings?.get(run.shard.chainId);
   const skip = (item: WorkItem, reason: string) =>
     run.outcomes.push({ id: itemId(item), kind: item.kind, outcome: 'skipped', reason });

@@ -14,6 +14,7 @@ import { RpcClient, withTimeout } from '../chain/rpc.js';
 import { DEFAULT_MIN_CONFIRMATIONS } from '../chain/types.js';
 import type { Config } from '../config/index.js';
 import { type CycleDeps, type CycleSummary, type CycleWindow, runCycle } from './cycle.js';
+import { settleBy, type WorkDeadline } from './deadline.js';
 import { type LatencySamples, RequestLatency } from './latency.js';
 
 /** A head read that takes longer than this counts as no answer for the poll. */
@@ -27,6 +28,11 @@ export type WindowOptions = {
   sleep?: (ms: number) => Promise<void>;
   /** Ends the window early (SIGTERM): the summary so far is returned. */
   signal?: AbortSignal;
+  /**
+   * The run's hard end and SIGTERM (src/node/deadline.ts), which the executor's shards read too: no poll starts
+   * after it, and a cycle in flight then is not waited for beyond SETTLE_AFTER_STOP_MS (it sends nothing new).
+   */
+  deadline?: WorkDeadline;
 };
 
 export type WindowSummary = CycleSummary & {
@@ -120,18 +126,22 @@ async function readHeads(config: Config, deps: CycleDeps): Promise<{ heads: Head
 
 export async function runWindow(config: Config, deps: CycleDeps, options: WindowOptions): Promise<WindowSummary> {
   const now = options.now ?? Date.now;
-  const sleep = options.sleep ?? ((ms: number) => abortableSleep(ms, options.signal));
+  const signal = options.signal ?? options.deadline?.signal;
+  const sleep = options.sleep ?? ((ms: number) => abortableSleep(ms, signal));
   const end = now() + options.windowMs;
   const state = new WindowState(config);
   // Latency is against block timestamps: the wall clock, not the window's (a test's clock may be its own).
   const latency = new RequestLatency(config, deps);
-  let summary = await runCycle(config, { ...deps, window: state.cycleWindow() });
+  let summary = await settleBy(runCycle(config, { ...deps, window: state.cycleWindow() }), options.deadline, () =>
+    emptySummary(),
+  );
   state.record(summary);
   summary.rpcCalls += await latency.afterCycle(summary, state.stores);
   const window = { polls: 0, idlePolls: 0 };
-  while (!options.signal?.aborted && now() + options.pollIntervalMs <= end) {
+  const stopped = () => signal?.aborted === true || options.deadline?.stopped === true;
+  while (!stopped() && now() + options.pollIntervalMs <= end) {
     await sleep(options.pollIntervalMs);
-    if (options.signal?.aborted) break;
+    if (stopped()) break;
     window.polls++;
     const { heads, rpcCalls } = await readHeads(config, deps);
     summary.rpcCalls += rpcCalls;
@@ -140,7 +150,13 @@ export async function runWindow(config: Config, deps: CycleDeps, options: Window
       window.idlePolls++;
       continue;
     }
-    const cycle = await runCycle({ ...config, chains: moved }, { ...deps, window: state.cycleWindow(heads) });
+    const cycle = await settleBy(
+      runCycle({ ...config, chains: moved }, { ...deps, window: state.cycleWindow(heads) }),
+      options.deadline,
+      () => undefined,
+    );
+    // Not settled by the deadline: what it did is not in the report; it sends nothing more.
+    if (!cycle) break;
     state.record(cycle);
     cycle.rpcCalls += await latency.afterCycle(cycle, state.stores);
     summary = mergeSummaries(summary, cycle);
@@ -159,6 +175,25 @@ function abortableSleep(ms: number, signal: AbortSignal | undefined): Promise<vo
     }
     signal?.addEventListener('abort', done, { once: true });
   });
+}
+
+/** A cycle that did nothing (the first cycle, when the run stopped before it settled). */
+export function emptySummary(): CycleSummary {
+  return {
+    providers: [],
+    requests: { discovered: 0, servable: 0, waitingForConfirmations: 0, overChainLimit: 0 },
+    shards: { total: 0, failed: 0 },
+    transactions: { fulfilled: 0, failed: 0, withdrawn: 0, skipped: 0, errors: 0, replaced: 0 },
+    apiCalls: 0,
+    cacheHits: 0,
+    rpcCalls: 0,
+    timings: { discoveryMs: 0, shardsMs: 0 },
+    sponsorWallets: [],
+    gasPrices: [],
+    gasPriceStrategyFailures: [],
+    results: [],
+    seen: [],
+  };
 }
 
 const byKey = <T>(items: T[], key: (item: T) => string): T[] => [...new Map(items.map((i) => [key(i), i])).values()];

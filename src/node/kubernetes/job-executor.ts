@@ -22,6 +22,7 @@ import {
   workerJobName,
 } from '../../contract/shard.js';
 import { BUILTIN_KINDS, type RuntimeClient } from '../../kube/api.js';
+import { type WorkDeadline, whenStopped } from '../deadline.js';
 import type { ApiShardResult, ApiWorkers } from '../executor.js';
 
 /** The API calls the executor makes: one implementation over the API client, one in the unit tests. */
@@ -69,7 +70,10 @@ export class KubernetesJobExecutor implements ApiWorkers {
    * chain's concurrency shared between them. A shard too large for one input runs in pieces (its requests split), and
    * fails when one of them does; a piece that no input holds (one request too large) fails its shard alone.
    */
-  async run(shards: ApiShardInput[], options: { concurrency: number }): Promise<ApiShardResult[]> {
+  async run(
+    shards: ApiShardInput[],
+    options: { concurrency: number; deadline?: WorkDeadline },
+  ): Promise<ApiShardResult[]> {
     if (shards.length === 0) return [];
     const pieces = shards.flatMap((shard, index) => splitShardInput(shard).map((input) => ({ shard: index, input })));
     const { batches, oversized } = packShardInputs(pieces.map((piece) => JSON.stringify(piece.input)));
@@ -85,7 +89,7 @@ export class KubernetesJobExecutor implements ApiWorkers {
       batches.map(async (batch) => {
         const batchResults = await this.runJob(
           batch.map((index) => pieces[index]!.input),
-          { concurrency },
+          { concurrency, ...(options.deadline ? { deadline: options.deadline } : {}) },
         );
         batch.forEach((index, position) => {
           results[index] = batchResults[position]!;
@@ -96,8 +100,21 @@ export class KubernetesJobExecutor implements ApiWorkers {
   }
 
   /** One Indexed Job for shards whose inputs fit its ConfigMap. */
-  private async runJob(shards: ApiShardInput[], options: { concurrency: number }): Promise<ApiShardResult[]> {
-    const { api, template } = this.options;
+  private async runJob(
+    shards: ApiShardInput[],
+    options: { concurrency: number; deadline?: WorkDeadline },
+  ): Promise<ApiShardResult[]> {
+    const { api } = this.options;
+    const { deadline } = options;
+    const failAll = (error: string): ApiShardResult[] => shards.map(() => ({ ok: false, error }));
+    const stopped = deadline?.reason;
+    if (stopped) return failAll(`worker Job not started: ${stopped}`);
+    // The worker gets the time left to the run's hard end, never more than the template's deadline: a pod stuck
+    // Pending or an API that does not answer is ended by the Job controller before the coordinator stops waiting.
+    const template = {
+      ...this.options.template,
+      activeDeadlineSeconds: workerDeadlineSeconds(this.options.template, deadline),
+    };
     const chainId = shards[0]!.chainId;
     const cycleId = `${Math.floor((this.options.now ?? Date.now)() / 1000).toString(36)}${(this.sequence++).toString(36)}-${chainId.slice(-6)}`;
     const name = workerJobName(template.namePrefix, cycleId);
@@ -105,7 +122,6 @@ export class KubernetesJobExecutor implements ApiWorkers {
       buildWorkerJob(template, { name, shardCount: shards.length, concurrency: options.concurrency, chainId }),
     );
     this.jobs.push(name);
-    const failAll = (error: string): ApiShardResult[] => shards.map(() => ({ ok: false, error }));
     try {
       await api.createConfigMap(buildShardInputConfigMap(created, shards));
       await api.unsuspendJob(name);
@@ -114,19 +130,28 @@ export class KubernetesJobExecutor implements ApiWorkers {
       await api.deleteJob(name).catch(() => undefined);
       return failAll(`could not start worker Job ${name}: ${errorMessage(error)}`);
     }
-    const finished = await this.waitForJob(name);
-    if (!finished) return failAll(`worker Job ${name} did not finish in time`);
+    const finished = await this.waitForJob(name, template.activeDeadlineSeconds, deadline);
+    if (!finished) {
+      const why = deadline?.reason;
+      return failAll(`worker Job ${name} did not finish ${why ? `before ${why}` : 'in time'}`);
+    }
     return this.collect(name, shards);
   }
 
-  private async waitForJob(name: string): Promise<V1Job | undefined> {
+  /** The finished Job, or undefined when it is not finished by its deadline + grace or by the run's deadline. */
+  private async waitForJob(
+    name: string,
+    activeDeadlineSeconds: number,
+    runDeadline: WorkDeadline | undefined,
+  ): Promise<V1Job | undefined> {
     const now = this.options.now ?? Date.now;
     const sleep = this.options.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
-    const deadline = now() + this.options.template.activeDeadlineSeconds * 1000 + (this.options.graceMs ?? 15_000);
-    while (now() < deadline) {
-      const job = await this.options.api.readJob(name).catch(() => undefined);
+    const until = now() + activeDeadlineSeconds * 1000 + (this.options.graceMs ?? 15_000);
+    const stopped = whenStopped(runDeadline);
+    while (now() < until && !runDeadline?.stopped) {
+      const job = await Promise.race([this.options.api.readJob(name).catch(() => undefined), stopped]);
       if (job && jobFinished(job)) return job;
-      await sleep(this.options.pollIntervalMs ?? 1000);
+      await Promise.race([sleep(this.options.pollIntervalMs ?? 1000), stopped]);
     }
     return undefined;
   }
@@ -166,6 +191,12 @@ function mergePieces(pieces: ApiShardResult[]): ApiShardResult {
       apiMs: Math.max(...outputs.map((output) => output.apiMs)),
     },
   };
+}
+
+/** A worker Job's activeDeadlineSeconds: the template's, or the whole seconds left to the run's hard end if fewer. */
+export function workerDeadlineSeconds(template: WorkerTemplate, deadline: WorkDeadline | undefined): number {
+  const left = deadline?.timeLeftMs() ?? Number.POSITIVE_INFINITY;
+  return Math.max(1, Math.min(template.activeDeadlineSeconds, Math.floor(left / 1000)));
 }
 
 /** WorkerJobApi over the API client, in one namespace. */

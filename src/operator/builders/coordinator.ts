@@ -27,6 +27,12 @@ import { buildWorkerTemplate } from './worker.js';
 export const STARTING_DEADLINE_SECONDS = 20;
 /** A Job is cut off this long before the next tick (SIGTERM: a window reports what it did). */
 export const DEADLINE_BEFORE_NEXT_TICK_SECONDS = 5;
+/**
+ * The coordinator pod's grace period after SIGTERM (the Job's deadline): it sends nothing new, writes its cycle report
+ * and request log and exits (src/cli/coordinator.ts); deadline + grace end at the next tick, so the pod is gone then
+ * and `Forbid` never skips a run for it.
+ */
+export const COORDINATOR_GRACE_SECONDS = DEADLINE_BEFORE_NEXT_TICK_SECONDS;
 /** A one-shot cycle (windows off) is cut off before the next minute's tick. */
 export const COORDINATOR_DEADLINE_SECONDS = 60 - DEADLINE_BEFORE_NEXT_TICK_SECONDS;
 /**
@@ -119,6 +125,7 @@ export function buildCoordinatorCronJob(
     apiToken: true,
   });
   podSpec.restartPolicy = 'Never';
+  podSpec.terminationGracePeriodSeconds = COORDINATOR_GRACE_SECONDS;
   const podLabels = labels(input.node, stage, 'coordinator');
   return {
     apiVersion: 'batch/v1',

@@ -106,8 +106,16 @@ export function statusEqual(a: OracleNodeStatus | undefined, b: OracleNodeStatus
   return canonicalJson(a ?? {}) === canonicalJson(b ?? {});
 }
 
+/**
+ * Whether a Job may still have a pod running. Only a terminal condition (Complete, Failed) with no pod active or
+ * terminating ends it: FailureTarget and SuccessCriteriaMet come first, while the Job controller is still ending
+ * the pods, and a coordinator pod past its deadline may still be sending (a stage rollout waits for it).
+ */
 export function jobActive(job: V1Job): boolean {
-  return jobFinished(job) === undefined;
+  const terminal = (job.status?.conditions ?? []).some(
+    (condition) => condition.status === 'True' && (condition.type === 'Complete' || condition.type === 'Failed'),
+  );
+  return !terminal || (job.status?.active ?? 0) > 0 || (job.status?.terminating ?? 0) > 0;
 }
 
 export function cronJobHasActiveJobs(cronJob: V1CronJob): boolean {

@@ -11,6 +11,7 @@ import {
   type WorkerTemplate,
 } from '../../../../src/contract/shard.js';
 import { RestClient, RuntimeClient } from '../../../../src/kube/api.js';
+import { WorkDeadline } from '../../../../src/node/deadline.js';
 import {
   KubernetesJobExecutor,
   kubeWorkerJobApi,
@@ -258,5 +259,44 @@ describe('KubernetesJobExecutor', () => {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
     }
+  });
+
+  it("gives the worker Job the whole seconds left to the run's hard end, never more than the template's deadline", async () => {
+    const deadlineOf = async (hardEndInMs: number) => {
+      const fake = fakeApi([undefined]);
+      const now = () => 1_000_000;
+      const deadline = new WorkDeadline(now() + hardEndInMs, now);
+      await new KubernetesJobExecutor({ api: fake.api, template, now, sleep: async () => {} }).run([shard(0)], {
+        concurrency: 1,
+        deadline,
+      });
+      deadline.stop('test over');
+      return fake.job()!.spec!.activeDeadlineSeconds;
+    };
+    expect(await deadlineOf(12_700)).to.equal(12);
+    expect(await deadlineOf(400)).to.equal(1);
+    expect(await deadlineOf(600_000)).to.equal(template.activeDeadlineSeconds);
+  });
+
+  it("stops waiting for a Job at the run's deadline (SIGTERM or the hard end), and starts none after it", async () => {
+    const fake = fakeApi([undefined]);
+    fake.api.unsuspendJob = async () => {};
+    const deadline = new WorkDeadline(undefined);
+    let reads = 0;
+    const readJob = fake.api.readJob;
+    fake.api.readJob = async (name) => {
+      // The Job never finishes; the run is stopped while the coordinator waits for it.
+      if (++reads === 2) deadline.stop('SIGTERM');
+      return readJob(name);
+    };
+    const executor = new KubernetesJobExecutor({ api: fake.api, template, sleep: async () => {} });
+    const [result] = await executor.run([shard(0)], { concurrency: 1, deadline });
+    expect(reads).to.equal(2);
+    expect(result).to.deep.include({ ok: false });
+    expect((result as { error: string }).error).to.contain('did not finish before SIGTERM');
+    const calls = fake.calls.length;
+    const [after] = await executor.run([shard(1)], { concurrency: 1, deadline });
+    expect((after as { error: string }).error).to.contain('not started: SIGTERM');
+    expect(fake.calls).to.have.length(calls);
   });
 });
