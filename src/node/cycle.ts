@@ -1,5 +1,5 @@
 // One coordinator cycle (airnode-facts §3): discovery on every (chain, provider) in parallel and
-// isolated, the chain limit, aggregation by requestId across providers, the confirmation filter, then
+// isolated (heads first, judged against each other, then the requests through the trusted providers), the chain limit, aggregation by requestId across providers, the confirmation filter, then
 // shards by sponsor wallet handed to an executor. Deliberate difference from the reference: each request
 // is submitted once, through one provider, instead of once per provider (see docs/chain-cycle.md).
 
