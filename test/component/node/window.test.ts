@@ -436,6 +436,8 @@ describe('the coordinator window on anvil (real AirnodeRrpV0)', () => {
       await waitForMined(chain.anvil.url);
       // Without the hanging provider the window polls once a second after its first cycle: windowSeconds - 1 polls.
       expect(summary.window.polls).to.be.at.least(windowSeconds - 3);
+      // Not asked again while a read is in flight, and backed off after it timed out: not once per poll.
+      expect(hanging.counts.get('eth_blockNumber') ?? 0).to.be.at.most(Math.ceil(summary.window.polls / 2));
       expect((await requestEvents(chain.deployment, made!)).fulfilled).to.have.length(1);
       expect(servedAtTicks.find((tick) => tick >= madeAtTick!)! - madeAtTick!).to.be.at.most(2);
     });
