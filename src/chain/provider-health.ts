@@ -41,7 +41,7 @@ export type ProviderHead = {
   currentBlock: number;
   /** Since when (epoch ms) the provider has been seen behind the agreed head at this same head (ProviderMemory). */
   behindSinceMs?: number | undefined;
-  /** Whether the provider answered the block at its own head (asked only for a head nobody else confirms). */
+  /** Whether the provider answered the block at its own head (asked only when nobody else confirms it: headsToShow). */
   shown?: boolean | undefined;
 };
 export type HeadFault = {
@@ -62,11 +62,17 @@ function confirmed(head: ProviderHead, heads: ProviderHead[], maxLag: number): b
 /**
  * The providers to ask for the block at their own head (`eth_getBlockByNumber`) before the heads are judged: those
  * whose head no other provider confirms and that would set the agreed head (above every confirmed head, or, with
- * none confirmed, above the lowest). A provider that reports a head it cannot show is lying or broken; one that shows
- * it is ahead for real, and the others lag. With heads that agree (the usual case) nobody is asked.
+ * none confirmed, above the lowest), and the one head of a poll or cycle in which the chain's other `configured`
+ * providers gave none. A provider that reports a head it cannot show is lying or broken; one that shows it is ahead
+ * for real, and the others lag. With heads that agree (the usual case), or one provider configured, nobody is asked.
  */
-export function headsToShow(heads: ProviderHead[], maxLag = MAX_PROVIDER_LAG_BLOCKS): string[] {
+export function headsToShow(
+  heads: ProviderHead[],
+  maxLag = MAX_PROVIDER_LAG_BLOCKS,
+  configured = heads.length,
+): string[] {
   const live = heads.filter((h) => h.currentBlock > 0);
+  if (live.length === 1 && configured > 1) return [live[0]!.name];
   if (live.length < 2) return [];
   const confirmedHeads = live.filter((h) => confirmed(h, live, maxLag)).map((h) => h.currentBlock);
   const floor = confirmedHeads.length > 0 ? Math.max(...confirmedHeads) : Math.min(...live.map((h) => h.currentBlock));
@@ -76,14 +82,15 @@ export function headsToShow(heads: ProviderHead[], maxLag = MAX_PROVIDER_LAG_BLO
 /**
  * The head the chain's providers agree on: the highest head that another provider confirms within `maxLag` or that
  * its provider showed; with none such, the highest head not disproved (one provider, or two that disagree and were
- * not asked). A provider's head alone never sets it when another provider disagrees and it cannot show its block.
+ * not asked); undefined when every head was disproved. A provider's head alone never sets it when another provider
+ * disagrees and it cannot show its block.
  */
 export function agreedHead(heads: ProviderHead[], maxLag = MAX_PROVIDER_LAG_BLOCKS): number | undefined {
-  if (heads.length === 0) return undefined;
-  const live = heads.filter((h) => h.currentBlock > 0 && h.shown !== false);
+  const believable = heads.filter((h) => h.shown !== false);
+  if (believable.length === 0) return undefined;
+  const live = believable.filter((h) => h.currentBlock > 0);
   const backed = live.filter((h) => h.shown === true || confirmed(h, live, maxLag));
-  const candidates = backed.length > 0 ? backed : live;
-  if (candidates.length === 0) return Math.max(0, ...heads.filter((h) => h.shown !== false).map((h) => h.currentBlock));
+  const candidates = backed.length > 0 ? backed : live.length > 0 ? live : believable;
   return Math.max(...candidates.map((h) => h.currentBlock));
 }
 
@@ -94,7 +101,7 @@ const HEAD_RULES: { fault: HeadFault['fault']; applies: (input: HeadRuleInput) =
   { fault: 'syncing', applies: ({ head, agreed }) => head.currentBlock === 0 && agreed > 0 },
   // A head the others do not confirm and its provider cannot show: confirmations and static calls would ask for a
   // block that does not exist.
-  { fault: 'ahead', applies: ({ head, agreed }) => head.currentBlock > agreed },
+  { fault: 'ahead', applies: ({ head, agreed }) => head.shown === false || head.currentBlock > agreed },
   // It would hold every request "waiting for confirmations" (the confirmation filter takes the lowest head).
   { fault: 'lagging', applies: ({ head, agreed, maxLag }) => agreed - head.currentBlock > maxLag },
   // Behind at the same head for a while (not between two polls: a provider a poll late is behind for one poll).
@@ -108,7 +115,7 @@ const HEAD_RULES: { fault: HeadFault['fault']; applies: (input: HeadRuleInput) =
 /**
  * The agreed head of the chain (`agreedHead`) and the providers whose head makes them unfit for this cycle, each
  * with the first rule of HEAD_RULES that applies. The provider(s) with the agreed head are never faulty, so a chain
- * keeps at least one provider; with one provider nothing is left out but a head of 0 beside nobody.
+ * keeps at least one provider unless every head was disproved; one provider alone is never left out by its head.
  */
 export function judgeHeads(
   heads: ProviderHead[],
@@ -118,10 +125,11 @@ export function judgeHeads(
   const nowMs = options.nowMs ?? Date.now();
   const agreed = agreedHead(heads, maxLag);
   const faults = new Map<string, HeadFault>();
-  if (agreed === undefined) return { agreed, faults };
   for (const head of heads) {
-    const rule = HEAD_RULES.find((r) => r.applies({ head, agreed, maxLag, nowMs }));
-    if (rule) faults.set(head.name, { fault: rule.fault, lagBlocks: agreed - head.currentBlock, bestBlock: agreed });
+    // With no head believable, each is judged against itself: only a head it could not show is a fault.
+    const against = agreed ?? head.currentBlock;
+    const rule = HEAD_RULES.find((r) => r.applies({ head, agreed: against, maxLag, nowMs }));
+    if (rule) faults.set(head.name, { fault: rule.fault, lagBlocks: against - head.currentBlock, bestBlock: against });
   }
   return { agreed, faults };
 }

@@ -289,7 +289,7 @@ async function judgeProviders(context: ChainContext, states: ProviderState[]): P
     currentBlock: s.head!,
     behindSinceMs: memory.behindSince(chain.id, s.url, s.head!),
   }));
-  const toShow = new Set(headsToShow(heads));
+  const toShow = new Set(headsToShow(heads, MAX_PROVIDER_LAG_BLOCKS, states.length));
   await Promise.all(
     heads
       .filter((head) => toShow.has(head.name))

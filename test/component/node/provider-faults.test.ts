@@ -239,6 +239,25 @@ describe('provider faults on anvil (real AirnodeRrpV0)', () => {
       expect(byName(summary)['good']).to.include({ ok: true });
       expect(liar.counts.get('eth_getBlockByNumber')).to.equal(1);
     });
+
+    it('when it is the only provider that gave a head, is shown first and trusted with nothing: no request served, none failed, until another provider answers', async () => {
+      const liar = await faultProxy(ahead50());
+      const down = await faultProxy((call) =>
+        call.method === 'eth_blockNumber' ? { error: { code: -32603, message: 'backend unavailable' } } : undefined,
+      );
+      const memory = new ProviderMemory();
+      const { ids } = await requests(1);
+      const first = await cycle({ liar: liar.url, down: down.url }, memory);
+      expect(byName(first.summary)['liar']).to.include({ ok: false, fault: 'ahead' });
+      expect(byName(first.summary)['down']).to.include({ ok: false, fault: 'unavailable' });
+      expect(first.summary.shards.total).to.equal(0);
+      expect(await failedCount(ids)).to.equal(0);
+      down.setFault(undefined);
+      const second = await cycle({ liar: liar.url, down: down.url }, memory);
+      expect(byName(second.summary)['liar']).to.include({ ok: false, fault: 'ahead' });
+      expect(await fulfilled(ids)).to.equal(1);
+      expect(await failedCount(ids)).to.equal(0);
+    });
   });
 
   describe('a provider on another network', () => {

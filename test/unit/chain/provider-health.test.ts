@@ -77,6 +77,15 @@ describe('provider heads fit for a cycle', () => {
       expect(faultsOf([{ name: 'only', currentBlock: 1000 }])).to.deep.equal({});
     });
 
+    it("the only head of a chain whose other providers gave none is shown first, and nothing is trusted when it can't be", () => {
+      const alone = [{ name: 'alone', currentBlock: 1050 }];
+      expect(headsToShow(alone, MAX_PROVIDER_LAG_BLOCKS, 3)).to.deep.equal(['alone']);
+      const { agreed, faults } = judgeHeads([{ ...alone[0]!, shown: false }]);
+      expect(agreed).to.equal(undefined);
+      expect(faults.get('alone')?.fault).to.equal('ahead');
+      expect(faultsOf([{ ...alone[0]!, shown: true }])).to.deep.equal({});
+    });
+
     it('a good head above two providers that lag together is shown, and kept', () => {
       const heads = [
         { name: 'stale', currentBlock: 900 },
