@@ -1,6 +1,6 @@
 // One coordinator cycle (airnode-facts §3): discovery on every (chain, provider) in parallel and
-// isolated (heads first, judged against each other, then the requests through the trusted providers), the chain limit, aggregation by requestId across providers, the confirmation filter, then
-// shards by sponsor wallet handed to an executor. Deliberate difference from the reference: each request
+// isolated (heads first, judged against each other, then the requests through the trusted providers), the chain
+// limit, aggregation by requestId across providers, the confirmation filter, then shards by sponsor wallet handed to an executor. Deliberate difference from the reference: each request
 // is submitted once, through one provider, instead of once per provider (see docs/chain-cycle.md).
 
 import { readBalances } from '../chain/balances.js';
@@ -34,7 +34,7 @@ import type { Logger } from './logger.js';
 import { decodeParameters } from './ois-adapter.js';
 import type { ShardInput } from './shard-types.js';
 
-/** Budget of each of one provider's discovery steps, its head and its requests (the reference's initializeProvider worker). */
+/** Budget of each of a provider's discovery steps, its head and its requests (the reference's initializeProvider). */
 export const PROVIDER_DISCOVERY_TIMEOUT_MS = 20_000;
 
 export type CycleDeps = {

@@ -21,8 +21,6 @@ import type { Config } from '../config/index.js';
 import { type CycleDeps, type CycleSummary, type CycleWindow, runCycle } from './cycle.js';
 import { type LatencySamples, RequestLatency } from './latency.js';
 
-export { HEAD_TIMEOUT_MS };
-
 export type WindowOptions = {
   /** How long the window lasts from its start; no poll starts after its end. */
   windowMs: number;
@@ -103,9 +101,10 @@ class WindowState {
 
 /**
  * The heads of one chain's providers, poll after poll. A provider is asked once per poll (one eth_blockNumber); the
- * poll waits for the others at most HEAD_GRACE_MS (half the poll interval at most) once one answered, so a provider that hangs sits the poll out while
- * its read goes on (it is not asked again while that read is in flight). A read that fails or takes HEAD_TIMEOUT_MS
- * backs the provider off: it sits out the next backoffPolls(failures in a row) polls, then is asked again.
+ * poll waits for the others at most HEAD_GRACE_MS (half the poll interval at most) once one answered, so a provider
+ * that hangs sits the poll out while its read goes on (it is not asked again while that read is in flight). A read
+ * that fails or takes HEAD_TIMEOUT_MS backs the provider off: it sits out the next backoffPolls(failures in a row)
+ * polls, then is asked again.
  */
 class ChainHeads {
   private readonly providers: { name: string; url: string; reading: boolean; failures: number; sitOut: number }[];
