@@ -1,7 +1,8 @@
 // One coordinator cycle (airnode-facts §3): discovery on every (chain, provider) in parallel and
 // isolated (heads first, judged against each other, then the requests through the trusted providers), the chain
-// limit, aggregation by requestId across providers, the confirmation filter, then shards by sponsor wallet handed to an executor. Deliberate difference from the reference: each request
-// is submitted once, through one provider, instead of once per provider (see docs/chain-cycle.md).
+// limit, aggregation by requestId across providers, the confirmation filter, then shards by sponsor wallet handed
+// to an executor. Deliberate difference from the reference: each request is submitted once, through one provider,
+// instead of once per provider (see docs/chain-cycle.md).
 
 import { readBalances } from '../chain/balances.js';
 import { type DiscoveryOptions, discoverOnProvider, type ProviderDiscovery } from '../chain/discovery.js';
