@@ -98,7 +98,7 @@ export class OracleNodeMetrics {
     });
     this.providerFaults = new Counter({
       name: 'oracle_node_provider_faults_total',
-      help: 'Coordinator cycles that left a provider out, by fault (unavailable, oversized, wrong-chain, syncing, lagging, stalled)',
+      help: 'Coordinator cycles that left a provider out, by fault (unavailable, oversized, wrong-chain, syncing, lagging, ahead, stalled)',
       labelNames: [...PROVIDER_LABELS, 'fault'],
       registers,
     });

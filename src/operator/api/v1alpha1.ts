@@ -599,7 +599,7 @@ const providerHealthSchema = z.object({
     .optional()
     .meta(
       described(
-        'Why the provider was left out of that cycle: unavailable, oversized (answer over the size cap), wrong-chain, syncing, lagging or stalled.',
+        'Why the provider was left out of that cycle: unavailable, oversized (answer over the size cap), wrong-chain, syncing, lagging, ahead (a head the other providers do not confirm and it cannot show) or stalled.',
       ),
     ),
   blockLag: z.int().optional().meta(described('Blocks behind the most advanced provider of the same chain.')),
