@@ -1,8 +1,10 @@
-// Discovery on one provider (airnode-facts §3 step 2): block number, logs, decoding, templates,
-// verification and authorization. Any RPC failure rejects; the caller isolates providers from each other.
+// Discovery on one provider (airnode-facts §3 step 2): logs up to the provider's head, decoding, templates,
+// verification and authorization. The head is read and judged against the other providers' first
+// (src/chain/provider-health.ts), so a provider's logs are read only once its head is trusted. Any RPC failure
+// rejects; the caller isolates providers from each other.
 import { authorizeRequests } from './authorization.js';
 import type { ChainLogStore } from './log-store.js';
-import { decodeLogs, fetchBlockNumber, fetchNodeLogs, logWindow, type RawLog } from './logs.js';
+import { decodeLogs, fetchNodeLogs, logWindow, type RawLog } from './logs.js';
 import {
   type DiscoveredApiCall,
   type DroppedRequest,
@@ -35,17 +37,21 @@ export type DiscoveryOptions = {
   maxLogRange?: number;
   /**
    * In a coordinator window: the chain's log store. `remember` (the first cycle): the provider reads the whole
-   * history window and the store keeps it; `poll`: the head is the one the poll read, and the logs come from the
-   * store, which reads only the new blocks (src/chain/log-store.ts).
+   * history window and the store keeps it; `poll`: the logs come from the store, which reads only the new blocks
+   * (src/chain/log-store.ts).
    */
-  logStore?: { store: ChainLogStore; mode: 'remember' } | { store: ChainLogStore; mode: 'poll'; head: number };
+  logStore?: { store: ChainLogStore; mode: 'remember' | 'poll' };
 };
 
-export async function discoverOnProvider(client: RpcClient, options: DiscoveryOptions): Promise<ProviderDiscovery> {
+/** The provider's requests up to `currentBlock`, its head as judged trustworthy for this cycle. */
+export async function discoverOnProvider(
+  client: RpcClient,
+  options: DiscoveryOptions,
+  currentBlock: number,
+): Promise<ProviderDiscovery> {
   const { chain } = options;
   const rrpAddress = rrpAddressOf(chain);
   const logStore = options.logStore;
-  const currentBlock = logStore?.mode === 'poll' ? logStore.head : await fetchBlockNumber(client);
   // All logs up to the current block: fulfilments in the newest blocks must be seen too, so a request is
   // never served twice; confirmations are enforced per request afterwards (filterByMinConfirmations).
   const window = logWindow(currentBlock, chain.blockHistoryLimit ?? DEFAULT_BLOCK_HISTORY_LIMIT);

@@ -56,6 +56,44 @@ export function revertReasonOf(error: unknown): string {
   return errorMessage(error);
 }
 
+/**
+ * What a failed eth_call or eth_estimateGas says. `revert`: the call itself fails on chain (revert data, "execution
+ * reverted", out of gas), which is the request's fault and may end it with `fail()`. `provider`: anything else (an
+ * unknown block such as "header not found" from a backend behind, a rate limit, an internal error, a timeout, a
+ * malformed answer) says nothing about the call: the request must stay open for another provider or the next poll.
+ */
+export type CallFailure = { kind: 'revert'; reason: string } | { kind: 'provider'; reason: string };
+
+/** The EVM's own failures, as geth, erigon, besu, nethermind ("VM execution error") and anvil ("EVM error") word them. */
+const REVERT_MESSAGE =
+  /execution reverted|\breverted\b|\bout of gas\b|outofgas|gas required exceeds allowance|invalid opcode|vm execution error|\bevm error\b/i;
+/** EIP-1474's code for "execution reverted" (geth answers it with the revert data). */
+const REVERT_CODE = 3;
+
+export function classifyCallError(error: unknown): CallFailure {
+  if (!(error instanceof RpcError)) return { kind: 'provider', reason: errorMessage(error) };
+  const hasRevertData = typeof error.data === 'string' && /^0x[0-9a-fA-F]{8,}$/.test(error.data);
+  if (hasRevertData || error.code === REVERT_CODE || REVERT_MESSAGE.test(error.message)) {
+    return { kind: 'revert', reason: revertReasonOf(error) };
+  }
+  return { kind: 'provider', reason: errorMessage(error) };
+}
+
+/** A fulfilment check the provider could not answer: the shard tries the next provider, the request stays open. */
+export class ProviderCheckError extends Error {
+  constructor(reason: string) {
+    super(`provider could not check the fulfilment: ${reason}`);
+    this.name = 'ProviderCheckError';
+  }
+}
+
+/** Rethrows a provider's failure to answer a check; gives back the revert reason of a call that reverts. */
+function revertReasonOrThrow(error: unknown): string {
+  const failure = classifyCallError(error);
+  if (failure.kind === 'provider') throw new ProviderCheckError(failure.reason);
+  return failure.reason;
+}
+
 /** The request is no longer awaiting fulfilment (fulfilled, failed, or never ours): nothing to send. */
 export function isNotAwaiting(reason: string): boolean {
   return /Invalid request fulfillment/.test(reason);
@@ -83,6 +121,8 @@ export type PlannedTransaction =
       gasLimit: bigint;
       gasTarget: GasTarget;
       errorMessage?: string;
+      /** The request's own `_gasPrice` (wei), which `gasTarget` is: repriced when it replaces a stuck transaction. */
+      requestedGasPrice?: bigint;
     }
   | { kind: 'skip'; requestId: string; reason: string };
 
@@ -187,8 +227,7 @@ async function planFail(
     try {
       gasLimit = await estimateAtStateBlock(context, { from: request.sponsorWallet, to: context.rrpAddress, data });
     } catch (error) {
-      const reason = revertReasonOf(error);
-      if (isNotAwaiting(reason)) return noLongerAwaiting(request);
+      if (isNotAwaiting(revertReasonOrThrow(error))) return noLongerAwaiting(request);
       throw error;
     }
   }
@@ -222,8 +261,8 @@ async function staticFulfill(
     const [callSuccess, callData] = rrpInterface.decodeFunctionResult('fulfill', raw).toArray() as [boolean, string];
     return callSuccess ? { ok: true } : { ok: false, reason: decodeRevertString(callData) };
   } catch (error) {
-    if (error instanceof RpcError) return { ok: false, reason: revertReasonOf(error) };
-    throw error; // transport problem: let the caller try another provider
+    // Only a call that reverts says no; a provider that could not answer leaves the request to another provider.
+    return { ok: false, reason: revertReasonOrThrow(error) };
   }
 }
 
@@ -244,6 +283,7 @@ export async function planApiCallTransaction(
     data,
     gasLimit,
     gasTarget,
+    ...(response.gasPrice !== undefined ? { requestedGasPrice: BigInt(response.gasPrice) } : {}),
   });
 
   if (context.fulfillmentGasLimit !== undefined) {
@@ -268,8 +308,12 @@ export async function planApiCallTransaction(
     const gasLimit = total + total / 63n;
     return await decideByStaticCall(context, request, data, gasLimit, () => fulfill(gasLimit));
   } catch (error) {
-    if (!(error instanceof RpcError) && !(error instanceof Error && /NodeRrpDryRun/.test(error.message))) throw error;
-    estimationError = `Gas estimation failed: ${revertReasonOf(error)}`;
+    if (error instanceof Error && /NodeRrpDryRun/.test(error.message)) {
+      estimationError = `Gas estimation failed: ${error.message}`;
+    } else if (error instanceof RpcError) {
+      // An estimate the provider could not make is not a callback that fails: never a reason to `fail()`.
+      estimationError = `Gas estimation failed: ${revertReasonOrThrow(error)}`;
+    } else throw error;
   }
   return decideByStaticCall(context, request, data, undefined, () => planFail(context, request, estimationError));
 }

@@ -267,3 +267,25 @@ export function bumpGasTarget(target: GasTarget, percent: number): GasTarget {
     ? { ...target, gasPrice: bump(target.gasPrice) }
     : { ...target, maxFeePerGas: bump(target.maxFeePerGas), maxPriorityFeePerGas: bump(target.maxPriorityFeePerGas) };
 }
+
+/** How much a replacement raises the price of the stuck transaction it replaces (nodes ask for at least 10 %). */
+export const REPLACEMENT_BUMP_PERCENT = 20;
+
+/**
+ * The price of a fulfilment priced by its request's `_gasPrice` when it replaces a stuck transaction: the request's
+ * price raised as any replacement, and never below the cycle's replacement price (`replacement`, already raised).
+ * Whatever held the nonce (this request's own transaction at its price, or one at the cycle's) is then outbid, so a
+ * `_gasPrice` too low for the chain does not hold its sponsor wallet's later requests behind it for good. It keeps
+ * the cycle's transaction type: a type 2 replacement of a legacy transaction needs both fees above its price.
+ */
+export function requestedPriceReplacement(requestedGasPrice: bigint, replacement: GasTarget): GasTarget {
+  const raised = (requestedGasPrice * BigInt(100 + REPLACEMENT_BUMP_PERCENT)) / 100n;
+  const atLeastRaised = (v: bigint) => (v > raised ? v : raised);
+  return replacement.type === 0
+    ? { type: 0, gasPrice: atLeastRaised(replacement.gasPrice) }
+    : {
+        type: 2,
+        maxFeePerGas: atLeastRaised(replacement.maxFeePerGas),
+        maxPriorityFeePerGas: atLeastRaised(replacement.maxPriorityFeePerGas),
+      };
+}

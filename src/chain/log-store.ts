@@ -4,13 +4,22 @@
 // so a poll never re-scans history. The last `reorgDepth` blocks are read again each time (within the same
 // eth_getLogs call), and what was stored for them is replaced: a request whose block vanished in a reorg is gone
 // before its confirmations let it be served. A request that waits for more confirmations than the chain's (its own
-// `_minConfirmations`, at most 300) keeps its block in that re-read too (`rereadFrom`), for the same reason.
+// `_minConfirmations`, at most 300) keeps its block in that re-read too (`rereadFrom`), for the same reason. And the
+// newest NEWEST_BLOCKS_REREAD blocks are read again whatever the confirmations (merged, not replaced): a provider whose
+// log index was a block behind its head (common behind load balancers) answered them without their logs, and with
+// `minConfirmations: 0` nothing else would read them again in this window.
 
 import type { RawLog } from './logs.js';
 import { asQuantity } from './rpc.js';
 
 const blockOf = (log: RawLog) => Number(asQuantity(log.blockNumber, 'log.blockNumber'));
 const keyOf = (log: RawLog) => `${String(log.transactionHash)}:${String(log.logIndex)}`;
+
+/**
+ * Blocks before the last read that each read covers again, beyond the reorg depth, in the same eth_getLogs: what a
+ * provider's index may be behind its own head. Their logs are added to what was read, never removed.
+ */
+export const NEWEST_BLOCKS_REREAD = 2;
 
 export class ChainLogStore {
   private readonly logs = new Map<string, RawLog>();
@@ -47,18 +56,20 @@ export class ChainLogStore {
 
   /**
    * The stored logs up to `head`, reading through `fetch` only the blocks after the last read (and the last
-   * `reorgDepth` again), never before `fromLimit` (the history window).
+   * `reorgDepth`, at least NEWEST_BLOCKS_REREAD, again), never before `fromLimit` (the history window).
    */
   upTo(head: number, fromLimit: number, fetch: (fromBlock: number, toBlock: number) => Promise<RawLog[]>) {
     const next = this.queue.then(async () => {
       if (this.scannedTo === undefined || head > this.scannedTo) {
         const afterLastRead = (this.scannedTo ?? fromLimit - 1) + 1;
-        const fromBlock = Math.max(
+        // Blocks from here on may have changed in a reorg: what was stored for them is replaced.
+        const replaceFrom = Math.max(
           fromLimit,
           Math.min(afterLastRead - this.reorgDepth, this.waitingFrom ?? Number.POSITIVE_INFINITY),
         );
+        const fromBlock = Math.max(fromLimit, Math.min(replaceFrom, afterLastRead - NEWEST_BLOCKS_REREAD));
         const fetched = await fetch(fromBlock, head);
-        for (const [key, log] of this.logs) if (blockOf(log) >= fromBlock) this.logs.delete(key);
+        for (const [key, log] of this.logs) if (blockOf(log) >= replaceFrom) this.logs.delete(key);
         for (const log of fetched) if (!log.removed) this.logs.set(keyOf(log), log);
         this.scannedTo = head;
       }

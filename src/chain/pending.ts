@@ -3,11 +3,11 @@
 // overlaps this one (a stage rollout, a manual `oracle-node cycle`, a CronJob that outlived its minute), a worker
 // that was killed after sending. Replacing them is only right when they are stuck; replacing a transaction that
 // is about to be mined costs 20 % more gas and makes two coordinators report the same fulfilments. Pure: the
-// inputs are read from the chain by the caller (src/node/shard.ts), the decision is made here.
+// counts are read from the chain by the caller (src/node/shard.ts), the decision and the sightings are kept here.
 
 /**
- * A wallet's pending transactions are stuck once none of its transactions was mined for this many blocks while
- * its oldest open request has been servable for at least as long (docs/chain-cycle.md, "Pending transactions").
+ * A wallet's pending transactions are stuck once this process has seen them pending for this many blocks while none
+ * of the wallet's transactions was mined (docs/chain-cycle.md, "Pending transactions").
  */
 export const STUCK_AFTER_BLOCKS = 3;
 
@@ -16,18 +16,11 @@ export type PendingState = {
   latestCount: number;
   /** The wallet's transaction count at `pending`: mined plus those in the pool. */
   pendingCount: number;
-  /** The head this cycle works at (the discovery block). */
-  currentBlock: number;
   /**
-   * The earliest block at which any open request or withdrawal of the wallet could be served (its block plus
-   * the confirmations it needs): no transaction for it can have been sent before.
+   * For how many blocks this process has seen these transactions pending with the wallet's mined count unmoved
+   * (PendingSightings.observe): 0 on first sight, whatever the age of the requests they may answer.
    */
-  oldestServableBlock: number;
-  /**
-   * The wallet's transaction count STUCK_AFTER_BLOCKS blocks before `currentBlock`, when the provider could tell
-   * (providers without that state answer with an error: then the requests' age alone decides).
-   */
-  latestCountBefore?: number;
+  seenPendingFor: number;
   /**
    * Nonces of the wallet's transactions that the caller itself sent and knows to be in flight, not stuck (a
    * coordinator window's fulfilments, src/node/window.ts). When they are all that is pending, the wallet goes on
@@ -44,31 +37,16 @@ export type PendingDecision =
   /** Stuck: replace them (same nonces, from the mined count) at a higher price. */
   | { action: 'replace'; firstNonce: number; pending: number };
 
-/** Whether the caller must read `latestCountBefore` to decide (one more call, only for a wallet with pending ones). */
-export function needsCountBefore(state: Omit<PendingState, 'latestCountBefore'>): boolean {
-  return (
-    state.pendingCount > state.latestCount && !allPendingInFlight(state) && servableFor(state) >= STUCK_AFTER_BLOCKS
-  );
-}
-
 export function decidePending(state: PendingState): PendingDecision {
   const pending = state.pendingCount - state.latestCount;
   if (pending <= 0) return { action: 'send', firstNonce: state.latestCount };
   // Every pending nonce is one the caller sent and still awaits: nothing unknown to wait for or replace.
   if (allPendingInFlight(state)) return { action: 'send', firstNonce: state.pendingCount };
-  const age = servableFor(state);
-  if (age < STUCK_AFTER_BLOCKS) {
+  if (state.seenPendingFor < STUCK_AFTER_BLOCKS) {
     return {
       action: 'wait',
       pending,
-      reason: `${pending} pending transaction(s) of this wallet, sent at most ${Math.max(0, age)} block(s) ago: not stuck`,
-    };
-  }
-  if (state.latestCountBefore !== undefined && state.latestCountBefore !== state.latestCount) {
-    return {
-      action: 'wait',
-      pending,
-      reason: `${pending} pending transaction(s) of this wallet, which had transactions mined in the last ${STUCK_AFTER_BLOCKS} blocks: not stuck`,
+      reason: `${pending} pending transaction(s) of this wallet, seen pending by this coordinator for ${Math.max(0, state.seenPendingFor)} block(s): not stuck`,
     };
   }
   return { action: 'replace', firstNonce: state.latestCount, pending };
@@ -81,6 +59,38 @@ function allPendingInFlight(state: Pick<PendingState, 'latestCount' | 'pendingCo
   return true;
 }
 
-function servableFor(state: Pick<PendingState, 'currentBlock' | 'oldestServableBlock'>): number {
-  return state.currentBlock - state.oldestServableBlock;
+type Sighting = { latestCount: number; pendingCount: number; since: number };
+
+/**
+ * What this process has seen of each wallet's pending transactions: since which block its pending count has stood
+ * above a mined count that did not move. Neither a request's age nor the chain can say how long ago another
+ * coordinator sent a transaction (one overlapping this one sent it a moment ago, for requests that waited long), so
+ * only the process's own sightings make a transaction stuck. The count starts again when a transaction is mined (the
+ * wallet is being served), when new ones join the pool, and when this process sends (a replacement gets its blocks
+ * too, so it is never bumped again on the next poll). In memory: a new process starts with no sightings.
+ */
+export class PendingSightings {
+  private readonly byWallet = new Map<string, Sighting>();
+
+  /** Records a read of the wallet's counts at `block`; answers for how many blocks they have been seen pending. */
+  observe(wallet: string, counts: { latestCount: number; pendingCount: number; block: number }): number {
+    const { latestCount, pendingCount, block } = counts;
+    if (pendingCount <= latestCount) {
+      this.byWallet.delete(wallet);
+      return 0;
+    }
+    const seen = this.byWallet.get(wallet);
+    if (!seen || seen.latestCount !== latestCount || pendingCount > seen.pendingCount) {
+      this.byWallet.set(wallet, { latestCount, pendingCount, since: block });
+      return 0;
+    }
+    seen.pendingCount = pendingCount; // fewer: some left the pool; a later rise is then seen as new ones
+    return Math.max(0, block - seen.since);
+  }
+
+  /** This process sent the wallet's transactions up to `nextNonce` - 1 at `block`: pending from there. */
+  sent(wallet: string, sent: { latestCount: number; nextNonce: number; block: number }): void {
+    const pendingCount = Math.max(sent.nextNonce, this.byWallet.get(wallet)?.pendingCount ?? 0);
+    this.byWallet.set(wallet, { latestCount: sent.latestCount, pendingCount, since: sent.block });
+  }
 }

@@ -1,44 +1,161 @@
-// Whether a chain's providers may be trusted for this cycle. Discovery on a provider can succeed and still be
-// wrong for the cycle: a provider on another network, or one whose head is behind the chain (syncing, stale,
-// stuck). Such a provider would hold every request "waiting for confirmations" (the confirmation filter takes
-// the lowest head), or serve a mainnet view to a testnet chain. The rules are pure; what they remember between
-// cycles lives in ProviderMemory, one per process.
-import { asQuantity, type RpcClient } from './rpc.js';
+// Whether a chain's providers may be trusted for this cycle, all rules in one place (docs/chain-cycle.md, "Provider
+// faults"). A provider can answer and still be wrong for the cycle: on another network, or with a head behind the
+// chain (syncing, stale, stuck) or ahead of it (a head no other provider confirms and that it cannot show). Such a
+// provider would hold every request "waiting for confirmations" (the confirmation filter takes the lowest head), have
+// confirmations and static calls ask for a block that does not exist, or serve a mainnet view to a testnet chain.
+// Heads are judged against each other, never one provider's answer alone. Also here: how a window's poll backs off a
+// provider whose head read timed out. The rules are pure; what they remember between cycles lives in ProviderMemory,
+// one per process.
+import { asQuantity, type RpcClient, toQuantity } from './rpc.js';
 import type { VerifiedChainIds } from './verified-chain-ids.js';
 
 /**
- * Blocks a provider's head may be behind the best head of its chain, sampled in the same cycle, before it is left
- * out. Two healthy providers polled at the same moment differ by a block or two, a few more on sub-second chains;
- * ten blocks is two minutes on Ethereum and a few seconds on the fastest chains, and the most a request is held
- * back by a provider that is still used.
+ * Blocks a provider's head may be behind (or ahead of) the head its chain's providers agree on, sampled in the same
+ * cycle, before it is left out. Two healthy providers polled at the same moment differ by a block or two, a few more
+ * on sub-second chains; ten blocks is two minutes on Ethereum and a few seconds on the fastest chains, and the most a
+ * request is held back by a provider that is still used.
  */
 export const MAX_PROVIDER_LAG_BLOCKS = 10;
 
+/**
+ * How long a provider may stay behind the agreed head at the same head before it is `stalled`. A provider that sees
+ * each new block a poll later than the others is behind for one poll (a second at 1 s polls) and then moves: it is
+ * never stalled. One that stopped is left out after this long, before it lags MAX_PROVIDER_LAG_BLOCKS on slow chains.
+ */
+export const STALLED_AFTER_MS = 10_000;
+
 /** Why a provider is not used this cycle (the `fault` of its summary, and the label of its metric). */
-export const PROVIDER_FAULTS = ['unavailable', 'oversized', 'wrong-chain', 'syncing', 'lagging', 'stalled'] as const;
+export const PROVIDER_FAULTS = [
+  'unavailable',
+  'oversized',
+  'wrong-chain',
+  'syncing',
+  'lagging',
+  'ahead',
+  'stalled',
+] as const;
 export type ProviderFault = (typeof PROVIDER_FAULTS)[number];
 
-export type ProviderHead = { name: string; currentBlock: number; previousBlock?: number | undefined };
-export type HeadFault = { fault: 'syncing' | 'lagging' | 'stalled'; lagBlocks: number; bestBlock: number };
+export type ProviderHead = {
+  name: string;
+  currentBlock: number;
+  /** Since when (epoch ms) the provider has been seen behind the agreed head at this same head (ProviderMemory). */
+  behindSinceMs?: number | undefined;
+  /** Whether the provider answered the block at its own head (asked only when nobody else confirms it: headsToShow). */
+  shown?: boolean | undefined;
+};
+export type HeadFault = {
+  fault: 'syncing' | 'lagging' | 'ahead' | 'stalled';
+  /** Blocks behind the agreed head (negative: ahead of it). */
+  lagBlocks: number;
+  /** The head the chain's providers agree on (`agreedHead`). */
+  bestBlock: number;
+};
+
+/** A head confirmed by another provider: one whose head is within `maxLag` blocks of it. */
+function confirmed(head: ProviderHead, heads: ProviderHead[], maxLag: number): boolean {
+  return heads.some(
+    (other) => other !== head && other.currentBlock > 0 && Math.abs(other.currentBlock - head.currentBlock) <= maxLag,
+  );
+}
 
 /**
- * The providers whose head makes them unfit for this cycle: a head of 0 (a node still syncing reports that), more
- * than `maxLag` blocks behind the best head, or not moved since the previous cycle while another provider is ahead
- * (stuck). The best provider is never faulty by these rules, so a chain keeps at least one provider.
+ * The providers to ask for the block at their own head (`eth_getBlockByNumber`) before the heads are judged: those
+ * whose head no other provider confirms and that would set the agreed head (above every confirmed head, or, with
+ * none confirmed, above the lowest), and the one head of a poll or cycle in which the chain's other `configured`
+ * providers gave none. A provider that reports a head it cannot show is lying or broken; one that shows it is ahead
+ * for real, and the others lag. With heads that agree (the usual case), or one provider configured, nobody is asked.
  */
-export function headFaults(heads: ProviderHead[], maxLag = MAX_PROVIDER_LAG_BLOCKS): Map<string, HeadFault> {
+export function headsToShow(
+  heads: ProviderHead[],
+  maxLag = MAX_PROVIDER_LAG_BLOCKS,
+  configured = heads.length,
+): string[] {
+  const live = heads.filter((h) => h.currentBlock > 0);
+  if (live.length === 1 && configured > 1) return [live[0]!.name];
+  if (live.length < 2) return [];
+  const confirmedHeads = live.filter((h) => confirmed(h, live, maxLag)).map((h) => h.currentBlock);
+  const floor = confirmedHeads.length > 0 ? Math.max(...confirmedHeads) : Math.min(...live.map((h) => h.currentBlock));
+  return live.filter((h) => h.currentBlock > floor && !confirmed(h, live, maxLag)).map((h) => h.name);
+}
+
+/**
+ * The head the chain's providers agree on: the highest head that another provider confirms within `maxLag` or that
+ * its provider showed; with none such, the highest head not disproved (one provider, or two that disagree and were
+ * not asked); undefined when every head was disproved. A provider's head alone never sets it when another provider
+ * disagrees and it cannot show its block.
+ */
+export function agreedHead(heads: ProviderHead[], maxLag = MAX_PROVIDER_LAG_BLOCKS): number | undefined {
+  const believable = heads.filter((h) => h.shown !== false);
+  if (believable.length === 0) return undefined;
+  const live = believable.filter((h) => h.currentBlock > 0);
+  const backed = live.filter((h) => h.shown === true || confirmed(h, live, maxLag));
+  const candidates = backed.length > 0 ? backed : live.length > 0 ? live : believable;
+  return Math.max(...candidates.map((h) => h.currentBlock));
+}
+
+type HeadRuleInput = { head: ProviderHead; agreed: number; maxLag: number; nowMs: number };
+/** One rule per fault: the first that applies names the provider's fault. A new fault is one more rule here. */
+const HEAD_RULES: { fault: HeadFault['fault']; applies: (input: HeadRuleInput) => boolean }[] = [
+  // A node still syncing reports block 0.
+  { fault: 'syncing', applies: ({ head, agreed }) => head.currentBlock === 0 && agreed > 0 },
+  // A head the others do not confirm and its provider cannot show: confirmations and static calls would ask for a
+  // block that does not exist.
+  { fault: 'ahead', applies: ({ head, agreed }) => head.shown === false || head.currentBlock > agreed },
+  // It would hold every request "waiting for confirmations" (the confirmation filter takes the lowest head).
+  { fault: 'lagging', applies: ({ head, agreed, maxLag }) => agreed - head.currentBlock > maxLag },
+  // Behind at the same head for a while (not between two polls: a provider a poll late is behind for one poll).
+  {
+    fault: 'stalled',
+    applies: ({ head, agreed, nowMs }) =>
+      head.currentBlock < agreed && head.behindSinceMs !== undefined && nowMs - head.behindSinceMs >= STALLED_AFTER_MS,
+  },
+];
+
+/**
+ * The agreed head of the chain (`agreedHead`) and the providers whose head makes them unfit for this cycle, each
+ * with the first rule of HEAD_RULES that applies. The provider(s) with the agreed head are never faulty, so a chain
+ * keeps at least one provider unless every head was disproved; one provider alone is never left out by its head.
+ */
+export function judgeHeads(
+  heads: ProviderHead[],
+  options: { maxLag?: number; nowMs?: number } = {},
+): { agreed: number | undefined; faults: Map<string, HeadFault> } {
+  const maxLag = options.maxLag ?? MAX_PROVIDER_LAG_BLOCKS;
+  const nowMs = options.nowMs ?? Date.now();
+  const agreed = agreedHead(heads, maxLag);
   const faults = new Map<string, HeadFault>();
-  if (heads.length === 0) return faults;
-  const bestBlock = Math.max(...heads.map((h) => h.currentBlock));
   for (const head of heads) {
-    const lagBlocks = bestBlock - head.currentBlock;
-    if (head.currentBlock === 0 && bestBlock > 0) faults.set(head.name, { fault: 'syncing', lagBlocks, bestBlock });
-    else if (lagBlocks > maxLag) faults.set(head.name, { fault: 'lagging', lagBlocks, bestBlock });
-    else if (lagBlocks > 0 && head.previousBlock !== undefined && head.currentBlock <= head.previousBlock) {
-      faults.set(head.name, { fault: 'stalled', lagBlocks, bestBlock });
-    }
+    // With no head believable, each is judged against itself: only a head it could not show is a fault.
+    const against = agreed ?? head.currentBlock;
+    const rule = HEAD_RULES.find((r) => r.applies({ head, agreed: against, maxLag, nowMs }));
+    if (rule) faults.set(head.name, { fault: rule.fault, lagBlocks: against - head.currentBlock, bestBlock: against });
   }
-  return faults;
+  return { agreed, faults };
+}
+
+/** Polls a provider whose head read timed out sits out: 1, 2, 4, ... up to this many, then it is asked again. */
+export const MAX_BACKOFF_POLLS = 16;
+
+/** How many polls a provider sits out after `failures` head reads in a row that timed out or failed (0: none). */
+export function backoffPolls(failures: number): number {
+  if (failures <= 0) return 0;
+  return Math.min(2 ** (failures - 1), MAX_BACKOFF_POLLS);
+}
+
+/**
+ * How long a poll or a cycle waits for the other providers' heads once one provider answered: a provider that
+ * hangs does not hold the chain back longer than this (it sits the poll out; its read goes on in the background).
+ */
+export const HEAD_GRACE_MS = 1_000;
+
+/** A head read (or a head's block, shown) that takes longer than this counts as no answer. */
+export const HEAD_TIMEOUT_MS = 5_000;
+
+/** Whether the provider has the block at `block` (`eth_getBlockByNumber` answers a block, not null). */
+export async function showsBlock(client: RpcClient, block: number): Promise<boolean> {
+  const answer = await client.request<unknown>('eth_getBlockByNumber', [toQuantity(block), false]);
+  return typeof answer === 'object' && answer !== null;
 }
 
 /**
@@ -51,14 +168,19 @@ export const VERIFIED_CHAIN_ID_MAX_AGE_MS = 3600_000;
 /**
  * What the process remembers about provider URLs between cycles: the chain id each one answered (asked once, then
  * trusted for VERIFIED_CHAIN_ID_MAX_AGE_MS, so a verified provider costs no call in later cycles) and the last head
- * it reported (for the "not moved" rule). Keyed by URL in memory only; a URL never leaves it: what is carried to
+ * it reported with since when it has been behind at that head (for the "stalled" rule). Keyed by URL in memory only; a URL never leaves it: what is carried to
  * the next process (`verifiedFor`, `adoptVerified`) is keyed by a fingerprint (src/chain/verified-chain-ids.ts).
  */
 export class ProviderMemory {
   private readonly chainIds = new Map<string, { chainId: bigint; verifiedAt: number }>();
-  private readonly heads = new Map<string, number>();
+  private readonly heads = new Map<string, { block: number; behindSinceMs: number | undefined }>();
 
   constructor(private readonly now: () => number = Date.now) {}
+
+  /** The clock the "stalled" rule is judged by (a test's may be its own). */
+  nowMs(): number {
+    return this.now();
+  }
 
   /** The provider's chain id: remembered and fresh, or asked (a failed call is not remembered). */
   async chainIdOf(client: RpcClient): Promise<bigint> {
@@ -93,12 +215,18 @@ export class ProviderMemory {
     }
   }
 
-  previousHead(chainId: string, url: string): number | undefined {
-    return this.heads.get(`${chainId}\n${url}`);
+  /** Since when the provider has been behind at `block` (undefined: not seen behind at that head). */
+  behindSince(chainId: string, url: string, block: number): number | undefined {
+    const seen = this.heads.get(`${chainId}\n${url}`);
+    return seen?.block === block ? seen.behindSinceMs : undefined;
   }
 
-  rememberHead(chainId: string, url: string, block: number): void {
-    this.heads.set(`${chainId}\n${url}`, block);
+  /** The provider's head of this cycle, and whether it is behind the agreed head (the "stalled" rule's memory). */
+  rememberHead(chainId: string, url: string, block: number, behind: boolean): void {
+    const key = `${chainId}\n${url}`;
+    const seen = this.heads.get(key);
+    const behindSinceMs = !behind ? undefined : seen?.block === block ? (seen.behindSinceMs ?? this.now()) : this.now();
+    this.heads.set(key, { block, behindSinceMs });
   }
 }
 

@@ -75,6 +75,29 @@ export function verifyRequestId(request: ApiCallRequest, chainId: string, rrpAdd
   }
 }
 
+/**
+ * The most a request's encoded parameters may hold, its template's included: 64 KiB of ABI data. Honest requests
+ * carry well under 1 KiB (a handful of short strings, at most 31 parameters), and calldata alone costs 16 gas a
+ * byte, so 64 KiB is over a million gas of parameters. The bound keeps what a worker's input ConfigMap carries per
+ * request (the decoded parameters as JSON: about twice this, six times for control characters escaped) under the
+ * 1 MiB object limit: without it anyone may ask an open endpoint with a megabyte, and every shard sharing that input
+ * failed.
+ */
+export const MAX_ENCODED_PARAMETERS_BYTES = 64 * 1024;
+
+const hexBytes = (hex: string) => Math.max(0, Math.ceil((hex.length - 2) / 2));
+
+/** The reason a request is failed for when its parameters (with its template's) are over the bound; else undefined. */
+export function oversizedParametersMessage(
+  requestParameters: string,
+  templateParameters: string | undefined,
+): string | undefined {
+  const size = hexBytes(requestParameters) + (templateParameters === undefined ? 0 : hexBytes(templateParameters));
+  return size > MAX_ENCODED_PARAMETERS_BYTES
+    ? `Parameters are ${size} bytes, over the limit of ${MAX_ENCODED_PARAMETERS_BYTES}`
+    : undefined;
+}
+
 export function discoverRequests(input: DiscoveryInput): DiscoveryResult {
   const { apiCalls, withdrawals: pendingWithdrawals } = pendingRequests(input.decoded);
   const dropped: DroppedRequest[] = [];
@@ -96,35 +119,44 @@ export function discoverRequests(input: DiscoveryInput): DiscoveryResult {
       dropped.push({ id: request.id, reason: 'sponsor has a pending withdrawal' });
       continue;
     }
-    let requestParameters: Record<string, unknown>;
-    try {
-      requestParameters = input.decodeParameters(request.encodedParameters);
-    } catch {
-      dropped.push({ id: request.id, reason: 'request parameters cannot be decoded' });
-      continue;
-    }
-    let errorMessage: string | undefined;
-    let endpointId = request.endpointId;
-    let parameters = requestParameters;
-    let template: ApiCallRequest['template'];
+    let template: Template | undefined;
     if (request.type === 'template') {
-      const found = input.templates.get(request.templateId ?? '');
-      if (!found) {
+      template = input.templates.get(request.templateId ?? '');
+      if (!template) {
         dropped.push({ id: request.id, reason: 'template not found' });
         continue;
       }
-      let templateParameters: Record<string, unknown>;
+    }
+    let errorMessage = oversizedParametersMessage(request.encodedParameters, template?.encodedParameters);
+    let parameters: Record<string, unknown> = {};
+    // Oversized parameters are not decoded: the request is failed without them.
+    if (!errorMessage) {
       try {
-        templateParameters = input.decodeParameters(found.encodedParameters);
+        parameters = input.decodeParameters(request.encodedParameters);
       } catch {
-        dropped.push({ id: request.id, reason: 'template parameters cannot be decoded' });
+        dropped.push({ id: request.id, reason: 'request parameters cannot be decoded' });
         continue;
       }
-      template = found;
-      endpointId = found.endpointId;
-      // Request parameters override template parameters (case-sensitive keys).
-      parameters = { ...templateParameters, ...requestParameters };
-      const expectedTemplateId = deriveTemplateIdV0(found.nodeAddress, found.endpointId, found.encodedParameters);
+      if (template) {
+        let templateParameters: Record<string, unknown>;
+        try {
+          templateParameters = input.decodeParameters(template.encodedParameters);
+        } catch {
+          dropped.push({ id: request.id, reason: 'template parameters cannot be decoded' });
+          continue;
+        }
+        // Request parameters override template parameters (case-sensitive keys).
+        parameters = { ...templateParameters, ...parameters };
+      }
+    }
+    let endpointId = request.endpointId;
+    if (template) {
+      endpointId = template.endpointId;
+      const expectedTemplateId = deriveTemplateIdV0(
+        template.nodeAddress,
+        template.endpointId,
+        template.encodedParameters,
+      );
       if (expectedTemplateId.toLowerCase() !== request.templateId) {
         errorMessage = `Invalid template ID:${request.templateId} Expected template ID:${expectedTemplateId}`;
       }

@@ -4,6 +4,7 @@
 // so a simulator cannot call it from its own address: the eth_call's state override set places the simulator's
 // code AT the sponsor wallet's address for that call only (nothing is deployed), and it calls `fulfill` for each
 // request in order, with the gas the transaction would have for execution, as the wallet's transactions will run.
+// The call is made from the wallet too, so a callback that reads tx.origin sees the wallet, as on chain.
 // A provider that refuses state overrides (or caps eth_call gas below the simulation's) answers with an error: the
 // caller then makes one static call per request.
 import { Interface } from 'ethers';
@@ -69,7 +70,8 @@ export async function simulateFromWallet(
     try {
       answer = asData(
         await client.request('eth_call', [
-          { to: input.wallet, data, gas: toQuantity(simulationGas(data, gas)) },
+          // From the wallet as well: tx.origin is then the wallet, as in the transactions (0x0 without a `from`).
+          { from: input.wallet, to: input.wallet, data, gas: toQuantity(simulationGas(data, gas)) },
           tag,
           { [input.wallet]: { code: SIMULATOR_RUNTIME_CODE } },
         ]),

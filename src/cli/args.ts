@@ -111,6 +111,27 @@ export function parseWindowOptions(
   };
 }
 
+/**
+ * `--max-gas-price CHAIN_ID=GWEI` (repeatable): the most per gas the node pays on each chain, in wei, or exit code 2
+ * after the usage error went to stderr.
+ */
+export function parseGasPriceCeilings(
+  values: string[] | undefined,
+): { ceilings?: Map<string, bigint> } | { exitCode: number } {
+  if (!values || values.length === 0) return {};
+  const ceilings = new Map<string, bigint>();
+  for (const value of values) {
+    const match = /^(\d{1,78})=(\d{1,12}(?:\.\d{1,9})?)$/.exec(value.trim());
+    if (!match) {
+      process.stderr.write(`--max-gas-price takes CHAIN_ID=GWEI (e.g. 1=150 or 137=0.5), not "${value}"\n`);
+      return { exitCode: 2 };
+    }
+    const [whole, fraction = ''] = match[2]!.split('.');
+    ceilings.set(match[1]!, BigInt(whole!) * 1_000_000_000n + BigInt(fraction.padEnd(9, '0')));
+  }
+  return { ceilings };
+}
+
 /** A port number from an option: undefined when absent, null when not a port. */
 export function parsePort(text: string | undefined): number | undefined | null {
   if (text === undefined) return undefined;

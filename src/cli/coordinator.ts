@@ -6,23 +6,29 @@ import { sponsorWallets } from '../chain/sponsor-wallets.js';
 import { errorMessage } from '../common/errors.js';
 import { FileResponseCache } from '../node/cache.js';
 import { runCycle } from '../node/cycle.js';
+import { HARD_END_MARGIN_MS, settleBy, WorkDeadline } from '../node/deadline.js';
 import { InProcessExecutor, WorkerExecutor } from '../node/executor.js';
 import { heartbeatResult, sendHeartbeat } from '../node/heartbeat.js';
 import { coordinatorKubernetes } from '../node/kubernetes/index.js';
 import { createNodeLogger } from '../node/logger.js';
 import { cycleRequestRecords, FileRequestLog } from '../node/request-log.js';
 import { fileVerifiedProvidersStore, loadProviderMemory, saveProviderMemory } from '../node/verified-providers.js';
-import { runWindow } from '../node/window.js';
+import { emptySummary, runWindow } from '../node/window.js';
 import { registerSecret } from '../observability/index.js';
 import { tracerFromEnvironment } from '../observability/tracing.js';
-import { parseCommandArgs, parseWindowOptions } from './args.js';
+import { parseCommandArgs, parseGasPriceCeilings, parseWindowOptions } from './args.js';
 import { engineEnvironment, loadCommandConfig } from './command-config.js';
 import type { Subcommand } from './subcommand.js';
 
 export const DEFAULT_CACHE_DIR = '/tmp/oracle-node-cache';
+/**
+ * After SIGTERM, how long the cycle report (and request log) may take to write: the run must exit inside the pod's
+ * grace period (the operator's COORDINATOR_GRACE_SECONDS, 5 s), after SETTLE_AFTER_STOP_MS for the cycle in flight.
+ */
+export const REPORT_AFTER_SIGTERM_MS = 3_000;
 
 const HELP = `Usage: oracle-node coordinator -c config.json [-s secrets.env] [--cache-dir DIR] [--details]
-                               [--window SECONDS [--poll-interval SECONDS]]
+                               [--window SECONDS [--poll-interval SECONDS]] [--max-gas-price CHAIN_ID=GWEI ...]
 
 Runs one request-response cycle on every configured chain, sends the heartbeat when
 nodeSettings.heartbeat.enabled, and exits.
@@ -33,6 +39,11 @@ nodeSettings.heartbeat.enabled, and exits.
       --window         after the first cycle, keep polling for new blocks until SECONDS after the start,
                        then report the whole window as one cycle and exit
       --poll-interval  seconds between polls in a window (default 1)
+      --max-gas-price  the most per gas the node pays on a chain, in gwei (repeatable); a transaction priced
+                       above it is not sent and its request waits
+
+Nothing is sent after the window's hard end (its end + ${HARD_END_MARGIN_MS / 1000} s) or after SIGTERM: the requests
+left stay open for the next run. SIGTERM stops the run; the report is written and the process exits 0.
 `;
 
 /** A local run keeps its request log in the cache directory (what `oracle-node request -c` reads). */
@@ -49,6 +60,13 @@ export async function recordRequestsLocally(
   }
 }
 
+/** Waits for `work` at most `ms` (an unanswered write must not hold the exit past the grace period). */
+async function withinBudget(work: Promise<void>, ms: number): Promise<void> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  await Promise.race([work, new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)))]);
+  clearTimeout(timer);
+}
+
 export const command: Subcommand = {
   async run(argv) {
     const parsed = parseCommandArgs(
@@ -60,6 +78,7 @@ export const command: Subcommand = {
         details: { type: 'boolean' },
         window: { type: 'string' },
         'poll-interval': { type: 'string' },
+        'max-gas-price': { type: 'string', multiple: true },
       },
       HELP,
     );
@@ -67,6 +86,8 @@ export const command: Subcommand = {
     const { values } = parsed;
     const windowOptions = parseWindowOptions(values, { windowRequired: true });
     if ('exitCode' in windowOptions) return windowOptions.exitCode;
+    const limits = parseGasPriceCeilings(values['max-gas-price']);
+    if ('exitCode' in limits) return limits.exitCode;
     const pod = engineEnvironment();
     const configPath = values.config ?? pod.configPath;
     if (!configPath) {
@@ -94,53 +115,81 @@ export const command: Subcommand = {
     const cache = kubernetes?.cache ?? new FileResponseCache(cacheDir);
     // Off unless OTEL_EXPORTER_OTLP_ENDPOINT is set (spec.telemetry.otlpEndpoint in the operator's pods).
     const tracer = tracerFromEnvironment(process.env, 'coordinator');
+    // The window's hard end, or SIGTERM: nothing new is signed or sent after it (src/node/deadline.ts).
+    const deadline = new WorkDeadline(
+      windowOptions.windowMs === undefined ? undefined : Date.now() + windowOptions.windowMs + HARD_END_MARGIN_MS,
+    );
+    let terminated = false;
+    const terminate = () => {
+      terminated = true;
+      logger.warn('SIGTERM: nothing new is sent; the run reports what it did and exits');
+      deadline.stop('SIGTERM');
+    };
+    process.once('SIGTERM', terminate);
+    deadline.signal.addEventListener('abort', () => {
+      if (!terminated) logger.warn("the window's hard end: nothing new is sent; open requests wait for the next run");
+    });
     // In a pod, worker Jobs call the APIs and this process signs and sends; locally both halves run here.
+    const chainContext = {
+      config,
+      wallets,
+      logger,
+      cache,
+      tracer,
+      deadline,
+      ...(limits.ceilings ? { gasPriceCeilings: limits.ceilings } : {}),
+    };
     const executor = kubernetes
-      ? new WorkerExecutor({ config, wallets, logger, cache, tracer }, kubernetes.workers)
-      : new InProcessExecutor({ config, wallets, logger, cache, tracer });
+      ? new WorkerExecutor(chainContext, kubernetes.workers)
+      : new InProcessExecutor(chainContext);
     const startTime = new Date();
     const started = performance.now();
     // Each run is a new process: the chain ids verified by the previous run are carried over, not asked again.
     const verifiedProviders = kubernetes?.verifiedProviders ?? fileVerifiedProvidersStore(cacheDir);
     const providers = await loadProviderMemory(config, verifiedProviders, logger);
     const deps = { executor, logger, wallets, tracer, providerMemory: providers.memory };
-    let summary: Awaited<ReturnType<typeof runCycle>>;
-    if (windowOptions.windowMs !== undefined && windowOptions.pollIntervalMs !== undefined) {
-      // SIGTERM ends the window early; what was done so far is reported.
-      const ended = new AbortController();
-      const end = () => ended.abort();
-      process.once('SIGTERM', end);
-      try {
-        summary = await runWindow(config, deps, {
-          windowMs: windowOptions.windowMs,
-          pollIntervalMs: windowOptions.pollIntervalMs,
-          signal: ended.signal,
-        });
-      } finally {
-        process.off('SIGTERM', end);
+    const summary =
+      windowOptions.windowMs !== undefined && windowOptions.pollIntervalMs !== undefined
+        ? await runWindow(config, deps, {
+            windowMs: windowOptions.windowMs,
+            pollIntervalMs: windowOptions.pollIntervalMs,
+            deadline,
+          })
+        : await settleBy(runCycle(config, deps), deadline, emptySummary);
+    // The work is over: the hard end no longer applies to the report (SIGTERM is still heard, so it is not fatal).
+    deadline.finish();
+    // After SIGTERM the grace period is short: the report comes first and is not waited for beyond its budget.
+    const report = async (heartbeat: ReturnType<typeof heartbeatResult> | undefined) => {
+      if (kubernetes) {
+        try {
+          await kubernetes.report(summary, {
+            startTime,
+            durationMs: performance.now() - started,
+            ...(heartbeat ? { heartbeat } : {}),
+          });
+        } catch (error) {
+          logger.warn({ err: errorMessage(error) }, 'could not write the cycle report');
+        }
+      } else {
+        await recordRequestsLocally(new FileRequestLog(cacheDir), summary, startTime, logger);
       }
-    } else summary = await runCycle(config, deps);
-    await saveProviderMemory(config, verifiedProviders, providers, logger);
-    await tracer.flush();
-    // As the reference: after every cycle. In a pod, the gateways are reported at the URL callers use.
-    const heartbeat = await sendHeartbeat(
-      config,
-      kubernetes ? { kubernetes: { ...(kubernetes.gatewayUrl ? { gatewayUrl: kubernetes.gatewayUrl } : {}) } } : {},
-      { logger },
-    );
-    if (kubernetes) {
-      try {
-        await kubernetes.report(summary, {
-          startTime,
-          durationMs: performance.now() - started,
-          heartbeat: heartbeatResult(heartbeat),
-        });
-      } catch (error) {
-        logger.warn({ err: errorMessage(error) }, 'could not write the cycle report');
-      }
+    };
+    if (terminated) {
+      await withinBudget(report(undefined), REPORT_AFTER_SIGTERM_MS);
     } else {
-      await recordRequestsLocally(new FileRequestLog(cacheDir), summary, startTime, logger);
+      await saveProviderMemory(config, verifiedProviders, providers, logger);
+      await tracer.flush();
+      // As the reference: after every cycle. In a pod, the gateways are reported at the URL callers use.
+      const heartbeat = await sendHeartbeat(
+        config,
+        kubernetes ? { kubernetes: { ...(kubernetes.gatewayUrl ? { gatewayUrl: kubernetes.gatewayUrl } : {}) } } : {},
+        { logger },
+      );
+      await report(heartbeatResult(heartbeat));
     }
+    process.off('SIGTERM', terminate);
+    // Work abandoned at the deadline (an API that never answers) is not waited for: the run ends once reported.
+    if (deadline.stopped) setTimeout(() => process.exit(), 0).unref();
     const { results, seen, ...counts } = summary;
     process.stdout.write(`${JSON.stringify(values.details ? summary : counts)}\n`);
     void results;

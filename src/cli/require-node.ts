@@ -1,4 +1,5 @@
-// Imported first by the binary's entry, before any module that needs a recent Node.js is evaluated.
+// The only static import of the binary's entry (index.ts): it and node-version.ts must link and run on any
+// Node.js, so they import nothing else.
 import { unsupportedNode } from './node-version.js';
 
 const problem = unsupportedNode(process.versions.node);

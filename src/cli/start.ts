@@ -17,7 +17,7 @@ import { FileRequestLog } from '../node/request-log.js';
 import { runWindow } from '../node/window.js';
 import { createMetricsRegistry } from '../observability/index.js';
 import { tracerFromEnvironment } from '../observability/tracing.js';
-import { parseCommandArgs, parseServerPorts, parseWindowOptions } from './args.js';
+import { parseCommandArgs, parseGasPriceCeilings, parseServerPorts, parseWindowOptions } from './args.js';
 import { loadCommandConfig } from './command-config.js';
 import { DEFAULT_CACHE_DIR, recordRequestsLocally } from './coordinator.js';
 import type { Subcommand } from './subcommand.js';
@@ -25,11 +25,14 @@ import type { Subcommand } from './subcommand.js';
 export const DEFAULT_CYCLE_INTERVAL_MS = 60_000;
 
 const HELP = `Usage: oracle-node start -c config.json [-s secrets.env] [--interval-ms N] [--poll-interval SECONDS] [--cache-dir DIR] [--port N] [--metrics-port N] [--no-gateway]
+                         [--max-gas-price CHAIN_ID=GWEI ...]
 
 Runs the node locally: gateway server and a request-response cycle every minute (or every N ms).
 --poll-interval makes each cycle a window, as \`oracle-node coordinator --window\`: after the cycle, the new
 blocks are polled every SECONDS until the next cycle.
 --metrics-port serves /healthz, /readyz and /metrics on that port only, not on the gateway port.
+--max-gas-price is the most per gas the node pays on a chain, in gwei (repeatable): a transaction priced above it
+is not sent and its request waits.
 Stops gracefully on SIGTERM or SIGINT.
 `;
 
@@ -46,6 +49,7 @@ export const command: Subcommand = {
         port: { type: 'string' },
         'metrics-port': { type: 'string' },
         'no-gateway': { type: 'boolean' },
+        'max-gas-price': { type: 'string', multiple: true },
       },
       HELP,
     );
@@ -64,6 +68,8 @@ export const command: Subcommand = {
     if ('exitCode' in polling) return polling.exitCode;
     const ports = parseServerPorts(values);
     if ('exitCode' in ports) return ports.exitCode;
+    const limits = parseGasPriceCeilings(values['max-gas-price']);
+    if ('exitCode' in limits) return limits.exitCode;
     const config = await loadCommandConfig(values.config, values.secrets);
     if (typeof config === 'number') return config;
     if (config.nodeSettings.cloudProvider.type !== 'local') {
@@ -78,7 +84,14 @@ export const command: Subcommand = {
     const cache = new FileResponseCache(cacheDir);
     const requestLog = new FileRequestLog(cacheDir);
     const tracer = tracerFromEnvironment(process.env, 'coordinator');
-    const executor = new InProcessExecutor({ config, wallets, logger, cache, tracer });
+    const executor = new InProcessExecutor({
+      config,
+      wallets,
+      logger,
+      cache,
+      tracer,
+      ...(limits.ceilings ? { gasPriceCeilings: limits.ceilings } : {}),
+    });
 
     let gateway: GatewayServer | undefined;
     if (!values['no-gateway']) {

@@ -121,19 +121,30 @@ export function renderStatus(node: OracleNode, gateway: GatewayReadiness | undef
       ]),
     );
 
-  out.push('', 'Sponsor wallets (last cycle that sent from them):');
+  out.push('', 'Sponsor wallets (with open requests or sends in the last cycle):');
   if (!last?.sponsorWallets?.length) out.push('  none reported yet');
-  else
+  else {
+    // The wallets an operator must fund first: below their chain's threshold, most waiting requests first.
+    const low = last.sponsorWallets
+      .filter((w) => w.belowThreshold === true)
+      .sort((a, b) => (b.openRequests ?? 0) - (a.openRequests ?? 0));
+    if (low.length > 0)
+      out.push(
+        `  ${low.length} below the chain's low-balance threshold, with ${low.reduce((n, w) => n + (w.openRequests ?? 0), 0)} waiting requests: fund them first`,
+      );
     out.push(
       ...table([
-        ['  CHAIN', 'SPONSOR WALLET', 'BALANCE'],
-        ...last.sponsorWallets.map((w) => [
+        ['  CHAIN', 'SPONSOR WALLET', 'BALANCE', 'OPEN REQUESTS', 'LOW'],
+        ...[...low, ...last.sponsorWallets.filter((w) => w.belowThreshold !== true)].map((w) => [
           `  ${w.chainId}`,
           w.sponsorWallet,
           `${formatEther(BigInt(w.balanceWei))} (native)`,
+          w.openRequests === undefined ? '-' : String(w.openRequests),
+          w.belowThreshold === undefined ? '-' : w.belowThreshold ? 'YES' : 'no',
         ]),
       ]),
     );
+  }
   if (last?.gasPrices?.length)
     out.push(
       '',

@@ -17,3 +17,37 @@ export async function mapLimit<T, R>(
   await Promise.all(Array.from({ length: Math.max(1, Math.min(limit, items.length)) }, worker));
   return results;
 }
+
+/**
+ * Each task's outcome, waiting for all of them but no longer than `graceMs` after the first one fulfilled: a task
+ * still running then is `undefined` (it goes on; its outcome is not waited for). One that hangs does not hold back
+ * the others once one answered.
+ */
+export function settleWithGrace<T>(
+  tasks: Promise<T>[],
+  graceMs: number,
+): Promise<(PromiseSettledResult<T> | undefined)[]> {
+  const outcomes = new Array<PromiseSettledResult<T> | undefined>(tasks.length).fill(undefined);
+  if (tasks.length === 0) return Promise.resolve(outcomes);
+  return new Promise((resolve) => {
+    let pending = tasks.length;
+    let timer: NodeJS.Timeout | undefined;
+    const finish = () => {
+      if (timer) clearTimeout(timer);
+      resolve([...outcomes]);
+    };
+    tasks.forEach((task, index) => {
+      task.then(
+        (value) => {
+          outcomes[index] = { status: 'fulfilled', value };
+          if (--pending === 0) finish();
+          else timer ??= setTimeout(finish, graceMs);
+        },
+        (reason: unknown) => {
+          outcomes[index] = { status: 'rejected', reason };
+          if (--pending === 0) finish();
+        },
+      );
+    });
+  });
+}

@@ -1,4 +1,4 @@
-// secrets.env parsing (dotenv-like) and `${NAME}` interpolation, in two passes with one answer.
+// secrets.env parsing (dotenv 16's grammar) and `${NAME}` interpolation, in two passes with one answer.
 // The tree pass walks the parsed config: it records which config paths use each secret (for errors) and reports
 // missing and invalid references. The text pass (validate's, for config.json text) replaces the references in the
 // text before it is parsed, one scan instead of a walk over every node, and declines whatever it cannot answer
@@ -13,66 +13,79 @@ export type Issue = { path: string; message: string };
 
 export type ParsedSecrets = { secrets: Record<string, string>; errors: Issue[] };
 
-const LINE = /^\s*(?:export\s+)?([^=\s#]+)\s*=\s*(.*)$/;
+// dotenv 16's grammar, as the reference reads secrets.env (`dotenv.parse`, lib/main.js of dotenv 16.6.1, its `LINE`
+// with `(?:^|^)` and `(?:$|$)` written `^` and `$`, plus `d` for the key's position): a test holds it to dotenv's
+// own parse. Its quirks are the reference's: `A=b#c` is `b`, `A="a" b` is `"a" b`, a quoted value runs over lines to
+// its closing quote, `A: b` is a line too. dotenv itself is not loaded: its parse answers with the record alone (no
+// line of a key, nothing about the lines it skips), so the scan is needed for the errors anyway.
+const DOTENV_LINE =
+  /^\s*(?:export\s+)?([\w.-]+)(?:\s*=\s*?|:\s+?)(\s*'(?:\\'|[^'])*'|\s*"(?:\\"|[^"])*"|\s*`(?:\\`|[^`])*`|[^#\r\n]+)?\s*(?:#.*)?$/dgm;
+const BLANK_OR_COMMENT = /^\s*(?:#.*)?$/;
 
-/** Parses secrets.env: NAME=value lines, `#` comments, blank lines, '…' "…" `…` quotes (double quotes expand \n). */
-export function parseSecretsEnv(text: string): ParsedSecrets {
-  const secrets: Record<string, string> = Object.create(null);
-  const errors: Issue[] = [];
-  const lines = text.replace(/\r\n?/g, '\n').split('\n');
-  for (let i = 0; i < lines.length; i++) {
-    const lineNo = i + 1;
-    const line = lines[i]!;
-    if (/^\s*(#.*)?$/.test(line)) continue;
-    const match = LINE.exec(line);
-    if (!match) {
-      errors.push({ path: `secrets.env:${lineNo}`, message: 'Expected NAME=value' });
-      continue;
-    }
-    const name = match[1]!;
-    let rest = match[2]!;
-    let value: string;
-    const quote = rest[0];
-    if (quote === '"' || quote === "'" || quote === '`') {
-      // A quoted value may span lines until the closing quote.
-      let end = findClosingQuote(rest, quote);
-      while (end < 0 && i + 1 < lines.length) {
-        i++;
-        rest += `\n${lines[i]}`;
-        end = findClosingQuote(rest, quote);
-      }
-      if (end < 0) {
-        errors.push({ path: `secrets.env:${lineNo}`, message: `Unterminated ${quote} quote in the value` });
-        continue;
-      }
-      value = rest.slice(1, end);
-      if (quote === '"') value = value.replace(/\\n/g, '\n').replace(/\\r/g, '\r');
-    } else {
-      value = rest.replace(/\s+#.*$/, '').trim();
-    }
-    if (!SECRET_NAME_PATTERN.test(name)) {
-      // The text before "=" is not echoed: on a wrapped or garbled line it is often part of a secret value.
-      errors.push({
-        path: `secrets.env:${lineNo}`,
-        message: `Secret name is not valid: the text before "=" must match ${SECRET_NAME_PATTERN}`,
-      });
-      continue;
-    }
-    if (value === '') {
-      errors.push({ path: `secrets.env:${lineNo}`, message: `Secret ${name} cannot be empty` });
-      continue;
-    }
-    secrets[name] = value;
-  }
-  return { secrets, errors };
+/** A value as dotenv 16 makes it from what DOTENV_LINE matched: trimmed, unquoted, `\n` `\r` expanded in "…". */
+function dotenvValue(matched: string | undefined): string {
+  let value = (matched ?? '').trim();
+  const quote = value[0];
+  value = value.replace(/^(['"`])([\s\S]*)\1$/gm, '$2');
+  if (quote === '"') value = value.replace(/\\n/g, '\n').replace(/\\r/g, '\r');
+  return value;
 }
 
-function findClosingQuote(text: string, quote: string): number {
-  for (let i = 1; i < text.length; i++) {
-    if (text[i] === '\\') i++;
-    else if (text[i] === quote) return i;
+/**
+ * Parses secrets.env as dotenv 16 does (the reference's `dotenv.parse`): the same names and values, the last of a
+ * repeated name winning. Errors, by line: a line dotenv skips (not a comment or blank: it would vanish silently), a
+ * name that is not a secret name, an empty value. The values are never part of an error.
+ */
+export function parseSecretsEnv(text: string): ParsedSecrets {
+  const source = text.replace(/\r\n?/g, '\n');
+  const lineStarts = [0];
+  for (let i = source.indexOf('\n'); i !== -1; i = source.indexOf('\n', i + 1)) lineStarts.push(i + 1);
+  const errors: { line: number; message: string }[] = [];
+  const skipped = (from: number, to: number) => {
+    // Matches end at a line's end, so a stretch between them is whole lines (its first is the end of one read).
+    const first = lineNumberAt(lineStarts, from);
+    source
+      .slice(from, to)
+      .split('\n')
+      .forEach((line, k) => {
+        if (!BLANK_OR_COMMENT.test(line)) errors.push({ line: first + k, message: 'Expected NAME=value' });
+      });
+  };
+  // Name -> its last line and value; a Map keeps dotenv's order (where a name first appeared).
+  const read = new Map<string, { line: number; value: string }>();
+  let readUpTo = 0;
+  for (const match of source.matchAll(DOTENV_LINE)) {
+    skipped(readUpTo, match.index);
+    read.set(match[1]!, { line: lineNumberAt(lineStarts, match.indices![1]![0]), value: dotenvValue(match[2]) });
+    readUpTo = match.index + match[0].length;
   }
-  return -1;
+  skipped(readUpTo, source.length);
+
+  const secrets: Record<string, string> = Object.create(null);
+  for (const [name, { line, value }] of read) {
+    if (!SECRET_NAME_PATTERN.test(name)) {
+      // The name is not echoed: on a wrapped or garbled line it is often part of a secret value.
+      errors.push({ line, message: `Secret name is not valid: the text before "=" must match ${SECRET_NAME_PATTERN}` });
+    } else if (value === '') {
+      errors.push({ line, message: `Secret ${name} cannot be empty` });
+    } else {
+      secrets[name] = value;
+    }
+  }
+  errors.sort((a, b) => a.line - b.line);
+  return { secrets, errors: errors.map(({ line, message }) => ({ path: `secrets.env:${line}`, message })) };
+}
+
+/** The 1-based line of `offset`, given the offsets where lines start. */
+function lineNumberAt(lineStarts: readonly number[], offset: number): number {
+  let low = 0;
+  let high = lineStarts.length - 1;
+  while (low < high) {
+    const middle = (low + high + 1) >> 1;
+    if (lineStarts[middle]! <= offset) low = middle;
+    else high = middle - 1;
+  }
+  return low + 1;
 }
 
 /** Validates an already-parsed secrets record (names, non-empty values) as the reference does. */

@@ -79,6 +79,7 @@ export const CONFIG_DIR = '/etc/oracle-node';
 export const CONFIG_FILE = `${CONFIG_DIR}/config.json`;
 /** Where a pod's keys are mounted as files (ENV.secretsDir); not under the config mount, where volumes cannot nest. */
 export const SECRETS_DIR = '/var/run/oracle-node/secrets';
+export const SECRETS_VOLUME = 'secrets';
 /** The cycle report: written by the coordinator into `<name>-cycle` (key cycle.json), read by the operator. */
 export const CYCLE_REPORT_KEY = 'cycle.json';
 /** The provider chain ids the coordinator verified, keyed by a fingerprint (never a URL), for its next run. */
@@ -108,6 +109,16 @@ export const sponsorWalletReportSchema = z.object({
     .string()
     .regex(/^[0-9]{1,78}$/)
     .meta({ description: 'Balance after the cycle, in wei (decimal string).' }),
+  openRequests: z
+    .int()
+    .min(0)
+    .max(1_000_000)
+    .optional()
+    .meta({ description: 'Requests of this wallet that were open (waiting or servable) in that cycle.' }),
+  belowThreshold: z
+    .boolean()
+    .optional()
+    .meta({ description: "True when the balance is below the chain's spec.chainLimits[].lowSponsorBalance." }),
 });
 export const cycleOutcomeSchema = z.enum(['Completed', 'PartiallyFailed']);
 /** How the heartbeat after the cycle went (Disabled: nodeSettings.heartbeat.enabled is false). */

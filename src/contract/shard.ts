@@ -241,6 +241,77 @@ export function buildWorkerJob(
   };
 }
 
+/**
+ * What one worker Job's input ConfigMap carries at most (keys and values, UTF-8): the API server refuses an object
+ * over 1 MiB (1,048,576 bytes, etcd's request limit), and the rest of the margin is the object's metadata.
+ */
+export const MAX_WORKER_INPUT_BYTES = 900 * 1024;
+
+/**
+ * A shard whose input passes `budget` as its requests in order, in pieces that each fit (a request too large alone is
+ * a piece of its own, which no Job carries); a shard that fits is its only piece. A piece is a shard of its own for
+ * the worker: its results are those of its requests.
+ */
+export function splitShardInput(shard: ApiShardInput, budget = MAX_WORKER_INPUT_BYTES): ApiShardInput[] {
+  const pieceOf = (requests: ApiShardRequest[]): ApiShardInput => {
+    const { traceparents, ...rest } = shard;
+    if (!traceparents) return { ...rest, requests };
+    const kept = requests.flatMap((r) => (traceparents[r.id] ? [[r.id, traceparents[r.id]!] as const] : []));
+    return { ...rest, requests, traceparents: Object.fromEntries(kept) };
+  };
+  if (Buffer.byteLength(JSON.stringify(shard)) <= budget) return [shard];
+  const base = Buffer.byteLength(JSON.stringify(pieceOf([])));
+  // A request's share of its piece: its JSON, a comma, and its traceparent entry (id, value, quotes, colon, comma).
+  const share = (request: ApiShardRequest) =>
+    Buffer.byteLength(JSON.stringify(request)) + 1 + (shard.traceparents?.[request.id] ? 128 : 0);
+  const pieces: ApiShardRequest[][] = [];
+  let piece: ApiShardRequest[] = [];
+  let used = base;
+  for (const request of shard.requests) {
+    const bytes = share(request);
+    if (piece.length > 0 && used + bytes > budget) {
+      pieces.push(piece);
+      piece = [];
+      used = base;
+    }
+    piece.push(request);
+    used += bytes;
+  }
+  if (piece.length > 0) pieces.push(piece);
+  return pieces.map(pieceOf);
+}
+
+/**
+ * Shards' inputs (their JSON texts, by index) packed in order into batches that each fit one worker Job's input
+ * ConfigMap, and the shards that alone do not fit (they fail alone: no Job could carry them).
+ */
+export function packShardInputs(
+  texts: readonly string[],
+  budget = MAX_WORKER_INPUT_BYTES,
+): { batches: number[][]; oversized: { index: number; bytes: number }[] } {
+  const batches: number[][] = [];
+  const oversized: { index: number; bytes: number }[] = [];
+  let batch: number[] = [];
+  let used = 0;
+  texts.forEach((text, index) => {
+    // Keyed by its index in the batch: the key is at most as long as this one.
+    const bytes = Buffer.byteLength(shardKey(index)) + Buffer.byteLength(text);
+    if (bytes > budget) {
+      oversized.push({ index, bytes });
+      return;
+    }
+    if (used + bytes > budget) {
+      batches.push(batch);
+      batch = [];
+      used = 0;
+    }
+    batch.push(index);
+    used += bytes;
+  });
+  if (batch.length > 0) batches.push(batch);
+  return { batches, oversized };
+}
+
 /** The worker Job's input: one key per shard, owned by the Job so it goes with it. */
 export function buildShardInputConfigMap(job: V1Job, shards: ApiShardInput[]): V1ConfigMap {
   const data: Record<string, string> = {};

@@ -3,7 +3,8 @@
 // (generated API clients, undici, auth plugins), and a client needs only a server URL, TLS material and
 // credentials. Covered, as client-go reads them: a kubeconfig's current context or the one chosen (--context)
 // (server, certificate-authority[-data], insecure-skip-tls-verify, tls-server-name; client-certificate[-data] and
-// client-key[-data], token, tokenFile, username/password, `as`; the context's namespace), KUBECONFIG lists merged
+// client-key[-data], token, tokenFile, username/password, impersonation: `as`, `as-uid`, `as-groups`, `as-user-extra`;
+// the context's namespace), KUBECONFIG lists merged
 // (the first file to set a name wins), ~/.kube/config, and the in-cluster service account, whose token file is
 // re-read every minute because the kubelet rotates it. A user with an exec or auth-provider plugin is handed to the
 // package's KubeConfig, loaded only then (a literal dynamic import, the one run-time import of the package in src/),
@@ -191,12 +192,16 @@ export class PluginClientConfig implements ClientConfig {
   readonly namespace: string | undefined;
   readonly contextName: string;
 
+  // client-node sends Impersonate-User for `as` and drops the other impersonation fields: they are added here.
+  private readonly impersonation: Record<string, string | string[]>;
+
   constructor(
     private readonly kubeConfig: Pick<ClientConfig, 'getCurrentCluster' | 'applyToHTTPSOptions'>,
     selected: SelectedContext,
   ) {
     this.namespace = selected.namespace;
     this.contextName = selected.context;
+    this.impersonation = impersonationHeaders(selected.user ?? {}, `users[context "${selected.context}"].user`);
   }
 
   getCurrentCluster(): { server: string } | null {
@@ -213,7 +218,83 @@ export class PluginClientConfig implements ClientConfig {
         `kubeconfig: the credential plugin of context "${this.contextName}" failed${short ? `: ${short}` : ''}`,
       );
     }
+    options.headers = { ...options.headers, ...this.impersonation };
   }
+}
+
+// RFC 7230's token characters, which a header name may hold as they are.
+const HEADER_NAME_CHARACTER = /^[A-Za-z0-9!#$&'*+\-.^_`|~]$/;
+
+/**
+ * An `as-user-extra` key in a header name as client-go writes it (transport.headerKeyEscape): every UTF-8 byte that
+ * is not a token character, and `%`, as %XX; the apiserver unescapes it.
+ */
+function headerKeyEscape(key: string): string {
+  let escaped = '';
+  for (const byte of Buffer.from(key, 'utf8')) {
+    const character = String.fromCharCode(byte);
+    escaped += HEADER_NAME_CHARACTER.test(character)
+      ? character
+      : `%${byte.toString(16).toUpperCase().padStart(2, '0')}`;
+  }
+  return escaped;
+}
+
+/** A header value as Go sends a string: its UTF-8 bytes (node:http writes a string's characters as latin1 bytes). */
+function headerValue(value: string, field: string): string {
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what is refused
+  if (/[\x00-\x08\x0a-\x1f\x7f]/.test(value))
+    throw new KubeConfigError(`kubeconfig: ${field} holds a control character, which a request header cannot carry`);
+  return Buffer.from(value, 'utf8').toString('latin1');
+}
+
+/**
+ * The user's impersonation (`as`, `as-uid`, `as-groups`, `as-user-extra`) as the headers client-go sends for it
+ * (Impersonate-User, -Uid, -Group once per group, Impersonate-Extra-<key> once per value). A field of the wrong
+ * shape, or uid, groups or extra without `as` (clientcmd refuses that too), is a KubeConfigError naming the field:
+ * a request that silently ran as the kubeconfig's own user would be worse.
+ */
+export function impersonationHeaders(user: Fields, userAt: string): Record<string, string | string[]> {
+  const headers: Record<string, string | string[]> = {};
+  const text = (field: string): string | undefined => {
+    const value = user[field];
+    if (value === undefined || value === null || value === '') return undefined;
+    if (typeof value !== 'string') throw new KubeConfigError(`kubeconfig: ${userAt}.${field} must be a string`);
+    return headerValue(value, `${userAt}.${field}`);
+  };
+  const texts = (field: string, value: unknown): string[] => {
+    if (value === undefined || value === null) return [];
+    if (!Array.isArray(value) || !value.every((item) => typeof item === 'string'))
+      throw new KubeConfigError(`kubeconfig: ${field} must be a list of strings`);
+    return value.map((item) => headerValue(item, field));
+  };
+  const as = text('as');
+  const uid = text('as-uid');
+  const groups = texts(`${userAt}.as-groups`, user['as-groups']);
+  const extra = user['as-user-extra'] ?? {};
+  if (typeof extra !== 'object' || Array.isArray(extra))
+    throw new KubeConfigError(`kubeconfig: ${userAt}.as-user-extra must be a map of keys to lists of strings`);
+  const extraHeaders = Object.entries(extra as Fields).map(
+    ([key, values]) =>
+      [`Impersonate-Extra-${headerKeyEscape(key)}`, texts(`${userAt}.as-user-extra["${key}"]`, values)] as const,
+  );
+  const without = [
+    ...(uid ? ['as-uid'] : []),
+    ...(groups.length > 0 ? ['as-groups'] : []),
+    ...(extraHeaders.length > 0 ? ['as-user-extra'] : []),
+  ];
+  if (!as) {
+    if (without.length > 0)
+      throw new KubeConfigError(
+        `kubeconfig: ${userAt}.${without.join(', ')} without ${userAt}.as: impersonation needs the user to act as`,
+      );
+    return headers;
+  }
+  headers['Impersonate-User'] = as;
+  if (uid) headers['Impersonate-Uid'] = uid;
+  if (groups.length > 0) headers['Impersonate-Group'] = groups;
+  for (const [name, values] of extraHeaders) if (values.length > 0) headers[name] = values;
+  return headers;
 }
 
 export type SelectedContext = {
@@ -301,7 +382,7 @@ export class LeanKubeConfig implements ClientConfig {
   private readonly token: string | undefined;
   private readonly tokenFile: string | undefined;
   private readonly basicAuth: string | undefined;
-  private readonly impersonate: string | undefined;
+  private readonly impersonation: Record<string, string | string[]>;
   private readonly now: () => number;
   private fileToken: { value: string; readAt: number } | undefined;
 
@@ -340,7 +421,7 @@ export class LeanKubeConfig implements ClientConfig {
     this.tokenFile = typeof tokenFile === 'string' && tokenFile ? tokenFile : undefined;
     if (typeof user.username === 'string' && user.username)
       this.basicAuth = `${user.username}:${typeof user.password === 'string' ? user.password : ''}`;
-    this.impersonate = typeof user.as === 'string' && user.as ? user.as : undefined;
+    this.impersonation = impersonationHeaders(user, userAt);
     // Fail at start, not on the first request, when the token file cannot be read.
     if (this.tokenFile) this.bearer();
   }
@@ -355,7 +436,7 @@ export class LeanKubeConfig implements ClientConfig {
     const headers = options.headers as Record<string, string>;
     const token = this.bearer();
     if (token) headers.Authorization = `Bearer ${token}`;
-    if (this.impersonate) headers['Impersonate-User'] = this.impersonate;
+    Object.assign(headers, this.impersonation);
     if (this.basicAuth) options.auth = this.basicAuth;
   }
 

@@ -1,7 +1,7 @@
 // A small REST transport over node:http(s) for the Kubernetes API. Every call, watches and lists included, waits
 // on one client-side QPS/burst token bucket, is counted in rest_client_requests_total, and is retried with jittered
-// exponential backoff on 429, 5xx and connection errors (honouring Retry-After). Credentials come from the
-// ClientConfig (runtime/kubeconfig.ts) on every request, so rotated in-cluster tokens are picked up.
+// exponential backoff (honouring Retry-After) when sending it again cannot do anything twice (mayRetry). Credentials
+// come from the ClientConfig (runtime/kubeconfig.ts) on every request, so rotated in-cluster tokens are picked up.
 import http from 'node:http';
 import https from 'node:https';
 import type { Logger } from 'pino';
@@ -34,7 +34,7 @@ export type RequestOptions = {
   body?: unknown;
   contentType?: string;
   signal?: AbortSignal;
-  /** Retry 429/5xx/connection errors (default true). */
+  /** Retry what mayRetry allows (default true). */
   retry?: boolean;
   /** The Accept header (default application/json), e.g. PARTIAL_METADATA_LIST for metadata-only lists. */
   accept?: string;
@@ -78,6 +78,27 @@ function retryAfterMs(header: string | string[] | undefined): number | undefined
   if (Number.isFinite(seconds)) return Math.max(0, seconds * 1000);
   const date = Date.parse(value);
   return Number.isNaN(date) ? undefined : Math.max(0, date - Date.now());
+}
+
+/** Connection errors that come before a byte of the request left: it cannot have reached the server. */
+const NOT_SENT_CODES: ReadonlySet<string> = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN']);
+
+/** A request that failed before it was sent (its connection was refused or its host did not resolve). */
+class RequestNotSentError extends ApiError {}
+
+/**
+ * Whether a failed attempt may be sent again, client-go's rule (rest.Request) with reads a little freer. A read
+ * (GET) is repeated after any connection error, timeout, 429 or 5xx (not 501): doing it twice changes nothing. A
+ * write (POST, PUT, PATCH, DELETE) is repeated only when it cannot have happened: the server answered 429 or 5xx
+ * with Retry-After, its word that it refused the request unprocessed (max-in-flight, priority and fairness, a
+ * shutting-down apiserver), or it was never sent (connection refused, host not found). A write whose answer was
+ * lost (reset, timeout) or that got a plain 5xx may have been done: sent again, a Job create comes back 409
+ * AlreadyExists and an update 409 Conflict, so the error goes to the caller, which knows what it meant to write.
+ */
+export function mayRetry(method: RequestOptions['method'], error: ApiError): boolean {
+  if (!error.retryable) return false;
+  if (method === 'GET' || error instanceof RequestNotSentError) return true;
+  return error.status !== 0 && error.retryAfterMs !== undefined;
 }
 
 export class RestClient {
@@ -157,7 +178,12 @@ export class RestClient {
       try {
         return (await this.attempt(request)) as T;
       } catch (error) {
-        if (!(error instanceof ApiError) || !error.retryable || attempt >= maxRetries || request.signal?.aborted)
+        if (
+          !(error instanceof ApiError) ||
+          !mayRetry(request.method, error) ||
+          attempt >= maxRetries ||
+          request.signal?.aborted
+        )
           throw error;
         const delay = Math.min(Math.max(backoff.next(), error.retryAfterMs ?? 0), this.options.retryMaxMs ?? 30_000);
         this.options.logger?.debug(
@@ -229,10 +255,11 @@ export class RestClient {
         },
       );
       req.setTimeout(this.options.requestTimeoutMs ?? 30_000, () => req.destroy(new Error('request timed out')));
-      req.on('error', (error) => {
+      req.on('error', (error: NodeJS.ErrnoException) => {
         if (request.signal?.aborted) return reject(request.signal.reason ?? error);
         this.count('<error>', verb, seconds());
-        reject(new ApiError(`${request.method} ${request.path}: ${error.message}`, 0));
+        const message = `${request.method} ${request.path}: ${error.message}`;
+        reject(NOT_SENT_CODES.has(error.code ?? '') ? new RequestNotSentError(message, 0) : new ApiError(message, 0));
       });
       req.end(payload);
     });

@@ -7,6 +7,7 @@ import type { Config } from '../config/index.js';
 import type { ApiOutcome } from '../contract/request-log.js';
 import { type ApiShardInput, type ApiShardOutput, SHARD_FORMAT } from '../contract/shard.js';
 import { parseTraceparent, type SpanContext, Tracer } from '../observability/tracing.js';
+import { type WorkDeadline, whenStopped } from './deadline.js';
 import { findEndpoint } from './endpoints.js';
 import {
   type CallEndpointInput,
@@ -20,6 +21,8 @@ export type ApiCallContext = {
   callEndpoint?: (call: CallEndpointInput) => Promise<CallEndpointResult>;
   /** Spans of the call, children of the request's trace. */
   tracer?: Tracer;
+  /** In a coordinator run: no call starts after it, and a call still unanswered at it counts as no answer. */
+  deadline?: WorkDeadline;
 };
 
 /** What an API call needs of a request: its endpoint, parameters and the public metadata the OIS may read. */
@@ -66,6 +69,8 @@ export async function callApi(
       api: NOT_CALLED,
     };
   }
+  const stopped = context.deadline?.reason;
+  if (stopped) return { result: { success: false, errorMessage: `API call not made: ${stopped}` }, api: NOT_CALLED };
   const tracer = context.tracer ?? NO_TRACER;
   const requestAttributes = { requestId: request.id, chainId, endpointId: request.endpointId };
   // The OIS engine's whole call: the HTTP request, pre/post-processing and encoding. No URL, parameter or answer.
@@ -78,7 +83,7 @@ export async function callApi(
     },
   });
   const started = performance.now();
-  const result = await (context.callEndpoint ?? defaultCallEndpoint)({
+  const call = (context.callEndpoint ?? defaultCallEndpoint)({
     ois,
     endpointName: request.endpointName,
     parameters: request.parameters,
@@ -106,6 +111,16 @@ export async function callApi(
         }
       : {}),
   });
+  // The API's own timeouts (10 s, then 20 s) may outlast the run: at its deadline the call counts as unanswered, and
+  // the shard sends nothing for it (src/node/shard.ts), so the request stays open for the next window.
+  const result = context.deadline
+    ? await Promise.race([
+        call,
+        whenStopped(context.deadline).then(
+          (): CallEndpointResult => ({ success: false, errorMessage: 'API call failed with no response' }),
+        ),
+      ])
+    : await call;
   const api = { outcome: apiOutcomeOf(result), durationMs: Math.round(performance.now() - started) };
   const status = result.success ? undefined : /status code (\d{3})$/.exec(result.errorMessage)?.[1];
   span.setAttributes({ 'oracle_node.api.outcome': api.outcome, 'http.response.status_code': status && Number(status) });

@@ -10,6 +10,12 @@ export type CachedResponse = { encodedValue: string; signature: string };
 export interface ResponseCache {
   get(requestId: string): Promise<CachedResponse | undefined>;
   set(requestId: string, value: CachedResponse): Promise<void>;
+  /**
+   * A store that writes in batches (the ConfigMap on Kubernetes): writes what `set` recorded since the last flush,
+   * once a batch of shards has its answers and before their transactions leave. Rejects when the write failed; the
+   * caller logs it and goes on (a cache that could not be written never stops a fulfilment).
+   */
+  flush?(): Promise<void>;
 }
 
 export class FileResponseCache implements ResponseCache {

@@ -1,24 +1,31 @@
 // One coordinator cycle (airnode-facts §3): discovery on every (chain, provider) in parallel and
-// isolated, the chain limit, aggregation by requestId across providers, the confirmation filter, then
-// shards by sponsor wallet handed to an executor. Deliberate difference from the reference: each request
-// is submitted once, through one provider, instead of once per provider (see docs/chain-cycle.md).
+// isolated (heads first, judged against each other, then the requests through the trusted providers), the chain
+// limit, aggregation by requestId across providers, the confirmation filter, then shards by sponsor wallet handed
+// to an executor. Deliberate difference from the reference: each request is submitted once, through one provider,
+// instead of once per provider (see docs/chain-cycle.md).
 
 import { readBalances } from '../chain/balances.js';
 import { type DiscoveryOptions, discoverOnProvider, type ProviderDiscovery } from '../chain/discovery.js';
 import { type GasTargetJson, gasTargetToJson, getGasTarget } from '../chain/gas-price.js';
 import type { ChainLogStore } from '../chain/log-store.js';
-import { byLogPosition } from '../chain/logs.js';
+import { byLogPosition, fetchBlockNumber } from '../chain/logs.js';
 import {
-  headFaults,
+  HEAD_GRACE_MS,
+  HEAD_TIMEOUT_MS,
+  headsToShow,
+  judgeHeads,
   MAX_PROVIDER_LAG_BLOCKS,
   type ProviderFault,
+  type ProviderHead,
   type ProviderMemory,
   processProviderMemory,
+  showsBlock,
 } from '../chain/provider-health.js';
 import { applyChainLimit, type DiscoveredApiCall, filterByMinConfirmations } from '../chain/requests.js';
 import { RpcAnswerTooLarge, RpcClient, withTimeout } from '../chain/rpc.js';
 import { type SponsorWallets, sponsorWallets } from '../chain/sponsor-wallets.js';
 import { DEFAULT_MIN_CONFIRMATIONS, type WithdrawalRequest } from '../chain/types.js';
+import { settleWithGrace } from '../common/concurrency.js';
 import { errorMessage } from '../common/errors.js';
 import type { Config } from '../config/index.js';
 import { formatTraceparent, type Span, Tracer } from '../observability/tracing.js';
@@ -28,7 +35,7 @@ import type { Logger } from './logger.js';
 import { decodeParameters } from './ois-adapter.js';
 import type { ShardInput } from './shard-types.js';
 
-/** Budget of one provider's discovery (the reference's initializeProvider worker). */
+/** Budget of each of a provider's discovery steps, its head and its requests (the reference's initializeProvider). */
 export const PROVIDER_DISCOVERY_TIMEOUT_MS = 20_000;
 
 export type CycleDeps = {
@@ -51,7 +58,8 @@ export type CycleDeps = {
 export type CycleWindow = {
   /**
    * The chain's log store, and in a poll the head each provider answered (a provider without one is left out of
-   * the poll); undefined: the chain is read as in a one-shot cycle.
+   * the poll; the heads are judged against each other before any is used); undefined: the chain is read as in a
+   * one-shot cycle.
    */
   logsOf(chainId: string): { store: ChainLogStore; heads?: ReadonlyMap<string, number> } | undefined;
   /** Whether the request's fulfilment was sent in this window and is not stuck yet at `head`: not planned again. */
@@ -68,7 +76,7 @@ export type ProviderSummary = {
   /** Why the provider was left out of this cycle (absent when ok). */
   fault?: ProviderFault;
   currentBlock?: number;
-  /** Blocks behind the best head of the chain in this cycle. */
+  /** Blocks behind the head the chain's providers agree on in this cycle (negative: ahead of it). */
   lagBlocks?: number;
   apiCalls?: number;
   withdrawals?: number;
@@ -95,8 +103,8 @@ export type CycleSummary = {
   rpcCalls: number;
   /** Slowest chain's discovery and shard phases. */
   timings: { discoveryMs: number; shardsMs: number };
-  /** Balances of the sponsor wallets that sent transactions in this cycle. */
-  sponsorWallets: { chainId: string; sponsorWallet: string; balanceWei: string }[];
+  /** Balances of the sponsor wallets with an open request or a transaction in this cycle, and their open requests. */
+  sponsorWallets: { chainId: string; sponsorWallet: string; balanceWei: string; openRequests?: number }[];
   /** Per chain, the highest gas price its transactions were priced at in this cycle (wei, decimal). */
   gasPrices: { chainId: string; gasPriceWei: string }[];
   /** Per chain and strategy, how many times a gas price strategy failed in this cycle (each logged at WARN). */
@@ -121,7 +129,28 @@ export type SeenRequest = {
 
 type ChainStrategyFailure = { chainId: string; strategy: string };
 
-type ProviderState = { name: string; discovery?: ProviderDiscovery; summary: ProviderSummary };
+type ChainConfig = Config['chains'][number];
+
+/** A provider through the cycle's steps: its head once read, its discovery once its head is trusted. */
+type ProviderState = {
+  name: string;
+  url: string;
+  client: RpcClient;
+  head?: number;
+  discovery?: ProviderDiscovery;
+  summary: ProviderSummary;
+};
+type DiscoveredProvider = ProviderState & { discovery: ProviderDiscovery };
+
+/** What every step of a chain's plan reads. */
+type ChainContext = {
+  config: Config;
+  chain: ChainConfig;
+  deps: CycleDeps & { wallets: SponsorWallets };
+  makeClient: (url: string) => RpcClient;
+  memory: ProviderMemory;
+  windowLogs: ReturnType<CycleWindow['logsOf']>;
+};
 
 /** A provider that answered eth_chainId with another chain's id than its chain's. */
 class WrongChain extends Error {
@@ -131,59 +160,15 @@ class WrongChain extends Error {
   }
 }
 
-/**
- * The providers that answered and whose head is fit for the cycle (src/chain/provider-health.ts): one syncing,
- * lagging or stuck is logged at WARN with its lag and left out, so it neither holds requests back through the
- * confirmation filter nor takes transactions. Remembers every head for the next cycle's "not moved" rule.
- */
-function leaveOutBehindProviders(
-  chain: Config['chains'][number],
-  states: ProviderState[],
-  memory: ProviderMemory,
-  logger: Logger,
-): (ProviderState & { discovery: ProviderDiscovery })[] {
-  const answered = states.filter(
-    (s): s is ProviderState & { discovery: ProviderDiscovery } => s.discovery !== undefined,
-  );
-  const urlOf = (name: string) => chain.providers[name]!.url;
-  const faults = headFaults(
-    answered.map((s) => ({
-      name: s.name,
-      currentBlock: s.discovery.currentBlock,
-      previousBlock: memory.previousHead(chain.id, urlOf(s.name)),
-    })),
-  );
-  const bestBlock = Math.max(0, ...answered.map((s) => s.discovery.currentBlock));
-  for (const state of answered) {
-    memory.rememberHead(chain.id, urlOf(state.name), state.discovery.currentBlock);
-    state.summary.lagBlocks = bestBlock - state.discovery.currentBlock;
-    const fault = faults.get(state.name);
-    if (!fault) continue;
-    memory.forgetChainId(urlOf(state.name));
-    state.summary.ok = false;
-    state.summary.fault = fault.fault;
-    state.summary.error = `${fault.fault}: ${fault.lagBlocks} blocks behind the best provider`;
-    logger.warn(
-      {
-        chainId: chain.id,
-        provider: state.name,
-        fault: fault.fault,
-        currentBlock: state.discovery.currentBlock,
-        bestBlock: fault.bestBlock,
-        lagBlocks: fault.lagBlocks,
-        maxLagBlocks: MAX_PROVIDER_LAG_BLOCKS,
-      },
-      'provider is behind the chain; not used this cycle',
-    );
+/** A provider that sits out a window's poll: it gave no head in time, or is backed off (src/node/window.ts). */
+class NoHeadThisPoll extends Error {
+  constructor() {
+    super('no head in this poll');
+    this.name = 'NoHeadThisPoll';
   }
-  return answered.filter((s) => !faults.has(s.name));
 }
 
-export async function planChainShards(
-  config: Config,
-  chain: Config['chains'][number],
-  deps: CycleDeps & { wallets: SponsorWallets },
-): Promise<{
+export type PlannedChain = {
   shards: ShardInput[];
   providers: ProviderSummary[];
   /** The first provider in use: the one shards send through unless it fails. */
@@ -196,8 +181,167 @@ export async function planChainShards(
   seen: SeenRequest[];
   /** When the healthy providers asked the authorizers (epoch ms, widest window). */
   authorization?: { startMs: number; endMs: number };
-}> {
-  const makeClient = deps.rpcClient ?? ((url: string) => new RpcClient(url));
+};
+
+/**
+ * The chain's part of a cycle, as named steps: each provider's chain id and head, the heads judged against each other
+ * (src/chain/provider-health.ts), the open requests read through the trusted providers only, the chain limit and the
+ * confirmations, the shards by sponsor wallet, and the chain's gas price for them.
+ */
+export async function planChainShards(
+  config: Config,
+  chain: ChainConfig,
+  deps: CycleDeps & { wallets: SponsorWallets },
+): Promise<PlannedChain> {
+  const context: ChainContext = {
+    config,
+    chain,
+    deps,
+    makeClient: deps.rpcClient ?? ((url: string) => new RpcClient(url)),
+    memory: deps.providerMemory ?? processProviderMemory,
+    windowLogs: deps.window?.logsOf(chain.id),
+  };
+  const providers = await discoverProviders(context);
+  const trusted = await judgeProviders(context, providers);
+  const healthy = await openRequests(context, trusted);
+  const summaries = () => providers.map((p) => ({ ...p.summary }));
+  if (healthy.length === 0) {
+    return {
+      shards: [],
+      providers: summaries(),
+      gasPriceStrategyFailures: [],
+      discovered: 0,
+      waiting: 0,
+      overLimit: 0,
+      seen: [],
+    };
+  }
+  const confirmed = confirm(context, healthy);
+  const shards = shardBySponsorWallet(context, healthy, confirmed);
+  const gasPriceStrategyFailures = await priceShards(context, healthy[0]!, shards);
+  return {
+    shards,
+    providers: summaries(),
+    servingProvider: healthy[0]!.name,
+    gasPriceStrategyFailures,
+    discovered: confirmed.discovered,
+    waiting: confirmed.waiting.length,
+    overLimit: confirmed.discovered - confirmed.aggregated.size,
+    seen: seenRequests(chain.id, confirmed.head, {
+      kept: confirmed.kept,
+      waiting: confirmed.waiting,
+      limited: confirmed.aggregated,
+      healthy: confirmed.open,
+    }),
+    ...authorizationWindow(healthy.map((s) => s.discovery.authorization)),
+  };
+}
+
+/**
+ * Step 1: each provider's chain id (when not verified) and head, in parallel and isolated; in a window's poll, the
+ * head the poll read. Once one provider gave its head, the others get HEAD_GRACE_MS more: one that hangs is
+ * `unavailable` for this cycle instead of holding the chain back.
+ */
+async function discoverProviders(context: ChainContext): Promise<ProviderState[]> {
+  const { chain, deps, memory, windowLogs } = context;
+  const expectedChainId = BigInt(chain.id);
+  const states: ProviderState[] = Object.entries(chain.providers).map(([name, provider]) => ({
+    name,
+    url: provider.url,
+    client: context.makeClient(provider.url),
+    summary: { chainId: chain.id, provider: name, ok: false, rpcCalls: 0 },
+  }));
+  const readHead = async (state: ProviderState): Promise<number> => {
+    const pollHead = windowLogs?.heads ? windowLogs.heads.get(state.name) : undefined;
+    if (windowLogs?.heads && pollHead === undefined) throw new NoHeadThisPoll();
+    const providerChainId = await memory.chainIdOf(state.client);
+    if (providerChainId !== expectedChainId) throw new WrongChain(providerChainId);
+    return pollHead ?? (await fetchBlockNumber(state.client));
+  };
+  const timeoutMs = deps.discoveryTimeoutMs ?? PROVIDER_DISCOVERY_TIMEOUT_MS;
+  const outcomes = await settleWithGrace(
+    states.map((state) => withTimeout(readHead(state), timeoutMs, `head of ${state.name}`)),
+    HEAD_GRACE_MS,
+  );
+  states.forEach((state, index) => {
+    const outcome = outcomes[index];
+    if (outcome?.status === 'fulfilled') {
+      state.head = outcome.value;
+      Object.assign(state.summary, { ok: true, currentBlock: outcome.value });
+    } else {
+      const error = outcome?.reason ?? new Error(`no head within ${HEAD_GRACE_MS} ms of another provider's`);
+      leaveOut(context, state, error);
+    }
+  });
+  return states;
+}
+
+/**
+ * Step 2: the heads judged against each other (src/chain/provider-health.ts). A head no other provider confirms and
+ * above the others is first shown (the provider asked for that block); then a provider syncing, lagging, ahead or
+ * stalled is logged at WARN and left out, so it neither holds requests back through the confirmation filter, nor
+ * sets the block confirmations and static calls use, nor moves a window's log store, nor takes transactions.
+ */
+async function judgeProviders(context: ChainContext, states: ProviderState[]): Promise<ProviderState[]> {
+  const { chain, deps, memory } = context;
+  const answered = states.filter((s) => s.head !== undefined);
+  const heads: ProviderHead[] = answered.map((s) => ({
+    name: s.name,
+    currentBlock: s.head!,
+    behindSinceMs: memory.behindSince(chain.id, s.url, s.head!),
+  }));
+  const toShow = new Set(headsToShow(heads, MAX_PROVIDER_LAG_BLOCKS, states.length));
+  await Promise.all(
+    heads
+      .filter((head) => toShow.has(head.name))
+      .map(async (head) => {
+        const state = answered.find((s) => s.name === head.name)!;
+        head.shown = await withTimeout(showsBlock(state.client, head.currentBlock), HEAD_TIMEOUT_MS, 'block').catch(
+          () => false,
+        );
+      }),
+  );
+  const { agreed, faults } = judgeHeads(heads, { nowMs: memory.nowMs() });
+  for (const state of answered) {
+    const lagBlocks = (agreed ?? state.head!) - state.head!;
+    memory.rememberHead(chain.id, state.url, state.head!, lagBlocks > 0);
+    state.summary.lagBlocks = lagBlocks;
+    state.summary.rpcCalls = state.client.calls;
+    const fault = faults.get(state.name);
+    if (!fault) continue;
+    memory.forgetChainId(state.url);
+    Object.assign(state.summary, {
+      ok: false,
+      fault: fault.fault,
+      error:
+        fault.lagBlocks < 0
+          ? `${fault.fault}: ${-fault.lagBlocks} blocks ahead of the head the providers agree on`
+          : `${fault.fault}: ${fault.lagBlocks} blocks behind the head the providers agree on`,
+    });
+    deps.logger.warn(
+      {
+        chainId: chain.id,
+        provider: state.name,
+        fault: fault.fault,
+        currentBlock: state.head,
+        bestBlock: fault.bestBlock,
+        lagBlocks: fault.lagBlocks,
+        maxLagBlocks: MAX_PROVIDER_LAG_BLOCKS,
+      },
+      fault.fault === 'ahead'
+        ? 'provider is ahead of the chain; not used this cycle'
+        : 'provider is behind the chain; not used this cycle',
+    );
+  }
+  return answered.filter((s) => !faults.has(s.name));
+}
+
+/**
+ * Step 3: the open requests, read through each trusted provider up to its own head (logs, templates, authorization),
+ * isolated as the heads were; in a window, through the window's log store.
+ */
+async function openRequests(context: ChainContext, trusted: ProviderState[]): Promise<DiscoveredProvider[]> {
+  const { config, chain, deps, windowLogs } = context;
   const options: DiscoveryOptions = {
     chain,
     nodeAddress: deps.wallets.nodeAddress,
@@ -206,96 +350,79 @@ export async function planChainShards(
     decodeParameters,
     sponsorWalletOf: deps.wallets.addressOf,
     ...(deps.maxLogRange ? { maxLogRange: deps.maxLogRange } : {}),
+    ...(windowLogs ? { logStore: { store: windowLogs.store, mode: windowLogs.heads ? 'poll' : 'remember' } } : {}),
   };
-  const memory = deps.providerMemory ?? processProviderMemory;
-  const expectedChainId = BigInt(chain.id);
-  const windowLogs = deps.window?.logsOf(chain.id);
-  const discoveryOptions = (name: string): DiscoveryOptions => {
-    if (!windowLogs) return options;
-    if (!windowLogs.heads) return { ...options, logStore: { store: windowLogs.store, mode: 'remember' } };
-    const head = windowLogs.heads.get(name);
-    if (head === undefined) throw new Error('no head in this poll');
-    return { ...options, logStore: { store: windowLogs.store, mode: 'poll', head } };
-  };
-  const states: ProviderState[] = await Promise.all(
-    Object.entries(chain.providers).map(async ([name, provider]): Promise<ProviderState> => {
-      const client = makeClient(provider.url);
+  const timeoutMs = deps.discoveryTimeoutMs ?? PROVIDER_DISCOVERY_TIMEOUT_MS;
+  await Promise.all(
+    trusted.map(async (state) => {
       try {
-        const discovery = await withTimeout(
-          (async () => {
-            const providerOptions = discoveryOptions(name);
-            const providerChainId = await memory.chainIdOf(client);
-            if (providerChainId !== expectedChainId) throw new WrongChain(providerChainId);
-            return discoverOnProvider(client, providerOptions);
-          })(),
-          deps.discoveryTimeoutMs ?? PROVIDER_DISCOVERY_TIMEOUT_MS,
-          `discovery on ${name}`,
+        state.discovery = await withTimeout(
+          discoverOnProvider(state.client, options, state.head!),
+          timeoutMs,
+          `discovery on ${state.name}`,
         );
-        return {
-          name,
-          discovery,
-          summary: {
-            chainId: chain.id,
-            provider: name,
-            ok: true,
-            currentBlock: discovery.currentBlock,
-            apiCalls: discovery.apiCalls.length,
-            withdrawals: discovery.withdrawals.length,
-            dropped: discovery.dropped.length,
-            rpcCalls: client.calls,
-          },
-        };
+        Object.assign(state.summary, {
+          apiCalls: state.discovery.apiCalls.length,
+          withdrawals: state.discovery.withdrawals.length,
+          dropped: state.discovery.dropped.length,
+        });
       } catch (error) {
-        const fault: ProviderFault =
-          error instanceof WrongChain
-            ? 'wrong-chain'
-            : error instanceof RpcAnswerTooLarge
-              ? 'oversized'
-              : 'unavailable';
-        // Asked again next cycle: a provider that fails may be one that moved to another network.
-        if (!(error instanceof WrongChain)) memory.forgetChainId(provider.url);
-        if (error instanceof WrongChain) {
-          deps.logger.error(
-            { chainId: chain.id, provider: name, providerChainId: String(error.providerChainId) },
-            'provider is on another network (wrong chain id); refused',
-          );
-        } else {
-          deps.logger.warn(
-            { chainId: chain.id, provider: name, fault, err: errorMessage(error) },
-            'provider unavailable this cycle',
-          );
-        }
-        return {
-          name,
-          summary: {
-            chainId: chain.id,
-            provider: name,
-            ok: false,
-            fault,
-            error: errorMessage(error),
-            rpcCalls: client.calls,
-          },
-        };
+        leaveOut(context, state, error);
+      } finally {
+        state.summary.rpcCalls = state.client.calls;
       }
     }),
   );
-  const healthy = leaveOutBehindProviders(chain, states, memory, deps.logger);
-  if (healthy.length === 0)
-    return {
-      shards: [],
-      providers: states.map((s) => s.summary),
-      gasPriceStrategyFailures: [],
-      discovered: 0,
-      waiting: 0,
-      overLimit: 0,
-      seen: [],
-    };
+  return trusted.filter((s): s is DiscoveredProvider => s.discovery !== undefined);
+}
 
+/** A provider that failed a step: logged with its fault and left out of this cycle. */
+function leaveOut(context: ChainContext, state: ProviderState, error: unknown): void {
+  const { chain, deps, memory } = context;
+  const fault: ProviderFault =
+    error instanceof WrongChain ? 'wrong-chain' : error instanceof RpcAnswerTooLarge ? 'oversized' : 'unavailable';
+  Object.assign(state.summary, { ok: false, fault, error: errorMessage(error), rpcCalls: state.client.calls });
+  if (error instanceof WrongChain) {
+    deps.logger.error(
+      { chainId: chain.id, provider: state.name, providerChainId: String(error.providerChainId) },
+      'provider is on another network (wrong chain id); refused',
+    );
+    return;
+  }
+  // Asked again next cycle: a provider that fails may be one that moved to another network. One that only sat a
+  // poll out (no head in time, or backed off) said nothing about its network.
+  if (!(error instanceof NoHeadThisPoll)) memory.forgetChainId(state.url);
+  deps.logger.warn(
+    { chainId: chain.id, provider: state.name, fault, err: errorMessage(error) },
+    'provider unavailable this cycle',
+  );
+}
+
+type Confirmed = {
+  /** The confirmed head: the lowest head of the healthy providers, a block every one of them knows. */
+  head: number;
+  /** The healthy providers' discoveries without the requests the window holds in flight. */
+  open: { discovery: ProviderDiscovery }[];
+  discovered: number;
+  /** Requests within the chain limit, by id (first provider in config order wins). */
+  aggregated: Map<string, DiscoveredApiCall>;
+  withdrawals: WithdrawalRequest[];
+  kept: DiscoveredApiCall[];
+  waiting: DiscoveredApiCall[];
+};
+
+/**
+ * Step 4: the requests not in flight, within the chain limit, aggregated by id across providers (submitted once,
+ * however many providers saw them), and split by their confirmations against the confirmed head.
+ */
+function confirm(context: ChainContext, healthy: DiscoveredProvider[]): Confirmed {
+  const { config, chain, deps, windowLogs } = context;
+  // The lowest head among healthy providers: a provider that is ahead must not make a request look confirmed early,
+  // and every provider a shard may use knows this block (its static calls and estimates run against it).
+  const head = Math.min(...healthy.map((s) => s.head!));
   // In a window, a request whose fulfilment is in flight is neither planned again nor counted against the limit.
-  const head = Math.min(...healthy.map((s) => s.discovery.currentBlock));
   const held = (call: DiscoveredApiCall) => deps.window?.holds(chain.id, call.id, head) === true;
   const open = healthy.map((s) => ({
-    ...s,
     discovery: { ...s.discovery, apiCalls: s.discovery.apiCalls.filter((call) => !held(call)) },
   }));
   const discovered = new Set(open.flatMap((s) => s.discovery.apiCalls.map((c) => c.id))).size;
@@ -303,28 +430,34 @@ export async function planChainShards(
     open.map((s) => s.discovery),
     chain.maxConcurrency,
   );
-  // Aggregate by id across providers: first occurrence (config order) wins, and the request is
-  // submitted once, however many providers saw it.
-  const apiCalls = new Map<string, DiscoveredApiCall>();
+  const aggregated = new Map<string, DiscoveredApiCall>();
   const withdrawals = new Map<string, WithdrawalRequest>();
   for (const discovery of limited) {
-    for (const call of discovery.apiCalls) if (!apiCalls.has(call.id)) apiCalls.set(call.id, call);
+    for (const call of discovery.apiCalls) if (!aggregated.has(call.id)) aggregated.set(call.id, call);
     for (const withdrawal of discovery.withdrawals)
       if (!withdrawals.has(withdrawal.id)) withdrawals.set(withdrawal.id, withdrawal);
   }
-  const limitedCount = apiCalls.size;
-  // The confirmation filter uses the lowest current block among healthy providers: a provider that is
-  // ahead must not make a request look confirmed early.
-  const confirmedHead = Math.min(...healthy.map((s) => s.discovery.currentBlock));
-  const { kept, waiting } = filterByMinConfirmations([...apiCalls.values()], {
-    currentBlock: confirmedHead,
+  const { kept, waiting } = filterByMinConfirmations([...aggregated.values()], {
+    currentBlock: head,
     chainMinConfirmations: chain.minConfirmations ?? DEFAULT_MIN_CONFIRMATIONS,
     requestedMinConfirmations: (call) => requestedMinConfirmations(config, call),
   });
   // A request held back by its confirmations stays in the blocks the window reads again: one whose block vanishes
   // in a reorg meanwhile is gone before it is served, whatever its own `_minConfirmations`.
   windowLogs?.store.rereadFrom(waiting.length > 0 ? Math.min(...waiting.map((call) => call.blockNumber)) : undefined);
+  return { head, open, discovered, aggregated, withdrawals: [...withdrawals.values()], kept, waiting };
+}
 
+/**
+ * Step 5: one shard per sponsor wallet (its own nonce sequence), with the servable requests and withdrawals in log
+ * order, the healthy providers to send through, the confirmed head, and in a window the nonces it holds in flight.
+ */
+function shardBySponsorWallet(
+  context: ChainContext,
+  healthy: DiscoveredProvider[],
+  confirmed: Confirmed,
+): ShardInput[] {
+  const { chain, deps } = context;
   const bySponsorWallet = new Map<string, ShardInput>();
   const shardOf = (sponsor: string, sponsorWallet: string) => {
     let shard = bySponsorWallet.get(sponsorWallet);
@@ -334,8 +467,7 @@ export async function planChainShards(
         sponsor,
         sponsorWallet,
         providers: healthy.map((s) => s.name),
-        // The lowest head among healthy providers: every provider a shard may use knows this block.
-        currentBlock: confirmedHead,
+        currentBlock: confirmed.head,
         apiCalls: [],
         withdrawals: [],
       };
@@ -343,32 +475,30 @@ export async function planChainShards(
     }
     return shard;
   };
-  const seen = seenRequests(chain.id, confirmedHead, { kept, waiting, limited: apiCalls, healthy: open });
-  for (const call of kept.sort(byLogPosition)) shardOf(call.sponsor, call.sponsorWallet).apiCalls.push(call);
-  for (const withdrawal of [...withdrawals.values()].sort(byLogPosition)) {
+  for (const call of [...confirmed.kept].sort(byLogPosition))
+    shardOf(call.sponsor, call.sponsorWallet).apiCalls.push(call);
+  for (const withdrawal of [...confirmed.withdrawals].sort(byLogPosition)) {
     shardOf(withdrawal.sponsor, withdrawal.sponsorWallet).withdrawals.push(withdrawal);
   }
   const shards = [...bySponsorWallet.values()];
   for (const shard of shards) {
-    const inFlightNonces = deps.window?.inFlightNonces(chain.id, shard.sponsorWallet, confirmedHead) ?? [];
+    const inFlightNonces = deps.window?.inFlightNonces(chain.id, shard.sponsorWallet, confirmed.head) ?? [];
     if (inFlightNonces.length > 0) shard.inFlightNonces = inFlightNonces;
   }
-  const gasPriceStrategyFailures: ChainStrategyFailure[] = [];
-  if (shards.length > 0) {
-    const gasTarget = await chainGasTarget(chain, healthy[0]!, makeClient, deps.logger, gasPriceStrategyFailures);
-    if (gasTarget) for (const shard of shards) shard.gasTarget = gasTarget;
-  }
-  return {
-    shards,
-    providers: states.map((s) => ({ ...s.summary })),
-    servingProvider: healthy[0]!.name,
-    gasPriceStrategyFailures,
-    discovered,
-    waiting: waiting.length,
-    overLimit: discovered - limitedCount,
-    seen,
-    ...authorizationWindow(healthy.map((s) => s.discovery.authorization)),
-  };
+  return shards;
+}
+
+/** Step 6: the chain's gas price, read once through the first healthy provider for all its shards. */
+async function priceShards(
+  context: ChainContext,
+  provider: ProviderState,
+  shards: ShardInput[],
+): Promise<ChainStrategyFailure[]> {
+  const failures: ChainStrategyFailure[] = [];
+  if (shards.length === 0) return failures;
+  const gasTarget = await chainGasTarget(context.chain, provider, context.makeClient, context.deps.logger, failures);
+  if (gasTarget) for (const shard of shards) shard.gasTarget = gasTarget;
+  return failures;
 }
 
 function authorizationWindow(windows: ({ startMs: number; endMs: number } | undefined)[]) {
@@ -388,7 +518,7 @@ function authorizationWindow(windows: ({ startMs: number; endMs: number } | unde
  */
 function traceRequests(
   tracer: Tracer,
-  planned: Awaited<ReturnType<typeof planChainShards>>,
+  planned: PlannedChain,
   window: { startMs: number; discoveredMs: number },
 ): Map<string, Span> {
   const roots = new Map<string, Span>();
@@ -516,30 +646,44 @@ async function chainGasTarget(
   }
 }
 
+/** The sponsor wallets of a chain's open requests (servable, waiting or over the limit), with how many each has. */
+export function openRequestsByWallet(seen: SeenRequest[]): Map<string, number> {
+  const open = new Map<string, number>();
+  for (const request of seen)
+    if (request.state !== 'dropped' && request.sponsorWallet !== undefined)
+      open.set(request.sponsorWallet, (open.get(request.sponsorWallet) ?? 0) + 1);
+  return open;
+}
+
 /**
- * The balances of the sponsor wallets that sent transactions in the cycle (for the low-balance alert), all in one
- * call through the provider the shards sent through, at 'pending' so this cycle's transactions are already paid
- * for. Best effort: a failure leaves the balances unreported for this cycle.
+ * The balances of the sponsor wallets that have an open request or sent a transaction in the cycle (for the
+ * low-balance alert and `oracle-node status`): a wallet that was never funded, or whose sends were all refused,
+ * shows while its requests wait. All in one call through the provider the shards sent through, at 'pending' so
+ * this cycle's transactions are already paid for. Best effort: a failure leaves the balances unreported for this
+ * cycle.
  */
 async function sponsorWalletBalances(
   chain: Config['chains'][number],
   providerName: string | undefined,
-  results: ShardResult[],
+  planned: { results: ShardResult[]; seen: SeenRequest[] },
   deps: CycleDeps,
 ): Promise<{ wallets: CycleSummary['sponsorWallets']; rpcCalls: number }> {
-  const senders = results.flatMap((r) =>
+  const open = openRequestsByWallet(planned.seen);
+  const senders = planned.results.flatMap((r) =>
     r.ok && r.output.outcomes.some((o) => o.txHash !== undefined) ? [r.output.sponsorWallet] : [],
   );
+  const watched = [...new Set([...open.keys(), ...senders])];
   const url = providerName === undefined ? undefined : chain.providers[providerName]?.url;
-  if (senders.length === 0 || url === undefined) return { wallets: [], rpcCalls: 0 };
+  if (watched.length === 0 || url === undefined) return { wallets: [], rpcCalls: 0 };
   const client = (deps.rpcClient ?? ((u: string) => new RpcClient(u)))(url);
   try {
-    const balances = await readBalances(client, senders);
+    const balances = await readBalances(client, watched);
     return {
-      wallets: senders.map((sponsorWallet) => ({
+      wallets: watched.map((sponsorWallet) => ({
         chainId: chain.id,
         sponsorWallet,
         balanceWei: String(balances.get(sponsorWallet)),
+        openRequests: open.get(sponsorWallet) ?? 0,
       })),
       rpcCalls: client.calls,
     };
@@ -597,7 +741,12 @@ export async function runCycle(config: Config, deps: CycleDeps): Promise<CycleSu
         endRequestTraces(roots, results);
         forgetChainIdsOnSendErrors(chain, results, deps.providerMemory ?? processProviderMemory);
         const timings = { discoveryMs: discovered - started, shardsMs: performance.now() - discovered };
-        const balances = await sponsorWalletBalances(chain, planned.servingProvider, results, deps);
+        const balances = await sponsorWalletBalances(
+          chain,
+          planned.servingProvider,
+          { results, seen: planned.seen },
+          deps,
+        );
         return { planned, results, timings, balances };
       } catch (error) {
         deps.logger.error({ chainId: chain.id, err: errorMessage(error) }, 'chain cycle failed');

@@ -13,6 +13,7 @@ import {
   SHARD_FORMAT,
 } from '../contract/shard.js';
 import { parseTraceparent } from '../observability/tracing.js';
+import type { WorkDeadline } from './deadline.js';
 import {
   type Answer,
   answerFromResult,
@@ -27,7 +28,14 @@ import type { ShardApiCall, ShardInput, ShardOutput } from './shard-types.js';
 
 export type ShardResult =
   | { ok: true; output: ShardOutput }
-  | { ok: false; chainId: string; sponsorWallet: string; error: string };
+  | {
+      ok: false;
+      chainId: string;
+      sponsorWallet: string;
+      error: string;
+      /** The requests the shard held (the request log marks only these as shardFailed). */
+      requestIds?: string[];
+    };
 
 export interface ShardExecutor {
   /** Runs the shards with at most `concurrency` at a time; never rejects because of one shard. */
@@ -39,20 +47,38 @@ function failedShard(shard: ShardInput, error: unknown, context: ChainContext): 
     { chainId: shard.chainId, sponsorWallet: shard.sponsorWallet, err: errorMessage(error) },
     'shard failed',
   );
-  return { ok: false, chainId: shard.chainId, sponsorWallet: shard.sponsorWallet, error: errorMessage(error) };
+  return {
+    ok: false,
+    chainId: shard.chainId,
+    sponsorWallet: shard.sponsorWallet,
+    error: errorMessage(error),
+    requestIds: shard.apiCalls.map((call) => call.id),
+  };
+}
+
+/** Writes what a batch-writing cache (the ConfigMap on Kubernetes) recorded for the shards; a failed write is a WARN. */
+async function flushCache(context: ChainContext): Promise<void> {
+  try {
+    await context.cache?.flush?.();
+  } catch (error) {
+    context.logger.warn({ err: errorMessage(error) }, 'response cache not written; fulfilments go on without it');
+  }
 }
 
 export class InProcessExecutor implements ShardExecutor {
   constructor(private readonly context: ShardContext) {}
 
   async run(shards: ShardInput[], options: { concurrency: number }): Promise<ShardResult[]> {
-    return mapLimit(shards, options.concurrency, async (shard): Promise<ShardResult> => {
+    const results = await mapLimit(shards, options.concurrency, async (shard): Promise<ShardResult> => {
       try {
         return { ok: true, output: await runShard(shard, this.context) };
       } catch (error) {
         return failedShard(shard, error, this.context);
       }
     });
+    // Each shard sends as soon as its answers are in, so a batch-writing cache is written after them here.
+    await flushCache(this.context);
+    return results;
   }
 }
 
@@ -60,8 +86,11 @@ export type ApiShardResult = { ok: true; output: ApiShardOutput } | { ok: false;
 
 /** Where the API calls of a coordinator's shards run: each shard's calls in a worker, in input order. */
 export interface ApiWorkers {
-  /** At most `concurrency` shards at a time; never rejects because of one shard. */
-  run(shards: ApiShardInput[], options: { concurrency: number }): Promise<ApiShardResult[]>;
+  /**
+   * At most `concurrency` shards at a time; never rejects because of one shard. With a deadline: nothing starts
+   * after it, and a shard not done by it has no result.
+   */
+  run(shards: ApiShardInput[], options: { concurrency: number; deadline?: WorkDeadline }): Promise<ApiShardResult[]>;
 }
 
 /** What a worker's output lacks for a request it was given: a failed API call, never a transaction of its own. */
@@ -85,9 +114,11 @@ export class WorkerExecutor implements ShardExecutor {
     // A cache hit or a request that cannot be served is not sent to a worker; a shard with nothing left needs none.
     const sent = dispatches.filter((d) => d.requests.length > 0);
     const inputs = sent.map(({ shard, requests }) => apiShardInput(shard, requests));
-    const results = inputs.length > 0 ? await this.workers.run(inputs, options) : [];
+    const { deadline } = this.context;
+    const results =
+      inputs.length > 0 ? await this.workers.run(inputs, { ...options, ...(deadline ? { deadline } : {}) }) : [];
     const workerResults = new Map(sent.map((dispatch, i) => [dispatch, { input: inputs[i]!, result: results[i] }]));
-    return mapLimit(dispatches, options.concurrency, async (dispatch): Promise<ShardResult> => {
+    const answered = await mapLimit(dispatches, options.concurrency, async (dispatch) => {
       const worker = workerResults.get(dispatch);
       try {
         let output: { input: ApiShardInput; output: ApiShardOutput } | undefined;
@@ -96,10 +127,19 @@ export class WorkerExecutor implements ShardExecutor {
           if (!worker.result?.ok) throw new Error(worker.result?.error ?? 'the worker gave no result');
           output = { input: worker.input, output: worker.result.output };
         }
-        const answers = await this.answersOf(dispatch, output);
-        return { ok: true, output: await runChainHalf(dispatch.shard, answers, this.context) };
+        return { dispatch, answers: await this.answersOf(dispatch, output) };
       } catch (error) {
-        return failedShard(dispatch.shard, error, this.context);
+        return { dispatch, failure: failedShard(dispatch.shard, error, this.context) };
+      }
+    });
+    // Every shard's new cache entries in one write, before any of their transactions leaves.
+    await flushCache(this.context);
+    return mapLimit(answered, options.concurrency, async (shard): Promise<ShardResult> => {
+      if (!shard.answers) return shard.failure;
+      try {
+        return { ok: true, output: await runChainHalf(shard.dispatch.shard, shard.answers, this.context) };
+      } catch (error) {
+        return failedShard(shard.dispatch.shard, error, this.context);
       }
     });
   }

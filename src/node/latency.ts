@@ -71,7 +71,7 @@ export class RequestLatency {
       }
     }
     const blocks = [...sent, ...answered].map((r) => ({ chainId: r.chainId, block: r.block }));
-    const rpcCalls = await this.readBlockTimes(blocks);
+    const rpcCalls = await this.readBlockTimes(blocks, cycle.providers);
     for (const request of sent) {
       const requestTs = this.blockTimes.get(`${request.chainId}\n${request.block}`);
       if (requestTs === undefined) continue;
@@ -87,8 +87,14 @@ export class RequestLatency {
     return rpcCalls;
   }
 
-  /** Timestamps of the blocks not read yet, from the chain's first provider; a block that fails is left out. */
-  private async readBlockTimes(blocks: { chainId: string; block: number }[]): Promise<number> {
+  /**
+   * Timestamps of the blocks not read yet, from the chain's first provider the cycle found fit (its first provider
+   * when the cycle used none): one that hangs or lies is not asked. A block that fails is left out.
+   */
+  private async readBlockTimes(
+    blocks: { chainId: string; block: number }[],
+    providers: CycleSummary['providers'],
+  ): Promise<number> {
     const wanted = new Map<string, { chainId: string; block: number }>();
     for (const b of blocks) {
       const key = `${b.chainId}\n${b.block}`;
@@ -98,7 +104,8 @@ export class RequestLatency {
     const makeClient = this.deps.rpcClient ?? ((url: string) => new RpcClient(url));
     const clients = new Map<string, RpcClient>();
     for (const chain of this.config.chains) {
-      const provider = Object.values(chain.providers)[0];
+      const fit = providers.find((p) => p.chainId === chain.id && p.ok)?.provider;
+      const provider = (fit === undefined ? undefined : chain.providers[fit]) ?? Object.values(chain.providers)[0];
       if (provider) clients.set(chain.id, makeClient(provider.url));
     }
     await Promise.all(

@@ -33,7 +33,7 @@ export function cycleMetrics(registry: Registry) {
   });
   const providerFaults = counter(registry, {
     name: 'node_provider_faults_total',
-    help: 'Cycles that left a provider out, by fault (unavailable, oversized, wrong-chain, syncing, lagging, stalled)',
+    help: 'Cycles that left a provider out, by fault (unavailable, oversized, wrong-chain, syncing, lagging, ahead, stalled)',
     labelNames: ['chain_id', 'provider', 'fault'] as const,
   });
   const balance = gauge(registry, {

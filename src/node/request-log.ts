@@ -33,14 +33,26 @@ export function cycleRequestRecords(summary: CycleSummary, cycle: CycleIdentity)
     ...(request ? { headBlock: request.headBlock } : {}),
   });
   const records: CycleRequestRecord[] = [];
-  const recorded = new Set<string>();
-  for (const result of summary.results) {
+  // A window's summary holds the results of each of its polls, oldest first: a request keeps its latest outcome
+  // (skipped in one poll, fulfilled in a later one, is fulfilled), so the newest results are read first.
+  const recorded = new Map<string, CycleRequestRecord>();
+  const add = (record: CycleRequestRecord) => {
+    const key = `${record.chainId}/${record.requestId}`;
+    const later = recorded.get(key);
+    if (later) {
+      // The later outcome stands; it keeps the API call of an earlier poll when it made none itself.
+      if (later.api === undefined && record.api) later.api = record.api;
+      return;
+    }
+    recorded.set(key, record);
+    records.push(record);
+  };
+  for (const result of [...summary.results].reverse()) {
     if (result.ok) {
       for (const outcome of result.output.outcomes) {
         if (outcome.kind !== 'api') continue;
         const key = `${result.output.chainId}/${outcome.id}`;
-        recorded.add(key);
-        records.push({
+        add({
           chainId: result.output.chainId,
           requestId: outcome.id.toLowerCase(),
           state: outcome.outcome === 'withdrawn' ? 'error' : outcome.outcome,
@@ -60,11 +72,12 @@ export function cycleRequestRecords(summary: CycleSummary, cycle: CycleIdentity)
         });
       }
     } else {
+      const held = result.requestIds && new Set(result.requestIds.map((id) => id.toLowerCase()));
       for (const request of summary.seen ?? []) {
         if (request.state !== 'servable' || request.chainId !== result.chainId) continue;
         if (request.sponsorWallet !== result.sponsorWallet) continue;
-        recorded.add(`${request.chainId}/${request.id}`);
-        records.push({
+        if (held && !held.has(request.id.toLowerCase())) continue;
+        add({
           chainId: request.chainId,
           requestId: request.id.toLowerCase(),
           state: 'shardFailed',
@@ -76,7 +89,9 @@ export function cycleRequestRecords(summary: CycleSummary, cycle: CycleIdentity)
     }
   }
   const unserved = (summary.seen ?? [])
-    .filter((request) => request.state !== 'servable' && !recorded.has(`${request.chainId}/${request.id}`))
+    .filter(
+      (request) => request.state !== 'servable' && !recorded.has(`${request.chainId}/${request.id.toLowerCase()}`),
+    )
     .sort((a, b) => ORDER[a.state] - ORDER[b.state]);
   for (const request of unserved) {
     records.push({

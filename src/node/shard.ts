@@ -16,6 +16,7 @@ import {
   type ApiResponse,
   fulfillData,
   type PlannedTransaction,
+  ProviderCheckError,
   planApiCallTransaction,
   type StaticCheck,
   signFulfillment,
@@ -28,15 +29,17 @@ import {
   type GasTarget,
   gasTargetFromJson,
   getGasTarget,
+  pricePerGas,
+  REPLACEMENT_BUMP_PERCENT,
+  requestedPriceReplacement,
   type StrategyFailure,
 } from '../chain/gas-price.js';
-import { decidePending, needsCountBefore, type PendingDecision, STUCK_AFTER_BLOCKS } from '../chain/pending.js';
-import { parseMinConfirmations } from '../chain/requests.js';
+import { decidePending, type PendingDecision, PendingSightings } from '../chain/pending.js';
 import { RpcClient } from '../chain/rpc.js';
 import { isKnown, type SendReport, sendInNonceOrder } from '../chain/sending.js';
 import { simulateFromWallet } from '../chain/simulation.js';
 import type { SponsorWallets } from '../chain/sponsor-wallets.js';
-import { DEFAULT_MIN_CONFIRMATIONS, dryRunAddressOf, rrpAddressOf } from '../chain/types.js';
+import { dryRunAddressOf, rrpAddressOf } from '../chain/types.js';
 import { type PlannedWithdrawal, planWithdrawal } from '../chain/withdrawals.js';
 import { mapLimit } from '../common/concurrency.js';
 import { errorMessage } from '../common/errors.js';
@@ -44,7 +47,8 @@ import type { Config } from '../config/index.js';
 import { parseTraceparent, type SpanContext, Tracer } from '../observability/tracing.js';
 import { type ApiCallContext, type ApiCallOutcome, type ApiRecord, callApi, NOT_CALLED } from './api-call.js';
 import type { ResponseCache } from './cache.js';
-import { findEndpoint, requestedMinConfirmations } from './endpoints.js';
+import type { WorkDeadline } from './deadline.js';
+import { findEndpoint } from './endpoints.js';
 import type { Logger } from './logger.js';
 import { reservedParameterValue } from './ois-adapter.js';
 import type { ShardApiCall, ShardInput, ShardOutcome, ShardOutput } from './shard-types.js';
@@ -58,7 +62,19 @@ export type ChainContext = {
   rpcClient?: (url: string) => RpcClient;
   /** Spans of the shard's requests, children of the traces named in the shard input. */
   tracer?: Tracer;
+  /** What this process has seen of the wallets' pending transactions (the process's own when not given). */
+  pendingSightings?: PendingSightings;
+  /**
+   * Per chain id, the most per gas (wei: the gas price, or the max fee per gas) this node pays: a transaction priced
+   * above it is not sent, and its request waits for the price to fall (`--max-gas-price`, spec.chainLimits).
+   */
+  gasPriceCeilings?: ReadonlyMap<string, bigint>;
+  /** The run's hard end or SIGTERM: after it nothing is sent; the requests stay open (src/node/deadline.ts). */
+  deadline?: WorkDeadline;
 };
+
+/** The sightings of this process: every shard, cycle and window poll it runs adds to them. */
+const PROCESS_SIGHTINGS = new PendingSightings();
 
 /** Both halves in one process (InProcessExecutor): the chain half's context and the API calls'. */
 export type ShardContext = ChainContext & {
@@ -101,6 +117,8 @@ type ShardRun = {
   gasPriceStrategyFailures: StrategyFailure[];
   /** When the first provider was asked (the submission spans start there). */
   submissionStartMs: number;
+  /** A provider could not answer a fulfilment check (never a revert): what no provider took stays open. */
+  checkFailed: boolean;
 };
 
 /**
@@ -181,6 +199,7 @@ function startRun(shard: ShardInput, context: ChainContext): ShardRun {
     gasPriceWei: undefined,
     gasPriceStrategyFailures: [],
     submissionStartMs: Date.now(),
+    checkFailed: false,
   };
 }
 
@@ -330,14 +349,15 @@ async function submitThrough(
       transactionCount(client, run.wallet.address, 'latest'),
       transactionCount(client, run.wallet.address, 'pending'),
     ]);
-    // Transactions already in the pool, whoever sent them, are left alone unless they are stuck
+    // Transactions already in the pool, whoever sent them, are left alone unless this process has seen them stuck
     // (src/chain/pending.ts); stuck ones are replaced (same nonces), which needs a higher price.
-    const decision = await pendingDecision(client, {
-      address: run.wallet.address,
+    const sightings = run.context.pendingSightings ?? PROCESS_SIGHTINGS;
+    const walletKey = `${run.shard.chainId}:${run.wallet.address.toLowerCase()}`;
+    const seenPendingFor = sightings.observe(walletKey, { latestCount, pendingCount, block: run.shard.currentBlock });
+    const decision = decidePending({
       latestCount,
       pendingCount,
-      currentBlock: run.shard.currentBlock,
-      oldestServableBlock: oldestServableBlock(run.context.config, run.chain, run.pending),
+      seenPendingFor,
       ...(run.shard.inFlightNonces ? { inFlightNonces: run.shard.inFlightNonces } : {}),
     });
     if (decision.action === 'wait') {
@@ -357,11 +377,13 @@ async function submitThrough(
       pendingCount,
       gasTarget,
       replaces,
+      sent: (nextNonce) => sightings.sent(walletKey, { latestCount, nextNonce, block: run.shard.currentBlock }),
     });
     run.timings.sendMs += performance.now() - sendStart;
     run.pending = [];
   } catch (error) {
     if (options.apis.failure) throw options.apis.failure.error;
+    if (error instanceof ProviderCheckError) run.checkFailed = true;
     // A lost answer does not mean a dead provider: ask it first whether it took the transactions.
     if (run.lost.size > 0) await confirmLostSends(run, client, providerName);
     // Keep what was sent; the rest goes to the next provider.
@@ -387,40 +409,6 @@ async function confirmLostSends(run: ShardRun, client: RpcClient, provider: stri
   });
 }
 
-/** The block from which a transaction for the oldest of `items` may have been sent (its block + confirmations). */
-function oldestServableBlock(config: Config, chain: Chain, items: WorkItem[]): number {
-  const calls = items.flatMap((item) => (item.kind === 'api' ? [item.call] : []));
-  // As the confirmation filter: the largest valid `_minConfirmations` of the sponsor's requests, else the chain's.
-  const requested = calls
-    .map((call) => parseMinConfirmations(requestedMinConfirmations(config, call)))
-    .filter((n): n is number => n !== undefined);
-  const confirmations =
-    requested.length > 0 ? Math.max(...requested) : (chain.minConfirmations ?? DEFAULT_MIN_CONFIRMATIONS);
-  return Math.min(
-    ...items.map((item) => (item.kind === 'api' ? item.call.blockNumber + confirmations : item.withdrawal.blockNumber)),
-  );
-}
-
-/** The pending-transaction rule with its inputs read from the provider (one more read only when it matters). */
-async function pendingDecision(
-  client: RpcClient,
-  input: {
-    address: string;
-    latestCount: number;
-    pendingCount: number;
-    currentBlock: number;
-    oldestServableBlock: number;
-    inFlightNonces?: readonly number[];
-  },
-): Promise<PendingDecision> {
-  const { address, ...state } = input;
-  if (!needsCountBefore(state)) return decidePending(state);
-  const before = state.currentBlock - STUCK_AFTER_BLOCKS;
-  // A provider without that block's state cannot tell: the requests' age decides alone.
-  const latestCountBefore = await transactionCount(client, address, before).catch(() => undefined);
-  return decidePending(latestCountBefore === undefined ? state : { ...state, latestCountBefore });
-}
-
 /** The cycle's gas price (the coordinator's, else read here), raised when stuck transactions are replaced. */
 async function priceTransactions(
   run: ShardRun,
@@ -437,9 +425,9 @@ async function priceTransactions(
     }));
   if (decision.action === 'replace') {
     logger.info({ provider: providerName, pending: decision.pending }, 'replacing stuck pending transactions');
-    gasTarget = bumpGasTarget(gasTarget, 20);
+    gasTarget = bumpGasTarget(gasTarget, REPLACEMENT_BUMP_PERCENT);
   }
-  run.gasPriceWei = String(gasTarget.type === 0 ? gasTarget.gasPrice : gasTarget.maxFeePerGas);
+  run.gasPriceWei = String(pricePerGas(gasTarget));
   return gasTarget;
 }
 
@@ -567,26 +555,55 @@ async function sendPlanned(
   client: RpcClient,
   providerName: string,
   plans: Plan[],
-  nonces: { firstNonce: number; pendingCount: number; gasTarget: GasTarget; replaces: (nonce: number) => boolean },
+  nonces: {
+    firstNonce: number;
+    pendingCount: number;
+    gasTarget: GasTarget;
+    replaces: (nonce: number) => boolean;
+    /** Called with the nonce after the highest one that may have reached the pool. */
+    sent: (nextNonce: number) => void;
+  },
 ): Promise<void> {
+  const stopped = run.context.deadline?.reason;
+  if (stopped) return skipPending(run, `not sent: ${stopped}; left open for the next window`);
+  const ceiling = run.context.gasPriceCeilings?.get(run.shard.chainId);
+  const skip = (item: WorkItem, reason: string) =>
+    run.outcomes.push({ id: itemId(item), kind: item.kind, outcome: 'skipped', reason });
   const sendable: { item: WorkItem; plan: SendablePlan }[] = [];
   run.pending.forEach((item, index) => {
     const plan = plans[index]!;
-    if (plan.kind === 'skip') {
-      run.outcomes.push({ id: itemId(item), kind: item.kind, outcome: 'skipped', reason: plan.reason });
-    } else sendable.push({ item, plan });
+    if (plan.kind === 'skip') skip(item, plan.reason);
+    else if (ceiling !== undefined && planPrice(plan) > ceiling) skip(item, overCeiling(planPrice(plan), ceiling));
+    else sendable.push({ item, plan });
   });
-  const report = await sendInNonceOrder(
-    sendable.map((s) => s.plan),
-    {
-      client,
-      wallet: run.wallet,
-      chainId: run.shard.chainId,
-      firstNonce: nonces.firstNonce,
-      pendingNonce: nonces.pendingCount,
-      gasTarget: nonces.gasTarget,
-    },
+  // A fulfilment at its request's `_gasPrice` that takes a stuck transaction's nonce is raised as a replacement too:
+  // at its own price it would be the stuck transaction again (or one refused as underpriced), every cycle.
+  let priced = sendable.map(({ plan }, index) =>
+    plan.kind === 'fulfill' && plan.requestedGasPrice !== undefined && nonces.replaces(nonces.firstNonce + index)
+      ? { ...plan, gasTarget: requestedPriceReplacement(plan.requestedGasPrice, nonces.gasTarget) }
+      : plan,
   );
+  // Raised past the ceiling, a replacement is not sent, nor anything after it: nonces must stay without gaps.
+  const raisedPastCeiling = ceiling === undefined ? -1 : priced.findIndex((plan) => planPrice(plan) > ceiling);
+  if (raisedPastCeiling >= 0) {
+    const reason = overCeiling(planPrice(priced[raisedPastCeiling]!), ceiling!);
+    for (const { item } of sendable.splice(raisedPastCeiling)) skip(item, reason);
+    priced = priced.slice(0, raisedPastCeiling);
+  }
+  const report = await sendInNonceOrder(priced, {
+    client,
+    wallet: run.wallet,
+    chainId: run.shard.chainId,
+    firstNonce: nonces.firstNonce,
+    pendingNonce: nonces.pendingCount,
+    gasTarget: nonces.gasTarget,
+  });
+  const reached = [
+    ...report.sent.flatMap((sent) => (sent && 'txHash' in sent ? [sent.nonce] : [])),
+    ...report.fillers.flatMap((filler) => (filler.txHash ? [filler.nonce] : [])),
+    ...(report.unanswered ?? []).map((lost) => lost.nonce),
+  ];
+  if (reached.length > 0) nonces.sent(Math.max(...reached) + 1);
   recordSends(run, providerName, sendable, report, nonces.replaces);
   logFillers(run.logger, report);
   for (const { index, nonce, txHash } of report.unanswered ?? []) {
@@ -666,7 +683,9 @@ function settleUntaken(run: ShardRun): void {
       outcome: 'error',
       reason: run.lost.has(itemId(item))
         ? 'sent, but its answer was lost and no provider knows the transaction by its hash'
-        : 'no provider could take the transaction',
+        : run.checkFailed
+          ? 'no provider could answer the fulfilment check (a provider error, not a revert); the request stays open'
+          : 'no provider could take the transaction',
     });
   }
   run.pending = [];
@@ -720,4 +739,15 @@ function traceSubmissions(tracer: Tracer, shard: ShardInput, outcomes: ShardOutc
     if (outcome.outcome === 'error') span.fail(outcome.reason ?? 'transaction not accepted');
     span.end();
   }
+}
+
+/** What a planned transaction pays per gas (a request's own `_gasPrice` is its gas target). */
+const planPrice = (plan: SendablePlan): bigint => pricePerGas(plan.gasTarget);
+
+const GWEI = 1_000_000_000n;
+const gwei = (wei: bigint) => (Number(wei) / Number(GWEI)).toLocaleString('en-US', { maximumFractionDigits: 3 });
+
+/** The reason a request waits, as `oracle-node request` shows it. */
+function overCeiling(price: bigint, ceiling: bigint): string {
+  return `gas price ${gwei(price)} gwei is above this node's ceiling of ${gwei(ceiling)} gwei: waits for a lower price`;
 }

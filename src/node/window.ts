@@ -1,23 +1,26 @@
 // The coordinator window (docs/chain-cycle.md, "The window"): the first cycle as the one-shot coordinator runs it,
-// then, until the window ends, a poll every interval. A poll asks each provider for its head (one call each); when
-// no head moved it does nothing more. When one moved, the chain runs the same pipeline as a cycle (discovery,
-// authorization, confirmations, shards through the executor) on the logs the window keeps (src/chain/log-store.ts),
-// which reads only the new blocks. A request whose fulfilment this window sent is not planned again while it may
-// still be mined (STUCK_AFTER_BLOCKS); after that the shard's pending-transaction rule decides (src/chain/pending.ts),
-// which is also what keeps the next window, in another pod, from sending it again. The wallet itself is not held
-// up: its shard carries the nonces in flight, and the rule lets it go on at the next nonce. Polls never overlap,
-// so the executor's concurrency (the chain's maxConcurrency) holds over the whole window.
+// then, until the window ends, polls on a fixed cadence from the window's start. Each chain polls on its own: a poll
+// asks each of the chain's providers for its head (one call each; a provider that hangs is waited for at most
+// HEAD_GRACE_MS once another answered, and one whose read timed out is backed off for a growing number of polls);
+// when no head moved it does nothing more. When one moved, the chain runs the same pipeline as a cycle (heads judged
+// against each other, discovery, authorization, confirmations, shards through the executor) on the logs the window
+// keeps (src/chain/log-store.ts), which reads only the new blocks. A request whose fulfilment this window sent is not
+// planned again while it may still be mined (STUCK_AFTER_BLOCKS); after that the shard's pending-transaction rule
+// decides (src/chain/pending.ts), which is also what keeps the next window, in another pod, from sending it again.
+// The wallet itself is not held up: its shard carries the nonces in flight, and the rule lets it go on at the next
+// nonce. A chain's polls never overlap (a poll that overruns skips the ticks it covered), so the executor's
+// concurrency (the chain's maxConcurrency) holds over the whole window; a chain never waits for another.
 import { ChainLogStore } from '../chain/log-store.js';
 import { fetchBlockNumber } from '../chain/logs.js';
 import { STUCK_AFTER_BLOCKS } from '../chain/pending.js';
+import { backoffPolls, HEAD_GRACE_MS, HEAD_TIMEOUT_MS } from '../chain/provider-health.js';
 import { RpcClient, withTimeout } from '../chain/rpc.js';
 import { DEFAULT_MIN_CONFIRMATIONS } from '../chain/types.js';
+import { settleWithGrace } from '../common/concurrency.js';
 import type { Config } from '../config/index.js';
 import { type CycleDeps, type CycleSummary, type CycleWindow, runCycle } from './cycle.js';
+import { settleBy, type WorkDeadline } from './deadline.js';
 import { type LatencySamples, RequestLatency } from './latency.js';
-
-/** A head read that takes longer than this counts as no answer for the poll. */
-export const HEAD_TIMEOUT_MS = 5_000;
 
 export type WindowOptions = {
   /** How long the window lasts from its start; no poll starts after its end. */
@@ -27,16 +30,23 @@ export type WindowOptions = {
   sleep?: (ms: number) => Promise<void>;
   /** Ends the window early (SIGTERM): the summary so far is returned. */
   signal?: AbortSignal;
+  /**
+   * The run's hard end and SIGTERM (src/node/deadline.ts), which the executor's shards read too: no poll starts
+   * after it, and a cycle in flight then is not waited for beyond SETTLE_AFTER_STOP_MS (it sends nothing new).
+   */
+  deadline?: WorkDeadline;
 };
 
 export type WindowSummary = CycleSummary & {
-  /** Polls after the first cycle, and how many of them found no new block (one call per provider each). */
+  /**
+   * Polls after the first cycle (ticks of the cadence at which a chain polled), and how many of them found no new
+   * block on any chain (one call per provider each).
+   */
   window: { polls: number; idlePolls: number };
   /** Seconds from each answered request's block to its submission and to its inclusion (src/node/latency.ts). */
   latency: LatencySamples;
 };
 
-type Heads = Map<string, ReadonlyMap<string, number>>;
 type InFlight = { sentAt: number; nonce: number; sponsorWallet: string };
 
 /** What the window keeps between its cycles, per chain: the logs read so far and the fulfilments in flight. */
@@ -52,13 +62,13 @@ class WindowState {
     }
   }
 
-  cycleWindow(heads?: Heads): CycleWindow {
+  /** What a cycle gets of the window; in a poll, the heads the poll read for the chain it runs. */
+  cycleWindow(poll?: { chainId: string; heads: ReadonlyMap<string, number> }): CycleWindow {
     return {
       logsOf: (chainId) => {
         const store = this.stores.get(chainId);
         if (!store) return undefined;
-        const chainHeads = heads?.get(chainId);
-        return chainHeads ? { store, heads: chainHeads } : { store };
+        return poll?.chainId === chainId ? { store, heads: poll.heads } : { store };
       },
       holds: (chainId, requestId, head) => {
         const sent = this.inFlight.get(chainId)?.get(requestId);
@@ -71,7 +81,10 @@ class WindowState {
     };
   }
 
-  /** Whether any provider of the chain is past the last block the window read. */
+  /**
+   * Whether any provider of the chain is past the last block the window read. Only a cycle reads logs, and it judges
+   * the heads against each other first: a head ahead of the others makes a poll run a cycle, never moves the store.
+   */
   moved(chainId: string, heads: ReadonlyMap<string, number>): boolean {
     const read = this.stores.get(chainId)?.head;
     return [...heads.values()].some((head) => read === undefined || head > read);
@@ -92,59 +105,119 @@ class WindowState {
   }
 }
 
-/** Each provider's head (one eth_blockNumber each); a provider that does not answer in time is left out. */
-async function readHeads(config: Config, deps: CycleDeps): Promise<{ heads: Heads; rpcCalls: number }> {
-  const makeClient = deps.rpcClient ?? ((url: string) => new RpcClient(url));
-  let rpcCalls = 0;
-  const heads: Heads = new Map();
-  await Promise.all(
-    config.chains.map(async (chain) => {
-      const chainHeads = new Map<string, number>();
-      await Promise.all(
-        Object.entries(chain.providers).map(async ([name, provider]) => {
-          const client = makeClient(provider.url);
-          try {
-            chainHeads.set(name, await withTimeout(fetchBlockNumber(client), HEAD_TIMEOUT_MS, `head of ${name}`));
-          } catch {
-            // No head this poll: the provider sits the poll out; the next poll asks again.
-          } finally {
-            rpcCalls += client.calls;
-          }
-        }),
-      );
-      heads.set(chain.id, chainHeads);
-    }),
-  );
-  return { heads, rpcCalls };
+/**
+ * The heads of one chain's providers, poll after poll. A provider is asked once per poll (one eth_blockNumber); the
+ * poll waits for the others at most HEAD_GRACE_MS (half the poll interval at most) once one answered, so a provider
+ * that hangs sits the poll out while its read goes on (it is not asked again while that read is in flight). A read
+ * that fails or takes HEAD_TIMEOUT_MS backs the provider off: it sits out the next backoffPolls(failures in a row)
+ * polls, then is asked again.
+ */
+class ChainHeads {
+  private readonly providers: { name: string; url: string; reading: boolean; failures: number; sitOut: number }[];
+  /** Calls of the head reads that ended (a read still in flight is counted when it ends). */
+  rpcCalls = 0;
+
+  constructor(
+    chain: Config['chains'][number],
+    private readonly makeClient: (url: string) => RpcClient,
+    /** How long the poll waits for the others once one answered: within the poll interval, so the cadence holds. */
+    private readonly graceMs: number,
+  ) {
+    this.providers = Object.entries(chain.providers).map(([name, { url }]) => ({
+      name,
+      url,
+      reading: false,
+      failures: 0,
+      sitOut: 0,
+    }));
+  }
+
+  async read(): Promise<Map<string, number>> {
+    const asked = this.providers.filter((provider) => {
+      if (provider.reading) return false;
+      if (provider.sitOut > 0) {
+        provider.sitOut--;
+        return false;
+      }
+      return true;
+    });
+    const reads = asked.map(async (provider) => {
+      provider.reading = true;
+      const client = this.makeClient(provider.url);
+      try {
+        const head = await withTimeout(fetchBlockNumber(client), HEAD_TIMEOUT_MS, `head of ${provider.name}`);
+        provider.failures = 0;
+        return head;
+      } catch (error) {
+        provider.failures++;
+        provider.sitOut = backoffPolls(provider.failures);
+        throw error;
+      } finally {
+        provider.reading = false;
+        this.rpcCalls += client.calls;
+      }
+    });
+    const outcomes = await settleWithGrace(reads, this.graceMs);
+    const heads = new Map<string, number>();
+    outcomes.forEach((outcome, index) => {
+      // No head this poll (no answer in time, or an error): the provider sits the poll out.
+      if (outcome?.status === 'fulfilled') heads.set(asked[index]!.name, outcome.value);
+    });
+    return heads;
+  }
 }
 
 export async function runWindow(config: Config, deps: CycleDeps, options: WindowOptions): Promise<WindowSummary> {
   const now = options.now ?? Date.now;
-  const sleep = options.sleep ?? ((ms: number) => abortableSleep(ms, options.signal));
-  const end = now() + options.windowMs;
+  const signal = options.signal ?? options.deadline?.signal;
+  const sleep = options.sleep ?? ((ms: number) => abortableSleep(ms, signal));
+  const start = now();
+  const end = start + options.windowMs;
   const state = new WindowState(config);
+  const makeClient = deps.rpcClient ?? ((url: string) => new RpcClient(url));
   // Latency is against block timestamps: the wall clock, not the window's (a test's clock may be its own).
   const latency = new RequestLatency(config, deps);
-  let summary = await runCycle(config, { ...deps, window: state.cycleWindow() });
+  let summary = await settleBy(runCycle(config, { ...deps, window: state.cycleWindow() }), options.deadline, () =>
+    emptySummary(),
+  );
   state.record(summary);
   summary.rpcCalls += await latency.afterCycle(summary, state.stores);
-  const window = { polls: 0, idlePolls: 0 };
-  while (!options.signal?.aborted && now() + options.pollIntervalMs <= end) {
-    await sleep(options.pollIntervalMs);
-    if (options.signal?.aborted) break;
-    window.polls++;
-    const { heads, rpcCalls } = await readHeads(config, deps);
-    summary.rpcCalls += rpcCalls;
-    const moved = config.chains.filter((chain) => state.moved(chain.id, heads.get(chain.id) ?? new Map()));
-    if (moved.length === 0) {
-      window.idlePolls++;
-      continue;
+  const stopped = () => signal?.aborted === true || options.deadline?.stopped === true;
+  // Per tick of the cadence: whether a chain polled at it, and whether one found a new block.
+  const ticks = new Map<number, { moved: boolean }>();
+  const pollChain = async (chain: Config['chains'][number]) => {
+    const heads = new ChainHeads(chain, makeClient, Math.min(HEAD_GRACE_MS, options.pollIntervalMs / 2));
+    let tick = 0;
+    while (!stopped()) {
+      // The next tick of the cadence from the window's start: a poll that overran skips the ticks it covered.
+      tick = Math.max(tick + 1, Math.floor((now() - start) / options.pollIntervalMs) + 1);
+      const at = start + tick * options.pollIntervalMs;
+      if (at > end) break;
+      await sleep(Math.max(0, at - now()));
+      if (stopped()) break;
+      const polled = ticks.get(tick) ?? { moved: false };
+      ticks.set(tick, polled);
+      const chainHeads = await heads.read();
+      if (!state.moved(chain.id, chainHeads)) continue;
+      polled.moved = true;
+      const cycle = await settleBy(
+        runCycle(
+          { ...config, chains: [chain] },
+          { ...deps, window: state.cycleWindow({ chainId: chain.id, heads: chainHeads }) },
+        ),
+        options.deadline,
+        () => undefined,
+      );
+      // Not settled by the deadline: what it did is not in the report; it sends nothing more.
+      if (!cycle) break;
+      state.record(cycle);
+      cycle.rpcCalls += await latency.afterCycle(cycle, state.stores);
+      summary = mergeSummaries(summary, cycle);
     }
-    const cycle = await runCycle({ ...config, chains: moved }, { ...deps, window: state.cycleWindow(heads) });
-    state.record(cycle);
-    cycle.rpcCalls += await latency.afterCycle(cycle, state.stores);
-    summary = mergeSummaries(summary, cycle);
-  }
+    summary.rpcCalls += heads.rpcCalls;
+  };
+  await Promise.all(config.chains.map(pollChain));
+  const window = { polls: ticks.size, idlePolls: [...ticks.values()].filter((t) => !t.moved).length };
   deps.logger.info({ ...window, transactions: summary.transactions }, 'window finished');
   return { ...summary, window, latency: latency.samples };
 }
@@ -159,6 +232,25 @@ function abortableSleep(ms: number, signal: AbortSignal | undefined): Promise<vo
     }
     signal?.addEventListener('abort', done, { once: true });
   });
+}
+
+/** A cycle that did nothing (the first cycle, when the run stopped before it settled). */
+export function emptySummary(): CycleSummary {
+  return {
+    providers: [],
+    requests: { discovered: 0, servable: 0, waitingForConfirmations: 0, overChainLimit: 0 },
+    shards: { total: 0, failed: 0 },
+    transactions: { fulfilled: 0, failed: 0, withdrawn: 0, skipped: 0, errors: 0, replaced: 0 },
+    apiCalls: 0,
+    cacheHits: 0,
+    rpcCalls: 0,
+    timings: { discoveryMs: 0, shardsMs: 0 },
+    sponsorWallets: [],
+    gasPrices: [],
+    gasPriceStrategyFailures: [],
+    results: [],
+    seen: [],
+  };
 }
 
 const byKey = <T>(items: T[], key: (item: T) => string): T[] => [...new Map(items.map((i) => [key(i), i])).values()];

@@ -76,5 +76,52 @@ export function renderCrdReference(crd: CustomResourceDefinition): string {
       lines.push(`| \`${row.path}\` | ${row.type} | ${row.required ? 'yes' : 'no'} | ${row.description} |`);
     lines.push('');
   }
+  lines.push(...POD_OVERRIDES_EXAMPLE);
   return lines.join('\n');
 }
+
+/** How the pod overrides meet a platform's secret stores and identities: the examples platform teams ask for. */
+const POD_OVERRIDES_EXAMPLE = [
+  '## Pod overrides: Vault Agent, the Secrets Store CSI driver, cloud identities',
+  '',
+  'Every pod of the node (spec level) or one workload (`spec.coordinator`, `spec.gateway`, `spec.worker`) takes ' +
+    'labels and annotations, ServiceAccount annotations, scheduling, a priority class, image pull secrets, extra ' +
+    'volumes and mounts, and environment from ConfigMaps. They are merged over what the operator builds: its own ' +
+    'labels, annotations, variables, probes, security contexts and volumes always stay, and the apiserver refuses ' +
+    'keys under `oracle-node.io/`, `app.kubernetes.io/` and `batch.kubernetes.io/`, the volume names `config`, ' +
+    "`tmp` and `shards`, and mounts on or under the engine's own paths. Names follow CloudNativePG " +
+    '(`inheritedMetadata`, `serviceAccountTemplate`). Secrets still reach a pod only through `secretRef` (scoped per ' +
+    'workload); the overrides add what a platform injects beside them.',
+  '',
+  '```yaml',
+  'spec:',
+  '  inheritedMetadata:',
+  '    labels: { cost-center: oracle }            # every object made for the node',
+  '  serviceAccountTemplate:',
+  '    metadata:',
+  '      annotations:                             # IRSA; iam.gke.io/gcp-service-account for Workload Identity',
+  '        eks.amazonaws.com/role-arn: arn:aws:iam::111122223333:role/oracle-node',
+  '  priorityClassName: oracle-critical',
+  '  gateway:',
+  '    podMetadata:',
+  '      annotations:                             # Vault Agent renders the TLS material beside the gateway',
+  "        vault.hashicorp.com/agent-inject: 'true'",
+  '        vault.hashicorp.com/role: oracle-gateway',
+  '        vault.hashicorp.com/agent-inject-secret-tls.pem: pki/issue/oracle',
+  '  coordinator:',
+  '    volumes:                                   # the Secrets Store CSI driver (AWS, Azure, GCP, Vault providers)',
+  '      - name: secrets-store',
+  '        csi:',
+  '          driver: secrets-store.csi.k8s.io',
+  '          readOnly: true',
+  '          volumeAttributes: { secretProviderClass: oracle-node }',
+  '    volumeMounts:',
+  '      - { name: secrets-store, mountPath: /mnt/secrets-store, readOnly: true }',
+  '    envFrom:',
+  '      - configMapRef: { name: egress-proxy }   # HTTPS_PROXY and NO_PROXY',
+  '```',
+  '',
+  "With the CSI driver's `syncSecret`, the mounted values also become the Kubernetes Secret that `spec.secretRef` " +
+    'names, so the engine reads them as usual.',
+  '',
+];

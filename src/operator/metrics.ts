@@ -47,6 +47,8 @@ export class OracleNodeMetrics {
   private readonly providerLag: Gauge<(typeof PROVIDER_LABELS)[number]>;
   private readonly providerFaults: Counter<(typeof PROVIDER_LABELS)[number] | 'fault'>;
   private readonly balance: Gauge<(typeof WALLET_LABELS)[number]>;
+  private readonly belowThreshold: Gauge<(typeof WALLET_LABELS)[number]>;
+  private readonly openRequests: Gauge<(typeof WALLET_LABELS)[number]>;
   private readonly heartbeats: Counter<(typeof NODE_LABELS)[number] | 'outcome'>;
   private readonly gasPrice: Gauge<(typeof CHAIN_LABELS)[number]>;
   private readonly gasPriceStrategyFailures: Counter<(typeof NODE_LABELS)[number]>;
@@ -96,13 +98,25 @@ export class OracleNodeMetrics {
     });
     this.providerFaults = new Counter({
       name: 'oracle_node_provider_faults_total',
-      help: 'Coordinator cycles that left a provider out, by fault (unavailable, oversized, wrong-chain, syncing, lagging, stalled)',
+      help: 'Coordinator cycles that left a provider out, by fault (unavailable, oversized, wrong-chain, syncing, lagging, ahead, stalled)',
       labelNames: [...PROVIDER_LABELS, 'fault'],
       registers,
     });
     this.balance = new Gauge({
       name: 'oracle_node_sponsor_wallet_balance_wei',
-      help: 'Balance of a sponsor wallet after the last cycle in which it sent a transaction',
+      help: 'Balance of a sponsor wallet after the last cycle in which it had an open request or sent a transaction',
+      labelNames: WALLET_LABELS,
+      registers,
+    });
+    this.belowThreshold = new Gauge({
+      name: 'oracle_node_sponsor_wallet_below_threshold',
+      help: "1 when a sponsor wallet's balance is below its chain's spec.chainLimits[].lowSponsorBalance (chains with one only)",
+      labelNames: WALLET_LABELS,
+      registers,
+    });
+    this.openRequests = new Gauge({
+      name: 'oracle_node_sponsor_wallet_open_requests',
+      help: 'Requests of a sponsor wallet that were open (waiting or servable) in the last cycle that read it',
       labelNames: WALLET_LABELS,
       registers,
     });
@@ -161,6 +175,8 @@ export class OracleNodeMetrics {
       this.providerLag,
       this.providerFaults,
       this.balance,
+      this.belowThreshold,
+      this.openRequests,
       this.heartbeats,
       this.gasPrice,
       this.gasPriceStrategyFailures,
@@ -224,10 +240,13 @@ export class OracleNodeMetrics {
     for (const [entry, providerLabels] of state.providers)
       if (!published.has(entry)) this.removeProvider(providerLabels);
     state.providers = published;
-    // A wallet keeps its last known balance until it sends again (only active wallets are read).
+    // A wallet keeps its last known balance until it is read again (wallets with open requests or sends are read).
     for (const wallet of cycle.sponsorWallets ?? []) {
       const walletLabels = { ...labels, chain: wallet.chainId, sponsor_wallet: wallet.sponsorWallet };
       this.balance.set(walletLabels, Number(wallet.balanceWei));
+      if (wallet.belowThreshold === undefined) this.belowThreshold.remove(walletLabels);
+      else this.belowThreshold.set(walletLabels, wallet.belowThreshold ? 1 : 0);
+      this.openRequests.set(walletLabels, wallet.openRequests ?? 0);
       state.wallets.set(JSON.stringify([wallet.chainId, wallet.sponsorWallet]), walletLabels);
     }
     // Likewise a chain keeps its last gas price until its next transaction.
@@ -292,7 +311,11 @@ export class OracleNodeMetrics {
     const state = this.seen.get(id);
     for (const providerLabels of state?.providers.values() ?? []) this.removeProvider(providerLabels);
     for (const faultLabels of state?.faults.values() ?? []) this.providerFaults.remove(faultLabels);
-    for (const walletLabels of state?.wallets.values() ?? []) this.balance.remove(walletLabels);
+    for (const walletLabels of state?.wallets.values() ?? []) {
+      this.balance.remove(walletLabels);
+      this.belowThreshold.remove(walletLabels);
+      this.openRequests.remove(walletLabels);
+    }
     for (const chainLabels of state?.chains.values() ?? []) this.gasPrice.remove(chainLabels);
     for (const outcome of HEARTBEAT_RESULTS) this.heartbeats.remove({ ...labels, outcome });
     this.seen.delete(id);

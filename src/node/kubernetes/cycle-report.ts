@@ -78,11 +78,13 @@ export type CycleContext = {
   startTime?: Date;
   durationMs?: number;
   heartbeat?: HeartbeatReport;
+  /** Writes of the response cache ConfigMap that failed in the cycle (counted only when some did). */
+  responseCacheWriteFailures?: number;
 };
 
 /** The report of one cycle, naming the coordinator Job it ran in (so the operator pairs them). */
 export function cycleReport(summary: CycleSummary, context: CycleContext = {}): CycleReport {
-  const { jobName, startTime, durationMs, heartbeat } = context;
+  const { jobName, startTime, durationMs, heartbeat, responseCacheWriteFailures } = context;
   const failed = failedRequests(summary);
   const latencies = latencySeconds(summary);
   return {
@@ -92,7 +94,10 @@ export function cycleReport(summary: CycleSummary, context: CycleContext = {}): 
     ...(durationMs !== undefined ? { durationMs: Math.max(0, Math.round(durationMs)) } : {}),
     ...(heartbeat ? { heartbeat } : {}),
     ...(failed.length > 0 ? { failedRequests: failed } : {}),
-    counts: cycleCounts(summary),
+    counts: {
+      ...cycleCounts(summary),
+      ...(responseCacheWriteFailures ? { responseCacheWriteFailures } : {}),
+    },
     providers: summary.providers.map(({ chainId, provider, ok, fault, currentBlock }) => ({
       chainId,
       provider,

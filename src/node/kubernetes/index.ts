@@ -15,7 +15,10 @@ export type CoordinatorKubernetes = {
   /** Worker Jobs that call the APIs of the coordinator's shards (the coordinator signs and sends). */
   workers: KubernetesJobExecutor;
   cache: ResponseCache;
-  report: (summary: CycleSummary, context: Omit<CycleContext, 'jobName'>) => Promise<void>;
+  report: (
+    summary: CycleSummary,
+    context: Omit<CycleContext, 'jobName' | 'responseCacheWriteFailures'>,
+  ) => Promise<void>;
   /** Where callers reach the gateways, for the heartbeat; undefined when the operator knows none. */
   gatewayUrl: string | undefined;
   /** The verified provider chain ids, in the cycle ConfigMap (which outlives each coordinator Job). */
@@ -53,18 +56,23 @@ export async function coordinatorKubernetes(env: Env = process.env): Promise<Coo
       import('./verified-providers.js'),
     ]);
   const cycleStore = stores.kubeConfigMapStore(client, pod.namespace, pod.cycleConfigMap);
+  const cache = new ConfigMapResponseCache({
+    store: stores.kubeConfigMapStore(client, pod.namespace, pod.cacheConfigMap),
+  });
   return {
     workers: new KubernetesJobExecutor({
       api: kubeWorkerJobApi(client, pod.namespace),
       template: pod.workerTemplate,
     }),
-    cache: new ConfigMapResponseCache({
-      store: stores.kubeConfigMapStore(client, pod.namespace, pod.cacheConfigMap),
-    }),
+    cache,
     report: (summary, context) =>
       reports.writeCycleReport(
         cycleStore,
-        reports.cycleReport(summary, { ...context, jobName: pod.jobName }),
+        reports.cycleReport(summary, {
+          ...context,
+          jobName: pod.jobName,
+          responseCacheWriteFailures: cache.writeFailures,
+        }),
         cycleRequestRecords(summary, { job: pod.jobName, time: context.startTime ?? new Date() }),
       ),
     gatewayUrl: pod.gatewayUrl,

@@ -9,22 +9,29 @@
 // which keep the Kubernetes conventions generic tools rely on.
 import type {
   V1Affinity,
+  V1EnvFromSource,
+  V1LocalObjectReference,
   V1ResourceRequirements,
   V1Toleration,
   V1TopologySpreadConstraint,
+  V1Volume,
+  V1VolumeMount,
   V2MetricSpec,
 } from '@kubernetes/client-node';
 import { z } from 'zod';
 import { DEFAULT_GATEWAY_SERVER_PORT } from '../../config/index.js';
 import {
+  CONFIG_DIR,
   cycleCountsSchema,
   cycleOutcomeSchema,
   failedRequestReportSchema,
   gasPriceReportSchema,
   heartbeatResultSchema,
   SECRETS_DIR,
+  SECRETS_VOLUME,
   sponsorWalletReportSchema,
 } from '../../contract/pods.js';
+import { SHARD_DIR, SHARD_VOLUME } from '../../contract/shard.js';
 import {
   COORDINATOR_WINDOW_MARGIN_SECONDS,
   DEFAULT_COORDINATOR_POLL_INTERVAL_SECONDS,
@@ -101,6 +108,155 @@ const httpUrl = z
   .regex(/^https?:\/\/[^\s/?#]+(\/[^\s?#]*)?$/);
 
 const int32 = (description: string) => z.int().meta({ description, format: 'int32' });
+
+// ---------------------------------------------------------------------------------------------------------------
+// Pod overrides: what a platform adds to the node's pods (secret-store agents, CSI volumes, cloud identities,
+// scheduling), for all workloads at spec level and per workload under spec.coordinator/gateway/worker, merged over
+// what the operator builds (builders/pod-overrides.ts). The CRD refuses what would break the pod contract: the
+// operator's own labels and annotations, volume names and mount paths.
+
+/** Label and annotation keys the operator sets and selects on: never given by a user. */
+const RESERVED_KEY_RULE = {
+  rule:
+    "self.all(k, !k.startsWith('oracle-node.io/') && !k.startsWith('app.kubernetes.io/') && " +
+    "!k.startsWith('batch.kubernetes.io/'))",
+  message: 'keys under oracle-node.io/, app.kubernetes.io/ and batch.kubernetes.io/ are set by the operator',
+};
+/** The volumes the engine's pods hold: config, scratch, the worker's shard input, the keys as files (secretRef.as). */
+export const RESERVED_VOLUME_NAMES = ['config', 'tmp', SHARD_VOLUME, SECRETS_VOLUME] as const;
+/** Paths the engine container mounts; an extra mount may be beside them, never on or under them. */
+export const RESERVED_MOUNT_PATHS = [CONFIG_DIR, '/tmp', SHARD_DIR, SECRETS_DIR] as const;
+const celList = (values: readonly string[]) => `[${values.map((v) => `'${v}'`).join(', ')}]`;
+
+const keyValues = (description: string) =>
+  z
+    .record(z.string().min(1).max(317), z.string())
+    .optional()
+    .meta({ description, 'x-kubernetes-validations': [RESERVED_KEY_RULE] });
+
+const metadataOverride = (description: string) =>
+  z
+    .object({
+      labels: keyValues("Labels added to each object, beside the operator's own."),
+      annotations: keyValues("Annotations added to each object, beside the operator's own."),
+    })
+    .optional()
+    .meta(described(description));
+
+const podOverrides = (scope: string, added = ' (added to those of spec)') => ({
+  serviceAccountTemplate: z
+    .object({
+      metadata: metadataOverride(
+        'Labels and annotations of the ServiceAccount (e.g. eks.amazonaws.com/role-arn for IRSA, ' +
+          'iam.gke.io/gcp-service-account for Workload Identity).',
+      ),
+    })
+    .optional()
+    .meta(described(`The ServiceAccount of ${scope}.`)),
+  priorityClassName: z
+    .string()
+    .min(1)
+    .max(253)
+    .optional()
+    .meta(described(`PriorityClass of ${scope}.`)),
+  imagePullSecrets: kubernetesType<V1LocalObjectReference[]>(
+    z
+      .array(z.object({ name: z.string().min(1).max(253).meta(described('Name of a Secret of the namespace.')) }))
+      .max(16)
+      .meta(described(`Secrets to pull the image with, for ${scope}${added}.`)),
+  ).optional(),
+  volumes: kubernetesType<V1Volume[]>(
+    z
+      .array(
+        z
+          .object({ name: z.string().min(1).max(63).meta(described('Volume name, unique in the pod.')) })
+          .catchall(z.unknown())
+          .meta({
+            description: 'A pod volume, as on a pod spec (csi, secret, configMap, emptyDir, projected, ...).',
+            'x-kubernetes-validations': [
+              {
+                rule: `!(self.name in ${celList(RESERVED_VOLUME_NAMES)})`,
+                message: `volume names ${RESERVED_VOLUME_NAMES.join(', ')} are the engine's own`,
+              },
+            ],
+          }),
+      )
+      .max(16)
+      .meta(described(`Volumes of ${scope}${added}, e.g. a Secrets Store CSI volume.`)),
+  ).optional(),
+  volumeMounts: kubernetesType<V1VolumeMount[]>(
+    z
+      .array(
+        z
+          .object({
+            name: z.string().min(1).max(63).meta(described('The volume to mount.')),
+            mountPath: z.string().min(1).max(1024).meta(described('Where, in the engine container.')),
+            readOnly: z.boolean().optional().meta(described('Mounted read-only. Default false.')),
+            subPath: z.string().max(1024).optional().meta(described('A path inside the volume.')),
+          })
+          .meta({
+            description: 'A volume mount of the engine container.',
+            'x-kubernetes-validations': [
+              {
+                rule:
+                  `!(self.mountPath in ${celList(RESERVED_MOUNT_PATHS)}) && ` +
+                  `!${celList(RESERVED_MOUNT_PATHS)}.exists(p, self.mountPath.startsWith(p + '/'))`,
+                message: `mount paths ${RESERVED_MOUNT_PATHS.join(', ')} and under them are the engine's own`,
+              },
+            ],
+          }),
+      )
+      .max(16)
+      .meta(described(`Volume mounts of the engine container of ${scope}${added}.`)),
+  ).optional(),
+  envFrom: kubernetesType<V1EnvFromSource[]>(
+    z
+      .array(
+        z.object({
+          configMapRef: z
+            .object({
+              name: z.string().min(1).max(253).meta(described('Name of a ConfigMap of the namespace.')),
+              optional: z.boolean().optional().meta(described('Start the pod without it. Default false.')),
+            })
+            .meta(described('The ConfigMap whose keys become variables.')),
+          prefix: z.string().max(253).optional().meta(described('Prefix of each variable name.')),
+        }),
+      )
+      .max(16)
+      .meta(
+        described(
+          `Environment variables from ConfigMaps for ${scope}${added}. The engine's own ` +
+            'variables and Secret keys win over a variable of the same name; Secrets are given only through secretRef.',
+        ),
+      ),
+  ).optional(),
+});
+
+/** The scheduling fields of a pod, for one workload (spec has its own, for all). */
+const podScheduling = (scope: string) => ({
+  nodeSelector: z
+    .record(z.string(), z.string())
+    .optional()
+    .meta(described(`Node labels ${scope} must match, merged over spec.nodeSelector.`)),
+  tolerations: kubernetesType<V1Toleration[]>(
+    z.array(toleration).meta(described(`Tolerations of ${scope}, added to spec.tolerations.`)),
+  ).optional(),
+  affinity: kubernetesType<V1Affinity>(
+    z.object({}).meta({
+      description: `Scheduling affinity of ${scope}, in place of spec.affinity.`,
+      'x-kubernetes-preserve-unknown-fields': true,
+    }),
+  ).optional(),
+});
+
+/** The overrides of one workload's pods. */
+const workloadPodOverrides = (scope: string) => ({
+  podMetadata: metadataOverride(
+    `Labels and annotations of ${scope} (over spec.inheritedMetadata), e.g. Vault Agent's.`,
+  ),
+  ...podScheduling(scope),
+  ...podOverrides(scope),
+});
 
 const autoscaling = z
   .object({
@@ -188,6 +344,11 @@ export const oracleNodeSpecSchema = z
         'x-kubernetes-preserve-unknown-fields': true,
       }),
     ).optional(),
+    inheritedMetadata: metadataOverride(
+      'Labels and annotations of every object the operator makes for the node (pods, Jobs, ServiceAccounts, ' +
+        'Services, ConfigMaps), e.g. cost labels.',
+    ),
+    ...podOverrides('every pod of the node', ''),
     coordinator: z
       .object({
         schedule: z
@@ -216,6 +377,7 @@ export const oracleNodeSpecSchema = z
         resources: resources(
           'Compute resources of the coordinator container, merged key by key over spec.resources and the defaults.',
         ),
+        ...workloadPodOverrides('the coordinator pods'),
       })
       .optional()
       .meta(
@@ -238,6 +400,7 @@ export const oracleNodeSpecSchema = z
         resources: resources(
           'Compute resources of the gateway container, merged key by key over spec.resources and the defaults.',
         ),
+        ...workloadPodOverrides('the gateway pods'),
         /** In place of the default spread across nodes and zones; [] turns spreading off. */
         topologySpreadConstraints: kubernetesType<V1TopologySpreadConstraint[]>(
           z
@@ -282,6 +445,45 @@ export const oracleNodeSpecSchema = z
             'oevGateway) is enabled in the config.',
         ),
       ),
+    chainLimits: z
+      .array(
+        z.object({
+          chainId: z
+            .string()
+            .regex(/^[0-9]{1,78}$/)
+            .meta(described('The chain id, as in the config (chains[].id).')),
+          lowSponsorBalance: z
+            .string()
+            .regex(/^[0-9]{1,30}(\.[0-9]{1,18})?$/)
+            .optional()
+            .meta(
+              described(
+                'A sponsor wallet below this balance, in the chain\'s native token (e.g. "0.05"), is reported ' +
+                  'belowThreshold in status.lastCycle.sponsorWallets, by the metric ' +
+                  'oracle_node_sponsor_wallet_below_threshold and the OracleNodeSponsorBalanceLow alert. Without it, ' +
+                  "the chart's alerts.lowSponsorBalanceWei applies.",
+              ),
+            ),
+          maxGasPriceGwei: z
+            .number()
+            .gt(0)
+            .max(1_000_000)
+            .optional()
+            .meta(
+              described(
+                'The most per gas (gas price, or max fee per gas) the node pays on this chain, in gwei: a transaction ' +
+                  'priced above it is not sent, and its request waits with the reason in oracle-node request.',
+              ),
+            ),
+        }),
+      )
+      .max(100)
+      .optional()
+      .meta({
+        description: "Per chain: the sponsor wallets' low-balance threshold and the gas price ceiling.",
+        'x-kubernetes-list-type': 'map',
+        'x-kubernetes-list-map-keys': ['chainId'],
+      }),
     telemetry: z
       .object({
         otlpEndpoint: httpUrl
@@ -359,6 +561,7 @@ export const oracleNodeSpecSchema = z
         resources: resources(
           'Compute resources of each worker container, merged key by key over spec.resources and the defaults.',
         ),
+        ...workloadPodOverrides('the worker pods'),
         activeDeadlineSeconds: z.int().min(1).max(3600).default(50).meta({
           description: 'Deadline of a worker Job; inside the minute so cycles do not pile up. Default 50.',
           format: 'int64',
@@ -412,7 +615,7 @@ const providerHealthSchema = z.object({
     .optional()
     .meta(
       described(
-        'Why the provider was left out of that cycle: unavailable, oversized (answer over the size cap), wrong-chain, syncing, lagging or stalled.',
+        'Why the provider was left out of that cycle: unavailable, oversized (answer over the size cap), wrong-chain, syncing, lagging, ahead (a head the other providers do not confirm and it cannot show) or stalled.',
       ),
     ),
   blockLag: z.int().optional().meta(described('Blocks behind the most advanced provider of the same chain.')),
@@ -439,11 +642,15 @@ const cycleStatusSchema = z
       .array(gasPriceReportSchema)
       .optional()
       .meta(described("The gas price (or max fee per gas) each chain's transactions were priced at, in wei.")),
-    /** Balances of the sponsor wallets that sent transactions in that cycle. */
+    /** Balances of the sponsor wallets with an open request or a transaction in that cycle. */
     sponsorWallets: z
       .array(sponsorWalletReportSchema)
       .optional()
-      .meta(described('Balances of the sponsor wallets that sent transactions in that cycle.')),
+      .meta(
+        described(
+          'Balances of the sponsor wallets that had an open request or sent a transaction in that cycle, funded or not.',
+        ),
+      ),
   })
   .meta(described('The last coordinator cycle (its Job) and the counts the coordinator reported.'));
 

@@ -13,7 +13,7 @@ import type {
 } from '@kubernetes/client-node';
 import { WORKLOADS, type Workload } from '../../common/workloads.js';
 import { type SecretScopes, secretScopes } from '../../config/index.js';
-import { CONFIG_DIR, CONFIG_FILE, ENV, LABELS, SECRETS_DIR } from '../../contract/pods.js';
+import { CONFIG_DIR, CONFIG_FILE, ENV, LABELS, SECRETS_DIR, SECRETS_VOLUME } from '../../contract/pods.js';
 import type { NodeConfig } from '../config.js';
 import {
   ANNOTATIONS,
@@ -24,6 +24,7 @@ import {
   MANAGED_BY,
   type OracleNode,
 } from '../resource.js';
+import { applyPodOverrides, inheritedMetadata, podMetadata } from './pod-overrides.js';
 import { workloadResources } from './resources.js';
 
 /** Settings of the operator itself (flags/environment of `oracle-node operator`). */
@@ -122,10 +123,13 @@ export function metadata(
   component: Component,
   stage = input.config.nodeSettings.stage,
 ) {
+  const own = labels(input.node, stage, component);
+  const { annotations, labels: merged } = inheritedMetadata(input.node, { labels: own });
   return {
     name,
     namespace: input.node.metadata.namespace,
-    labels: labels(input.node, stage, component),
+    labels: merged ?? own,
+    ...(annotations ? { annotations } : {}),
     ownerReferences: [ownerReference(input.node)],
   };
 }
@@ -151,16 +155,20 @@ export function configHash(input: BuildInput): string {
 }
 
 /**
- * Pod template annotations: a changed config, or a changed key of the workload's, changes the template, which rolls
- * it. The gateway's keys include the derived node key, so a rotated mnemonic rolls a signing gateway too.
+ * A workload's pod template metadata: its labels, and annotations by which a changed config, or a changed key of the
+ * workload's, changes the template, which rolls it; the user's pod labels and annotations beneath them. The gateway's
+ * keys include the derived node key, so a rotated mnemonic rolls a signing gateway too.
  */
-export function podAnnotations(input: BuildInput, workload: Workload): Record<string, string> {
+export function podTemplateMetadata(input: BuildInput, workload: Workload, ownLabels: Record<string, string>) {
   const keysHash = input.secretHashes?.[workload] ?? input.secretHash;
   const signingKey = signingKeyOf(input, workload);
-  return {
-    [ANNOTATIONS.configHash]: configHash(input),
-    [ANNOTATIONS.secretHash]: signingKey ? hashOf([keysHash, hashOf(signingKey)]) : keysHash,
-  };
+  return podMetadata(input.node, workload, {
+    labels: ownLabels,
+    annotations: {
+      [ANNOTATIONS.configHash]: configHash(input),
+      [ANNOTATIONS.secretHash]: signingKey ? hashOf([keysHash, hashOf(signingKey)]) : keysHash,
+    },
+  });
 }
 
 /** The derived node key a workload's pods read: only the gateway's, only when a signing gateway is on. */
@@ -284,8 +292,6 @@ export function secretEnv(input: BuildInput, workload: Workload): V1EnvVar[] {
   return keys;
 }
 
-const SECRETS_VOLUME = 'secrets';
-
 /**
  * With spec.secretRef.as Files, the workload's keys as one read-only volume (0400): only the keys its part of the
  * config uses (never the whole Secret: a secret source without items projects every key) and, for a signing
@@ -347,7 +353,7 @@ export function engineContainer(
 export function basePodSpec(
   input: BuildInput,
   containers: V1Container[],
-  identity: { serviceAccountName: string; apiToken: boolean; workload: Workload },
+  identity: { workload: Workload; serviceAccountName: string; apiToken: boolean },
 ): V1PodSpec {
   const names = childNames(input.node.metadata.name, input.config.nodeSettings.stage);
   const spec: V1PodSpec = {
@@ -363,10 +369,7 @@ export function basePodSpec(
   };
   const secrets = secretsVolume(input, identity.workload);
   if (secrets) spec.volumes!.push(secrets);
-  const { nodeSelector, tolerations, affinity } = input.node.spec;
-  if (nodeSelector && Object.keys(nodeSelector).length > 0) spec.nodeSelector = nodeSelector;
-  if (tolerations && tolerations.length > 0) spec.tolerations = tolerations;
-  if (affinity && Object.keys(affinity).length > 0) spec.affinity = affinity;
+  applyPodOverrides(input.node, identity.workload, spec);
   return spec;
 }
 

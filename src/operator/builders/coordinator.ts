@@ -8,6 +8,7 @@ import {
   DEFAULT_SCHEDULE,
   MIN_COORDINATOR_POLL_INTERVAL_SECONDS,
 } from '../resource.js';
+import { gasPriceCeilingArgs } from './chain-limits.js';
 import {
   type BuildInput,
   basePodSpec,
@@ -16,15 +17,22 @@ import {
   engineContainer,
   labels,
   metadata,
-  podAnnotations,
+  podTemplateMetadata,
 } from './common.js';
 import { gatewayEnabled } from './gateway.js';
+import { inheritedMetadata } from './pod-overrides.js';
 import { buildWorkerTemplate } from './worker.js';
 
 /** A cycle that has not started 20 s after its tick is skipped: the next tick is near. */
 export const STARTING_DEADLINE_SECONDS = 20;
 /** A Job is cut off this long before the next tick (SIGTERM: a window reports what it did). */
 export const DEADLINE_BEFORE_NEXT_TICK_SECONDS = 5;
+/**
+ * The coordinator pod's grace period after SIGTERM (the Job's deadline): it sends nothing new, writes its cycle report
+ * and request log and exits (src/cli/coordinator.ts); deadline + grace end at the next tick, so the pod is gone then
+ * and `Forbid` never skips a run for it.
+ */
+export const COORDINATOR_GRACE_SECONDS = DEADLINE_BEFORE_NEXT_TICK_SECONDS;
 /** A one-shot cycle (windows off) is cut off before the next minute's tick. */
 export const COORDINATOR_DEADLINE_SECONDS = 60 - DEADLINE_BEFORE_NEXT_TICK_SECONDS;
 /**
@@ -100,7 +108,7 @@ export function buildCoordinatorCronJob(
     schedule,
     input.node.spec.coordinator?.pollInterval ?? DEFAULT_COORDINATOR_POLL_INTERVAL_SECONDS,
   );
-  const args = ['coordinator', '-c', CONFIG_FILE, ...run.windowArgs];
+  const args = ['coordinator', '-c', CONFIG_FILE, ...run.windowArgs, ...gasPriceCeilingArgs(input.node)];
   const container = engineContainer(input, 'coordinator', args, 'coordinator', [
     { name: ENV.workerTemplate, value: canonicalJson(buildWorkerTemplate(input)) },
     // The cycle report names its Job, so status.lastCycle pairs the counts with the right cycle.
@@ -112,11 +120,12 @@ export function buildCoordinatorCronJob(
   ]);
   // The coordinator creates the cycle's worker Jobs and writes its cache and cycle report.
   const podSpec = basePodSpec(input, [container], {
+    workload: 'coordinator',
     serviceAccountName: names.coordinator,
     apiToken: true,
-    workload: 'coordinator',
   });
   podSpec.restartPolicy = 'Never';
+  podSpec.terminationGracePeriodSeconds = COORDINATOR_GRACE_SECONDS;
   const podLabels = labels(input.node, stage, 'coordinator');
   return {
     apiVersion: 'batch/v1',
@@ -130,12 +139,12 @@ export function buildCoordinatorCronJob(
       successfulJobsHistoryLimit: 3,
       failedJobsHistoryLimit: 3,
       jobTemplate: {
-        metadata: { labels: podLabels },
+        metadata: inheritedMetadata(input.node, { labels: podLabels }),
         spec: {
           activeDeadlineSeconds: run.activeDeadlineSeconds,
           backoffLimit: 0,
           template: {
-            metadata: { labels: podLabels, annotations: podAnnotations(input, 'coordinator') },
+            metadata: podTemplateMetadata(input, 'coordinator', podLabels),
             spec: podSpec,
           },
         },

@@ -25,7 +25,7 @@ import {
   engineContainer,
   labels,
   metadata,
-  podAnnotations,
+  podTemplateMetadata,
   SIGNING_KEY_SECRET_KEY,
   selectorLabels,
 } from './common.js';
@@ -140,7 +140,7 @@ export function buildGatewayDeployment(input: BuildInput): Named<V1Deployment> {
       strategy: { type: 'RollingUpdate', rollingUpdate: { maxSurge: 1, maxUnavailable: 0 } },
       revisionHistoryLimit: 3,
       template: {
-        metadata: { labels: labels(input.node, stage, 'gateway'), annotations: podAnnotations(input, 'gateway') },
+        metadata: podTemplateMetadata(input, 'gateway', labels(input.node, stage, 'gateway')),
         spec: gatewayPodSpec(input, container),
       },
     },
@@ -166,9 +166,9 @@ export function defaultGatewaySpread(input: BuildInput): V1TopologySpreadConstra
 function gatewayPodSpec(input: BuildInput, container: V1Container): V1PodSpec {
   const names = childNames(input.node.metadata.name, input.config.nodeSettings.stage);
   const spec = basePodSpec(input, [container], {
+    workload: 'gateway',
     serviceAccountName: names.gateway,
     apiToken: false,
-    workload: 'gateway',
   });
   const spread = input.node.spec.gateway?.topologySpreadConstraints ?? defaultGatewaySpread(input);
   if (spread.length > 0) spec.topologySpreadConstraints = structuredClone(spread);

@@ -4,6 +4,7 @@
 import type { V1Role, V1RoleBinding, V1ServiceAccount } from '@kubernetes/client-node';
 import { type BuildInput, childNames, metadata } from './common.js';
 import { gatewayEnabled } from './gateway.js';
+import { serviceAccountMetadata } from './pod-overrides.js';
 
 type Named<T> = T & { metadata: { name: string } };
 
@@ -14,12 +15,17 @@ type Named<T> = T & { metadata: { name: string } };
  */
 export function buildServiceAccounts(input: BuildInput): Named<V1ServiceAccount>[] {
   const names = childNames(input.node.metadata.name, input.config.nodeSettings.stage);
-  const account = (name: string, component: 'coordinator' | 'worker' | 'gateway'): Named<V1ServiceAccount> => ({
-    apiVersion: 'v1',
-    kind: 'ServiceAccount',
-    metadata: metadata(input, name, component),
-    automountServiceAccountToken: false,
-  });
+  const account = (name: string, component: 'coordinator' | 'worker' | 'gateway'): Named<V1ServiceAccount> => {
+    const own = metadata(input, name, component);
+    // The platform's identity annotations (IRSA, Workload Identity) go on the ServiceAccount its pods run under.
+    const { labels, annotations } = serviceAccountMetadata(input.node, component, own);
+    return {
+      apiVersion: 'v1',
+      kind: 'ServiceAccount',
+      metadata: { ...own, labels: labels ?? own.labels, ...(annotations ? { annotations } : {}) },
+      automountServiceAccountToken: false,
+    };
+  };
   return [
     account(names.coordinator, 'coordinator'),
     account(names.worker, 'worker'),

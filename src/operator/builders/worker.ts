@@ -10,8 +10,9 @@ import {
   engineContainer,
   labels,
   ownerReference,
-  podAnnotations,
+  podTemplateMetadata,
 } from './common.js';
+import { inheritedMetadata } from './pod-overrides.js';
 
 export const DEFAULT_WORKER_DEADLINE_SECONDS = 50;
 export const DEFAULT_WORKER_TTL_SECONDS = 300;
@@ -19,7 +20,8 @@ export const DEFAULT_WORKER_TTL_SECONDS = 300;
 export function buildWorkerTemplate(input: BuildInput): WorkerTemplate {
   const stage = input.config.nodeSettings.stage;
   const names = childNames(input.node.metadata.name, stage);
-  const workerLabels = labels(input.node, stage, 'worker');
+  // The Jobs the coordinator makes carry the node's inherited labels too (cost labels reach every object).
+  const workerLabels = inheritedMetadata(input.node, { labels: labels(input.node, stage, 'worker') }).labels!;
   // $(JOB_COMPLETION_INDEX) is expanded by the kubelet: the Job controller sets it in each Indexed Job pod.
   const args = ['worker', '--shard', `${SHARD_DIR}/${shardKey('$(JOB_COMPLETION_INDEX)')}`, '-c', CONFIG_FILE];
   const container = engineContainer(input, WORKER_CONTAINER, args, 'worker');
@@ -29,12 +31,12 @@ export function buildWorkerTemplate(input: BuildInput): WorkerTemplate {
   ];
   // The worker calls no Kubernetes API: its shard is a mounted file, its results go to its log. So: no token.
   const spec = basePodSpec(input, [container], {
+    workload: 'worker',
     serviceAccountName: names.worker,
     apiToken: false,
-    workload: 'worker',
   });
   spec.restartPolicy = 'Never';
-  const metadata: V1ObjectMeta = { labels: workerLabels, annotations: podAnnotations(input, 'worker') };
+  const metadata: V1ObjectMeta = podTemplateMetadata(input, 'worker', workerLabels);
   return {
     namePrefix: names.worker,
     labels: workerLabels,

@@ -8,7 +8,15 @@ import { type CycleReport, jobFinished, LABELS, type ProviderReport, parseCycleR
 import type { EventRecorder, ObjectCache, ReconcileContext } from '../../kube/index.js';
 // node-key.ts, not wallet.ts: the operator never loads ethers.
 import { deriveNodeAddress } from '../../protocol/node-key.js';
-import { type BuildInput, canonicalJson, childNames, gatewayEnabled, gatewayUrls, hashOf } from '../builders/index.js';
+import {
+  type BuildInput,
+  canonicalJson,
+  childNames,
+  gatewayEnabled,
+  gatewayUrls,
+  hashOf,
+  lowBalanceThresholds,
+} from '../builders/index.js';
 import type { OracleNodeMetrics } from '../metrics.js';
 import {
   type Condition,
@@ -98,8 +106,16 @@ export function statusEqual(a: OracleNodeStatus | undefined, b: OracleNodeStatus
   return canonicalJson(a ?? {}) === canonicalJson(b ?? {});
 }
 
+/**
+ * Whether a Job may still have a pod running. Only a terminal condition (Complete, Failed) with no pod active or
+ * terminating ends it: FailureTarget and SuccessCriteriaMet come first, while the Job controller is still ending
+ * the pods, and a coordinator pod past its deadline may still be sending (a stage rollout waits for it).
+ */
 export function jobActive(job: V1Job): boolean {
-  return jobFinished(job) === undefined;
+  const terminal = (job.status?.conditions ?? []).some(
+    (condition) => condition.status === 'True' && (condition.type === 'Complete' || condition.type === 'Failed'),
+  );
+  return !terminal || (job.status?.active ?? 0) > 0 || (job.status?.terminating ?? 0) > 0;
 }
 
 export function cronJobHasActiveJobs(cronJob: V1CronJob): boolean {
@@ -148,7 +164,11 @@ export function providerHealth(reports: ProviderReport[] | undefined): ProviderH
  * The most recent coordinator Job, with the counts of the report when the report is about that Job. The report
  * comes from the contract's parseCycleReport, which keeps only well-formed fields and entries.
  */
-export function lastCycle(coordinatorJobs: V1Job[], report: CycleReport | undefined): CycleStatus | undefined {
+export function lastCycle(
+  coordinatorJobs: V1Job[],
+  report: CycleReport | undefined,
+  lowBalances: ReadonlyMap<string, bigint> = new Map(),
+): CycleStatus | undefined {
   const started = (job: V1Job) => toIso(job.status?.startTime ?? job.metadata?.creationTimestamp) ?? '';
   const latest = [...coordinatorJobs].sort((a, b) => started(b).localeCompare(started(a)))[0];
   if (!latest?.metadata?.name) return undefined;
@@ -161,7 +181,11 @@ export function lastCycle(coordinatorJobs: V1Job[], report: CycleReport | undefi
     cycle.counts = report.counts;
     const providers = providerHealth(report.providers);
     if (providers) cycle.providers = providers;
-    if (report.sponsorWallets) cycle.sponsorWallets = report.sponsorWallets;
+    if (report.sponsorWallets)
+      cycle.sponsorWallets = report.sponsorWallets.map((wallet) => {
+        const threshold = lowBalances.get(wallet.chainId);
+        return threshold === undefined ? wallet : { ...wallet, belowThreshold: BigInt(wallet.balanceWei) < threshold };
+      });
     if (report.heartbeat) cycle.heartbeat = report.heartbeat;
     if (report.gasPrices) cycle.gasPrices = report.gasPrices;
   }
@@ -338,7 +362,7 @@ export function observeWorkloads(input: BuildInput, cache: ObjectCache): Observe
       ready: !wanted || deploymentReady(deployment),
       available: deploymentAvailable(deployment),
     },
-    cycle: lastCycle(coordinatorJobs, report),
+    cycle: lastCycle(coordinatorJobs, report, lowBalanceThresholds(node)),
     report,
   };
 }

@@ -4,7 +4,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
 import { Contract } from 'ethers';
-import { STUCK_AFTER_BLOCKS } from '../../../src/chain/pending.js';
+import { PendingSightings, STUCK_AFTER_BLOCKS } from '../../../src/chain/pending.js';
 import { MemoryResponseCache } from '../../../src/node/cache.js';
 import { type CycleSummary, runCycle } from '../../../src/node/cycle.js';
 import { InProcessExecutor } from '../../../src/node/executor.js';
@@ -579,6 +579,162 @@ describe('request-response cycle on anvil (real AirnodeRrpV0)', () => {
       expect((await requestEvents(chain.deployment, requestId)).fulfilled).to.have.length(1);
       const nonce = await rpc<string>(chain.anvil.url, 'eth_getTransactionCount', [sponsor.sponsorWallet, 'latest']);
       expect(Number(nonce)).to.equal(1);
+    });
+
+    it("replaces a stuck fulfilment priced by its request's `_gasPrice` at the replacement price, so its wallet is not held behind it", async () => {
+      const sponsor = await newSponsor();
+      // A requester's price far below the node's: the kind of transaction that stays in the pool.
+      const cheap = await fullRequest(
+        sponsor,
+        encodeCoin('ETH', [{ name: '_gasPrice', type: 'string', value: '1000000000' }]),
+      );
+      const tenGwei = [{ gasPriceStrategy: 'constantGasPrice', gasPrice: { value: 10, unit: 'gwei' } }];
+      const config = buildConfig({ ...base(), gasPriceOracle: tenGwei });
+      const run = () =>
+        runCycle(config, {
+          executor: new InProcessExecutor({ config, wallets, logger: silentLogger, cache }),
+          logger: silentLogger,
+          wallets,
+        });
+      const outcome = (summary: CycleSummary) =>
+        summary.results.flatMap((r) => (r.ok ? r.output.outcomes : [])).find((o) => o.id === cheap)!;
+      const priceOf = async (txHash: string) =>
+        BigInt((await rpc<{ gasPrice: string }>(chain.anvil.url, 'eth_getTransactionByHash', [txHash])).gasPrice);
+      await rpc(chain.anvil.url, 'evm_setAutomine', [false]);
+      try {
+        const first = await run();
+        expect(await priceOf(outcome(first).txHash!)).to.equal(10n ** 9n);
+        await rpc(chain.anvil.url, 'evm_setBlockGasLimit', ['0xc350']);
+        await mineBlocks(chain.anvil.url, STUCK_AFTER_BLOCKS);
+        await rpc(chain.anvil.url, 'evm_setBlockGasLimit', ['0x5f5e100']);
+        const second = await run();
+        // At its own price again it would be refused as underpriced, every cycle: raised as any replacement.
+        expect(outcome(second)).to.include({ outcome: 'fulfilled', nonce: 0, replacement: true });
+        expect(await priceOf(outcome(second).txHash!)).to.equal(12n * 10n ** 9n);
+        await rpc(chain.anvil.url, 'evm_mine', []);
+      } finally {
+        await rpc(chain.anvil.url, 'evm_setBlockGasLimit', ['0x5f5e100']);
+        await rpc(chain.anvil.url, 'evm_setAutomine', [true]);
+      }
+      await waitForMined(chain.anvil.url);
+      expect((await requestEvents(chain.deployment, cheap)).fulfilled).to.have.length(1);
+      // The wallet goes on: its next request is served at the next nonce.
+      const next = await fullRequest(sponsor);
+      await cycle({ gasPriceOracle: tenGwei });
+      expect((await requestEvents(chain.deployment, next)).fulfilled).to.have.length(1);
+    });
+
+    it("never replaces on first sight: an overlapping coordinator leaves old requests' pending fulfilments alone until it has seen them pending for STUCK_AFTER_BLOCKS blocks", async () => {
+      const sponsor = await newSponsor();
+      const ids: string[] = [];
+      for (let i = 0; i < 5; i++) ids.push(await fullRequest(sponsor, encodeCoin(i % 2 === 0 ? 'ETH' : 'BTC')));
+      // The node was down: the requests waited past the stuck threshold before any coordinator ran.
+      await mineBlocks(chain.anvil.url, STUCK_AFTER_BLOCKS + 2);
+      const config = buildConfig({
+        ...base(),
+        gasPriceOracle: [{ gasPriceStrategy: 'constantGasPrice', gasPrice: { value: 10, unit: 'gwei' } }],
+      });
+      // Two coordinator processes: each has its own sightings of pending transactions.
+      const coordinator = (sightings: PendingSightings) => () =>
+        runCycle(config, {
+          executor: new InProcessExecutor({
+            config,
+            wallets,
+            logger: silentLogger,
+            cache,
+            pendingSightings: sightings,
+          }),
+          logger: silentLogger,
+          wallets,
+        });
+      const first = coordinator(new PendingSightings());
+      const second = coordinator(new PendingSightings());
+      const outcomes = (summary: CycleSummary) =>
+        summary.results.flatMap((r) => (r.ok ? r.output.outcomes : [])).filter((o) => ids.includes(o.id));
+      /** A block that leaves the pending fulfilments in the pool (too small for any of them). */
+      const mineWithoutThem = async (blocks: number) => {
+        await rpc(chain.anvil.url, 'evm_setBlockGasLimit', ['0xc350']);
+        await mineBlocks(chain.anvil.url, blocks);
+        await rpc(chain.anvil.url, 'evm_setBlockGasLimit', ['0x5f5e100']);
+      };
+      await rpc(chain.anvil.url, 'evm_setAutomine', [false]);
+      try {
+        const sent = await first();
+        expect(sent.transactions).to.include({ fulfilled: 5, replaced: 0 });
+        // One block later the second coordinator runs: it sees them for the first time, however old the requests.
+        await mineWithoutThem(1);
+        const overlapping = await second();
+        expect(overlapping.transactions).to.include({ fulfilled: 0, replaced: 0 });
+        expect(outcomes(overlapping).map((o) => o.outcome)).to.deep.equal(Array(5).fill('skipped'));
+        expect(outcomes(overlapping)[0]!.reason).to.match(
+          /^5 pending transaction\(s\) of this wallet.* 0 block\(s\): not stuck$/,
+        );
+        expect(await rpc(chain.anvil.url, 'txpool_status')).to.include({ pending: '0x5' });
+        // One block short of the threshold in its own sightings: still left alone.
+        await mineWithoutThem(STUCK_AFTER_BLOCKS - 1);
+        expect((await second()).transactions).to.include({ fulfilled: 0, replaced: 0 });
+        // Seen pending for STUCK_AFTER_BLOCKS blocks by this coordinator: now they are stuck and replaced once.
+        await mineWithoutThem(1);
+        const replacing = await second();
+        expect(replacing.transactions).to.include({ fulfilled: 0, replaced: 5 });
+        expect(outcomes(replacing).map((o) => [o.outcome, o.nonce, o.replacement])).to.deep.equal(
+          [0, 1, 2, 3, 4].map((nonce) => ['fulfilled', nonce, true]),
+        );
+        await rpc(chain.anvil.url, 'evm_mine', []);
+      } finally {
+        await rpc(chain.anvil.url, 'evm_setBlockGasLimit', ['0x5f5e100']);
+        await rpc(chain.anvil.url, 'evm_setAutomine', [true]);
+      }
+      await waitForMined(chain.anvil.url);
+      for (const id of ids) expect((await requestEvents(chain.deployment, id)).fulfilled).to.have.length(1);
+      const nonce = await rpc<string>(chain.anvil.url, 'eth_getTransactionCount', [sponsor.sponsorWallet, 'latest']);
+      expect(Number(nonce)).to.equal(5);
+    });
+  });
+
+  describe('sponsor wallets an operator can watch', () => {
+    const walletOf = (summary: CycleSummary, sponsorWallet: string) =>
+      summary.sponsorWallets.find((w) => w.sponsorWallet === sponsorWallet);
+
+    it('reads the balance of every wallet with an open request, a never-funded one included, with its open requests', async () => {
+      const sponsor = await newSponsor();
+      await setBalance(chain.anvil.url, sponsor.sponsorWallet, 0n);
+      const ids = [await fullRequest(sponsor), await fullRequest(sponsor)];
+      const summary = await cycle();
+      // Nothing could be sent (no funds for gas), and still the wallet is reported, at 0, with both requests.
+      expect(summary.results.flatMap((r) => (r.ok ? r.output.outcomes : [])).some((o) => o.txHash)).to.equal(false);
+      expect(walletOf(summary, sponsor.sponsorWallet)).to.deep.include({ balanceWei: '0', openRequests: 2 });
+      for (const id of ids)
+        expect(await requestEvents(chain.deployment, id)).to.deep.equal({ fulfilled: [], failed: [] });
+    });
+
+    it("sends nothing priced above the chain's gas price ceiling: the request waits with the reason, then is served once", async () => {
+      const sponsor = await newSponsor();
+      const id = await fullRequest(sponsor);
+      const config = buildConfig(base());
+      const withCeiling = (wei: bigint) =>
+        runCycle(config, {
+          executor: new InProcessExecutor({
+            config,
+            wallets,
+            logger: silentLogger,
+            cache,
+            gasPriceCeilings: new Map([[config.chains[0]!.id, wei]]),
+          }),
+          logger: silentLogger,
+          wallets,
+          discoveryTimeoutMs: 10_000,
+        });
+      const capped = await withCeiling(1n);
+      const outcome = capped.results.flatMap((r) => (r.ok ? r.output.outcomes : [])).find((o) => o.id === id);
+      expect(outcome).to.include({ outcome: 'skipped' });
+      expect(outcome!.reason).to.match(/gas price [0-9.,]+ gwei is above this node's ceiling of 0 gwei: waits/);
+      expect(outcome!.txHash).to.equal(undefined);
+      expect(await requestEvents(chain.deployment, id)).to.deep.equal({ fulfilled: [], failed: [] });
+      const served = await withCeiling(10n ** 15n);
+      await waitForMined(chain.anvil.url);
+      expect(served.transactions.fulfilled).to.be.at.least(1);
+      expect((await requestEvents(chain.deployment, id)).fulfilled).to.have.length(1);
     });
   });
 

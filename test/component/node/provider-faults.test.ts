@@ -3,7 +3,7 @@
 // moving or sits on another network, next to a good provider. Each case checks what was served on chain, the cycle summary,
 // the log line and the metric.
 import { expect } from 'chai';
-import { MAX_PROVIDER_LAG_BLOCKS, ProviderMemory } from '../../../src/chain/provider-health.js';
+import { MAX_PROVIDER_LAG_BLOCKS, ProviderMemory, STALLED_AFTER_MS } from '../../../src/chain/provider-health.js';
 import { httpTransport, RpcClient } from '../../../src/chain/rpc.js';
 import { MemoryResponseCache } from '../../../src/node/cache.js';
 import { type CycleSummary, runCycle } from '../../../src/node/cycle.js';
@@ -170,8 +170,9 @@ describe('provider faults on anvil (real AirnodeRrpV0)', () => {
       expect(byName(summary)['syncing']).to.include({ ok: false, fault: 'syncing' });
     });
 
-    it('leaves out a provider whose head has not moved since the previous cycle while the chain moved on', async () => {
-      const memory = new ProviderMemory();
+    it(`leaves out a provider whose head has stayed behind the others for ${STALLED_AFTER_MS / 1000} s (stalled)`, async () => {
+      let clock = 0;
+      const memory = new ProviderMemory(() => clock);
       let answered: unknown;
       const stuck = await faultProxy(
         rewrite('eth_blockNumber', (head) => {
@@ -186,11 +187,76 @@ describe('provider faults on anvil (real AirnodeRrpV0)', () => {
       const frozen = answered;
       stuck.setFault(rewrite('eth_blockNumber', () => frozen));
       const second = await requests(2);
+      // Behind, but not for long yet: still used (its head holds the new requests back).
+      clock += 1000;
+      const behind = await cycle({ stuck: stuck.url, good: chain.anvil.url }, memory);
+      expect(byName(behind.summary)['stuck']).to.include({ ok: true });
+      expect(await fulfilled(second.ids)).to.equal(0);
+      clock += STALLED_AFTER_MS;
       const { summary } = await cycle({ stuck: stuck.url, good: chain.anvil.url }, memory);
       expect(await fulfilled(second.ids)).to.equal(2);
       const lag = byName(summary)['stuck']!.lagBlocks!;
       expect(lag).to.be.within(1, MAX_PROVIDER_LAG_BLOCKS);
       expect(byName(summary)['stuck']).to.include({ ok: false, fault: 'stalled' });
+    });
+  });
+
+  describe('a provider whose head is far ahead of the chain', () => {
+    const ahead50 = () => rewrite('eth_blockNumber', (head) => `0x${(Number(head) + 50).toString(16)}`);
+
+    async function failedCount(ids: string[]): Promise<number> {
+      let count = 0;
+      for (const id of ids) count += (await requestEvents(chain.deployment, id)).failed.length;
+      return count;
+    }
+
+    it('leaves it out as ahead (first in the list, two honest ones beside it), with a WARN and the metric, and serves every request through the honest ones, none failed', async () => {
+      const liar = await faultProxy(ahead50());
+      const honest = await faultProxy(() => undefined);
+      const { ids } = await requests(3);
+      const { summary, logs, registry } = await cycle({ liar: liar.url, honest: honest.url, good: chain.anvil.url });
+      expect(await fulfilled(ids)).to.equal(3);
+      expect(await failedCount(ids)).to.equal(0);
+      expect(summary.transactions).to.include({ fulfilled: 3, failed: 0 });
+      expect(byName(summary)['liar']).to.include({ ok: false, fault: 'ahead', lagBlocks: -50 });
+      expect(byName(summary)['honest']).to.include({ ok: true, lagBlocks: 0 });
+      expect(byName(summary)['good']).to.include({ ok: true, lagBlocks: 0 });
+      const warning = logs.find((l) => l.msg === 'provider is ahead of the chain; not used this cycle');
+      expect(warning).to.include({ level: 'WARN', provider: 'liar', fault: 'ahead', lagBlocks: -50 });
+      expect(await metric(registry, 'node_provider_faults_total', { provider: 'liar', fault: 'ahead' })).to.equal(1);
+      // Its head set nothing: no logs read through it, no transaction sent through it.
+      expect(liar.counts.get('eth_getLogs') ?? 0).to.equal(0);
+      expect(liar.counts.get('eth_sendRawTransaction') ?? 0).to.equal(0);
+    });
+
+    it('beside one honest provider, asks it for the block at its head, and leaves it out as ahead when it has none', async () => {
+      const liar = await faultProxy(ahead50());
+      const { ids } = await requests(2);
+      const { summary } = await cycle({ liar: liar.url, good: chain.anvil.url });
+      expect(await fulfilled(ids)).to.equal(2);
+      expect(await failedCount(ids)).to.equal(0);
+      expect(byName(summary)['liar']).to.include({ ok: false, fault: 'ahead', lagBlocks: -50 });
+      expect(byName(summary)['good']).to.include({ ok: true });
+      expect(liar.counts.get('eth_getBlockByNumber')).to.equal(1);
+    });
+
+    it('when it is the only provider that gave a head, is shown first and trusted with nothing: no request served, none failed, until another provider answers', async () => {
+      const liar = await faultProxy(ahead50());
+      const down = await faultProxy((call) =>
+        call.method === 'eth_blockNumber' ? { error: { code: -32603, message: 'backend unavailable' } } : undefined,
+      );
+      const memory = new ProviderMemory();
+      const { ids } = await requests(1);
+      const first = await cycle({ liar: liar.url, down: down.url }, memory);
+      expect(byName(first.summary)['liar']).to.include({ ok: false, fault: 'ahead' });
+      expect(byName(first.summary)['down']).to.include({ ok: false, fault: 'unavailable' });
+      expect(first.summary.shards.total).to.equal(0);
+      expect(await failedCount(ids)).to.equal(0);
+      down.setFault(undefined);
+      const second = await cycle({ liar: liar.url, down: down.url }, memory);
+      expect(byName(second.summary)['liar']).to.include({ ok: false, fault: 'ahead' });
+      expect(await fulfilled(ids)).to.equal(1);
+      expect(await failedCount(ids)).to.equal(0);
     });
   });
 

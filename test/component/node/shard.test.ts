@@ -4,26 +4,31 @@
 // the chain's own events and transactions.
 import { expect } from 'chai';
 import { rrpInterface } from '../../../src/chain/contracts.js';
+import { simulatorInterface } from '../../../src/chain/simulation.js';
 import { type CycleSummary, runCycle } from '../../../src/node/cycle.js';
 import { InProcessExecutor } from '../../../src/node/executor.js';
 import type { Logger } from '../../../src/node/logger.js';
 import { silentLogger } from '../../../src/node/logger.js';
 import { cycleMetrics } from '../../../src/node/metrics.js';
 import { createMetricsRegistry } from '../../../src/observability/index.js';
-import { rpc, setBalance, startTestChain, waitForMined } from '../../support/chain.js';
+import { deployRequester, rpc, setBalance, startTestChain, waitForMined } from '../../support/chain.js';
 import {
   type ApiServer,
   buildConfig,
   type ConfigOptions,
   createSponsor,
+  ENDPOINTS,
+  encodeCoin,
+  makeFullRequest,
   NODE_ADDRESS,
   requestEvents,
+  requesterCall,
   requestPrice,
   startApiServer,
   wallets,
 } from '../../support/harness.js';
 import { capturingLogger } from '../../support/logs.js';
-import { type RecordingProxy, startRecordingProxy } from '../../support/rpc-proxy.js';
+import { type FaultRule, type RecordingProxy, startRecordingProxy } from '../../support/rpc-proxy.js';
 
 const PERCENTILE = {
   gasPriceStrategy: 'latestBlockPercentileGasPrice',
@@ -145,6 +150,91 @@ describe('shard submission on a bad day of the chain (anvil, fault-injecting pro
         expect(proxy.sent.map((tx) => tx.nonce)).to.deep.equal([0, 1, 2]);
         const count = await rpc<string>(chain.anvil.url, 'eth_getTransactionCount', [sponsor.sponsorWallet, 'latest']);
         expect(Number(count)).to.equal(3);
+      });
+    }
+  });
+
+  describe('a provider error on the fulfilment check (never a fail() on chain)', () => {
+    const CHECK_SELECTORS = [
+      rrpInterface.getFunction('fulfill')!.selector,
+      simulatorInterface.getFunction('simulate')!.selector,
+    ];
+    /** The static call of `fulfill` and the batched simulation answered with `error`; every other call as usual. */
+    const failChecks =
+      (error: { code: number; message: string }): FaultRule =>
+      (call) => {
+        const data = (call.params[0] as { data?: string } | undefined)?.data ?? '';
+        return call.method === 'eth_call' && CHECK_SELECTORS.some((s) => data.startsWith(s)) ? { error } : undefined;
+      };
+    const PROVIDER_ERRORS = [
+      { code: -32000, message: 'header not found' },
+      { code: -32005, message: 'daily request count exceeded, request rate limited' },
+    ];
+
+    for (const error of PROVIDER_ERRORS) {
+      it(`fulfils through the second provider when the first answers the check with "${error.message}"; a reverting callback still fails`, async () => {
+        const reverting = await deployRequester(chain.anvil.url, chain.deployment.AirnodeRrpV0);
+        await requesterCall(chain.deployment, 'setShouldRevert', [true], reverting);
+        const sponsor = await createSponsor(chain.deployment, `shard-${sponsorSeq++}`, [
+          chain.deployment.Requester,
+          reverting,
+        ]);
+        const good = [await requestPrice(chain.deployment, sponsor), await requestPrice(chain.deployment, sponsor)];
+        const bad = await makeFullRequest(chain.deployment, {
+          requester: reverting,
+          endpointId: ENDPOINTS.price,
+          sponsor: sponsor.address,
+          sponsorWallet: sponsor.sponsorWallet,
+          parameters: encodeCoin('ETH'),
+        });
+        proxy.setFault(failChecks(error));
+        // A fixed gas limit: the wallet's checks are one simulation, then one static call each, all refused.
+        const summary = await cycle({
+          providers: { proxied: proxy.url, direct: chain.anvil.url },
+          fulfillmentGasLimit: 500_000,
+        });
+        for (const id of good) expect(await requestEvents(chain.deployment, id), id).to.deep.include({ failed: [] });
+        for (const id of good) expect((await requestEvents(chain.deployment, id)).fulfilled).to.have.length(1);
+        expect(await requestEvents(chain.deployment, bad)).to.deep.equal({
+          fulfilled: [],
+          failed: [{ message: 'Requester reverted on purpose' }],
+        });
+        // Nothing went out through the provider that could not check; everything through the second one.
+        expect(proxy.sent).to.deep.equal([]);
+        expect(outcomesOf(summary).map((o) => o.provider)).to.deep.equal(['direct', 'direct', 'direct']);
+      });
+    }
+
+    const ONLY_PROVIDER_FAULTS: { name: string; rule: FaultRule }[] = [
+      ...PROVIDER_ERRORS.map((error) => ({
+        name: `the static call answered "${error.message}"`,
+        rule: failChecks(error),
+      })),
+      {
+        name: 'the gas estimates answered "-32603 internal error"',
+        rule: (call) =>
+          call.method === 'eth_estimateGas' && call.seen < 2
+            ? { error: { code: -32603, message: 'internal error' } }
+            : undefined,
+      },
+    ];
+    for (const { name, rule } of ONLY_PROVIDER_FAULTS) {
+      it(`leaves the request open when the only provider fails its check (${name}), and fulfils it once the fault clears`, async () => {
+        const { ids } = await sponsorWithRequests(1);
+        const requestId = ids[0]!;
+        proxy.setFault(rule);
+        const first = await cycle();
+        expect(await requestEvents(chain.deployment, requestId)).to.deep.equal({ fulfilled: [], failed: [] });
+        expect(proxy.sent).to.deep.equal([]);
+        const [open] = outcomesOf(first);
+        expect(open).to.include({ id: requestId, outcome: 'error' });
+        expect(open!.reason).to.match(/fulfilment check .*stays open/);
+        proxy.setFault(undefined);
+        const second = await cycle();
+        expect(outcomesOf(second)).to.have.length(1);
+        expect(outcomesOf(second)[0]).to.include({ id: requestId, outcome: 'fulfilled' });
+        expect(await requestEvents(chain.deployment, requestId)).to.deep.include({ failed: [] });
+        expect((await requestEvents(chain.deployment, requestId)).fulfilled).to.have.length(1);
       });
     }
   });

@@ -8,14 +8,14 @@ import { ProviderMemory } from '../../../src/chain/provider-health.js';
 import { parseCycleReport } from '../../../src/contract/pods.js';
 import { InProcessExecutor } from '../../../src/node/executor.js';
 import { cycleReport } from '../../../src/node/kubernetes/cycle-report.js';
-import { silentLogger } from '../../../src/node/logger.js';
+import { type Logger, silentLogger } from '../../../src/node/logger.js';
 import { cycleMetrics } from '../../../src/node/metrics.js';
 import { callEndpoint } from '../../../src/node/ois-adapter.js';
 import type { ShardContext } from '../../../src/node/shard.js';
 import { runWindow, type WindowSummary } from '../../../src/node/window.js';
-import { createMetricsRegistry } from '../../../src/observability/index.js';
+import { createLogger, createMetricsRegistry } from '../../../src/observability/index.js';
 import { OracleNodeMetrics } from '../../../src/operator/metrics.js';
-import { rpc, setBalance, startTestChain, waitForMined, waitForPending } from '../../support/chain.js';
+import { mineBlocks, rpc, setBalance, startTestChain, waitForMined, waitForPending } from '../../support/chain.js';
 import {
   type ApiServer,
   buildConfig,
@@ -68,14 +68,24 @@ describe('the coordinator window on anvil (real AirnodeRrpV0)', () => {
     await rpc(chain.anvil.url, 'evm_mine', []);
   };
   const sendsFrom = (wallet: string) => proxy.sent.filter((tx) => tx.from.toLowerCase() === wallet.toLowerCase());
-  const config = (options: { maxConcurrency?: number; fulfillmentGasLimit?: number; minConfirmations?: number } = {}) =>
-    buildConfig({ providers: { counted: proxy.url }, deployment: chain.deployment, apiUrl: api.url, ...options });
+  const config = (
+    options: {
+      maxConcurrency?: number;
+      fulfillmentGasLimit?: number;
+      minConfirmations?: number;
+      providers?: Record<string, string>;
+    } = {},
+  ) => buildConfig({ providers: { counted: proxy.url }, deployment: chain.deployment, apiUrl: api.url, ...options });
 
-  /** A window of `steps.length` polls; before poll i the test plays steps[i] (the window's own clock never runs). */
+  /**
+   * A window of `steps.length` polls; before poll i the test plays steps[i] (the window's own clock never runs, and
+   * the providers' memory keeps the same clock).
+   */
   async function window(
     cfg: ReturnType<typeof config>,
     steps: (() => Promise<void>)[],
     context: Partial<ShardContext> = {},
+    logger: Logger = silentLogger,
   ): Promise<WindowSummary> {
     let now = 0;
     let step = 0;
@@ -83,9 +93,9 @@ describe('the coordinator window on anvil (real AirnodeRrpV0)', () => {
       cfg,
       {
         executor: new InProcessExecutor({ config: cfg, wallets, logger: silentLogger, ...context }),
-        logger: silentLogger,
+        logger,
         wallets,
-        providerMemory: new ProviderMemory(),
+        providerMemory: new ProviderMemory(() => now),
       },
       {
         windowMs: steps.length * POLL_MS,
@@ -249,6 +259,190 @@ describe('the coordinator window on anvil (real AirnodeRrpV0)', () => {
       expect((await requestEvents(chain.deployment, made)).fulfilled).to.have.length(0);
     });
   }
+
+  describe('provider faults during a window', () => {
+    let extra: RecordingProxy[] = [];
+    afterEach(async () => {
+      proxy.setFault(undefined);
+      await Promise.all(extra.map((p) => p.close()));
+      extra = [];
+    });
+    const another = async () => {
+      const added = await startRecordingProxy(chain.anvil.url);
+      extra.push(added);
+      return added;
+    };
+    /** Log lines of the window, parsed. */
+    const capture = () => {
+      const lines: { level: string; msg: string; [key: string]: unknown }[] = [];
+      const logger = createLogger({
+        level: 'INFO',
+        destination: {
+          write: (line: string) =>
+            void lines.push(
+              ...line
+                .trim()
+                .split('\n')
+                .map((l) => JSON.parse(l)),
+            ),
+        },
+      });
+      return { lines, logger };
+    };
+
+    it('a provider reporting a head 50 blocks ahead (first in the list) is left out, moves nothing, and once right again later polls still read new requests', async () => {
+      // Heads far enough from genesis that a head 50 ahead is not a matter of a young chain.
+      await mineBlocks(chain.anvil.url, 60);
+      const liar = await another();
+      liar.setFault((call) =>
+        call.method === 'eth_blockNumber' ? { result: (head) => `0x${(Number(head) + 50).toString(16)}` } : undefined,
+      );
+      const ids: string[] = [];
+      const summary = await window(
+        config({ providers: { liar: liar.url, counted: proxy.url, direct: chain.anvil.url } }),
+        [
+          async () => {
+            ids.push((await request('window-ahead-1')).id);
+          },
+          async () => {
+            await waitForMined(chain.anvil.url);
+            // The provider is right again.
+            liar.setFault(undefined);
+          },
+          async () => {
+            ids.push((await request('window-ahead-2')).id);
+          },
+          async () => waitForMined(chain.anvil.url),
+        ],
+      );
+      await waitForMined(chain.anvil.url);
+      for (const id of ids) {
+        const events = await requestEvents(chain.deployment, id);
+        expect(events.fulfilled, id).to.have.length(1);
+        expect(events.failed, id).to.have.length(0);
+      }
+      expect(summary.transactions).to.include({ fulfilled: 2, failed: 0 });
+    });
+
+    it('a provider that sees each new block one poll later than the other is never reported stalled, nor asked its chain id again', async () => {
+      const late = await another();
+      // Answers each eth_blockNumber with what the chain said at its previous one: one poll late.
+      let previous: unknown;
+      late.setFault((call) =>
+        call.method === 'eth_blockNumber'
+          ? {
+              result: (head) => {
+                const answer = previous ?? head;
+                previous = head;
+                return answer;
+              },
+            }
+          : undefined,
+      );
+      const { lines, logger } = capture();
+      let made = '';
+      const mine = async () => {
+        await rpc(chain.anvil.url, 'evm_mine', []);
+      };
+      const summary = await window(
+        config({ providers: { counted: proxy.url, late: late.url } }),
+        [
+          mine,
+          async () => {},
+          async () => {
+            made = (await request('window-late')).id;
+          },
+          async () => {},
+          mine,
+          async () => {},
+          mine,
+          async () => waitForMined(chain.anvil.url),
+        ],
+        {},
+        logger,
+      );
+      const faults = lines.filter((l) => l.provider === 'late' && l.fault !== undefined).map((l) => l.fault);
+      expect(faults).to.deep.equal([]);
+      expect(late.counts.get('eth_chainId')).to.equal(1);
+      expect(summary.providers.find((p) => p.provider === 'late')).to.include({ ok: true });
+      await waitForMined(chain.anvil.url);
+      expect((await requestEvents(chain.deployment, made)).fulfilled).to.have.length(1);
+    });
+
+    it('with minConfirmations 0, a request whose block an eth_getLogs answered without its log is read again at the next poll and served once', async () => {
+      let made: { id: string; sponsor: Awaited<ReturnType<typeof createSponsor>> } | undefined;
+      let missed = false;
+      const summary = await window(config({ minConfirmations: 0 }), [
+        async () => {
+          made = await request('window-index-behind');
+          const requestBlock = Number(await rpc<string>(chain.anvil.url, 'eth_blockNumber', []));
+          // The provider's log index is a block behind: the first eth_getLogs that covers the request's block has no logs.
+          proxy.setFault((call) => {
+            const filter = call.params[0] as { toBlock?: string } | undefined;
+            if (call.method !== 'eth_getLogs' || missed || Number(filter?.toBlock) < requestBlock) return undefined;
+            missed = true;
+            return { result: () => [] };
+          });
+        },
+        async () => {
+          await rpc(chain.anvil.url, 'evm_mine', []);
+        },
+        async () => waitForMined(chain.anvil.url),
+      ]);
+      await waitForMined(chain.anvil.url);
+      expect(missed).to.equal(true);
+      expect((await requestEvents(chain.deployment, made!.id)).fulfilled).to.have.length(1);
+      expect(sendsFrom(made!.sponsor.sponsorWallet)).to.have.length(1);
+      expect(summary.transactions.fulfilled).to.equal(1);
+    });
+
+    it('one provider that never answers beside a good one: polls keep their cadence and a request is served within a few polls', async () => {
+      const hanging = await another();
+      hanging.setFault(() => ({ delayMs: 120_000 }));
+      const cfg = config({ providers: { hanging: hanging.url, counted: proxy.url } });
+      const windowSeconds = 12;
+      // The window runs on the real clock: the test counts the ticks of the cadence it sleeps to, not the time.
+      let ticks = 0;
+      let madeAtTick: number | undefined;
+      let made: string | undefined;
+      const servedAtTicks: number[] = [];
+      const executor = new InProcessExecutor({ config: cfg, wallets, logger: silentLogger });
+      const summary = await runWindow(
+        cfg,
+        {
+          executor: {
+            run: (shards, options) => {
+              servedAtTicks.push(ticks);
+              return executor.run(shards, options);
+            },
+          },
+          logger: silentLogger,
+          wallets,
+          providerMemory: new ProviderMemory(),
+        },
+        {
+          windowMs: windowSeconds * POLL_MS,
+          pollIntervalMs: POLL_MS,
+          sleep: async (ms) => {
+            await new Promise((resolve) => setTimeout(resolve, ms));
+            ticks++;
+            if (ticks === 3) {
+              made = (await request('window-hanging')).id;
+              madeAtTick = ticks;
+            }
+          },
+        },
+      );
+      await waitForMined(chain.anvil.url);
+      // Without the hanging provider the window polls once a second after its first cycle: windowSeconds - 1 polls
+      // (a loaded machine may skip a tick or two; waiting 5 s for the hanging one gave 0 to 2).
+      expect(summary.window.polls).to.be.at.least(windowSeconds - 4);
+      // Not asked again while a read is in flight, and backed off after it timed out: not once per poll.
+      expect(hanging.counts.get('eth_blockNumber') ?? 0).to.be.at.most(Math.ceil(summary.window.polls / 2));
+      expect((await requestEvents(chain.deployment, made!)).fulfilled).to.have.length(1);
+      expect(servedAtTicks.find((tick) => tick >= madeAtTick!)! - madeAtTick!).to.be.at.most(2);
+    });
+  });
 
   // Last in the file: it moves the chain's clock ahead of the wall clock.
   it("measures a fulfilled request's latency from the blocks' timestamps, into the engine's histogram and, through the cycle report, the operator's", async () => {

@@ -6,12 +6,16 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { signFulfillment } from '../../../src/chain/fulfillment.js';
+import { MAX_ENCODED_PARAMETERS_BYTES } from '../../../src/chain/requests.js';
 import { type Config, secretScopes, validateConfig } from '../../../src/config/index.js';
 import { ENV } from '../../../src/contract/pods.js';
 import type { ApiShardOutput } from '../../../src/contract/shard.js';
+import { ApiError } from '../../../src/kube/api.js';
 import { MemoryResponseCache } from '../../../src/node/cache.js';
 import { type CycleSummary, runCycle } from '../../../src/node/cycle.js';
 import { type ApiShardResult, type ApiWorkers, WorkerExecutor } from '../../../src/node/executor.js';
+import type { ConfigMapStore } from '../../../src/node/kubernetes/config-map-store.js';
+import { ConfigMapResponseCache } from '../../../src/node/kubernetes/response-cache.js';
 import { silentLogger } from '../../../src/node/logger.js';
 import { rpc, startTestChain, waitForMined } from '../../support/chain.js';
 import {
@@ -27,6 +31,7 @@ import {
   wallets,
   writeNodeFiles,
 } from '../../support/harness.js';
+import { capturingLogger } from '../../support/logs.js';
 import { WorkerProcesses } from '../../support/worker-processes.js';
 
 describe('coordinator and API workers (anvil, real worker processes)', function () {
@@ -170,6 +175,42 @@ describe('coordinator and API workers (anvil, real worker processes)', function 
     expect(await transactionCount(sponsor.sponsorWallet)).to.equal(nonce + 1);
   });
 
+  // Near 1 MB: anvil refuses a JSON-RPC body over 2 MiB, and the transaction carries the parameters as hex.
+  const PARAMETER_BYTES = 1_000_000;
+
+  it('fails a request with 1 MB of parameters once, with the reason, and serves the honest requests of its cycle', async () => {
+    const parameters = encodeCoin('ETH', [{ type: 'string', name: 'note', value: 'x'.repeat(PARAMETER_BYTES) }]);
+    const big = await request(ENDPOINTS.price, parameters);
+    // An honest request of the same sponsor wallet (the same shard) and one of another.
+    const sameShard = await makeFullRequest(chain.deployment, {
+      endpointId: ENDPOINTS.price,
+      sponsor: big.sponsor.address,
+      sponsorWallet: big.sponsor.sponsorWallet,
+      parameters: encodeCoin('BTC'),
+    });
+    const other = await request();
+    const workers = new WorkerProcesses(workerArgs, {});
+    const summary = await cycle(workers);
+    expect(summary.shards).to.deep.equal({ total: 2, failed: 0 });
+    const reason = `Parameters are ${(parameters.length - 2) / 2} bytes, over the limit of ${MAX_ENCODED_PARAMETERS_BYTES}`;
+    expect(await requestEvents(chain.deployment, big.id)).to.deep.equal({
+      fulfilled: [],
+      failed: [{ message: reason }],
+    });
+    expect((await requestEvents(chain.deployment, sameShard)).fulfilled).to.deep.equal([
+      { data: int256(65000500000n) },
+    ]);
+    expect((await requestEvents(chain.deployment, other.id)).fulfilled).to.have.length(1);
+    // No worker was given the oversized parameters.
+    const dispatched = workers.inputs.flatMap((input) => input.requests.map((r) => r.id));
+    expect(dispatched).to.have.members([sameShard, other.id]);
+    // Failed once: the next cycle sends nothing for it.
+    const nonce = await transactionCount(big.sponsor.sponsorWallet);
+    await cycle(workers);
+    expect(await transactionCount(big.sponsor.sponsorWallet)).to.equal(nonce);
+    expect((await requestEvents(chain.deployment, big.id)).failed).to.have.length(1);
+  });
+
   it('answers a cache hit in the coordinator without dispatching it, and caches what a worker answered', async () => {
     const cachedRequest = await request(ENDPOINTS.counter, '0x');
     const cache = new MemoryResponseCache();
@@ -193,5 +234,26 @@ describe('coordinator and API workers (anvil, real worker processes)', function 
     expect((await requestEvents(chain.deployment, dispatched.id)).fulfilled).to.deep.equal([
       { data: stored!.encodedValue },
     ]);
+  });
+
+  it('a response cache that cannot be written is a WARN, and the fulfilment goes out anyway', async () => {
+    const { id } = await request(ENDPOINTS.counter, '0x');
+    // The ConfigMap store of a coordinator whose cache ConfigMap refuses every update (made immutable, RBAC, ...).
+    const store: ConfigMapStore = {
+      read: async () => ({ metadata: { name: 'n-cache', resourceVersion: '1' }, data: {} }),
+      replace: async () => {
+        throw new ApiError('PUT configmaps/n-cache: 422 field is immutable when `immutable` is set', 422, 'Invalid');
+      },
+    };
+    const cache = new ConfigMapResponseCache({ store });
+    const { logger, at } = capturingLogger();
+    const executor = new WorkerExecutor({ config, wallets, logger, cache }, new WorkerProcesses(workerArgs, {}));
+    const summary = await runCycle(config, { executor, logger: silentLogger, wallets, discoveryTimeoutMs: 10_000 });
+    await waitForMined(chain.anvil.url);
+    expect(summary.shards).to.deep.equal({ total: 1, failed: 0 });
+    expect((await requestEvents(chain.deployment, id)).fulfilled).to.have.length(1);
+    expect(cache.writeFailures).to.equal(1);
+    const warning = at('WARN').find((line) => line.msg === 'response cache not written; fulfilments go on without it');
+    expect(warning?.['err']).to.contain('immutable');
   });
 });

@@ -11,6 +11,7 @@ import {
 } from 'ethers';
 import fc from 'fast-check';
 import {
+  classifyCallError,
   decodeRevertString,
   revertReasonOf,
   signFulfillment,
@@ -25,7 +26,7 @@ import {
   percentile,
   withinDeviation,
 } from '../../../src/chain/gas-price.js';
-import { RpcError } from '../../../src/chain/rpc.js';
+import { RpcError, RpcTransportError } from '../../../src/chain/rpc.js';
 import { withdrawalValue } from '../../../src/chain/withdrawals.js';
 
 const MNEMONIC = 'achieve climb couple wait accident symbol spy blouse reduce foil echo label';
@@ -55,6 +56,36 @@ describe('fulfilment helpers', () => {
     expect(revertReasonOf(new RpcError('eth_call: execution reverted: out of gas'))).to.equal(
       'eth_call: execution reverted: out of gas',
     );
+  });
+
+  it("takes only a call that reverts for a revert; every other failed answer is the provider's", () => {
+    const nope = `0x08c379a0${AbiCoder.defaultAbiCoder().encode(['string'], ['Nope']).slice(2)}`;
+    const reverts: [RpcError, string][] = [
+      [new RpcError('eth_call: execution reverted: Nope', 3, nope), 'Nope'],
+      [new RpcError('eth_call: execution reverted', -32000), 'eth_call: execution reverted'],
+      [new RpcError('eth_call: custom error', -32000, '0x4e487b710000'), 'eth_call: custom error'],
+      [new RpcError('eth_call: reverted', 3), 'eth_call: reverted'],
+      [new RpcError('eth_call: out of gas', -32000), 'eth_call: out of gas'],
+      [new RpcError('eth_estimateGas: gas required exceeds allowance (30000000)', -32000), ''],
+      [new RpcError('eth_call: EVM error OutOfGas', -32603), ''],
+      [new RpcError('eth_call: VM execution error.', -32015, 'Reverted 0x'), ''],
+    ];
+    for (const [error, reason] of reverts) {
+      const failure = classifyCallError(error);
+      expect(failure.kind, error.message).to.equal('revert');
+      if (reason) expect(failure.reason).to.equal(reason);
+    }
+    const providerFailures: unknown[] = [
+      new RpcError('eth_call: header not found', -32000),
+      new RpcError('eth_call: daily request count exceeded, request rate limited', -32005, { see: 'https://x' }),
+      new RpcError('eth_call: internal error', -32603),
+      new RpcError('eth_call: missing trie node 0xabc (path )', -32000),
+      new RpcError('eth_call: request timed out', -32000),
+      new RpcError('eth_call: invalid argument 2: state overrides not supported', -32602),
+      new RpcTransportError('eth_call: not hex data'),
+      new Error('data out-of-bounds (buffer=0x, length=0, offset=32)'),
+    ];
+    for (const error of providerFailures) expect(classifyCallError(error).kind, String(error)).to.equal('provider');
   });
 
   it('signs legacy and EIP-1559 transactions with the given nonce', async () => {

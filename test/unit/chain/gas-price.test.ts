@@ -5,6 +5,7 @@ import {
   LATENCY_FACTOR,
   MIN_GAS_CALL_TIMEOUT_MS,
   ORACLE_BUDGET_MS,
+  requestedPriceReplacement,
 } from '../../../src/chain/gas-price.js';
 
 describe('gasCallTimeoutMs', () => {
@@ -25,5 +26,28 @@ describe('gasCallTimeoutMs', () => {
 
   it('uses the RPC default for a provider not measured yet', () => {
     expect(gasCallTimeoutMs(undefined, ORACLE_BUDGET_MS)).to.equal(5_000);
+  });
+});
+
+describe('requestedPriceReplacement', () => {
+  const GWEI = 10n ** 9n;
+
+  it("raises a request's own price by 20 %, and never below the cycle's replacement price", () => {
+    // A `_gasPrice` below the chain's: the cycle's replacement price (already raised) wins.
+    expect(requestedPriceReplacement(1n * GWEI, { type: 0, gasPrice: 12n * GWEI })).to.deep.equal({
+      type: 0,
+      gasPrice: 12n * GWEI,
+    });
+    // Above it: the request's own price, raised enough to replace its transaction.
+    expect(requestedPriceReplacement(50n * GWEI, { type: 0, gasPrice: 12n * GWEI })).to.deep.equal({
+      type: 0,
+      gasPrice: 60n * GWEI,
+    });
+  });
+
+  it("keeps an EIP-1559 cycle's type, both fees above the legacy transaction's price", () => {
+    expect(
+      requestedPriceReplacement(5n * GWEI, { type: 2, maxFeePerGas: 30n * GWEI, maxPriorityFeePerGas: 2n * GWEI }),
+    ).to.deep.equal({ type: 2, maxFeePerGas: 30n * GWEI, maxPriorityFeePerGas: 6n * GWEI });
   });
 });

@@ -1,7 +1,7 @@
 // The window's log store against a chain played as a list of logs per block: what each read asks for, and what a
 // reorg (a block whose logs change between two reads) leaves in the store.
 import { expect } from 'chai';
-import { ChainLogStore } from '../../../src/chain/log-store.js';
+import { ChainLogStore, NEWEST_BLOCKS_REREAD } from '../../../src/chain/log-store.js';
 import type { RawLog } from '../../../src/chain/logs.js';
 
 const hex = (n: number) => `0x${n.toString(16)}`;
@@ -56,11 +56,24 @@ describe('ChainLogStore (the coordinator window keeps the logs it read)', () => 
     // A reorg of three blocks drops the request; the chain's own depth (0) would not read block 12 again.
     provider.current = [log(15, 'other')];
     expect(txs(await store.upTo(15, 0, provider.fetch))).to.deep.equal(['other']);
-    expect(provider.reads).to.deep.equal([[12, 15]]);
-    // Nothing waits any more: back to the chain's depth.
+    expect(provider.reads).to.deep.equal([[Math.min(12, 13 - NEWEST_BLOCKS_REREAD), 15]]);
+    // Nothing waits any more: back to the chain's depth (and the newest blocks a provider's index may have missed).
     store.rereadFrom(undefined);
     await store.upTo(16, 0, provider.fetch);
-    expect(provider.reads.at(-1)).to.deep.equal([16, 16]);
+    expect(provider.reads.at(-1)).to.deep.equal([16 - NEWEST_BLOCKS_REREAD, 16]);
+  });
+
+  it('with reorgDepth 0, reads the newest blocks again and adds the logs an index behind its head had left out', async () => {
+    const provider = new PlayedChain([log(10, 'a')]);
+    const store = new ChainLogStore(0);
+    store.remember(provider.current, 12);
+    // The log of block 12 was missing from that answer; the next read (head 13) covers block 12 again.
+    provider.current = [log(10, 'a'), log(12, 'request'), log(13, 'b')];
+    expect(txs(await store.upTo(13, 0, provider.fetch))).to.deep.equal(['a', 'b', 'request']);
+    expect(provider.reads).to.deep.equal([[13 - NEWEST_BLOCKS_REREAD, 13]]);
+    // A re-read that misses a stored log (an index behind again) does not remove it: only a reorg depth replaces.
+    provider.current = [log(14, 'c')];
+    expect(txs(await store.upTo(14, 0, provider.fetch))).to.deep.equal(['a', 'b', 'c', 'request']);
   });
 
   it('never reads before the history window, and forgets what falls out of it', async () => {

@@ -1,13 +1,12 @@
 // The pending-transaction rule (src/chain/pending.ts): leave a wallet's pending transactions alone, whoever sent
-// them, until they are stuck; then replace them.
+// them, until this process has seen them stuck; then replace them.
 import { expect } from 'chai';
-import { decidePending, needsCountBefore, type PendingState, STUCK_AFTER_BLOCKS } from '../../../src/chain/pending.js';
+import { decidePending, PendingSightings, type PendingState, STUCK_AFTER_BLOCKS } from '../../../src/chain/pending.js';
 
 const state = (overrides: Partial<PendingState> = {}): PendingState => ({
   latestCount: 5,
   pendingCount: 8,
-  currentBlock: 100,
-  oldestServableBlock: 100,
+  seenPendingFor: 0,
   ...overrides,
 });
 
@@ -21,39 +20,63 @@ describe('the pending-transaction rule', () => {
   it('goes on at the next nonce when every pending transaction is one the caller sent and still awaits', () => {
     // Nonces 5..7 pending, all the window's own: the wallet's next request takes nonce 8 at once.
     expect(decidePending(state({ inFlightNonces: [4, 5, 6, 7] }))).to.deep.equal({ action: 'send', firstNonce: 8 });
-    expect(needsCountBefore(state({ inFlightNonces: [5, 6, 7], oldestServableBlock: 0 }))).to.equal(false);
     // One pending nonce the caller does not know (another coordinator's): the rule as without the view.
     expect(decidePending(state({ inFlightNonces: [5, 7] })).action).to.equal('wait');
     expect(decidePending(state({ inFlightNonces: [] })).action).to.equal('wait');
   });
 
-  it('leaves alone transactions that can have been sent only in the last blocks (an overlapping coordinator)', () => {
-    for (let age = 0; age < STUCK_AFTER_BLOCKS; age++) {
-      const decision = decidePending(state({ oldestServableBlock: 100 - age }));
-      expect(decision.action, `age ${age}`).to.equal('wait');
-      expect(decision).to.include({ pending: 3 });
+  it('leaves alone transactions this process has seen pending for fewer blocks than the threshold', () => {
+    for (let seen = 0; seen < STUCK_AFTER_BLOCKS; seen++) {
+      const decision = decidePending(state({ seenPendingFor: seen }));
+      expect(decision, `seen for ${seen}`).to.include({ action: 'wait', pending: 3 });
+      if (decision.action === 'wait') expect(decision.reason).to.match(/^3 pending transaction\(s\).*: not stuck$/);
     }
   });
 
-  it('replaces them once the oldest request has been servable for the threshold and nothing was mined meanwhile', () => {
-    const old = { oldestServableBlock: 100 - STUCK_AFTER_BLOCKS };
-    expect(decidePending(state({ ...old, latestCountBefore: 5 }))).to.deep.equal({
+  it('replaces them once this process has seen them pending for the threshold', () => {
+    expect(decidePending(state({ seenPendingFor: STUCK_AFTER_BLOCKS }))).to.deep.equal({
       action: 'replace',
       firstNonce: 5,
       pending: 3,
     });
-    // A provider that cannot tell the count of an older block: the requests' age decides.
-    expect(decidePending(state(old)).action).to.equal('replace');
+  });
+});
+
+describe("a process's sightings of pending transactions", () => {
+  const W = '31337:0xwallet';
+
+  it('never makes a transaction stuck on first sight, however old the requests: only blocks seen pending count', () => {
+    const sightings = new PendingSightings();
+    // An overlapping coordinator's transactions, first seen by this process at block 100.
+    expect(sightings.observe(W, { latestCount: 5, pendingCount: 10, block: 100 })).to.equal(0);
+    expect(sightings.observe(W, { latestCount: 5, pendingCount: 10, block: 101 })).to.equal(1);
+    expect(sightings.observe(W, { latestCount: 5, pendingCount: 10, block: 100 + STUCK_AFTER_BLOCKS })).to.equal(
+      STUCK_AFTER_BLOCKS,
+    );
+    // Another process (another coordinator) has its own sightings: first sight there.
+    expect(new PendingSightings().observe(W, { latestCount: 5, pendingCount: 10, block: 110 })).to.equal(0);
   });
 
-  it('leaves them alone while the wallet still gets transactions mined (a backlog being served, not a stuck one)', () => {
-    const decision = decidePending(state({ oldestServableBlock: 50, latestCountBefore: 3 }));
-    expect(decision.action).to.equal('wait');
+  it('starts the count again when one is mined, when new ones join the pool, and when nothing is pending', () => {
+    const sightings = new PendingSightings();
+    sightings.observe(W, { latestCount: 5, pendingCount: 8, block: 100 });
+    expect(sightings.observe(W, { latestCount: 6, pendingCount: 8, block: 104 })).to.equal(0);
+    expect(sightings.observe(W, { latestCount: 6, pendingCount: 9, block: 105 })).to.equal(0);
+    expect(sightings.observe(W, { latestCount: 6, pendingCount: 9, block: 107 })).to.equal(2);
+    // Fewer pending (one left the pool): the rest keep their count; one more again is new.
+    expect(sightings.observe(W, { latestCount: 6, pendingCount: 8, block: 108 })).to.equal(3);
+    expect(sightings.observe(W, { latestCount: 6, pendingCount: 9, block: 109 })).to.equal(0);
+    expect(sightings.observe(W, { latestCount: 9, pendingCount: 9, block: 110 })).to.equal(0);
+    expect(sightings.observe(W, { latestCount: 9, pendingCount: 10, block: 111 })).to.equal(0);
   });
 
-  it('asks for the older count only for a wallet with pending transactions that may be stuck', () => {
-    expect(needsCountBefore(state({ pendingCount: 5, oldestServableBlock: 0 }))).to.equal(false);
-    expect(needsCountBefore(state({ oldestServableBlock: 100 }))).to.equal(false);
-    expect(needsCountBefore(state({ oldestServableBlock: 100 - STUCK_AFTER_BLOCKS }))).to.equal(true);
+  it("counts this process's own sends from the block they were sent at, a replacement again from its own", () => {
+    const sightings = new PendingSightings();
+    sightings.sent(W, { latestCount: 5, nextNonce: 8, block: 100 });
+    expect(sightings.observe(W, { latestCount: 5, pendingCount: 8, block: 103 })).to.equal(3);
+    // Replaced at block 103 (same nonces): not stuck again before it has had its own blocks.
+    sightings.sent(W, { latestCount: 5, nextNonce: 8, block: 103 });
+    expect(sightings.observe(W, { latestCount: 5, pendingCount: 8, block: 104 })).to.equal(1);
+    expect(sightings.observe(W, { latestCount: 5, pendingCount: 8, block: 106 })).to.equal(3);
   });
 });

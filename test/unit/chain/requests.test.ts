@@ -4,6 +4,7 @@ import {
   applyChainLimit,
   discoverRequests,
   filterByMinConfirmations,
+  MAX_ENCODED_PARAMETERS_BYTES,
   parseMinConfirmations,
 } from '../../../src/chain/requests.js';
 import type { ApiCallRequest, WithdrawalRequest } from '../../../src/chain/types.js';
@@ -153,6 +154,64 @@ describe('discoverRequests', () => {
     ]);
     expect(discover(decoded([request]), tampered).apiCalls[0]!.errorMessage).to.match(/^Invalid template ID:/);
     expect(discover(decoded([request]), new Map()).dropped[0]!.reason).to.equal('template not found');
+  });
+
+  it("fails a request whose parameters (with its template's) are over the bound, without decoding them", () => {
+    const coin = (length: number) => encodeParameters([{ type: 'string', name: 'coin', value: 'E'.repeat(length) }]);
+    // The encoding's overhead: header, name, offset and length words (4 x 32 bytes).
+    const atBound = fullRequest({ encodedParameters: coin(MAX_ENCODED_PARAMETERS_BYTES - 128) });
+    const overBound = fullRequest({ encodedParameters: coin(MAX_ENCODED_PARAMETERS_BYTES - 127) });
+    const megabyte = fullRequest({ encodedParameters: coin(1_100_000) });
+    let decodedCalls = 0;
+    const { apiCalls, dropped } = discoverRequests({
+      decoded: decoded([atBound, overBound, megabyte]),
+      chainId: '31337',
+      rrpAddress: RRP,
+      nodeAddress: NODE,
+      templates: new Map(),
+      triggers,
+      decodeParameters: (encoded) => {
+        decodedCalls++;
+        return decodeParameters(encoded);
+      },
+      sponsorWalletOf: () => SPONSOR_WALLET,
+    });
+    expect(dropped).to.deep.equal([]);
+    expect(decodedCalls).to.equal(1);
+    expect(apiCalls.map((call) => call.errorMessage)).to.deep.equal([
+      undefined,
+      `Parameters are ${MAX_ENCODED_PARAMETERS_BYTES + 32} bytes, over the limit of ${MAX_ENCODED_PARAMETERS_BYTES}`,
+      'Parameters are 1100128 bytes, over the limit of 65536',
+    ]);
+    expect(apiCalls[1]!.parameters).to.deep.equal({});
+    // The template's parameters count too.
+    const templateParameters = coin(MAX_ENCODED_PARAMETERS_BYTES - 200);
+    const templateId = deriveTemplateIdV0(NODE, ENDPOINT, templateParameters).toLowerCase();
+    const requestParameters = coin(100);
+    const request: ApiCallRequest = {
+      ...fullRequest(),
+      type: 'template',
+      endpointId: null,
+      templateId,
+      requesterRequestCount: '78',
+      encodedParameters: requestParameters,
+      id: deriveTemplateRequestId({
+        chainId: '31337',
+        rrpAddress: RRP,
+        requester: REQUESTER,
+        requesterRequestCount: '78',
+        sponsor: SPONSOR,
+        sponsorWallet: SPONSOR_WALLET,
+        fulfillAddress: FULFILL,
+        fulfillFunctionId: '0xaabbccdd',
+        parameters: requestParameters,
+        templateId,
+      }).toLowerCase(),
+    };
+    const templates = new Map([
+      [templateId, { nodeAddress: NODE, endpointId: ENDPOINT, encodedParameters: templateParameters }],
+    ]);
+    expect(discover(decoded([request]), templates).apiCalls[0]!.errorMessage).to.match(/^Parameters are 65728 bytes/);
   });
 
   it('holds the requests of a sponsor with a pending withdrawal', () => {

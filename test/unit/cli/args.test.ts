@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { parsePort, parseServerPorts, parseWindowOptions } from '../../../src/cli/args.js';
+import { parseGasPriceCeilings, parsePort, parseServerPorts, parseWindowOptions } from '../../../src/cli/args.js';
 import { runGateway } from '../../../src/cli/gateway.js';
 import { command as startCommand } from '../../../src/cli/start.js';
 
@@ -19,6 +19,21 @@ async function withStderr(run: () => Promise<number>): Promise<{ code: number; s
 }
 
 describe('cli/args', () => {
+  it('reads --max-gas-price CHAIN_ID=GWEI as wei per chain (nine decimals at most), refusing anything else', async () => {
+    expect(parseGasPriceCeilings(undefined)).to.deep.equal({});
+    expect(parseGasPriceCeilings(['1=150', '137=0.5', '10=0.000000001'])).to.deep.equal({
+      ceilings: new Map([
+        ['1', 150_000_000_000n],
+        ['137', 500_000_000n],
+        ['10', 1n],
+      ]),
+    });
+    for (const bad of ['150', '1=', 'one=1', '1=-5', '1=0.0000000001', '1=1e3'])
+      expect((await withStderr(async () => ('exitCode' in parseGasPriceCeilings([bad]) ? 2 : 0))).code, bad).to.equal(
+        2,
+      );
+  });
+
   it('reads a port as an integer between 0 and 65535, absent as undefined and anything else as null', () => {
     expect(parsePort(undefined)).to.equal(undefined);
     expect(parsePort('0')).to.equal(0);

@@ -6,7 +6,7 @@ describe('config: messages never quote file content', () => {
   const SECRET = 'Zq8Ahv3kLw9pXy2Rt6Uo1Ns5Mb4Vc7Ed';
 
   it('a wrapped secrets.env line read as a name is not echoed', () => {
-    const text = `API_KEY=abc\n${SECRET}=tail\nOTHER="unterminated ${SECRET}\n`;
+    const text = `API_KEY=abc\n${SECRET}=tail\n"${SECRET} continued\n`;
     const { errors } = parseSecretsEnv(text);
     expect(errors.map((error) => error.path)).to.deep.equal(['secrets.env:2', 'secrets.env:3']);
     for (const error of errors) expect(error.message).not.to.contain(SECRET.slice(0, 8));

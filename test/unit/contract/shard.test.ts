@@ -6,10 +6,13 @@ import {
   MAX_ENCODED_VALUE_BYTES,
   MAX_SHARD_INPUT_BYTES,
   MAX_SHARD_OUTPUT_BYTES,
+  MAX_WORKER_INPUT_BYTES,
+  packShardInputs,
   parseShardInput,
   parseShardOutput,
   resultsFor,
   SHARD_FORMAT,
+  splitShardInput,
   type WorkerTemplate,
 } from '../../../src/contract/shard.js';
 
@@ -137,5 +140,48 @@ describe('the coordinator <-> worker contract', () => {
     ]);
     // The template itself is not changed.
     expect(template.template.spec!.volumes).to.equal(undefined);
+  });
+
+  it('packs shard inputs in order into batches that fit one input ConfigMap; one too large alone is left out', () => {
+    const text = (bytes: number) => 'x'.repeat(bytes);
+    const third = Math.floor(MAX_WORKER_INPUT_BYTES / 3);
+    const packed = packShardInputs([
+      text(third),
+      text(MAX_WORKER_INPUT_BYTES),
+      text(third),
+      text(third),
+      text(10),
+      text(2_000_000),
+    ]);
+    expect(packed.oversized).to.deep.equal([
+      { index: 1, bytes: MAX_WORKER_INPUT_BYTES + 12 },
+      { index: 5, bytes: 2_000_012 },
+    ]);
+    expect(packed.batches).to.deep.equal([
+      [0, 2],
+      [3, 4],
+    ]);
+    expect(packShardInputs([]).batches).to.deep.equal([]);
+  });
+
+  it("splits a shard too large for one input into pieces of its requests, in order, each with its requests' traceparents", () => {
+    const requests = [1, 2, 3].map((n) => ({
+      ...shard.requests[0]!,
+      id: `0x${String(n).padStart(64, '0')}`,
+      parameters: { note: 'x'.repeat(400_000) },
+    }));
+    const traceparents = Object.fromEntries(requests.map((r) => [r.id, shard.traceparents![requestId]!]));
+    const big: ApiShardInput = { ...shard, requests, traceparents };
+    const pieces = splitShardInput(big);
+    expect(pieces.map((piece) => piece.requests.map((r) => r.id))).to.deep.equal([
+      [requests[0]!.id, requests[1]!.id],
+      [requests[2]!.id],
+    ]);
+    for (const piece of pieces) {
+      expect(Buffer.byteLength(JSON.stringify(piece))).to.be.at.most(MAX_WORKER_INPUT_BYTES);
+      expect(Object.keys(piece.traceparents!)).to.deep.equal(piece.requests.map((r) => r.id));
+      expect(parseShardInput(JSON.stringify(piece))).to.deep.equal({ shard: piece });
+    }
+    expect(splitShardInput(shard)).to.deep.equal([shard]);
   });
 });

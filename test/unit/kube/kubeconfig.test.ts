@@ -46,6 +46,8 @@ describe('operator runtime: kubeconfig loader (no @kubernetes/client-node)', () 
   let port: number;
   let seen: Seen[];
   let paths: string[];
+  // Each request's Impersonate-* headers, every value of a repeated one.
+  let impersonation: Record<string, string[]>[];
 
   before(async () => {
     ca = createCertificateAuthority({ commonName: 'kubeconfig-test-ca', ...validity() });
@@ -62,6 +64,14 @@ describe('operator runtime: kubeconfig loader (no @kubernetes/client-node)', () 
           clientCertificate: peer?.subject?.CN as string | undefined,
         });
         paths.push(req.url ?? '');
+        impersonation.push(
+          Object.fromEntries(
+            Object.entries(req.headersDistinct).filter(([name]) => name.startsWith('impersonate-')) as [
+              string,
+              string[],
+            ][],
+          ),
+        );
         if (req.url === '/api') {
           res.writeHead(200, { 'content-type': 'application/json' });
           res.end('{"kind":"APIVersions"}');
@@ -84,6 +94,7 @@ describe('operator runtime: kubeconfig loader (no @kubernetes/client-node)', () 
     dir = mkdtempSync(join(tmpdir(), 'kubeconfig-test-'));
     seen = [];
     paths = [];
+    impersonation = [];
   });
 
   afterEach(() => rmSync(dir, { recursive: true, force: true }));
@@ -334,6 +345,78 @@ describe('operator runtime: kubeconfig loader (no @kubernetes/client-node)', () 
     expect(config.namespace).to.equal('team-a');
     await get(config);
     expect(seen[0]?.authorization).to.equal('Bearer from-exec-plugin');
+  });
+
+  const IMPERSONATION = {
+    as: 'jane',
+    'as-uid': 'uid-1',
+    'as-groups': ['developers', 'system:authenticated'],
+    'as-user-extra': { scopes: ['view', 'development'], 'acme.io/team': ['ops'] },
+  };
+  // What client-go sends for IMPERSONATION: a repeated header per group and per extra value, the extra key escaped.
+  const IMPERSONATION_HEADERS = {
+    'impersonate-user': ['jane'],
+    'impersonate-uid': ['uid-1'],
+    'impersonate-group': ['developers', 'system:authenticated'],
+    'impersonate-extra-scopes': ['view', 'development'],
+    'impersonate-extra-acme.io%2fteam': ['ops'],
+  };
+
+  it('impersonates as client-go does: as, as-uid, as-groups and as-user-extra become Impersonate-* headers', async () => {
+    const path = write(
+      'config',
+      kubeconfig({ 'certificate-authority-data': b64(ca.certPem) }, { token: 'tok-1', ...IMPERSONATION }),
+    );
+    await get(await loadClientConfig({ path, env: {} }));
+    expect(impersonation).to.deep.equal([IMPERSONATION_HEADERS]);
+    expect(seen[0]?.authorization).to.equal('Bearer tok-1');
+  });
+
+  it('impersonates the same way for a user whose credentials come from an exec plugin (client-node sends only as)', async () => {
+    const plugin = write(
+      'plugin.mjs',
+      `process.stdout.write(JSON.stringify({ apiVersion: 'client.authentication.k8s.io/v1', kind: 'ExecCredential',
+        status: { token: 'from-exec-plugin' } }));`,
+    );
+    const exec = { apiVersion: 'client.authentication.k8s.io/v1', command: process.execPath, args: [plugin] };
+    const path = write(
+      'config',
+      kubeconfig({ 'certificate-authority-data': b64(ca.certPem) }, { exec, ...IMPERSONATION }),
+    );
+    const config = await loadClientConfig({ path, env: {} });
+    expect(isClientNodeKubeConfig(config)).to.equal(true);
+    await get(config);
+    expect(impersonation).to.deep.equal([IMPERSONATION_HEADERS]);
+    expect(seen[0]?.authorization).to.equal('Bearer from-exec-plugin');
+  });
+
+  it('refuses impersonation it cannot send as written, naming the field, instead of acting as the user itself', async () => {
+    const load = async (user: Record<string, unknown>) => {
+      const path = write('config', kubeconfig({}, { token: 'tok-1', ...user }));
+      return await loadClientConfig({ path, env: {} }).then(
+        () => 'loaded',
+        (error: unknown) => {
+          expect(error).to.be.instanceOf(KubeConfigError);
+          return (error as Error).message;
+        },
+      );
+    };
+    const userAt = 'users[context "ctx"].user';
+    expect(await load({ 'as-groups': ['developers'] })).to.equal(
+      `kubeconfig: ${userAt}.as-groups without ${userAt}.as: impersonation needs the user to act as`,
+    );
+    expect(await load({ 'as-uid': 'uid-1', 'as-user-extra': { scopes: ['view'] } })).to.equal(
+      `kubeconfig: ${userAt}.as-uid, as-user-extra without ${userAt}.as: impersonation needs the user to act as`,
+    );
+    expect(await load({ as: 'jane', 'as-groups': 'developers' })).to.equal(
+      `kubeconfig: ${userAt}.as-groups must be a list of strings`,
+    );
+    expect(await load({ as: 'jane', 'as-user-extra': { scopes: 'view' } })).to.equal(
+      `kubeconfig: ${userAt}.as-user-extra["scopes"] must be a list of strings`,
+    );
+    expect(await load({ as: 'jane', 'as-user-extra': ['view'] })).to.match(/as-user-extra must be a map/);
+    expect(await load({ as: 'jane', 'as-uid': 7 })).to.equal(`kubeconfig: ${userAt}.as-uid must be a string`);
+    expect(await load({ as: 'jane\nInjected: x' })).to.match(/\.as holds a control character/);
   });
 
   it('hands the chosen context to @kubernetes/client-node when only its user has an exec plugin', async () => {

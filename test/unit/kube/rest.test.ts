@@ -1,12 +1,14 @@
-// The REST transport's watch stream over a real loopback HTTP server: how bytes on the wire become events.
+// The REST transport over a real loopback HTTP server: how bytes on the wire become events, and which failed
+// requests it sends again.
 
-import { createServer, type ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { KubeConfig } from '@kubernetes/client-node';
 import { expect } from 'chai';
 import { RuntimeClient } from '../../../src/kube/client.js';
 import { ApiError, isNotFound } from '../../../src/kube/errors.js';
-import { RestClient, type WatchEvent } from '../../../src/kube/rest.js';
+import { RuntimeMetrics } from '../../../src/kube/metrics.js';
+import { type RequestOptions, RestClient, type WatchEvent } from '../../../src/kube/rest.js';
 
 function kubeConfigFor(port: number): KubeConfig {
   const kubeConfig = new KubeConfig();
@@ -123,6 +125,111 @@ describe('runtime REST transport: watch stream', () => {
       rest.close();
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
+  });
+});
+
+describe("runtime REST transport: which failed requests are sent again (client-go's rule)", () => {
+  // Every request the server received, as "METHOD path".
+  let received: string[];
+  let server: Server;
+  let port: number;
+  let handle: (req: IncomingMessage, res: ServerResponse, nth: number) => void;
+
+  beforeEach(async () => {
+    received = [];
+    server = createServer((req, res) => {
+      const seen = `${req.method} ${req.url}`;
+      received.push(seen);
+      req.resume();
+      req.on('end', () => handle(req, res, received.filter((r) => r === seen).length));
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    port = (server.address() as AddressInfo).port;
+  });
+
+  afterEach(async () => {
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  });
+
+  const status = (res: ServerResponse, code: number, headers: Record<string, string> = {}) => {
+    res.writeHead(code, { 'content-type': 'application/json', ...headers });
+    res.end(JSON.stringify({ kind: 'Status', code, message: `answered ${code}` }));
+  };
+
+  async function send(method: RequestOptions['method'], options: { requestTimeoutMs?: number } = {}) {
+    const rest = new RestClient(kubeConfigFor(port), {
+      qps: 1000,
+      burst: 1000,
+      maxRetries: 2,
+      retryInitialMs: 1,
+      retryMaxMs: 5,
+      ...options,
+    });
+    try {
+      const body = method === 'GET' || method === 'DELETE' ? undefined : { kind: 'Job' };
+      return await rest.request({ method, path: '/apis/batch/v1/namespaces/ns1/jobs', body }).catch((e: unknown) => e);
+    } finally {
+      rest.close();
+    }
+  }
+
+  it('a 503 to a POST, PUT, PATCH or DELETE is one call (the write may have happened); a GET is retried', async () => {
+    handle = (_req, res) => status(res, 503);
+    for (const method of ['POST', 'PUT', 'PATCH', 'DELETE'] as const) {
+      received = [];
+      const error = await send(method);
+      expect(error, method).to.be.instanceOf(ApiError).and.include({ status: 503 });
+      expect(received, method).to.deep.equal([`${method} /apis/batch/v1/namespaces/ns1/jobs`]);
+    }
+    received = [];
+    expect(await send('GET'))
+      .to.be.instanceOf(ApiError)
+      .and.include({ status: 503 });
+    expect(received).to.have.length(3); // the first try and maxRetries (2) retries
+  });
+
+  it('a POST whose answer never comes is not sent again (a Job create would come back 409); a GET is', async () => {
+    handle = () => {}; // holds every request: the client's request timeout ends it
+    const error = await send('POST', { requestTimeoutMs: 100 });
+    expect(error).to.be.instanceOf(ApiError).and.include({ status: 0 });
+    expect(received).to.deep.equal(['POST /apis/batch/v1/namespaces/ns1/jobs']);
+    received = [];
+    await send('GET', { requestTimeoutMs: 100 });
+    expect(received).to.have.length(3);
+  });
+
+  it('a POST refused with Retry-After (429 or 5xx: not processed) is sent again, as client-go does', async () => {
+    for (const code of [429, 503]) {
+      received = [];
+      handle = (_req, res, nth) => (nth === 1 ? status(res, code, { 'retry-after': '0' }) : status(res, 201));
+      expect(await send('POST'), String(code)).to.deep.include({ code: 201 });
+      expect(received, String(code)).to.have.length(2);
+    }
+  });
+
+  it('a POST whose connection is refused (never sent) is sent again', async () => {
+    const closed = createServer();
+    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+    const closedPort = (closed.address() as AddressInfo).port;
+    await new Promise<void>((resolve) => closed.close(() => resolve())); // nothing listens on it now
+    const metrics = new RuntimeMetrics();
+    const rest = new RestClient(kubeConfigFor(closedPort), {
+      qps: 1000,
+      burst: 1000,
+      maxRetries: 2,
+      retryInitialMs: 1,
+      retryMaxMs: 5,
+      metrics,
+    });
+    try {
+      const error = await rest.request({ method: 'POST', path: '/x', body: {} }).catch((e: unknown) => e);
+      expect(error).to.be.instanceOf(ApiError).and.include({ status: 0 });
+      const attempts = (await metrics.restRequests.get()).values.find((v) => v.labels['code'] === '<error>');
+      expect(attempts?.value).to.equal(3);
+    } finally {
+      rest.close();
     }
   });
 });

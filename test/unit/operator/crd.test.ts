@@ -124,7 +124,28 @@ describe('operator CRD', () => {
       'NodePort',
       'LoadBalancer',
     ]);
-    expect(spec.worker!.properties).to.have.keys(['resources', 'activeDeadlineSeconds', 'ttlSecondsAfterFinished']);
+    const podOverrides = [
+      'podMetadata',
+      'nodeSelector',
+      'tolerations',
+      'affinity',
+      'priorityClassName',
+      'imagePullSecrets',
+      'volumes',
+      'volumeMounts',
+      'envFrom',
+      'serviceAccountTemplate',
+    ];
+    expect(spec.worker!.properties).to.have.keys([
+      'resources',
+      'activeDeadlineSeconds',
+      'ttlSecondsAfterFinished',
+      ...podOverrides,
+    ]);
+    for (const workload of ['coordinator', 'gateway'] as const)
+      expect(spec[workload]!.properties, workload).to.include.keys(podOverrides);
+    for (const knob of ['inheritedMetadata', ...podOverrides.filter((k) => k !== 'podMetadata')])
+      expect(spec, knob).to.have.property(knob);
   });
 
   it('is what crds/ holds (make generate was run)', () => {

@@ -33,9 +33,30 @@ describe('oracle_node_* metrics from the OracleNode status', () => {
       { chainId: '1', provider: 'b', up: false, fault: 'unavailable' },
     ],
     sponsorWallets: [
-      { chainId: '1', sponsorWallet: '0x228A54F33E46fbb32a62ca650Fcc9eD3C730511d', balanceWei: '5000000000000000' },
+      {
+        chainId: '1',
+        sponsorWallet: '0x228A54F33E46fbb32a62ca650Fcc9eD3C730511d',
+        balanceWei: '5000000000000000',
+        openRequests: 3,
+        belowThreshold: true,
+      },
+      { chainId: '10', sponsorWallet: '0x0000000000000000000000000000000000000010', balanceWei: '0' },
     ],
   };
+
+  it("publishes each watched sponsor wallet's open requests, and below-threshold only on chains with a threshold", async () => {
+    const registry = new Registry();
+    const metrics = new OracleNodeMetrics(registry);
+    metrics.observe(key, statusWith(cycle));
+    const first = { chain: '1', sponsor_wallet: '0x228A54F33E46fbb32a62ca650Fcc9eD3C730511d' };
+    const second = { chain: '10', sponsor_wallet: '0x0000000000000000000000000000000000000010' };
+    expect(await sample(registry, 'oracle_node_sponsor_wallet_below_threshold', first)).to.equal(1);
+    expect(await sample(registry, 'oracle_node_sponsor_wallet_open_requests', first)).to.equal(3);
+    expect(await sample(registry, 'oracle_node_sponsor_wallet_below_threshold', second)).to.equal(undefined);
+    expect(await sample(registry, 'oracle_node_sponsor_wallet_balance_wei', second)).to.equal(0);
+    metrics.forget(key);
+    expect(await sample(registry, 'oracle_node_sponsor_wallet_open_requests', first)).to.equal(undefined);
+  });
 
   it('publishes Ready, the last successful cycle, its duration, outcomes and provider health', async () => {
     const registry = new Registry();

@@ -1,8 +1,10 @@
 import type { V1CronJob, V1Deployment, V1Role, V1Service, V2HorizontalPodAutoscaler } from '@kubernetes/client-node';
 import { expect } from 'chai';
+import { REPORT_AFTER_SIGTERM_MS } from '../../../../src/cli/coordinator.js';
 import { secretScopes } from '../../../../src/config/index.js';
 import { ENV, GATEWAY_METRICS_PORT, readCoordinatorEnvironment } from '../../../../src/contract/pods.js';
 import { buildWorkerJob, workerJobName } from '../../../../src/contract/shard.js';
+import { HARD_END_MARGIN_MS, SETTLE_AFTER_STOP_MS } from '../../../../src/node/deadline.js';
 import {
   COORDINATOR_DEADLINE_SECONDS,
   coordinatorRun,
@@ -342,6 +344,32 @@ describe('operator builders', () => {
         args: ['coordinator', '-c', '/etc/oracle-node/config.json', '--window', '45', '--poll-interval', '1'],
         activeDeadlineSeconds: 55,
       });
+    });
+
+    it("the time budget: the window's hard end comes before the Job's deadline, whose grace ends at the next tick", () => {
+      for (const schedule of ['* * * * *', '*/5 * * * *']) {
+        const cronJob = one<V1CronJob>(
+          buildChildren(
+            inputFor('minimal', (node) => {
+              node.spec.coordinator = { ...node.spec.coordinator, schedule } as typeof node.spec.coordinator;
+            }),
+          ),
+          'CronJob',
+        );
+        const job = cronJob.spec!.jobTemplate.spec!;
+        const pod = job.template.spec!;
+        const args = pod.containers[0]!.args!;
+        const window = Number(args[args.indexOf('--window') + 1]);
+        // The pod's start-up comes before the window: 5 s of it fit before the deadline.
+        expect(window + HARD_END_MARGIN_MS / 1000 + 5, schedule).to.be.at.most(job.activeDeadlineSeconds!);
+        // After SIGTERM: the cycle in flight settles, the report is written, the pod is gone by the next tick.
+        expect(pod.terminationGracePeriodSeconds! * 1000, schedule).to.be.greaterThan(
+          SETTLE_AFTER_STOP_MS + REPORT_AFTER_SIGTERM_MS,
+        );
+        expect(job.activeDeadlineSeconds! + pod.terminationGracePeriodSeconds!, schedule).to.equal(
+          scheduleMinPeriodSeconds(schedule),
+        );
+      }
     });
 
     it('spec.coordinator.pollInterval sets the poll interval of the window', () => {

@@ -7,6 +7,7 @@ import {
   type RolloutObservation,
   type RolloutPhase,
 } from '../../../../src/operator/reconcile/rollout.js';
+import { jobActive } from '../../../../src/operator/reconcile/status.js';
 import { KINDS } from '../../../../src/operator/resource.js';
 
 const cronJob = (name: string, options: { suspend?: boolean; active?: number } = {}): V1CronJob & Child => ({
@@ -148,5 +149,18 @@ describe('stage rollout planner', () => {
     }
     const gatewayPending = planRollout(observed({ gateway: { name: 'g', wanted: true, ready: false } }));
     expect(gatewayPending.actions).to.deep.equal([]);
+  });
+
+  it('an old Job runs until its terminal condition and its pods are gone: FailureTarget alone is not finished', () => {
+    const job = (conditions: string[], pods: { active?: number; terminating?: number } = {}) =>
+      jobActive({ status: { ...pods, conditions: conditions.map((type) => ({ type, status: 'True' })) } });
+    expect(job([])).to.equal(true);
+    // The deadline passed; the Job controller is still ending the pod, which may still be sending.
+    expect(job(['FailureTarget'], { terminating: 1 })).to.equal(true);
+    expect(job(['FailureTarget'])).to.equal(true);
+    expect(job(['SuccessCriteriaMet'])).to.equal(true);
+    expect(job(['FailureTarget', 'Failed'], { terminating: 1 })).to.equal(true);
+    expect(job(['FailureTarget', 'Failed'])).to.equal(false);
+    expect(job(['SuccessCriteriaMet', 'Complete'])).to.equal(false);
   });
 });

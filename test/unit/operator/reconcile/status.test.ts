@@ -93,6 +93,33 @@ describe('operator status', () => {
     });
     expect(parseCycleReport({ 'cycle.json': '{not json' })).to.equal(undefined);
   });
+
+  it("marks each sponsor wallet below its chain's threshold, and leaves wallets of chains without one unmarked", () => {
+    const wallet = (chainId: string, balanceWei: string) => ({
+      chainId,
+      sponsorWallet: `0x${chainId.padStart(40, '0')}`,
+      balanceWei,
+      openRequests: 2,
+    });
+    const report = parseCycleReport({
+      'cycle.json': JSON.stringify({
+        job: 'c-1',
+        counts: { fulfilled: 1 },
+        sponsorWallets: [wallet('1', '49999999999999999'), wallet('137', '5000000000000000000'), wallet('10', '0')],
+      }),
+    });
+    const thresholds = new Map([
+      ['1', 50_000_000_000_000_000n],
+      ['137', 5_000_000_000_000_000_000n],
+    ]);
+    const finished: V1Job = { metadata: { name: 'c-1' }, status: { startTime: new Date('2026-01-01T00:00:00Z') } };
+    const cycle = lastCycle([finished], report, thresholds);
+    expect(cycle!.sponsorWallets).to.deep.equal([
+      { ...wallet('1', '49999999999999999'), belowThreshold: true },
+      { ...wallet('137', '5000000000000000000'), belowThreshold: false },
+      wallet('10', '0'),
+    ]);
+  });
 });
 
 describe('node conditions', () => {

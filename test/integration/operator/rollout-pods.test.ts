@@ -1,0 +1,125 @@
+// A stage rollout and an old coordinator Job past its deadline whose pod is still there (issue 34, item 5): the Job
+// controller marks the Job FailureTarget at once and adds Failed only when the pod is gone; until then the pod may
+// still be sending, so the new stage's coordinator stays suspended. The pod is held terminating by a finalizer of the
+// test (kwok never runs it: it has no Node to go to), as a pod stuck Pending at its deadline would be.
+import {
+  CoreV1Api,
+  PatchStrategy,
+  setHeaderOptions,
+  type V1CronJob,
+  type V1Job,
+  type V1Pod,
+} from '@kubernetes/client-node';
+import { expect } from 'chai';
+import { API_VERSION, KIND, type OracleNode } from '../../../src/operator/resource.js';
+import { api, apply, useNamespace, waitFor } from '../support/cluster.js';
+import { condition, installCrd, type RunningOperator, read, readNode, sampleDocs, startOperator } from './support.js';
+
+const HOLD = 'oracle-node-operator.test/hold';
+
+describe('stage rollout and an old coordinator pod past its deadline (integration)', function () {
+  this.timeout(180_000);
+  const namespace = useNamespace('onode-rollout');
+  let operator: RunningOperator;
+  before(async () => {
+    await installCrd();
+    operator = startOperator(namespace.name);
+  });
+  after(async () => {
+    await operator?.stop();
+  });
+  const ns = () => namespace.name;
+  const cronJob = (name: string) => read<V1CronJob>('batch/v1', 'CronJob', ns(), name);
+  const podsOf = async (job: string): Promise<V1Pod[]> =>
+    (await api(CoreV1Api).listNamespacedPod({ namespace: ns(), labelSelector: `job-name=${job}` })).items;
+
+  it('does not release the new coordinator while a FailureTarget Job of the old stage still has its pod', async () => {
+    const { node, secret } = sampleDocs('minimal', ns());
+    await apply(secret);
+    await apply(node);
+    await waitFor(
+      async () => (condition(await readNode(ns(), 'minimal'), 'Ready')?.status === 'True' ? true : undefined),
+      120_000,
+      {
+        description: 'the node Ready',
+        intervalMs: 500,
+      },
+    );
+    // An old-stage coordinator Job whose deadline passes while its pod is still there.
+    const name = 'minimal-dev-coordinator-late';
+    await apply<V1Job>({
+      apiVersion: 'batch/v1',
+      kind: 'Job',
+      metadata: {
+        name,
+        namespace: ns(),
+        labels: {
+          'app.kubernetes.io/managed-by': 'oracle-node-operator',
+          'oracle-node.io/name': 'minimal',
+          'oracle-node.io/stage': 'dev',
+          'app.kubernetes.io/component': 'coordinator',
+        },
+      },
+      spec: {
+        activeDeadlineSeconds: 1,
+        backoffLimit: 0,
+        template: {
+          metadata: { finalizers: [HOLD] },
+          spec: {
+            restartPolicy: 'Never',
+            nodeSelector: { 'oracle-node-operator.test/nowhere': 'true' },
+            containers: [{ name: 'coordinator', image: 'oracle-node:0.1.0' }],
+          },
+        },
+      },
+    });
+    await waitFor(
+      async () => {
+        const job = await read<V1Job>('batch/v1', 'Job', ns(), name);
+        const target = job?.status?.conditions?.some((c) => c.type === 'FailureTarget' && c.status === 'True');
+        return target && (job?.status?.terminating ?? 0) > 0 ? job : undefined;
+      },
+      60_000,
+      { description: 'the Job marked FailureTarget with its pod terminating', intervalMs: 200 },
+    );
+
+    const live = (await readNode(ns(), 'minimal'))!;
+    const desired = {
+      apiVersion: API_VERSION,
+      kind: KIND,
+      metadata: { name: 'minimal', namespace: ns() },
+      spec: structuredClone(live.spec),
+    } as OracleNode;
+    (desired.spec.config.nodeSettings as { stage: string }).stage = 'next';
+    await apply(desired);
+    const held = await waitFor(
+      async () => {
+        const current = await readNode(ns(), 'minimal');
+        return condition(current, 'Progressing')?.message.includes(name) ? current : undefined;
+      },
+      60_000,
+      { description: 'the rollout waiting for the old Job', intervalMs: 200 },
+    );
+    expect(held.status).to.include({ stage: 'next', previousStage: 'dev' });
+    expect((await cronJob('minimal-next-coordinator'))!.spec!.suspend).to.equal(true);
+    expect(await podsOf(name)).to.have.length(1);
+
+    // The pod goes: the Job controller adds Failed, and the rollout goes on.
+    const [pod] = await podsOf(name);
+    await api(CoreV1Api).patchNamespacedPod(
+      {
+        name: pod!.metadata!.name!,
+        namespace: ns(),
+        body: { metadata: { finalizers: (pod!.metadata!.finalizers ?? []).filter((f) => f !== HOLD) } },
+      },
+      setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+    );
+    await waitFor(
+      async () => ((await cronJob('minimal-next-coordinator'))?.spec?.suspend === false ? true : undefined),
+      90_000,
+      { description: 'the new coordinator released', intervalMs: 300 },
+    );
+    expect(await podsOf(name)).to.have.length(0);
+    expect(await cronJob('minimal-dev-coordinator')).to.equal(undefined);
+  });
+});

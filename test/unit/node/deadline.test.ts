@@ -1,0 +1,34 @@
+import { expect } from 'chai';
+import { settleBy, WorkDeadline } from '../../../src/node/deadline.js';
+
+describe('WorkDeadline and settleBy', () => {
+  it('is stopped at its hard end (by the clock) or by stop(), with the reason, and has no time left then', () => {
+    let now = 1_000;
+    const deadline = new WorkDeadline(6_000, () => now);
+    expect(deadline.stopped).to.equal(false);
+    expect(deadline.timeLeftMs()).to.equal(5_000);
+    now = 6_000;
+    expect(deadline.stopped).to.equal(true);
+    expect(deadline.reason).to.equal("the window's hard end");
+    expect(deadline.timeLeftMs()).to.equal(0);
+    const open = new WorkDeadline(undefined);
+    expect(open.timeLeftMs()).to.equal(Number.POSITIVE_INFINITY);
+    open.stop('SIGTERM');
+    expect(open.signal.aborted).to.equal(true);
+    expect(open.reason).to.equal('SIGTERM');
+  });
+
+  it('settleBy: the work when it settles, the fallback when it does not settle after the stop', async () => {
+    const deadline = new WorkDeadline(undefined);
+    expect(await settleBy(Promise.resolve('done'), deadline, () => 'given up', 0)).to.equal('done');
+    const never = new Promise<string>(() => undefined);
+    const waiting = settleBy(never, deadline, () => 'given up', 0);
+    deadline.stop('SIGTERM');
+    expect(await waiting).to.equal('given up');
+    // Work that settles in the grace after the stop is kept.
+    const late = Promise.withResolvers<string>();
+    const kept = settleBy(late.promise, deadline, () => 'given up', 50);
+    late.resolve('settled');
+    expect(await kept).to.equal('settled');
+  });
+});
