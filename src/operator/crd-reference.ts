@@ -89,7 +89,7 @@ const POD_OVERRIDES_EXAMPLE = [
     'volumes and mounts, and environment from ConfigMaps. They are merged over what the operator builds: its own ' +
     'labels, annotations, variables, probes, security contexts and volumes always stay, and the apiserver refuses ' +
     'keys under `oracle-node.io/`, `app.kubernetes.io/` and `batch.kubernetes.io/`, the volume names `config`, ' +
-    "`tmp` and `shards`, and mounts on or under the engine's own paths. Names follow CloudNativePG " +
+    "`tmp`, `shards` and `secrets`, and mounts on or under the engine's own paths. Names follow CloudNativePG " +
     '(`inheritedMetadata`, `serviceAccountTemplate`). Secrets still reach a pod only through `secretRef` (scoped per ' +
     'workload); the overrides add what a platform injects beside them.',
   '',
@@ -123,5 +123,20 @@ const POD_OVERRIDES_EXAMPLE = [
   '',
   "With the CSI driver's `syncSecret`, the mounted values also become the Kubernetes Secret that `spec.secretRef` " +
     'names, so the engine reads them as usual.',
+  '',
+  '## Keys as files, and the gateway without the mnemonic',
+  '',
+  '`spec.secretRef.as: Files` gives each pod its keys of the Secret as a read-only volume (mode 0400) at ' +
+    '`/var/run/oracle-node/secrets`, one file per key it uses and no secret in its environment, for platforms whose ' +
+    'policy forbids secrets in environment variables. Whichever way, the gateway pods never receive the mnemonic: the ' +
+    'operator derives the node key (the only key the signed-data and OEV gateways sign with) into its own Secret ' +
+    '`<name>-signing-key`, rewritten when the mnemonic rotates (docs/security.md).',
+  '',
+  '```yaml',
+  'spec:',
+  '  secretRef:',
+  '    name: oracle-secrets',
+  '    as: Files                                  # default EnvVars',
+  '```',
   '',
 ];
