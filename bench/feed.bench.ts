@@ -1,0 +1,217 @@
+// Airnode feed: `oracle-node feed` (dist/cli/index.js) beside the reference @api3/airnode-feed 3.3.0 (its dist
+// entry), each on the same config.json: N templates (one signedApiUpdate each, as the reference requires for
+// templates whose `_path` differs), fetchInterval 5 s, one real @api3/signed-api 3.3.0 on loopback (a fresh one per
+// run), a loopback API whose answer is the time it answered (ms). Each run lasts --seconds; then SIGTERM.
+//
+// Measured: the feed process's CPU (user + system) and peak RSS at exit (bench/support/process-usage.ts's hook), the
+// template updates the API answered (one API call per template update), the updates the Signed API served (distinct
+// values seen by polling GET /delayed/{airnode} every 100 ms), and the time from the API's answer to the value being
+// served (poll resolution 100 ms).
+//   node --import tsx bench/feed.bench.ts [--seconds 30] [--templates 100,1000]
+// Needs `make build` (dist/cli/index.js).
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { feedSigner } from '../src/feed/signing.js';
+import { encodeParameters } from '../src/ois/abi.js';
+import { deriveTemplateIdV1 } from '../src/protocol/ids.js';
+import { TEST_MNEMONIC } from '../test/support/chain.js';
+import { buildFeedConfig, FEED_ENDPOINT_ID, feedSecrets, served, startSignedApi } from '../test/support/feed.js';
+import { loadAverage, machine, median, table, writeSection } from './report.js';
+import { USAGE_HOOK, usageReports } from './support/process-usage.js';
+
+const { values: args } = parseArgs({
+  options: { seconds: { type: 'string', default: '30' }, templates: { type: 'string', default: '100,1000' } },
+});
+const SECONDS = Number(args.seconds);
+const SIZES = args.templates.split(',').map(Number);
+const FETCH_INTERVAL = 5;
+const AUTH_TOKEN = 'bench-token-0123456789';
+const root = join(import.meta.dirname, '..');
+const airnode = feedSigner(TEST_MNEMONIC).address;
+
+type Run = {
+  implementation: string;
+  templates: number;
+  cpuMs: number;
+  peakRssMiB: number;
+  apiCalls: number;
+  served: number;
+  latenciesMs: number[];
+};
+
+/** The API: every asset's price is the time of the answer in ms, so a served value tells when it was fetched. */
+async function startClockApi() {
+  let calls = 0;
+  const server = createServer((_request, response) => {
+    calls++;
+    const now = Date.now();
+    response.writeHead(200, { 'content-type': 'application/json' });
+    response.end(JSON.stringify({ now }));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    calls: () => calls,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
+async function runOnce(implementation: 'oracle-node' | 'reference', templates: number): Promise<Run> {
+  const api = await startClockApi();
+  const signedApi = await startSignedApi(airnode, AUTH_TOKEN);
+  const dir = mkdtempSync(join(tmpdir(), 'feed-bench-'));
+  const config = benchConfig(api.url, signedApi.url, templates);
+  mkdirSync(join(dir, 'config'));
+  writeFileSync(join(dir, 'config', 'airnode-feed.json'), JSON.stringify(config));
+  writeFileSync(join(dir, 'config', 'secrets.env'), feedSecrets(TEST_MNEMONIC, 'bench-api-key-0123'));
+  const hook = join(dir, 'usage.cjs');
+  // The reference has no SIGTERM handler (a signal would end it without its exit event): exit on it, for the report.
+  writeFileSync(
+    hook,
+    implementation === 'reference' ? `process.on('SIGTERM', () => process.exit(0));\n${USAGE_HOOK}` : USAGE_HOOK,
+  );
+  const env = {
+    PATH: process.env.PATH ?? '',
+    NODE_OPTIONS: `--require ${hook}`,
+    LOG_LEVEL: 'warn',
+    LOG_HEARTBEAT: 'false',
+  };
+  const child: ChildProcess =
+    implementation === 'reference'
+      ? spawn(process.execPath, [join(root, 'node_modules/@api3/airnode-feed/dist/src/index.js')], { cwd: dir, env })
+      : spawn(
+          process.execPath,
+          [
+            join(root, 'dist/cli/index.js'),
+            'feed',
+            '-c',
+            join(dir, 'config', 'airnode-feed.json'),
+            '-s',
+            join(dir, 'config', 'secrets.env'),
+            '--metrics-port',
+            '0',
+          ],
+          { cwd: dir, env },
+        );
+  let stderr = '';
+  child.stderr?.on('data', (chunk: Buffer) => {
+    stderr += chunk.toString();
+  });
+  child.stdout?.resume();
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+
+  const seen = new Map<string, string>();
+  const latenciesMs: number[] = [];
+  const deadline = Date.now() + SECONDS * 1000;
+  while (Date.now() < deadline) {
+    const polledAt = Date.now();
+    for (const entry of Object.values(await served(signedApi.url, '/delayed', airnode))) {
+      if (seen.get(entry.templateId) === entry.encodedValue) continue;
+      seen.set(entry.templateId, entry.encodedValue);
+      latenciesMs.push(polledAt - Number(BigInt(entry.encodedValue)));
+    }
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, 100 - (Date.now() - polledAt))));
+  }
+  child.kill('SIGTERM');
+  await exited;
+  const apiCalls = api.calls();
+  await signedApi.stop();
+  await api.close();
+  rmSync(dir, { recursive: true, force: true });
+  const usage = usageReports(stderr)[0];
+  if (!usage) throw new Error(`${implementation} reported no usage: ${stderr.slice(-2000)}`);
+  return { implementation, templates, ...usage, apiCalls, served: latenciesMs.length, latenciesMs };
+}
+
+/**
+ * The feed config: N templates of one endpoint, each with its own `asset` query parameter (so its own template id
+ * and API call), all reading `now` (ms) from the answer, times 1.
+ */
+function benchConfig(apiUrl: string, signedApiUrl: string, count: number): Record<string, unknown> {
+  const base = buildFeedConfig({
+    apiUrl,
+    assets: [],
+    fetchInterval: FETCH_INTERVAL,
+    signedApis: [{ name: 'bench', url: signedApiUrl, authToken: AUTH_TOKEN }],
+  });
+  const ois = structuredClone(
+    (base.ois as { endpoints: { parameters: unknown[] }[]; apiSpecifications: { paths: unknown } }[])[0]!,
+  );
+  ois.apiSpecifications.paths = { '/prices': { get: { parameters: [{ in: 'query', name: 'asset' }] } } };
+  ois.endpoints[0]!.parameters = [{ name: 'asset', operationParameter: { name: 'asset', in: 'query' } }];
+  const templates: Record<string, unknown> = {};
+  const signedApiUpdates = [];
+  for (let i = 0; i < count; i++) {
+    const parameters = [
+      { type: 'string32', name: 'asset', value: `a${i}` },
+      { type: 'string32', name: '_type', value: 'int256' },
+      { type: 'string32', name: '_path', value: 'now' },
+      { type: 'string32', name: '_times', value: '1' },
+    ];
+    const encoded = encodeParameters(parameters.map((p) => ({ ...p, type: 'string32' as const })));
+    const templateId = deriveTemplateIdV1(FEED_ENDPOINT_ID, encoded);
+    templates[templateId] = { endpointId: FEED_ENDPOINT_ID, parameters };
+    signedApiUpdates.push({ templateIds: [templateId], fetchInterval: FETCH_INTERVAL });
+  }
+  return { ...base, ois: [ois], templates, triggers: { signedApiUpdates } };
+}
+
+const runs: Run[] = [];
+for (const templates of SIZES) {
+  for (const implementation of ['reference', 'oracle-node'] as const) {
+    const run = await runOnce(implementation, templates);
+    runs.push(run);
+    console.log(
+      `${implementation} ${templates} templates: ${run.cpuMs.toFixed(0)} ms CPU, ${run.peakRssMiB.toFixed(0)} MiB, ` +
+        `${run.apiCalls} API calls, ${run.served} served, median ${median(run.latenciesMs).toFixed(0)} ms`,
+    );
+  }
+}
+
+const percentile = (values: number[], p: number) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * p) / 100))] ?? Number.NaN;
+};
+const rows = runs.map((run) => [
+  run.implementation,
+  String(run.templates),
+  run.cpuMs.toFixed(0),
+  (run.cpuMs / Math.max(1, run.apiCalls)).toFixed(3),
+  run.peakRssMiB.toFixed(0),
+  String(run.apiCalls),
+  `${run.served} (${((100 * run.served) / Math.max(1, run.apiCalls)).toFixed(0)} %)`,
+  median(run.latenciesMs).toFixed(0),
+  percentile(run.latenciesMs, 95).toFixed(0),
+]);
+writeSection('Airnode feed (fetch, sign, push to a Signed API)', [
+  `Command: \`node --import tsx bench/feed.bench.ts --seconds ${SECONDS} --templates ${SIZES.join(',')}\` (after \`make build\`). ` +
+    `Machine: ${machine()}; load average at the end ${loadAverage()} (shared with other jobs: figures are indicative).`,
+  '',
+  `Each run: one feed process on the same config.json (N templates, one signedApiUpdate each, fetchInterval ${FETCH_INTERVAL} s), ` +
+    `a fresh real @api3/signed-api 3.3.0 on loopback, ${SECONDS} s, then SIGTERM. CPU (user + system) and peak RSS are the feed ` +
+    'process\'s own at exit, start-up included; "per update" divides the CPU by the template updates fetched (one API call ' +
+    'each). "Served" counts the distinct values the Signed API served (GET /delayed every 100 ms); the latency is from the ' +
+    "API's answer (its value is the time) to the poll that first saw it served (100 ms resolution).",
+  '',
+  ...table(
+    [
+      'feed',
+      'templates',
+      'CPU ms',
+      'CPU ms / update',
+      'peak RSS MiB',
+      'updates fetched',
+      'updates served',
+      'fetch to served, median ms',
+      'p95 ms',
+    ],
+    [false, true, true, true, true, true, true, true, true],
+    rows,
+  ),
+]);
+process.exit(0);
