@@ -84,10 +84,10 @@ async function runOnce(implementation: 'oracle-node' | 'reference', templates: n
   const child: ChildProcess =
     implementation === 'reference'
       ? spawn(process.execPath, [join(root, 'node_modules/@api3/airnode-feed/dist/src/index.js')], { cwd: dir, env })
-      : spawn(
-          process.execPath,
+      : // The installed binary as users run it, through its #! line.
+        spawn(
+          join(root, 'dist/cli/index.js'),
           [
-            join(root, 'dist/cli/index.js'),
             'feed',
             '-c',
             join(dir, 'config', 'airnode-feed.json'),

@@ -8,7 +8,7 @@ import { apiCredentialsSchema, oisSchema } from '../config/index.js';
 import { type AbiParameter, type AbiParameterType, encodeParameters } from '../ois/abi.js';
 import { preProcessEndpointParameters } from '../ois/processing.js';
 import type { Endpoint as OisEndpoint } from '../ois/types.js';
-import { deriveEndpointId } from '../protocol/direct-ids.js';
+import { BYTES32_PATTERN, deriveEndpointId } from '../protocol/direct-ids.js';
 import { deriveTemplateIdV1 } from '../protocol/ids.js';
 import { isValidMnemonic } from '../protocol/node-key.js';
 
@@ -45,6 +45,8 @@ export const feedTemplatesSchema = z.record(evmIdSchema, feedTemplateSchema).sup
       });
       continue;
     }
+    // An endpointId that is not bytes32 is reported by its own schema.
+    if (!BYTES32_PATTERN.test(template.endpointId)) continue;
     const derived = deriveTemplateIdV1(template.endpointId, encodedParameters);
     if (derived !== templateId) {
       ctx.addIssue({
