@@ -4,9 +4,9 @@
 // run), a loopback API whose answer is the time it answered (ms). Each run lasts --seconds; then SIGTERM.
 //
 // Measured: the feed process's CPU (user + system) and peak RSS at exit (bench/support/process-usage.ts's hook), the
-// template updates the API answered (one API call per template update), the updates the Signed API served (distinct
-// values seen by polling GET /delayed/{airnode} every 100 ms), and the time from the API's answer to the value being
-// served (poll resolution 100 ms).
+// template updates the API answered (one API call per template update), the values the Signed API accepted (a counting
+// proxy in front of it adds up the `count` of its answers), the distinct values seen served by polling
+// GET /delayed/{airnode} every --poll-ms, and the time from the API's answer to the value being seen served.
 //   node --import tsx bench/feed.bench.ts [--seconds 30] [--templates 100,1000]
 // Needs `make build` (dist/cli/index.js).
 import { type ChildProcess, spawn } from 'node:child_process';
@@ -25,10 +25,16 @@ import { loadAverage, machine, median, table, writeSection } from './report.js';
 import { USAGE_HOOK, usageReports } from './support/process-usage.js';
 
 const { values: args } = parseArgs({
-  options: { seconds: { type: 'string', default: '30' }, templates: { type: 'string', default: '100,1000' } },
+  options: {
+    seconds: { type: 'string', default: '30' },
+    templates: { type: 'string', default: '100,1000' },
+    'poll-ms': { type: 'string', default: '100' },
+    only: { type: 'string' },
+  },
 });
 const SECONDS = Number(args.seconds);
 const SIZES = args.templates.split(',').map(Number);
+const POLL_MS = Number(args['poll-ms']);
 const FETCH_INTERVAL = 5;
 const AUTH_TOKEN = 'bench-token-0123456789';
 const root = join(import.meta.dirname, '..');
@@ -40,6 +46,8 @@ type Run = {
   cpuMs: number;
   peakRssMiB: number;
   apiCalls: number;
+  /** Values the Signed API accepted (the sum of `count` in its answers), the feed's last push at SIGTERM included. */
+  accepted: number;
   served: number;
   latenciesMs: number[];
 };
@@ -61,11 +69,49 @@ async function startClockApi() {
   };
 }
 
+/** Between the feed and the Signed API: forwards each POST and adds up the values the Signed API accepted. */
+async function startCountingProxy(signedApiUrl: string) {
+  let accepted = 0;
+  const server = createServer((request, response) => {
+    const chunks: Buffer[] = [];
+    request.on('data', (chunk: Buffer) => chunks.push(chunk));
+    request.on('end', async () => {
+      try {
+        const answer = await fetch(`${signedApiUrl}${request.url}`, {
+          method: request.method ?? 'POST',
+          headers: {
+            'content-type': 'application/json',
+            ...(request.headers.authorization ? { authorization: request.headers.authorization } : {}),
+          },
+          body: Buffer.concat(chunks),
+        });
+        const text = await answer.text();
+        // The Signed API files each value twice (its beacon and its OEV beacon) and counts both.
+        if (answer.ok) accepted += (JSON.parse(text) as { count: number }).count / 2;
+        response.writeHead(answer.status, { 'content-type': 'application/json' }).end(text);
+      } catch {
+        response.writeHead(502).end('{}');
+      }
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    accepted: () => accepted,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
 async function runOnce(implementation: 'oracle-node' | 'reference', templates: number): Promise<Run> {
   const api = await startClockApi();
   const signedApi = await startSignedApi(airnode, AUTH_TOKEN);
   const dir = mkdtempSync(join(tmpdir(), 'feed-bench-'));
-  const config = benchConfig(api.url, signedApi.url, templates);
+  const proxy = await startCountingProxy(signedApi.url);
+  const config = benchConfig(api.url, proxy.url, templates);
   mkdirSync(join(dir, 'config'));
   writeFileSync(join(dir, 'config', 'airnode-feed.json'), JSON.stringify(config));
   writeFileSync(join(dir, 'config', 'secrets.env'), feedSecrets(TEST_MNEMONIC, 'bench-api-key-0123'));
@@ -77,7 +123,7 @@ async function runOnce(implementation: 'oracle-node' | 'reference', templates: n
   );
   const env = {
     PATH: process.env.PATH ?? '',
-    NODE_OPTIONS: `--require ${hook}`,
+    NODE_OPTIONS: `--require ${hook}${process.env.FEED_PROF ? " --cpu-prof --cpu-prof-dir=/tmp/feeds-prof" : ""}`,
     LOG_LEVEL: 'warn',
     LOG_HEARTBEAT: 'false',
   };
@@ -115,17 +161,19 @@ async function runOnce(implementation: 'oracle-node' | 'reference', templates: n
       seen.set(entry.templateId, entry.encodedValue);
       latenciesMs.push(polledAt - Number(BigInt(entry.encodedValue)));
     }
-    await new Promise((resolve) => setTimeout(resolve, Math.max(0, 100 - (Date.now() - polledAt))));
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, POLL_MS - (Date.now() - polledAt))));
   }
   child.kill('SIGTERM');
   await exited;
   const apiCalls = api.calls();
+  const accepted = proxy.accepted();
+  await proxy.close();
   await signedApi.stop();
   await api.close();
   rmSync(dir, { recursive: true, force: true });
   const usage = usageReports(stderr)[0];
   if (!usage) throw new Error(`${implementation} reported no usage: ${stderr.slice(-2000)}`);
-  return { implementation, templates, ...usage, apiCalls, served: latenciesMs.length, latenciesMs };
+  return { implementation, templates, ...usage, apiCalls, accepted, served: latenciesMs.length, latenciesMs };
 }
 
 /**
@@ -164,11 +212,12 @@ function benchConfig(apiUrl: string, signedApiUrl: string, count: number): Recor
 const runs: Run[] = [];
 for (const templates of SIZES) {
   for (const implementation of ['reference', 'oracle-node'] as const) {
+    if (args.only && args.only !== implementation) continue;
     const run = await runOnce(implementation, templates);
     runs.push(run);
     console.log(
       `${implementation} ${templates} templates: ${run.cpuMs.toFixed(0)} ms CPU, ${run.peakRssMiB.toFixed(0)} MiB, ` +
-        `${run.apiCalls} API calls, ${run.served} served, median ${median(run.latenciesMs).toFixed(0)} ms`,
+        `${run.apiCalls} API calls, ${run.accepted} accepted, ${run.served} served, median ${median(run.latenciesMs).toFixed(0)} ms`,
     );
   }
 }
@@ -184,19 +233,22 @@ const rows = runs.map((run) => [
   (run.cpuMs / Math.max(1, run.apiCalls)).toFixed(3),
   run.peakRssMiB.toFixed(0),
   String(run.apiCalls),
-  `${run.served} (${((100 * run.served) / Math.max(1, run.apiCalls)).toFixed(0)} %)`,
+  `${run.accepted} (${((100 * run.accepted) / Math.max(1, run.apiCalls)).toFixed(0)} %)`,
+  String(run.served),
   median(run.latenciesMs).toFixed(0),
   percentile(run.latenciesMs, 95).toFixed(0),
 ]);
 writeSection('Airnode feed (fetch, sign, push to a Signed API)', [
-  `Command: \`node --import tsx bench/feed.bench.ts --seconds ${SECONDS} --templates ${SIZES.join(',')}\` (after \`make build\`). ` +
+  `Command: \`node --import tsx bench/feed.bench.ts --seconds ${SECONDS} --templates ${SIZES.join(',')} --poll-ms ${POLL_MS}\` (after \`make build\`). ` +
     `Machine: ${machine()}; load average at the end ${loadAverage()} (shared with other jobs: figures are indicative).`,
   '',
   `Each run: one feed process on the same config.json (N templates, one signedApiUpdate each, fetchInterval ${FETCH_INTERVAL} s), ` +
     `a fresh real @api3/signed-api 3.3.0 on loopback, ${SECONDS} s, then SIGTERM. CPU (user + system) and peak RSS are the feed ` +
     'process\'s own at exit, start-up included; "per update" divides the CPU by the template updates fetched (one API call ' +
-    'each). "Served" counts the distinct values the Signed API served (GET /delayed every 100 ms); the latency is from the ' +
-    "API's answer (its value is the time) to the poll that first saw it served (100 ms resolution).",
+    'each). "Accepted" adds up the `count` of the Signed API\'s answers (a counting proxy in front of it; the last push at ' +
+    `SIGTERM included). "Seen served" counts the distinct values a poll of GET /delayed every ${POLL_MS} ms saw (a value ` +
+    "replaced between two polls, or fetched in the last moments, is not seen); the latency is from the API's answer " +
+    `(its value is the time) to the poll that first saw it served (${POLL_MS} ms resolution).`,
   '',
   ...table(
     [
@@ -206,11 +258,12 @@ writeSection('Airnode feed (fetch, sign, push to a Signed API)', [
       'CPU ms / update',
       'peak RSS MiB',
       'updates fetched',
-      'updates served',
+      'accepted by the Signed API',
+      'values seen served',
       'fetch to served, median ms',
       'p95 ms',
     ],
-    [false, true, true, true, true, true, true, true, true],
+    [false, true, true, true, true, true, true, true, true, true],
     rows,
   ),
 ]);

@@ -3,6 +3,8 @@
 // sign each value with the node key (base and OEV signature) and hand it to one pusher per Signed API. A pusher keeps
 // the newest value per template and posts batches, one request at a time, with bounded retries and backoff: a slow
 // or down Signed API delays only its own pusher, never another one or the fetches.
+import { Agent as HttpAgent, request as httpRequest } from 'node:http';
+import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { errorMessage } from '../common/errors.js';
 import type { Logger, Registry } from '../observability/index.js';
 import { counter, gauge, histogram, secondsSince } from '../observability/index.js';
@@ -106,23 +108,48 @@ function feedMetrics(registry: Registry, dataTimestamps: Map<string, number>) {
   };
 }
 
-/** Reads at most maxBytes of a response body as text (a hostile or broken Signed API cannot fill the memory). */
-async function boundedText(response: Response, maxBytes: number): Promise<string> {
-  if (!response.body) return '';
-  const reader = response.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let total = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    total += value.byteLength;
-    if (total > maxBytes) {
-      await reader.cancel();
-      throw new Error(`the answer is larger than ${maxBytes} bytes`);
-    }
-    chunks.push(value);
-  }
-  return Buffer.concat(chunks).toString('utf8');
+/**
+ * One POST with node:http(s) on a keep-alive agent (a fraction of fetch's CPU per request): the status and the answer,
+ * read up to maxBytes, within timeoutMs for the whole exchange. Rejects with a short reason.
+ */
+function post(
+  url: URL,
+  headers: Record<string, string>,
+  body: string,
+  agents: { http: HttpAgent; https: HttpsAgent },
+  options: PushOptions,
+  signal: AbortSignal,
+): Promise<{ status: number; text: string }> {
+  return new Promise((resolve, reject) => {
+    const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
+    const request = send(url, {
+      method: 'POST',
+      headers: { ...headers, 'content-length': Buffer.byteLength(body) },
+      agent: url.protocol === 'https:' ? agents.https : agents.http,
+      signal,
+    });
+    const timer = setTimeout(
+      () => request.destroy(new Error(`no answer within ${options.timeoutMs} ms`)),
+      options.timeoutMs,
+    );
+    request.once('close', () => clearTimeout(timer));
+    request.once('error', (error) => reject(error));
+    request.once('response', (response) => {
+      const chunks: Buffer[] = [];
+      let total = 0;
+      response.on('data', (chunk: Buffer) => {
+        total += chunk.length;
+        if (total > options.maxAnswerBytes) {
+          request.destroy(new Error(`the answer is larger than ${options.maxAnswerBytes} bytes`));
+          return;
+        }
+        chunks.push(chunk);
+      });
+      response.once('end', () => resolve({ status: response.statusCode ?? 0, text: Buffer.concat(chunks).toString() }));
+      response.once('error', (error) => reject(error));
+    });
+    request.end(body);
+  });
 }
 
 /** POST /{airnode} of one batch; resolves to the Signed API's {count, skipped} or throws with a short reason. */
@@ -130,22 +157,25 @@ async function postBatch(
   signedApi: SignedApi,
   airnode: string,
   batch: SignedTemplateData[],
+  agents: { http: HttpAgent; https: HttpsAgent },
   options: PushOptions,
   signal: AbortSignal,
 ): Promise<{ count: number; skipped: number }> {
   // As the reference: the address resolved against the Signed API's URL.
-  const url = new URL(airnode, signedApi.url).href;
-  const response = await fetch(url, {
-    method: 'POST',
-    headers: {
-      'content-type': 'application/json',
-      ...(signedApi.authToken ? { authorization: `Bearer ${signedApi.authToken}` } : {}),
-    },
-    body: JSON.stringify({ airnode, signedData: batch }),
-    signal: AbortSignal.any([signal, AbortSignal.timeout(options.timeoutMs)]),
-  });
-  const text = await boundedText(response, options.maxAnswerBytes);
-  if (!response.ok) throw new Error(`HTTP ${response.status}: ${text.slice(0, 200)}`);
+  const url = new URL(airnode, signedApi.url);
+  const headers: Record<string, string> = {
+    'content-type': 'application/json',
+    ...(signedApi.authToken ? { authorization: `Bearer ${signedApi.authToken}` } : {}),
+  };
+  const { status, text } = await post(
+    url,
+    headers,
+    JSON.stringify({ airnode, signedData: batch }),
+    agents,
+    options,
+    signal,
+  );
+  if (status < 200 || status > 299) throw new Error(`HTTP ${status}: ${text.slice(0, 200)}`);
   let answer: unknown;
   try {
     answer = JSON.parse(text);
@@ -165,6 +195,8 @@ class SignedApiPusher {
   private failures = 0;
   private stopped = false;
   private readonly abort = new AbortController();
+  /** Connections kept open between POSTs, one Signed API each (as fetch's pool would). */
+  private readonly agents = { http: new HttpAgent({ keepAlive: true }), https: new HttpsAgent({ keepAlive: true }) };
   lastSuccessMs: number | undefined;
   lastFailure: string | undefined;
 
@@ -213,7 +245,14 @@ class SignedApiPusher {
     const name = this.signedApi.name;
     const start = process.hrtime.bigint();
     try {
-      const { count, skipped } = await postBatch(this.signedApi, this.airnode, batch, this.options, this.abort.signal);
+      const { count, skipped } = await postBatch(
+        this.signedApi,
+        this.airnode,
+        batch,
+        this.agents,
+        this.options,
+        this.abort.signal,
+      );
       this.metrics.pushSeconds.observe({ signed_api: name }, secondsSince(start));
       this.metrics.pushes.inc({ signed_api: name, outcome: 'success' });
       this.metrics.pushedValues.inc({ signed_api: name, outcome: 'accepted' }, count);
@@ -251,16 +290,19 @@ class SignedApiPusher {
 
   /** One last POST of what is pending (no retry), then stop; aborts a POST still running after the timeout. */
   async stop(): Promise<void> {
+    // Stopped first, so that the POST in flight, as it ends, neither starts another one nor schedules a retry.
+    this.stopped = true;
     clearTimeout(this.retryTimer);
     this.retryTimer = undefined;
     await this.inFlight;
-    this.stopped = true;
     if (this.pending.size > 0) {
       this.inFlight = this.pushOnce();
       await this.inFlight;
     }
     this.abort.abort();
     clearTimeout(this.retryTimer);
+    this.agents.http.destroy();
+    this.agents.https.destroy();
   }
 }
 
