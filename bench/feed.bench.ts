@@ -7,7 +7,7 @@
 // template updates the API answered (one API call per template update), the values the Signed API accepted (a counting
 // proxy in front of it adds up the `count` of its answers), the distinct values seen served by polling
 // GET /delayed/{airnode} every --poll-ms, and the time from the API's answer to the value being seen served.
-//   node --import tsx bench/feed.bench.ts [--seconds 30] [--templates 100,1000]
+//   node --import tsx bench/feed.bench.ts [--seconds 30] [--templates 100,1000] [--poll-ms 250] [--only reference|oracle-node]
 // Needs `make build` (dist/cli/index.js).
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -28,7 +28,7 @@ const { values: args } = parseArgs({
   options: {
     seconds: { type: 'string', default: '30' },
     templates: { type: 'string', default: '100,1000' },
-    'poll-ms': { type: 'string', default: '100' },
+    'poll-ms': { type: 'string', default: '250' },
     only: { type: 'string' },
   },
 });
@@ -123,7 +123,7 @@ async function runOnce(implementation: 'oracle-node' | 'reference', templates: n
   );
   const env = {
     PATH: process.env.PATH ?? '',
-    NODE_OPTIONS: `--require ${hook}${process.env.FEED_PROF ? " --cpu-prof --cpu-prof-dir=/tmp/feeds-prof" : ""}`,
+    NODE_OPTIONS: `--require ${hook}`,
     LOG_LEVEL: 'warn',
     LOG_HEARTBEAT: 'false',
   };
