@@ -1,5 +1,6 @@
 // Airnode feed test support: a feed config.json over a loopback price API, the real @api3/signed-api 3.3.0 and the
 // real @api3/airnode-feed 3.3.0 as child processes on loopback (each reads ./config/ of its working directory).
+// biome-ignore-all lint/suspicious/noTemplateCurlyInString: ${NAME} strings are secret references
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
