@@ -17,6 +17,7 @@ export const MAY_IMPORT: Record<string, readonly string[]> = {
   chain: ['common', 'protocol', 'config', 'ois', 'observability'],
   gateway: ['common', 'protocol', 'config', 'ois', 'chain', 'observability'],
   node: ['common', 'protocol', 'contract', 'config', 'ois', 'chain', 'observability', 'kube'],
+  feed: ['common', 'protocol', 'config', 'ois', 'observability'],
   operator: ['common', 'protocol', 'contract', 'config', 'observability', 'kube'],
   cli: [
     'common',
@@ -29,6 +30,7 @@ export const MAY_IMPORT: Record<string, readonly string[]> = {
     'kube',
     'gateway',
     'node',
+    'feed',
     'operator',
   ],
 };

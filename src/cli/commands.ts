@@ -57,6 +57,10 @@ export const subcommands: Record<string, CommandEntry> = {
     summary: 'Serve the HTTP, signed-data and OEV gateways',
     load: async () => (await import('./gateway.js')).gatewayCommand,
   },
+  feed: {
+    summary: 'Run an Airnode feed (@api3/airnode-feed config.json): fetch, sign, push to Signed APIs',
+    load: async () => (await import('./feed.js')).feedCommand,
+  },
   completion: {
     summary: 'Print a shell completion script: oracle-node completion bash|zsh',
     load: async () => (await import('./completion.js')).completionCommand,

@@ -31,7 +31,11 @@ export function counter<L extends string>(registry: Registry, spec: MetricSpec<L
   return new Counter<L>({ ...spec, labelNames: spec.labelNames ?? [], registers: [registry] });
 }
 
-export function gauge<L extends string>(registry: Registry, spec: MetricSpec<L>): Gauge<L> {
+/** `collect`, when given, sets the gauge's values at each scrape (values that are a function of the time). */
+export function gauge<L extends string>(
+  registry: Registry,
+  spec: MetricSpec<L> & { collect?: (this: Gauge<L>) => void },
+): Gauge<L> {
   const existing = registry.getSingleMetric(spec.name);
   if (existing) return existing as Gauge<L>;
   return new Gauge<L>({ ...spec, labelNames: spec.labelNames ?? [], registers: [registry] });

@@ -45,7 +45,11 @@ export type EndpointPhase = {
 const epochMs = () => performance.timeOrigin + performance.now();
 
 /** Runs one phase and reports it (also when it throws) to the caller's hook, if there is one. */
-async function phase<T>(call: EndpointCall, name: EndpointPhase['name'], run: () => T | Promise<T>): Promise<T> {
+async function phase<T>(
+  call: Pick<EndpointCall, 'onPhase'>,
+  name: EndpointPhase['name'],
+  run: () => T | Promise<T>,
+): Promise<T> {
   if (!call.onPhase) return run();
   const startMs = epochMs();
   let failed = true;
@@ -112,6 +116,21 @@ export async function callEndpoint(call: EndpointCall): Promise<EndpointResult> 
 }
 
 async function runEndpointCall(call: EndpointCall): Promise<EndpointResult> {
+  const fetched = await fetchEndpointResponse(call);
+  if (!fetched.success) return fetched;
+  return processEndpointResponse(call, fetched.endpoint, fetched.apiResponse);
+}
+
+/** What an endpoint's API answered (or the pre-processed parameters, for an endpoint without an API call). */
+export type EndpointResponse = { success: true; endpoint: Endpoint; apiResponse: unknown };
+
+/**
+ * The first half of an endpoint call: checks, pre-processing, defaults and the HTTP request. An Airnode feed calls
+ * it once for the templates that share an operation and runs the second half per template.
+ */
+export async function fetchEndpointResponse(
+  call: EndpointCall,
+): Promise<EndpointResponse | Extract<EndpointResult, { success: false }>> {
   if (!isRecord(call) || !isRecord(call.ois) || !Array.isArray(call.ois.endpoints)) {
     return { success: false, errorMessage: 'Invalid endpoint call: an OIS is required' };
   }
@@ -129,35 +148,45 @@ async function runEndpointCall(call: EndpointCall): Promise<EndpointResult> {
     return { success: false, errorMessage: errorMessage(error) };
   }
 
-  let apiResponse: unknown;
   if (!endpoint.operation && endpoint.fixedOperationParameters.length === 0) {
     // No API to call: the pre-processed parameters (reserved ones included) act as the response.
-    apiResponse = processed;
-  } else {
-    // Defaults are merged after pre-processing, as in the reference; reserved parameters never reach the API.
-    const parameters = withoutReserved({ ...defaultParameters(endpoint), ...processed });
-    const apiCredentials = (call.apiCredentials ?? []).filter((credential) => credential.oisTitle === call.ois.title);
-    const request = buildRequest({
-      ois: call.ois,
-      endpointName: call.endpointName,
-      parameters,
-      apiCredentials,
-      metadata: call.metadata,
-    });
-    const result = await callApi(request, {
-      timeoutsMs: call.options?.apiTimeoutsMs,
-      maxResponseBytes: call.options?.maxResponseBytes,
-    });
-    if (!result.success) {
-      return {
-        success: false,
-        errorMessage: result.errorMessage,
-        ...(result.unusableResponse ? { cause: 'upstream' as const } : {}),
-      };
-    }
-    apiResponse = result.data;
+    return { success: true, endpoint, apiResponse: processed };
   }
+  // Defaults are merged after pre-processing, as in the reference; reserved parameters never reach the API.
+  const parameters = withoutReserved({ ...defaultParameters(endpoint), ...processed });
+  const apiCredentials = (call.apiCredentials ?? []).filter((credential) => credential.oisTitle === call.ois.title);
+  const request = buildRequest({
+    ois: call.ois,
+    endpointName: call.endpointName,
+    parameters,
+    apiCredentials,
+    metadata: call.metadata,
+  });
+  const result = await callApi(request, {
+    timeoutsMs: call.options?.apiTimeoutsMs,
+    maxResponseBytes: call.options?.maxResponseBytes,
+  });
+  if (!result.success) {
+    return {
+      success: false,
+      errorMessage: result.errorMessage,
+      ...(result.unusableResponse ? { cause: 'upstream' as const } : {}),
+    };
+  }
+  return { success: true, endpoint, apiResponse: result.data };
+}
 
+/**
+ * The second half of an endpoint call: post-processing with the call's parameters, then extraction and encoding of
+ * its reserved parameters. Throws only on reserved parameters that are not valid (as runEndpointCall, whose caller
+ * answers that as a failure).
+ */
+export async function processEndpointResponse(
+  call: Pick<EndpointCall, 'parameters' | 'options' | 'onPhase'>,
+  endpoint: Endpoint,
+  apiResponse: unknown,
+): Promise<EndpointResult> {
+  const processingOptions = { totalTimeoutMs: call.options?.processingTimeoutMs };
   const postProcess = () => postProcessResponse(apiResponse, endpoint, call.parameters, processingOptions);
   let postProcessed: { response: unknown; timestamp?: number };
   try {

@@ -28,6 +28,7 @@ describe('oracle-node CLI', () => {
         'cycle',
         'request',
         'completion',
+        'feed',
       ].sort(),
     );
   });

@@ -1,0 +1,134 @@
+// `oracle-node feed -c config.json -s secrets.env [--metrics-port N]`: an Airnode feed (@api3/airnode-feed 3.x
+// config.json, unchanged): fetch, sign and push to the Signed APIs, with /healthz, /readyz and /metrics. SIGTERM or
+// SIGINT stops the fetches and gives each Signed API one last push. Exit codes: 0 stopped cleanly, 1 invalid config
+// or server start failure, 2 usage or I/O error.
+import { readFile } from 'node:fs/promises';
+import { errorMessage } from '../common/errors.js';
+import { parseSecretsEnv, secretsFromEnvironment, urlCredentials } from '../config/index.js';
+import { startFeed } from '../feed/engine.js';
+import { feedSigner } from '../feed/signing.js';
+import { validateFeedConfig } from '../feed/validate.js';
+import {
+  createLogger,
+  createMetricsRegistry,
+  type LogFormat,
+  type LogLevel,
+  registerSecrets,
+  startObservabilityServer,
+} from '../observability/index.js';
+import { parseCommandArgs, parseServerPorts } from './args.js';
+import type { Subcommand } from './subcommand.js';
+
+const USAGE = `Usage: oracle-node feed -c <config.json> [-s <secrets.env>] [--metrics-port N] [--host H]
+
+Runs an Airnode feed: the config.json of @api3/airnode-feed 3.x, unchanged (docs/feeds.md).
+  -c, --config        path of config.json (the reference's airnode-feed.json)
+  -s, --secrets       path of secrets.env (NAME=value lines); default: the environment's variables
+      --metrics-port  serve /healthz, /readyz and /metrics on this port (default 9090; 0 = any free port)
+      --host          address of the metrics server (default 0.0.0.0)
+Logs: LOG_FORMAT json|pretty and LOG_LEVEL debug|info|warn|error, as the reference.
+Stops on SIGTERM/SIGINT after one last push to each Signed API.`;
+
+export const DEFAULT_FEED_METRICS_PORT = 9090;
+
+const LOG_LEVELS: Record<string, LogLevel> = { debug: 'DEBUG', info: 'INFO', warn: 'WARN', error: 'ERROR' };
+
+export async function runFeed(argv: string[]): Promise<number> {
+  const parsed = parseCommandArgs(
+    argv,
+    {
+      config: { type: 'string', short: 'c' },
+      secrets: { type: 'string', short: 's' },
+      'metrics-port': { type: 'string' },
+      host: { type: 'string' },
+    },
+    `${USAGE}\n`,
+  );
+  if ('exitCode' in parsed) return parsed.exitCode;
+  const { values } = parsed;
+  const configPath = values.config ?? process.env.ORACLE_NODE_CONFIG;
+  if (!configPath) {
+    process.stderr.write(`Missing -c <config.json>\n\n${USAGE}\n`);
+    return 2;
+  }
+  const ports = parseServerPorts({ 'metrics-port': values['metrics-port'] });
+  if ('exitCode' in ports) return ports.exitCode;
+
+  let rawConfig: unknown;
+  let secrets: Record<string, string>;
+  try {
+    const text = await readFile(configPath, 'utf8');
+    try {
+      rawConfig = JSON.parse(text);
+    } catch (error) {
+      process.stderr.write(`${configPath} is not JSON: ${errorMessage(error)}\n`);
+      return 1;
+    }
+    secrets = values.secrets
+      ? parseSecretsEnv(await readFile(values.secrets, 'utf8')).secrets
+      : secretsFromEnvironment(rawConfig);
+  } catch (error) {
+    process.stderr.write(`Cannot read ${(error as NodeJS.ErrnoException).path ?? 'file'}: ${errorMessage(error)}\n`);
+    return 2;
+  }
+  registerSecrets(Object.values(secrets));
+  const result = await validateFeedConfig(rawConfig, secrets);
+  if (!result.ok) {
+    const lines = result.errors.map((issue) => `  ${issue.path || '(root)'}: ${issue.message}`);
+    process.stderr.write(`The configuration is not valid:\n${lines.join('\n')}\n`);
+    return 1;
+  }
+  const config = result.config;
+  // Secret even when written inline: the mnemonic, API credentials, auth tokens, credentials in a Signed API URL.
+  registerSecrets([
+    config.nodeSettings.airnodeWalletMnemonic,
+    ...config.apiCredentials.map((credential) => credential.securitySchemeValue),
+    ...config.signedApis.flatMap((api) => [...(api.authToken ? [api.authToken] : []), ...urlCredentials(api.url)]),
+  ]);
+
+  const format: LogFormat = process.env.LOG_FORMAT === 'pretty' ? 'plain' : 'json';
+  const logger = createLogger({
+    format,
+    level: LOG_LEVELS[process.env.LOG_LEVEL ?? 'info'] ?? 'INFO',
+    bindings: { component: 'feed', stage: config.nodeSettings.stage },
+  });
+  const registry = createMetricsRegistry({ defaultMetrics: true, labels: { component: 'feed' } });
+  const engine = startFeed({ config, signer: feedSigner(config.nodeSettings.airnodeWalletMnemonic), logger, registry });
+  let stopping = false;
+  let server: Awaited<ReturnType<typeof startObservabilityServer>>;
+  try {
+    server = await startObservabilityServer({
+      registry,
+      healthy: () => !stopping,
+      ready: () => (stopping ? { ready: false, reason: 'stopping' } : true),
+      port: ports.metricsPort ?? DEFAULT_FEED_METRICS_PORT,
+      ...(values.host ? { host: values.host } : {}),
+    });
+  } catch (error) {
+    await engine.stop();
+    process.stderr.write(`Cannot start the metrics server: ${errorMessage(error)}\n`);
+    return 1;
+  }
+  logger.info({ airnode: engine.airnode, metricsPort: server.port }, 'serving /healthz, /readyz and /metrics');
+
+  await new Promise<void>((resolve) => {
+    const stop = (signal: string) => {
+      stopping = true;
+      logger.info({ signal }, 'stopping: last push to each Signed API');
+      process.off('SIGTERM', onTerm);
+      process.off('SIGINT', onInt);
+      void engine
+        .stop()
+        .then(() => server.close())
+        .then(resolve);
+    };
+    const onTerm = () => stop('SIGTERM');
+    const onInt = () => stop('SIGINT');
+    process.on('SIGTERM', onTerm);
+    process.on('SIGINT', onInt);
+  });
+  logger.info('stopped');
+  return 0;
+}
+
+export const feedCommand: Subcommand = { run: runFeed };

@@ -1,0 +1,62 @@
+// An Airnode feed's signatures, byte-identical to @api3/airnode-feed 3.x (sign-template-data.ts, utils.ts): the base
+// signature is EIP-191 over keccak256(abi.encodePacked(bytes32 templateId, uint256 timestamp, bytes encodedValue)),
+// the OEV signature the same over the OEV template id, keccak256(abi.encodePacked(bytes32 templateId)). The key is
+// the node's (m/44'/60'/0'/0/0 of nodeSettings.airnodeWalletMnemonic), signing with libsecp256k1.
+import jsSha3 from 'js-sha3';
+import { fastMessageSigner, type MessageSigner } from '../protocol/message-signer.js';
+import { nodeWallet } from '../protocol/wallet.js';
+
+/** One entry of a Signed API batch (`signedData` of POST /{airnode}). */
+export type SignedTemplateData = {
+  templateId: string;
+  timestamp: string;
+  encodedValue: string;
+  signature: string;
+  oevSignature: string;
+};
+
+/** The node key as a signer, and its address (the `airnode` of every batch). */
+export function feedSigner(mnemonic: string): MessageSigner {
+  const wallet = nodeWallet(mnemonic);
+  return fastMessageSigner({ address: wallet.address, privateKey: wallet.privateKey });
+}
+
+const hexBytes = (hex: string) => Buffer.from(hex.slice(2), 'hex');
+
+/** keccak256(abi.encodePacked(bytes32 templateId)): the template id of the OEV signature. */
+export function deriveOevTemplateId(templateId: string): string {
+  return `0x${jsSha3.keccak256(hexBytes(templateId))}`;
+}
+
+/** uint256 as 32 big-endian bytes; the timestamp is decimal digits (seconds) from the engine, never user text. */
+function uint256Bytes(decimal: string): Buffer {
+  return Buffer.from(BigInt(decimal).toString(16).padStart(64, '0'), 'hex');
+}
+
+/** EIP-191 signature over keccak256(templateId ‖ uint256 timestamp ‖ encodedValue). */
+export function signTemplateValue(
+  signer: MessageSigner,
+  templateId: string,
+  timestamp: string,
+  encodedValue: string,
+): string {
+  const packed = Buffer.concat([hexBytes(templateId), uint256Bytes(timestamp), hexBytes(encodedValue || '0x')]);
+  return signer.signMessageSync(new Uint8Array(jsSha3.keccak256.arrayBuffer(packed)));
+}
+
+/** The base and the OEV signature of one template value. */
+export function signTemplateData(
+  signer: MessageSigner,
+  templateId: string,
+  oevTemplateId: string,
+  timestamp: string,
+  encodedValue: string,
+): SignedTemplateData {
+  return {
+    templateId,
+    timestamp,
+    encodedValue,
+    signature: signTemplateValue(signer, templateId, timestamp, encodedValue),
+    oevSignature: signTemplateValue(signer, oevTemplateId, timestamp, encodedValue),
+  };
+}
