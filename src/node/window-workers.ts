@@ -245,6 +245,8 @@ export class WindowWorkers implements ApiWorkers {
       send(response, 410, undefined, { connection: 'close' });
       return;
     }
+    if (!this.queue.ready(this.now()))
+      this.options.logger.info("a worker of the window asks for work: the polls' API calls go to the window's workers");
     this.queue.workerSeen(this.now());
     const waiter: Waiter = {
       response,
