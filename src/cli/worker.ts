@@ -126,7 +126,14 @@ async function serveWindow(
   const logger = createNodeLogger(config.nodeSettings, pod);
   const tracer = tracerFromEnvironment(process.env, 'worker');
   try {
-    return await serveWindowTasks({ coordinatorUrl, credential, config, tracer, logger });
+    return await serveWindowTasks({
+      coordinatorUrl,
+      credential,
+      config,
+      tracer,
+      logger,
+      print: (line) => process.stdout.write(`${line}\n`),
+    });
   } finally {
     await tracer.flush();
   }

@@ -4,7 +4,7 @@
 // window is over (410). It holds no key, no provider and no Kubernetes token: only its OIS's API credentials, the
 // coordinator's address and the window's credential.
 import type { Config } from '../config/index.js';
-import { type ApiShardOutput, MAX_SHARD_INPUT_BYTES, parseWindowTask, WINDOW_PATHS } from '../contract/shard.js';
+import { MAX_SHARD_INPUT_BYTES, parseWindowTask, WINDOW_PATHS, type WindowTask } from '../contract/shard.js';
 import type { Tracer } from '../observability/tracing.js';
 import { callShardApis } from './api-call.js';
 import type { Logger } from './logger.js';
@@ -20,18 +20,19 @@ export type WindowWorkerOptions = {
   config: Config;
   tracer?: Tracer;
   logger: Logger;
-  /** Calls a shard's APIs (tests may wrap it); the engine's callShardApis by default. */
-  callApis?: (shard: Parameters<typeof callShardApis>[0]) => Promise<ApiShardOutput>;
+  /** Where each task's output line goes besides the coordinator (stdout in the CLI). */
+  print?: (line: string) => void;
 };
 
-/** Serves tasks until the window is over (0) or the coordinator is gone (1). */
+/**
+ * Serves tasks until the window is over or the coordinator is gone (0), or the coordinator refuses the credential (1).
+ * Each task's output is also printed as a line on stdout, as `--shard` prints it: the pod's log shows what it answered.
+ */
 export async function serveWindowTasks(options: WindowWorkerOptions): Promise<number> {
   const base = options.coordinatorUrl.replace(/\/+$/, '');
   const headers = { authorization: `Bearer ${options.credential}` };
-  const callApis =
-    options.callApis ??
-    ((shard) =>
-      callShardApis(shard, { config: options.config, ...(options.tracer ? { tracer: options.tracer } : {}) }));
+  const callApis = (shard: WindowTask['shard']) =>
+    callShardApis(shard, { config: options.config, ...(options.tracer ? { tracer: options.tracer } : {}) });
   let unreachableSince: number | undefined;
   for (;;) {
     let response: Response;
@@ -43,8 +44,10 @@ export async function serveWindowTasks(options: WindowWorkerOptions): Promise<nu
     } catch {
       unreachableSince ??= Date.now();
       if (Date.now() - unreachableSince > COORDINATOR_GONE_MS) {
+        // Its window is over without telling (its pod went): nothing is left to do, and a failed pod would only be
+        // replaced by another that finds no coordinator either.
         options.logger.warn('the coordinator is not reachable: the worker ends');
-        return 1;
+        return 0;
       }
       await new Promise((resolve) => setTimeout(resolve, RETRY_MS));
       continue;
@@ -78,10 +81,10 @@ export async function serveWindowTasks(options: WindowWorkerOptions): Promise<nu
     let body: string;
     try {
       body = JSON.stringify(await callApis(shard));
+      options.print?.(body);
     } catch (error) {
       // No output: the task's lease runs out and it goes back once; the coordinator sends nothing for it meanwhile.
       options.logger.error({ err: String(error) }, 'task failed');
-      clearInterval(alive);
       continue;
     } finally {
       clearInterval(alive);
