@@ -3,6 +3,7 @@
 // does, keeps the task alive while it works and posts the results, then asks again, until the coordinator says the
 // window is over (410). It holds no key, no provider and no Kubernetes token: only its OIS's API credentials, the
 // coordinator's address and the window's credential.
+import { errorMessage } from '../common/errors.js';
 import type { Config } from '../config/index.js';
 import { MAX_SHARD_INPUT_BYTES, parseWindowTask, WINDOW_PATHS, type WindowTask } from '../contract/shard.js';
 import type { Tracer } from '../observability/tracing.js';
@@ -84,7 +85,7 @@ export async function serveWindowTasks(options: WindowWorkerOptions): Promise<nu
       options.print?.(body);
     } catch (error) {
       // No output: the task's lease runs out and it goes back once; the coordinator sends nothing for it meanwhile.
-      options.logger.error({ err: String(error) }, 'task failed');
+      options.logger.error({ err: errorMessage(error) }, 'task failed');
       continue;
     } finally {
       clearInterval(alive);

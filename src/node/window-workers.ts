@@ -8,6 +8,7 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { errorMessage } from '../common/errors.js';
 import {
   type ApiShardInput,
   MAX_SHARD_OUTPUT_BYTES,
@@ -15,7 +16,8 @@ import {
   TASK_ID_PATTERN,
   WINDOW_PATHS,
 } from '../contract/shard.js';
-import { type WorkDeadline, whenStopped } from './deadline.js';
+import { registerSecret } from '../observability/index.js';
+import type { WorkDeadline } from './deadline.js';
 import type { ApiShardResult, ApiWorkers } from './executor.js';
 import type { Logger } from './logger.js';
 import { WindowTaskQueue } from './window-tasks.js';
@@ -94,6 +96,8 @@ export class WindowWorkers implements ApiWorkers {
   /** Listens, then launches the workers; returns the URL they reach it at. */
   async start(window: WindowStart): Promise<string> {
     const credential = randomBytes(32).toString('base64url');
+    // Never in a log line or an error (an API error about the Job could quote its environment).
+    registerSecret(credential);
     this.credential = Buffer.from(credential);
     this.deadline = window.deadline;
     const server = createServer((request, response) => this.handle(request, response));
@@ -116,7 +120,7 @@ export class WindowWorkers implements ApiWorkers {
       } catch (error) {
         // No workers for the window: every run goes to the fallback, as without them.
         this.options.logger.warn(
-          { err: String(error) },
+          { err: errorMessage(error) },
           "the window's workers did not start; each poll starts its own",
         );
       }
@@ -156,11 +160,14 @@ export class WindowWorkers implements ApiWorkers {
     this.runs.window++;
     const results = this.queue.add(shards, options.concurrency);
     this.pump();
-    const stopped = whenStopped(deadline).then(() =>
-      this.queue.cancel(`no result before ${deadline?.reason}`, new Set(shards)),
-    );
-    void stopped;
-    return Promise.all(results);
+    // At the run's deadline its tasks not done fail: nothing is sent for them, their requests stay open.
+    const cancel = () => this.queue.cancel(`no result before ${deadline?.reason}`, new Set(shards));
+    deadline?.signal.addEventListener('abort', cancel, { once: true });
+    try {
+      return await Promise.all(results);
+    } finally {
+      deadline?.signal.removeEventListener('abort', cancel);
+    }
   }
 
   private sweep(): void {

@@ -4,6 +4,7 @@
 // coordinator's URL and a random credential in its environment, the chain's maxConcurrency pods, the seconds left to
 // the window's hard end). Until one of its workers asks for work, and whenever none is left, each poll runs its own
 // per-poll worker Job (KubernetesJobExecutor), as before.
+import { errorMessage } from '../../common/errors.js';
 import type { Config } from '../../config/index.js';
 import { buildWindowWorkerJob, WINDOW_WORKER_PORT, type WorkerTemplate, workerJobName } from '../../contract/shard.js';
 import type { WorkDeadline } from '../deadline.js';
@@ -82,7 +83,10 @@ export class KubernetesWindowWorkers implements ApiWorkers {
       });
       this.pool = pool;
     } catch (error) {
-      window.logger.warn({ err: String(error) }, 'no workers for the window: each poll starts its own worker Job');
+      window.logger.warn(
+        { err: errorMessage(error) },
+        'no workers for the window: each poll starts its own worker Job',
+      );
       await pool.stop();
     }
   }
