@@ -65,6 +65,8 @@ export async function serveWindowTasks(options: WindowWorkerOptions): Promise<nu
         options.logger.error('the coordinator refused the window credential');
         return 1;
       }
+      // 204: no task yet, ask again now; anything else (503: too many waiting) after a pause.
+      if (response.status !== 204) await new Promise((resolve) => setTimeout(resolve, RETRY_MS));
       continue;
     }
     const text = await boundedText(response, MAX_SHARD_INPUT_BYTES);

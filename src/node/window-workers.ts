@@ -32,6 +32,8 @@ export const WORKER_GONE_MS = 5_000;
 /** Every request's whole exchange (headers and body) is bounded. */
 const REQUEST_TIMEOUT_MS = 30_000;
 const SWEEP_MS = 250;
+/** At most this many workers wait at once (a window has at most maxConcurrency pods); more asks are refused (503). */
+const MAX_WAITERS = 256;
 
 export type WindowWorkersOptions = {
   /** Where runs go while no worker of the window is there (and before the window starts). */
@@ -250,6 +252,10 @@ export class WindowWorkers implements ApiWorkers {
   private next(response: ServerResponse): void {
     if (this.handingOutEnded()) {
       send(response, 410, undefined, { connection: 'close' });
+      return;
+    }
+    if (this.waiters.length >= MAX_WAITERS) {
+      send(response, 503);
       return;
     }
     if (!this.queue.ready(this.now()))
