@@ -36,6 +36,7 @@ export type KubernetesWindowWorkersOptions = {
 
 export class KubernetesWindowWorkers implements ApiWorkers {
   private pool: WindowWorkers | undefined;
+  private logger: Logger | undefined;
   /** The window Job's name, once created. */
   job: string | undefined;
 
@@ -59,6 +60,7 @@ export class KubernetesWindowWorkers implements ApiWorkers {
    */
   async start(window: { config: Config; deadline: WorkDeadline; logger: Logger }): Promise<void> {
     const { api, template } = this.options;
+    this.logger = window.logger;
     const pool = new WindowWorkers({ fallback: this.options.perPoll, logger: window.logger });
     const now = this.options.now ?? Date.now;
     try {
@@ -93,6 +95,13 @@ export class KubernetesWindowWorkers implements ApiWorkers {
 
   /** The window is over: its workers are told so and exit; the Job's TTL removes it. */
   async stop(): Promise<void> {
-    await this.pool?.stop();
+    const pool = this.pool;
+    if (!pool) return;
+    await pool.stop();
+    // How many busy polls the window's workers served, and how many started a per-poll Job (its first seconds).
+    this.logger?.info(
+      { job: this.job, polls: pool.runs, tasksPutBack: pool.tasksPutBack },
+      "the window's workers stop",
+    );
   }
 }
