@@ -1,6 +1,8 @@
 // The window's workers on Kubernetes (src/node/kubernetes/window-job.ts), against a fake API: one worker Job created
 // at the window's start with the coordinator's URL and credential, per-poll Jobs until a worker asks for work, and
 // the workers told the window is over at its end.
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import type { V1Job } from '@kubernetes/client-node';
 import { expect } from 'chai';
 import { validateConfig } from '../../../../src/config/index.js';
@@ -138,5 +140,25 @@ describe("the window's workers on Kubernetes", () => {
     expect(perPoll.runs).to.equal(1);
     await workers.stop();
     deadline.stop('done');
+  });
+
+  it('a port that cannot be listened on: no window Job, every poll on per-poll Jobs', async () => {
+    const taken = createServer();
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    const { port } = taken.address() as AddressInfo;
+    const { api, jobs } = fakeApi();
+    const perPoll = new PerPoll();
+    const workers = new KubernetesWindowWorkers({ api, template, podIp: '127.0.0.1', port, perPoll });
+    const deadline = new WorkDeadline(Date.now() + 30_000);
+    try {
+      await workers.start({ config: config([2]), deadline, logger: silentLogger });
+      expect(jobs).to.have.length(0);
+      await workers.run([shard], { concurrency: 1 });
+      expect(perPoll.runs).to.equal(1);
+      await workers.stop();
+    } finally {
+      deadline.stop('done');
+      taken.close();
+    }
   });
 });
