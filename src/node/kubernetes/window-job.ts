@@ -13,9 +13,19 @@ import type { Logger } from '../logger.js';
 import { WindowWorkers } from '../window-workers.js';
 import type { WorkerJobApi } from './job-executor.js';
 
-/** The window Job's pods: the largest maxConcurrency of the chains (the coordinator fence's bound on parallelism). */
+/**
+ * The most pods a window's worker Job runs. Each takes one shard at a time (its calls at once), so more shards in a
+ * poll than workers wait a moment for one, never for a pod; and every window pays for its pods, idle or not, for its
+ * whole length: a maxConcurrency of 100 (the reference's usual) must not mean 100 idle pods each minute.
+ */
+export const MAX_WINDOW_WORKERS = 4;
+
+/**
+ * The window Job's pods: the largest maxConcurrency of the chains (the coordinator fence's bound on parallelism), at
+ * most MAX_WINDOW_WORKERS.
+ */
 export function windowWorkerParallelism(config: Config): number {
-  return Math.max(1, ...config.chains.map((chain) => chain.maxConcurrency));
+  return Math.max(1, Math.min(MAX_WINDOW_WORKERS, Math.max(...config.chains.map((chain) => chain.maxConcurrency))));
 }
 
 /** The window Job's activeDeadlineSeconds: the whole seconds left to the hard end (it lives as long as the window). */

@@ -22,7 +22,7 @@ import {
 } from '../../../src/contract/shard.js';
 import { WorkDeadline } from '../../../src/node/deadline.js';
 import { kubeWorkerJobApi } from '../../../src/node/kubernetes/job-executor.js';
-import { KubernetesWindowWorkers } from '../../../src/node/kubernetes/window-job.js';
+import { KubernetesWindowWorkers, MAX_WINDOW_WORKERS } from '../../../src/node/kubernetes/window-job.js';
 import { silentLogger } from '../../../src/node/logger.js';
 import { buildCoordinatorFence } from '../../../src/operator/builders/admission.js';
 import { DEFAULT_IMAGE } from '../../../src/operator/resource.js';
@@ -169,7 +169,7 @@ describe('coordinator fence (ValidatingAdmissionPolicy)', function () {
       expect(windowJobs.map((job) => job.metadata!.name)).to.deep.equal([workers.job]);
       const job = windowJobs[0]!;
       const maxConcurrency = Math.max(...(config.chains as { maxConcurrency: number }[]).map((c) => c.maxConcurrency));
-      expect(job.spec!.parallelism).to.equal(maxConcurrency);
+      expect(job.spec!.parallelism).to.equal(Math.min(maxConcurrency, MAX_WINDOW_WORKERS));
       expect(job.spec!.activeDeadlineSeconds).to.be.within(1, 40);
       const pod = job.spec!.template.spec!;
       expect(pod.automountServiceAccountToken, 'no Kubernetes token').to.equal(false);

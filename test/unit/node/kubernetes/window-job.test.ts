@@ -17,7 +17,11 @@ import {
 import { WorkDeadline } from '../../../../src/node/deadline.js';
 import type { ApiShardResult, ApiWorkers } from '../../../../src/node/executor.js';
 import type { WorkerJobApi } from '../../../../src/node/kubernetes/job-executor.js';
-import { KubernetesWindowWorkers, windowWorkerParallelism } from '../../../../src/node/kubernetes/window-job.js';
+import {
+  KubernetesWindowWorkers,
+  MAX_WINDOW_WORKERS,
+  windowWorkerParallelism,
+} from '../../../../src/node/kubernetes/window-job.js';
 import { silentLogger } from '../../../../src/node/logger.js';
 import { buildConfigJson } from '../../../support/harness.js';
 import { waitFor } from '../../../support/wait.js';
@@ -77,8 +81,9 @@ class PerPoll implements ApiWorkers {
 }
 
 describe("the window's workers on Kubernetes", () => {
-  it("the window Job's pods: the largest maxConcurrency of the chains", () => {
-    expect(windowWorkerParallelism(config([3, 7, 2]))).to.equal(7);
+  it("the window Job's pods: the largest maxConcurrency of the chains, at most MAX_WINDOW_WORKERS", () => {
+    expect(windowWorkerParallelism(config([1, 3, 2]))).to.equal(3);
+    expect(windowWorkerParallelism(config([3, 100, 2]))).to.equal(MAX_WINDOW_WORKERS);
   });
 
   it('creates one worker Job at the start, serves over HTTP with its credential, and tells the workers when it ends', async () => {
@@ -88,11 +93,11 @@ describe("the window's workers on Kubernetes", () => {
     const deadline = new WorkDeadline(Date.now() + 30_000);
     // Before the window starts, and before any worker asks: the per-poll Jobs.
     expect(await workers.run([shard], { concurrency: 1 })).to.deep.equal([{ ok: false, error: 'per-poll' }]);
-    await workers.start({ config: config([4]), deadline, logger: silentLogger });
+    await workers.start({ config: config([3]), deadline, logger: silentLogger });
     expect(jobs).to.have.length(1);
     const job = jobs[0]!;
     expect(job.metadata!.name).to.equal(workers.job);
-    expect(job.spec!.parallelism).to.equal(4);
+    expect(job.spec!.parallelism).to.equal(3);
     expect(job.spec!.activeDeadlineSeconds).to.be.within(28, 30);
     expect(job.spec!.template.spec!.automountServiceAccountToken).to.equal(false);
     const env = Object.fromEntries(job.spec!.template.spec!.containers[0]!.env!.map((e) => [e.name, e.value]));
