@@ -19,7 +19,9 @@
 // A short run: --block-times 3 --duration 20 --requests 4 --idle 10 --no-minute (about a minute).
 // --workers measures instead a window whose API calls go to worker processes (bench/support/window-workers.ts: one
 // built `oracle-node worker --shard -` per shard, as the operator's worker Jobs without the pod start-up) and writes
-// the "Window latency through worker processes" section.
+// the "Window latency through worker processes" section. --window-workers measures a window whose API calls go to
+// worker processes that stay for the window (`oracle-node worker --coordinator`, src/node/window-workers.ts) and
+// writes the "Window latency through window workers" section.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -60,17 +62,20 @@ const { values: args } = parseArgs({
     seed: { type: 'string', default: '26' },
     'no-minute': { type: 'boolean', default: false },
     workers: { type: 'boolean', default: false },
+    'window-workers': { type: 'boolean', default: false },
     'no-write': { type: 'boolean', default: false },
   },
 });
 
 const POLL_SECONDS = 1;
+/** The window's workers with --window-workers: as many as the sponsors, each shard one sponsor wallet's calls. */
+const WINDOW_WORKERS = 4;
 const WATCH_MS = 100;
 /** How long after the last request a run waits for its fulfilment: the minute cycle needs up to a minute. */
 const DRAIN_MS = 150_000;
 const SETUP_TIMEOUT_MS = 60_000;
 
-type Schedule = 'window' | 'minute' | 'workers';
+type Schedule = 'window' | 'minute' | 'workers' | 'window-workers';
 
 type RequestTiming = {
   id: string;
@@ -208,7 +213,7 @@ function startNode(
   schedule: Schedule,
 ): { child: ChildProcess; log: () => string } {
   const [command, ...args] =
-    schedule === 'workers'
+    schedule === 'workers' || schedule === 'window-workers'
       ? [
           process.execPath,
           '--import',
@@ -218,6 +223,7 @@ function startNode(
           files.secrets,
           String(POLL_SECONDS),
           '60',
+          ...(schedule === 'window-workers' ? ['stay', String(WINDOW_WORKERS)] : []),
         ]
       : [
           ourCli,
@@ -455,7 +461,10 @@ async function forBlockTime(blockTime: number, moments: number[], schedules: Sch
       new NonceManager(new Wallet(DEPLOYER_PRIVATE_KEY, testProvider(anvil.url))),
     );
     const setup: Setup = { anvilUrl: anvil.url, deployment, proxy, files, dir, sponsors, requester };
-    const idle = schedules.includes('workers') ? undefined : await measureIdle(setup, blockTime, Number(args.idle));
+    const idle =
+      schedules.includes('workers') || schedules.includes('window-workers')
+        ? undefined
+        : await measureIdle(setup, blockTime, Number(args.idle));
     const runs: Run[] = [];
     for (const schedule of schedules) runs.push(await measure(setup, blockTime, schedule, moments));
     return { idle, runs };
@@ -472,7 +481,13 @@ async function main(): Promise<void> {
   const requestCount = Number(args.requests);
   const next = random(Number(args.seed));
   const moments = Array.from({ length: requestCount }, () => next() * duration).sort((a, b) => a - b);
-  const schedules: Schedule[] = args.workers ? ['workers'] : args['no-minute'] ? ['window'] : ['window', 'minute'];
+  const schedules: Schedule[] = args['window-workers']
+    ? ['window-workers']
+    : args.workers
+      ? ['workers']
+      : args['no-minute']
+        ? ['window']
+        : ['window', 'minute'];
   const loadBefore = loadAverage();
   const started = performance.now();
   const results: { idle: Idle | undefined; runs: Run[] }[] = [];
@@ -506,6 +521,25 @@ async function main(): Promise<void> {
     'p50 / p95 / max, wall (seen to seen)',
     'p50 / p95 / max, to the send',
   ];
+  if (args['window-workers']) {
+    writeSection('Window latency through window workers', [
+      `Machine: ${machine()}, shared with other engineers' builds and tests (1-minute load average ${loadBefore.split(' / ')[0]} before and ${loadAfter.split(' / ')[0]} after). ${new Date().toISOString().slice(0, 10)}. Whole run ${totalS.toFixed(0)} s.`,
+      `Command: \`node --import tsx bench/window-latency.bench.ts --window-workers --block-times ${blockTimes.join(',')} --duration ${duration} --requests ${requestCount} --sponsors ${args.sponsors} --seed ${args.seed}\`.`,
+      '',
+      'As "Window latency through worker processes" (the same chain, requests and measures), but each window starts ' +
+        `${WINDOW_WORKERS} built \`oracle-node worker --coordinator\` processes at its start that stay for it and take the polls' shards ` +
+        "over loopback HTTP, as the operator's coordinator pod starts the window's worker Job (docs/chain-cycle.md, " +
+        '"Worker pods that stay for the window"); a poll before the first of them asks for work uses a per-shard process. ' +
+        'On pods the same exchange crosses the pod network (a few ms more); the pods start with the window, not with a request.',
+      '',
+      ...table(
+        latencyHeader,
+        [false, false, true, true, true, true, true],
+        runs.map((r) => rowOf(r, `window, ${POLL_SECONDS} s polls, window workers`)),
+      ),
+    ]);
+    return;
+  }
   if (args.workers) {
     writeSection('Window latency through worker processes', [
       `Machine: ${machine()}, shared with three other engineers' builds and tests (1-minute load average ${loadBefore.split(' / ')[0]} before and ${loadAfter.split(' / ')[0]} after). ${new Date().toISOString().slice(0, 10)}. Whole run ${totalS.toFixed(0)} s.`,

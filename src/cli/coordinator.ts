@@ -139,8 +139,12 @@ export const command: Subcommand = {
       deadline,
       ...(limits.ceilings ? { gasPriceCeilings: limits.ceilings } : {}),
     };
+    const windowed = windowOptions.windowMs !== undefined && windowOptions.pollIntervalMs !== undefined;
+    // A window's workers stay for it (docs/chain-cycle.md): their pods start while its first cycle runs.
+    const windowWorkers = windowed ? kubernetes?.windowWorkers : undefined;
+    await windowWorkers?.start({ config, deadline, logger });
     const executor = kubernetes
-      ? new WorkerExecutor(chainContext, kubernetes.workers)
+      ? new WorkerExecutor(chainContext, windowWorkers ?? kubernetes.workers)
       : new InProcessExecutor(chainContext);
     const startTime = new Date();
     const started = performance.now();
@@ -158,6 +162,8 @@ export const command: Subcommand = {
         : await settleBy(runCycle(config, deps), deadline, emptySummary);
     // The work is over: the hard end no longer applies to the report (SIGTERM is still heard, so it is not fatal).
     deadline.finish();
+    // The window's workers are told it is over; not waited for before the report (the grace after SIGTERM is short).
+    const workersStopped = windowWorkers?.stop();
     // After SIGTERM the grace period is short: the report comes first and is not waited for beyond its budget.
     const report = async (heartbeat: ReturnType<typeof heartbeatResult> | undefined) => {
       if (kubernetes) {
@@ -187,6 +193,7 @@ export const command: Subcommand = {
       );
       await report(heartbeatResult(heartbeat));
     }
+    await workersStopped;
     process.off('SIGTERM', terminate);
     // Work abandoned at the deadline (an API that never answers) is not waited for: the run ends once reported.
     if (deadline.stopped) setTimeout(() => process.exit(), 0).unref();

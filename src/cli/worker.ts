@@ -6,18 +6,31 @@
 import { createReadStream } from 'node:fs';
 import type { Readable } from 'node:stream';
 import { errorMessage } from '../common/errors.js';
-import { type ApiShardInput, MAX_SHARD_INPUT_BYTES, parseShardInput } from '../contract/shard.js';
+import {
+  type ApiShardInput,
+  MAX_SHARD_INPUT_BYTES,
+  parseShardInput,
+  WINDOW_COORDINATOR_URL_ENV,
+  WINDOW_CREDENTIAL_ENV,
+} from '../contract/shard.js';
 import { callShardApis } from '../node/api-call.js';
+import { createNodeLogger } from '../node/logger.js';
+import { serveWindowTasks } from '../node/window-worker.js';
+import { registerSecret } from '../observability/index.js';
 import { tracerFromEnvironment } from '../observability/tracing.js';
 import { parseCommandArgs } from './args.js';
 import { engineEnvironment, loadCommandConfig } from './command-config.js';
 import type { Subcommand } from './subcommand.js';
 
 const HELP = `Usage: oracle-node worker --shard <file|-> -c config.json [-s secrets.env]
+       oracle-node worker --coordinator -c config.json [-s secrets.env]
 
 Without -s, the \${NAME} values of the config come from the environment.
 
-Calls the APIs of one shard produced by the coordinator and prints their results as JSON.
+With --shard: calls the APIs of one shard produced by the coordinator and prints their results as JSON.
+With --coordinator: a worker of a coordinator window: takes shards from the coordinator at
+$${WINDOW_COORDINATOR_URL_ENV} (with the window's credential in $${WINDOW_CREDENTIAL_ENV}), posts their results,
+and exits 0 when the window is over.
 `;
 
 /** The shard's text, read no further than one byte over the bound (parseShardInput refuses it then). */
@@ -43,6 +56,7 @@ export const command: Subcommand = {
       argv,
       {
         shard: { type: 'string' },
+        coordinator: { type: 'boolean' },
         config: { type: 'string', short: 'c' },
         secrets: { type: 'string', short: 's' },
       },
@@ -52,6 +66,13 @@ export const command: Subcommand = {
     const { values } = parsed;
     const pod = engineEnvironment();
     const configPath = values.config ?? pod.configPath;
+    if (values.coordinator) {
+      if (!configPath) {
+        process.stderr.write(`Missing -c\n\n${HELP}`);
+        return 2;
+      }
+      return serveWindow(configPath, values.secrets, pod);
+    }
     if (!values.shard || !configPath) {
       process.stderr.write(`Missing --shard or -c\n\n${HELP}`);
       return 2;
@@ -85,3 +106,35 @@ export const command: Subcommand = {
     }
   },
 };
+
+/** `--coordinator`: the window's worker, with the coordinator's address and credential from the environment. */
+async function serveWindow(
+  configPath: string,
+  secrets: string | undefined,
+  pod: ReturnType<typeof engineEnvironment>,
+): Promise<number> {
+  const coordinatorUrl = process.env[WINDOW_COORDINATOR_URL_ENV];
+  const credential = process.env[WINDOW_CREDENTIAL_ENV];
+  if (!coordinatorUrl || !credential) {
+    process.stderr.write(`--coordinator needs $${WINDOW_COORDINATOR_URL_ENV} and $${WINDOW_CREDENTIAL_ENV}\n`);
+    return 2;
+  }
+  // Never in a log line: it lets its holder take and answer the window's tasks.
+  registerSecret(credential);
+  const config = await loadCommandConfig(configPath, secrets, 'worker');
+  if (typeof config === 'number') return config;
+  const logger = createNodeLogger(config.nodeSettings, pod);
+  const tracer = tracerFromEnvironment(process.env, 'worker');
+  try {
+    return await serveWindowTasks({
+      coordinatorUrl,
+      credential,
+      config,
+      tracer,
+      logger,
+      print: (line) => process.stdout.write(`${line}\n`),
+    });
+  } finally {
+    await tracer.flush();
+  }
+}

@@ -28,6 +28,11 @@ export const ENV = {
    */
   gatewayUrl: 'ORACLE_NODE_GATEWAY_URL',
   /**
+   * Coordinator only, optional: its pod IP (the downward API's status.podIP), where its window's workers reach it
+   * (shard.ts's WINDOW_WORKER_PORT). Absent: every poll starts its own worker Job, as before window workers.
+   */
+  podIp: 'POD_IP',
+  /**
    * The workload whose keys of the Secret the pod was given (coordinator, gateway, worker): each pod receives only
    * the keys its own part of the config references, and its engine puts stand-ins in place of the others.
    */
@@ -267,6 +272,8 @@ export type CoordinatorEnvironment = {
   jobName?: string;
   /** Where callers reach the gateways (an http(s) URL), for the heartbeat. */
   gatewayUrl?: string;
+  /** The pod's IP, where the window's workers reach the coordinator. */
+  podIp?: string;
 };
 
 const name = z.string().min(1).max(253);
@@ -280,6 +287,7 @@ const coordinatorEnvironmentSchema = z.object({
     .url({ protocol: /^https?$/, error: 'must be an http(s) URL' })
     .max(2048)
     .optional(),
+  [ENV.podIp]: z.union([z.ipv4(), z.ipv6()]).optional(),
 });
 
 function explain(error: z.ZodError): string {
@@ -309,13 +317,18 @@ export function readEngineEnvironment(env: Env): EngineEnvironment {
 export function readCoordinatorEnvironment(env: Env): CoordinatorEnvironment | undefined {
   if (!present(env, ENV.workerTemplate)) return undefined;
   // An empty optional variable is an absent one.
-  const parsed = coordinatorEnvironmentSchema.safeParse({ ...env, [ENV.gatewayUrl]: present(env, ENV.gatewayUrl) });
+  const parsed = coordinatorEnvironmentSchema.safeParse({
+    ...env,
+    [ENV.gatewayUrl]: present(env, ENV.gatewayUrl),
+    [ENV.podIp]: present(env, ENV.podIp),
+  });
   if (!parsed.success) throw new Error(`invalid coordinator pod environment: ${explain(parsed.error)}`);
   const template = parseWorkerTemplate(parsed.data[ENV.workerTemplate]);
   if ('error' in template)
     throw new Error(`invalid coordinator pod environment: ${ENV.workerTemplate}${template.error}`);
   const jobName = parsed.data[ENV.jobName];
   const gatewayUrl = parsed.data[ENV.gatewayUrl];
+  const podIp = parsed.data[ENV.podIp];
   return {
     namespace: parsed.data[ENV.namespace],
     cacheConfigMap: parsed.data[ENV.cacheConfigMap],
@@ -323,6 +336,7 @@ export function readCoordinatorEnvironment(env: Env): CoordinatorEnvironment | u
     workerTemplate: template.template,
     ...(jobName ? { jobName } : {}),
     ...(gatewayUrl ? { gatewayUrl } : {}),
+    ...(podIp ? { podIp } : {}),
   };
 }
 

@@ -331,3 +331,111 @@ export function buildShardInputConfigMap(job: V1Job, shards: ApiShardInput[]): V
     data,
   };
 }
+
+// The window's workers (docs/chain-cycle.md, "Worker pods that stay for the window"): one Job per coordinator window
+// whose pods fetch shards from the coordinator over HTTP on the pod network and post their results back. The shards
+// and results are the same as above; what follows is the wire between the two and the Job that carries the workers.
+
+/** The coordinator's port for its window's workers (its pod IP only; the chart's NetworkPolicy opens it to them). */
+export const WINDOW_WORKER_PORT = 8090;
+/** Worker env: the coordinator's base URL (http://<pod IP>:<port>). */
+export const WINDOW_COORDINATOR_URL_ENV = 'ORACLE_NODE_COORDINATOR_URL';
+/** Worker env: the window's random credential, checked by the coordinator on every call (no Kubernetes token). */
+export const WINDOW_CREDENTIAL_ENV = 'ORACLE_NODE_WORKER_CREDENTIAL';
+export const WINDOW_PATHS = {
+  /** GET: long-polls for a task; 200 {task, shard}, 204 none yet (ask again), 410 the window is over (exit). */
+  next: '/v1/tasks/next',
+  /** POST /v1/tasks/<task>/alive: the worker still works on it (204), or 404 (the task is no longer its). */
+  alive: (task: string) => `/v1/tasks/${task}/alive`,
+  /** POST /v1/tasks/<task>/result with the ApiShardOutput: 204 taken, 404 not a task given to this caller. */
+  result: (task: string) => `/v1/tasks/${task}/result`,
+} as const;
+/** A task's id: 32 random hex digits, the capability to answer that task and no other. */
+export const TASK_ID_PATTERN = /^[0-9a-f]{32}$/;
+
+const windowTaskSchema = z.object({ task: z.string().regex(TASK_ID_PATTERN), shard: shardInputSchema });
+export type WindowTask = z.infer<typeof windowTaskSchema>;
+
+/** A task from the coordinator's answer (the worker's side), or why it is not one. */
+export function parseWindowTask(json: string): { task: WindowTask } | { error: string } {
+  if (json.length > MAX_SHARD_INPUT_BYTES) return { error: `over ${MAX_SHARD_INPUT_BYTES} bytes` };
+  let value: unknown;
+  try {
+    value = JSON.parse(json);
+  } catch {
+    return { error: 'not JSON' };
+  }
+  const parsed = windowTaskSchema.safeParse(value);
+  return parsed.success ? { task: parsed.data } : { error: explain(parsed.error) };
+}
+
+/** A worker's posted output (the coordinator's side): the same schema and bound as one read from a pod's log. */
+export function parseShardOutputBody(json: string): ApiShardOutput | undefined {
+  if (json.length > MAX_SHARD_OUTPUT_BYTES) return undefined;
+  let value: unknown;
+  try {
+    value = JSON.parse(json);
+  } catch {
+    return undefined;
+  }
+  const parsed = shardOutputSchema.safeParse(value);
+  return parsed.success ? parsed.data : undefined;
+}
+
+/**
+ * The window's worker Job, from the operator's worker template: `parallelism` pods of `oracle-node worker
+ * --coordinator`, each serving tasks until the coordinator says the window is over (exit 0: with no completions set,
+ * the Job is complete once they all are). A pod that fails is replaced by the Job controller. The pods carry the
+ * coordinator's URL and the window's credential in their environment, no shard volume, and the template's no-token
+ * pod spec as it is.
+ */
+export function buildWindowWorkerJob(
+  template: WorkerTemplate,
+  options: {
+    name: string;
+    parallelism: number;
+    activeDeadlineSeconds: number;
+    coordinatorUrl: string;
+    credential: string;
+  },
+): V1Job {
+  const labels = { ...template.labels, [CYCLE_LABEL]: options.name };
+  const podTemplate = structuredClone(template.template);
+  podTemplate.metadata = {
+    ...podTemplate.metadata,
+    labels: { ...podTemplate.metadata?.labels, [CYCLE_LABEL]: options.name },
+  };
+  const spec = podTemplate.spec!;
+  spec.containers = spec.containers.map((container) => {
+    if (container.name !== WORKER_CONTAINER) return container;
+    const args = container.args ?? [];
+    // The template's `worker --shard <file> -c <config>`: the same worker, fed by the coordinator instead.
+    const configAt = args.indexOf('-c');
+    const config = configAt >= 0 && args[configAt + 1] ? ['-c', args[configAt + 1]!] : [];
+    return {
+      ...container,
+      args: ['worker', '--coordinator', ...config],
+      env: [
+        ...(container.env ?? []).filter(
+          (env) => env.name !== WINDOW_COORDINATOR_URL_ENV && env.name !== WINDOW_CREDENTIAL_ENV,
+        ),
+        { name: WINDOW_COORDINATOR_URL_ENV, value: options.coordinatorUrl },
+        { name: WINDOW_CREDENTIAL_ENV, value: options.credential },
+      ],
+      volumeMounts: (container.volumeMounts ?? []).filter((mount) => mount.name !== SHARD_VOLUME),
+    };
+  });
+  return {
+    apiVersion: 'batch/v1',
+    kind: 'Job',
+    metadata: { name: options.name, labels, ownerReferences: template.ownerReferences },
+    spec: {
+      parallelism: Math.max(1, Math.floor(options.parallelism)),
+      // A worker that crashes is replaced; its task goes back to the queue once (src/node/window-tasks.ts).
+      backoffLimit: Math.max(6, 2 * Math.floor(options.parallelism)),
+      activeDeadlineSeconds: Math.max(1, Math.floor(options.activeDeadlineSeconds)),
+      ttlSecondsAfterFinished: template.ttlSecondsAfterFinished,
+      template: podTemplate,
+    },
+  };
+}

@@ -499,18 +499,20 @@ describe('e2e: the operator reconciles an OracleNode into real workloads', funct
     // `kubectl logs` shows the engine's own log lines (JSON, as logFormat says).
     const logs = await kubectl('-n', ns.name, 'logs', `job/${coordinator.metadata?.name}`);
     expect(logs).to.include('"msg":"cycle finished"');
-    // Worker Jobs really ran, never wider than the chain's maxConcurrency.
+    // Worker Jobs really ran, never wider than the chain's maxConcurrency. The request, made before the node, is served
+    // by the first cycle of the first window, before that window's workers are up: through a per-poll (Indexed) Job.
+    const perPoll = (j: V1Job) => j.spec?.completionMode === 'Indexed';
     const workers = await waitFor(
       async () => {
         const list = await componentJobs('worker');
-        return list.some((j) => jobDone(j) === 'Complete') ? list : undefined;
+        return list.some((j) => perPoll(j) && jobDone(j) === 'Complete') ? list : undefined;
       },
       90_000,
-      { description: 'a worker Job Complete', intervalMs: 1000 },
+      { description: 'a per-poll worker Job Complete', intervalMs: 1000 },
     );
     for (const w of workers) expect(w.spec?.parallelism ?? 1).to.be.at.most(MAX_CONCURRENCY);
     // A worker prints its API results (the coordinator signs and sends): the API answered, nothing was sent there.
-    const done = workers.find((j) => jobDone(j) === 'Complete');
+    const done = workers.find((j) => perPoll(j) && jobDone(j) === 'Complete');
     const workerLog = await kubectl('-n', ns.name, 'logs', `job/${done?.metadata?.name}`);
     expect(workerLog).to.include('"format":"oracle-node/shard@2"');
     expect(workerLog).to.include('"outcome":"2xx"');
@@ -560,19 +562,23 @@ describe('e2e: the operator reconciles an OracleNode into real workloads', funct
     expect(stored).to.not.include(HEARTBEAT_API_KEY);
   });
 
-  // Issue 26's real-pods figure: a request made while a coordinator window runs (the operator's CronJob runs 45 s
-  // windows with 1 s polls) is served by that window through a worker Job, not by the next minute's cycle. The
-  // timings say where its seconds go: the worker Job (create to complete) inside request-to-fulfilment.
-  it('a request made during a coordinator window is fulfilled through a worker pod within that window', async () => {
-    // A window with at least 25 s left: a coordinator Job that started less than 20 s ago and still runs.
+  // Issue 26's and 36's real-pods figure: a request made while a coordinator window runs (the operator's CronJob runs
+  // 45 s windows with 1 s polls) is served by that window through the window's worker pods, which started with the
+  // window (docs/chain-cycle.md, "Worker pods that stay for the window"): no pod starts for the request.
+  it("a request made during a coordinator window is fulfilled through the window's worker pods, no pod started for it", async () => {
+    // A window with at least 25 s left whose workers are there (the coordinator logs when the first one asks).
     const window = await waitFor(
-      async () =>
-        (await componentJobs('coordinator')).find((j: V1Job) => {
+      async () => {
+        for (const j of await componentJobs('coordinator')) {
           const started = j.status?.startTime ? new Date(j.status.startTime).getTime() : 0;
-          return (j.status?.active ?? 0) > 0 && Date.now() - started < 20_000 && Date.now() - started > 3_000;
-        }),
-      120_000,
-      { description: 'a coordinator window that started a few seconds ago', intervalMs: 500 },
+          if ((j.status?.active ?? 0) === 0 || Date.now() - started > 20_000) continue;
+          const log = await kubectl('-n', ns.name, 'logs', `job/${j.metadata?.name}`).catch(() => '');
+          if (log.includes('a worker of the window asks for work')) return j;
+        }
+        return undefined;
+      },
+      180_000,
+      { description: 'a coordinator window that started a few seconds ago, its workers there', intervalMs: 500 },
     );
     const sponsor = await createSponsor(deployment, 'e2e-window');
     const made = await requestPrice(deployment, sponsor, 'SOL');
@@ -595,27 +601,21 @@ describe('e2e: the operator reconciles an OracleNode into real workloads', funct
     expect(servedBy.map((j) => j.metadata?.name)).to.include(window.metadata?.name);
     const newest = servedBy.map((j) => new Date(j.status!.startTime!).getTime()).sort((a, b) => b - a)[0]!;
     expect(newest).to.equal(new Date(window.status!.startTime!).getTime());
-    recordTiming('window_request_mined_to_fulfilment_seen_ms', fulfilledAt - madeAt);
-    // The worker Job that called the request's API: the first one created after the request was mined.
-    const worker = await waitFor(
-      async () => {
-        const jobs = (await componentJobs('worker'))
-          .filter((j: V1Job) => new Date(j.metadata?.creationTimestamp ?? 0).getTime() >= madeAt - 1000)
-          .sort(
-            (a, b) =>
-              new Date(a.metadata!.creationTimestamp!).getTime() - new Date(b.metadata!.creationTimestamp!).getTime(),
-          );
-        return jobs[0]?.status?.completionTime ? jobs[0] : undefined;
-      },
-      60_000,
-      { description: 'the Complete worker Job of the request', intervalMs: 500 },
+    recordTiming('window_workers_request_mined_to_fulfilment_seen_ms', fulfilledAt - madeAt);
+    // No worker Job was created for it: the window's worker Job, created before the request, answered it.
+    const workers = await componentJobs('worker');
+    const createdAt = (j: V1Job) => new Date(j.metadata?.creationTimestamp ?? 0).getTime();
+    const perPollSince = workers.filter((j) => j.spec?.completionMode === 'Indexed' && createdAt(j) >= madeAt - 1000);
+    expect(perPollSince.map((j) => j.metadata?.name)).to.deep.equal([]);
+    const windowJobs = workers.filter((j) => j.spec?.completionMode !== 'Indexed' && createdAt(j) <= madeAt);
+    expect(windowJobs).to.not.have.length(0);
+    for (const j of windowJobs) expect(j.spec?.parallelism ?? 1).to.be.at.most(MAX_CONCURRENCY);
+    const logs = await Promise.all(
+      windowJobs.map((j) =>
+        kubectl('-n', ns.name, 'logs', '--tail=-1', '-l', `batch.kubernetes.io/job-name=${j.metadata?.name}`),
+      ),
     );
-    const created = new Date(worker.metadata!.creationTimestamp!).getTime();
-    recordTiming('window_request_mined_to_worker_job_created_ms(1s resolution)', created - madeAt);
-    recordTiming(
-      'window_worker_job_create_to_complete_ms(1s resolution)',
-      new Date(worker.status!.completionTime!).getTime() - created,
-    );
+    expect(logs.join('\n').toLowerCase()).to.include(made.toLowerCase());
   });
 
   it('editing the stage rolls out: new gateway first, old stage removed, the two coordinators never overlap', async () => {

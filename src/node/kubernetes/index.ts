@@ -10,10 +10,16 @@ import { cycleRequestRecords } from '../request-log.js';
 import type { VerifiedProvidersStore } from '../verified-providers.js';
 import type { CycleContext } from './cycle-report.js';
 import type { KubernetesJobExecutor } from './job-executor.js';
+import type { KubernetesWindowWorkers } from './window-job.js';
 
 export type CoordinatorKubernetes = {
   /** Worker Jobs that call the APIs of the coordinator's shards (the coordinator signs and sends). */
   workers: KubernetesJobExecutor;
+  /**
+   * The window's workers, started by `--window` runs: one worker Job for the window, fed over HTTP, with `workers`
+   * for the polls before its pods are there. Undefined without the pod's IP (an operator older than this engine).
+   */
+  windowWorkers: KubernetesWindowWorkers | undefined;
   cache: ResponseCache;
   report: (
     summary: CycleSummary,
@@ -46,24 +52,34 @@ async function podClient(component: 'coordinator' | 'worker') {
 export async function coordinatorKubernetes(env: Env = process.env): Promise<CoordinatorKubernetes | undefined> {
   const pod = readCoordinatorEnvironment(env);
   if (!pod) return undefined;
-  const [client, { KubernetesJobExecutor, kubeWorkerJobApi }, stores, { ConfigMapResponseCache }, reports, verified] =
-    await Promise.all([
-      podClient('coordinator'),
-      import('./job-executor.js'),
-      import('./config-map-store.js'),
-      import('./response-cache.js'),
-      import('./cycle-report.js'),
-      import('./verified-providers.js'),
-    ]);
+  const [
+    client,
+    { KubernetesJobExecutor, kubeWorkerJobApi },
+    stores,
+    { ConfigMapResponseCache },
+    reports,
+    verified,
+    { KubernetesWindowWorkers },
+  ] = await Promise.all([
+    podClient('coordinator'),
+    import('./job-executor.js'),
+    import('./config-map-store.js'),
+    import('./response-cache.js'),
+    import('./cycle-report.js'),
+    import('./verified-providers.js'),
+    import('./window-job.js'),
+  ]);
   const cycleStore = stores.kubeConfigMapStore(client, pod.namespace, pod.cycleConfigMap);
   const cache = new ConfigMapResponseCache({
     store: stores.kubeConfigMapStore(client, pod.namespace, pod.cacheConfigMap),
   });
+  const jobApi = kubeWorkerJobApi(client, pod.namespace);
+  const workers = new KubernetesJobExecutor({ api: jobApi, template: pod.workerTemplate });
   return {
-    workers: new KubernetesJobExecutor({
-      api: kubeWorkerJobApi(client, pod.namespace),
-      template: pod.workerTemplate,
-    }),
+    workers,
+    windowWorkers: pod.podIp
+      ? new KubernetesWindowWorkers({ api: jobApi, template: pod.workerTemplate, podIp: pod.podIp, perPoll: workers })
+      : undefined,
     cache,
     report: (summary, context) =>
       reports.writeCycleReport(

@@ -12,13 +12,19 @@ import {
   type V1Volume,
 } from '@kubernetes/client-node';
 import { expect } from 'chai';
+import type { Config } from '../../../src/config/index.js';
 import {
   buildShardInputConfigMap,
   buildWorkerJob,
+  WINDOW_COORDINATOR_URL_ENV,
+  WINDOW_CREDENTIAL_ENV,
   type WorkerTemplate,
   workerJobName,
 } from '../../../src/contract/shard.js';
+import { WorkDeadline } from '../../../src/node/deadline.js';
 import { kubeWorkerJobApi } from '../../../src/node/kubernetes/job-executor.js';
+import { KubernetesWindowWorkers, MAX_WINDOW_WORKERS } from '../../../src/node/kubernetes/window-job.js';
+import { silentLogger } from '../../../src/node/logger.js';
 import { buildCoordinatorFence } from '../../../src/operator/builders/admission.js';
 import { DEFAULT_IMAGE } from '../../../src/operator/resource.js';
 import { ADMISSION_KINDS } from '../../../src/operator/webhook/admission.js';
@@ -147,6 +153,55 @@ describe('coordinator fence (ValidatingAdmissionPolicy)', function () {
     const job = buildWorkerJob(template, { name: jobName(), shardCount: 1, concurrency: 1, chainId: '31337' });
     job.spec!.template.spec!.volumes!.push(keysVolume('minimal-secrets'));
     await coordinator.makeApiClient(BatchV1Api).createNamespacedJob({ namespace: ns.name, body: job });
+  });
+
+  it("the coordinator creates its window's worker Job once per window: its URL and credential, no token, the fence's bounds", async () => {
+    const { node } = sampleDocs('minimal', ns.name);
+    const config = { chains: (node.spec as { config: { chains: unknown[] } }).config.chains } as unknown as Config;
+    let perPollRuns = 0;
+    const workers = new KubernetesWindowWorkers({
+      api: kubeWorkerJobApi(kubeClient(coordinator), ns.name),
+      template,
+      podIp: '127.0.0.1',
+      port: 0,
+      perPoll: {
+        async run(given) {
+          perPollRuns++;
+          return given.map(() => ({ ok: false, error: 'per-poll' }));
+        },
+      },
+    });
+    const deadline = new WorkDeadline(Date.now() + 40_000);
+    try {
+      await workers.start({ config, deadline, logger: silentLogger });
+      expect(workers.job, 'created under the coordinator identity, admitted by the fence').to.be.a('string');
+      // Polls before its pods ask for work go to per-poll Jobs; none creates another window Job.
+      for (let poll = 0; poll < 3; poll++) await workers.run(shards, { concurrency: 1 });
+      expect(perPollRuns).to.equal(3);
+      const jobs = await api(BatchV1Api).listNamespacedJob({ namespace: ns.name });
+      const windowJobs = jobs.items.filter((job) =>
+        job.spec?.template.spec?.containers.some((c) => c.args?.includes('--coordinator')),
+      );
+      expect(windowJobs.map((job) => job.metadata!.name)).to.deep.equal([workers.job]);
+      const job = windowJobs[0]!;
+      const maxConcurrency = Math.max(...(config.chains as { maxConcurrency: number }[]).map((c) => c.maxConcurrency));
+      expect(job.spec!.parallelism).to.equal(Math.min(maxConcurrency, MAX_WINDOW_WORKERS));
+      expect(job.spec!.activeDeadlineSeconds).to.be.within(1, 40);
+      const pod = job.spec!.template.spec!;
+      expect(pod.automountServiceAccountToken, 'no Kubernetes token').to.equal(false);
+      expect(pod.serviceAccountName).to.equal('minimal-dev-worker');
+      const container = pod.containers[0]!;
+      expect(container.args).to.deep.equal(['worker', '--coordinator', '-c', '/etc/oracle-node/config.json']);
+      const env = Object.fromEntries((container.env ?? []).map((e) => [e.name, e.value]));
+      expect(env[WINDOW_COORDINATOR_URL_ENV]).to.match(/^http:\/\/127\.0\.0\.1:\d+$/);
+      expect(env[WINDOW_CREDENTIAL_ENV]).to.match(/^[A-Za-z0-9_-]{43}$/);
+      // Nothing of the node's key or providers: only the node's Secret keys of the worker's scope, if any.
+      for (const variable of container.env ?? [])
+        expect(variable.valueFrom?.secretKeyRef?.key ?? '', variable.name).to.not.match(/MNEMONIC|PROVIDER/);
+    } finally {
+      await workers.stop();
+      deadline.stop('done');
+    }
   });
 
   // Each shape breaks one rule, and is refused by that rule (its message), not by an evaluation error.

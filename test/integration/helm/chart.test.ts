@@ -3,8 +3,9 @@
 // orphans and no stuck finalizers.
 import { AppsV1Api, CoreV1Api, KubeConfig, PolicyV1Api, RbacAuthorizationV1Api } from '@kubernetes/client-node';
 import { expect } from 'chai';
-import { dump } from 'js-yaml';
+import { dump, loadAll } from 'js-yaml';
 import { pino } from 'pino';
+import { WINDOW_WORKER_PORT } from '../../../src/contract/shard.js';
 import { RuntimeClient } from '../../../src/kube/client.js';
 import { RestClient } from '../../../src/kube/rest.js';
 import { buildChildren, DEFAULT_SETTINGS } from '../../../src/operator/builders/index.js';
@@ -107,6 +108,17 @@ describe('Helm chart charts/oracle-node-operator', function () {
     const out = await kubectl(rendered, 'apply', '--server-side', '--dry-run=server', '-f', '-');
     expect(out).to.include(`networkpolicy.networking.k8s.io/${fullname} serverside-applied`);
     expect(out).to.include(`networkpolicy.networking.k8s.io/${fullname}-workloads serverside-applied`);
+    // The window's workers reach their coordinator's port, and nothing else is opened to them.
+    type Peer = { podSelector?: { matchLabels?: Record<string, string> } };
+    type Rule = { ports?: { port: number | string }[]; from?: Peer[]; to?: Peer[] };
+    const workloads = (
+      loadAll(rendered) as { metadata: { name: string }; spec: { ingress: Rule[]; egress: Rule[] } }[]
+    ).find((doc) => doc?.metadata.name === `${fullname}-workloads`)!;
+    const component = (peers: Peer[] | undefined) =>
+      peers?.map((p) => p.podSelector?.matchLabels?.['app.kubernetes.io/component']);
+    const onPort = (rules: Rule[]) => rules.filter((rule) => rule.ports?.some((p) => p.port === WINDOW_WORKER_PORT));
+    expect(onPort(workloads.spec.ingress).map((rule) => component(rule.from))).to.deep.equal([['worker']]);
+    expect(onPort(workloads.spec.egress).map((rule) => component(rule.to))).to.deep.equal([['coordinator']]);
     // Without a namespace to put the workloads' policy in, rendering fails with a message that says so.
     const failure = await helm('template', 'x', chart, '--set', 'networkPolicy.workloads.enabled=true').then(
       () => '',

@@ -112,6 +112,15 @@ describe('the operator <-> pod contract', () => {
     expect(bad).to.deep.equal({});
   });
 
+  it("an optional pod IP, where the window's workers reach the coordinator: an IP, empty means absent", () => {
+    expect(readCoordinatorEnvironment(coordinatorEnv({ [ENV.podIp]: '10.244.0.7' }))).to.include({
+      podIp: '10.244.0.7',
+    });
+    expect(readCoordinatorEnvironment(coordinatorEnv({ [ENV.podIp]: 'fd00::7' }))).to.include({ podIp: 'fd00::7' });
+    expect(readCoordinatorEnvironment(coordinatorEnv({ [ENV.podIp]: '' }))).not.to.have.property('podIp');
+    expect(() => readCoordinatorEnvironment(coordinatorEnv({ [ENV.podIp]: 'evil.example.org' }))).to.throw(/POD_IP/);
+  });
+
   it('an optional gateway URL for the heartbeat: http(s) only, empty means absent', () => {
     expect(readCoordinatorEnvironment(coordinatorEnv({ [ENV.gatewayUrl]: 'https://oracle.example.org' }))).to.include({
       gatewayUrl: 'https://oracle.example.org',

@@ -2,6 +2,7 @@ import { expect } from 'chai';
 import {
   type ApiShardInput,
   type ApiShardOutput,
+  buildWindowWorkerJob,
   buildWorkerJob,
   MAX_ENCODED_VALUE_BYTES,
   MAX_SHARD_INPUT_BYTES,
@@ -10,9 +11,13 @@ import {
   packShardInputs,
   parseShardInput,
   parseShardOutput,
+  parseShardOutputBody,
+  parseWindowTask,
   resultsFor,
   SHARD_FORMAT,
   splitShardInput,
+  WINDOW_COORDINATOR_URL_ENV,
+  WINDOW_CREDENTIAL_ENV,
   type WorkerTemplate,
 } from '../../../src/contract/shard.js';
 
@@ -183,5 +188,71 @@ describe('the coordinator <-> worker contract', () => {
       expect(parseShardInput(JSON.stringify(piece))).to.deep.equal({ shard: piece });
     }
     expect(splitShardInput(shard)).to.deep.equal([shard]);
+  });
+
+  it("the window's worker Job is the template serving the coordinator: its URL and credential, no shard volume", () => {
+    const withPod: WorkerTemplate = structuredClone(template);
+    withPod.template.spec = {
+      automountServiceAccountToken: false,
+      serviceAccountName: 'n-dev-worker',
+      containers: [
+        {
+          name: 'worker',
+          image: 'i',
+          args: [
+            'worker',
+            '--shard',
+            '/var/run/oracle-node/shards/shard-$(JOB_COMPLETION_INDEX).json',
+            '-c',
+            '/c.json',
+          ],
+          env: [{ name: 'ORACLE_NODE_SECRET_SCOPE', value: 'worker' }],
+          volumeMounts: [
+            { name: 'config', mountPath: '/etc/oracle-node' },
+            { name: 'shards', mountPath: '/var/run/oracle-node/shards' },
+          ],
+        },
+      ],
+    };
+    const job = buildWindowWorkerJob(withPod, {
+      name: 'n-dev-worker-wabc',
+      parallelism: 3,
+      activeDeadlineSeconds: 48.7,
+      coordinatorUrl: 'http://10.0.0.7:8090',
+      credential: 'c'.repeat(43),
+    });
+    expect(job.spec).to.include({ parallelism: 3, activeDeadlineSeconds: 48, ttlSecondsAfterFinished: 300 });
+    // Not suspended, not Indexed, no completions: its pods serve until the window is over.
+    expect(job.spec!.suspend).to.equal(undefined);
+    expect(job.spec!.completionMode).to.equal(undefined);
+    expect(job.spec!.completions).to.equal(undefined);
+    expect(job.metadata!.labels).to.include({
+      'oracle-node.io/cycle': 'n-dev-worker-wabc',
+      'oracle-node.io/name': 'n',
+    });
+    const pod = job.spec!.template.spec!;
+    expect(pod.automountServiceAccountToken, 'no Kubernetes token').to.equal(false);
+    expect(pod.volumes).to.equal(undefined);
+    const [container] = pod.containers;
+    expect(container!.args).to.deep.equal(['worker', '--coordinator', '-c', '/c.json']);
+    expect(container!.env).to.deep.equal([
+      { name: 'ORACLE_NODE_SECRET_SCOPE', value: 'worker' },
+      { name: WINDOW_COORDINATOR_URL_ENV, value: 'http://10.0.0.7:8090' },
+      { name: WINDOW_CREDENTIAL_ENV, value: 'c'.repeat(43) },
+    ]);
+    expect(container!.volumeMounts).to.deep.equal([{ name: 'config', mountPath: '/etc/oracle-node' }]);
+    // The template itself is not changed.
+    expect(withPod.template.spec.containers[0]!.args![1]).to.equal('--shard');
+  });
+
+  it('a window task and a posted output are parsed, not cast, and bounded', () => {
+    const task = { task: 'a'.repeat(32), shard };
+    expect(parseWindowTask(JSON.stringify(task))).to.deep.equal({ task });
+    expect(parseWindowTask(JSON.stringify({ ...task, task: '../x' }))).to.have.property('error');
+    expect(parseWindowTask('{')).to.deep.equal({ error: 'not JSON' });
+    expect(parseWindowTask(' '.repeat(MAX_SHARD_INPUT_BYTES + 1))).to.have.property('error');
+    expect(parseShardOutputBody(JSON.stringify(output))).to.deep.equal(output);
+    expect(parseShardOutputBody(JSON.stringify({ ...output, format: 'other' }))).to.equal(undefined);
+    expect(parseShardOutputBody(' '.repeat(MAX_SHARD_OUTPUT_BYTES + 1))).to.equal(undefined);
   });
 });

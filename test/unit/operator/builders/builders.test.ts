@@ -323,10 +323,14 @@ describe('operator builders', () => {
     const env = Object.fromEntries(
       (cronJob.spec!.jobTemplate.spec!.template.spec!.containers[0]!.env ?? []).map((v) => [
         v.name,
-        v.value ?? `from-${v.valueFrom?.fieldRef?.fieldPath}`,
+        v.valueFrom?.fieldRef?.fieldPath === 'status.podIP'
+          ? '10.244.0.7'
+          : (v.value ?? `from-${v.valueFrom?.fieldRef?.fieldPath}`),
       ]),
     );
     expect(readCoordinatorEnvironment(env)!.workerTemplate).to.deep.equal(JSON.parse(env[ENV.workerTemplate]!));
+    // The pod IP from the downward API: where the window's workers reach the coordinator.
+    expect(readCoordinatorEnvironment(env)!.podIp).to.equal('10.244.0.7');
   });
 
   describe('coordinator window', () => {
