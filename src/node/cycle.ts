@@ -21,13 +21,19 @@ import {
   processProviderMemory,
   showsBlock,
 } from '../chain/provider-health.js';
-import { applyChainLimit, type DiscoveredApiCall, filterByMinConfirmations } from '../chain/requests.js';
+import {
+  applyChainLimit,
+  type DiscoveredApiCall,
+  filterByMinConfirmations,
+  withdrawalsPastStandbyDelay,
+} from '../chain/requests.js';
 import { RpcAnswerTooLarge, RpcClient, withTimeout } from '../chain/rpc.js';
 import { type SponsorWallets, sponsorWallets } from '../chain/sponsor-wallets.js';
 import { DEFAULT_MIN_CONFIRMATIONS, type WithdrawalRequest } from '../chain/types.js';
 import { settleWithGrace } from '../common/concurrency.js';
 import { errorMessage } from '../common/errors.js';
 import type { Config } from '../config/index.js';
+import type { NodeRole } from '../contract/request-log.js';
 import { formatTraceparent, type Span, Tracer } from '../observability/tracing.js';
 import { requestedMinConfirmations } from './endpoints.js';
 import type { ShardExecutor, ShardResult } from './executor.js';
@@ -52,7 +58,16 @@ export type CycleDeps = {
   tracer?: Tracer;
   /** Inside a coordinator window (src/node/window.ts): the logs kept between polls and the requests in flight. */
   window?: CycleWindow;
+  /**
+   * A standby node (`--standby-delay-blocks`, spec.redundancy.standbyDelayBlocks): serves a request only once it has
+   * been servable for this many blocks and is still open (docs/chain-cycle.md, "Standby"); 0 or absent: a primary.
+   */
+  standbyDelayBlocks?: number;
 };
+
+/** A node with a standby delay is a standby (docs/chain-cycle.md, "Standby"). */
+export const roleOf = (standbyDelayBlocks: number | undefined): NodeRole =>
+  (standbyDelayBlocks ?? 0) > 0 ? 'standby' : 'primary';
 
 /** What a coordinator window lends each of its cycles. */
 export type CycleWindow = {
@@ -86,6 +101,8 @@ export type ProviderSummary = {
 };
 
 export type CycleSummary = {
+  /** The node's role in this cycle; absent in summaries of older engines (read as primary). */
+  role?: NodeRole;
   providers: ProviderSummary[];
   requests: { discovered: number; servable: number; waitingForConfirmations: number; overChainLimit: number };
   shards: { total: number; failed: number };
@@ -230,6 +247,8 @@ export async function planChainShards(
     seen: seenRequests(chain.id, confirmed.head, {
       kept: confirmed.kept,
       waiting: confirmed.waiting,
+      leftToPrimary: confirmed.leftToPrimary,
+      standbyDelayBlocks: deps.standbyDelayBlocks ?? 0,
       limited: confirmed.aggregated,
       healthy: confirmed.open,
     }),
@@ -409,6 +428,8 @@ type Confirmed = {
   withdrawals: WithdrawalRequest[];
   kept: DiscoveredApiCall[];
   waiting: DiscoveredApiCall[];
+  /** A standby's requests past their confirmations but within its delay: the primary's to serve. */
+  leftToPrimary: DiscoveredApiCall[];
 };
 
 /**
@@ -437,15 +458,28 @@ function confirm(context: ChainContext, healthy: DiscoveredProvider[]): Confirme
     for (const withdrawal of discovery.withdrawals)
       if (!withdrawals.has(withdrawal.id)) withdrawals.set(withdrawal.id, withdrawal);
   }
-  const { kept, waiting } = filterByMinConfirmations([...aggregated.values()], {
+  const { kept, waiting, leftToPrimary } = filterByMinConfirmations([...aggregated.values()], {
     currentBlock: head,
     chainMinConfirmations: chain.minConfirmations ?? DEFAULT_MIN_CONFIRMATIONS,
     requestedMinConfirmations: (call) => requestedMinConfirmations(config, call),
+    standbyDelayBlocks: deps.standbyDelayBlocks ?? 0,
   });
-  // A request held back by its confirmations stays in the blocks the window reads again: one whose block vanishes
-  // in a reorg meanwhile is gone before it is served, whatever its own `_minConfirmations`.
+  // A request held back by its confirmations (or a standby's delay) stays in the blocks the window reads again: one
+  // whose block vanishes in a reorg meanwhile is gone before it is served, whatever its own `_minConfirmations`.
   windowLogs?.store.rereadFrom(waiting.length > 0 ? Math.min(...waiting.map((call) => call.blockNumber)) : undefined);
-  return { head, open, discovered, aggregated, withdrawals: [...withdrawals.values()], kept, waiting };
+  return {
+    head,
+    open,
+    discovered,
+    aggregated,
+    withdrawals: withdrawalsPastStandbyDelay([...withdrawals.values()], {
+      currentBlock: head,
+      standbyDelayBlocks: deps.standbyDelayBlocks ?? 0,
+    }),
+    kept,
+    waiting,
+    leftToPrimary,
+  };
 }
 
 /**
@@ -569,6 +603,8 @@ function seenRequests(
   planned: {
     kept: DiscoveredApiCall[];
     waiting: DiscoveredApiCall[];
+    leftToPrimary: DiscoveredApiCall[];
+    standbyDelayBlocks: number;
     limited: Map<string, DiscoveredApiCall>;
     healthy: { discovery: ProviderDiscovery }[];
   },
@@ -588,6 +624,8 @@ function seenRequests(
     });
   };
   for (const call of planned.kept) add(call, 'servable');
+  for (const call of planned.leftToPrimary)
+    add(call, 'waitingForConfirmations', `standby: left to the primary for ${planned.standbyDelayBlocks} block(s)`);
   for (const call of planned.waiting) add(call, 'waitingForConfirmations');
   for (const { discovery } of planned.healthy)
     for (const call of discovery.apiCalls)
@@ -710,6 +748,7 @@ function forgetChainIdsOnSendErrors(
 export async function runCycle(config: Config, deps: CycleDeps): Promise<CycleSummary> {
   const wallets = deps.wallets ?? sponsorWallets(config.nodeSettings.nodeWalletMnemonic);
   const summary: CycleSummary = {
+    role: roleOf(deps.standbyDelayBlocks),
     providers: [],
     requests: { discovered: 0, servable: 0, waitingForConfirmations: 0, overChainLimit: 0 },
     shards: { total: 0, failed: 0 },

@@ -44,6 +44,7 @@ import { type PlannedWithdrawal, planWithdrawal } from '../chain/withdrawals.js'
 import { mapLimit } from '../common/concurrency.js';
 import { errorMessage } from '../common/errors.js';
 import type { Config } from '../config/index.js';
+import type { NodeRole } from '../contract/request-log.js';
 import { parseTraceparent, type SpanContext, Tracer } from '../observability/tracing.js';
 import { type ApiCallContext, type ApiCallOutcome, type ApiRecord, callApi, NOT_CALLED } from './api-call.js';
 import type { ResponseCache } from './cache.js';
@@ -71,6 +72,8 @@ export type ChainContext = {
   gasPriceCeilings?: ReadonlyMap<string, bigint>;
   /** The run's hard end or SIGTERM: after it nothing is sent; the requests stay open (src/node/deadline.ts). */
   deadline?: WorkDeadline;
+  /** The node's side of a redundant deployment, written into the response cache's entries (absent: primary). */
+  role?: NodeRole;
 };
 
 /** The sightings of this process: every shard, cycle and window poll it runs adds to them. */
@@ -302,7 +305,11 @@ export async function answerFromResult(
   const signature = signFulfillment(context.wallets.node, call.id, result.encodedValue);
   signing.end();
   if (call.cacheResponses && context.cache) {
-    await context.cache.set(call.id, { encodedValue: result.encodedValue, signature });
+    await context.cache.set(call.id, {
+      encodedValue: result.encodedValue,
+      signature,
+      servedBy: context.role ?? 'primary',
+    });
   }
   return {
     response: { success: true, encodedValue: result.encodedValue, signature, ...gasPriceOf(context.config, call) },
