@@ -55,6 +55,8 @@ export class OracleNodeMetrics {
   private readonly requestLatency: Histogram<(typeof NODE_LABELS)[number] | 'stage'>;
   private readonly polls: Counter<(typeof NODE_LABELS)[number]>;
   private readonly idlePolls: Counter<(typeof NODE_LABELS)[number]>;
+  private readonly standbyServing: Gauge<(typeof NODE_LABELS)[number]>;
+  private readonly standbyServed: Counter<(typeof NODE_LABELS)[number]>;
   private readonly seen = new Map<string, NodeSeries>();
   private publishing = true;
 
@@ -145,6 +147,18 @@ export class OracleNodeMetrics {
       buckets: REQUEST_LATENCY_BUCKETS_SECONDS,
       registers,
     });
+    this.standbyServing = new Gauge({
+      name: 'oracle_node_standby_serving',
+      help: 'Whether the last cycle of a standby (spec.redundancy.standbyDelayBlocks) served requests: 1 means the primary left them open past the standby delay (it is down); 0 otherwise',
+      labelNames: NODE_LABELS,
+      registers,
+    });
+    this.standbyServed = new Counter({
+      name: 'oracle_node_standby_served_requests_total',
+      help: 'Requests a standby (spec.redundancy.standbyDelayBlocks) fulfilled or failed because the primary had left them open past the standby delay',
+      labelNames: NODE_LABELS,
+      registers,
+    });
     this.polls = new Counter({
       name: 'oracle_node_window_polls_total',
       help: 'Polls of the coordinator windows after their first cycle',
@@ -183,6 +197,8 @@ export class OracleNodeMetrics {
       this.requestLatency,
       this.polls,
       this.idlePolls,
+      this.standbyServing,
+      this.standbyServed,
     ])
       metric.reset();
     this.seen.clear();
@@ -219,6 +235,10 @@ export class OracleNodeMetrics {
       const count = cycle.counts?.[countKey];
       if (typeof count === 'number' && count > 0) this.requests.inc({ ...labels, outcome }, count);
     }
+    // A standby that served: the primary is down (OracleNodeStandbyServing); a primary's cycle reads 0.
+    const standbyServed = cycle.role === 'standby' ? (cycle.counts?.['standbyServed'] ?? 0) : 0;
+    this.standbyServing.set(labels, standbyServed > 0 ? 1 : 0);
+    if (standbyServed > 0) this.standbyServed.inc(labels, standbyServed);
     const strategyFailures = cycle.counts?.['gasPriceStrategyFailures'];
     if (typeof strategyFailures === 'number' && strategyFailures > 0) {
       this.gasPriceStrategyFailures.inc(labels, strategyFailures);
@@ -308,6 +328,8 @@ export class OracleNodeMetrics {
     for (const stage of LATENCY_STAGES) this.requestLatency.remove({ ...labels, stage });
     this.polls.remove(labels);
     this.idlePolls.remove(labels);
+    this.standbyServing.remove(labels);
+    this.standbyServed.remove(labels);
     const state = this.seen.get(id);
     for (const providerLabels of state?.providers.values() ?? []) this.removeProvider(providerLabels);
     for (const faultLabels of state?.faults.values() ?? []) this.providerFaults.remove(faultLabels);

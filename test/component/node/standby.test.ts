@@ -15,6 +15,8 @@ import {
   type ApiServer,
   buildConfigJson,
   createSponsor,
+  ENDPOINTS,
+  makeFullRequest,
   NODE_ADDRESS,
   type NodeFiles,
   requestPrice,
@@ -140,12 +142,24 @@ describe('a standby node (anvil, real AirnodeRrpV0, two engine processes)', func
     parseRequestLog(readFileSync(join(side.cacheDir, 'requests.json'), 'utf8'));
 
   let sponsors: Awaited<ReturnType<typeof createSponsor>>[];
-  /** Two requests of one sponsor (one nonce sequence) and one of another. */
+  /** Two requests of one sponsor (one nonce sequence) and one of another, of an endpoint whose answers are cached. */
   const makeRequests = async () => [
     await requestPrice(chain.deployment, sponsors[0]!),
     await requestPrice(chain.deployment, sponsors[0]!),
-    await requestPrice(chain.deployment, sponsors[1]!),
+    await makeFullRequest(chain.deployment, {
+      endpointId: ENDPOINTS.counter,
+      sponsor: sponsors[1]!.address,
+      sponsorWallet: sponsors[1]!.sponsorWallet,
+      parameters: '0x',
+    }),
   ];
+  /** Which side the response cache says called the API of a cached request. */
+  const cachedBy = (side: Side, requestId: string) =>
+    (
+      JSON.parse(readFileSync(join(side.cacheDir, `requestId-${requestId.toLowerCase()}`), 'utf8')) as {
+        servedBy?: string;
+      }
+    ).servedBy;
 
   before(async () => {
     chain = await startTestChain();
@@ -180,6 +194,7 @@ describe('a standby node (anvil, real AirnodeRrpV0, two engine processes)', func
     // Wasted transactions: none (one sent per request, none refused).
     expect(sentBy(primary)).to.have.length(ids.length);
     expect(primary.proxy.sent.filter((tx) => tx.rejected !== undefined)).to.deep.equal([]);
+    expect(cachedBy(primary, ids[2]!)).to.equal('primary');
     servedByPrimary = ids;
   });
 
@@ -210,6 +225,7 @@ describe('a standby node (anvil, real AirnodeRrpV0, two engine processes)', func
     expect(sentBy(standby)).to.have.length(ids.length);
     expect(standby.proxy.sent.filter((tx) => tx.rejected !== undefined)).to.deep.equal([]);
     expect(primary.proxy.sent.length).to.equal(primarySent);
+    expect(cachedBy(standby, ids[2]!)).to.equal('standby');
     servedByStandby = ids;
   });
 
