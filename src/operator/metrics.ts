@@ -235,10 +235,6 @@ export class OracleNodeMetrics {
       const count = cycle.counts?.[countKey];
       if (typeof count === 'number' && count > 0) this.requests.inc({ ...labels, outcome }, count);
     }
-    // A standby that served: the primary is down (OracleNodeStandbyServing); a primary's cycle reads 0.
-    const standbyServed = cycle.role === 'standby' ? (cycle.counts?.['standbyServed'] ?? 0) : 0;
-    this.standbyServing.set(labels, standbyServed > 0 ? 1 : 0);
-    if (standbyServed > 0) this.standbyServed.inc(labels, standbyServed);
     const strategyFailures = cycle.counts?.['gasPriceStrategyFailures'];
     if (typeof strategyFailures === 'number' && strategyFailures > 0) {
       this.gasPriceStrategyFailures.inc(labels, strategyFailures);
@@ -279,7 +275,7 @@ export class OracleNodeMetrics {
 
   /**
    * A window's counts from its cycle report, once per report (its Job, else its start): the request latencies
-   * into the histogram, the polls into their counters. The report is the coordinator's word, read through the
+   * into the histogram, the polls into their counters, a standby's served requests (role, standbyServed). The report is the coordinator's word, read through the
    * contract's parseCycleReport (bounded, well-formed entries only).
    */
   observeCycleReport(key: ObjectKey, report: CycleReport | undefined): void {
@@ -297,6 +293,10 @@ export class OracleNodeMetrics {
     if (typeof polls === 'number' && polls > 0) this.polls.inc(labels, polls);
     const idlePolls = report.counts?.['idlePolls'];
     if (typeof idlePolls === 'number' && idlePolls > 0) this.idlePolls.inc(labels, idlePolls);
+    // A standby that served: the primary is down (OracleNodeStandbyServing); a primary's report reads 0.
+    const served = report.role === 'standby' ? (report.counts?.['standbyServed'] ?? 0) : 0;
+    this.standbyServing.set(labels, served > 0 ? 1 : 0);
+    if (served > 0) this.standbyServed.inc(labels, served);
   }
 
   private stateOf(key: ObjectKey): NodeSeries {

@@ -344,19 +344,23 @@ describe('provider health in status.lastCycle', () => {
     const serving = reported('j1', { role: 'standby', counts: { fulfilled: 2, failed: 1, standbyServed: 3 } });
     expect(serving.role).to.equal('standby');
     expect(serving.counts?.['standbyServed']).to.equal(3);
+    // The metrics come from each report once (it may precede its Job's completion), whatever the status says.
+    const report = (name: string, body: Record<string, unknown>) =>
+      parseCycleReport({ 'cycle.json': JSON.stringify({ job: name, ...body }) });
     const registry = new Registry();
     const metrics = new OracleNodeMetrics(registry);
-    metrics.observe(key, statusWith(serving));
+    for (let i = 0; i < 2; i++)
+      metrics.observeCycleReport(key, report('j1', { role: 'standby', counts: { fulfilled: 3, standbyServed: 3 } }));
     expect(await sample(registry, 'oracle_node_standby_serving', key)).to.equal(1);
     expect(await sample(registry, 'oracle_node_standby_served_requests_total', key)).to.equal(3);
     // The primary back: the standby's next cycle served nothing.
-    metrics.observe(key, statusWith(reported('j2', { role: 'standby', counts: { fulfilled: 0, standbyServed: 0 } })));
+    metrics.observeCycleReport(key, report('j2', { role: 'standby', counts: { fulfilled: 0, standbyServed: 0 } }));
     expect(await sample(registry, 'oracle_node_standby_serving', key)).to.equal(0);
     expect(await sample(registry, 'oracle_node_standby_served_requests_total', key)).to.equal(3);
     // A primary's report (no role: an older engine, or a primary) never reads as a standby serving.
     const primary = reported('j3', { counts: { fulfilled: 4, standbyServed: 4 } });
     expect(primary.role).to.equal(undefined);
-    metrics.observe(key, statusWith(primary));
+    metrics.observeCycleReport(key, report('j3', { counts: { fulfilled: 4, standbyServed: 4 } }));
     expect(await sample(registry, 'oracle_node_standby_serving', key)).to.equal(0);
     expect(reported('j4', { role: 'leader', counts: { fulfilled: 1 } }).role).to.equal(undefined);
     metrics.forget(key);
