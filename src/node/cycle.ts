@@ -6,9 +6,11 @@
 
 import { readBalances } from '../chain/balances.js';
 import { type DiscoveryOptions, discoverOnProvider, type ProviderDiscovery } from '../chain/discovery.js';
+import { transactionCount } from '../chain/fulfillment.js';
 import { type GasTargetJson, gasTargetToJson, getGasTarget } from '../chain/gas-price.js';
 import type { ChainLogStore } from '../chain/log-store.js';
 import { byLogPosition, fetchBlockNumber } from '../chain/logs.js';
+import { decidePending, type PendingSightings } from '../chain/pending.js';
 import {
   HEAD_GRACE_MS,
   HEAD_TIMEOUT_MS,
@@ -39,6 +41,7 @@ import { requestedMinConfirmations } from './endpoints.js';
 import type { ShardExecutor, ShardResult } from './executor.js';
 import type { Logger } from './logger.js';
 import { decodeParameters } from './ois-adapter.js';
+import { processPendingSightings, sightingsKey } from './shard.js';
 import type { ShardInput } from './shard-types.js';
 
 /** Budget of each of a provider's discovery steps, its head and its requests (the reference's initializeProvider). */
@@ -63,6 +66,8 @@ export type CycleDeps = {
    * been servable for this many blocks and is still open (docs/chain-cycle.md, "Standby"); 0 or absent: a primary.
    */
   standbyDelayBlocks?: number;
+  /** What this process has seen of the wallets' pending transactions: the shards' (default: the process's). */
+  pendingSightings?: PendingSightings;
 };
 
 /** A node with a standby delay is a standby (docs/chain-cycle.md, "Standby"). */
@@ -234,7 +239,12 @@ export async function planChainShards(
     };
   }
   const confirmed = confirm(context, healthy);
-  const shards = shardBySponsorWallet(context, healthy, confirmed);
+  const shards = await yieldToPendingTransactions(
+    context,
+    healthy[0]!,
+    confirmed,
+    shardBySponsorWallet(context, healthy, confirmed),
+  );
   const gasPriceStrategyFailures = await priceShards(context, healthy[0]!, shards);
   return {
     shards,
@@ -242,12 +252,13 @@ export async function planChainShards(
     servingProvider: healthy[0]!.name,
     gasPriceStrategyFailures,
     discovered: confirmed.discovered,
-    waiting: confirmed.waiting.length,
+    waiting: confirmed.waiting.length + confirmed.yielded.length,
     overLimit: confirmed.discovered - confirmed.aggregated.size,
     seen: seenRequests(chain.id, confirmed.head, {
       kept: confirmed.kept,
       waiting: confirmed.waiting,
       leftToPrimary: confirmed.leftToPrimary,
+      yielded: confirmed.yielded,
       standbyDelayBlocks: deps.standbyDelayBlocks ?? 0,
       limited: confirmed.aggregated,
       healthy: confirmed.open,
@@ -430,6 +441,8 @@ type Confirmed = {
   waiting: DiscoveredApiCall[];
   /** A standby's requests past their confirmations but within its delay: the primary's to serve. */
   leftToPrimary: DiscoveredApiCall[];
+  /** A standby's requests past its delay whose wallet has transactions pending, not stuck (step 5b), and why. */
+  yielded: { call: DiscoveredApiCall; reason: string }[];
 };
 
 /**
@@ -479,7 +492,64 @@ function confirm(context: ChainContext, healthy: DiscoveredProvider[]): Confirme
     kept,
     waiting,
     leftToPrimary,
+    yielded: [],
   };
+}
+
+/**
+ * Step 5b, a standby's only: a wallet with transactions in the pool that this process has not seen stuck (the
+ * primary's fulfilments, late) gets no shard this poll, so the standby makes no API call for requests the primary
+ * may be answering; the shard would send nothing for it anyway (the pending-transaction rule, src/chain/pending.ts).
+ * The same sightings as the shards': once stuck, the shard runs and replaces them. Through the first provider in use;
+ * a wallet whose counts cannot be read keeps its shard, which reads them itself.
+ */
+async function yieldToPendingTransactions(
+  context: ChainContext,
+  provider: DiscoveredProvider,
+  confirmed: Confirmed,
+  shards: ShardInput[],
+): Promise<ShardInput[]> {
+  const { chain, deps } = context;
+  if ((deps.standbyDelayBlocks ?? 0) <= 0 || shards.length === 0) return shards;
+  const sightings = deps.pendingSightings ?? processPendingSightings();
+  const client = context.makeClient(provider.url);
+  try {
+    const decisions = await Promise.all(
+      shards.map(async (shard) => {
+        try {
+          const [latestCount, pendingCount] = await Promise.all([
+            transactionCount(client, shard.sponsorWallet, 'latest'),
+            transactionCount(client, shard.sponsorWallet, 'pending'),
+          ]);
+          const seenPendingFor = sightings.observe(sightingsKey(chain.id, shard.sponsorWallet), {
+            latestCount,
+            pendingCount,
+            block: confirmed.head,
+          });
+          return decidePending({
+            latestCount,
+            pendingCount,
+            seenPendingFor,
+            ...(shard.inFlightNonces ? { inFlightNonces: shard.inFlightNonces } : {}),
+          });
+        } catch {
+          return undefined;
+        }
+      }),
+    );
+    return shards.filter((shard, index) => {
+      const decision = decisions[index];
+      if (decision?.action !== 'wait') return true;
+      deps.logger.info(
+        { chainId: chain.id, sponsorWallet: shard.sponsorWallet, pending: decision.pending },
+        'standby: pending transactions of the wallet left alone; no API call',
+      );
+      for (const call of shard.apiCalls) confirmed.yielded.push({ call, reason: `standby: ${decision.reason}` });
+      return false;
+    });
+  } finally {
+    provider.summary.rpcCalls += client.calls;
+  }
 }
 
 /**
@@ -604,6 +674,7 @@ function seenRequests(
     kept: DiscoveredApiCall[];
     waiting: DiscoveredApiCall[];
     leftToPrimary: DiscoveredApiCall[];
+    yielded: { call: DiscoveredApiCall; reason: string }[];
     standbyDelayBlocks: number;
     limited: Map<string, DiscoveredApiCall>;
     healthy: { discovery: ProviderDiscovery }[];
@@ -623,6 +694,7 @@ function seenRequests(
       headBlock,
     });
   };
+  for (const { call, reason } of planned.yielded) add(call, 'waitingForConfirmations', reason);
   for (const call of planned.kept) add(call, 'servable');
   for (const call of planned.leftToPrimary)
     add(call, 'waitingForConfirmations', `standby: left to the primary for ${planned.standbyDelayBlocks} block(s)`);

@@ -79,6 +79,12 @@ export type ChainContext = {
 /** The sightings of this process: every shard, cycle and window poll it runs adds to them. */
 const PROCESS_SIGHTINGS = new PendingSightings();
 
+/** The process's sightings (a standby's cycle reads them before its shards: src/node/cycle.ts). */
+export const processPendingSightings = (): PendingSightings => PROCESS_SIGHTINGS;
+
+/** The key of a wallet's sightings: the same for the shards and a standby's cycle. */
+export const sightingsKey = (chainId: string, wallet: string): string => `${chainId}:${wallet.toLowerCase()}`;
+
 /** Both halves in one process (InProcessExecutor): the chain half's context and the API calls'. */
 export type ShardContext = ChainContext & {
   callEndpoint?: ApiCallContext['callEndpoint'];
@@ -359,7 +365,7 @@ async function submitThrough(
     // Transactions already in the pool, whoever sent them, are left alone unless this process has seen them stuck
     // (src/chain/pending.ts); stuck ones are replaced (same nonces), which needs a higher price.
     const sightings = run.context.pendingSightings ?? PROCESS_SIGHTINGS;
-    const walletKey = `${run.shard.chainId}:${run.wallet.address.toLowerCase()}`;
+    const walletKey = sightingsKey(run.shard.chainId, run.wallet.address);
     const seenPendingFor = sightings.observe(walletKey, { latestCount, pendingCount, block: run.shard.currentBlock });
     const decision = decidePending({
       latestCount,

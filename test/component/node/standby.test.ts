@@ -263,27 +263,37 @@ describe('a standby node (anvil, real AirnodeRrpV0, two engine processes)', func
   it("a primary's fulfilment pending in the standby's provider is left alone until the standby has seen it stuck", async () => {
     // The primary is gone; its fulfilment sits in the pool of the standby's provider (the proxy shows the wallet one
     // transaction more at 'pending' than mined). The pending-transaction rule applies whoever sent it: the standby
-    // waits STUCK_AFTER_BLOCKS (3) blocks of its own sightings after its delay, then replaces it (same nonce).
+    // waits STUCK_AFTER_BLOCKS (3) blocks of its own sightings after its delay, making no API call, then replaces it
+    // (same nonce).
     const wallet = sponsors[0]!.sponsorWallet.toLowerCase();
     standby.proxy.setFault(({ method, params }) =>
       method === 'eth_getTransactionCount' && String(params[0]).toLowerCase() === wallet && params[1] === 'pending'
         ? { result: (upstream) => `0x${(Number(upstream) + 1).toString(16)}` }
         : undefined,
     );
+    // Only the standby runs (whatever the tests before left running).
+    await stopSide(primary, 'SIGKILL');
+    await stopSide(standby, 'SIGTERM');
     await startSide(standby, ['--standby-delay-blocks', String(N)]);
     const standbySent = standby.proxy.sent.length;
+    const standbyApiCalls = standby.api.calls.length;
     const id = await requestPrice(chain.deployment, sponsors[0]!);
     const { made } = await requestBlocks(id);
     await rpc(chain.anvil.url, 'evm_setAutomine', [false]);
     try {
-      const sentAt = new Map<number, number>();
+      const sentAt = new Map<number, { sent: number; apiCalls: number }>();
       for (let head = made + 1; head <= made + N + 4 && !(await fulfilledOnce([id])); head++) {
         await mineAndWaitForStandby();
-        sentAt.set(head, standby.proxy.sent.length - standbySent);
+        sentAt.set(head, {
+          sent: standby.proxy.sent.length - standbySent,
+          apiCalls: standby.api.calls.length - standbyApiCalls,
+        });
       }
-      // Servable for the standby at made + N; seen pending there and for the two blocks after: left alone.
-      for (let head = made + 1; head <= made + N + 2; head++) expect(sentAt.get(head), `head ${head}`).to.equal(0);
-      expect(sentAt.get(made + N + 3), 'replaced once seen stuck').to.equal(1);
+      // Servable for the standby at made + N; seen pending there and for the two blocks after: left alone, without
+      // an API call (the standby reads the wallet's counts before its shards).
+      for (let head = made + 1; head <= made + N + 2; head++)
+        expect(sentAt.get(head), `head ${head}`).to.deep.equal({ sent: 0, apiCalls: 0 });
+      expect(sentAt.get(made + N + 3), 'replaced once seen stuck').to.deep.equal({ sent: 1, apiCalls: 1 });
       const blocks = await requestBlocks(id);
       expect(blocks.fulfilled).to.deep.equal([made + N + 4]);
       expect(blocks.failed).to.equal(0);
