@@ -242,8 +242,17 @@ export function applyChainLimit<
  */
 export function filterByMinConfirmations<T extends { sponsor: string; blockNumber: number; logIndex: number }>(
   requests: T[],
-  input: { currentBlock: number; chainMinConfirmations: number; requestedMinConfirmations: (request: T) => unknown },
-): { kept: T[]; waiting: T[] } {
+  input: {
+    currentBlock: number;
+    chainMinConfirmations: number;
+    requestedMinConfirmations: (request: T) => unknown;
+    /**
+     * A standby node's delay (`--standby-delay-blocks`): a request is kept only once it has been servable (its
+     * confirmations reached) for this many blocks; 0 or absent: a primary, kept as soon as it is servable.
+     */
+    standbyDelayBlocks?: number;
+  },
+): { kept: T[]; waiting: T[]; leftToPrimary: T[] } {
   const bySponsor = new Map<string, T[]>();
   for (const request of [...requests].sort(byLogPosition)) {
     const list = bySponsor.get(request.sponsor) ?? [];
@@ -252,6 +261,8 @@ export function filterByMinConfirmations<T extends { sponsor: string; blockNumbe
   }
   const kept: T[] = [];
   const waiting: T[] = [];
+  const leftToPrimary: T[] = [];
+  const delay = Math.max(0, input.standbyDelayBlocks ?? 0);
   for (const list of bySponsor.values()) {
     const requested = list
       .map((r) => parseMinConfirmations(input.requestedMinConfirmations(r)))
@@ -259,14 +270,29 @@ export function filterByMinConfirmations<T extends { sponsor: string; blockNumbe
     const required = requested.length > 0 ? Math.max(...requested) : input.chainMinConfirmations;
     let blocked = false;
     for (const request of list) {
-      if (!blocked && input.currentBlock - request.blockNumber >= required) kept.push(request);
+      const age = input.currentBlock - request.blockNumber;
+      if (!blocked && age >= required + delay) kept.push(request);
       else {
+        // The first request held back holds the sponsor's later ones, for either reason (nonce order).
+        if (!blocked && age >= required) leftToPrimary.push(request);
         blocked = true;
         waiting.push(request);
       }
     }
   }
-  return { kept, waiting };
+  return { kept, waiting, leftToPrimary };
+}
+
+/**
+ * A standby's withdrawals: those requested at least `standbyDelayBlocks` blocks before the head (withdrawals need no
+ * confirmations, so the primary serves them at once); the others are left to the primary.
+ */
+export function withdrawalsPastStandbyDelay<T extends { blockNumber: number }>(
+  withdrawals: T[],
+  input: { currentBlock: number; standbyDelayBlocks?: number },
+): T[] {
+  const delay = Math.max(0, input.standbyDelayBlocks ?? 0);
+  return withdrawals.filter((w) => input.currentBlock - w.blockNumber >= delay);
 }
 
 export function parseMinConfirmations(value: unknown): number | undefined {

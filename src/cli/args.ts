@@ -132,6 +132,20 @@ export function parseGasPriceCeilings(
   return { ceilings };
 }
 
+/**
+ * `--standby-delay-blocks N` (docs/chain-cycle.md, "Standby"): 0 or absent, a primary; N > 0, a standby that serves
+ * a request only once it has been servable for N blocks. Exit code 2 after the usage error went to stderr.
+ */
+export function parseStandbyDelay(value: string | undefined): { standbyDelayBlocks: number } | { exitCode: number } {
+  if (value === undefined) return { standbyDelayBlocks: 0 };
+  const blocks = Number(value);
+  if (value.trim() === '' || !Number.isInteger(blocks) || blocks < 0 || blocks > 10_000) {
+    process.stderr.write(`--standby-delay-blocks takes a whole number of blocks from 0 to 10000, not "${value}"\n`);
+    return { exitCode: 2 };
+  }
+  return { standbyDelayBlocks: blocks };
+}
+
 /** A port number from an option: undefined when absent, null when not a port. */
 export function parsePort(text: string | undefined): number | undefined | null {
   if (text === undefined) return undefined;

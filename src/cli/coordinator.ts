@@ -5,7 +5,7 @@
 import { sponsorWallets } from '../chain/sponsor-wallets.js';
 import { errorMessage } from '../common/errors.js';
 import { FileResponseCache } from '../node/cache.js';
-import { runCycle } from '../node/cycle.js';
+import { roleOf, runCycle } from '../node/cycle.js';
 import { HARD_END_MARGIN_MS, settleBy, WorkDeadline } from '../node/deadline.js';
 import { InProcessExecutor, WorkerExecutor } from '../node/executor.js';
 import { heartbeatResult, sendHeartbeat } from '../node/heartbeat.js';
@@ -16,7 +16,7 @@ import { fileVerifiedProvidersStore, loadProviderMemory, saveProviderMemory } fr
 import { emptySummary, runWindow } from '../node/window.js';
 import { registerSecret } from '../observability/index.js';
 import { tracerFromEnvironment } from '../observability/tracing.js';
-import { parseCommandArgs, parseGasPriceCeilings, parseWindowOptions } from './args.js';
+import { parseCommandArgs, parseGasPriceCeilings, parseStandbyDelay, parseWindowOptions } from './args.js';
 import { engineEnvironment, loadCommandConfig } from './command-config.js';
 import type { Subcommand } from './subcommand.js';
 
@@ -29,6 +29,7 @@ export const REPORT_AFTER_SIGTERM_MS = 3_000;
 
 const HELP = `Usage: oracle-node coordinator -c config.json [-s secrets.env] [--cache-dir DIR] [--details]
                                [--window SECONDS [--poll-interval SECONDS]] [--max-gas-price CHAIN_ID=GWEI ...]
+                               [--standby-delay-blocks N]
 
 Runs one request-response cycle on every configured chain, sends the heartbeat when
 nodeSettings.heartbeat.enabled, and exits.
@@ -41,6 +42,8 @@ nodeSettings.heartbeat.enabled, and exits.
       --poll-interval  seconds between polls in a window (default 1)
       --max-gas-price  the most per gas the node pays on a chain, in gwei (repeatable); a transaction priced
                        above it is not sent and its request waits
+      --standby-delay-blocks  a standby of the same node deployed elsewhere: serves a request only once it has
+                       been servable for N blocks and is still open (0, the default: the primary)
 
 Nothing is sent after the window's hard end (its end + ${HARD_END_MARGIN_MS / 1000} s) or after SIGTERM: the requests
 left stay open for the next run. SIGTERM stops the run; the report is written and the process exits 0.
@@ -79,6 +82,7 @@ export const command: Subcommand = {
         window: { type: 'string' },
         'poll-interval': { type: 'string' },
         'max-gas-price': { type: 'string', multiple: true },
+        'standby-delay-blocks': { type: 'string' },
       },
       HELP,
     );
@@ -88,6 +92,9 @@ export const command: Subcommand = {
     if ('exitCode' in windowOptions) return windowOptions.exitCode;
     const limits = parseGasPriceCeilings(values['max-gas-price']);
     if ('exitCode' in limits) return limits.exitCode;
+    const standby = parseStandbyDelay(values['standby-delay-blocks']);
+    if ('exitCode' in standby) return standby.exitCode;
+    const role = roleOf(standby.standbyDelayBlocks);
     const pod = engineEnvironment();
     const configPath = values.config ?? pod.configPath;
     if (!configPath) {
@@ -138,6 +145,7 @@ export const command: Subcommand = {
       tracer,
       deadline,
       ...(limits.ceilings ? { gasPriceCeilings: limits.ceilings } : {}),
+      role,
     };
     const windowed = windowOptions.windowMs !== undefined && windowOptions.pollIntervalMs !== undefined;
     // A window's workers stay for it (docs/chain-cycle.md): their pods start while its first cycle runs.
@@ -151,7 +159,14 @@ export const command: Subcommand = {
     // Each run is a new process: the chain ids verified by the previous run are carried over, not asked again.
     const verifiedProviders = kubernetes?.verifiedProviders ?? fileVerifiedProvidersStore(cacheDir);
     const providers = await loadProviderMemory(config, verifiedProviders, logger);
-    const deps = { executor, logger, wallets, tracer, providerMemory: providers.memory };
+    const deps = {
+      executor,
+      logger,
+      wallets,
+      tracer,
+      providerMemory: providers.memory,
+      standbyDelayBlocks: standby.standbyDelayBlocks,
+    };
     const summary =
       windowOptions.windowMs !== undefined && windowOptions.pollIntervalMs !== undefined
         ? await runWindow(config, deps, {

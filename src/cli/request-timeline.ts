@@ -75,6 +75,8 @@ function recordSteps(record: RequestRecord): TimelineStep[] {
     const extras = [
       record.transaction.nonce === undefined ? undefined : `nonce ${record.transaction.nonce}`,
       record.transaction.provider ? `provider ${record.transaction.provider}` : undefined,
+      // Only a redundant deployment's standby says so: the primary left the request open past the standby delay.
+      record.servedBy === 'standby' ? 'by the standby' : undefined,
     ].filter(Boolean);
     steps.push({
       step: 'Submitted',
@@ -98,6 +100,8 @@ function whyWaiting(input: TimelineInput, chain: RequestOnChain, record: Request
       case 'dropped':
         return `not served: ${record.reason ?? 'dropped in discovery'}`;
       case 'waitingForConfirmations':
+        // A standby's own word: confirmed, left to the primary for the standby delay.
+        if (record.reason?.startsWith('standby:')) return `waiting for the primary (${record.reason})`;
         return `waiting for confirmations: ${plural(confirmations, 'confirmation')} now, ${input.minConfirmations} required by the chain (or more by _minConfirmations)`;
       case 'overChainLimit':
         return `over the chain limit: more requests than chains[].maxConcurrency in the cycle that saw it last; a later cycle takes it${broke}`;

@@ -7,7 +7,7 @@ import { sponsorWallets } from '../chain/sponsor-wallets.js';
 import { errorMessage } from '../common/errors.js';
 import { type GatewayServer, startGatewayServer } from '../gateway/server.js';
 import { FileResponseCache } from '../node/cache.js';
-import { runCycle } from '../node/cycle.js';
+import { roleOf, runCycle } from '../node/cycle.js';
 import { InProcessExecutor } from '../node/executor.js';
 import { sendHeartbeat } from '../node/heartbeat.js';
 import { createNodeLogger } from '../node/logger.js';
@@ -17,7 +17,13 @@ import { FileRequestLog } from '../node/request-log.js';
 import { runWindow } from '../node/window.js';
 import { createMetricsRegistry } from '../observability/index.js';
 import { tracerFromEnvironment } from '../observability/tracing.js';
-import { parseCommandArgs, parseGasPriceCeilings, parseServerPorts, parseWindowOptions } from './args.js';
+import {
+  parseCommandArgs,
+  parseGasPriceCeilings,
+  parseServerPorts,
+  parseStandbyDelay,
+  parseWindowOptions,
+} from './args.js';
 import { loadCommandConfig } from './command-config.js';
 import { DEFAULT_CACHE_DIR, recordRequestsLocally } from './coordinator.js';
 import type { Subcommand } from './subcommand.js';
@@ -25,7 +31,7 @@ import type { Subcommand } from './subcommand.js';
 export const DEFAULT_CYCLE_INTERVAL_MS = 60_000;
 
 const HELP = `Usage: oracle-node start -c config.json [-s secrets.env] [--interval-ms N] [--poll-interval SECONDS] [--cache-dir DIR] [--port N] [--metrics-port N] [--no-gateway]
-                         [--max-gas-price CHAIN_ID=GWEI ...]
+                         [--max-gas-price CHAIN_ID=GWEI ...] [--standby-delay-blocks N]
 
 Runs the node locally: gateway server and a request-response cycle every minute (or every N ms).
 --poll-interval makes each cycle a window, as \`oracle-node coordinator --window\`: after the cycle, the new
@@ -33,6 +39,8 @@ blocks are polled every SECONDS until the next cycle.
 --metrics-port serves /healthz, /readyz and /metrics on that port only, not on the gateway port.
 --max-gas-price is the most per gas the node pays on a chain, in gwei (repeatable): a transaction priced above it
 is not sent and its request waits.
+--standby-delay-blocks makes this node a standby of the same node deployed elsewhere: it serves a request only
+once it has been servable (confirmed) for N blocks and is still open; 0, the default, is the primary.
 Stops gracefully on SIGTERM or SIGINT.
 `;
 
@@ -50,6 +58,7 @@ export const command: Subcommand = {
         'metrics-port': { type: 'string' },
         'no-gateway': { type: 'boolean' },
         'max-gas-price': { type: 'string', multiple: true },
+        'standby-delay-blocks': { type: 'string' },
       },
       HELP,
     );
@@ -70,6 +79,9 @@ export const command: Subcommand = {
     if ('exitCode' in ports) return ports.exitCode;
     const limits = parseGasPriceCeilings(values['max-gas-price']);
     if ('exitCode' in limits) return limits.exitCode;
+    const standby = parseStandbyDelay(values['standby-delay-blocks']);
+    if ('exitCode' in standby) return standby.exitCode;
+    const role = roleOf(standby.standbyDelayBlocks);
     const config = await loadCommandConfig(values.config, values.secrets);
     if (typeof config === 'number') return config;
     if (config.nodeSettings.cloudProvider.type !== 'local') {
@@ -91,6 +103,7 @@ export const command: Subcommand = {
       cache,
       tracer,
       ...(limits.ceilings ? { gasPriceCeilings: limits.ceilings } : {}),
+      role,
     });
 
     let gateway: GatewayServer | undefined;
@@ -124,13 +137,19 @@ export const command: Subcommand = {
     process.on('SIGINT', () => stop('SIGINT'));
 
     logger.info(
-      { nodeAddress: wallets.nodeAddress, intervalMs, gatewayPort: gateway?.port, metricsPort: gateway?.metricsPort },
+      {
+        nodeAddress: wallets.nodeAddress,
+        role,
+        intervalMs,
+        gatewayPort: gateway?.port,
+        metricsPort: gateway?.metricsPort,
+      },
       'node started',
     );
     while (!stopping) {
       const started = Date.now();
       try {
-        const deps = { executor, logger, wallets, tracer };
+        const deps = { executor, logger, wallets, tracer, standbyDelayBlocks: standby.standbyDelayBlocks };
         // With polling, each cycle is a window that ends before the next one starts.
         const summary = polling.pollIntervalMs
           ? await runWindow(config, deps, {

@@ -41,6 +41,17 @@ export function age(iso: string | undefined, now: Date): string {
   return `${Math.round(seconds / 86_400)}d ago`;
 }
 
+/** A standby's line (spec.redundancy): whether its last cycle served requests the primary left open. */
+function standbyState(node: OracleNode): string | undefined {
+  const delay = node.spec.redundancy?.standbyDelayBlocks ?? 0;
+  const last = node.status?.lastCycle;
+  if (delay <= 0 && last?.role !== 'standby') return undefined;
+  const served = last?.role === 'standby' ? (last.counts?.['standbyServed'] ?? 0) : 0;
+  return served > 0
+    ? `Role: standby (${delay} blocks): SERVING, ${served} request(s) in the last cycle: the primary is down`
+    : `Role: standby (${delay} blocks): quiet, the primary serves`;
+}
+
 /** The text `oracle-node status` prints: pure, so the layout is tested without a cluster. */
 export function renderStatus(node: OracleNode, gateway: GatewayReadiness | undefined, now: Date): string {
   const status = node.status ?? {};
@@ -52,6 +63,8 @@ export function renderStatus(node: OracleNode, gateway: GatewayReadiness | undef
       `   Stage: ${status.stage ?? '-'}${status.previousStage ? ` (replacing ${status.previousStage})` : ''}` +
       `   Address: ${status.nodeAddress ?? '-'}   Chains: ${(status.chainIds ?? []).join(', ') || '-'}`,
   );
+  const standbyLine = standbyState(node);
+  if (standbyLine) out.push(`  ${standbyLine}`);
   out.push('', 'Conditions:');
   if (status.conditions?.length)
     out.push(

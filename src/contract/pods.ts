@@ -5,6 +5,7 @@
 import type { V1Job } from '@kubernetes/client-node';
 import { z } from 'zod';
 import { WORKLOADS, type Workload } from '../common/workloads.js';
+import { NODE_ROLES } from './request-log.js';
 import { CYCLE_LABEL, parseWorkerTemplate, type WorkerTemplate } from './shard.js';
 
 /** Environment variables the operator sets on engine containers. */
@@ -185,6 +186,8 @@ const cycleReportSchema = z.object({
   failedRequests: z.array(failedRequestReportSchema).optional(),
   /** The gas price each chain's transactions were sent at in the cycle (the highest, when they differ). */
   gasPrices: z.array(gasPriceReportSchema).optional(),
+  /** Which side of a redundant deployment ran the cycle (docs/chain-cycle.md, "Standby"); absent: the primary. */
+  role: z.enum(NODE_ROLES).optional(),
   /** A window's request latencies by stage (seconds); absent for a one-shot cycle. */
   latencySeconds: z
     .partialRecord(z.enum(LATENCY_STAGES), z.array(latencySecondsSchema).max(MAX_REPORTED_LATENCIES))
@@ -232,6 +235,8 @@ export function parseCycleReport(data: Record<string, string> | undefined): Cycl
   if (durationMs.success && durationMs.data !== undefined) report.durationMs = durationMs.data;
   const heartbeat = heartbeatResultSchema.safeParse(value['heartbeat']);
   if (heartbeat.success) report.heartbeat = heartbeat.data;
+  const role = reportField.role.safeParse(value['role']);
+  if (role.success && role.data !== undefined) report.role = role.data;
   if (isRecord(value['counts'])) {
     const counts = Object.entries(value['counts'])
       .slice(0, MAX_REPORT_ENTRIES)

@@ -27,6 +27,10 @@ export type RequestState = (typeof REQUEST_STATES)[number];
 export const API_OUTCOMES = ['2xx', '3xx', '4xx', '5xx', 'no response', 'failed', 'cached', 'not called'] as const;
 export type ApiOutcome = (typeof API_OUTCOMES)[number];
 
+/** Which side of a redundant deployment served a request (docs/chain-cycle.md, "Standby"). */
+export const NODE_ROLES = ['primary', 'standby'] as const;
+export type NodeRole = (typeof NODE_ROLES)[number];
+
 const cycleSchema = z.object({
   /** The coordinator Job (in a pod) that saw it; absent locally. */
   job: z.string().max(253).optional(),
@@ -53,6 +57,8 @@ const requestRecordSchema = z.object({
       provider: z.string().max(253).optional(),
     })
     .optional(),
+  /** The side whose transaction it is: 'standby' when the primary left it open past the standby delay. */
+  servedBy: z.enum(NODE_ROLES).optional(),
 });
 
 export type RequestRecord = z.infer<typeof requestRecordSchema>;

@@ -3,9 +3,19 @@
 // files (one per request, written atomically); the operator supplies its own store behind the same interface.
 import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import type { NodeRole } from '../contract/request-log.js';
 import { isBytes32 } from '../protocol/ids.js';
 
-export type CachedResponse = { encodedValue: string; signature: string };
+export type CachedResponse = {
+  encodedValue: string;
+  signature: string;
+  /** Which side of a redundant deployment called the API (docs/chain-cycle.md, "Standby"); absent in older entries. */
+  servedBy?: NodeRole;
+};
+
+/** The `servedBy` of a stored entry, when it is one of the roles (entries are read back as untrusted input). */
+export const servedByOf = (value: unknown): { servedBy?: NodeRole } =>
+  value === 'primary' || value === 'standby' ? { servedBy: value } : {};
 
 export interface ResponseCache {
   get(requestId: string): Promise<CachedResponse | undefined>;
@@ -30,7 +40,7 @@ export class FileResponseCache implements ResponseCache {
     try {
       const value = JSON.parse(await readFile(this.path(requestId), 'utf8')) as Partial<CachedResponse>;
       if (typeof value.encodedValue === 'string' && typeof value.signature === 'string') {
-        return { encodedValue: value.encodedValue, signature: value.signature };
+        return { encodedValue: value.encodedValue, signature: value.signature, ...servedByOf(value.servedBy) };
       }
     } catch {
       // missing or unreadable: treated as absent

@@ -6,9 +6,11 @@
 
 import { readBalances } from '../chain/balances.js';
 import { type DiscoveryOptions, discoverOnProvider, type ProviderDiscovery } from '../chain/discovery.js';
+import { transactionCount } from '../chain/fulfillment.js';
 import { type GasTargetJson, gasTargetToJson, getGasTarget } from '../chain/gas-price.js';
 import type { ChainLogStore } from '../chain/log-store.js';
 import { byLogPosition, fetchBlockNumber } from '../chain/logs.js';
+import { decidePending, type PendingSightings } from '../chain/pending.js';
 import {
   HEAD_GRACE_MS,
   HEAD_TIMEOUT_MS,
@@ -21,18 +23,25 @@ import {
   processProviderMemory,
   showsBlock,
 } from '../chain/provider-health.js';
-import { applyChainLimit, type DiscoveredApiCall, filterByMinConfirmations } from '../chain/requests.js';
+import {
+  applyChainLimit,
+  type DiscoveredApiCall,
+  filterByMinConfirmations,
+  withdrawalsPastStandbyDelay,
+} from '../chain/requests.js';
 import { RpcAnswerTooLarge, RpcClient, withTimeout } from '../chain/rpc.js';
 import { type SponsorWallets, sponsorWallets } from '../chain/sponsor-wallets.js';
 import { DEFAULT_MIN_CONFIRMATIONS, type WithdrawalRequest } from '../chain/types.js';
 import { settleWithGrace } from '../common/concurrency.js';
 import { errorMessage } from '../common/errors.js';
 import type { Config } from '../config/index.js';
+import type { NodeRole } from '../contract/request-log.js';
 import { formatTraceparent, type Span, Tracer } from '../observability/tracing.js';
 import { requestedMinConfirmations } from './endpoints.js';
 import type { ShardExecutor, ShardResult } from './executor.js';
 import type { Logger } from './logger.js';
 import { decodeParameters } from './ois-adapter.js';
+import { processPendingSightings, sightingsKey } from './shard.js';
 import type { ShardInput } from './shard-types.js';
 
 /** Budget of each of a provider's discovery steps, its head and its requests (the reference's initializeProvider). */
@@ -52,7 +61,18 @@ export type CycleDeps = {
   tracer?: Tracer;
   /** Inside a coordinator window (src/node/window.ts): the logs kept between polls and the requests in flight. */
   window?: CycleWindow;
+  /**
+   * A standby node (`--standby-delay-blocks`, spec.redundancy.standbyDelayBlocks): serves a request only once it has
+   * been servable for this many blocks and is still open (docs/chain-cycle.md, "Standby"); 0 or absent: a primary.
+   */
+  standbyDelayBlocks?: number;
+  /** What this process has seen of the wallets' pending transactions: the shards' (default: the process's). */
+  pendingSightings?: PendingSightings;
 };
+
+/** A node with a standby delay is a standby (docs/chain-cycle.md, "Standby"). */
+export const roleOf = (standbyDelayBlocks: number | undefined): NodeRole =>
+  (standbyDelayBlocks ?? 0) > 0 ? 'standby' : 'primary';
 
 /** What a coordinator window lends each of its cycles. */
 export type CycleWindow = {
@@ -86,6 +106,8 @@ export type ProviderSummary = {
 };
 
 export type CycleSummary = {
+  /** The node's role in this cycle; absent in summaries of older engines (read as primary). */
+  role?: NodeRole;
   providers: ProviderSummary[];
   requests: { discovered: number; servable: number; waitingForConfirmations: number; overChainLimit: number };
   shards: { total: number; failed: number };
@@ -217,7 +239,12 @@ export async function planChainShards(
     };
   }
   const confirmed = confirm(context, healthy);
-  const shards = shardBySponsorWallet(context, healthy, confirmed);
+  const shards = await yieldToPendingTransactions(
+    context,
+    healthy[0]!,
+    confirmed,
+    shardBySponsorWallet(context, healthy, confirmed),
+  );
   const gasPriceStrategyFailures = await priceShards(context, healthy[0]!, shards);
   return {
     shards,
@@ -225,11 +252,14 @@ export async function planChainShards(
     servingProvider: healthy[0]!.name,
     gasPriceStrategyFailures,
     discovered: confirmed.discovered,
-    waiting: confirmed.waiting.length,
+    waiting: confirmed.waiting.length + confirmed.yielded.length,
     overLimit: confirmed.discovered - confirmed.aggregated.size,
     seen: seenRequests(chain.id, confirmed.head, {
       kept: confirmed.kept,
       waiting: confirmed.waiting,
+      leftToPrimary: confirmed.leftToPrimary,
+      yielded: confirmed.yielded,
+      standbyDelayBlocks: deps.standbyDelayBlocks ?? 0,
       limited: confirmed.aggregated,
       healthy: confirmed.open,
     }),
@@ -409,6 +439,10 @@ type Confirmed = {
   withdrawals: WithdrawalRequest[];
   kept: DiscoveredApiCall[];
   waiting: DiscoveredApiCall[];
+  /** A standby's requests past their confirmations but within its delay: the primary's to serve. */
+  leftToPrimary: DiscoveredApiCall[];
+  /** A standby's requests past its delay whose wallet has transactions pending, not stuck (step 5b), and why. */
+  yielded: { call: DiscoveredApiCall; reason: string }[];
 };
 
 /**
@@ -437,15 +471,85 @@ function confirm(context: ChainContext, healthy: DiscoveredProvider[]): Confirme
     for (const withdrawal of discovery.withdrawals)
       if (!withdrawals.has(withdrawal.id)) withdrawals.set(withdrawal.id, withdrawal);
   }
-  const { kept, waiting } = filterByMinConfirmations([...aggregated.values()], {
+  const { kept, waiting, leftToPrimary } = filterByMinConfirmations([...aggregated.values()], {
     currentBlock: head,
     chainMinConfirmations: chain.minConfirmations ?? DEFAULT_MIN_CONFIRMATIONS,
     requestedMinConfirmations: (call) => requestedMinConfirmations(config, call),
+    standbyDelayBlocks: deps.standbyDelayBlocks ?? 0,
   });
-  // A request held back by its confirmations stays in the blocks the window reads again: one whose block vanishes
-  // in a reorg meanwhile is gone before it is served, whatever its own `_minConfirmations`.
+  // A request held back by its confirmations (or a standby's delay) stays in the blocks the window reads again: one
+  // whose block vanishes in a reorg meanwhile is gone before it is served, whatever its own `_minConfirmations`.
   windowLogs?.store.rereadFrom(waiting.length > 0 ? Math.min(...waiting.map((call) => call.blockNumber)) : undefined);
-  return { head, open, discovered, aggregated, withdrawals: [...withdrawals.values()], kept, waiting };
+  return {
+    head,
+    open,
+    discovered,
+    aggregated,
+    withdrawals: withdrawalsPastStandbyDelay([...withdrawals.values()], {
+      currentBlock: head,
+      standbyDelayBlocks: deps.standbyDelayBlocks ?? 0,
+    }),
+    kept,
+    waiting,
+    leftToPrimary,
+    yielded: [],
+  };
+}
+
+/**
+ * Step 5b, a standby's only: a wallet with transactions in the pool that this process has not seen stuck (the
+ * primary's fulfilments, late) gets no shard this poll, so the standby makes no API call for requests the primary
+ * may be answering; the shard would send nothing for it anyway (the pending-transaction rule, src/chain/pending.ts).
+ * The same sightings as the shards': once stuck, the shard runs and replaces them. Through the first provider in use;
+ * a wallet whose counts cannot be read keeps its shard, which reads them itself.
+ */
+async function yieldToPendingTransactions(
+  context: ChainContext,
+  provider: DiscoveredProvider,
+  confirmed: Confirmed,
+  shards: ShardInput[],
+): Promise<ShardInput[]> {
+  const { chain, deps } = context;
+  if ((deps.standbyDelayBlocks ?? 0) <= 0 || shards.length === 0) return shards;
+  const sightings = deps.pendingSightings ?? processPendingSightings();
+  const client = context.makeClient(provider.url);
+  try {
+    const decisions = await Promise.all(
+      shards.map(async (shard) => {
+        try {
+          const [latestCount, pendingCount] = await Promise.all([
+            transactionCount(client, shard.sponsorWallet, 'latest'),
+            transactionCount(client, shard.sponsorWallet, 'pending'),
+          ]);
+          const seenPendingFor = sightings.observe(sightingsKey(chain.id, shard.sponsorWallet), {
+            latestCount,
+            pendingCount,
+            block: confirmed.head,
+          });
+          return decidePending({
+            latestCount,
+            pendingCount,
+            seenPendingFor,
+            ...(shard.inFlightNonces ? { inFlightNonces: shard.inFlightNonces } : {}),
+          });
+        } catch {
+          return undefined;
+        }
+      }),
+    );
+    return shards.filter((shard, index) => {
+      const decision = decisions[index];
+      if (decision?.action !== 'wait') return true;
+      deps.logger.info(
+        { chainId: chain.id, sponsorWallet: shard.sponsorWallet, pending: decision.pending },
+        'standby: pending transactions of the wallet left alone; no API call',
+      );
+      for (const call of shard.apiCalls) confirmed.yielded.push({ call, reason: `standby: ${decision.reason}` });
+      return false;
+    });
+  } finally {
+    provider.summary.rpcCalls += client.calls;
+  }
 }
 
 /**
@@ -569,6 +673,9 @@ function seenRequests(
   planned: {
     kept: DiscoveredApiCall[];
     waiting: DiscoveredApiCall[];
+    leftToPrimary: DiscoveredApiCall[];
+    yielded: { call: DiscoveredApiCall; reason: string }[];
+    standbyDelayBlocks: number;
     limited: Map<string, DiscoveredApiCall>;
     healthy: { discovery: ProviderDiscovery }[];
   },
@@ -587,7 +694,10 @@ function seenRequests(
       headBlock,
     });
   };
+  for (const { call, reason } of planned.yielded) add(call, 'waitingForConfirmations', reason);
   for (const call of planned.kept) add(call, 'servable');
+  for (const call of planned.leftToPrimary)
+    add(call, 'waitingForConfirmations', `standby: left to the primary for ${planned.standbyDelayBlocks} block(s)`);
   for (const call of planned.waiting) add(call, 'waitingForConfirmations');
   for (const { discovery } of planned.healthy)
     for (const call of discovery.apiCalls)
@@ -710,6 +820,7 @@ function forgetChainIdsOnSendErrors(
 export async function runCycle(config: Config, deps: CycleDeps): Promise<CycleSummary> {
   const wallets = deps.wallets ?? sponsorWallets(config.nodeSettings.nodeWalletMnemonic);
   const summary: CycleSummary = {
+    role: roleOf(deps.standbyDelayBlocks),
     providers: [],
     requests: { discovered: 0, servable: 0, waitingForConfirmations: 0, overChainLimit: 0 },
     shards: { total: 0, failed: 0 },

@@ -67,6 +67,7 @@ export function cycleRequestRecords(summary: CycleSummary, cycle: CycleIdentity)
                   ...(outcome.nonce === undefined ? {} : { nonce: outcome.nonce }),
                   ...(outcome.provider ? { provider: outcome.provider } : {}),
                 },
+                servedBy: summary.role ?? 'primary',
               }
             : {}),
         });

@@ -44,6 +44,7 @@ import { type PlannedWithdrawal, planWithdrawal } from '../chain/withdrawals.js'
 import { mapLimit } from '../common/concurrency.js';
 import { errorMessage } from '../common/errors.js';
 import type { Config } from '../config/index.js';
+import type { NodeRole } from '../contract/request-log.js';
 import { parseTraceparent, type SpanContext, Tracer } from '../observability/tracing.js';
 import { type ApiCallContext, type ApiCallOutcome, type ApiRecord, callApi, NOT_CALLED } from './api-call.js';
 import type { ResponseCache } from './cache.js';
@@ -71,10 +72,18 @@ export type ChainContext = {
   gasPriceCeilings?: ReadonlyMap<string, bigint>;
   /** The run's hard end or SIGTERM: after it nothing is sent; the requests stay open (src/node/deadline.ts). */
   deadline?: WorkDeadline;
+  /** The node's side of a redundant deployment, written into the response cache's entries (absent: primary). */
+  role?: NodeRole;
 };
 
 /** The sightings of this process: every shard, cycle and window poll it runs adds to them. */
 const PROCESS_SIGHTINGS = new PendingSightings();
+
+/** The process's sightings (a standby's cycle reads them before its shards: src/node/cycle.ts). */
+export const processPendingSightings = (): PendingSightings => PROCESS_SIGHTINGS;
+
+/** The key of a wallet's sightings: the same for the shards and a standby's cycle. */
+export const sightingsKey = (chainId: string, wallet: string): string => `${chainId}:${wallet.toLowerCase()}`;
 
 /** Both halves in one process (InProcessExecutor): the chain half's context and the API calls'. */
 export type ShardContext = ChainContext & {
@@ -302,7 +311,11 @@ export async function answerFromResult(
   const signature = signFulfillment(context.wallets.node, call.id, result.encodedValue);
   signing.end();
   if (call.cacheResponses && context.cache) {
-    await context.cache.set(call.id, { encodedValue: result.encodedValue, signature });
+    await context.cache.set(call.id, {
+      encodedValue: result.encodedValue,
+      signature,
+      servedBy: context.role ?? 'primary',
+    });
   }
   return {
     response: { success: true, encodedValue: result.encodedValue, signature, ...gasPriceOf(context.config, call) },
@@ -352,7 +365,7 @@ async function submitThrough(
     // Transactions already in the pool, whoever sent them, are left alone unless this process has seen them stuck
     // (src/chain/pending.ts); stuck ones are replaced (same nonces), which needs a higher price.
     const sightings = run.context.pendingSightings ?? PROCESS_SIGHTINGS;
-    const walletKey = `${run.shard.chainId}:${run.wallet.address.toLowerCase()}`;
+    const walletKey = sightingsKey(run.shard.chainId, run.wallet.address);
     const seenPendingFor = sightings.observe(walletKey, { latestCount, pendingCount, block: run.shard.currentBlock });
     const decision = decidePending({
       latestCount,

@@ -268,7 +268,9 @@ export function mergeSummaries(total: CycleSummary, cycle: CycleSummary): CycleS
     if (counted) counted.count += f.count;
     else failures.push({ ...f });
   }
+  const role = cycle.role ?? total.role;
   return {
+    ...(role ? { role } : {}),
     providers: byKey([...total.providers, ...cycle.providers], (p) => `${p.chainId}\n${p.provider}`),
     requests: add(total.requests, cycle.requests),
     shards: add(total.shards, cycle.shards),

@@ -55,6 +55,8 @@ export class OracleNodeMetrics {
   private readonly requestLatency: Histogram<(typeof NODE_LABELS)[number] | 'stage'>;
   private readonly polls: Counter<(typeof NODE_LABELS)[number]>;
   private readonly idlePolls: Counter<(typeof NODE_LABELS)[number]>;
+  private readonly standbyServing: Gauge<(typeof NODE_LABELS)[number]>;
+  private readonly standbyServed: Counter<(typeof NODE_LABELS)[number]>;
   private readonly seen = new Map<string, NodeSeries>();
   private publishing = true;
 
@@ -145,6 +147,18 @@ export class OracleNodeMetrics {
       buckets: REQUEST_LATENCY_BUCKETS_SECONDS,
       registers,
     });
+    this.standbyServing = new Gauge({
+      name: 'oracle_node_standby_serving',
+      help: 'Whether the last cycle of a standby (spec.redundancy.standbyDelayBlocks) served requests: 1 means the primary left them open past the standby delay (it is down); 0 otherwise',
+      labelNames: NODE_LABELS,
+      registers,
+    });
+    this.standbyServed = new Counter({
+      name: 'oracle_node_standby_served_requests_total',
+      help: 'Requests a standby (spec.redundancy.standbyDelayBlocks) fulfilled or failed because the primary had left them open past the standby delay',
+      labelNames: NODE_LABELS,
+      registers,
+    });
     this.polls = new Counter({
       name: 'oracle_node_window_polls_total',
       help: 'Polls of the coordinator windows after their first cycle',
@@ -183,6 +197,8 @@ export class OracleNodeMetrics {
       this.requestLatency,
       this.polls,
       this.idlePolls,
+      this.standbyServing,
+      this.standbyServed,
     ])
       metric.reset();
     this.seen.clear();
@@ -259,7 +275,7 @@ export class OracleNodeMetrics {
 
   /**
    * A window's counts from its cycle report, once per report (its Job, else its start): the request latencies
-   * into the histogram, the polls into their counters. The report is the coordinator's word, read through the
+   * into the histogram, the polls into their counters, a standby's served requests (role, standbyServed). The report is the coordinator's word, read through the
    * contract's parseCycleReport (bounded, well-formed entries only).
    */
   observeCycleReport(key: ObjectKey, report: CycleReport | undefined): void {
@@ -277,6 +293,10 @@ export class OracleNodeMetrics {
     if (typeof polls === 'number' && polls > 0) this.polls.inc(labels, polls);
     const idlePolls = report.counts?.['idlePolls'];
     if (typeof idlePolls === 'number' && idlePolls > 0) this.idlePolls.inc(labels, idlePolls);
+    // A standby that served: the primary is down (OracleNodeStandbyServing); a primary's report reads 0.
+    const served = report.role === 'standby' ? (report.counts?.['standbyServed'] ?? 0) : 0;
+    this.standbyServing.set(labels, served > 0 ? 1 : 0);
+    if (served > 0) this.standbyServed.inc(labels, served);
   }
 
   private stateOf(key: ObjectKey): NodeSeries {
@@ -308,6 +328,8 @@ export class OracleNodeMetrics {
     for (const stage of LATENCY_STAGES) this.requestLatency.remove({ ...labels, stage });
     this.polls.remove(labels);
     this.idlePolls.remove(labels);
+    this.standbyServing.remove(labels);
+    this.standbyServed.remove(labels);
     const state = this.seen.get(id);
     for (const providerLabels of state?.providers.values() ?? []) this.removeProvider(providerLabels);
     for (const faultLabels of state?.faults.values() ?? []) this.providerFaults.remove(faultLabels);

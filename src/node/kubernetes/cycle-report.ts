@@ -35,6 +35,10 @@ export function cycleCounts(summary: CycleSummary): Record<string, number> {
     providersDown: summary.providers.filter((p) => !p.ok).length,
     gasPriceStrategyFailures: summary.gasPriceStrategyFailures.reduce((n, f) => n + f.count, 0),
     ...(isWindow(summary) ? { polls: summary.window.polls, idlePolls: summary.window.idlePolls } : {}),
+    // A standby that sent: the primary left these requests open past the standby delay (the primary is down).
+    ...(summary.role === 'standby'
+      ? { standbyServed: summary.transactions.fulfilled + summary.transactions.failed }
+      : {}),
   };
 }
 
@@ -93,6 +97,7 @@ export function cycleReport(summary: CycleSummary, context: CycleContext = {}): 
     ...(startTime ? { startTime: startTime.toISOString() } : {}),
     ...(durationMs !== undefined ? { durationMs: Math.max(0, Math.round(durationMs)) } : {}),
     ...(heartbeat ? { heartbeat } : {}),
+    ...(summary.role ? { role: summary.role } : {}),
     ...(failed.length > 0 ? { failedRequests: failed } : {}),
     counts: {
       ...cycleCounts(summary),

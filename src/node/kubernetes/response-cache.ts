@@ -3,7 +3,7 @@
 // shards (one chain's, in one cycle or poll) reads it once and writes it once: `set` only records the entry, and
 // `flush` merges the batch's new entries into the ConfigMap in one update (again from a fresh read on a conflict).
 import { isBytes32 } from '../../protocol/ids.js';
-import type { CachedResponse, ResponseCache } from '../cache.js';
+import { type CachedResponse, type ResponseCache, servedByOf } from '../cache.js';
 import { type ConfigMapStore, updateConfigMapData } from './config-map-store.js';
 
 type CacheEntry = CachedResponse & { at: number };
@@ -93,7 +93,7 @@ export class ConfigMapResponseCache implements ResponseCache {
       const entry = JSON.parse(raw) as Partial<CacheEntry>;
       if (typeof entry.encodedValue !== 'string' || typeof entry.signature !== 'string') return undefined;
       if (typeof entry.at === 'number' && this.now() - entry.at > this.ttlMs) return undefined;
-      return { encodedValue: entry.encodedValue, signature: entry.signature };
+      return { encodedValue: entry.encodedValue, signature: entry.signature, ...servedByOf(entry.servedBy) };
     } catch {
       return undefined;
     }

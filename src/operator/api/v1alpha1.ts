@@ -31,6 +31,7 @@ import {
   SECRETS_VOLUME,
   sponsorWalletReportSchema,
 } from '../../contract/pods.js';
+import { NODE_ROLES } from '../../contract/request-log.js';
 import { SHARD_DIR, SHARD_VOLUME } from '../../contract/shard.js';
 import {
   COORDINATOR_WINDOW_MARGIN_SECONDS,
@@ -484,6 +485,26 @@ export const oracleNodeSpecSchema = z
         'x-kubernetes-list-type': 'map',
         'x-kubernetes-list-map-keys': ['chainId'],
       }),
+    redundancy: z
+      .object({
+        standbyDelayBlocks: z
+          .number()
+          .int()
+          .min(0)
+          .max(10_000)
+          .optional()
+          .meta(
+            described(
+              'Makes this OracleNode a standby of the same node (same mnemonic, same config) deployed in another ' +
+                'cluster: it serves a request only if it is still open this many blocks after its confirmations ' +
+                'were reached, so while the primary works it makes no API call and sends nothing. 0 or absent: the ' +
+                'primary. Switchover and failback are one edit of this field on each side (docs/chain-cycle.md, ' +
+                '"Standby").',
+            ),
+          ),
+      })
+      .optional()
+      .meta(described('A redundant deployment of the node in another cluster: which side this one is.')),
     telemetry: z
       .object({
         otlpEndpoint: httpUrl
@@ -637,6 +658,16 @@ const cycleStatusSchema = z
     heartbeat: heartbeatResultSchema
       .optional()
       .meta(described('How the heartbeat after that cycle went: Sent, Failed or Disabled.')),
+    /** The side of a redundant deployment that ran the cycle (spec.redundancy). */
+    role: z
+      .enum(NODE_ROLES)
+      .optional()
+      .meta(
+        described(
+          'primary or standby (spec.redundancy.standbyDelayBlocks); a standby whose counts.standbyServed is above ' +
+            'zero served requests the primary left open: the primary is down.',
+        ),
+      ),
     /** The gas price each chain's transactions were priced at in that cycle. */
     gasPrices: z
       .array(gasPriceReportSchema)

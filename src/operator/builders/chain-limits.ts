@@ -24,3 +24,9 @@ export function gasPriceCeilingArgs(node: OracleNode): string[] {
       : ['--max-gas-price', `${limit.chainId}=${Number(limit.maxGasPriceGwei.toFixed(9))}`],
   );
 }
+
+/** `--standby-delay-blocks N` of a standby (spec.redundancy.standbyDelayBlocks > 0); none for the primary. */
+export function standbyArgs(node: OracleNode): string[] {
+  const blocks = node.spec.redundancy?.standbyDelayBlocks ?? 0;
+  return blocks > 0 ? ['--standby-delay-blocks', String(blocks)] : [];
+}

@@ -8,7 +8,7 @@ import {
   DEFAULT_SCHEDULE,
   MIN_COORDINATOR_POLL_INTERVAL_SECONDS,
 } from '../resource.js';
-import { gasPriceCeilingArgs } from './chain-limits.js';
+import { gasPriceCeilingArgs, standbyArgs } from './chain-limits.js';
 import {
   type BuildInput,
   basePodSpec,
@@ -108,7 +108,14 @@ export function buildCoordinatorCronJob(
     schedule,
     input.node.spec.coordinator?.pollInterval ?? DEFAULT_COORDINATOR_POLL_INTERVAL_SECONDS,
   );
-  const args = ['coordinator', '-c', CONFIG_FILE, ...run.windowArgs, ...gasPriceCeilingArgs(input.node)];
+  const args = [
+    'coordinator',
+    '-c',
+    CONFIG_FILE,
+    ...run.windowArgs,
+    ...gasPriceCeilingArgs(input.node),
+    ...standbyArgs(input.node),
+  ];
   const container = engineContainer(input, 'coordinator', args, 'coordinator', [
     { name: ENV.workerTemplate, value: canonicalJson(buildWorkerTemplate(input)) },
     // The cycle report names its Job, so status.lastCycle pairs the counts with the right cycle.

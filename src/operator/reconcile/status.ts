@@ -188,6 +188,7 @@ export function lastCycle(
       });
     if (report.heartbeat) cycle.heartbeat = report.heartbeat;
     if (report.gasPrices) cycle.gasPrices = report.gasPrices;
+    if (report.role) cycle.role = report.role;
   }
   return cycle;
 }

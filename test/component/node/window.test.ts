@@ -86,6 +86,7 @@ describe('the coordinator window on anvil (real AirnodeRrpV0)', () => {
     steps: (() => Promise<void>)[],
     context: Partial<ShardContext> = {},
     logger: Logger = silentLogger,
+    standby: { standbyDelayBlocks?: number } = {},
   ): Promise<WindowSummary> {
     let now = 0;
     let step = 0;
@@ -96,6 +97,7 @@ describe('the coordinator window on anvil (real AirnodeRrpV0)', () => {
         logger,
         wallets,
         providerMemory: new ProviderMemory(() => now),
+        ...standby,
       },
       {
         windowMs: steps.length * POLL_MS,
@@ -228,17 +230,20 @@ describe('the coordinator window on anvil (real AirnodeRrpV0)', () => {
   });
   // A reorg played with evm_snapshot/evm_revert: the request's block is replaced by empty ones, deeper than the
   // request's confirmations had reached. What holds the request back is the chain's minConfirmations, or its own
-  // `_minConfirmations` above the chain's (0): either way the poll after the reorg reads its block again.
-  for (const held of ['chain minConfirmations', 'its own _minConfirmations'] as const) {
+  // `_minConfirmations` above the chain's (0), or a standby's delay (docs/chain-cycle.md, "Standby"): either way the
+  // poll after the reorg reads its block again.
+  for (const held of ['chain minConfirmations', 'its own _minConfirmations', 'a standby delay'] as const) {
     it(`a request whose block vanished in a reorg is never served (held back by ${held})`, async () => {
       const sponsor = await createSponsor(chain.deployment, `window-reorg-${held.length}`);
       const extra =
-        held === 'chain minConfirmations' ? [] : [{ name: '_minConfirmations', type: 'string' as const, value: '2' }];
+        held === 'its own _minConfirmations'
+          ? [{ name: '_minConfirmations', type: 'string' as const, value: '2' }]
+          : [];
       let snapshot = '';
       let made = '';
       const callsBefore = api.calls.length;
       proxy.reset();
-      const summary = await window(config({ minConfirmations: held === 'chain minConfirmations' ? 2 : 0 }), [
+      const steps = [
         async () => {
           snapshot = await rpc<string>(chain.anvil.url, 'evm_snapshot', []);
           made = await requestPrice(chain.deployment, sponsor, 'ETH', extra);
@@ -250,7 +255,12 @@ describe('the coordinator window on anvil (real AirnodeRrpV0)', () => {
         async () => {
           await rpc(chain.anvil.url, 'evm_mine', []);
         },
-      ]);
+      ];
+      const cfg = config({ minConfirmations: held === 'chain minConfirmations' ? 2 : 0 });
+      const summary =
+        held === 'a standby delay'
+          ? await window(cfg, steps, {}, silentLogger, { standbyDelayBlocks: 2 })
+          : await window(cfg, steps);
       expect(made).to.match(/^0x[0-9a-f]{64}$/);
       // Seen while it waited, then gone with its block: no API call, no transaction.
       expect(api.calls.length - callsBefore).to.equal(0);

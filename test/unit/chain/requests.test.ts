@@ -6,6 +6,7 @@ import {
   filterByMinConfirmations,
   MAX_ENCODED_PARAMETERS_BYTES,
   parseMinConfirmations,
+  withdrawalsPastStandbyDelay,
 } from '../../../src/chain/requests.js';
 import type { ApiCallRequest, WithdrawalRequest } from '../../../src/chain/types.js';
 import { decodeParameters, encodeParameters } from '../../../src/ois/abi.js';
@@ -266,6 +267,54 @@ describe('filterByMinConfirmations', () => {
     });
     expect(kept).to.deep.equal([r('a', 95), r('b', 100, '0')]);
     expect(waiting).to.have.length(4);
+  });
+
+  it("a standby keeps a request only N blocks after its confirmations; the ones in between are the primary's", () => {
+    const requests = [r('a', 90), r('a', 96), r('b', 97, '3'), r('c', 99)];
+    const input = {
+      currentBlock: 100,
+      chainMinConfirmations: 1,
+      requestedMinConfirmations: (x: { min?: string }) => x.min,
+    };
+    // a@90: servable since 91, 9 blocks ago; a@96: since 97, 3 blocks ago (and it holds nothing after it); b@97 needs
+    // 3 confirmations: servable since 100, 0 blocks ago; c@99: servable since 100.
+    const standby = filterByMinConfirmations(requests, { ...input, standbyDelayBlocks: 4 });
+    expect(standby.kept).to.deep.equal([r('a', 90)]);
+    expect(standby.leftToPrimary).to.deep.equal([r('a', 96), r('b', 97, '3'), r('c', 99)]);
+    expect(standby.waiting).to.deep.equal([r('a', 96), r('b', 97, '3'), r('c', 99)]);
+    // Exactly N blocks after: kept.
+    expect(filterByMinConfirmations(requests, { ...input, standbyDelayBlocks: 3 }).kept).to.deep.equal([
+      r('a', 90),
+      r('a', 96),
+    ]);
+    // A primary (0 or absent) is unchanged: everything servable is kept, nothing is left to anyone.
+    for (const standbyDelayBlocks of [0, undefined]) {
+      const primary = filterByMinConfirmations(requests, { ...input, standbyDelayBlocks });
+      expect(primary.kept).to.have.length(4);
+      expect(primary.leftToPrimary).to.deep.equal([]);
+    }
+  });
+
+  it("a standby's sponsor waits behind its first request left to the primary (nonce order); one not confirmed is not the primary's yet", () => {
+    const requests = [r('a', 97), r('a', 99), r('a', 100)];
+    const { kept, waiting, leftToPrimary } = filterByMinConfirmations(requests, {
+      currentBlock: 100,
+      chainMinConfirmations: 1,
+      requestedMinConfirmations: () => undefined,
+      standbyDelayBlocks: 2,
+    });
+    expect(kept).to.deep.equal([r('a', 97)]);
+    expect(leftToPrimary).to.deep.equal([r('a', 99)]);
+    expect(waiting).to.deep.equal([r('a', 99), r('a', 100)]);
+  });
+
+  it("a standby's withdrawals wait N blocks (the primary serves them at once)", () => {
+    const withdrawals = [{ blockNumber: 95 }, { blockNumber: 97 }, { blockNumber: 100 }];
+    expect(withdrawalsPastStandbyDelay(withdrawals, { currentBlock: 100, standbyDelayBlocks: 3 })).to.deep.equal([
+      { blockNumber: 95 },
+      { blockNumber: 97 },
+    ]);
+    expect(withdrawalsPastStandbyDelay(withdrawals, { currentBlock: 100 })).to.deep.equal(withdrawals);
   });
 
   it('ignores invalid `_minConfirmations` values', () => {

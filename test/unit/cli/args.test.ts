@@ -1,5 +1,11 @@
 import { expect } from 'chai';
-import { parseGasPriceCeilings, parsePort, parseServerPorts, parseWindowOptions } from '../../../src/cli/args.js';
+import {
+  parseGasPriceCeilings,
+  parsePort,
+  parseServerPorts,
+  parseStandbyDelay,
+  parseWindowOptions,
+} from '../../../src/cli/args.js';
 import { runGateway } from '../../../src/cli/gateway.js';
 import { command as startCommand } from '../../../src/cli/start.js';
 
@@ -32,6 +38,14 @@ describe('cli/args', () => {
       expect((await withStderr(async () => ('exitCode' in parseGasPriceCeilings([bad]) ? 2 : 0))).code, bad).to.equal(
         2,
       );
+  });
+
+  it('reads --standby-delay-blocks as whole blocks (absent: 0, the primary), refusing anything else', async () => {
+    expect(parseStandbyDelay(undefined)).to.deep.equal({ standbyDelayBlocks: 0 });
+    expect(parseStandbyDelay('0')).to.deep.equal({ standbyDelayBlocks: 0 });
+    expect(parseStandbyDelay('12')).to.deep.equal({ standbyDelayBlocks: 12 });
+    for (const bad of ['', ' ', '-1', '1.5', 'six', '10001'])
+      expect((await withStderr(async () => ('exitCode' in parseStandbyDelay(bad) ? 2 : 0))).code, bad).to.equal(2);
   });
 
   it('reads a port as an integer between 0 and 65535, absent as undefined and anything else as null', () => {

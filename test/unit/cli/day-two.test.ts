@@ -183,6 +183,29 @@ describe('oracle-node day-two commands', function () {
     expect(text).to.include('1.5 (native)');
     expect(text).to.include('chain 1 1.1 gwei');
     expect(text).to.include(requestId).and.include('API call failed with status code 429');
+    expect(text).to.not.include('Role:');
+    // A standby: quiet while the primary serves, serving (the primary is down) when its last cycle sent.
+    const standby = (standbyServed: number) =>
+      renderStatus(
+        {
+          ...node,
+          spec: { ...node.spec, redundancy: { standbyDelayBlocks: 6 } },
+          status: {
+            ...node.status,
+            lastCycle: {
+              ...node.status!.lastCycle!,
+              role: 'standby',
+              counts: { fulfilled: standbyServed, standbyServed },
+            },
+          },
+        } as OracleNode,
+        undefined,
+        new Date('2026-11-24T00:05:00Z'),
+      );
+    expect(standby(0)).to.include('Role: standby (6 blocks): quiet, the primary serves');
+    expect(standby(2)).to.include(
+      'Role: standby (6 blocks): SERVING, 2 request(s) in the last cycle: the primary is down',
+    );
     // A node the operator has not seen yet still renders.
     expect(renderStatus({ ...node, status: {} }, undefined, new Date())).to.include('none yet');
   });

@@ -95,6 +95,25 @@ describe('request timeline', () => {
     );
   });
 
+  it("says a request was served by the standby when the standby's record says so; the primary's says nothing more", () => {
+    const served = (servedBy?: 'primary' | 'standby') =>
+      renderTimeline(
+        assembleTimeline(
+          input({
+            chain: chain({
+              awaiting: false,
+              finished: { kind: 'fulfilled', transactionHash: hash('b'), blockNumber: 102 },
+            }),
+            records: [record(servedBy ? { servedBy } : {})],
+          }),
+        ),
+      );
+    expect(served('standby')).to.include(
+      `Submitted   fulfil transaction ${hash('b')} (nonce 0, provider main, by the standby)`,
+    );
+    expect(served('primary')).to.include(`Submitted   fulfil transaction ${hash('b')} (nonce 0, provider main)\n`);
+  });
+
   it("tells a failed request with the FailedRequest's message and the fail transaction", () => {
     const timeline = assembleTimeline(
       input({
@@ -141,6 +160,17 @@ describe('request timeline', () => {
         records: [record({ state: 'dropped', reason: 'no rrp trigger for endpointId 0xee', transaction: undefined })],
       }).why,
     ).to.equal('not served: no rrp trigger for endpointId 0xee');
+    const leftToPrimary = waiting({
+      records: [
+        record({
+          state: 'waitingForConfirmations',
+          reason: 'standby: left to the primary for 6 block(s)',
+          transaction: undefined,
+          api: undefined,
+        }),
+      ],
+    });
+    expect(leftToPrimary.why).to.equal('waiting for the primary (standby: left to the primary for 6 block(s))');
     const sent = waiting({});
     expect(sent.why).to.equal(`a fulfil transaction was sent (${hash('b')}) but is not mined yet`);
   });

@@ -92,8 +92,36 @@ describe('request log of a cycle', () => {
       headBlock: 20,
       api: { outcome: '2xx', durationMs: 42 },
       transaction: { hash, nonce: 3, provider: 'p1' },
+      servedBy: 'primary',
     });
     expect(records[3]).to.include({ reason: 'requester is not authorized', headBlock: 20 });
+  });
+
+  it("a standby's transactions are recorded as served by the standby; what it left to the primary, with that reason", () => {
+    const records = cycleRequestRecords(
+      {
+        ...summary({
+          seen: [
+            { chainId: '1', id: id(1), state: 'servable', sponsorWallet: wallet(1), blockNumber: 10, headBlock: 20 },
+            {
+              chainId: '1',
+              id: id(2),
+              state: 'waitingForConfirmations',
+              reason: 'standby: left to the primary for 8 block(s)',
+              blockNumber: 17,
+              headBlock: 20,
+            },
+          ],
+          results: [output([{ id: id(1), kind: 'api', outcome: 'fulfilled', txHash: hash, nonce: 0 }])],
+        }),
+        role: 'standby',
+      },
+      { time: new Date('2026-11-25T10:00:00Z') },
+    );
+    expect(records[0]).to.include({ requestId: id(1), state: 'fulfilled', servedBy: 'standby' });
+    expect(records[1]).to.include({ requestId: id(2), state: 'waitingForConfirmations' });
+    expect(records[1]).to.not.have.property('servedBy');
+    expect(records[1]!.reason).to.equal('standby: left to the primary for 8 block(s)');
   });
 
   it("records a failed worker's reason on every request of its sponsor wallet, with registered secrets redacted", () => {

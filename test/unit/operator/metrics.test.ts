@@ -329,6 +329,44 @@ describe('provider health in status.lastCycle', () => {
     ]);
   });
 
+  it("a standby's report gives status.lastCycle its role and served count, and the standby-serving metrics", async () => {
+    const job = (name: string) => ({
+      metadata: { name },
+      status: {
+        startTime: new Date('2026-11-21T07:00:00Z'),
+        completionTime: new Date('2026-11-21T07:00:50Z'),
+        succeeded: 1,
+        conditions: [{ type: 'Complete', status: 'True' }],
+      },
+    });
+    const reported = (name: string, report: Record<string, unknown>) =>
+      lastCycle([job(name) as never], parseCycleReport({ 'cycle.json': JSON.stringify({ job: name, ...report }) }))!;
+    const serving = reported('j1', { role: 'standby', counts: { fulfilled: 2, failed: 1, standbyServed: 3 } });
+    expect(serving.role).to.equal('standby');
+    expect(serving.counts?.['standbyServed']).to.equal(3);
+    // The metrics come from each report once (it may precede its Job's completion), whatever the status says.
+    const report = (name: string, body: Record<string, unknown>) =>
+      parseCycleReport({ 'cycle.json': JSON.stringify({ job: name, ...body }) });
+    const registry = new Registry();
+    const metrics = new OracleNodeMetrics(registry);
+    for (let i = 0; i < 2; i++)
+      metrics.observeCycleReport(key, report('j1', { role: 'standby', counts: { fulfilled: 3, standbyServed: 3 } }));
+    expect(await sample(registry, 'oracle_node_standby_serving', key)).to.equal(1);
+    expect(await sample(registry, 'oracle_node_standby_served_requests_total', key)).to.equal(3);
+    // The primary back: the standby's next cycle served nothing.
+    metrics.observeCycleReport(key, report('j2', { role: 'standby', counts: { fulfilled: 0, standbyServed: 0 } }));
+    expect(await sample(registry, 'oracle_node_standby_serving', key)).to.equal(0);
+    expect(await sample(registry, 'oracle_node_standby_served_requests_total', key)).to.equal(3);
+    // A primary's report (no role: an older engine, or a primary) never reads as a standby serving.
+    const primary = reported('j3', { counts: { fulfilled: 4, standbyServed: 4 } });
+    expect(primary.role).to.equal(undefined);
+    metrics.observeCycleReport(key, report('j3', { counts: { fulfilled: 4, standbyServed: 4 } }));
+    expect(await sample(registry, 'oracle_node_standby_serving', key)).to.equal(0);
+    expect(reported('j4', { role: 'leader', counts: { fulfilled: 1 } }).role).to.equal(undefined);
+    metrics.forget(key);
+    expect(await sample(registry, 'oracle_node_standby_serving', key)).to.equal(undefined);
+  });
+
   it('comes from the cycle report of the newest coordinator Job', () => {
     const job = {
       metadata: { name: 'j1' },

@@ -41,6 +41,30 @@ describe('coordinator in operator pods', () => {
     for (const value of Object.values(counts)) expect(Number.isInteger(value)).to.equal(true);
   });
 
+  it("a standby's report says so and counts what it served; a primary's has no standby count", () => {
+    const cycle: CycleSummary = {
+      role: 'standby',
+      providers: [],
+      requests: { discovered: 3, servable: 3, waitingForConfirmations: 0, overChainLimit: 0 },
+      shards: { total: 1, failed: 0 },
+      transactions: { fulfilled: 2, failed: 1, withdrawn: 1, skipped: 0, errors: 0, replaced: 0 },
+      apiCalls: 2,
+      cacheHits: 0,
+      rpcCalls: 9,
+      timings: { discoveryMs: 1, shardsMs: 2 },
+      sponsorWallets: [],
+      gasPrices: [],
+      gasPriceStrategyFailures: [],
+      results: [],
+    };
+    const report = parseCycleReport({ 'cycle.json': JSON.stringify(cycleReport(cycle)) });
+    expect(report?.role).to.equal('standby');
+    expect(report?.counts?.['standbyServed']).to.equal(3);
+    const primary = cycleReport({ ...cycle, role: 'primary' });
+    expect(primary.role).to.equal('primary');
+    expect(primary.counts).to.not.have.property('standbyServed');
+  });
+
   it("a window's report carries its polls in the counts and its latencies by stage; a one-shot cycle's none", () => {
     const cycle: CycleSummary = {
       providers: [],

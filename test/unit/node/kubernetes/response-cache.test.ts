@@ -1,6 +1,10 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { V1ConfigMap } from '@kubernetes/client-node';
 import { expect } from 'chai';
 import { ApiError } from '../../../../src/kube/api.js';
+import { FileResponseCache, type ResponseCache } from '../../../../src/node/cache.js';
 import type { ConfigMapStore } from '../../../../src/node/kubernetes/config-map-store.js';
 import {
   ConfigMapResponseCache,
@@ -31,6 +35,23 @@ describe('ConfigMapResponseCache', () => {
     };
     return s;
   }
+
+  it('keeps which side served an entry (primary or standby), locally and in the ConfigMap; anything else is dropped', async () => {
+    const local = new FileResponseCache(mkdtempSync(join(tmpdir(), 'cache-role-')));
+    const inConfigMap = new ConfigMapResponseCache({ store: store() });
+    for (const cache of [local, inConfigMap] as ResponseCache[]) {
+      await cache.set(id(1), { encodedValue: '0x01', signature: '0xs1', servedBy: 'standby' });
+      await cache.set(id(2), { encodedValue: '0x02', signature: '0xs2' });
+      await cache.flush?.();
+      expect(await cache.get(id(1))).to.deep.equal({ encodedValue: '0x01', signature: '0xs1', servedBy: 'standby' });
+      expect(await cache.get(id(2))).to.deep.equal({ encodedValue: '0x02', signature: '0xs2' });
+    }
+    writeFileSync(
+      join(local.directory, `requestId-${id(3)}`),
+      JSON.stringify({ encodedValue: '0x03', signature: '0xs3', servedBy: 'someone' }),
+    );
+    expect(await local.get(id(3))).to.deep.equal({ encodedValue: '0x03', signature: '0xs3' });
+  });
 
   it('stores by requestId across instances (cycles), retries conflicts, prunes by TTL; a batch reads once, writes once', async () => {
     const backing = store();

@@ -376,6 +376,24 @@ describe('operator builders', () => {
       }
     });
 
+    it('spec.redundancy.standbyDelayBlocks makes the coordinator a standby; 0 or absent, the primary (no argument)', () => {
+      const redundancy = (standbyDelayBlocks?: number) =>
+        coordinatorOf((node) => {
+          node.spec.redundancy = standbyDelayBlocks === undefined ? undefined : { standbyDelayBlocks };
+        }).args;
+      expect(redundancy(6).slice(3)).to.deep.equal([
+        '--window',
+        '45',
+        '--poll-interval',
+        '1',
+        '--standby-delay-blocks',
+        '6',
+      ]);
+      // Switchover and failback are this one field: the primary's args are exactly those of a node without it.
+      expect(redundancy(0)).to.deep.equal(coordinatorOf().args);
+      expect(redundancy(undefined)).to.deep.equal(coordinatorOf().args);
+    });
+
     it('spec.coordinator.pollInterval sets the poll interval of the window', () => {
       expect(coordinator({ pollInterval: 2.5 }).args.slice(3)).to.deep.equal([
         '--window',
