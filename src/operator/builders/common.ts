@@ -66,6 +66,8 @@ export function childNames(nodeName: string, stage: string) {
     /** Not stage-qualified: the response cache and the last cycle outlive a stage rollout. */
     cache: `${nodeName}-cache`,
     cycle: `${nodeName}-cycle`,
+    /** The coordinator Lease of the window hand-over: per node, so two stages' windows never send at once either. */
+    coordinatorLease: `${nodeName}-coordinator`,
   };
 }
 
