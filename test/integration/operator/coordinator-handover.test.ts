@@ -85,7 +85,7 @@ describe('the coordinator window hand-over through the node Lease (integration, 
       60_000,
       'the coordinator ServiceAccount',
     );
-    kubeconfig = await serviceAccountKubeConfig(namespace.name, 'minimal-dev-coordinator', dir);
+    kubeconfig = await serviceAccountKubeConfig(namespace.name, 'minimal-dev-coordinator', join(dir, 'kubeconfig'));
   });
   afterEach(async () => {
     for (const coordinator of running.splice(0)) {
@@ -101,7 +101,7 @@ describe('the coordinator window hand-over through the node Lease (integration, 
   });
 
   /** `oracle-node coordinator --window <window> --poll-interval 0.5 --handover-lease minimal-coordinator`. */
-  async function startCoordinator(name: string, windowSeconds: number): Promise<Coordinator> {
+  async function startCoordinator(name: string, windowSeconds: number, credentials = kubeconfig): Promise<Coordinator> {
     const proxy = await startRecordingProxy(chain.anvil.url);
     const calls: { method: string; at: number }[] = [];
     // No fault: the rule only stamps each call with its time.
@@ -131,7 +131,7 @@ describe('the coordinator window hand-over through the node Lease (integration, 
         '--handover-lease',
         'minimal-coordinator',
       ],
-      { cwd: repoRoot, stdio: 'pipe', env: { ...process.env, ...podEnv, KUBECONFIG: kubeconfig } },
+      { cwd: repoRoot, stdio: 'pipe', env: { ...process.env, ...podEnv, KUBECONFIG: credentials } },
     );
     let stderr = '';
     child.stderr?.on('data', (chunk) => {
@@ -244,10 +244,40 @@ describe('the coordinator window hand-over through the node Lease (integration, 
     next.child.kill('SIGTERM');
     expect(await next.exited, next.stderr()).to.equal(0);
   });
+
+  it('a window that cannot renew its lease stops sending at once; the next run takes over once it has run out', async () => {
+    const sponsor = await createSponsor(chain.deployment, 'lost');
+    const holder = await startCoordinator('cut-off', 60);
+    await logged(holder, 'holds the coordinator lease');
+    await waitFor(() => polls(holder).length >= 3, 60_000, 'the holder polls');
+    // Its token dies with its ServiceAccount (the operator makes a new one, with a new uid): renewals get 401.
+    await api(CoreV1Api).deleteNamespacedServiceAccount({ namespace: namespace.name, name: 'minimal-dev-coordinator' });
+    await logged(holder, 'lost the coordinator lease: nothing new is sent');
+    const stoppedAt = Date.now();
+    expect(await holder.exited, holder.stderr()).to.equal(0);
+    const id = await requestPrice(chain.deployment, sponsor);
+    expect(holder.calls.filter((call) => call.at > stoppedAt && call.method === 'eth_blockNumber')).to.deep.equal([]);
+    expect(sent(holder)).to.deep.equal([]);
+    const fresh = await waitFor(
+      () =>
+        serviceAccountKubeConfig(namespace.name, 'minimal-dev-coordinator', join(dir, 'fresh.kubeconfig')).catch(
+          () => undefined,
+        ),
+      60_000,
+      'a token of the recreated ServiceAccount',
+    );
+    const next = await startCoordinator('after-loss', 60, fresh);
+    await logged(next, 'holds the coordinator lease');
+    await waitFor(async () => (await requestEvents(chain.deployment, id)).fulfilled.length === 1, 60_000, 'fulfilled');
+    expect(await requestEvents(chain.deployment, id)).to.deep.include({ failed: [] });
+    expect(sent(next)).to.have.length(1);
+    next.child.kill('SIGTERM');
+    expect(await next.exited, next.stderr()).to.equal(0);
+  });
 });
 
 /** A kubeconfig file with a token of the ServiceAccount: the processes call the apiserver as the pod would. */
-async function serviceAccountKubeConfig(namespace: string, name: string, dir: string): Promise<string> {
+async function serviceAccountKubeConfig(namespace: string, name: string, file: string): Promise<string> {
   const token = await api(CoreV1Api).createNamespacedServiceAccountToken({
     namespace,
     name,
@@ -261,7 +291,6 @@ async function serviceAccountKubeConfig(namespace: string, name: string, dir: st
     contexts: [{ name, cluster: cluster.name, user: name }],
     currentContext: name,
   });
-  const file = join(dir, 'coordinator.kubeconfig');
   writeFileSync(file, config.exportConfig());
   return file;
 }
