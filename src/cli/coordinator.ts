@@ -183,7 +183,11 @@ export const command: Subcommand = {
           onLost: () => deadline.stop(LEASE_LOST),
         });
       } catch (error) {
-        logger.error({ err: errorMessage(error) }, 'cannot reach the coordinator lease: nothing is sent');
+        // No credentials to reach the API server with (the Lease calls themselves are retried while waiting).
+        deadline.finish();
+        process.off('SIGTERM', terminate);
+        process.stderr.write(`--handover-lease: cannot reach the Lease: ${errorMessage(error)}\n`);
+        return 2;
       }
       if (!held) {
         // Another window held it throughout (or SIGTERM came first): this run did nothing and reports nothing.
