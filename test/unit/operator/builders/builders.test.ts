@@ -413,6 +413,17 @@ describe('operator builders', () => {
       );
     });
 
+    it('the Lease is per node, not per stage: two stages of a node hand over through the same one', () => {
+      const leaseOf = (stage: string) => {
+        const { args } = coordinatorOf((node) => {
+          (node.spec.config.nodeSettings as { stage: string }).stage = stage;
+        });
+        return args[args.indexOf('--handover-lease') + 1];
+      };
+      expect(leaseOf('blue')).to.equal('minimal-coordinator');
+      expect(leaseOf('green')).to.equal('minimal-coordinator');
+    });
+
     it('spec.coordinator.pollInterval sets the poll interval of the window', () => {
       expect(coordinator({ pollInterval: 2.5 }).args.slice(3)).to.deep.equal([
         '--window',
