@@ -78,6 +78,48 @@ async function withinBudget(work: Promise<void>, ms: number): Promise<void> {
   clearTimeout(timer);
 }
 
+/**
+ * Waits for the hand-over Lease until the window's end (src/node/kubernetes/handover.ts): the held Lease, whose loss
+ * stops the deadline, or the exit code of a run that never got it (0, nothing done; 2, no credentials for the Lease).
+ */
+async function holdHandoverLease(options: {
+  namespace: string;
+  name: string;
+  logger: ReturnType<typeof createNodeLogger>;
+  windowEndAt: number;
+  deadline: WorkDeadline;
+  terminated: () => boolean;
+}): Promise<HeldLease | number> {
+  const { logger, deadline } = options;
+  let held: HeldLease | undefined;
+  try {
+    // Loaded only here: a run without a hand-over never loads the Kubernetes client.
+    const { acquireHandoverLease } = await import('../node/kubernetes/handover.js');
+    held = await acquireHandoverLease({
+      namespace: options.namespace,
+      name: options.name,
+      logger,
+      waitUntil: options.windowEndAt,
+      signal: deadline.signal,
+      onLost: () => deadline.stop(LEASE_LOST),
+    });
+  } catch (error) {
+    // No credentials to reach the API server with (the Lease calls themselves are retried while waiting).
+    process.stderr.write(`--handover-lease: cannot reach the Lease: ${errorMessage(error)}\n`);
+    return 2;
+  }
+  if (held) return held;
+  // Another window held it throughout (or SIGTERM came first): this run did nothing and reports nothing.
+  if (!options.terminated()) logger.warn('the window ended before the coordinator lease was free: nothing was sent');
+  const { results, seen, ...counts } = emptySummary();
+  void results;
+  void seen;
+  process.stdout.write(`${JSON.stringify(counts)}\n`);
+  // The Lease client's connections do not hold the exit.
+  setTimeout(() => process.exit(), 0).unref();
+  return 0;
+}
+
 export const command: Subcommand = {
   async run(argv) {
     const parsed = parseCommandArgs(
@@ -167,47 +209,30 @@ export const command: Subcommand = {
     const verifiedProviders = kubernetes?.verifiedProviders ?? fileVerifiedProvidersStore(cacheDir);
     const providers = await loadProviderMemory(config, verifiedProviders, logger);
     const deps = { executor, logger, wallets, tracer, providerMemory: providers.memory };
-    // With a hand-over the window's end is fixed from the start (the deadline's), whenever the lease comes free.
+    // With a hand-over the window's end stays where the start put it, whenever the lease comes free.
+    const windowEndAt = deadline.hardEndAt === undefined ? undefined : deadline.hardEndAt - HARD_END_MARGIN_MS;
     let held: HeldLease | undefined;
-    if (handoverLease !== undefined && leaseNamespace && deadline.hardEndAt !== undefined) {
-      const windowEnd = deadline.hardEndAt - HARD_END_MARGIN_MS;
-      try {
-        // Loaded only here: a run without a hand-over never loads the Kubernetes client.
-        const { acquireHandoverLease } = await import('../node/kubernetes/handover.js');
-        held = await acquireHandoverLease({
-          namespace: leaseNamespace,
-          name: handoverLease,
-          logger,
-          waitUntil: windowEnd,
-          signal: deadline.signal,
-          onLost: () => deadline.stop(LEASE_LOST),
-        });
-      } catch (error) {
-        // No credentials to reach the API server with (the Lease calls themselves are retried while waiting).
+    if (handoverLease !== undefined && leaseNamespace && windowEndAt !== undefined) {
+      const lease = await holdHandoverLease({
+        namespace: leaseNamespace,
+        name: handoverLease,
+        logger,
+        windowEndAt,
+        deadline,
+        terminated: () => terminated,
+      });
+      if (typeof lease === 'number') {
         deadline.finish();
         process.off('SIGTERM', terminate);
-        process.stderr.write(`--handover-lease: cannot reach the Lease: ${errorMessage(error)}\n`);
-        return 2;
+        return lease;
       }
-      if (!held) {
-        // Another window held it throughout (or SIGTERM came first): this run did nothing and reports nothing.
-        if (!terminated) logger.warn('the window ended before the coordinator lease was free: nothing was sent');
-        deadline.finish();
-        process.off('SIGTERM', terminate);
-        const { results, seen, ...counts } = emptySummary();
-        void results;
-        void seen;
-        process.stdout.write(`${JSON.stringify(counts)}\n`);
-        setTimeout(() => process.exit(), 0).unref();
-        return 0;
-      }
+      held = lease;
     }
     const summary =
       windowOptions.windowMs !== undefined && windowOptions.pollIntervalMs !== undefined
         ? await runWindow(config, deps, {
-            windowMs: held
-              ? Math.max(0, (deadline.hardEndAt ?? 0) - HARD_END_MARGIN_MS - Date.now())
-              : windowOptions.windowMs,
+            windowMs:
+              held && windowEndAt !== undefined ? Math.max(0, windowEndAt - Date.now()) : windowOptions.windowMs,
             pollIntervalMs: windowOptions.pollIntervalMs,
             deadline,
           })
