@@ -1,14 +1,18 @@
 // `oracle-node coordinator -c config.json -s secrets.env`: one request-response cycle, then exit; with
 // `--window <s> [--poll-interval <s>]` the first cycle and then a poll every interval until the window ends
-// (src/node/window.ts), reported as one cycle. Prints a JSON summary (counts) on stdout; logs go to stderr.
+// (src/node/window.ts), reported as one cycle. With `--handover-lease NAME` the window sends only while it holds that
+// Lease (src/node/kubernetes/handover.ts): the next run waits for it, so windows overlap without a gap and never send
+// at once. Prints a JSON summary (counts) on stdout; logs go to stderr.
 
 import { sponsorWallets } from '../chain/sponsor-wallets.js';
 import { errorMessage } from '../common/errors.js';
+import { ENV } from '../contract/pods.js';
 import { FileResponseCache } from '../node/cache.js';
 import { roleOf, runCycle } from '../node/cycle.js';
 import { HARD_END_MARGIN_MS, settleBy, WorkDeadline } from '../node/deadline.js';
 import { InProcessExecutor, WorkerExecutor } from '../node/executor.js';
 import { heartbeatResult, sendHeartbeat } from '../node/heartbeat.js';
+import type { HeldLease } from '../node/kubernetes/handover.js';
 import { coordinatorKubernetes } from '../node/kubernetes/index.js';
 import { createNodeLogger } from '../node/logger.js';
 import { cycleRequestRecords, FileRequestLog } from '../node/request-log.js';
@@ -26,10 +30,12 @@ export const DEFAULT_CACHE_DIR = '/tmp/oracle-node-cache';
  * grace period (the operator's COORDINATOR_GRACE_SECONDS, 5 s), after SETTLE_AFTER_STOP_MS for the cycle in flight.
  */
 export const REPORT_AFTER_SIGTERM_MS = 3_000;
+/** The deadline's reason when the hand-over lease is lost mid-window (src/node/kubernetes/handover.ts). */
+export const LEASE_LOST = 'lease lost';
 
 const HELP = `Usage: oracle-node coordinator -c config.json [-s secrets.env] [--cache-dir DIR] [--details]
-                               [--window SECONDS [--poll-interval SECONDS]] [--max-gas-price CHAIN_ID=GWEI ...]
-                               [--standby-delay-blocks N]
+                               [--window SECONDS [--poll-interval SECONDS] [--handover-lease NAME]]
+                               [--max-gas-price CHAIN_ID=GWEI ...] [--standby-delay-blocks N]
 
 Runs one request-response cycle on every configured chain, sends the heartbeat when
 nodeSettings.heartbeat.enabled, and exits.
@@ -40,6 +46,10 @@ nodeSettings.heartbeat.enabled, and exits.
       --window         after the first cycle, keep polling for new blocks until SECONDS after the start,
                        then report the whole window as one cycle and exit
       --poll-interval  seconds between polls in a window (default 1)
+      --handover-lease the coordination.k8s.io Lease (in $${ENV.namespace}) the window must hold to send: the run
+                       waits for it until its window ends, renews it, stops sending if it loses it and hands
+                       it back after its last poll; the window counts from the process start (the operator's
+                       runs: one per node, so the next run takes over where this one ends)
       --max-gas-price  the most per gas the node pays on a chain, in gwei (repeatable); a transaction priced
                        above it is not sent and its request waits
       --standby-delay-blocks  a standby of the same node deployed elsewhere: serves a request only once it has
@@ -70,6 +80,48 @@ async function withinBudget(work: Promise<void>, ms: number): Promise<void> {
   clearTimeout(timer);
 }
 
+/**
+ * Waits for the hand-over Lease until the window's end (src/node/kubernetes/handover.ts): the held Lease, whose loss
+ * stops the deadline, or the exit code of a run that never got it (0, nothing done; 2, no credentials for the Lease).
+ */
+async function holdHandoverLease(options: {
+  namespace: string;
+  name: string;
+  logger: ReturnType<typeof createNodeLogger>;
+  windowEndAt: number;
+  deadline: WorkDeadline;
+  terminated: () => boolean;
+}): Promise<HeldLease | number> {
+  const { logger, deadline } = options;
+  let held: HeldLease | undefined;
+  try {
+    // Loaded only here: a run without a hand-over never loads the Kubernetes client.
+    const { acquireHandoverLease } = await import('../node/kubernetes/handover.js');
+    held = await acquireHandoverLease({
+      namespace: options.namespace,
+      name: options.name,
+      logger,
+      waitUntil: options.windowEndAt,
+      signal: deadline.signal,
+      onLost: () => deadline.stop(LEASE_LOST),
+    });
+  } catch (error) {
+    // No credentials to reach the API server with (the Lease calls themselves are retried while waiting).
+    process.stderr.write(`--handover-lease: cannot reach the Lease: ${errorMessage(error)}\n`);
+    return 2;
+  }
+  if (held) return held;
+  // Another window held it throughout (or SIGTERM came first): this run did nothing and reports nothing.
+  if (!options.terminated()) logger.warn('the window ended before the coordinator lease was free: nothing was sent');
+  const { results, seen, ...counts } = emptySummary();
+  void results;
+  void seen;
+  process.stdout.write(`${JSON.stringify(counts)}\n`);
+  // The Lease client's connections do not hold the exit.
+  setTimeout(() => process.exit(), 0).unref();
+  return 0;
+}
+
 export const command: Subcommand = {
   async run(argv) {
     const parsed = parseCommandArgs(
@@ -81,6 +133,7 @@ export const command: Subcommand = {
         details: { type: 'boolean' },
         window: { type: 'string' },
         'poll-interval': { type: 'string' },
+        'handover-lease': { type: 'string' },
         'max-gas-price': { type: 'string', multiple: true },
         'standby-delay-blocks': { type: 'string' },
       },
@@ -90,6 +143,12 @@ export const command: Subcommand = {
     const { values } = parsed;
     const windowOptions = parseWindowOptions(values, { windowRequired: true });
     if ('exitCode' in windowOptions) return windowOptions.exitCode;
+    const handoverLease = values['handover-lease'];
+    const leaseNamespace = process.env[ENV.namespace];
+    if (handoverLease !== undefined && (windowOptions.windowMs === undefined || !leaseNamespace)) {
+      process.stderr.write(`--handover-lease needs --window and $${ENV.namespace}\n`);
+      return 2;
+    }
     const limits = parseGasPriceCeilings(values['max-gas-price']);
     if ('exitCode' in limits) return limits.exitCode;
     const standby = parseStandbyDelay(values['standby-delay-blocks']);
@@ -134,7 +193,8 @@ export const command: Subcommand = {
     };
     process.once('SIGTERM', terminate);
     deadline.signal.addEventListener('abort', () => {
-      if (!terminated) logger.warn("the window's hard end: nothing new is sent; open requests wait for the next run");
+      if (!terminated && deadline.reason !== LEASE_LOST)
+        logger.warn("the window's hard end: nothing new is sent; open requests wait for the next run");
     });
     // In a pod, worker Jobs call the APIs and this process signs and sends; locally both halves run here.
     const chainContext = {
@@ -167,14 +227,38 @@ export const command: Subcommand = {
       providerMemory: providers.memory,
       standbyDelayBlocks: standby.standbyDelayBlocks,
     };
+    // With a hand-over the window's end stays where the start put it, whenever the lease comes free.
+    const windowEndAt = deadline.hardEndAt === undefined ? undefined : deadline.hardEndAt - HARD_END_MARGIN_MS;
+    let held: HeldLease | undefined;
+    if (handoverLease !== undefined && leaseNamespace && windowEndAt !== undefined) {
+      const lease = await holdHandoverLease({
+        namespace: leaseNamespace,
+        name: handoverLease,
+        logger,
+        windowEndAt,
+        deadline,
+        terminated: () => terminated,
+      });
+      if (typeof lease === 'number') {
+        deadline.finish();
+        // The window's workers, started for a window this run never got, are told it is over.
+        await windowWorkers?.stop();
+        process.off('SIGTERM', terminate);
+        return lease;
+      }
+      held = lease;
+    }
     const summary =
       windowOptions.windowMs !== undefined && windowOptions.pollIntervalMs !== undefined
         ? await runWindow(config, deps, {
-            windowMs: windowOptions.windowMs,
+            windowMs:
+              held && windowEndAt !== undefined ? Math.max(0, windowEndAt - Date.now()) : windowOptions.windowMs,
             pollIntervalMs: windowOptions.pollIntervalMs,
             deadline,
           })
         : await settleBy(runCycle(config, deps), deadline, emptySummary);
+    // Right after the last poll's cycle (its sends are with the provider): the next window starts at once.
+    await held?.release();
     // The work is over: the hard end no longer applies to the report (SIGTERM is still heard, so it is not fatal).
     deadline.finish();
     // The window's workers are told it is over; not waited for before the report (the grace after SIGTERM is short).

@@ -1,6 +1,8 @@
 // `oracle-node cycle NAME [-n NS]`: one coordinator cycle now, as `kubectl create job --from=cronjob/...` does
-// (a Job from the CronJob's jobTemplate, owned by the CronJob). Refused while a cycle runs: two coordinators at
-// once would share sponsor-wallet nonces.
+// (a Job from the CronJob's jobTemplate, owned by the CronJob). With windows that hand over through the node's
+// coordinator Lease (`concurrencyPolicy: Allow`), the new run waits for the Lease like the next scheduled one; with
+// one cycle per tick (Forbid, no Lease) it is refused while a cycle runs: two coordinators at once would share
+// sponsor-wallet nonces.
 import type { V1CronJob, V1Job } from '@kubernetes/client-node';
 import { errorMessage } from '../common/errors.js';
 import { jobFinished, LABELS } from '../contract/pods.js';
@@ -11,7 +13,9 @@ import type { Subcommand } from './subcommand.js';
 const HELP = `Usage: oracle-node cycle NAME [-n NAMESPACE]
 
 Runs one coordinator cycle of an OracleNode now: a Job from its coordinator CronJob (as
-\`kubectl create job --from=cronjob/<name>-<stage>-coordinator\`). Refused while a cycle runs.
+\`kubectl create job --from=cronjob/<name>-<stage>-coordinator\`). With windows (spec.coordinator.pollInterval
+above 0) its window waits for the node's coordinator Lease, taking over when the running one ends; with one
+cycle per tick it is refused while a cycle runs.
 ${TARGET_OPTIONS_HELP}
 `;
 
@@ -68,7 +72,9 @@ export const cycleCommand: Subcommand = {
       const running = (await client.list<V1Job>(KINDS.job, namespace, selector)).filter(
         (job) => jobFinished(job) === undefined,
       );
-      if (running.length > 0) {
+      // Windows hand over through the Lease: the new run waits its turn, never sending beside the running one.
+      const handsOver = cronJob.spec?.concurrencyPolicy === 'Allow';
+      if (running.length > 0 && !handsOver) {
         process.stderr.write(
           `A cycle is running (Job ${running.map((j) => j.metadata?.name).join(', ')}); try again when it finished\n`,
         );
@@ -76,6 +82,10 @@ export const cycleCommand: Subcommand = {
       }
       const job = await client.create(KINDS.job, jobFromCronJob(cronJob, new Date()));
       process.stdout.write(`job.batch/${job.metadata?.name} created\n`);
+      if (running.length > 0)
+        process.stderr.write(
+          `Its window starts when the running one (Job ${running.map((j) => j.metadata?.name).join(', ')}) hands over the coordinator Lease\n`,
+        );
       return 0;
     } catch (error) {
       process.stderr.write(`Cannot start a cycle of ${namespace}/${name}: ${errorMessage(error)}\n`);

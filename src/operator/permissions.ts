@@ -74,7 +74,7 @@ export function managedPermissions(): Permission[] {
  * coordinator's Role (builders/rbac.ts) is held in full, without its per-node resourceNames. Workers have no Role.
  */
 function grantedToWorkloads(): Permission[] {
-  const names = { cache: 'x', cycle: 'x' };
+  const names = { cache: 'x', cycle: 'x', coordinatorLease: 'x' };
   return coordinatorRules(names).flatMap((rule) =>
     rule.apiGroups.flatMap((group) =>
       rule.resources.map((resource) => ({

@@ -32,12 +32,6 @@ export const DEFAULT_COORDINATOR_POLL_INTERVAL_SECONDS = 1;
 /** The engine's least poll interval (`oracle-node coordinator --poll-interval`); a smaller non-zero one is raised to it. */
 export const MIN_COORDINATOR_POLL_INTERVAL_SECONDS = 0.1;
 export const MAX_COORDINATOR_POLL_INTERVAL_SECONDS = 30;
-/**
- * A coordinator window ends this long before the next schedule tick: the pod's start-up before the window, the
- * last poll's cycle (started before the window's end) and the final report after it, so that the Job is done
- * before the next tick and `concurrencyPolicy: Forbid` never skips a run.
- */
-export const COORDINATOR_WINDOW_MARGIN_SECONDS = 15;
 /** The average CPU utilisation (% of the CPU request) the gateway's HPA aims at when no metrics are given. */
 export const DEFAULT_TARGET_CPU_UTILIZATION = 80;
 

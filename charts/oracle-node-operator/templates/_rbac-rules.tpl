@@ -50,6 +50,9 @@ calls the operator makes; do not edit by hand. Each verb is there because a call
 - apiGroups: [""]
   resources: ["pods/log"]
   verbs: ["get"]
+- apiGroups: ["coordination.k8s.io"]
+  resources: ["leases"]
+  verbs: ["get", "create", "update"]
 {{- end -}}
 
 {{/* In the release namespace, with leader election on. */}}

@@ -34,7 +34,6 @@ import {
 import { NODE_ROLES } from '../../contract/request-log.js';
 import { SHARD_DIR, SHARD_VOLUME } from '../../contract/shard.js';
 import {
-  COORDINATOR_WINDOW_MARGIN_SECONDS,
   DEFAULT_COORDINATOR_POLL_INTERVAL_SECONDS,
   DEFAULT_IMAGE,
   DEFAULT_SCHEDULE,
@@ -369,9 +368,10 @@ export const oracleNodeSpecSchema = z
           .default(DEFAULT_COORDINATOR_POLL_INTERVAL_SECONDS)
           .meta(
             described(
-              'Seconds between polls of new blocks in each coordinator run: each run is a window that ends ' +
-                `${COORDINATOR_WINDOW_MARGIN_SECONDS} s before the next schedule tick, so a request is served in ` +
-                `seconds. 0 turns windows off: one cycle per tick, as the reference node. Default ${DEFAULT_COORDINATOR_POLL_INTERVAL_SECONDS}; ` +
+              'Seconds between polls of new blocks in each coordinator run: each run is a window that lasts past ' +
+                'the next schedule tick, and the next run takes over through the node coordinator Lease when it ends, ' +
+                'so polls never stop and a request is served in seconds. ' +
+                `0 turns windows off: one cycle per tick, as the reference node. Default ${DEFAULT_COORDINATOR_POLL_INTERVAL_SECONDS}; ` +
                 `a value between 0 and ${MIN_COORDINATOR_POLL_INTERVAL_SECONDS} is taken as ${MIN_COORDINATOR_POLL_INTERVAL_SECONDS}.`,
             ),
           ),

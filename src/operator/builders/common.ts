@@ -74,6 +74,8 @@ export function childNames(nodeName: string, stage: string) {
     cycle: `${nodeName}-cycle`,
     /** The gateway's node key, derived from the mnemonic: one per node (both stages of a rollout sign as it). */
     signingKey: `${nodeName}-signing-key`,
+    /** The coordinator Lease of the window hand-over: per node, so two stages' windows never send at once either. */
+    coordinatorLease: `${nodeName}-coordinator`,
   };
 }
 

@@ -1,9 +1,9 @@
-// The coordinator CronJob: per schedule tick one window (the first cycle, then polls of new blocks) that ends a
-// margin before the next tick, or one cycle with windows off; never two at once.
+// The coordinator CronJob: per schedule tick one window (the first cycle, then polls of new blocks) that lasts past
+// the next tick by a hand-over allowance, the next run taking over through the node's coordinator Lease the moment it
+// ends (docs/chain-cycle.md, "The hand-over"); or one cycle with windows off, never two at once.
 import type { V1CronJob } from '@kubernetes/client-node';
 import { CONFIG_FILE, ENV, JOB_NAME_LABEL } from '../../contract/pods.js';
 import {
-  COORDINATOR_WINDOW_MARGIN_SECONDS,
   DEFAULT_COORDINATOR_POLL_INTERVAL_SECONDS,
   DEFAULT_SCHEDULE,
   MIN_COORDINATOR_POLL_INTERVAL_SECONDS,
@@ -25,8 +25,19 @@ import { buildWorkerTemplate } from './worker.js';
 
 /** A cycle that has not started 20 s after its tick is skipped: the next tick is near. */
 export const STARTING_DEADLINE_SECONDS = 20;
-/** A Job is cut off this long before the next tick (SIGTERM: a window reports what it did). */
+/** A one-shot Job is cut off this long before the next tick (SIGTERM: it reports what it did). */
 export const DEADLINE_BEFORE_NEXT_TICK_SECONDS = 5;
+/**
+ * A window lasts this long past the next tick: the next run's pod starts, loads its config and providers and waits
+ * for the Lease meanwhile, so it is ready when this window ends (a start-up up to this much slower than this run's
+ * still finds no gap).
+ */
+export const HANDOVER_ALLOWANCE_SECONDS = 10;
+/**
+ * A window's Job is cut off this long after its window's end: the hard end (HARD_END_MARGIN_MS, 5 s), the pod's
+ * start-up before the window counts from (its clock starts with the process) and the report.
+ */
+export const WINDOW_DEADLINE_AFTER_END_SECONDS = 10;
 /**
  * The coordinator pod's grace period after SIGTERM (the Job's deadline): it sends nothing new, writes its cycle report
  * and request log and exits (src/cli/coordinator.ts); deadline + grace end at the next tick, so the pod is gone then
@@ -72,23 +83,30 @@ function cronMinutes(field: string): number[] | undefined {
 }
 
 export type CoordinatorRun = {
-  /** Arguments of the engine after `coordinator -c <config>`: the window, or none (one cycle). */
+  /** Arguments of the engine after `coordinator -c <config>`: the window and its Lease, or none (one cycle). */
   windowArgs: string[];
   activeDeadlineSeconds: number;
+  /** Allow with windows: the next run starts while this one's window runs and waits for the Lease. */
+  concurrencyPolicy: 'Allow' | 'Forbid';
 };
 
 /**
- * How each coordinator Job runs: with windows on, a window of the schedule's period (at most
- * MAX_WINDOW_SPAN_SECONDS) minus COORDINATOR_WINDOW_MARGIN_SECONDS, cut off DEADLINE_BEFORE_NEXT_TICK_SECONDS
- * before the next tick; with `pollInterval: 0`, one cycle as before windows existed. Pure.
+ * How each coordinator Job runs. With windows on: a window of the schedule's period (at most
+ * MAX_WINDOW_SPAN_SECONDS) plus HANDOVER_ALLOWANCE_SECONDS, sending only while it holds the node's coordinator Lease
+ * (`leaseName`), cut off WINDOW_DEADLINE_AFTER_END_SECONDS after the window; runs may overlap (Allow) and the
+ * deadline keeps it to two at a time (it ends before the tick after next). With `pollInterval: 0`, one cycle per tick
+ * as before windows existed (Forbid, no Lease). Pure.
  */
-export function coordinatorRun(schedule: string, pollInterval: number): CoordinatorRun {
-  if (!(pollInterval > 0)) return { windowArgs: [], activeDeadlineSeconds: COORDINATOR_DEADLINE_SECONDS };
+export function coordinatorRun(schedule: string, pollInterval: number, leaseName: string): CoordinatorRun {
+  if (!(pollInterval > 0))
+    return { windowArgs: [], activeDeadlineSeconds: COORDINATOR_DEADLINE_SECONDS, concurrencyPolicy: 'Forbid' };
   const span = Math.min(scheduleMinPeriodSeconds(schedule), MAX_WINDOW_SPAN_SECONDS);
   const poll = Math.max(pollInterval, MIN_COORDINATOR_POLL_INTERVAL_SECONDS);
+  const window = span + HANDOVER_ALLOWANCE_SECONDS;
   return {
-    windowArgs: ['--window', String(span - COORDINATOR_WINDOW_MARGIN_SECONDS), '--poll-interval', String(poll)],
-    activeDeadlineSeconds: span - DEADLINE_BEFORE_NEXT_TICK_SECONDS,
+    windowArgs: ['--window', String(window), '--poll-interval', String(poll), '--handover-lease', leaseName],
+    activeDeadlineSeconds: window + WINDOW_DEADLINE_AFTER_END_SECONDS,
+    concurrencyPolicy: 'Allow',
   };
 }
 
@@ -107,6 +125,7 @@ export function buildCoordinatorCronJob(
   const run = coordinatorRun(
     schedule,
     input.node.spec.coordinator?.pollInterval ?? DEFAULT_COORDINATOR_POLL_INTERVAL_SECONDS,
+    names.coordinatorLease,
   );
   const args = [
     'coordinator',
@@ -143,7 +162,7 @@ export function buildCoordinatorCronJob(
     spec: {
       schedule,
       suspend: options.holdForRollout === true || input.node.spec.coordinator?.suspend === true,
-      concurrencyPolicy: 'Forbid',
+      concurrencyPolicy: run.concurrencyPolicy,
       startingDeadlineSeconds: STARTING_DEADLINE_SECONDS,
       successfulJobsHistoryLimit: 3,
       failedJobsHistoryLimit: 3,

@@ -36,7 +36,7 @@ export function buildServiceAccounts(input: BuildInput): Named<V1ServiceAccount>
 type PolicyRule = { apiGroups: string[]; resources: string[]; resourceNames?: string[]; verbs: string[] };
 
 /** What a coordinator may do; the operator must hold all of it to grant it (operator/permissions.ts). */
-export function coordinatorRules(names: { cache: string; cycle: string }): PolicyRule[] {
+export function coordinatorRules(names: { cache: string; cycle: string; coordinatorLease: string }): PolicyRule[] {
   return [
     // Worker Jobs: created suspended, un-suspended once their input exists, watched, cleaned up.
     { apiGroups: ['batch'], resources: ['jobs'], verbs: ['create', 'get', 'list', 'watch', 'patch', 'delete'] },
@@ -52,6 +52,15 @@ export function coordinatorRules(names: { cache: string; cycle: string }): Polic
     // Each worker prints its shard's output as the last line of its log.
     { apiGroups: [''], resources: ['pods'], verbs: ['get', 'list'] },
     { apiGroups: [''], resources: ['pods/log'], verbs: ['get'] },
+    // The window hand-over (src/node/kubernetes/handover.ts): the node's coordinator Lease, created by the first run
+    // (create cannot be limited by name), then read, taken and renewed only by name.
+    { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['create'] },
+    {
+      apiGroups: ['coordination.k8s.io'],
+      resources: ['leases'],
+      resourceNames: [names.coordinatorLease],
+      verbs: ['get', 'update'],
+    },
   ];
 }
 

@@ -137,12 +137,23 @@ describe('oracle-node coordinator, worker and start (anvil, real AirnodeRrpV0)',
       ['--window', '0'],
       ['--window', 'x'],
       ['--poll-interval', '1'],
+      // A hand-over Lease needs a window (and POD_NAMESPACE, unset here).
+      ['--handover-lease', 'node-coordinator'],
+      ['--window', '3', '--handover-lease', 'node-coordinator'],
     ]) {
       const failed = await cli('coordinator', ...configArgs(), ...bad).catch(
         (error: { code: number; stderr: string }) => error,
       );
       expect(failed).to.include({ code: 2 });
     }
+    // No credentials to reach the Lease with: a usage error, not a run that silently sends nothing.
+    const noCredentials = spawnOracleNode(
+      ['coordinator', ...configArgs(), '--window', '3', '--handover-lease', 'node-coordinator'],
+      { env: { ...process.env, POD_NAMESPACE: 'ns', KUBECONFIG: join(dir, 'no-such.kubeconfig') } },
+    );
+    const noCredentialsIo = output(noCredentials);
+    expect(await exited(noCredentials)).to.equal(2);
+    expect(noCredentialsIo.stderr).to.include('--handover-lease: cannot reach the Lease');
   });
 
   it('takes secret values from the environment without -s, and exits 2 on an unreadable config', async () => {

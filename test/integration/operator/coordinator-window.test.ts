@@ -1,5 +1,6 @@
 // The coordinator CronJob of an applied OracleNode, read back from the real apiserver: each run is a window that
-// ends before the next tick (issue 26), spec.coordinator.pollInterval sets its polls, and 0 turns windows off.
+// lasts past the next tick and hands over through the node's Lease (issue 36), spec.coordinator.pollInterval sets its
+// polls, and 0 turns windows off.
 import type { V1CronJob } from '@kubernetes/client-node';
 import { expect } from 'chai';
 import { API_VERSION, KIND, type OracleNode } from '../../../src/operator/resource.js';
@@ -21,6 +22,9 @@ describe('OracleNode coordinator window (integration)', function () {
 
   const coordinatorJob = async () =>
     (await read<V1CronJob>('batch/v1', 'CronJob', ns(), 'minimal-dev-coordinator'))?.spec?.jobTemplate.spec;
+  const concurrencyPolicy = async () =>
+    (await read<V1CronJob>('batch/v1', 'CronJob', ns(), 'minimal-dev-coordinator'))?.spec?.concurrencyPolicy;
+  const lease = ['--handover-lease', 'minimal-coordinator'];
   const argsAre = (expected: string[], description: string) =>
     waitFor(
       async () => {
@@ -41,23 +45,31 @@ describe('OracleNode coordinator window (integration)', function () {
   };
   const oneShot = ['coordinator', '-c', '/etc/oracle-node/config.json'];
 
-  it('the CronJob of an applied node runs a 45 s window polling every second, and editing pollInterval changes it', async () => {
+  it('the CronJob of an applied node runs a 70 s window polling every second that hands over, and editing pollInterval changes it', async () => {
     const { node, secret } = sampleDocs('minimal', ns());
     await apply(secret);
     await apply(node);
-    await argsAre([...oneShot, '--window', '45', '--poll-interval', '1'], 'the default window on the CronJob');
-    expect((await coordinatorJob())?.activeDeadlineSeconds).to.equal(55);
+    await argsAre(
+      [...oneShot, '--window', '70', '--poll-interval', '1', ...lease],
+      'the default window on the CronJob',
+    );
+    expect((await coordinatorJob())?.activeDeadlineSeconds).to.equal(80);
+    expect(await concurrencyPolicy()).to.equal('Allow');
 
     await setCoordinator({ pollInterval: 3 });
-    await argsAre([...oneShot, '--window', '45', '--poll-interval', '3'], 'the 3 s poll interval on the CronJob');
+    await argsAre([...oneShot, '--window', '70', '--poll-interval', '3', ...lease], 'the 3 s poll interval');
 
     await setCoordinator({ pollInterval: 0 });
     await argsAre(oneShot, 'windows off: one cycle per tick');
     expect((await coordinatorJob())?.activeDeadlineSeconds).to.equal(55);
+    expect(await concurrencyPolicy()).to.equal('Forbid');
 
     await setCoordinator({ schedule: '*/5 * * * *', pollInterval: 2 });
-    await argsAre([...oneShot, '--window', '285', '--poll-interval', '2'], 'a window of the 5-minute schedule');
-    expect((await coordinatorJob())?.activeDeadlineSeconds).to.equal(295);
+    await argsAre(
+      [...oneShot, '--window', '310', '--poll-interval', '2', ...lease],
+      'a window of the 5-minute schedule',
+    );
+    expect((await coordinatorJob())?.activeDeadlineSeconds).to.equal(320);
   });
 
   it('the apiserver refuses a poll interval above 30 s or below 0', async () => {

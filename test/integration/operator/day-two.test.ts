@@ -206,8 +206,27 @@ describe('what is my node doing? (integration)', function () {
     expect(stdout).to.not.include('anvil.default.svc');
   });
 
-  it('`oracle-node cycle` refuses while a cycle runs, then creates a Job from the CronJob', async () => {
+  it('`oracle-node cycle` refuses while a cycle runs (one cycle per tick), then creates a Job from the CronJob; with windows it does not refuse', async () => {
     const batch = api(BatchV1Api);
+    const setPollInterval = async (pollInterval: number, policy: string) => {
+      const { node } = sampleDocs('minimal', ns());
+      node.spec.coordinator = {
+        ...node.spec.coordinator,
+        suspend: false,
+        schedule: '0 0 31 2 *',
+        pollInterval,
+      } as typeof node.spec.coordinator;
+      await apply(node);
+      await waitFor(
+        async () =>
+          (await batch.readNamespacedCronJob({ name: 'minimal-dev-coordinator', namespace: ns() })).spec
+            ?.concurrencyPolicy === policy,
+        60_000,
+        { description: `the CronJob's concurrencyPolicy ${policy}`, intervalMs: 300 },
+      );
+    };
+    // One cycle per tick: no Lease, so a second coordinator must not start beside a running one.
+    await setPollInterval(0, 'Forbid');
     // A coordinator Job that does not finish (suspended): a cycle is running.
     const blocker: V1Job = {
       metadata: {
@@ -223,6 +242,17 @@ describe('what is my node doing? (integration)', function () {
     const refused = await oracleNode('cycle', 'minimal').catch((error: { code: number; stderr: string }) => error);
     expect(refused).to.include({ code: 1 });
     expect((refused as { stderr: string }).stderr).to.include('A cycle is running (Job minimal-running-cycle)');
+    // Windows hand over through the coordinator Lease: the new run waits for it.
+    await setPollInterval(1, 'Allow');
+    const waiting = await oracleNode('cycle', 'minimal');
+    expect(waiting.stdout.trim()).to.match(/^job\.batch\/\S+ created$/);
+    expect(waiting.stderr).to.include('hands over the coordinator Lease');
+    const waitingJob = /^job\.batch\/(\S+) created$/.exec(waiting.stdout.trim())![1]!;
+    expect(
+      (await batch.readNamespacedJob({ name: waitingJob, namespace: ns() })).spec!.template.spec!.containers[0]!.args,
+    ).to.include('--handover-lease');
+    await batch.deleteNamespacedJob({ name: waitingJob, namespace: ns(), propagationPolicy: 'Background' });
+    await setPollInterval(0, 'Forbid');
     await batch.deleteNamespacedJob({
       name: 'minimal-running-cycle',
       namespace: ns(),

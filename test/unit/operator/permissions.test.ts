@@ -30,7 +30,7 @@ describe('operator permissions (the source of the chart RBAC)', () => {
   });
 
   it("holds everything it grants to a coordinator's Role (Kubernetes refuses an escalating Role)", () => {
-    const names = { cache: 'n-cache', cycle: 'n-cycle' };
+    const names = { cache: 'n-cache', cycle: 'n-cycle', coordinatorLease: 'n-coordinator' };
     for (const [resource, verbs] of grantedVerbs(coordinatorRules(names)))
       expect(verbsOf(resource), resource).to.include.members([...verbs]);
   });
@@ -42,6 +42,8 @@ describe('operator permissions (the source of the chart RBAC)', () => {
     expect(verbsOf('/secrets')).to.deep.equal(['create', 'delete', 'get', 'list', 'patch', 'watch']);
     expect(verbsOf('/pods')).to.deep.equal(['get', 'list']);
     expect(verbsOf('/events')).to.deep.equal(['create', 'patch']);
+    // Only to grant a coordinator its hand-over Lease (the operator's own leader election is in the release namespace).
+    expect(verbsOf('coordination.k8s.io/leases')).to.deep.equal(['create', 'get', 'update']);
     expect(managed.has('events.k8s.io/events')).to.equal(false);
     for (const resource of ['apps/deployments', '/services', 'batch/cronjobs'])
       expect(verbsOf(resource), resource).to.deep.equal(['create', 'delete', 'list', 'patch', 'watch']);

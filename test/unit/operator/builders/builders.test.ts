@@ -7,7 +7,9 @@ import { buildWorkerJob, workerJobName } from '../../../../src/contract/shard.js
 import { HARD_END_MARGIN_MS, SETTLE_AFTER_STOP_MS } from '../../../../src/node/deadline.js';
 import {
   COORDINATOR_DEADLINE_SECONDS,
+  COORDINATOR_GRACE_SECONDS,
   coordinatorRun,
+  HANDOVER_ALLOWANCE_SECONDS,
   MAX_WINDOW_SPAN_SECONDS,
   scheduleMinPeriodSeconds,
 } from '../../../../src/operator/builders/coordinator.js';
@@ -20,7 +22,7 @@ import {
   secretHashesOf,
 } from '../../../../src/operator/builders/index.js';
 import type { OracleNode } from '../../../../src/operator/resource.js';
-import { ANNOTATIONS, COORDINATOR_WINDOW_MARGIN_SECONDS } from '../../../../src/operator/resource.js';
+import { ANNOTATIONS } from '../../../../src/operator/resource.js';
 import { loadSample } from '../fake-kube.js';
 import { inputFor } from './build-input.js';
 
@@ -116,12 +118,12 @@ describe('operator builders', () => {
     expect(JSON.parse(configMap.data['config.json']!)).to.deep.equal(input.rawConfig);
   });
 
-  it('coordinator CronJob: Forbid, deadlines inside the minute, history limits, secrets as env, config mounted', () => {
+  it('coordinator CronJob: overlapping windows (Allow) ending before the tick after next, history limits, secrets as env, config mounted', () => {
     const cronJob = one<V1CronJob>(buildChildren(inputFor('minimal')), 'CronJob');
     const spec = cronJob.spec!;
-    expect(spec).to.include({ schedule: '* * * * *', concurrencyPolicy: 'Forbid', suspend: false });
+    expect(spec).to.include({ schedule: '* * * * *', concurrencyPolicy: 'Allow', suspend: false });
     expect(spec.startingDeadlineSeconds).to.be.lessThan(60);
-    expect(spec.jobTemplate.spec!.activeDeadlineSeconds).to.be.lessThan(60);
+    expect(spec.jobTemplate.spec!.activeDeadlineSeconds).to.be.lessThan(120 - COORDINATOR_GRACE_SECONDS);
     expect(spec.successfulJobsHistoryLimit).to.be.a('number');
     expect(spec.failedJobsHistoryLimit).to.be.a('number');
     const pod = spec.jobTemplate.spec!.template.spec!;
@@ -260,8 +262,16 @@ describe('operator builders', () => {
       }
     const coordinator = roles.find((r) => r.metadata!.name === 'minimal-dev-coordinator')!;
     const updates = coordinator.rules!.filter((r) => r.verbs.includes('update'));
-    expect(updates).to.have.length(1);
-    expect(updates[0]!.resourceNames).to.deep.equal(['minimal-cache', 'minimal-cycle']);
+    expect(updates.map((r) => r.resourceNames)).to.deep.equal([
+      ['minimal-cache', 'minimal-cycle'],
+      // The hand-over Lease: per node (not per stage), read and renewed only by name.
+      ['minimal-coordinator'],
+    ]);
+    const leases = coordinator.rules!.filter((r) => r.resources!.includes('leases'));
+    expect(leases.map(({ apiGroups, resourceNames, verbs }) => ({ apiGroups, resourceNames, verbs }))).to.deep.equal([
+      { apiGroups: ['coordination.k8s.io'], resourceNames: undefined, verbs: ['create'] },
+      { apiGroups: ['coordination.k8s.io'], resourceNames: ['minimal-coordinator'], verbs: ['get', 'update'] },
+    ]);
     expect(coordinator.rules!.find((r) => r.resources!.includes('jobs'))!.verbs).to.include.members([
       'create',
       'delete',
@@ -335,44 +345,42 @@ describe('operator builders', () => {
 
   describe('coordinator window', () => {
     const coordinatorOf = (edit?: (node: OracleNode) => void) => {
-      const job = one<V1CronJob>(buildChildren(inputFor('minimal', edit)), 'CronJob').spec!.jobTemplate.spec!;
-      return { args: job.template.spec!.containers[0]!.args!, activeDeadlineSeconds: job.activeDeadlineSeconds };
+      const cronJob = one<V1CronJob>(buildChildren(inputFor('minimal', edit)), 'CronJob');
+      const job = cronJob.spec!.jobTemplate.spec!;
+      return {
+        args: job.template.spec!.containers[0]!.args!,
+        activeDeadlineSeconds: job.activeDeadlineSeconds,
+        concurrencyPolicy: cronJob.spec!.concurrencyPolicy,
+      };
     };
     const coordinator = (settings: { schedule?: string; pollInterval?: number }) =>
       coordinatorOf((node) => {
         node.spec.coordinator = { ...node.spec.coordinator, ...settings } as typeof node.spec.coordinator;
       });
+    const oneShot = ['coordinator', '-c', '/etc/oracle-node/config.json'];
 
-    it('by default each run is a 45 s window polling every second, cut off 5 s before the next minute', () => {
+    it('by default each run is a 70 s window polling every second that hands over through the node Lease', () => {
       expect(coordinatorOf()).to.deep.equal({
-        args: ['coordinator', '-c', '/etc/oracle-node/config.json', '--window', '45', '--poll-interval', '1'],
-        activeDeadlineSeconds: 55,
+        args: [...oneShot, '--window', '70', '--poll-interval', '1', '--handover-lease', 'minimal-coordinator'],
+        activeDeadlineSeconds: 80,
+        concurrencyPolicy: 'Allow',
       });
+      expect(HANDOVER_ALLOWANCE_SECONDS).to.equal(10);
     });
 
-    it("the time budget: the window's hard end comes before the Job's deadline, whose grace ends at the next tick", () => {
-      for (const schedule of ['* * * * *', '*/5 * * * *']) {
-        const cronJob = one<V1CronJob>(
-          buildChildren(
-            inputFor('minimal', (node) => {
-              node.spec.coordinator = { ...node.spec.coordinator, schedule } as typeof node.spec.coordinator;
-            }),
-          ),
-          'CronJob',
-        );
-        const job = cronJob.spec!.jobTemplate.spec!;
-        const pod = job.template.spec!;
-        const args = pod.containers[0]!.args!;
-        const window = Number(args[args.indexOf('--window') + 1]);
-        // The pod's start-up comes before the window: 5 s of it fit before the deadline.
-        expect(window + HARD_END_MARGIN_MS / 1000 + 5, schedule).to.be.at.most(job.activeDeadlineSeconds!);
-        // After SIGTERM: the cycle in flight settles, the report is written, the pod is gone by the next tick.
-        expect(pod.terminationGracePeriodSeconds! * 1000, schedule).to.be.greaterThan(
-          SETTLE_AFTER_STOP_MS + REPORT_AFTER_SIGTERM_MS,
-        );
-        expect(job.activeDeadlineSeconds! + pod.terminationGracePeriodSeconds!, schedule).to.equal(
-          scheduleMinPeriodSeconds(schedule),
-        );
+    it('the hand-over timing rule: the window outlasts the next tick by the allowance, at most two runs overlap', () => {
+      for (const schedule of ['* * * * *', '*/5 * * * *', '0,20,50 * * * *', '0 * * * *']) {
+        const period = scheduleMinPeriodSeconds(schedule);
+        const run = coordinatorRun(schedule, 1, 'n-coordinator');
+        const window = Number(run.windowArgs[run.windowArgs.indexOf('--window') + 1]);
+        const span = Math.min(period, MAX_WINDOW_SPAN_SECONDS);
+        // The next run (its pod starting up to the allowance later than this one's did) waits while this one polls.
+        expect(window, schedule).to.equal(span + HANDOVER_ALLOWANCE_SECONDS);
+        // The Job's deadline leaves the hard end and a 5 s start-up after the window.
+        expect(window + HARD_END_MARGIN_MS / 1000 + 5, schedule).to.be.at.most(run.activeDeadlineSeconds);
+        // Deadline and grace end before the tick after next: never three coordinators at once.
+        expect(run.activeDeadlineSeconds + COORDINATOR_GRACE_SECONDS, schedule).to.be.below(2 * period);
+        expect(run.concurrencyPolicy).to.equal('Allow');
       }
     });
 
@@ -381,49 +389,59 @@ describe('operator builders', () => {
         coordinatorOf((node) => {
           node.spec.redundancy = standbyDelayBlocks === undefined ? undefined : { standbyDelayBlocks };
         }).args;
-      expect(redundancy(6).slice(3)).to.deep.equal([
-        '--window',
-        '45',
-        '--poll-interval',
-        '1',
-        '--standby-delay-blocks',
-        '6',
-      ]);
+      expect(redundancy(6)).to.deep.equal([...coordinatorOf().args, '--standby-delay-blocks', '6']);
       // Switchover and failback are this one field: the primary's args are exactly those of a node without it.
       expect(redundancy(0)).to.deep.equal(coordinatorOf().args);
       expect(redundancy(undefined)).to.deep.equal(coordinatorOf().args);
     });
 
+    it('after SIGTERM the cycle in flight settles and the report is written within the grace period', () => {
+      const pod = one<V1CronJob>(buildChildren(inputFor('minimal')), 'CronJob').spec!.jobTemplate.spec!.template.spec!;
+      expect(pod.terminationGracePeriodSeconds! * 1000).to.be.greaterThan(
+        SETTLE_AFTER_STOP_MS + REPORT_AFTER_SIGTERM_MS,
+      );
+    });
+
+    it('the Lease is per node, not per stage: two stages of a node hand over through the same one', () => {
+      const leaseOf = (stage: string) => {
+        const { args } = coordinatorOf((node) => {
+          (node.spec.config.nodeSettings as { stage: string }).stage = stage;
+        });
+        return args[args.indexOf('--handover-lease') + 1];
+      };
+      expect(leaseOf('blue')).to.equal('minimal-coordinator');
+      expect(leaseOf('green')).to.equal('minimal-coordinator');
+    });
+
     it('spec.coordinator.pollInterval sets the poll interval of the window', () => {
       expect(coordinator({ pollInterval: 2.5 }).args.slice(3)).to.deep.equal([
         '--window',
-        '45',
+        '70',
         '--poll-interval',
         '2.5',
+        '--handover-lease',
+        'minimal-coordinator',
       ]);
     });
 
-    it('pollInterval 0 turns windows off: one cycle per tick, exactly the args and deadline of before', () => {
+    it('pollInterval 0 turns windows off: one cycle per tick, exactly the args, deadline and Forbid of before', () => {
       expect(coordinator({ pollInterval: 0 })).to.deep.equal({
-        args: ['coordinator', '-c', '/etc/oracle-node/config.json'],
+        args: oneShot,
         activeDeadlineSeconds: COORDINATOR_DEADLINE_SECONDS,
+        concurrencyPolicy: 'Forbid',
       });
       expect(COORDINATOR_DEADLINE_SECONDS).to.equal(55);
     });
 
-    it('a schedule every 5 minutes gets a window of its period minus the margin, ending before the next tick', () => {
+    it('a schedule every 5 minutes gets a window of its period plus the hand-over allowance', () => {
       const run = coordinator({ schedule: '*/5 * * * *' });
-      expect(run.args.slice(3)).to.deep.equal([
-        '--window',
-        String(300 - COORDINATOR_WINDOW_MARGIN_SECONDS),
-        '--poll-interval',
-        '1',
-      ]);
-      expect(run.activeDeadlineSeconds).to.equal(295);
+      expect(run.args.slice(3, 5)).to.deep.equal(['--window', '310']);
+      expect(run.activeDeadlineSeconds).to.equal(320);
     });
 
     it('a poll interval below the engine least is raised to it', () => {
-      expect(coordinator({ pollInterval: 0.01 }).args.at(-1)).to.equal('0.1');
+      const { args } = coordinator({ pollInterval: 0.01 });
+      expect(args[args.indexOf('--poll-interval') + 1]).to.equal('0.1');
     });
 
     it('the period of a schedule is the smallest gap between its ticks, 60 s for what it cannot read, hours capped', () => {
@@ -435,14 +453,17 @@ describe('operator builders', () => {
       expect(scheduleMinPeriodSeconds('*/7 * * * *')).to.equal(240); // 56 -> 0 of the next hour
       expect(scheduleMinPeriodSeconds('@hourly')).to.equal(60);
       expect(scheduleMinPeriodSeconds('MON * * * *')).to.equal(60);
-      expect(coordinatorRun('0 * * * *', 1)).to.deep.equal({
+      expect(coordinatorRun('0 * * * *', 1, 'n-coordinator')).to.deep.equal({
         windowArgs: [
           '--window',
-          String(MAX_WINDOW_SPAN_SECONDS - COORDINATOR_WINDOW_MARGIN_SECONDS),
+          String(MAX_WINDOW_SPAN_SECONDS + HANDOVER_ALLOWANCE_SECONDS),
           '--poll-interval',
           '1',
+          '--handover-lease',
+          'n-coordinator',
         ],
-        activeDeadlineSeconds: MAX_WINDOW_SPAN_SECONDS - 5,
+        activeDeadlineSeconds: MAX_WINDOW_SPAN_SECONDS + HANDOVER_ALLOWANCE_SECONDS + 10,
+        concurrencyPolicy: 'Allow',
       });
     });
   });

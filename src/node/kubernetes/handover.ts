@@ -1,0 +1,136 @@
+// The coordinator hand-over (docs/chain-cycle.md, "The hand-over"): consecutive coordinator windows overlap, and a
+// coordination.k8s.io Lease per node (`<node>-coordinator`, not per stage) keeps exactly one of them sending. The
+// next run loads its config and providers, then asks for the Lease every HANDOVER_WAIT_POLL_MS and starts its first
+// cycle the moment the running window releases it (right after its last poll's cycle) or its holder's lease runs
+// out (a crashed pod). The holder renews it every HANDOVER_RENEW_PERIOD_MS; one that cannot renew for
+// HANDOVER_RENEW_DEADLINE_MS stops sending at once, before anyone else may take it (HANDOVER_LEASE_DURATION_MS by the
+// other's clock). The Lease rules themselves are the operator's client-go style elector (src/kube/leader.ts).
+import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
+import type { Logger } from 'pino';
+import { LeaderElector, type LeaseStore, loadClientConfig, RestClient, RestLeaseStore } from '../../kube/api.js';
+
+/** How long a holder's lease lasts without renewal: a crashed window is taken over this long after its last renewal. */
+export const HANDOVER_LEASE_DURATION_MS = 5_000;
+/** A holder that could not renew for this long stops sending (before the lease can run out for the others). */
+export const HANDOVER_RENEW_DEADLINE_MS = 3_000;
+/** How often the holder renews. */
+export const HANDOVER_RENEW_PERIOD_MS = 1_000;
+/** How often a waiting run asks for the lease: the most the hand-over adds to the gap between two polls. */
+export const HANDOVER_WAIT_POLL_MS = 200;
+
+export type HeldLease = {
+  /** Stops renewing and hands the lease back (empty holder), so the waiting run takes it at its next ask. */
+  release(): Promise<void>;
+};
+
+export type HandoverOptions = {
+  namespace: string;
+  name: string;
+  logger: Logger;
+  /** Epoch ms: a run still waiting then gives up (its window is over). */
+  waitUntil: number;
+  /** Aborts the wait (SIGTERM). */
+  signal: AbortSignal;
+  /** Called once when the lease is lost while held (renewal failed past its deadline, or another holder). */
+  onLost: () => void;
+  identity?: string;
+  store?: LeaseStore;
+  /** For tests; the defaults above otherwise. */
+  timing?: { leaseDurationMs: number; renewDeadlineMs: number; renewPeriodMs: number; waitPollMs: number };
+};
+
+/** The Lease API through the process's own credentials (in a pod its ServiceAccount, else the kubeconfig). */
+export async function restLeaseStore(): Promise<LeaseStore> {
+  // A Lease call unanswered for 2 s counts as failed: the holder's renewal deadline is 3 s.
+  const rest = new RestClient(await loadClientConfig(), {
+    qps: 20,
+    burst: 40,
+    userAgent: 'oracle-node-coordinator',
+    requestTimeoutMs: 2_000,
+  });
+  return new RestLeaseStore(rest);
+}
+
+/**
+ * Waits for the lease and holds it: undefined when `waitUntil` passed or the signal aborted first. While held, it is
+ * renewed in the background; a loss calls `onLost` (the caller stops sending) and is never followed by a new claim.
+ */
+export async function acquireHandoverLease(options: HandoverOptions): Promise<HeldLease | undefined> {
+  const timing = options.timing ?? {
+    leaseDurationMs: HANDOVER_LEASE_DURATION_MS,
+    renewDeadlineMs: HANDOVER_RENEW_DEADLINE_MS,
+    renewPeriodMs: HANDOVER_RENEW_PERIOD_MS,
+    waitPollMs: HANDOVER_WAIT_POLL_MS,
+  };
+  const store = options.store ?? (await restLeaseStore());
+  const identity = options.identity ?? `${process.env.HOSTNAME || hostname()}_${randomUUID().slice(0, 8)}`;
+  const lease = { lease: `${options.namespace}/${options.name}`, identity };
+  let releasing = false;
+  let started: (() => void) | undefined;
+  const leading = new Promise<void>((resolve) => (started = resolve));
+  const elector = new LeaderElector(
+    store,
+    {
+      namespace: options.namespace,
+      name: options.name,
+      identity,
+      leaseDurationMs: timing.leaseDurationMs,
+      renewDeadlineMs: timing.renewDeadlineMs,
+      retryPeriodMs: timing.renewPeriodMs,
+      releaseOnCancel: true,
+    },
+    {
+      onStartedLeading: () => started?.(),
+      onStoppedLeading: () => {
+        if (releasing) return;
+        // Lost while held: stop sending now, and never claim it again (the next run holds it).
+        releasing = true;
+        options.logger.error(lease, 'lost the coordinator lease: nothing new is sent');
+        options.onLost();
+        void elector.stop();
+      },
+    },
+    options.logger,
+  );
+  const sleep = (ms: number, keepAlive = true) =>
+    new Promise<void>((resolve) => {
+      const timer = setTimeout(done, ms);
+      if (!keepAlive) timer.unref();
+      function done() {
+        clearTimeout(timer);
+        options.signal.removeEventListener('abort', done);
+        resolve();
+      }
+      options.signal.addEventListener('abort', done, { once: true });
+    });
+  const open = () => !options.signal.aborted && Date.now() < options.waitUntil;
+  let logged = false;
+  let acquired = false;
+  // The wait: one GET per ask; the PUT that takes the lease only once it is free or has run out by our clock.
+  while (open()) {
+    acquired = await elector.tryAcquireOrRenew(options.signal);
+    if (acquired) break;
+    if (!logged) options.logger.info(lease, 'waiting for the coordinator lease (another window holds it)');
+    logged = true;
+    await sleep(Math.min(timing.waitPollMs, Math.max(0, options.waitUntil - Date.now())));
+  }
+  if (!acquired) return undefined;
+  // Taken: the elector renews it from here (its first round renews what we hold, one GET and one PUT).
+  elector.start();
+  await Promise.race([leading, sleep(timing.renewDeadlineMs, false)]);
+  if (!elector.isLeader() || !open()) {
+    // Not confirmed in time, or the window ended meanwhile: hand it back unused.
+    releasing = true;
+    await elector.stop();
+    return undefined;
+  }
+  options.logger.info(lease, 'holds the coordinator lease');
+  return {
+    async release() {
+      if (releasing) return;
+      releasing = true;
+      await elector.stop();
+    },
+  };
+}
