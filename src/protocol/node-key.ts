@@ -122,3 +122,11 @@ export function masterKeyOf(mnemonic: string): ExtendedKey {
 export function deriveNodeAddress(mnemonic: string): string {
   return addressOfPrivateKey(derivePath(masterKeyOf(mnemonic), NODE_ADDRESS_PATH).privateKey);
 }
+
+/**
+ * The node key (m/44'/60'/0'/0/0 of the mnemonic) as 0x and 64 hex digits: what a signing gateway gets in place of
+ * the mnemonic. Here rather than through ethers, which the operator never loads; throws on an invalid mnemonic.
+ */
+export function deriveNodePrivateKey(mnemonic: string): string {
+  return `0x${derivePath(masterKeyOf(mnemonic), NODE_ADDRESS_PATH).privateKey.toString('hex')}`;
+}

@@ -22,11 +22,6 @@ export function nodeWallet(mnemonic: string): HDNodeWallet {
   return HDNodeWallet.fromPhrase(mnemonic, undefined, `${NODE_ACCOUNT_PATH}/0/0`);
 }
 
-/** The node key as a private key (0x and 64 hex digits): what a signing gateway gets in place of the mnemonic. */
-export function deriveNodePrivateKey(mnemonic: string): string {
-  return nodeWallet(mnemonic).privateKey;
-}
-
 const PRIVATE_KEY_PATTERN = /^(0x)?[0-9a-fA-F]{64}$/;
 
 /**

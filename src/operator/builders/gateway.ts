@@ -15,7 +15,8 @@ import type {
 } from '@kubernetes/client-node';
 import { DEFAULT_GATEWAY_SERVER_PORT } from '../../config/index.js';
 import { CONFIG_FILE, GATEWAY_METRICS_PORT } from '../../contract/pods.js';
-import { deriveNodePrivateKey } from '../../protocol/wallet.js';
+// node-key.ts, not wallet.ts: the operator never loads ethers.
+import { deriveNodePrivateKey } from '../../protocol/node-key.js';
 import { enabledGateways, gatewayServerPort } from '../config.js';
 import { DEFAULT_TARGET_CPU_UTILIZATION } from '../resource.js';
 import {

@@ -6,7 +6,12 @@ import { AbiCoder, getAddress, HDNodeWallet, keccak256, LangEn, Mnemonic, solidi
 import fc from 'fast-check';
 import { BIP39_ENGLISH } from '../../../src/protocol/bip39-english.js';
 import { deriveEndpointId, deriveTemplateIdV0FromCheckedHex } from '../../../src/protocol/direct-ids.js';
-import { checksumAddress, deriveNodeAddress, isValidMnemonic } from '../../../src/protocol/node-key.js';
+import {
+  checksumAddress,
+  deriveNodeAddress,
+  deriveNodePrivateKey,
+  isValidMnemonic,
+} from '../../../src/protocol/node-key.js';
 
 const vectors = JSON.parse(
   readFileSync(new URL('../../fixtures/airnode/vectors/derivation-vectors.json', import.meta.url), 'utf8'),
@@ -38,6 +43,17 @@ describe('node key without ethers (BIP-39 check, node address)', function () {
         expect(deriveNodeAddress(phrase)).to.equal(ethersAddress(phrase));
       }),
       { numRuns: 40 },
+    );
+  });
+
+  it("derives the node's private key as ethers' HDNodeWallet does (what a signing gateway gets)", () => {
+    fc.assert(
+      fc.property(validPhrase, (phrase) => {
+        expect(deriveNodePrivateKey(phrase)).to.equal(
+          HDNodeWallet.fromPhrase(phrase, undefined, "m/44'/60'/0'/0/0").privateKey,
+        );
+      }),
+      { numRuns: 20 },
     );
   });
 
