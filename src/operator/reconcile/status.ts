@@ -170,7 +170,10 @@ export function lastCycle(
   lowBalances: ReadonlyMap<string, bigint> = new Map(),
 ): CycleStatus | undefined {
   const started = (job: V1Job) => toIso(job.status?.startTime ?? job.metadata?.creationTimestamp) ?? '';
-  const latest = [...coordinatorJobs].sort((a, b) => started(b).localeCompare(started(a)))[0];
+  // The last cycle is the newest one that finished, else the newest running one: with window hand-overs the next run
+  // starts before the previous one ends, so the newest Job is nearly always running (and its report not written yet).
+  const byStart = [...coordinatorJobs].sort((a, b) => started(b).localeCompare(started(a)));
+  const latest = byStart.find((job) => jobFinished(job) !== undefined) ?? byStart[0];
   if (!latest?.metadata?.name) return undefined;
   const cycle: CycleStatus = { job: latest.metadata.name, outcome: jobFinished(latest) ?? 'Running' };
   const startTime = toIso(latest.status?.startTime);
