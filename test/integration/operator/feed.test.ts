@@ -2,9 +2,13 @@
 // controller, scheduler, kwok playing the pods as Ready), run by the real runtime manager beside the OracleNode
 // controller (one manager, two controllers, shared informers), with the feed's real validator.
 // biome-ignore-all lint/suspicious/noTemplateCurlyInString: ${NAME} strings are secret references
-import { readFileSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { type KubernetesObject, loadYaml, type V1Deployment, type V1ServiceAccount } from '@kubernetes/client-node';
 import { expect } from 'chai';
+import yaml from 'js-yaml';
 import { pino } from 'pino';
 import { Registry } from 'prom-client';
 import { LABELS } from '../../../src/contract/pods.js';
@@ -16,6 +20,7 @@ import { AirnodeFeedReconciler } from '../../../src/operator/feed/controller.js'
 import { FIELD_MANAGER } from '../../../src/operator/resource.js';
 import { buildFeedConfig } from '../../support/feed.js';
 import { apply, kc, objects, useNamespace, waitFor } from '../support/cluster.js';
+import { clusterBinDir } from '../support/kubectl.js';
 import { installCrd, read } from './support.js';
 
 const DEV_ADDRESS = '0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266';
@@ -34,6 +39,33 @@ async function installFeedCrd(): Promise<void> {
     60_000,
     'the AirnodeFeed CRD to be Established',
   );
+}
+
+// The Argo CD health check of manifests/argocd, run as Argo CD runs it (test/tools/argocd-lua), and kstatus (Flux).
+const HEALTH = join(mkdtempSync(join(tmpdir(), 'argocd-lua-')), 'feed-health.lua');
+writeFileSync(
+  HEALTH,
+  (
+    yaml.load(readFileSync(new URL('../../../manifests/argocd/argocd-cm-patch.yaml', import.meta.url), 'utf8')) as {
+      data: Record<string, string>;
+    }
+  ).data['resource.customizations.health.oracle-node.io_AirnodeFeed']!,
+);
+function tool<T>(name: string, args: string[], input: unknown): Promise<T> {
+  return new Promise((resolve, reject) => {
+    const child = execFile(join(clusterBinDir, name), args, { timeout: 30_000 }, (error, stdout, stderr) => {
+      if (error) reject(new Error(`${name} ${args.join(' ')}: ${stderr || error.message}`));
+      else resolve(JSON.parse(stdout) as T);
+    });
+    child.stdin?.end(JSON.stringify(input));
+  });
+}
+async function health(feed: AirnodeFeed) {
+  const [kstatus, argo] = await Promise.all([
+    tool<{ status: string; message: string }>('kstatus', [], feed),
+    tool<{ status: string; message: string }>('argocd-lua', ['health', HEALTH], feed),
+  ]);
+  return { kstatus: kstatus.status, argo: argo.status, argoMessage: argo.message };
 }
 
 function feedConfig(stage: string): Record<string, unknown> {
@@ -133,6 +165,7 @@ describe('AirnodeFeed operator (integration)', function () {
     });
     expect(condition(ready, 'ConfigValid')).to.include({ status: 'True', reason: 'Valid' });
     expect(ready.status?.conditions?.map((c) => c.type)).to.deep.equal(['Ready', 'ConfigValid']);
+    expect(await health(ready)).to.deep.include({ kstatus: 'Current', argo: 'Healthy' });
 
     const deployment = (await readDeployment('prices-feed'))!;
     const container = deployment.spec!.template.spec!.containers[0]!;
@@ -205,6 +238,9 @@ describe('AirnodeFeed operator (integration)', function () {
       message: 'triggers.signedApiUpdates[0].fetchInterval: fetchInterval must be a positive number of seconds',
     });
     expect(condition(rejected, 'Stalled')).to.include({ status: 'True', reason: 'ValidationFailed' });
+    const rejectedHealth = await health(rejected);
+    expect(rejectedHealth).to.deep.include({ kstatus: 'Failed', argo: 'Degraded' });
+    expect(rejectedHealth.argoMessage).to.contain('triggers.signedApiUpdates[0].fetchInterval');
     const after = (await readDeployment('broken-feed'))!;
     expect(after.metadata!.generation).to.equal(before.metadata!.generation);
 
