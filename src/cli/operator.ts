@@ -343,6 +343,8 @@ async function admissionComponent(
 ) {
   const webhook = flags.webhook!;
   const { AdmissionComponent, secretExistsInCache } = await import('../operator/webhook/admission.js');
+  const { reviewAirnodeFeed } = await import('../operator/feed/admission.js');
+  const { validateFeedConfig } = await import('../feed/validate.js');
   return new AdmissionComponent({
     client: manager.client,
     logger: logger.child({ component: 'admission' }),
@@ -360,6 +362,7 @@ async function admissionComponent(
     workloadImage,
     ...(flags.ownerClusterRole ? { ownerClusterRole: flags.ownerClusterRole } : {}),
     lookups: { secretExists: secretExistsInCache(manager.cache) },
+    reviewFeed: (request) => reviewAirnodeFeed(request, validateFeedConfig),
   });
 }
 

@@ -6,7 +6,7 @@ import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type KubernetesObject, loadYaml, type V1Deployment, type V1ServiceAccount } from '@kubernetes/client-node';
+import type { KubernetesObject, V1Deployment, V1ServiceAccount } from '@kubernetes/client-node';
 import { expect } from 'chai';
 import yaml from 'js-yaml';
 import { pino } from 'pino';
@@ -19,27 +19,11 @@ import { type AirnodeFeed, FEED_API_VERSION, FEED_KIND } from '../../../src/oper
 import { AirnodeFeedReconciler } from '../../../src/operator/feed/controller.js';
 import { FIELD_MANAGER } from '../../../src/operator/resource.js';
 import { buildFeedConfig } from '../../support/feed.js';
-import { apply, kc, objects, useNamespace, waitFor } from '../support/cluster.js';
+import { apply, kc, useNamespace, waitFor } from '../support/cluster.js';
 import { clusterBinDir } from '../support/kubectl.js';
-import { installCrd, read } from './support.js';
+import { installCrd, installFeedCrd, read } from './support.js';
 
 const DEV_ADDRESS = '0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266';
-const FEED_CRD_PATH = new URL('../../../crds/oracle-node.io_airnodefeeds.yaml', import.meta.url);
-
-async function installFeedCrd(): Promise<void> {
-  const crd = loadYaml<KubernetesObject>(readFileSync(FEED_CRD_PATH, 'utf8'));
-  await apply(crd);
-  await waitFor(
-    async () => {
-      const live = (await objects.read(crd as never)) as KubernetesObject & {
-        status?: { conditions?: { type: string; status: string }[] };
-      };
-      return live.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True');
-    },
-    60_000,
-    'the AirnodeFeed CRD to be Established',
-  );
-}
 
 // The Argo CD health check of manifests/argocd, run as Argo CD runs it (test/tools/argocd-lua), and kstatus (Flux).
 const HEALTH = join(mkdtempSync(join(tmpdir(), 'argocd-lua-')), 'feed-health.lua');
