@@ -144,7 +144,9 @@ export class AirnodeFeedReconciler implements Reconciler {
         message: issue.message.replace(MISSING_SECRET, 'Secret "$1" is not a key of the Secret'),
       }));
       const missing = validation.errors.some((issue) => MISSING_SECRET.test(issue.message));
-      await this.reject(feed, missing ? 'SecretKeyMissing' : 'ValidationFailed', formatIssues(errors), context, now);
+      // Scrubbed of the Secret's values, in case a rule quotes the value it refuses.
+      const message = redact(formatIssues(errors));
+      await this.reject(feed, missing ? 'SecretKeyMissing' : 'ValidationFailed', message, context, now);
       return { requeueAfterMs: this.options.resyncMs };
     }
 

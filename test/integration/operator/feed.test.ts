@@ -174,6 +174,22 @@ describe('AirnodeFeed operator (integration)', function () {
     expect(configMap!.data['config.json']).to.include('${WALLET_MNEMONIC}');
     expect(JSON.stringify(ready.status)).not.to.include(SECRET.WALLET_MNEMONIC);
 
+    // A rotation reaches the pod through the Secret watch (which key rolls it: test/unit/operator/feed).
+    const secretHash = async () =>
+      (await readDeployment('prices-feed'))!.spec!.template.metadata!.annotations!['oracle-node.io/secret-hash'];
+    const hashBefore = await secretHash();
+    await applySecret('prices', { ...SECRET, UNRELATED: 'rotated-unrelated' });
+    await applySecret('prices', { ...SECRET, UNRELATED: 'rotated-unrelated', SIGNED_API_TOKEN: 'rotated-token' });
+    const hashAfter = await waitFor(
+      async () => {
+        const hash = await secretHash();
+        return hash !== hashBefore ? hash : undefined;
+      },
+      60_000,
+      'the rotated token to roll the pod',
+    );
+    expect(hashAfter).to.be.a('string');
+
     // The stage edit: the pod template changes and the Deployment rolls; the feed is Ready on the new stage.
     await applyFeed('prices', feedConfig('prod'));
     await waitFor(
