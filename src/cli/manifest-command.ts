@@ -1,4 +1,7 @@
+import { readFile } from 'node:fs/promises';
+import { errorMessage } from '../common/errors.js';
 import { parseSecretsEnv } from '../config/index.js';
+import { validateFeedConfig } from '../feed/validate.js';
 import { MAX_NAME_AND_STAGE } from '../operator/crd.js';
 import { type CliIo, parseCommandArgs, processIo, usageError } from './args.js';
 import {
@@ -13,7 +16,7 @@ import type { Subcommand } from './subcommand.js';
 import { issueLine, printValidation, reportUnreadable, validateFiles } from './validate-command.js';
 
 const USAGE = `Usage: oracle-node manifest -c <config.json> -s <secrets.env> --name <NAME> [-n <NAMESPACE>]
-                            [--secret-name <NAME>] [--omit-secret]
+                            [--secret-name <NAME>] [--omit-secret] [--feed]
 
 Validates config.json with secrets.env as \`oracle-node validate\` does, then prints the Secret and the
 OracleNode of this deployment as YAML, for \`kubectl apply -f -\` or a Git repository.
@@ -24,6 +27,8 @@ OracleNode of this deployment as YAML, for \`kubectl apply -f -\` or a Git repos
       --secret-name  name of the Secret (default: <name>-secrets)
       --omit-secret  leave the Secret out (a vault, sealed or external secrets provide it): the kubectl
                      command that creates it from secrets.env is printed on stderr instead
+      --feed         config.json is an Airnode feed's (@api3/airnode-feed 3.x): validated as \`oracle-node feed\`
+                     does, printed as an AirnodeFeed (docs/feeds.md)
 Exit codes: 0 printed, 1 invalid config (stdout empty, errors on stderr as validate prints them),
 2 usage or I/O error.
 `;
@@ -35,6 +40,7 @@ type ManifestOptions = {
   namespace?: string | undefined;
   'secret-name'?: string | undefined;
   'omit-secret'?: boolean | undefined;
+  feed?: boolean | undefined;
   help?: boolean | undefined;
 };
 
@@ -63,6 +69,7 @@ export async function runManifest(argv: string[], io: CliIo = processIo): Promis
       namespace: { type: 'string', short: 'n' },
       'secret-name': { type: 'string' },
       'omit-secret': { type: 'boolean' },
+      feed: { type: 'boolean' },
     },
     USAGE,
     { io },
@@ -73,6 +80,8 @@ export async function runManifest(argv: string[], io: CliIo = processIo): Promis
   const problem = nameProblem(values);
   if (problem) return usageError(io, problem, USAGE);
   const name = values.name!;
+
+  if (values.feed) return feedManifest(io, values as ManifestOptions & { config: string; name: string });
 
   const checked = await validateFiles(values.config, values.secrets);
   if (!checked.readable) return reportUnreadable(io, false, 2, checked.message);
@@ -106,6 +115,53 @@ export async function runManifest(argv: string[], io: CliIo = processIo): Promis
     name,
     namespace: values.namespace,
     config: JSON.parse(checked.configText!.replace(/^\uFEFF/, '')),
+    ...(secrets === undefined ? {} : { secret: { name: secretName, data: inline ? secrets : undefined } }),
+  });
+  const header = inline
+    ? [`The Secret holds the values of ${values.secrets}: keep this out of Git unless it is encrypted.`]
+    : [];
+  io.stdout(manifestYaml(objects, header));
+  return 0;
+}
+
+/**
+ * --feed: an Airnode feed's config.json and secrets.env, validated by the feed's own validator (every error with its
+ * path, as `oracle-node feed` prints them), printed as the Secret and an AirnodeFeed.
+ */
+async function feedManifest(io: CliIo, values: ManifestOptions & { config: string; name: string }): Promise<number> {
+  let configText: string;
+  let secretsText: string | undefined;
+  try {
+    configText = await readFile(values.config, 'utf8');
+    secretsText = values.secrets === undefined ? undefined : await readFile(values.secrets, 'utf8');
+  } catch (error) {
+    return reportUnreadable(io, false, 2, errorMessage(error));
+  }
+  let config: unknown;
+  try {
+    config = JSON.parse(configText.replace(/^\uFEFF/, ''));
+  } catch (error) {
+    io.stderr(`${values.config} is not JSON: ${errorMessage(error)}\n`);
+    return 1;
+  }
+  const secrets = secretsText === undefined ? undefined : parseSecretsEnv(secretsText).secrets;
+  const result = await validateFeedConfig(config, secrets ?? {});
+  if (!result.ok) {
+    io.stderr(`${values.config} is not valid: ${result.errors.length} error(s)\n`);
+    for (const issue of result.errors) io.stderr(issueLine('error', issue));
+    return 1;
+  }
+  const secretName = values['secret-name'] ?? `${values.name}-secrets`;
+  const inline = secrets !== undefined && !values['omit-secret'];
+  if (secrets !== undefined && !inline)
+    io.stderr(
+      `The Secret ${secretName} is not in the manifest; create it before applying, from secrets.env:\n  ${createSecretCommand(secretName, values.secrets!, values.namespace)}\n`,
+    );
+  const objects = manifestObjects({
+    name: values.name,
+    namespace: values.namespace,
+    kind: 'AirnodeFeed',
+    config,
     ...(secrets === undefined ? {} : { secret: { name: secretName, data: inline ? secrets : undefined } }),
   });
   const header = inline

@@ -14,6 +14,8 @@ export type ManifestInput = {
   namespace?: string | undefined;
   /** config.json as written (placeholders and the reference's names kept): the operator validates it itself. */
   config: unknown;
+  /** The kind printed: an OracleNode (default) or, for an Airnode feed's config.json, an AirnodeFeed. */
+  kind?: 'OracleNode' | 'AirnodeFeed';
   /** The Secret that spec.secretRef names; absent for a config without any `${NAME}`. */
   secret?: {
     name: string;
@@ -28,7 +30,7 @@ function metadata(name: string, namespace: string | undefined): Record<string, s
   return namespace === undefined ? { name } : { name, namespace };
 }
 
-/** The Secret (when inline) then the OracleNode, in the order `kubectl apply` should create them. */
+/** The Secret (when inline) then the OracleNode (or AirnodeFeed), in the order `kubectl apply` should create them. */
 export function manifestObjects(input: ManifestInput): ManifestObject[] {
   const objects: ManifestObject[] = [];
   const { secret } = input;
@@ -47,7 +49,8 @@ export function manifestObjects(input: ManifestInput): ManifestObject[] {
   const spec: Record<string, unknown> = {};
   if (secret) spec.secretRef = { name: secret.name };
   spec.config = input.config;
-  objects.push({ apiVersion: API_VERSION, kind: KIND, metadata: metadata(input.name, input.namespace), spec });
+  const kind = input.kind ?? KIND;
+  objects.push({ apiVersion: API_VERSION, kind, metadata: metadata(input.name, input.namespace), spec });
   return objects;
 }
 

@@ -15,7 +15,7 @@ const LEVELS = ['debug', 'info', 'warn', 'error'] as const;
 
 const USAGE = `Usage: oracle-node operator [options]
 
-Runs the OracleNode controller. Each option can also be set by its environment variable.
+Runs the OracleNode and AirnodeFeed controllers. Each option can also be set by its environment variable.
 
   --kubeconfig PATH                  ONO_KUBECONFIG       default: in-cluster, then KUBECONFIG / ~/.kube/config
   --namespaces a,b                   ONO_NAMESPACES       namespaces to watch; empty: all namespaces
@@ -292,6 +292,13 @@ export async function runOperator(argv: string[]): Promise<number> {
     // The image of the OracleNodes' workloads when spec.image is empty (the Helm chart sets it to its own image).
     ...(workloadImage ? { settings: { defaultImage: workloadImage } } : {}),
   });
+  // AirnodeFeeds beside OracleNodes, validated by the feed's own validator (docs/feeds.md).
+  const { AirnodeFeedReconciler } = await import('../operator/feed/controller.js');
+  const { validateFeedConfig } = await import('../feed/validate.js');
+  const feedReconciler = new AirnodeFeedReconciler({
+    validateConfig: validateFeedConfig,
+    defaultImage: workloadImage ?? DEFAULT_SETTINGS.defaultImage,
+  });
   // On every replica, beside (never inside) the controller; the webhook holds /readyz until it serves. Without the
   // webhook the fence runs on its own: it does not depend on the webhook being served.
   if (flags.webhook)
@@ -315,7 +322,7 @@ export async function runOperator(argv: string[]): Promise<number> {
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
   try {
-    await manager.run(reconciler);
+    await manager.run([reconciler, feedReconciler]);
     return 0;
   } catch (error) {
     logger.error({ err: errorMessage(error) }, 'operator failed');
@@ -336,6 +343,8 @@ async function admissionComponent(
 ) {
   const webhook = flags.webhook!;
   const { AdmissionComponent, secretExistsInCache } = await import('../operator/webhook/admission.js');
+  const { reviewAirnodeFeed } = await import('../operator/feed/admission.js');
+  const { validateFeedConfig } = await import('../feed/validate.js');
   return new AdmissionComponent({
     client: manager.client,
     logger: logger.child({ component: 'admission' }),
@@ -353,6 +362,7 @@ async function admissionComponent(
     workloadImage,
     ...(flags.ownerClusterRole ? { ownerClusterRole: flags.ownerClusterRole } : {}),
     lookups: { secretExists: secretExistsInCache(manager.cache) },
+    reviewFeed: (request) => reviewAirnodeFeed(request, validateFeedConfig),
   });
 }
 

@@ -74,7 +74,11 @@ export class RuntimeManager implements Manager {
   private readonly logger: Logger;
   private readonly clock: Clock;
   private readonly tuning: RuntimeTuning;
-  private controller: Controller | undefined;
+  private controllers: Controller[] = [];
+  private readonly sharedInformers = new Map<
+    string,
+    { informer: Informer; transform: ((object: KubernetesObject) => KubernetesObject) | undefined }
+  >();
   private elector: LeaderElector | undefined;
   private leading = false;
   private servers: ObservabilityServer[] = [];
@@ -123,12 +127,12 @@ export class RuntimeManager implements Manager {
 
   /** Adds a key by hand (tests, and controllers that need an extra trigger). */
   enqueue(key: ObjectKey): void {
-    this.controller?.enqueue(key);
+    this.controllers[0]?.enqueue(key);
   }
 
   /** The controller's worker loops not yet returned (bounded by `workers` across leadership terms). */
   workerLoops(): number {
-    return this.controller?.workerLoops() ?? 0;
+    return this.controllers.reduce((sum, controller) => sum + controller.workerLoops(), 0);
   }
 
   add(runnable: Runnable, options: RunnableOptions): void {
@@ -182,40 +186,25 @@ export class RuntimeManager implements Manager {
     return { ready: true };
   }
 
-  async run(reconciler: Reconciler): Promise<void> {
+  /**
+   * Runs the controllers of the given reconcilers (one queue and `workers` workers each) until stop(). Two
+   * controllers watching the same kind with the same selector share one informer.
+   */
+  async run(reconcilers: Reconciler | Reconciler[]): Promise<void> {
     if (this.started) throw new Error('the manager runs once');
     this.started = true;
     const done = new Promise<void>((resolve) => {
       this.resolveRun = resolve;
     });
-    const controller = new Controller({
-      reconciler,
-      workers: this.options.workers,
-      cache: this.cache,
-      client: this.client,
-      events: this.events,
-      metrics: this.metrics,
-      logger: this.logger,
-      clock: this.clock,
-      itemBaseDelayMs: this.tuning.itemBaseDelayMs,
-      itemMaxDelayMs: this.tuning.itemMaxDelayMs,
-      retryQps: this.tuning.retryQps,
-      retryBurst: this.tuning.retryBurst,
-      ownerNameLabel: this.tuning.ownerNameLabel,
-    });
-    this.controller = controller;
+    const all = Array.isArray(reconcilers) ? reconcilers : [reconcilers];
+    for (const reconciler of all) this.controllers.push(this.controllerOf(reconciler));
     this.metrics.leaderStatus.set({ name: this.options.leaderElection.leaseName }, 0);
-    controller.watch((kind, { labelSelector, metadataOnly, transform }) =>
-      this.namespacesFor(kind).map((namespace) =>
-        this.informer(kind, namespace, labelSelector, metadataOnly, transform),
-      ),
-    );
     await this.startServers();
     // The runnables of every replica (the webhook) serve from the start, before the caches sync.
     for (const entry of this.runnables) if (!entry.leaderElection) this.startRunnable(entry);
     this.logger.info(
       {
-        controller: reconciler.name,
+        controllers: all.map((reconciler) => reconciler.name),
         namespaces: this.options.namespaces.length ? this.options.namespaces : ['*'],
         workers: this.options.workers,
         leaderElection: this.options.leaderElection.enabled,
@@ -258,6 +247,30 @@ export class RuntimeManager implements Manager {
     await done;
   }
 
+  private controllerOf(reconciler: Reconciler): Controller {
+    const controller = new Controller({
+      reconciler,
+      workers: this.options.workers,
+      cache: this.cache,
+      client: this.client,
+      events: this.events,
+      metrics: this.metrics,
+      logger: this.logger,
+      clock: this.clock,
+      itemBaseDelayMs: this.tuning.itemBaseDelayMs,
+      itemMaxDelayMs: this.tuning.itemMaxDelayMs,
+      retryQps: this.tuning.retryQps,
+      retryBurst: this.tuning.retryBurst,
+      ownerNameLabel: this.tuning.ownerNameLabel,
+    });
+    controller.watch((kind, { labelSelector, metadataOnly, transform }) =>
+      this.namespacesFor(kind).map((namespace) =>
+        this.informer(kind, namespace, labelSelector, metadataOnly, transform),
+      ),
+    );
+    return controller;
+  }
+
   private namespacesFor(kind: ResourceKind): (string | undefined)[] {
     if (!kind.namespaced || this.options.namespaces.length === 0) return [undefined];
     return this.options.namespaces;
@@ -270,6 +283,10 @@ export class RuntimeManager implements Manager {
     metadataOnly = false,
     transform?: (object: KubernetesObject) => KubernetesObject,
   ): Informer {
+    // The same watch for a second controller (the same function object as transform): one informer, two handlers.
+    const key = [resourceName(kind), namespace ?? '', labelSelector ?? '', metadataOnly].join('|');
+    const shared = this.sharedInformers.get(key);
+    if (shared && shared.transform === transform) return shared.informer;
     const informer = new Informer({
       ...this.tuning,
       kind,
@@ -284,6 +301,7 @@ export class RuntimeManager implements Manager {
       clock: this.clock,
     });
     this.cache.add(informer);
+    if (!shared) this.sharedInformers.set(key, { informer, transform });
     return informer;
   }
 
@@ -291,13 +309,13 @@ export class RuntimeManager implements Manager {
     this.leading = true;
     this.metrics.leaderStatus.set({ name: this.options.leaderElection.leaseName }, 1);
     for (const entry of this.runnables) if (entry.leaderElection) this.startRunnable(entry);
-    this.controller!.startTerm(leadership);
+    for (const controller of this.controllers) controller.startTerm(leadership);
   }
 
   private stopLeading(): void {
     this.leading = false;
     this.metrics.leaderStatus.set({ name: this.options.leaderElection.leaseName }, 0);
-    this.controller?.endTerm();
+    for (const controller of this.controllers) controller.endTerm();
     void this.stopRunnables(true);
     if (!this.stopping) this.logger.warn('stopped reconciling: leadership lost');
   }
@@ -330,8 +348,8 @@ export class RuntimeManager implements Manager {
   private async shutdown(): Promise<void> {
     this.logger.info('manager stopping: no new work');
     // In-flight reconciles see their signal abort and get shutdownTimeoutMs to finish.
-    this.controller?.shutDown();
-    const workers = this.controller?.drained() ?? Promise.resolve();
+    for (const controller of this.controllers) controller.shutDown();
+    const workers = Promise.all(this.controllers.map((controller) => controller.drained()));
     // 20 s leaves time to release the Lease within the default 30 s terminationGracePeriodSeconds.
     const timeoutMs = this.tuning.shutdownTimeoutMs ?? 20_000;
     const timer = new AbortController(); // cancels the bound's timer so it does not keep the process alive
@@ -342,7 +360,7 @@ export class RuntimeManager implements Manager {
     timer.abort();
     if (!finished)
       this.logger.warn(
-        { inFlight: this.controller?.inFlight(), timeoutMs },
+        { inFlight: this.controllers.reduce((sum, controller) => sum + controller.inFlight(), 0), timeoutMs },
         'in-flight reconciles did not finish in time',
       );
     // Only now release the lease, so the next leader never overlaps with our last reconciles or leader runnables.

@@ -6,6 +6,7 @@
 
 import type { ResourceKind } from '../kube/index.js';
 import { coordinatorRules } from './builders/rbac.js';
+import { FEED_RESOURCE } from './feed/api.js';
 import { CHILD_KINDS, KINDS } from './resource.js';
 
 export const VERBS = ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'] as const;
@@ -44,6 +45,9 @@ export function managedPermissions(): Permission[] {
       "children's ownerReferences block the owner's deletion (blockOwnerDeletion): the OwnerReferencesPermissionEnforcement admission plugin asks for update on the owner's finalizers",
       'finalizers',
     ),
+    on(FEED_RESOURCE, ['list', 'watch'], 'informer of the AirnodeFeeds (feed/controller.ts)'),
+    on(FEED_RESOURCE, ['patch'], "server-side apply of a feed's status (feed/controller.ts)", 'status'),
+    on(FEED_RESOURCE, ['update'], "blockOwnerDeletion on a feed's children (as for OracleNodes)", 'finalizers'),
     on(KINDS.secret, ['list', 'watch'], 'metadata-only informer of the Secrets that OracleNodes reference'),
     on(KINDS.secret, ['get'], "the referenced Secret's values, read live on reconcile (reconcile/inputs.ts)"),
     on(

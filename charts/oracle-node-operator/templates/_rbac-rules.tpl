@@ -6,13 +6,13 @@ calls the operator makes; do not edit by hand. Each verb is there because a call
 {{/* Wherever the operator manages OracleNodes: a ClusterRole, or a Role per watched namespace. */}}
 {{- define "ono.managedRules" -}}
 - apiGroups: ["oracle-node.io"]
-  resources: ["oraclenodes"]
+  resources: ["oraclenodes", "airnodefeeds"]
   verbs: ["list", "watch"]
 - apiGroups: ["oracle-node.io"]
-  resources: ["oraclenodes/status"]
+  resources: ["oraclenodes/status", "airnodefeeds/status"]
   verbs: ["patch"]
 - apiGroups: ["oracle-node.io"]
-  resources: ["oraclenodes/finalizers"]
+  resources: ["oraclenodes/finalizers", "airnodefeeds/finalizers"]
   verbs: ["update"]
 - apiGroups: [""]
   resources: ["secrets"]

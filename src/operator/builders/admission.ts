@@ -3,6 +3,7 @@
 // Jobs shaped like its node's worker template and ConfigMaps labelled as that Job's shard inputs. The policies are
 // cluster-wide; their parameters are the OracleNodes of the request's namespace themselves.
 import { LABELS } from '../../contract/pods.js';
+import { FEED_PLURAL } from '../feed/api.js';
 import { GROUP, KIND, MANAGED_BY, PLURAL, VERSION } from '../resource.js';
 import { DEFAULT_RESOURCES } from './resources.js';
 
@@ -98,7 +99,7 @@ export function buildWebhookConfiguration(input: WebhookConfigurationInput): Val
             apiGroups: [GROUP],
             apiVersions: [VERSION],
             operations: ['CREATE', 'UPDATE'],
-            resources: [PLURAL],
+            resources: [PLURAL, FEED_PLURAL],
             scope: 'Namespaced',
           },
         ],

@@ -25,7 +25,7 @@ import {
   nextRenewal,
 } from './certificate-store.js';
 import type { AdmissionLookups } from './review.js';
-import { WebhookServer } from './server.js';
+import { WebhookServer, type WebhookServerOptions } from './server.js';
 
 const admissionKind = (kind: string, plural: string): ResourceKind => ({
   group: 'admissionregistration.k8s.io',
@@ -83,6 +83,8 @@ export type AdmissionOptions = {
   /** The image of workloads whose OracleNode names none (the fence allows it for their workers). */
   workloadImage: string;
   lookups?: AdmissionLookups;
+  /** The AirnodeFeed review with the feed's validator (feed/admission.ts reviewAirnodeFeed). */
+  reviewFeed?: WebhookServerOptions['reviewFeed'];
   certificatePolicy?: CertificatePolicy;
   /** Longest time between two checks of the Secret and the configuration (default 1 min). */
   checkIntervalMs?: number;
@@ -182,6 +184,7 @@ export class AdmissionComponent {
         host: this.options.host,
         certificate: certificates,
         lookups: this.options.lookups,
+        ...(this.options.reviewFeed ? { reviewFeed: this.options.reviewFeed } : {}),
         logger: this.options.logger.child({ subsystem: 'webhook' }),
         registry: this.options.registry,
       });

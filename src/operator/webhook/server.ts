@@ -7,8 +7,16 @@ import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import { type Histogram, Histogram as PromHistogram, type Registry } from 'prom-client';
+import { type FeedAdmission, feedDenialMessage } from '../feed/admission.js';
+import { FEED_KIND } from '../feed/api.js';
 import { GROUP, KIND } from '../resource.js';
-import { type AdmissionLookups, denialMessage, type OracleNodeAdmission, reviewOracleNode } from './review.js';
+import {
+  type AdmissionDecision,
+  type AdmissionLookups,
+  denialMessage,
+  type OracleNodeAdmission,
+  reviewOracleNode,
+} from './review.js';
 
 export const VALIDATE_PATH = '/validate-oraclenode';
 /** The API server sends at most ~3 MiB objects, twice (object and oldObject) on update. */
@@ -36,6 +44,8 @@ export type WebhookServerOptions = {
   lookups?: AdmissionLookups;
   logger: Logger;
   registry?: Registry;
+  /** The AirnodeFeed review (feed/admission.ts with the feed's validator); without it feeds are allowed. */
+  reviewFeed?: (request: FeedAdmission) => Promise<AdmissionDecision>;
 };
 
 export class WebhookServer {
@@ -117,65 +127,82 @@ export class WebhookServer {
       }
       chunks.push(chunk);
     });
-    req.on('end', () => {
-      if (res.headersSent) return;
-      let review: AdmissionReview;
-      try {
-        review = JSON.parse(Buffer.concat(chunks).toString('utf8')) as AdmissionReview;
-      } catch {
-        return reply(400, { error: 'the body is not JSON' });
-      }
-      const request = review?.request;
-      if (!request?.uid || !request.operation) return reply(400, { error: 'not an AdmissionReview with a request' });
-      const started = process.hrtime.bigint();
-      let response: Record<string, unknown>;
-      try {
-        const decision = reviewOracleNode(
-          { operation: request.operation, object: request.object, oldObject: request.oldObject },
-          this.options.lookups,
-        );
-        response = { uid: request.uid, allowed: decision.allowed };
-        if (decision.warnings.length > 0) response.warnings = decision.warnings;
-        if (!decision.allowed) {
-          response.status = {
-            code: 422,
-            reason: 'Invalid',
-            message: denialMessage(decision.errors),
-            // kubectl prints an Invalid status as `The OracleNode "<name>" is invalid:` and one line per cause.
-            details: {
-              group: GROUP,
-              kind: KIND,
-              ...(request.object?.metadata?.name ? { name: request.object.metadata.name } : {}),
-              causes: decision.errors.map((issue) => ({ field: issue.path, message: issue.message })),
-            },
-          };
-        }
-        this.options.logger.debug(
-          {
-            operation: request.operation,
-            namespace: request.namespace,
-            name: request.object?.metadata?.name,
-            allowed: decision.allowed,
-            errors: decision.errors.length,
-            warnings: decision.warnings.length,
+    req.on('end', () => void this.answer(res, chunks, reply));
+  }
+
+  /** Decides one AdmissionReview (the AirnodeFeed review is asynchronous: the feed's validator). */
+  private async answer(
+    res: ServerResponse,
+    chunks: Buffer[],
+    reply: (code: number, body: unknown) => void,
+  ): Promise<void> {
+    if (res.headersSent) return;
+    let review: AdmissionReview;
+    try {
+      review = JSON.parse(Buffer.concat(chunks).toString('utf8')) as AdmissionReview;
+    } catch {
+      return reply(400, { error: 'the body is not JSON' });
+    }
+    const request = review?.request;
+    if (!request?.uid || !request.operation) return reply(400, { error: 'not an AdmissionReview with a request' });
+    const started = process.hrtime.bigint();
+    let response: Record<string, unknown>;
+    try {
+      const isFeed = request.kind?.kind === FEED_KIND;
+      const reviewFeed = this.options.reviewFeed;
+      const decision = isFeed
+        ? reviewFeed
+          ? await reviewFeed({
+              operation: request.operation,
+              object: request.object as FeedAdmission['object'],
+              oldObject: request.oldObject as FeedAdmission['oldObject'],
+            })
+          : { allowed: true, errors: [], warnings: [] }
+        : reviewOracleNode(
+            { operation: request.operation, object: request.object, oldObject: request.oldObject },
+            this.options.lookups,
+          );
+      response = { uid: request.uid, allowed: decision.allowed };
+      if (decision.warnings.length > 0) response.warnings = decision.warnings;
+      if (!decision.allowed) {
+        response.status = {
+          code: 422,
+          reason: 'Invalid',
+          message: isFeed ? feedDenialMessage(decision.errors) : denialMessage(decision.errors),
+          // kubectl prints an Invalid status as `The OracleNode "<name>" is invalid:` and one line per cause.
+          details: {
+            group: GROUP,
+            kind: isFeed ? FEED_KIND : KIND,
+            ...(request.object?.metadata?.name ? { name: request.object.metadata.name } : {}),
+            causes: decision.errors.map((issue) => ({ field: issue.path, message: issue.message })),
           },
-          'admission review',
-        );
-      } catch (error) {
-        // A bug of ours: a structured refusal without the object in it.
-        const reason = error instanceof Error ? error.name : 'Error';
-        this.options.logger.error({ err: reason }, 'admission review failed');
-        response = {
-          uid: request.uid,
-          allowed: false,
-          status: { code: 500, message: `webhook internal error (${reason})` },
         };
       }
-      this.duration?.observe(
-        { operation: request.operation, allowed: String(response.allowed) },
-        Number(process.hrtime.bigint() - started) / 1e9,
+      this.options.logger.debug(
+        {
+          operation: request.operation,
+          namespace: request.namespace,
+          name: request.object?.metadata?.name,
+          allowed: decision.allowed,
+          errors: decision.errors.length,
+          warnings: decision.warnings.length,
+        },
+        'admission review',
       );
-      reply(200, { apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview', response });
-    });
+    } catch (error) {
+      // A bug of ours: a structured refusal without the object in it.
+      const reason = error instanceof Error ? error.name : 'Error';
+      this.options.logger.error({ err: reason }, 'admission review failed');
+      response = {
+        uid: request.uid,
+        allowed: false,
+        status: { code: 500, message: `webhook internal error (${reason})` },
+      };
+    }
+    this.duration?.observe(
+      { operation: request.operation, allowed: String(response.allowed) },
+      Number(process.hrtime.bigint() - started) / 1e9,
+    );
+    reply(200, { apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview', response });
   }
 }

@@ -11,6 +11,7 @@ const run = promisify(execFile);
 const helmBin = join(clusterBinDir, 'helm');
 export const chartDir = join(repoRoot, 'charts/oracle-node-operator');
 export const CRD_NAME = 'oraclenodes.oracle-node.io';
+export const FEED_CRD_NAME = 'airnodefeeds.oracle-node.io';
 
 export function requireBinaries(): void {
   if (!existsSync(helmBin) || !existsSync(kubectlBin))
@@ -33,21 +34,23 @@ export async function kubectl(input: string | undefined, ...args: string[]): Pro
 }
 
 /**
- * Lets `release` take over an OracleNode CRD that exists without its Helm ownership metadata: one installed by an
+ * Lets `release` take over the OracleNode and AirnodeFeed CRDs that exist without its Helm ownership metadata: one installed by an
  * earlier chart from crds/ (which Helm never owns), by kubectl, or kept by an uninstalled release. These are the
  * commands docs/upgrading.md gives for the move to a chart whose CRD is a template.
  */
 export async function adoptCrd(release: string, namespace: string): Promise<void> {
-  const exists = await kubectl(undefined, 'get', 'crd', CRD_NAME, '--ignore-not-found', '-o', 'name');
-  if (exists.trim() === '') return;
-  await kubectl(undefined, 'label', '--overwrite', 'crd', CRD_NAME, 'app.kubernetes.io/managed-by=Helm');
-  await kubectl(
-    undefined,
-    'annotate',
-    '--overwrite',
-    'crd',
-    CRD_NAME,
-    `meta.helm.sh/release-name=${release}`,
-    `meta.helm.sh/release-namespace=${namespace}`,
-  );
+  for (const name of [CRD_NAME, FEED_CRD_NAME]) {
+    const exists = await kubectl(undefined, 'get', 'crd', name, '--ignore-not-found', '-o', 'name');
+    if (exists.trim() === '') continue;
+    await kubectl(undefined, 'label', '--overwrite', 'crd', name, 'app.kubernetes.io/managed-by=Helm');
+    await kubectl(
+      undefined,
+      'annotate',
+      '--overwrite',
+      'crd',
+      name,
+      `meta.helm.sh/release-name=${release}`,
+      `meta.helm.sh/release-namespace=${namespace}`,
+    );
+  }
 }

@@ -15,11 +15,16 @@ import { apply, kc, objects, statusOf, waitFor } from '../support/cluster.js';
 
 export const CRD_PATH = new URL('../../../crds/oracle-node.io_oraclenodes.yaml', import.meta.url);
 
-/** Applies the generated CRD and waits until it is Established. */
-export async function installCrd(): Promise<void> {
+/** Applies the generated AirnodeFeed CRD and waits until it is Established. */
+export function installFeedCrd(): Promise<void> {
+  return installCrd(new URL('../../../crds/oracle-node.io_airnodefeeds.yaml', import.meta.url));
+}
+
+/** Applies the generated CRD (OracleNode's unless another is named) and waits until it is Established. */
+export async function installCrd(path: URL = CRD_PATH): Promise<void> {
   // loadYaml deserializes into client-node's typed model: its serializer would otherwise drop the keys whose JSON
   // names differ from the model's (enum, x-kubernetes-validations, x-kubernetes-preserve-unknown-fields, ...).
-  const crd = loadYaml<KubernetesObject>(readFileSync(CRD_PATH, 'utf8'));
+  const crd = loadYaml<KubernetesObject>(readFileSync(path, 'utf8'));
   await apply(crd);
   await waitFor(
     async () => {
@@ -29,7 +34,7 @@ export async function installCrd(): Promise<void> {
       return live.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True');
     },
     60_000,
-    { description: 'the OracleNode CRD to be Established' },
+    { description: `the CRD ${crd.metadata?.name} to be Established` },
   );
 }
 

@@ -511,6 +511,37 @@ describe('operator runtime against an in-memory API server', () => {
     const lease = api.objects.get('leases/ns1/lock') as { spec?: { holderIdentity?: string } };
     expect(lease.spec?.holderIdentity).to.equal('');
   });
+  it('manager: two controllers, each with its own primary, share one informer per identical watch', async () => {
+    api.upsert('configmaps', configMap('cm', {}));
+    api.upsert('secrets', { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'sec', namespace: 'ns1' } } as never);
+    const reconciled: string[] = [];
+    const reconcilerOf = (name: string, primary: ResourceKind, owned: ResourceKind): Reconciler => ({
+      name,
+      watches: { primary, owned: [{ kind: owned, labelSelector: 'owned=yes' }] },
+      async reconcile(key: ObjectKey) {
+        reconciled.push(`${name}:${key.name}`);
+        return undefined;
+      },
+    });
+    const manager = testManager();
+    // Watches: a's configmaps and b's secrets (primaries), and secrets labelled owned=yes for both: the last is one
+    // informer, so three in all.
+    const running = manager.run([reconcilerOf('a', CONFIGMAP, SECRET), reconcilerOf('b', SECRET, SECRET)]);
+    try {
+      await waitFor(() => reconciled.includes('a:cm') && reconciled.includes('b:sec'), 10_000, {
+        description: 'both controllers reconciled their primary',
+        intervalMs: 10,
+      });
+      expect(reconciled).to.not.include('a:sec');
+      expect(reconciled).to.not.include('b:cm');
+      const plurals = manager.cache.informers().map((informer) => `${informer.kind.plural}`);
+      expect(plurals.sort()).to.deep.equal(['configmaps', 'secrets', 'secrets']);
+    } finally {
+      await manager.stop();
+      await running;
+    }
+  });
+
   it("manager: an owned kind's transform decides what its cache keeps (before managedFields are dropped)", async () => {
     api.upsert('configmaps', configMap('p1', { v: '1' }));
     api.upsert('secrets', {

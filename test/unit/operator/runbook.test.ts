@@ -4,6 +4,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
+import { FEED_CONDITION_REASONS } from '../../../src/operator/feed/api.js';
 import { CONDITION_REASONS } from '../../../src/operator/resource.js';
 import { repoRoot } from '../../support/binary.js';
 
@@ -20,6 +21,11 @@ describe('docs/runbook.md', () => {
     const conditionSections = runbook.slice(runbook.indexOf('## Condition reasons'));
     const documented = [...conditionSections.matchAll(/^### (\S+)\s*$/gm)].map((match) => match[1]!);
     expect(documented.filter((name) => !(CONDITION_REASONS as readonly string[]).includes(name))).to.deep.equal([]);
+  });
+
+  it('has a section under the exact name of every reason an AirnodeFeed condition takes', () => {
+    const sections = headings('###');
+    expect(FEED_CONDITION_REASONS.filter((reason) => !sections.includes(reason))).to.deep.equal([]);
   });
 
   it('has a section for every alert, and each alert links it with an absolute runbook_url', () => {
