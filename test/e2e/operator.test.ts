@@ -6,10 +6,10 @@
 // stand-in and the heartbeat receiver listen on the host's address on the pod bridge (REAL_NODE_GATEWAY), which
 // the pods reach directly.
 
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { dirname, resolve } from 'node:path';
+import { resolve } from 'node:path';
 import {
   AdmissionregistrationV1Api,
   AppsV1Api,
@@ -37,6 +37,7 @@ import {
 import {
   batch,
   core,
+  installOperator,
   jobDone,
   kc,
   kubectl,
@@ -47,6 +48,7 @@ import {
   recordTiming,
   repoRoot,
   runNodeScript,
+  uninstallOperator,
   useNamespace,
   waitFor,
 } from './support.js';
@@ -58,21 +60,6 @@ const real = (): RealNode => {
 };
 const OPERATOR_NS = 'oracle-node-system';
 
-function installManifest(): string {
-  const path = resolve(repoRoot, '.cache/e2e/install.yaml');
-  mkdirSync(dirname(path), { recursive: true });
-  return path;
-}
-
-/** manifests/install.yaml with every use of the chart's default image (operator and workloads) set to the local one. */
-function withLocalImage(manifest: string): string {
-  const published = /^\s+image: "?([^"\s]+)"?$/m.exec(manifest)?.[1];
-  if (!published) throw new Error('manifests/install.yaml names no image');
-  const replaced = manifest.replaceAll(published, real().image);
-  if (replaced.split(real().image).length - 1 < 2)
-    throw new Error(`expected ${published} for the operator and workloads`);
-  return replaced;
-}
 const GATEWAY_BODY = JSON.stringify({ parameters: { coin: 'ETH' } });
 
 /** The gateway's answer for ETH from the API stand-in. */
@@ -177,11 +164,7 @@ describe('e2e: the operator reconciles an OracleNode into real workloads', funct
     await new Promise<void>((r) => heartbeatReceiver?.listen(0, gw, r));
     heartbeatUrl = `http://${gw}:${(heartbeatReceiver.address() as AddressInfo).port}/heartbeat`;
 
-    // The product's install manifest (CRD, RBAC, operator Deployment, IfNotPresent) with its image set to the one
-    // `make image` built and the node imported, as `--set image.repository=...` does with the chart: the default,
-    // the project's published image, is not pulled here.
-    writeFileSync(installManifest(), withLocalImage(readFileSync(resolve(repoRoot, 'manifests/install.yaml'), 'utf8')));
-    await kubectl('apply', '--server-side', '-f', installManifest());
+    await installOperator();
   });
 
   after(async () => {
@@ -190,9 +173,7 @@ describe('e2e: the operator reconciles an OracleNode into real workloads', funct
     api?.close();
     heartbeatReceiver?.closeAllConnections();
     heartbeatReceiver?.close();
-    if (process.env['KEEP_TEST_NAMESPACES'] !== '1') {
-      await kubectl('delete', '--ignore-not-found', '--wait=false', '-f', installManifest()).catch(() => undefined);
-    }
+    await uninstallOperator();
   });
 
   const ns = useNamespace('e2e-operator');

@@ -5,7 +5,7 @@
 
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { appendFileSync, mkdirSync } from 'node:fs';
+import { appendFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
@@ -141,6 +141,14 @@ export function recordTiming(name: string, ms: number): void {
   console.log(`      timing: ${name} = ${Math.round(ms)} ms`);
 }
 
+/** Records a measured count beside the timings (.cache/e2e/timings.txt and the test output). */
+export function recordCount(name: string, count: number): void {
+  const dir = resolve(repoRoot, '.cache/e2e');
+  mkdirSync(dir, { recursive: true });
+  appendFileSync(resolve(dir, 'timings.txt'), `${new Date().toISOString()} ${name}=${count}\n`);
+  console.log(`      count: ${name} = ${count}`);
+}
+
 function imageOf(): string {
   const node = realNode();
   if (typeof node === 'string') throw new Error(node);
@@ -203,4 +211,49 @@ export async function runNodeScript(namespace: string, name: string, script: str
 
 export async function logsOf(namespace: string, pod: V1Pod): Promise<string> {
   return core().readNamespacedPodLog({ name: pod.metadata?.name ?? '', namespace });
+}
+
+const OPERATOR_NAMESPACE = 'oracle-node-system';
+const installManifestPath = () => resolve(repoRoot, '.cache/e2e/install.yaml');
+
+/** manifests/install.yaml with every use of the chart's default image (operator and workloads) set to `image`. */
+function withLocalImage(manifest: string, image: string): string {
+  const published = /^\s+image: "?([^"\s]+)"?$/m.exec(manifest)?.[1];
+  if (!published) throw new Error('manifests/install.yaml names no image');
+  const replaced = manifest.replaceAll(published, image);
+  if (replaced.split(image).length - 1 < 2) throw new Error(`expected ${published} for the operator and workloads`);
+  return replaced;
+}
+
+/**
+ * Applies the product's install manifest (CRD, RBAC, operator Deployment) with its image set to the one `make image`
+ * built and the node imported, as `--set image.repository=...` does with the chart (the published image is not
+ * pulled here). A suite before may have uninstalled it without waiting: its CRD and namespace are let go first.
+ */
+export async function installOperator(): Promise<void> {
+  await waitFor(
+    async () => {
+      const terminating = await kubectl(
+        'get',
+        'crd/oraclenodes.oracle-node.io',
+        `namespace/${OPERATOR_NAMESPACE}`,
+        '--ignore-not-found',
+        '-o',
+        'jsonpath={.items[*].metadata.deletionTimestamp}',
+      );
+      return terminating.trim() === '';
+    },
+    120_000,
+    { description: 'the operator of a suite before uninstalled', intervalMs: 1000 },
+  );
+  const path = installManifestPath();
+  mkdirSync(dirname(path), { recursive: true });
+  writeFileSync(path, withLocalImage(readFileSync(resolve(repoRoot, 'manifests/install.yaml'), 'utf8'), imageOf()));
+  await kubectl('apply', '--server-side', '-f', path);
+}
+
+/** Deletes what installOperator() applied, without waiting (KEEP_TEST_NAMESPACES=1 keeps it). */
+export async function uninstallOperator(): Promise<void> {
+  if (process.env['KEEP_TEST_NAMESPACES'] === '1') return;
+  await kubectl('delete', '--ignore-not-found', '--wait=false', '-f', installManifestPath()).catch(() => undefined);
 }

@@ -31,8 +31,11 @@ export type Fault =
   | { result: (upstream: unknown) => unknown }
   | { padTo: number };
 
-/** Chooses the fault of each call (undefined: pass it through); `seen` counts the earlier calls of that method. */
-export type FaultRule = (call: { method: string; params: unknown[]; seen: number }) => Fault | undefined;
+/**
+ * Chooses the fault of each call (undefined: pass it through); `seen` counts the earlier calls of that method, `from`
+ * is the caller's address (which pod, when pods share one proxy).
+ */
+export type FaultRule = (call: { method: string; params: unknown[]; seen: number; from: string }) => Fault | undefined;
 
 export type RecordingProxy = {
   url: string;
@@ -49,7 +52,8 @@ export type RecordingProxy = {
 
 type JsonRpcCall = { id?: unknown; method?: string; params?: unknown[] };
 
-export async function startRecordingProxy(target: string): Promise<RecordingProxy> {
+/** `host`: where it listens (loopback by default; the real node's bridge address for pods). */
+export async function startRecordingProxy(target: string, options: { host?: string } = {}): Promise<RecordingProxy> {
   const counts = new Map<string, number>();
   const raw: { tx: string; at: number; rejected?: string }[] = [];
   const decoded: SentTransaction[] = [];
@@ -68,7 +72,12 @@ export async function startRecordingProxy(target: string): Promise<RecordingProx
         const parsed = JSON.parse(body) as JsonRpcCall | JsonRpcCall[];
         for (const call of Array.isArray(parsed) ? parsed : [parsed]) {
           const method = call.method ?? '?';
-          const fault = rule?.({ method, params: call.params ?? [], seen: counts.get(method) ?? 0 });
+          const fault = rule?.({
+            method,
+            params: call.params ?? [],
+            seen: counts.get(method) ?? 0,
+            from: req.socket.remoteAddress ?? '',
+          });
           if (fault) faults.set(call.id, fault);
           counts.set(method, (counts.get(method) ?? 0) + 1);
           if (method === 'eth_sendRawTransaction' && typeof call.params?.[0] === 'string') {
@@ -118,9 +127,10 @@ export async function startRecordingProxy(target: string): Promise<RecordingProx
       }
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const host = options.host ?? '127.0.0.1';
+  await new Promise<void>((resolve) => server.listen(0, host, resolve));
   return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    url: `http://${host}:${(server.address() as AddressInfo).port}`,
     counts,
     get exchanges() {
       return exchanges;
