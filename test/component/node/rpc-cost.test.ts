@@ -98,7 +98,12 @@ describe('RPC cost of a cycle on anvil (real AirnodeRrpV0)', () => {
       expect(proxy.counts.get('eth_getBalance')).to.equal(1);
       const balance = await rpc<string>(chain.anvil.url, 'eth_getBalance', [sponsor.sponsorWallet, 'latest']);
       expect(summary.sponsorWallets).to.deep.equal([
-        { chainId: '31337', sponsorWallet: sponsor.sponsorWallet, balanceWei: BigInt(balance).toString() },
+        {
+          chainId: '31337',
+          sponsorWallet: sponsor.sponsorWallet,
+          balanceWei: BigInt(balance).toString(),
+          openRequests: 1,
+        },
       ]);
     } finally {
       proxy.setFault(undefined);

@@ -157,7 +157,14 @@ describe('Helm chart charts/oracle-node-operator', function () {
     expect(await serviceAccountCan(ns.name, fullname, 'update', 'secrets', 'default')).to.equal(false);
     expect(await serviceAccountCan(ns.name, fullname, 'delete', 'nodes', 'default')).to.equal(false);
     expect(await serviceAccountCan(ns.name, fullname, 'create', 'clusterroles', 'default')).to.equal(false);
-    expect(await serviceAccountCan(ns.name, fullname, 'get', 'leases.coordination.k8s.io', 'default')).to.equal(false);
+    // Leases in a node's namespace: only what it grants the coordinator for the window hand-over (get, create, update;
+    // Kubernetes lets no one grant what it does not hold), never delete.
+    expect(await serviceAccountCan(ns.name, fullname, 'update', 'leases.coordination.k8s.io', 'default')).to.equal(
+      true,
+    );
+    expect(await serviceAccountCan(ns.name, fullname, 'delete', 'leases.coordination.k8s.io', 'default')).to.equal(
+      false,
+    );
   });
 
   it("gives the operator identity every permission it needs to create a node's children (no RBAC escalation)", async () => {

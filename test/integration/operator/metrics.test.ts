@@ -12,6 +12,7 @@ import { dump, load } from 'js-yaml';
 import { API_VERSION, KIND } from '../../../src/operator/resource.js';
 import { API_KEY, configJson, MNEMONIC, startLoopbackApi } from '../../component/gateway/fixtures.js';
 import { repoRoot, spawnOracleNode } from '../../support/binary.js';
+import { buildFeedConfig, feedSecrets } from '../../support/feed.js';
 import { freePort } from '../../support/net.js';
 import { apply, kubeconfigPath, objects, useNamespace, waitFor } from '../support/cluster.js';
 import { condition, installCrd, type RunningOperator, readNode, sampleDocs, startOperator } from './support.js';
@@ -162,11 +163,11 @@ function exportedNames(text: string): Set<string> {
   return names;
 }
 
-describe('metric names of the alert rules and the dashboard, on a running operator and gateway', function () {
+describe('metric names of the alert rules and the dashboard, on a running operator, gateway and feed', function () {
   this.timeout(180_000);
   const ns = useNamespace('onode-metric-names');
 
-  it('every name a PrometheusRule expression or a dashboard query uses is exported by the operator or the gateway', async () => {
+  it('every name a PrometheusRule expression or a dashboard query uses is exported by the operator, the gateway or a feed', async () => {
     const rules = readFileSync(join(repoRoot, 'charts/oracle-node-operator/templates/prometheusrule.yaml'), 'utf8');
     const ruleExprs = [...rules.matchAll(/^\s+expr: (.+)$/gm)].map((match) => match[1]!);
     const dashboard = JSON.parse(
@@ -180,6 +181,7 @@ describe('metric names of the alert rules and the dashboard, on a running operat
     const dir = await mkdtemp(join(tmpdir(), 'metric-names-'));
     const operator = await spawnOperator(ns.name, 'names');
     let gateway: Process | undefined;
+    let feed: Process | undefined;
     try {
       // The port is read from the plain INFO line 'gateway server running'.
       const config = configJson(api.url, { logLevel: 'INFO' });
@@ -207,10 +209,43 @@ describe('metric names of the alert rules and the dashboard, on a running operat
         const text = await operator.metrics();
         return leads(text) ? text : undefined;
       }, 90_000);
-      const exported = new Set([...exportedNames(operatorText), ...exportedNames(gatewayText)]);
+      // A feed (the AirnodeFeed's pod): its metrics are registered at start, before any fetch or push.
+      const feedConfig = buildFeedConfig({
+        apiUrl: api.url,
+        assets: ['BTC'],
+        fetchInterval: 60,
+        signedApis: [{ name: 'main', url: 'http://127.0.0.1:9', authToken: null }],
+      });
+      await writeFile(join(dir, 'feed.json'), JSON.stringify(feedConfig));
+      await writeFile(join(dir, 'feed.env'), feedSecrets(MNEMONIC, API_KEY));
+      const feedPort = await freePort();
+      feed = spawnLogged([
+        'feed',
+        '-c',
+        join(dir, 'feed.json'),
+        '-s',
+        join(dir, 'feed.env'),
+        '--metrics-port',
+        String(feedPort),
+        '--host',
+        '127.0.0.1',
+      ]);
+      const feedText = await waitFor(
+        async () => {
+          const answer = await fetch(`http://127.0.0.1:${feedPort}/metrics`).catch(() => undefined);
+          return answer?.ok ? answer.text() : undefined;
+        },
+        60_000,
+        { description: 'the feed metrics' },
+      );
+      const exported = new Set([
+        ...exportedNames(operatorText),
+        ...exportedNames(gatewayText),
+        ...exportedNames(feedText),
+      ]);
       expect(used.filter((name) => !exported.has(name))).to.deep.equal([]);
     } finally {
-      await Promise.all([operator.stop(), gateway?.stop()]);
+      await Promise.all([operator.stop(), gateway?.stop(), feed?.stop()]);
       await api.close();
       await rm(dir, { recursive: true, force: true });
     }

@@ -17,9 +17,11 @@ const ONE_SHOT_AND_WINDOW = [
   '-c',
   '/etc/oracle-node/config.json',
   '--window',
-  '45',
+  '70',
   '--poll-interval',
   '1',
+  '--handover-lease',
+  'minimal-coordinator',
 ];
 
 describe('a primary and a standby OracleNode in two namespaces (integration)', function () {
