@@ -1,31 +1,13 @@
 import type { V1CronJob, V1Deployment, V1PodTemplateSpec, V1ServiceAccount } from '@kubernetes/client-node';
 import { expect } from 'chai';
 import { ENV, LABELS } from '../../../../src/contract/pods.js';
-import { buildChildren, buildWorkerTemplate, DEFAULT_SETTINGS } from '../../../../src/operator/builders/index.js';
-import { validateNodeConfig } from '../../../../src/operator/config.js';
+import { buildChildren, buildWorkerTemplate } from '../../../../src/operator/builders/index.js';
 import type { OracleNode } from '../../../../src/operator/resource.js';
 import { ANNOTATIONS } from '../../../../src/operator/resource.js';
-import { loadSample } from '../fake-kube.js';
+import { inputFor } from './build-input.js';
 
 function build(edit: (node: OracleNode) => void) {
-  const { node, secret } = loadSample('full-multi-chain');
-  edit(node);
-  const values = Object.fromEntries(
-    Object.entries((secret as { data?: Record<string, string> }).data ?? {}).map(([k, v]) => [
-      k,
-      Buffer.from(v, 'base64').toString(),
-    ]),
-  );
-  const result = validateNodeConfig(node.spec.config, values);
-  if (!result.ok) throw new Error(JSON.stringify(result.errors));
-  const input = {
-    node,
-    config: result.config,
-    rawConfig: node.spec.config,
-    secretName: secret.metadata!.name!,
-    secretHash: 'h',
-    settings: DEFAULT_SETTINGS,
-  };
+  const input = inputFor('full-multi-chain', edit, 'h');
   const children = buildChildren(input).map((c) => c.object);
   const cronJob = children.find((c) => c.kind === 'CronJob') as unknown as V1CronJob;
   const deployment = children.find((c) => c.kind === 'Deployment') as unknown as V1Deployment;
