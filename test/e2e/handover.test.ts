@@ -112,7 +112,7 @@ describe('e2e: the coordinator hand-over on real pods', function () {
 
   const ns = useNamespace('e2e-handover');
 
-  it('three minutes of 1 s polls across hand-overs: no gap near the old 15 s, every request at a random moment fulfilled once', async () => {
+  it('three minutes of 1 s polls across hand-overs: no long time without a poll (under 6 s), every request at a random moment fulfilled once', async () => {
     const sponsors = [];
     for (const i of [0, 1, 2]) sponsors.push(await createSponsor(deployment, `e2e-handover-${i}`));
     const { config, secrets } = buildConfigJson({
