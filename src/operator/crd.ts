@@ -24,21 +24,36 @@ export type CustomResourceDefinition = {
   spec: Record<string, unknown>;
 };
 
-/** The whole CRD. `configJsonSchema` is the config model's JSON Schema; without it spec.config is free-form. */
-export function buildCrd(configJsonSchema?: JsonSchema): CustomResourceDefinition {
-  const spec = specOpenApi(configJsonSchema);
+/** A printer column of a CRD version. */
+type PrinterColumn = { name: string; type: string; jsonPath: string; description?: string; priority?: number };
+
+/**
+ * A namespaced CRD of the API group, one version with the status subresource, as the operator's kinds share it: its
+ * names, printer columns (Age added last), and the object schema around the generated spec and status.
+ */
+export function namespacedCrd(kind: {
+  kind: string;
+  plural: string;
+  singular: string;
+  shortName: string;
+  description: string;
+  columns: PrinterColumn[];
+  spec: JsonSchema;
+  status: JsonSchema;
+  validations?: { rule: string; message: string }[];
+}): CustomResourceDefinition {
   return {
     apiVersion: 'apiextensions.k8s.io/v1',
     kind: 'CustomResourceDefinition',
-    metadata: { name: `${PLURAL}.${GROUP}` },
+    metadata: { name: `${kind.plural}.${GROUP}` },
     spec: {
       group: GROUP,
       names: {
-        kind: KIND,
-        listKind: `${KIND}List`,
-        plural: PLURAL,
-        singular: SINGULAR,
-        shortNames: [SHORT_NAME],
+        kind: kind.kind,
+        listKind: `${kind.kind}List`,
+        plural: kind.plural,
+        singular: kind.singular,
+        shortNames: [kind.shortName],
         categories: ['oracle-node'],
       },
       scope: 'Namespaced',
@@ -49,61 +64,21 @@ export function buildCrd(configJsonSchema?: JsonSchema): CustomResourceDefinitio
           storage: true,
           subresources: { status: {} },
           additionalPrinterColumns: [
-            {
-              name: 'Ready',
-              type: 'string',
-              jsonPath: '.status.conditions[?(@.type=="Ready")].status',
-              description: 'Whether the node serves its current spec.',
-            },
-            {
-              name: 'Reason',
-              type: 'string',
-              jsonPath: '.status.notReadyReason',
-              description: 'Why the node is not Ready (empty when Ready).',
-            },
-            { name: 'Stage', type: 'string', jsonPath: '.status.stage', description: 'The stage serving now.' },
-            {
-              name: 'Last cycle',
-              type: 'date',
-              jsonPath: '.status.cycles[0].startTime',
-              description: 'When the last reported coordinator cycle started.',
-            },
-            {
-              name: 'Fulfilled',
-              type: 'integer',
-              jsonPath: '.status.cycles[0].fulfilled',
-              description: 'Requests fulfilled in the last cycle.',
-            },
-            {
-              name: 'Failed',
-              type: 'integer',
-              jsonPath: '.status.cycles[0].failed',
-              description: 'Requests that failed in the last cycle.',
-            },
-            { name: 'Address', type: 'string', jsonPath: '.status.nodeAddress', description: 'The node address.' },
-            {
-              name: 'Chains',
-              type: 'integer',
-              jsonPath: '.status.chains',
-              description: 'Number of chains served.',
-              priority: 1,
-            },
+            ...kind.columns,
             { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
           ],
           schema: {
             openAPIV3Schema: {
-              description:
-                'An oracle node (Airnode 0.15 compatible config): the operator runs its coordinator as a CronJob, ' +
-                'its workers as Indexed Jobs and its gateways as a Deployment.',
+              description: kind.description,
               type: 'object',
               required: ['spec'],
-              'x-kubernetes-validations': [NAME_LENGTH_RULE],
+              ...(kind.validations ? { 'x-kubernetes-validations': kind.validations } : {}),
               properties: {
                 apiVersion: { description: 'APIVersion of this representation of the object.', type: 'string' },
-                kind: { description: 'Kind of the object: OracleNode.', type: 'string' },
+                kind: { description: `Kind of the object: ${kind.kind}.`, type: 'string' },
                 metadata: { type: 'object' },
-                spec,
-                status: statusOpenApi(),
+                spec: kind.spec,
+                status: kind.status,
               },
             },
           },
@@ -111,4 +86,61 @@ export function buildCrd(configJsonSchema?: JsonSchema): CustomResourceDefinitio
       ],
     },
   };
+}
+
+/** The whole CRD. `configJsonSchema` is the config model's JSON Schema; without it spec.config is free-form. */
+export function buildCrd(configJsonSchema?: JsonSchema): CustomResourceDefinition {
+  return namespacedCrd({
+    kind: KIND,
+    plural: PLURAL,
+    singular: SINGULAR,
+    shortName: SHORT_NAME,
+    description:
+      'An oracle node (Airnode 0.15 compatible config): the operator runs its coordinator as a CronJob, ' +
+      'its workers as Indexed Jobs and its gateways as a Deployment.',
+    columns: [
+      {
+        name: 'Ready',
+        type: 'string',
+        jsonPath: '.status.conditions[?(@.type=="Ready")].status',
+        description: 'Whether the node serves its current spec.',
+      },
+      {
+        name: 'Reason',
+        type: 'string',
+        jsonPath: '.status.notReadyReason',
+        description: 'Why the node is not Ready (empty when Ready).',
+      },
+      { name: 'Stage', type: 'string', jsonPath: '.status.stage', description: 'The stage serving now.' },
+      {
+        name: 'Last cycle',
+        type: 'date',
+        jsonPath: '.status.cycles[0].startTime',
+        description: 'When the last reported coordinator cycle started.',
+      },
+      {
+        name: 'Fulfilled',
+        type: 'integer',
+        jsonPath: '.status.cycles[0].fulfilled',
+        description: 'Requests fulfilled in the last cycle.',
+      },
+      {
+        name: 'Failed',
+        type: 'integer',
+        jsonPath: '.status.cycles[0].failed',
+        description: 'Requests that failed in the last cycle.',
+      },
+      { name: 'Address', type: 'string', jsonPath: '.status.nodeAddress', description: 'The node address.' },
+      {
+        name: 'Chains',
+        type: 'integer',
+        jsonPath: '.status.chains',
+        description: 'Number of chains served.',
+        priority: 1,
+      },
+    ],
+    spec: specOpenApi(configJsonSchema),
+    status: statusOpenApi(),
+    validations: [NAME_LENGTH_RULE],
+  });
 }
