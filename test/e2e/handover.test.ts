@@ -25,6 +25,7 @@ import {
   realNode,
   recordCount,
   recordTiming,
+  requireRealNode,
   sleep,
   uninstallOperator,
   useNamespace,
@@ -32,10 +33,7 @@ import {
 } from './support.js';
 
 const node = realNode();
-const real = (): RealNode => {
-  if (typeof node === 'string') throw new Error(node);
-  return node;
-};
+const real = (): RealNode => requireRealNode(node);
 /** How long the node is watched, from its first poll: three windows, so at least two hand-overs. */
 const SPAN_MS = 180_000;
 const REQUESTS = 12;

@@ -47,6 +47,7 @@ import {
   realNode,
   recordTiming,
   repoRoot,
+  requireRealNode,
   runNodeScript,
   uninstallOperator,
   useNamespace,
@@ -54,10 +55,7 @@ import {
 } from './support.js';
 
 const node = realNode();
-const real = (): RealNode => {
-  if (typeof node === 'string') throw new Error(node);
-  return node;
-};
+const real = (): RealNode => requireRealNode(node);
 const OPERATOR_NS = 'oracle-node-system';
 
 const GATEWAY_BODY = JSON.stringify({ parameters: { coin: 'ETH' } });

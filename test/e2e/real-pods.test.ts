@@ -12,6 +12,7 @@ import {
   type RealNode,
   realNode,
   recordTiming,
+  requireRealNode,
   restricted,
   runJob,
   runNodeScript,
@@ -20,10 +21,7 @@ import {
 } from './support.js';
 
 const node = realNode();
-const real = (): RealNode => {
-  if (typeof node === 'string') throw new Error(node);
-  return node;
-};
+const real = (): RealNode => requireRealNode(node);
 
 describe('e2e: real pods on a real node', function () {
   this.timeout(180_000);

@@ -24,6 +24,7 @@ import {
   type RealNode,
   realNode,
   recordCount,
+  requireRealNode,
   sleep,
   uninstallOperator,
   useNamespace,
@@ -31,10 +32,7 @@ import {
 } from './support.js';
 
 const node = realNode();
-const real = (): RealNode => {
-  if (typeof node === 'string') throw new Error(node);
-  return node;
-};
+const real = (): RealNode => requireRealNode(node);
 /** Blocks every 2 s; N = 10 blocks (20 s) is longer than the primary takes to send, per-poll worker pods included. */
 const BLOCK_SECONDS = 2;
 const N = 10;

@@ -32,6 +32,12 @@ export function realNode(): RealNode | string {
   return { kubeconfig, nodeName, gateway, image };
 }
 
+/** The real node, inside a suite that skipped itself when realNode() gave the reason there is none. */
+export function requireRealNode(node: RealNode | string): RealNode {
+  if (typeof node === 'string') throw new Error(node);
+  return node;
+}
+
 let kubeConfig: KubeConfig | undefined;
 export function kc(): KubeConfig {
   if (!kubeConfig) {
