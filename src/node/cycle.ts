@@ -757,7 +757,7 @@ async function chainGasTarget(
 }
 
 /** The sponsor wallets of a chain's open requests (servable, waiting or over the limit), with how many each has. */
-export function openRequestsByWallet(seen: SeenRequest[]): Map<string, number> {
+function openRequestsByWallet(seen: SeenRequest[]): Map<string, number> {
   const open = new Map<string, number>();
   for (const request of seen)
     if (request.state !== 'dropped' && request.sponsorWallet !== undefined)
