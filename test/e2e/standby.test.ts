@@ -9,8 +9,10 @@
 // Wasted transactions (refused by the chain, or more than one per request) are counted in each phase (goal 0); the
 // standby's are asserted: none while the primary works, one per request while it is down.
 
+import { mkdir, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { resolve } from 'node:path';
 import { CustomObjectsApi, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { expect } from 'chai';
 import { type Anvil, type Deployment, deployProtocol, rpc, setBalance, startAnvil } from '../support/chain.js';
@@ -21,9 +23,12 @@ import {
   core,
   installOperator,
   kc,
+  logsOf,
+  podsOf,
   type RealNode,
   realNode,
   recordCount,
+  repoRoot,
   requireRealNode,
   sleep,
   uninstallOperator,
@@ -133,6 +138,19 @@ describe('e2e: a primary and a standby OracleNode of the same node on real pods'
     ) as Record<Side['label'], { accepted: number; refused: number; apiCalls: number }>;
   const sponsors: Awaited<ReturnType<typeof createSponsor>>[] = [];
 
+  /** Each side's coordinator pod logs, kept under .cache/e2e/ to find what sent a wasted transaction. */
+  async function keepCoordinatorLogs(phaseName: string) {
+    const dir = resolve(repoRoot, '.cache/e2e', `standby-${phaseName}-${Date.now()}`);
+    await mkdir(dir, { recursive: true });
+    for (const s of sides) {
+      for (const pod of await podsOf(s.namespace(), 'app.kubernetes.io/component in (coordinator,worker)')) {
+        const log = await logsOf(s.namespace(), pod).catch((error: unknown) => `no log: ${String(error)}`);
+        await writeFile(resolve(dir, `${s.label}-${pod.metadata?.name ?? 'pod'}.log`), log);
+      }
+    }
+    console.log(`      ${phaseName}: wasted transactions; the coordinator pods' logs are in ${dir}`);
+  }
+
   /** PER_PHASE requests, one every few blocks; waits until each has ended and N + 2 more blocks were mined. */
   async function phase(name: string) {
     const before = snapshot();
@@ -196,6 +214,7 @@ describe('e2e: a primary and a standby OracleNode of the same node on real pods'
     console.log(
       `      ${name}: requests ${made.map((id) => id.slice(0, 10)).join(', ')}; transactions:\n        ${transactions.join('\n        ')}`,
     );
+    if (wasted > 0) await keepCoordinatorLogs(name);
     recordCount(`standby_pods_${name}_wasted_transactions`, wasted);
     recordCount(`standby_pods_${name}_request_to_fulfilment_blocks_max`, Math.max(...blocks));
     return { primary, standby, blocks, wasted };
