@@ -80,6 +80,13 @@ async function withinBudget(work: Promise<void>, ms: number): Promise<void> {
   clearTimeout(timer);
 }
 
+/** The OracleNode that owns the Lease, from the pod's variables (the operator sets both); none when run by hand. */
+function leaseOwner(env: NodeJS.ProcessEnv): { owner?: { name: string; uid: string } } {
+  const name = env[ENV.oracleNode];
+  const uid = env[ENV.oracleNodeUid];
+  return name && uid ? { owner: { name, uid } } : {};
+}
+
 /**
  * Waits for the hand-over Lease until the window's end (src/node/kubernetes/handover.ts): the held Lease, whose loss
  * stops the deadline, or the exit code of a run that never got it (0, nothing done; 2, no credentials for the Lease).
@@ -91,6 +98,7 @@ async function holdHandoverLease(options: {
   windowEndAt: number;
   deadline: WorkDeadline;
   terminated: () => boolean;
+  owner?: { name: string; uid: string };
 }): Promise<HeldLease | number> {
   const { logger, deadline } = options;
   let held: HeldLease | undefined;
@@ -104,6 +112,7 @@ async function holdHandoverLease(options: {
       waitUntil: options.windowEndAt,
       signal: deadline.signal,
       onLost: () => deadline.stop(LEASE_LOST),
+      ...(options.owner ? { owner: options.owner } : {}),
     });
   } catch (error) {
     // No credentials to reach the API server with (the Lease calls themselves are retried while waiting).
@@ -238,6 +247,7 @@ export const command: Subcommand = {
         windowEndAt,
         deadline,
         terminated: () => terminated,
+        ...leaseOwner(process.env),
       });
       if (typeof lease === 'number') {
         deadline.finish();

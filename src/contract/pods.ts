@@ -21,6 +21,11 @@ export const ENV = {
   cycleConfigMap: 'ORACLE_NODE_CYCLE_CONFIGMAP',
   /** Coordinator only: the worker Job template as JSON. */
   workerTemplate: 'ORACLE_NODE_WORKER_TEMPLATE',
+  /**
+   * Coordinator only: the OracleNode's uid. The coordinator Lease the coordinator creates is owned by the OracleNode
+   * (ORACLE_NODE_OWNER), so it is deleted with the node. Absent: the Lease is created without an owner.
+   */
+  oracleNodeUid: 'ORACLE_NODE_UID',
   /** Coordinator only: the name of its own Job (from the Job controller's label), named in the cycle report. */
   jobName: 'JOB_NAME',
   /**
@@ -60,6 +65,9 @@ export const ENV = {
   otelSampler: 'OTEL_TRACES_SAMPLER',
   otelSamplerArg: 'OTEL_TRACES_SAMPLER_ARG',
 } as const;
+
+/** The OracleNode as an owner reference names it: what the coordinator sets on the Lease it creates. */
+export const ORACLE_NODE_OWNER = { apiVersion: 'oracle-node.io/v1alpha1', kind: 'OracleNode' } as const;
 
 /** Labels on everything the operator manages (and on worker Jobs, which the coordinator creates). */
 export const LABELS = {

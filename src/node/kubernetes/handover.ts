@@ -8,7 +8,15 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Logger } from 'pino';
-import { LeaderElector, type LeaseStore, loadClientConfig, RestClient, RestLeaseStore } from '../../kube/api.js';
+import { ORACLE_NODE_OWNER } from '../../contract/pods.js';
+import {
+  LeaderElector,
+  type Lease,
+  type LeaseStore,
+  loadClientConfig,
+  RestClient,
+  RestLeaseStore,
+} from '../../kube/api.js';
 
 /** How long a holder's lease lasts without renewal: a crashed window is taken over this long after its last renewal. */
 export const HANDOVER_LEASE_DURATION_MS = 5_000;
@@ -35,6 +43,11 @@ export type HandoverOptions = {
   /** Called once when the lease is lost while held (renewal failed past its deadline, or another holder). */
   onLost: () => void;
   identity?: string;
+  /**
+   * The OracleNode the coordinator runs for (name and uid): the Lease is owned by it, so the garbage collector deletes
+   * it with the node. Absent (a coordinator run by hand): the Lease has no owner.
+   */
+  owner?: { name: string; uid: string };
   store?: LeaseStore;
   /** For tests; the defaults above otherwise. */
   timing?: { leaseDurationMs: number; renewDeadlineMs: number; renewPeriodMs: number; waitPollMs: number };
@@ -63,7 +76,8 @@ export async function acquireHandoverLease(options: HandoverOptions): Promise<He
     renewPeriodMs: HANDOVER_RENEW_PERIOD_MS,
     waitPollMs: HANDOVER_WAIT_POLL_MS,
   };
-  const store = options.store ?? (await restLeaseStore());
+  const rest = options.store ?? (await restLeaseStore());
+  const store = options.owner ? ownedBy(rest, options.owner) : rest;
   const identity = options.identity ?? `${process.env.HOSTNAME || hostname()}_${randomUUID().slice(0, 8)}`;
   const lease = { lease: `${options.namespace}/${options.name}`, identity };
   let releasing = false;
@@ -132,5 +146,25 @@ export async function acquireHandoverLease(options: HandoverOptions): Promise<He
       releasing = true;
       await elector.stop();
     },
+  };
+}
+
+/**
+ * The Lease calls with the OracleNode as the Lease's owner: set when the coordinator creates it, and added when it
+ * takes over or renews one without it (a Lease an older coordinator created), so it is deleted with the node. Not the
+ * controller reference and no blockOwnerDeletion: the operator does not manage the Lease, and the coordinator may
+ * not update the node.
+ */
+export function ownedBy(store: LeaseStore, owner: { name: string; uid: string }): LeaseStore {
+  const reference = { ...ORACLE_NODE_OWNER, name: owner.name, uid: owner.uid };
+  const withOwner = (lease: Lease): Lease => {
+    const references = (lease.metadata['ownerReferences'] as { uid?: string }[] | undefined) ?? [];
+    if (references.some((r) => r.uid === owner.uid)) return lease;
+    return { ...lease, metadata: { ...lease.metadata, ownerReferences: [...references, reference] } };
+  };
+  return {
+    get: (namespace, name, signal) => store.get(namespace, name, signal),
+    create: (lease, signal) => store.create(withOwner(lease), signal),
+    update: (lease, signal) => store.update(withOwner(lease), signal),
   };
 }

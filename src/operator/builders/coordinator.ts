@@ -139,6 +139,8 @@ export function buildCoordinatorCronJob(
     { name: ENV.workerTemplate, value: canonicalJson(buildWorkerTemplate(input)) },
     // The cycle report names its Job, so status.lastCycle pairs the counts with the right cycle.
     { name: ENV.jobName, valueFrom: { fieldRef: { fieldPath: `metadata.labels['${JOB_NAME_LABEL}']` } } },
+    // The coordinator Lease it creates is owned by the node, so it goes with it.
+    ...(input.node.metadata.uid ? [{ name: ENV.oracleNodeUid, value: input.node.metadata.uid }] : []),
     // Where the window's workers reach the coordinator (its own port on the pod IP; no Service).
     { name: ENV.podIp, valueFrom: { fieldRef: { fieldPath: 'status.podIP' } } },
     // The heartbeat reports the gateways where callers reach them; without a public URL, none.

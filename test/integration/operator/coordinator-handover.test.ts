@@ -9,10 +9,11 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CoreV1Api, KubeConfig, type V1CronJob } from '@kubernetes/client-node';
+import { CoordinationV1Api, CoreV1Api, CustomObjectsApi, KubeConfig, type V1CronJob } from '@kubernetes/client-node';
 import { expect } from 'chai';
 import { ENV } from '../../../src/contract/pods.js';
 import { HANDOVER_LEASE_DURATION_MS } from '../../../src/node/kubernetes/handover.js';
+import { API_VERSION, GROUP, KIND, type OracleNode, PLURAL, VERSION } from '../../../src/operator/resource.js';
 import { ORACLE_NODE_ARGS, repoRoot } from '../../support/binary.js';
 import { rpc, setBalance, startTestChain } from '../../support/chain.js';
 import {
@@ -273,6 +274,28 @@ describe('the coordinator window hand-over through the node Lease (integration, 
     expect(sent(next)).to.have.length(1);
     next.child.kill('SIGTERM');
     expect(await next.exited, next.stderr()).to.equal(0);
+  });
+
+  it('the Lease the coordinators created is owned by the OracleNode and deleted with it', async () => {
+    const lease = () =>
+      api(CoordinationV1Api)
+        .readNamespacedLease({ namespace: namespace.name, name: 'minimal-coordinator' })
+        .catch(() => undefined);
+    const node = await read<OracleNode>(API_VERSION, KIND, namespace.name, 'minimal');
+    expect((await lease())?.metadata?.ownerReferences).to.deep.equal([
+      { apiVersion: API_VERSION, kind: KIND, name: 'minimal', uid: node!.metadata.uid },
+    ]);
+    await api(CustomObjectsApi).deleteNamespacedCustomObject({
+      group: GROUP,
+      version: VERSION,
+      namespace: namespace.name,
+      plural: PLURAL,
+      name: 'minimal',
+    });
+    await waitFor(async () => ((await lease()) === undefined ? true : undefined), 60_000, {
+      description: 'the Lease garbage-collected with its OracleNode',
+      intervalMs: 300,
+    });
   });
 });
 

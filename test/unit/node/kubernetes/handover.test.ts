@@ -6,7 +6,7 @@ import { expect } from 'chai';
 import { pino } from 'pino';
 import { ApiError } from '../../../../src/kube/errors.js';
 import type { Lease, LeaseStore } from '../../../../src/kube/leader.js';
-import { acquireHandoverLease, type HandoverOptions } from '../../../../src/node/kubernetes/handover.js';
+import { acquireHandoverLease, type HandoverOptions, ownedBy } from '../../../../src/node/kubernetes/handover.js';
 import { waitFor } from '../../../support/wait.js';
 
 const logger = pino({ level: 'silent' });
@@ -149,5 +149,34 @@ describe('the coordinator hand-over lease (src/node/kubernetes/handover.ts)', ()
     await held!.release();
     expect(holder(leases)).to.equal('next');
     await next!.release();
+  });
+
+  it('with an owner, the Lease it creates or takes over without one is owned by the OracleNode (deleted with it)', async () => {
+    const owner = { name: 'node', uid: '3f2c8a4e-0000-4000-8000-000000000001' };
+    const reference = { apiVersion: 'oracle-node.io/v1alpha1', kind: 'OracleNode', name: 'node', uid: owner.uid };
+    const created = new MemoryLeases();
+    const first = await run(created, 'first', { owner }).held;
+    expect(created.lease?.metadata['ownerReferences']).to.deep.equal([reference]);
+    await first!.release();
+    // A Lease an older coordinator created, without an owner: the owner is added when it is taken.
+    const older = new MemoryLeases();
+    await older
+      .client()
+      .create({ metadata: { name: 'node-coordinator', namespace: 'ns' }, spec: { holderIdentity: '' } });
+    const second = await run(older, 'second', { owner }).held;
+    expect(older.lease?.metadata['ownerReferences']).to.deep.equal([reference]);
+    await second!.release();
+    // Without an owner (a coordinator run by hand), none.
+    const plain = new MemoryLeases();
+    await (await run(plain, 'third').held)!.release();
+    expect(plain.lease?.metadata['ownerReferences']).to.equal(undefined);
+    // An owner already there is kept once, others kept beside it.
+    const other = { apiVersion: 'v1', kind: 'ConfigMap', name: 'x', uid: 'u' };
+    const store = ownedBy(older.client(), owner);
+    const kept = await store.update({
+      ...older.lease!,
+      metadata: { ...older.lease!.metadata, ownerReferences: [other, reference] },
+    });
+    expect(kept.metadata['ownerReferences']).to.deep.equal([other, reference]);
   });
 });

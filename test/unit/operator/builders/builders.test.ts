@@ -139,6 +139,15 @@ describe('operator builders', () => {
     expect(container.volumeMounts!.map((m) => m.mountPath)).to.include('/etc/oracle-node');
     expect(pod.serviceAccountName).to.equal('minimal-dev-coordinator');
     expect(pod.restartPolicy).to.equal('Never');
+    // The node's uid, so the coordinator Lease the coordinator creates is owned by (and deleted with) the node.
+    const owned = one<V1CronJob>(buildChildren(inputFor('minimal', (node) => (node.metadata.uid = 'uid-1'))), 'CronJob')
+      .spec!.jobTemplate.spec!.template.spec!.containers[0]!.env!;
+    expect(owned.filter((v) => v.name === 'ORACLE_NODE_UID')).to.deep.equal([
+      { name: 'ORACLE_NODE_UID', value: 'uid-1' },
+    ]);
+    const unowned = one<V1CronJob>(buildChildren(inputFor('minimal', (node) => delete node.metadata.uid)), 'CronJob')
+      .spec!.jobTemplate.spec!.template.spec!.containers[0]!.env!;
+    expect(unowned.some((v) => v.name === 'ORACLE_NODE_UID')).to.equal(false);
     expect(
       buildChildren(inputFor('minimal'), { holdForRollout: true }).some(
         (c) => (c.object as V1CronJob).spec?.suspend === true,
