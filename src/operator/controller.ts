@@ -16,13 +16,20 @@ import {
   type WatchSpec,
 } from '../kube/index.js';
 import { redact } from '../observability/index.js';
-import { buildChildren, DEFAULT_SETTINGS, type OperatorSettings } from './builders/index.js';
+import { buildChildren, coordinatorHandoverLease, DEFAULT_SETTINGS, type OperatorSettings } from './builders/index.js';
 import { childCacheTransform } from './child-cache.js';
 import { type ConfigValidator, validateNodeConfig } from './config.js';
 import type { OracleNodeMetrics } from './metrics.js';
 import { applyChildren, pruneUnwanted } from './reconcile/apply.js';
 import { type ConfigRejection, loadInputs } from './reconcile/inputs.js';
-import { executeRollout, observeRollout, otherStages, planRollout } from './reconcile/rollout.js';
+import {
+  executeRollout,
+  holdNewCoordinator,
+  observeOldStages,
+  observeRollout,
+  otherStages,
+  planRollout,
+} from './reconcile/rollout.js';
 import {
   appliedStatus,
   applyFailedStatus,
@@ -130,7 +137,11 @@ export class OracleNodeReconciler implements Reconciler {
     const stage = input.config.nodeSettings.stage;
 
     const oldStages = otherStages(node, stage, context.cache);
-    const children = buildChildren(input, { holdForRollout: oldStages.length > 0 });
+    const holdForRollout = holdNewCoordinator(
+      observeOldStages(node, oldStages, context.cache),
+      coordinatorHandoverLease(input),
+    );
+    const children = buildChildren(input, { holdForRollout });
     await applyChildren(node, children, context).catch((error: unknown) => this.applyFailed(node, error, context, now));
     await pruneUnwanted(node, stage, children, context);
     const rollout = planRollout(observeRollout({ node, stage, oldStages, children, cache: context.cache }));

@@ -1,7 +1,7 @@
 // The coordinator CronJob: per schedule tick one window (the first cycle, then polls of new blocks) that lasts past
 // the next tick by a hand-over allowance, the next run taking over through the node's coordinator Lease the moment it
 // ends (docs/chain-cycle.md, "The hand-over"); or one cycle with windows off, never two at once.
-import type { V1CronJob } from '@kubernetes/client-node';
+import type { V1CronJob, V1PodSpec } from '@kubernetes/client-node';
 import { CONFIG_FILE, ENV, JOB_NAME_LABEL } from '../../contract/pods.js';
 import {
   DEFAULT_COORDINATOR_POLL_INTERVAL_SECONDS,
@@ -82,6 +82,9 @@ function cronMinutes(field: string): number[] | undefined {
   return [...minutes].sort((a, b) => a - b);
 }
 
+/** The engine's flag naming the Lease a coordinator window sends under (src/cli/coordinator.ts). */
+const HANDOVER_LEASE_FLAG = '--handover-lease';
+
 export type CoordinatorRun = {
   /** Arguments of the engine after `coordinator -c <config>`: the window and its Lease, or none (one cycle). */
   windowArgs: string[];
@@ -104,16 +107,45 @@ export function coordinatorRun(schedule: string, pollInterval: number, leaseName
   const poll = Math.max(pollInterval, MIN_COORDINATOR_POLL_INTERVAL_SECONDS);
   const window = span + HANDOVER_ALLOWANCE_SECONDS;
   return {
-    windowArgs: ['--window', String(window), '--poll-interval', String(poll), '--handover-lease', leaseName],
+    windowArgs: ['--window', String(window), '--poll-interval', String(poll), HANDOVER_LEASE_FLAG, leaseName],
     activeDeadlineSeconds: window + WINDOW_DEADLINE_AFTER_END_SECONDS,
     concurrencyPolicy: 'Allow',
   };
 }
 
 export type CoordinatorOptions = {
-  /** Forced suspension (stage rollout: the new stage waits until the old one's Jobs are done). */
+  /**
+   * Forced suspension (a stage rollout without a shared Lease: the new stage waits until the old one's Jobs are
+   * done; src/operator/reconcile/rollout.ts).
+   */
   holdForRollout?: boolean;
 };
+
+/** The node's coordinator run as the spec asks for it (the window and its Lease, or one cycle per tick). */
+function nodeCoordinatorRun(input: BuildInput): CoordinatorRun {
+  const names = childNames(input.node.metadata.name, input.config.nodeSettings.stage);
+  return coordinatorRun(
+    input.node.spec.coordinator?.schedule ?? DEFAULT_SCHEDULE,
+    input.node.spec.coordinator?.pollInterval ?? DEFAULT_COORDINATOR_POLL_INTERVAL_SECONDS,
+    names.coordinatorLease,
+  );
+}
+
+/** The Lease the node's coordinator windows take turns through; undefined for one cycle per tick (no Lease). */
+export function coordinatorHandoverLease(input: BuildInput): string | undefined {
+  return leaseOfArgs(nodeCoordinatorRun(input).windowArgs);
+}
+
+/** The Lease a coordinator pod (a CronJob's or Job's) sends under, from its arguments; undefined without one. */
+export function handoverLeaseOf(pod: V1PodSpec | undefined): string | undefined {
+  const container = pod?.containers.find((c) => c.args?.[0] === 'coordinator');
+  return leaseOfArgs(container?.args ?? []);
+}
+
+function leaseOfArgs(args: string[]): string | undefined {
+  const at = args.indexOf(HANDOVER_LEASE_FLAG);
+  return at >= 0 ? args[at + 1] : undefined;
+}
 
 export function buildCoordinatorCronJob(
   input: BuildInput,
@@ -122,11 +154,7 @@ export function buildCoordinatorCronJob(
   const stage = input.config.nodeSettings.stage;
   const names = childNames(input.node.metadata.name, stage);
   const schedule = input.node.spec.coordinator?.schedule ?? DEFAULT_SCHEDULE;
-  const run = coordinatorRun(
-    schedule,
-    input.node.spec.coordinator?.pollInterval ?? DEFAULT_COORDINATOR_POLL_INTERVAL_SECONDS,
-    names.coordinatorLease,
-  );
+  const run = nodeCoordinatorRun(input);
   const args = [
     'coordinator',
     '-c',

@@ -1,14 +1,18 @@
-// Stage rollouts, blue/green. A new stage's children come up beside the old ones with the new coordinator held
-// suspended; the old coordinators are suspended and their Jobs (coordinator and workers) must finish; the new
-// gateway must be Ready; then the old stage's children are deleted, and the next pass releases the new coordinator
-// once the deletions reach the cache. Two coordinators never run together: they would share sponsor-wallet nonces.
+// Stage rollouts, blue/green. A new stage's children come up beside the old ones; the old coordinators are suspended
+// and their Jobs (coordinator and workers) must finish; the new gateway must be Ready; then the old stage's children
+// are deleted. Two coordinators never send together: they would share sponsor-wallet nonces. When the old and the
+// new coordinators take turns through the node's one coordinator Lease (windows, docs/chain-cycle.md "The
+// hand-over"), only the Lease's holder sends, so the new coordinator is released as soon as the old CronJobs are
+// suspended: its next run waits for the old window to hand the Lease back, and polls go on through the rollout. Without
+// that Lease (one cycle per tick, or an old stage from before it), the new coordinator is held suspended until the old
+// Jobs are done and the next pass releases it once the deletions reach the cache.
 //
 // As CloudNativePG's cluster_upgrade.go puts a pure predicate beside the function that acts on it: observeRollout
 // reads the cache, planRollout decides (pure: the phase, what it waits for, what to do), executeRollout acts.
 import type { KubernetesObject, V1CronJob, V1Deployment, V1Job } from '@kubernetes/client-node';
 import { LABELS } from '../../contract/pods.js';
 import type { EventType, ObjectCache, ReconcileContext, ResourceKind } from '../../kube/index.js';
-import { type Child, childNames, type DesiredChild } from '../builders/index.js';
+import { type Child, childNames, type DesiredChild, handoverLeaseOf } from '../builders/index.js';
 import { CHILD_KINDS, KINDS, type OracleNode } from '../resource.js';
 import { controlledBy } from './apply.js';
 import { cronJobHasActiveJobs, deploymentReady, jobActive } from './status.js';
@@ -36,6 +40,11 @@ export type OldStageObservation = {
   cronJobs: (V1CronJob & Child)[];
   /** Names of its Jobs (coordinator and workers) still running. */
   runningJobs: string[];
+  /**
+   * The Lease each of its coordinators sends under (`--handover-lease`): its CronJobs' and each coordinator Job's
+   * still running; undefined for one without a Lease.
+   */
+  coordinatorLeases: (string | undefined)[];
   /** Its children this node controls: what the rollout removes at the end. */
   children: { kind: ResourceKind; name: string }[];
 };
@@ -81,6 +90,48 @@ export function otherStages(node: OracleNode, stage: string, cache: ObjectCache)
   return [...stages].sort();
 }
 
+/** What the cache shows of the node's old stages. */
+export function observeOldStages(node: OracleNode, oldStages: string[], cache: ObjectCache): OldStageObservation[] {
+  const namespace = node.metadata.namespace;
+  return oldStages.map((oldStage) => {
+    const selector = { [LABELS.name]: node.metadata.name, [LABELS.stage]: oldStage };
+    const cronJobs = cache.list<V1CronJob & Child>(KINDS.cronJob, namespace, selector);
+    const running = cache.list<V1Job>(KINDS.job, namespace, selector).filter(jobActive);
+    const runningCoordinators = running.filter((job) => job.metadata?.labels?.[LABELS.component] === 'coordinator');
+    return {
+      stage: oldStage,
+      cronJobs,
+      runningJobs: running.map((job) => job.metadata?.name ?? ''),
+      coordinatorLeases: [
+        ...cronJobs.map((cronJob) => handoverLeaseOf(cronJob.spec?.jobTemplate.spec?.template.spec)),
+        ...runningCoordinators.map((job) => handoverLeaseOf(job.spec?.template.spec)),
+      ],
+      children: CHILD_KINDS.flatMap((kind) =>
+        cache
+          .list<KubernetesObject>(kind, namespace, selector)
+          .filter((child) => controlledBy(child, node))
+          .map((child) => ({ kind, name: child.metadata!.name! })),
+      ),
+    };
+  });
+}
+
+/**
+ * Whether the new stage's coordinator is held suspended. Not when every old coordinator CronJob is suspended and
+ * every old coordinator (those CronJobs and each coordinator Job still running) sends under the same Lease as the
+ * new one (`newLease`): then only the Lease's holder sends, and the new stage's runs take over when the old window
+ * hands it back. Pure.
+ */
+export function holdNewCoordinator(oldStages: OldStageObservation[], newLease: string | undefined): boolean {
+  if (oldStages.length === 0) return false;
+  if (newLease === undefined) return true;
+  return !oldStages.every(
+    (old) =>
+      old.cronJobs.every((cronJob) => cronJob.spec?.suspend === true) &&
+      old.coordinatorLeases.every((lease) => lease === newLease),
+  );
+}
+
 /** What planRollout needs, read from the cache once the current stage's children are applied. */
 export function observeRollout(step: {
   node: OracleNode;
@@ -95,23 +146,7 @@ export function observeRollout(step: {
   const wanted = children.some((c) => c.object.kind === 'Deployment');
   return {
     stage,
-    oldStages: oldStages.map((oldStage) => {
-      const selector = { [LABELS.name]: node.metadata.name, [LABELS.stage]: oldStage };
-      return {
-        stage: oldStage,
-        cronJobs: cache.list<V1CronJob & Child>(KINDS.cronJob, namespace, selector),
-        runningJobs: cache
-          .list<V1Job>(KINDS.job, namespace, selector)
-          .filter(jobActive)
-          .map((job) => job.metadata?.name ?? ''),
-        children: CHILD_KINDS.flatMap((kind) =>
-          cache
-            .list<KubernetesObject>(kind, namespace, selector)
-            .filter((child) => controlledBy(child, node))
-            .map((child) => ({ kind, name: child.metadata!.name! })),
-        ),
-      };
-    }),
+    oldStages: observeOldStages(node, oldStages, cache),
     gateway: {
       name: gatewayName,
       wanted,
@@ -166,7 +201,7 @@ export function planRollout(observed: RolloutObservation): RolloutPlan {
     actions: oldStages.flatMap((old) =>
       old.children.map(({ kind, name }): RolloutAction => ({ type: 'Delete', kind, name })),
     ),
-    // The new coordinator is released on the next pass, once the deletions reach the cache.
+    // A held new coordinator is released on the next pass, once the deletions reach the cache.
     message: `Stage ${from} -> ${stage}: removing the old stage`,
     previousStage: from,
     event: { type: 'Normal', reason: 'StageRolledOut', message: `Stage ${stage} replaced ${from}` },

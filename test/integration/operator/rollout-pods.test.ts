@@ -1,8 +1,10 @@
 // A stage rollout and an old coordinator Job past its deadline whose pod is still there (issue 34, item 5): the Job
 // controller marks the Job FailureTarget at once and adds Failed only when the pod is gone; until then the pod may
 // still be sending, so the new stage's coordinator stays suspended. The pod is held terminating by a finalizer of the
-// test (kwok never runs it: it has no Node to go to), as a pod stuck Pending at its deadline would be.
+// test (kwok never runs it: it has no Node to go to), as a pod stuck Pending at its deadline would be. And an old
+// window that sends under the node's coordinator Lease (issue 36): the new coordinator is released while it runs.
 import {
+  BatchV1Api,
   CoreV1Api,
   PatchStrategy,
   setHeaderOptions,
@@ -121,5 +123,64 @@ describe('stage rollout and an old coordinator pod past its deadline (integratio
     );
     expect(await podsOf(name)).to.have.length(0);
     expect(await cronJob('minimal-dev-coordinator')).to.equal(undefined);
+  });
+
+  it("releases the new coordinator while an old window that sends under the node's Lease still runs, and removes the old stage after it", async () => {
+    // Continues from the test above: the node is at stage `next`. An old-stage window (the arguments of the operator's
+    // CronJob: `--handover-lease minimal-coordinator`) still running, held active by being suspended.
+    const live = (await readNode(ns(), 'minimal'))!;
+    const windowJob = 'minimal-next-coordinator-window';
+    const args = (await cronJob('minimal-next-coordinator'))!.spec!.jobTemplate.spec!.template.spec!.containers[0]!
+      .args!;
+    expect(args.slice(-2)).to.deep.equal(['--handover-lease', 'minimal-coordinator']);
+    await apply<V1Job>({
+      apiVersion: 'batch/v1',
+      kind: 'Job',
+      metadata: {
+        name: windowJob,
+        namespace: ns(),
+        labels: {
+          'app.kubernetes.io/managed-by': 'oracle-node-operator',
+          'oracle-node.io/name': 'minimal',
+          'oracle-node.io/stage': 'next',
+          'app.kubernetes.io/component': 'coordinator',
+        },
+      },
+      spec: {
+        suspend: true,
+        template: {
+          spec: { restartPolicy: 'Never', containers: [{ name: 'coordinator', image: 'oracle-node:0.1.0', args }] },
+        },
+      },
+    });
+    const desired = {
+      apiVersion: API_VERSION,
+      kind: KIND,
+      metadata: { name: 'minimal', namespace: ns() },
+      spec: structuredClone(live.spec),
+    } as OracleNode;
+    (desired.spec.config.nodeSettings as { stage: string }).stage = 'third';
+    await apply(desired);
+    // Released while the old window runs: its next run waits for the Lease, so polls go on through the rollout.
+    await waitFor(
+      async () => ((await cronJob('minimal-third-coordinator'))?.spec?.suspend === false ? true : undefined),
+      60_000,
+      { description: 'the new coordinator released', intervalMs: 200 },
+    );
+    expect((await cronJob('minimal-next-coordinator'))!.spec!.suspend).to.equal(true);
+    const during = await readNode(ns(), 'minimal');
+    expect(condition(during, 'Progressing')?.message).to.include(windowJob);
+    expect(await read<V1Job>('batch/v1', 'Job', ns(), windowJob)).to.not.equal(undefined);
+
+    // The old window ends (kwok runs its pod to completion): the old stage goes.
+    await api(BatchV1Api).patchNamespacedJob(
+      { name: windowJob, namespace: ns(), body: { spec: { suspend: false } } },
+      setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+    );
+    await waitFor(async () => ((await cronJob('minimal-next-coordinator')) === undefined ? true : undefined), 90_000, {
+      description: 'the old stage removed',
+      intervalMs: 300,
+    });
+    expect((await cronJob('minimal-third-coordinator'))!.spec!.suspend).to.equal(false);
   });
 });

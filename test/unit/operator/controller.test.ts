@@ -485,6 +485,9 @@ describe('operator controller (reconcile against an in-memory cluster)', () => {
     assertExclusive();
     expect(condition('Progressing')!.message).to.contain('active Jobs of full-prod-a-coordinator');
     expect(deployment('prod-a')).to.not.equal(undefined);
+    // Both stages' windows send only under the node's coordinator Lease: with the old CronJob suspended, the new one
+    // is released while the old window still runs (its next run waits for the Lease, so polls go on).
+    expect(cronJob('prod-b')!.spec!.suspend).to.equal(false);
 
     // The old cycle ends; the new gateway is not Ready yet: the old stage stays.
     cronJob('prod-a')!.status = {};
@@ -510,6 +513,39 @@ describe('operator controller (reconcile against an in-memory cluster)', () => {
     kube.writes.length = 0;
     await reconcile();
     expect(kube.writes).to.deep.equal([]);
+  });
+
+  it('stage rollout without the Lease (pollInterval 0, one cycle per tick): the new coordinator stays suspended until the old Jobs are done', async () => {
+    const { kube, key, reconcile } = setup('full-multi-chain');
+    const cronJob = (stage: string) =>
+      kube.get<V1CronJob>(KINDS.cronJob, { namespace: 'default', name: `full-${stage}-coordinator` });
+    kube.editNode(
+      key,
+      (node) => (node.spec.coordinator = { ...node.spec.coordinator, pollInterval: 0 }),
+      KINDS.oracleNode,
+    );
+    await reconcile();
+    cronJob('prod-a')!.status = { active: [{ name: 'full-prod-a-coordinator-1', namespace: 'default' }] };
+    kube.editNode(
+      key,
+      (node) => ((node.spec.config.nodeSettings as { stage: string }).stage = 'prod-b'),
+      KINDS.oracleNode,
+    );
+    await reconcile();
+    await reconcile();
+    expect(cronJob('prod-a')!.spec!.suspend).to.equal(true);
+    expect(cronJob('prod-b')!.spec!.suspend).to.equal(true);
+    // An old stage from before windows (no Lease) holds a windowed new stage the same way.
+    kube.editNode(
+      key,
+      (node) => (node.spec.coordinator = { ...node.spec.coordinator, pollInterval: 1 }),
+      KINDS.oracleNode,
+    );
+    await reconcile();
+    expect(cronJob('prod-b')!.spec!.jobTemplate.spec!.template.spec!.containers[0]!.args).to.include(
+      '--handover-lease',
+    );
+    expect(cronJob('prod-b')!.spec!.suspend).to.equal(true);
   });
 
   it('stage rollout: objects of the old stage owned by its worker Jobs (kept until their TTL) do not hold the new coordinator', async () => {
@@ -551,13 +587,15 @@ describe('operator controller (reconcile against an in-memory cluster)', () => {
       (node) => ((node.spec.config.nodeSettings as { stage: string }).stage = 'prod-b'),
       KINDS.oracleNode,
     );
-    for (let i = 0; i < 3; i++) {
+    for (let i = 0; i < 5; i++) {
       await reconcile();
-      if (cronJob('prod-b')?.spec?.suspend === false) break;
+      if (cronJob('prod-a') === undefined && cronJob('prod-b')?.spec?.suspend === false) break;
       ready('prod-b');
     }
     expect(cronJob('prod-a')).to.equal(undefined);
     expect(cronJob('prod-b')!.spec!.suspend).to.equal(false);
+    // The pass after the old stage's deletions reach the cache finds the rollout done.
+    await reconcile();
     expect(condition('Ready')).to.include({ status: 'True' });
   });
 });

@@ -2,6 +2,7 @@ import type { V1CronJob } from '@kubernetes/client-node';
 import { expect } from 'chai';
 import type { Child } from '../../../../src/operator/builders/common.js';
 import {
+  holdNewCoordinator,
   type OldStageObservation,
   planRollout,
   type RolloutObservation,
@@ -24,6 +25,7 @@ const oldStage = (stage: string, overrides: Partial<OldStageObservation> = {}): 
   stage,
   cronJobs: [cronJob(`n-${stage}-coordinator`, { suspend: true })],
   runningJobs: [],
+  coordinatorLeases: ['n-coordinator'],
   children: [
     { kind: KINDS.configMap, name: `n-${stage}-config` },
     { kind: KINDS.cronJob, name: `n-${stage}-coordinator` },
@@ -162,5 +164,18 @@ describe('stage rollout planner', () => {
     expect(job(['FailureTarget', 'Failed'], { terminating: 1 })).to.equal(true);
     expect(job(['FailureTarget', 'Failed'])).to.equal(false);
     expect(job(['SuccessCriteriaMet', 'Complete'])).to.equal(false);
+  });
+
+  it('holds the new coordinator unless every old one is suspended and sends under the same Lease', () => {
+    expect(holdNewCoordinator([], undefined), 'no rollout').to.equal(false);
+    expect(holdNewCoordinator([oldStage('a')], 'n-coordinator'), 'the same Lease, suspended').to.equal(false);
+    expect(holdNewCoordinator([oldStage('a')], undefined), 'the new stage has no Lease').to.equal(true);
+    const scheduling = oldStage('a', { cronJobs: [cronJob('n-a-coordinator')] });
+    expect(holdNewCoordinator([scheduling], 'n-coordinator'), 'an old CronJob not yet suspended').to.equal(true);
+    const withoutLease = oldStage('a', { coordinatorLeases: ['n-coordinator', undefined] });
+    expect(holdNewCoordinator([withoutLease], 'n-coordinator'), 'an old run without the Lease').to.equal(true);
+    const otherLease = oldStage('a', { coordinatorLeases: ['other-coordinator'] });
+    expect(holdNewCoordinator([otherLease], 'n-coordinator'), 'another Lease').to.equal(true);
+    expect(holdNewCoordinator([oldStage('a'), withoutLease], 'n-coordinator'), 'one old stage of two').to.equal(true);
   });
 });
