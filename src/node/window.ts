@@ -5,7 +5,7 @@
 // when no head moved it does nothing more. When one moved, the chain runs the same pipeline as a cycle (heads judged
 // against each other, discovery, authorization, confirmations, shards through the executor) on the logs the window
 // keeps (src/chain/log-store.ts), which reads only the new blocks. A request whose fulfilment this window sent is not
-// planned again while it may still be mined (STUCK_AFTER_BLOCKS); after that the shard's pending-transaction rule
+// planned again while it may still be mined (STUCK_AFTER_BLOCKS from the first head judged after the send); after that the shard's pending-transaction rule
 // decides (src/chain/pending.ts), which is also what keeps the next window, in another pod, from sending it again.
 // The wallet itself is not held up: its shard carries the nonces in flight, and the rule lets it go on at the next
 // nonce. A chain's polls never overlap (a poll that overruns skips the ticks it covered), so the executor's
@@ -47,7 +47,19 @@ export type WindowSummary = CycleSummary & {
   latency: LatencySamples;
 };
 
-type InFlight = { sentAt: number; nonce: number; sponsorWallet: string };
+/**
+ * A fulfilment the window sent: its wallet and nonce, and the head from which it counts as in flight: the first head a
+ * cycle judged after the send (undefined until then). Not the head of the poll that sent it: a shard may take several
+ * blocks (a worker pod starting, a slow API), and counted from there its transaction would look stuck, and be
+ * replaced, a block after it was sent.
+ */
+type InFlight = { sentAt?: number; nonce: number; sponsorWallet: string };
+
+/** Whether a fulfilment is still in flight at `head` (stamping it with `head` the first time it is asked about). */
+function inFlightAt(sent: InFlight, head: number): boolean {
+  sent.sentAt ??= head;
+  return head - sent.sentAt < STUCK_AFTER_BLOCKS;
+}
 
 /** What the window keeps between its cycles, per chain: the logs read so far and the fulfilments in flight. */
 class WindowState {
@@ -72,11 +84,11 @@ class WindowState {
       },
       holds: (chainId, requestId, head) => {
         const sent = this.inFlight.get(chainId)?.get(requestId);
-        return sent !== undefined && head - sent.sentAt < STUCK_AFTER_BLOCKS;
+        return sent !== undefined && inFlightAt(sent, head);
       },
       inFlightNonces: (chainId, sponsorWallet, head) =>
         [...(this.inFlight.get(chainId)?.values() ?? [])]
-          .filter((sent) => sent.sponsorWallet === sponsorWallet && head - sent.sentAt < STUCK_AFTER_BLOCKS)
+          .filter((sent) => sent.sponsorWallet === sponsorWallet && inFlightAt(sent, head))
           .map((sent) => sent.nonce),
     };
   }
@@ -90,17 +102,16 @@ class WindowState {
     return [...heads.values()].some((head) => read === undefined || head > read);
   }
 
-  /** The transactions a cycle sent, in flight from the head it read. */
+  /** The transactions a cycle sent: in flight from the first head a later cycle judges. */
   record(summary: CycleSummary): void {
     for (const result of summary.results) {
       if (!result.ok) continue;
-      const sentAt = this.stores.get(result.output.chainId)?.head;
       const inFlight = this.inFlight.get(result.output.chainId);
-      if (sentAt === undefined || !inFlight) continue;
+      if (!inFlight) continue;
       const { sponsorWallet } = result.output;
       for (const outcome of result.output.outcomes)
         if (outcome.kind === 'api' && outcome.txHash !== undefined && outcome.nonce !== undefined)
-          inFlight.set(outcome.id, { sentAt, nonce: outcome.nonce, sponsorWallet });
+          inFlight.set(outcome.id, { nonce: outcome.nonce, sponsorWallet });
     }
   }
 }

@@ -4,6 +4,7 @@
 // depends on wall time. A transaction is kept pending by mining blocks too small to take it.
 import { expect } from 'chai';
 import { Registry } from 'prom-client';
+import { STUCK_AFTER_BLOCKS } from '../../../src/chain/pending.js';
 import { ProviderMemory } from '../../../src/chain/provider-health.js';
 import { parseCycleReport } from '../../../src/contract/pods.js';
 import { InProcessExecutor } from '../../../src/node/executor.js';
@@ -148,6 +149,37 @@ describe('the coordinator window on anvil (real AirnodeRrpV0)', () => {
     expect(summary.apiCalls).to.equal(1);
     await minePending();
     expect((await requestEvents(chain.deployment, id)).fulfilled).to.have.length(1);
+  });
+
+  it('a shard that takes more blocks than STUCK_AFTER_BLOCKS (a slow API, a worker pod starting): its request is not planned again, nor its transaction replaced, a block after it was sent', async () => {
+    // The API answers only once the chain has moved past STUCK_AFTER_BLOCKS blocks since the poll read its head.
+    const slow = await startApiServer({
+      hold: async () => {
+        for (let i = 0; i <= STUCK_AFTER_BLOCKS; i++) await rpc(chain.anvil.url, 'evm_mine', []);
+      },
+    });
+    try {
+      const { id, sponsor } = await request('window-slow-shard');
+      proxy.reset();
+      await rpc(chain.anvil.url, 'evm_setAutomine', [false]);
+      const cfg = buildConfig({ providers: { counted: proxy.url }, deployment: chain.deployment, apiUrl: slow.url });
+      // Two polls, each after a block that leaves the fulfilment pending: it was sent one and two blocks before.
+      const summary = await window(cfg, [mineWithoutPending, mineWithoutPending], {}, createLogger({ level: 'info' }));
+      console.log(
+        JSON.stringify(summary.transactions),
+        summary.apiCalls,
+        JSON.stringify(summary.window),
+        proxy.sent.map((t) => t.nonce),
+      );
+      // Counted from the poll that sent it, it would be planned again (its API called again) and replaced.
+      expect(summary.apiCalls).to.equal(1);
+      expect(sendsFrom(sponsor.sponsorWallet)).to.have.length(1);
+      expect(summary.transactions).to.include({ fulfilled: 1, replaced: 0, errors: 0 });
+      await minePending();
+      expect((await requestEvents(chain.deployment, id)).fulfilled).to.have.length(1);
+    } finally {
+      await slow.close();
+    }
   });
 
   it("a wallet whose fulfilment is pending serves its sponsor's next request at the next nonce", async () => {
