@@ -621,6 +621,7 @@ describe('e2e: the operator reconciles an OracleNode into real workloads', funct
     let oldGatewayGoneAt = 0;
     let prodCoordinatorAt = 0;
     let during: { id: string; at: number } | undefined;
+    let servedAt = 0;
     try {
       await waitFor(
         async () => {
@@ -642,8 +643,9 @@ describe('e2e: the operator reconciles an OracleNode into real workloads', funct
             .readNamespacedDeployment({ name: 'e2e-test-gateway', namespace: ns.name })
             .catch(() => undefined);
           if (!oldGatewayGoneAt && !old) oldGatewayGoneAt = Date.now();
-          const served = during && (await requestEvents(deployment, during.id)).fulfilled.length > 0;
-          return oldGatewayGoneAt && prodCoordinatorAt && served ? true : undefined;
+          if (during && !servedAt && (await requestEvents(deployment, during.id)).fulfilled.length > 0)
+            servedAt = Date.now();
+          return oldGatewayGoneAt && prodCoordinatorAt && servedAt ? true : undefined;
         },
         // The old window's end (up to 70 s), the next tick and a cycle, with margin.
         240_000,
@@ -672,7 +674,6 @@ describe('e2e: the operator reconciles an OracleNode into real workloads', funct
         `${(err as Error).message}; Progressing: ${progressing}; test-stage objects left: ${left.trim().replace(/\n/g, ', ')}`,
       );
     }
-    const servedAt = Date.now();
     recordTiming('stage_edit_to_old_gateway_removed_ms', oldGatewayGoneAt - t0);
     recordTiming('stage_edit_to_first_prod_coordinator_ms', prodCoordinatorAt - t0);
     recordTiming('stage_rollout_request_during_both_stages_to_seen_fulfilled_ms', servedAt - during!.at);
