@@ -164,7 +164,7 @@ describe('the coordinator window on anvil (real AirnodeRrpV0)', () => {
       await rpc(chain.anvil.url, 'evm_setAutomine', [false]);
       const cfg = buildConfig({ providers: { counted: proxy.url }, deployment: chain.deployment, apiUrl: slow.url });
       // Two polls, each after a block that leaves the fulfilment pending: it was sent one and two blocks before.
-      const summary = await window(cfg, [mineWithoutPending, mineWithoutPending], {}, createLogger({ level: 'info' }));
+      const summary = await window(cfg, [mineWithoutPending, mineWithoutPending]);
       console.log(
         JSON.stringify(summary.transactions),
         summary.apiCalls,
