@@ -1,7 +1,7 @@
 // The feed's report of its last push per Signed API, for the operator's status.signedApis: the engine tells it each
 // push's outcome (FeedEngineOptions.onPush), it keeps the latest per Signed API and hands it to a writer (in a pod,
 // the `<name>-feed-report` ConfigMap, src/node/kubernetes) at most once per interval, at once when a Signed API's
-// outcome flips between ok and failed. A write runs one at a time, off the push path: a failed or slow one delays
+// outcome flips between ok and failed (or is first known). A write runs one at a time, off the push path: a failed or slow one delays
 // only the next report (retried with backoff), never a push, and is logged once per failing spell.
 import { errorMessage } from '../common/errors.js';
 import { type Logger, redact } from '../observability/index.js';
@@ -92,7 +92,8 @@ export class FeedReporter {
     if (!entry) return;
     const time = new Date(event.atMs).toISOString();
     const outcome = event.ok ? 'ok' : 'failed';
-    if (entry.lastPushOutcome !== undefined && entry.lastPushOutcome !== outcome) this.outcomeFlipped = true;
+    // The first outcome counts as a flip: status goes from unknown to known at once.
+    if (entry.lastPushOutcome !== outcome) this.outcomeFlipped = true;
     entry.lastPushTime = time;
     entry.lastPushOutcome = outcome;
     if (event.ok) {
