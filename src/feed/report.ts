@@ -75,6 +75,7 @@ export class FeedReporter {
   private retryAtMs: number | undefined;
   private failures = 0;
   private timer: NodeJS.Timeout | undefined;
+  private timerDueMs = 0;
   private writing: Promise<void> | undefined;
   private stopped = false;
 
@@ -125,9 +126,10 @@ export class FeedReporter {
   }
 
   private schedule(): void {
-    if (this.stopped || this.writing || this.timer) return;
+    if (this.stopped || this.writing) return;
+    const nowMs = Date.now();
     const delay = reportDelayMs({
-      nowMs: Date.now(),
+      nowMs,
       changed: this.changed,
       outcomeFlipped: this.outcomeFlipped,
       lastWriteMs: this.lastWriteMs,
@@ -135,6 +137,10 @@ export class FeedReporter {
       intervalMs: this.intervalMs,
     });
     if (delay === undefined) return;
+    // A write already due sooner stays; a flip brings a throttled one forward.
+    if (this.timer && this.timerDueMs <= nowMs + delay) return;
+    clearTimeout(this.timer);
+    this.timerDueMs = nowMs + delay;
     this.timer = setTimeout(() => {
       this.timer = undefined;
       this.writing = this.writeOnce().finally(() => {
