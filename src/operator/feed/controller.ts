@@ -114,6 +114,17 @@ export function signedApiStatus(names: readonly string[], report: FeedReport | u
   return names.map((name) => ({ ...reported.get(name), name }));
 }
 
+/**
+ * The status a refusal or a failed apply keeps from the last one. status.signedApis was a list of names before the
+ * pod reported its pushes: a status written by an older operator carries that list, which is dropped, not carried
+ * on in the shape of old.
+ */
+export function carriedStatus(feed: AirnodeFeed): AirnodeFeedStatus {
+  const { signedApis, ...rest } = feed.status ?? {};
+  const current = signedApis?.every((entry) => typeof entry === 'object' && entry !== null);
+  return current ? { ...rest, signedApis: signedApis! } : rest;
+}
+
 export class AirnodeFeedReconciler implements Reconciler {
   readonly name = FEED_CONTROLLER_NAME;
   readonly watches = FEED_WATCHES;
@@ -177,7 +188,7 @@ export class AirnodeFeedReconciler implements Reconciler {
       await this.writeStatus(
         feed,
         {
-          ...feed.status,
+          ...carriedStatus(feed),
           observedGeneration: generation,
           conditions: feedConditions(
             feed.status?.conditions,
@@ -271,7 +282,7 @@ export class AirnodeFeedReconciler implements Reconciler {
   ): Promise<void> {
     const generation = feed.metadata.generation;
     const status: AirnodeFeedStatus = {
-      ...feed.status,
+      ...carriedStatus(feed),
       observedGeneration: generation,
       conditions: feedConditions(
         feed.status?.conditions,

@@ -18,7 +18,7 @@ import {
   type FeedBuildInput,
   feedSecretKeys,
 } from '../../../../src/operator/feed/builders.js';
-import { feedConditions, signedApiStatus } from '../../../../src/operator/feed/controller.js';
+import { carriedStatus, feedConditions, signedApiStatus } from '../../../../src/operator/feed/controller.js';
 import { buildFeedCrd } from '../../../../src/operator/feed/crd.js';
 import { buildFeedConfig } from '../../../support/feed.js';
 
@@ -132,6 +132,16 @@ describe('AirnodeFeed', () => {
       { name: 'backup' },
     ]);
     expect(signedApiStatus(['main'], undefined)).to.deep.equal([{ name: 'main' }]);
+  });
+
+  it("a refusal keeps the last status.signedApis, but not an older operator's list of names", () => {
+    const feed = (signedApis: unknown) =>
+      ({ status: { stage: 'test', signedApis } }) as unknown as Parameters<typeof carriedStatus>[0];
+    expect(carriedStatus(feed([{ name: 'main', lastPushOutcome: 'ok' }]))).to.deep.equal({
+      stage: 'test',
+      signedApis: [{ name: 'main', lastPushOutcome: 'ok' }],
+    });
+    expect(carriedStatus(feed(['main']))).to.deep.equal({ stage: 'test' });
   });
 
   it('gives the pod only the keys its config references, each by secretKeyRef, never a value', async () => {
