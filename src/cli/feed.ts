@@ -5,6 +5,7 @@
 import { readFile } from 'node:fs/promises';
 import { errorMessage } from '../common/errors.js';
 import { parseSecretsEnv, secretsFromEnvironment, urlCredentials } from '../config/index.js';
+import { readFeedReportEnvironment } from '../contract/feed-report.js';
 import { startFeed } from '../feed/engine.js';
 import { FeedReporter } from '../feed/report.js';
 import { feedSigner } from '../feed/signing.js';
@@ -97,8 +98,10 @@ export async function runFeed(argv: string[]): Promise<number> {
   // In a pod the operator made, the last push per Signed API goes into a ConfigMap for status; elsewhere, nowhere.
   let reporter: FeedReporter | undefined;
   try {
-    const { feedReportWriter } = await import('../node/kubernetes/index.js');
-    const write = await feedReportWriter();
+    // Loaded only in such a pod: a local run never pays for the Kubernetes client.
+    const write = readFeedReportEnvironment(process.env)
+      ? await (await import('../node/kubernetes/index.js')).feedReportWriter()
+      : undefined;
     if (write) reporter = new FeedReporter({ signedApis: config.signedApis.map((api) => api.name), write, logger });
   } catch (error) {
     // Status only: the feed pushes without it.
