@@ -5,7 +5,9 @@
 import { readFile } from 'node:fs/promises';
 import { errorMessage } from '../common/errors.js';
 import { parseSecretsEnv, secretsFromEnvironment, urlCredentials } from '../config/index.js';
+import { readFeedReportEnvironment } from '../contract/feed-report.js';
 import { startFeed } from '../feed/engine.js';
+import { FeedReporter } from '../feed/report.js';
 import { feedSigner } from '../feed/signing.js';
 import { validateFeedConfig } from '../feed/validate.js';
 import {
@@ -93,7 +95,25 @@ export async function runFeed(argv: string[]): Promise<number> {
     bindings: { component: 'feed', stage: config.nodeSettings.stage },
   });
   const registry = createMetricsRegistry({ defaultMetrics: true, labels: { component: 'feed' } });
-  const engine = startFeed({ config, signer: feedSigner(config.nodeSettings.airnodeWalletMnemonic), logger, registry });
+  // In a pod the operator made, the last push per Signed API goes into a ConfigMap for status; elsewhere, nowhere.
+  let reporter: FeedReporter | undefined;
+  try {
+    // Loaded only in such a pod: a local run never pays for the Kubernetes client.
+    const write = readFeedReportEnvironment(process.env)
+      ? await (await import('../node/kubernetes/index.js')).feedReportWriter()
+      : undefined;
+    if (write) reporter = new FeedReporter({ signedApis: config.signedApis.map((api) => api.name), write, logger });
+  } catch (error) {
+    // Status only: the feed pushes without it.
+    logger.warn({ error: errorMessage(error) }, 'no feed report: cannot reach the Kubernetes API');
+  }
+  const engine = startFeed({
+    config,
+    signer: feedSigner(config.nodeSettings.airnodeWalletMnemonic),
+    logger,
+    registry,
+    ...(reporter ? { onPush: (event) => reporter.record(event) } : {}),
+  });
   let stopping = false;
   let server: Awaited<ReturnType<typeof startObservabilityServer>>;
   try {
@@ -106,6 +126,7 @@ export async function runFeed(argv: string[]): Promise<number> {
     });
   } catch (error) {
     await engine.stop();
+    await reporter?.stop();
     process.stderr.write(`Cannot start the metrics server: ${errorMessage(error)}\n`);
     return 1;
   }
@@ -119,6 +140,7 @@ export async function runFeed(argv: string[]): Promise<number> {
       process.off('SIGINT', onInt);
       void engine
         .stop()
+        .then(() => reporter?.stop())
         .then(() => server.close())
         .then(resolve);
     };

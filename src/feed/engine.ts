@@ -12,6 +12,7 @@ import { fetchEndpointResponse, processEndpointResponse } from '../ois/index.js'
 import type { Endpoint, Ois } from '../ois/types.js';
 import type { MessageSigner } from '../protocol/message-signer.js';
 import { type FeedConfig, oisEndpointOf, parameterRecord, type SignedApi, type SignedApiUpdate } from './config.js';
+import type { PushEvent } from './report.js';
 import { deriveOevTemplateId, type SignedTemplateData, signTemplateData } from './signing.js';
 
 export type PushOptions = {
@@ -46,6 +47,8 @@ export type FeedEngineOptions = {
   push?: Partial<PushOptions>;
   /** Random extra delay per interval as a fraction of it, as the reference (0.1); tests set 0. */
   jitter?: number;
+  /** Told each push's outcome (the pod's report, src/feed/report.ts); must not throw or wait. */
+  onPush?: (event: PushEvent) => void;
 };
 
 export type SignedApiState = { name: string; lastSuccessMs?: number; lastFailure?: string; pending: number };
@@ -206,6 +209,7 @@ class SignedApiPusher {
     private readonly options: PushOptions,
     private readonly metrics: Metrics,
     private readonly logger: Logger,
+    private readonly onPush: ((event: PushEvent) => void) | undefined,
   ) {}
 
   get pendingCount(): number {
@@ -260,12 +264,14 @@ class SignedApiPusher {
       this.metrics.lastPush.set({ signed_api: name }, Date.now() / 1000);
       this.failures = 0;
       this.lastSuccessMs = Date.now();
+      this.onPush?.({ signedApi: name, ok: true, atMs: this.lastSuccessMs, accepted: count });
       this.logger.debug({ signedApi: name, count, skipped }, 'pushed signed data');
     } catch (error) {
       this.metrics.pushSeconds.observe({ signed_api: name }, secondsSince(start));
       this.metrics.pushes.inc({ signed_api: name, outcome: 'failure' });
       this.failures++;
       this.lastFailure = errorMessage(error);
+      this.onPush?.({ signedApi: name, ok: false, atMs: Date.now(), error: this.lastFailure });
       if (this.failures < this.options.maxAttempts) {
         for (const value of batch) this.keepNewest(value);
       } else {
@@ -341,7 +347,7 @@ export function startFeed(options: FeedEngineOptions): FeedEngine {
   const metrics = feedMetrics(options.registry, dataTimestamps);
   const airnode = signer.address;
   const pushers = config.signedApis.map(
-    (signedApi) => new SignedApiPusher(signedApi, airnode, pushOptions, metrics, logger),
+    (signedApi) => new SignedApiPusher(signedApi, airnode, pushOptions, metrics, logger, options.onPush),
   );
   const jitter = options.jitter ?? 0.1;
   const apiCredentials = config.apiCredentials;

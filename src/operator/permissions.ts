@@ -7,6 +7,7 @@
 import type { ResourceKind } from '../kube/index.js';
 import { coordinatorRules } from './builders/rbac.js';
 import { FEED_RESOURCE } from './feed/api.js';
+import { feedRules } from './feed/builders.js';
 import { CHILD_KINDS, KINDS } from './resource.js';
 
 export const VERBS = ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'] as const;
@@ -75,20 +76,21 @@ export function managedPermissions(): Permission[] {
 
 /**
  * Kubernetes lets the operator create a Role only with rules it holds itself (RBAC escalation prevention): the
- * coordinator's Role (builders/rbac.ts) is held in full, without its per-node resourceNames. Workers have no Role.
+ * coordinator's Role (builders/rbac.ts) and a feed's (feed/builders.ts) are held in full, without their per-object
+ * resourceNames. Workers have no Role.
  */
 function grantedToWorkloads(): Permission[] {
   const names = { cache: 'x', cycle: 'x', coordinatorLease: 'x' };
-  return coordinatorRules(names).flatMap((rule) =>
-    rule.apiGroups.flatMap((group) =>
-      rule.resources.map((resource) => ({
-        group,
-        resource,
-        verbs: rule.verbs as Verb[],
-        why: "granted to a coordinator's Role (builders/rbac.ts)",
-      })),
-    ),
-  );
+  const granted = (rules: { apiGroups: string[]; resources: string[]; verbs: string[] }[], why: string) =>
+    rules.flatMap((rule) =>
+      rule.apiGroups.flatMap((group) =>
+        rule.resources.map((resource) => ({ group, resource, verbs: rule.verbs as Verb[], why })),
+      ),
+    );
+  return [
+    ...granted(coordinatorRules(names), "granted to a coordinator's Role (builders/rbac.ts)"),
+    ...granted(feedRules({ report: 'x' }), "granted to a feed's Role, on its report ConfigMap (feed/builders.ts)"),
+  ];
 }
 
 /** In the release namespace, with leader election on: the Lease (kube/leader.ts RestLeaseStore: GET, POST, PUT). */

@@ -3,6 +3,7 @@
 // it reads its shard from a mounted file and prints its results. What a pod reads from its environment is the
 // contract's (src/contract/pods.ts). The Kubernetes client (src/kube's, in-cluster credentials) is loaded only inside
 // such a pod, so local runs never pay for it.
+import { FEED_REPORT_KEY, type FeedReport, readFeedReportEnvironment } from '../../contract/feed-report.js';
 import { readCoordinatorEnvironment } from '../../contract/pods.js';
 import type { ResponseCache } from '../cache.js';
 import type { CycleSummary } from '../cycle.js';
@@ -38,7 +39,7 @@ type Env = Record<string, string | undefined>;
  * worker Job the coordinator reads one pod log per shard at once, and a cycle must not wait on its own client.
  * The component names the field manager of what the pod creates and replaces, and its user agent.
  */
-async function podClient(component: 'coordinator' | 'worker') {
+async function podClient(component: 'coordinator' | 'worker' | 'feed') {
   const { loadClientConfig, RestClient, RuntimeClient } = await import('../../kube/api.js');
   const fieldManager = `oracle-node-${component}`;
   const rest = new RestClient(await loadClientConfig(), { qps: 50, burst: 100, userAgent: fieldManager });
@@ -93,5 +94,26 @@ export async function coordinatorKubernetes(env: Env = process.env): Promise<Coo
       ),
     gatewayUrl: pod.gatewayUrl,
     verifiedProviders: verified.configMapVerifiedProvidersStore(cycleStore),
+  };
+}
+
+/**
+ * What `oracle-node feed` uses in a pod the operator made: a writer of its report into the `<name>-feed-report`
+ * ConfigMap (its ServiceAccount may get and update only that one). Undefined outside such a pod.
+ */
+export async function feedReportWriter(
+  env: Env = process.env,
+): Promise<((report: FeedReport) => Promise<void>) | undefined> {
+  const pod = readFeedReportEnvironment(env);
+  if (!pod) return undefined;
+  const [client, stores] = await Promise.all([podClient('feed'), import('./config-map-store.js')]);
+  const store = stores.kubeConfigMapStore(client, pod.namespace, pod.configMap);
+  return async (report) => {
+    const written = await stores.updateConfigMapData(
+      store,
+      (data) => ({ ...data, [FEED_REPORT_KEY]: JSON.stringify(report) }),
+      'the feed report ConfigMap',
+    );
+    if (!written) throw new Error(`ConfigMap ${pod.namespace}/${pod.configMap} not found`);
   };
 }

@@ -11,6 +11,7 @@ import type {
   V1Toleration,
 } from '@kubernetes/client-node';
 import { z } from 'zod';
+import { signedApiReportSchema } from '../../contract/feed-report.js';
 import type { ResourceKind } from '../../kube/index.js';
 import { type JsonSchema, NAME_PLACEHOLDER, type StructuralSchema, toStructural } from '../api/structural.js';
 import { DEFAULT_IMAGE, GROUP, VERSION } from '../resource.js';
@@ -157,9 +158,14 @@ export const airnodeFeedStatusSchema = z
     stage: z.string().optional().meta(described('nodeSettings.stage of the config the pods run.')),
     templates: z.int().optional().meta(described('Number of templates fed.')),
     signedApis: z
-      .array(z.string().meta(described('A Signed API name.')))
+      .array(signedApiReportSchema)
       .optional()
-      .meta(described('The Signed APIs pushed to, by name (their URLs and tokens stay in the config).')),
+      .meta({
+        description:
+          'The Signed APIs pushed to, by name (their URLs and tokens stay in the config), each with its last push as the feed pod reports it (docs/feeds.md, "Status").',
+        'x-kubernetes-list-type': 'map',
+        'x-kubernetes-list-map-keys': ['name'],
+      }),
     readyReplicas: z.int().optional().meta(described('Ready pods of the feed Deployment.')),
     notReadyReason: z.string().optional().meta(described("The Ready condition's reason while not Ready.")),
   })

@@ -1,16 +1,20 @@
 // The children of one AirnodeFeed, pure functions of it and its validated config: the config.json as written (with
-// its ${NAME} placeholders) in a ConfigMap, a ServiceAccount without an API token, and a Deployment of one pod running
-// `oracle-node feed` that holds only the Secret's keys the config references.
+// its ${NAME} placeholders) in a ConfigMap, the report ConfigMap the pod writes its last push per Signed API into, a
+// ServiceAccount with a Role that may get and update only that ConfigMap, and a Deployment of one pod running
+// `oracle-node feed` that holds only the Secret's keys the config references (and a short-lived API token).
 import type {
   V1ConfigMap,
   V1Deployment,
   V1EnvVar,
   V1PodSpec,
   V1Probe,
+  V1Role,
+  V1RoleBinding,
   V1ServiceAccount,
 } from '@kubernetes/client-node';
 import { referencedSecretNames } from '../../config/index.js';
-import { CONFIG_DIR, CONFIG_FILE, LABELS } from '../../contract/pods.js';
+import { FEED_REPORT_COMPONENT, FEED_REPORT_CONFIGMAP_ENV } from '../../contract/feed-report.js';
+import { CONFIG_DIR, CONFIG_FILE, ENV, LABELS } from '../../contract/pods.js';
 import type { ResourceKind } from '../../kube/index.js';
 import {
   type Child,
@@ -54,7 +58,13 @@ export type FeedBuildInput = {
 };
 
 export function feedChildNames(name: string) {
-  return { config: `${name}-feed-config`, serviceAccount: `${name}-feed`, deployment: `${name}-feed` };
+  return {
+    config: `${name}-feed-config`,
+    report: `${name}-feed-report`,
+    serviceAccount: `${name}-feed`,
+    role: `${name}-feed`,
+    deployment: `${name}-feed`,
+  };
 }
 
 export function feedSelectorLabels(feed: AirnodeFeed): Record<string, string> {
@@ -109,13 +119,54 @@ export function buildFeedConfigMap(input: FeedBuildInput): V1ConfigMap {
   };
 }
 
+/**
+ * Where the pod reports its last push per Signed API (src/contract/feed-report.ts). The operator applies no data: the
+ * pod's writes are its own field manager's. Its component label has the operator's cache keep its data.
+ */
+export function buildFeedReportConfigMap(input: FeedBuildInput): V1ConfigMap {
+  const own = metadata(input.feed, feedChildNames(input.feed.metadata.name).report);
+  return {
+    apiVersion: 'v1',
+    kind: 'ConfigMap',
+    metadata: { ...own, labels: { ...own.labels, [LABELS.component]: FEED_REPORT_COMPONENT } },
+  };
+}
+
 export function buildFeedServiceAccount(input: FeedBuildInput): V1ServiceAccount {
   return {
     apiVersion: 'v1',
     kind: 'ServiceAccount',
     metadata: metadata(input.feed, feedChildNames(input.feed.metadata.name).serviceAccount),
-    // The feed never calls the Kubernetes API.
+    // Only the pod asks for a token (its report); nothing else running as this account gets one.
     automountServiceAccountToken: false,
+  };
+}
+
+/** What the feed pod may do: read and replace its own report ConfigMap, nothing else. */
+export function feedRules(names: { report: string }) {
+  return [
+    { apiGroups: [''], resources: ['configmaps'], resourceNames: [names.report], verbs: ['get', 'update', 'patch'] },
+  ];
+}
+
+export function buildFeedRole(input: FeedBuildInput): V1Role {
+  const names = feedChildNames(input.feed.metadata.name);
+  return {
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'Role',
+    metadata: metadata(input.feed, names.role),
+    rules: feedRules(names),
+  };
+}
+
+export function buildFeedRoleBinding(input: FeedBuildInput): V1RoleBinding {
+  const names = feedChildNames(input.feed.metadata.name);
+  return {
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'RoleBinding',
+    metadata: metadata(input.feed, names.role),
+    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: names.role },
+    subjects: [{ kind: 'ServiceAccount', name: names.serviceAccount, namespace: input.feed.metadata.namespace }],
   };
 }
 
@@ -144,8 +195,12 @@ export function buildFeedDeployment(input: FeedBuildInput): V1Deployment {
         image: feed.spec.image || input.defaultImage,
         imagePullPolicy: feed.spec.imagePullPolicy ?? 'IfNotPresent',
         args: ['feed', '-c', CONFIG_FILE, '--metrics-port', String(FEED_METRICS_PORT)],
-        // Without -s, the feed takes each ${NAME} of the config from its environment.
-        env: secretEnv,
+        // Without -s, the feed takes each ${NAME} of the config from its environment; the last two name its report.
+        env: [
+          ...secretEnv,
+          { name: ENV.namespace, value: feed.metadata.namespace },
+          { name: FEED_REPORT_CONFIGMAP_ENV, value: names.report },
+        ],
         ports: [{ name: 'metrics', containerPort: FEED_METRICS_PORT, protocol: 'TCP' }],
         livenessProbe: probe('/healthz', 10, 3),
         readinessProbe: probe('/readyz', 5, 2),
@@ -159,7 +214,8 @@ export function buildFeedDeployment(input: FeedBuildInput): V1Deployment {
     ],
     securityContext: POD_SECURITY_CONTEXT,
     serviceAccountName: names.serviceAccount,
-    automountServiceAccountToken: false,
+    // The kubelet's projected token (an hour, rotated, bound to the pod), as the coordinator's: for the report only.
+    automountServiceAccountToken: true,
     enableServiceLinks: false,
     volumes: [
       { name: 'config', configMap: { name: names.config } },
@@ -198,12 +254,15 @@ export function buildFeedDeployment(input: FeedBuildInput): V1Deployment {
   };
 }
 
-/** Every child, in apply order: the config and the identity before the Deployment that reads them. */
+/** Every child, in apply order: the config, report and identity before the Deployment that uses them. */
 export function buildFeedChildren(input: FeedBuildInput): DesiredChild[] {
   const child = (kind: ResourceKind, object: unknown) => ({ kind, object: object as Child });
   return [
     child(KINDS.configMap, buildFeedConfigMap(input)),
+    child(KINDS.configMap, buildFeedReportConfigMap(input)),
     child(KINDS.serviceAccount, buildFeedServiceAccount(input)),
+    child(KINDS.role, buildFeedRole(input)),
+    child(KINDS.roleBinding, buildFeedRoleBinding(input)),
     child(KINDS.deployment, buildFeedDeployment(input)),
   ];
 }

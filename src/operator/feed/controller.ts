@@ -1,9 +1,11 @@
 // The AirnodeFeed controller: validates spec.config with the Secret's values (the feed's own validator, injected by
 // the CLI, which alone may import src/feed), applies the ConfigMap, ServiceAccount and Deployment where the cluster
-// differs, and writes status (Ready, ConfigValid, kstatus's Reconciling/Stalled, observedGeneration). An invalid
+// differs, and writes status (Ready, ConfigValid, kstatus's Reconciling/Stalled, observedGeneration, and the last
+// push per Signed API from the pod's report ConfigMap, read as untrusted input). An invalid
 // config or a missing Secret changes nothing but status: the last good Deployment keeps pushing.
-import type { KubernetesObject, V1Deployment, V1Secret } from '@kubernetes/client-node';
+import type { KubernetesObject, V1ConfigMap, V1Deployment, V1Secret } from '@kubernetes/client-node';
 import { errorMessage } from '../../common/errors.js';
+import { type FeedReport, parseFeedReport, type SignedApiReport } from '../../contract/feed-report.js';
 import {
   isInvalid,
   type ObjectCache,
@@ -61,7 +63,8 @@ export function feedsReferencingSecret(secret: KubernetesObject, cache: ObjectCa
 
 export const FEED_WATCHES: WatchSpec = {
   primary: FEED_RESOURCE,
-  owned: [KINDS.configMap, KINDS.serviceAccount, KINDS.deployment].map((kind) => ({
+  // The report ConfigMap is a ConfigMap child: the pod's writes enqueue the feed through its owner reference.
+  owned: [KINDS.configMap, KINDS.serviceAccount, KINDS.role, KINDS.roleBinding, KINDS.deployment].map((kind) => ({
     kind,
     labelSelector: MANAGED_SELECTOR,
     transform: childCacheTransform,
@@ -100,6 +103,26 @@ export function feedConditions(
   else if (ready?.status === 'False')
     conditions.push(set({ type: 'Reconciling', status: 'True', reason: ready.reason, message: ready.message }));
   return conditions;
+}
+
+/**
+ * status.signedApis: each Signed API of the config, by name, with what the pod's report says of it (a name the config
+ * no longer has is left out; one the pod has not reported yet has its name only).
+ */
+export function signedApiStatus(names: readonly string[], report: FeedReport | undefined): SignedApiReport[] {
+  const reported = new Map(report?.signedApis.map((entry) => [entry.name, entry]));
+  return names.map((name) => ({ ...reported.get(name), name }));
+}
+
+/**
+ * The status a refusal or a failed apply keeps from the last one. status.signedApis was a list of names before the
+ * pod reported its pushes: a status written by an older operator carries that list, which is dropped, not carried
+ * on in the shape of old.
+ */
+export function carriedStatus(feed: AirnodeFeed): AirnodeFeedStatus {
+  const { signedApis, ...rest } = feed.status ?? {};
+  const current = signedApis?.every((entry) => typeof entry === 'object' && entry !== null);
+  return current ? { ...rest, signedApis: signedApis! } : rest;
 }
 
 export class AirnodeFeedReconciler implements Reconciler {
@@ -165,7 +188,7 @@ export class AirnodeFeedReconciler implements Reconciler {
       await this.writeStatus(
         feed,
         {
-          ...feed.status,
+          ...carriedStatus(feed),
           observedGeneration: generation,
           conditions: feedConditions(
             feed.status?.conditions,
@@ -212,7 +235,15 @@ export class AirnodeFeedReconciler implements Reconciler {
       airnode: this.addressOf(config.nodeSettings.airnodeWalletMnemonic),
       stage: config.nodeSettings.stage,
       templates: Object.keys(config.templates).length,
-      signedApis: config.signedApis.map((api) => api.name),
+      signedApis: signedApiStatus(
+        config.signedApis.map((api) => api.name),
+        parseFeedReport(
+          context.cache.get<V1ConfigMap>(KINDS.configMap, {
+            namespace: key.namespace,
+            name: feedChildNames(feed.metadata.name).report,
+          })?.data,
+        ),
+      ),
       readyReplicas: deployment?.status?.readyReplicas ?? 0,
       ...(ready ? {} : { notReadyReason: readyUpdate.reason }),
     };
@@ -251,7 +282,7 @@ export class AirnodeFeedReconciler implements Reconciler {
   ): Promise<void> {
     const generation = feed.metadata.generation;
     const status: AirnodeFeedStatus = {
-      ...feed.status,
+      ...carriedStatus(feed),
       observedGeneration: generation,
       conditions: feedConditions(
         feed.status?.conditions,

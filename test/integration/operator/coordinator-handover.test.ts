@@ -6,10 +6,10 @@
 // worker either). Each process reaches the chain through its own recording proxy: its calls and their times say when
 // it polled and what it sent.
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CoordinationV1Api, CoreV1Api, CustomObjectsApi, KubeConfig, type V1CronJob } from '@kubernetes/client-node';
+import { CoordinationV1Api, CoreV1Api, CustomObjectsApi, type V1CronJob } from '@kubernetes/client-node';
 import { expect } from 'chai';
 import { ENV } from '../../../src/contract/pods.js';
 import { HANDOVER_LEASE_DURATION_MS } from '../../../src/node/kubernetes/handover.js';
@@ -27,8 +27,15 @@ import {
   writeNodeFiles,
 } from '../../support/harness.js';
 import { type RecordingProxy, startRecordingProxy } from '../../support/rpc-proxy.js';
-import { api, apply, kc, sleep, useNamespace, waitFor } from '../support/cluster.js';
-import { installCrd, type RunningOperator, read, sampleDocs, startOperator } from './support.js';
+import { api, apply, sleep, useNamespace, waitFor } from '../support/cluster.js';
+import {
+  installCrd,
+  type RunningOperator,
+  read,
+  sampleDocs,
+  serviceAccountKubeConfig,
+  startOperator,
+} from './support.js';
 
 const POLL_SECONDS = 0.5;
 /** The bound of the issue: polls never stop for longer than about twice the poll interval plus one second. */
@@ -298,22 +305,3 @@ describe('the coordinator window hand-over through the node Lease (integration, 
     });
   });
 });
-
-/** A kubeconfig file with a token of the ServiceAccount: the processes call the apiserver as the pod would. */
-async function serviceAccountKubeConfig(namespace: string, name: string, file: string): Promise<string> {
-  const token = await api(CoreV1Api).createNamespacedServiceAccountToken({
-    namespace,
-    name,
-    body: { spec: { audiences: [], expirationSeconds: 3600 } },
-  });
-  const cluster = kc.getCurrentCluster()!;
-  const config = new KubeConfig();
-  config.loadFromOptions({
-    clusters: [cluster],
-    users: [{ name, token: token.status!.token }],
-    contexts: [{ name, cluster: cluster.name, user: name }],
-    currentContext: name,
-  });
-  writeFileSync(file, config.exportConfig());
-  return file;
-}

@@ -2,11 +2,18 @@
 // controller, scheduler, kwok playing the pods as Ready), run by the real runtime manager beside the OracleNode
 // controller (one manager, two controllers, shared informers), with the feed's real validator.
 // biome-ignore-all lint/suspicious/noTemplateCurlyInString: ${NAME} strings are secret references
-import { execFile } from 'node:child_process';
+import { type ChildProcess, execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { KubernetesObject, V1Deployment, V1ServiceAccount } from '@kubernetes/client-node';
+import {
+  CoreV1Api,
+  KubeConfig,
+  type KubernetesObject,
+  type V1ConfigMap,
+  type V1Deployment,
+  type V1ServiceAccount,
+} from '@kubernetes/client-node';
 import { expect } from 'chai';
 import yaml from 'js-yaml';
 import { pino } from 'pino';
@@ -18,10 +25,13 @@ import { createOracleNodeReconciler } from '../../../src/operator/controller.js'
 import { type AirnodeFeed, FEED_API_VERSION, FEED_KIND } from '../../../src/operator/feed/api.js';
 import { AirnodeFeedReconciler } from '../../../src/operator/feed/controller.js';
 import { FIELD_MANAGER } from '../../../src/operator/resource.js';
-import { buildFeedConfig } from '../../support/feed.js';
-import { apply, kc, useNamespace, waitFor } from '../support/cluster.js';
+import { ApiServer } from '../../component/ois/api-server.js';
+import { spawnOracleNode } from '../../support/binary.js';
+import { buildFeedConfig, type ReferenceProcess, startSignedApi } from '../../support/feed.js';
+import { freePort } from '../../support/net.js';
+import { api, apply, expectStatus, kc, useNamespace, waitFor } from '../support/cluster.js';
 import { clusterBinDir } from '../support/kubectl.js';
-import { installCrd, installFeedCrd, read } from './support.js';
+import { installCrd, installFeedCrd, read, serviceAccountKubeConfig } from './support.js';
 
 const DEV_ADDRESS = '0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266';
 
@@ -144,7 +154,7 @@ describe('AirnodeFeed operator (integration)', function () {
       airnode: DEV_ADDRESS,
       stage: 'test',
       templates: 2,
-      signedApis: ['main'],
+      signedApis: [{ name: 'main' }],
       readyReplicas: 1,
     });
     expect(condition(ready, 'ConfigValid')).to.include({ status: 'True', reason: 'Valid' });
@@ -154,15 +164,16 @@ describe('AirnodeFeed operator (integration)', function () {
     const deployment = (await readDeployment('prices-feed'))!;
     const container = deployment.spec!.template.spec!.containers[0]!;
     expect(container.args).to.deep.equal(['feed', '-c', '/etc/oracle-node/config.json', '--metrics-port', '9090']);
-    expect(container.env!.map((variable) => variable.name)).to.deep.equal([
+    const secretEnv = container.env!.filter((variable) => variable.valueFrom);
+    expect(secretEnv.map((variable) => variable.name)).to.deep.equal([
       'API_KEY',
       'SIGNED_API_TOKEN',
       'WALLET_MNEMONIC',
     ]);
-    expect(container.env!.every((variable) => variable.valueFrom?.secretKeyRef?.name === 'prices-secrets')).to.equal(
-      true,
-    );
-    expect(deployment.spec!.template.spec!.automountServiceAccountToken).to.equal(false);
+    expect(secretEnv.every((variable) => variable.valueFrom?.secretKeyRef?.name === 'prices-secrets')).to.equal(true);
+    // The kubelet's short-lived projected token, for the report ConfigMap alone (the last test); the account's own
+    // default stays off.
+    expect(deployment.spec!.template.spec!.automountServiceAccountToken).to.equal(true);
     const serviceAccount = await read<V1ServiceAccount>('v1', 'ServiceAccount', namespace.name, 'prices-feed');
     expect(serviceAccount?.automountServiceAccountToken).to.equal(false);
     const configMap = await read<{ data: Record<string, string> } & KubernetesObject>(
@@ -259,5 +270,111 @@ describe('AirnodeFeed operator (integration)', function () {
     expect(condition(missing, 'ConfigValid')!.message).to.equal(
       'signedApis[0].authToken: Secret "OTHER_TOKEN" is not a key of the Secret',
     );
+  });
+
+  it("reports the last push per Signed API in status.signedApis through the pod's report ConfigMap, which is all its token may touch", async () => {
+    // kwok runs no process: the real `oracle-node feed` runs on the host with the pod's environment and a token of the
+    // feed's ServiceAccount, pushing to the real Signed API on loopback and to a port that refuses.
+    const prices = await new ApiServer()
+      .route('/prices', (request, _body, response) => {
+        if (request.headers['x-api-key'] !== SECRET.API_KEY) response.writeHead(401).end('{}');
+        else response.writeHead(200, { 'content-type': 'application/json' }).end('{"prices":{"BTC":1,"ETH":2}}');
+      })
+      .start();
+    let signedApi: ReferenceProcess | undefined;
+    let child: ChildProcess | undefined;
+    const dir = mkdtempSync(join(tmpdir(), 'feed-report-'));
+    const DOWN_PASSWORD = 'down-url-password';
+    try {
+      signedApi = await startSignedApi(DEV_ADDRESS, SECRET.SIGNED_API_TOKEN);
+      const config = buildFeedConfig({
+        apiUrl: prices.url,
+        assets: ['BTC', 'ETH'],
+        fetchInterval: 1,
+        signedApis: [
+          { name: 'main', url: signedApi.url, authToken: '${SIGNED_API_TOKEN}' },
+          { name: 'down', url: `http://reporter:${DOWN_PASSWORD}@127.0.0.1:${await freePort()}`, authToken: null },
+        ],
+      });
+      await applySecret('reporting', SECRET);
+      await applyFeed('reporting', config);
+      const deployment = await waitFor(() => readDeployment('reporting-feed'), 60_000, 'the feed Deployment');
+      const podEnv: Record<string, string> = {};
+      for (const variable of deployment.spec!.template.spec!.containers[0]!.env ?? []) {
+        const key = variable.valueFrom?.secretKeyRef?.key as keyof typeof SECRET | undefined;
+        podEnv[variable.name] = key ? SECRET[key] : variable.value!;
+      }
+      expect(podEnv).to.include({
+        POD_NAMESPACE: namespace.name,
+        ORACLE_NODE_FEED_REPORT_CONFIGMAP: 'reporting-feed-report',
+      });
+      const configMap = (await read<V1ConfigMap>('v1', 'ConfigMap', namespace.name, 'reporting-feed-config'))!;
+      writeFileSync(join(dir, 'config.json'), configMap.data!['config.json']!);
+      const credentials = await serviceAccountKubeConfig(namespace.name, 'reporting-feed', join(dir, 'kubeconfig'));
+      child = spawnOracleNode(['feed', '-c', join(dir, 'config.json'), '--metrics-port', '0', '--host', '127.0.0.1'], {
+        env: { ...process.env, ...podEnv, KUBECONFIG: credentials },
+      });
+      let output = '';
+      child.stdout?.on('data', (chunk) => {
+        output += chunk;
+      });
+      child.stderr?.on('data', (chunk) => {
+        output += chunk;
+      });
+      const exited = new Promise<number | null>((resolve) => child!.once('exit', (code) => resolve(code)));
+
+      const reported = await waitFor(
+        async () => {
+          const apis = (await readFeed('reporting'))?.status?.signedApis;
+          const main = apis?.find((entry) => entry.name === 'main');
+          const down = apis?.find((entry) => entry.name === 'down');
+          return main?.lastPushOutcome === 'ok' && (main.valuesAccepted ?? 0) > 0 && down?.lastPushOutcome === 'failed'
+            ? apis
+            : undefined;
+        },
+        90_000,
+        'status.signedApis with main ok and down failed',
+      ).catch((error: Error) => {
+        throw new Error(`${error.message}\n${output}`);
+      });
+      const [main, down] = ['main', 'down'].map((name) => reported.find((entry) => entry.name === name)!);
+      expect(main).to.include({ lastPushOutcome: 'ok' });
+      expect(main!.lastSuccessTime).to.equal(main!.lastPushTime);
+      expect(main!.pushesOk).to.be.greaterThan(0);
+      expect(down).to.include({ lastPushOutcome: 'failed' });
+      expect(down!.lastSuccessTime).to.equal(undefined);
+      expect(down!.lastError).to.be.a('string').and.not.be.empty;
+      expect(down!.pushesFailed).to.be.greaterThan(0);
+      const status = JSON.stringify((await readFeed('reporting'))?.status);
+      for (const secret of [...Object.values(SECRET), DOWN_PASSWORD]) expect(status).not.to.include(secret);
+
+      // The token reads and replaces its report ConfigMap and nothing else.
+      const asFeed = new KubeConfig();
+      asFeed.loadFromFile(credentials);
+      const core = api(CoreV1Api, asFeed);
+      await core.readNamespacedConfigMap({ namespace: namespace.name, name: 'reporting-feed-report' });
+      await expectStatus(
+        core.readNamespacedConfigMap({ namespace: namespace.name, name: 'reporting-feed-config' }),
+        403,
+      );
+      await expectStatus(
+        core.replaceNamespacedConfigMap({
+          namespace: namespace.name,
+          name: 'reporting-feed-config',
+          body: { ...configMap, data: { 'config.json': '{}' } },
+        }),
+        403,
+      );
+      await expectStatus(core.listNamespacedConfigMap({ namespace: namespace.name }), 403);
+      await expectStatus(core.readNamespacedSecret({ namespace: namespace.name, name: 'reporting-secrets' }), 403);
+
+      child.kill('SIGTERM');
+      expect(await exited, output).to.equal(0);
+      child = undefined;
+    } finally {
+      child?.kill('SIGKILL');
+      await signedApi?.stop();
+      await prices.stop();
+    }
   });
 });

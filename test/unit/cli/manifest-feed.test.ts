@@ -61,7 +61,9 @@ describe('oracle-node manifest --feed', () => {
       secretData: secret!.data as Record<string, string>,
       defaultImage: 'oracle-node:test',
     });
-    const names = deployment.spec!.template.spec!.containers[0]!.env!.map((variable) => variable.name);
+    const names = deployment
+      .spec!.template.spec!.containers[0]!.env!.filter((variable) => variable.valueFrom?.secretKeyRef)
+      .map((variable) => variable.name);
     expect(names.sort()).to.deep.equal(['API_KEY', 'SIGNED_API_TOKEN', 'WALLET_MNEMONIC']);
   });
 

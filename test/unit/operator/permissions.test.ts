@@ -7,6 +7,8 @@ import { expect } from 'chai';
 import { RULES_TEMPLATE, renderRulesTemplate } from '../../../scripts/generate-chart-rbac.js';
 import { coordinatorRules } from '../../../src/operator/builders/rbac.js';
 import { WATCHES } from '../../../src/operator/controller.js';
+import { feedRules } from '../../../src/operator/feed/builders.js';
+import { FEED_WATCHES } from '../../../src/operator/feed/controller.js';
 import {
   grantedVerbs,
   leaderElectionPermissions,
@@ -33,6 +35,13 @@ describe('operator permissions (the source of the chart RBAC)', () => {
     const names = { cache: 'n-cache', cycle: 'n-cycle', coordinatorLease: 'n-coordinator' };
     for (const [resource, verbs] of grantedVerbs(coordinatorRules(names)))
       expect(verbsOf(resource), resource).to.include.members([...verbs]);
+  });
+
+  it("holds everything it grants to a feed's Role, and watches the feed's children", () => {
+    for (const [resource, verbs] of grantedVerbs(feedRules({ report: 'f-feed-report' })))
+      expect(verbsOf(resource), resource).to.include.members([...verbs]);
+    for (const kind of FEED_WATCHES.owned.map((o) => o.kind))
+      expect(verbsOf(`${kind.group}/${kind.plural}`), kind.plural).to.include.members(['list', 'watch']);
   });
 
   it('grants none of the verbs the code never calls', () => {

@@ -1,8 +1,11 @@
 // The AirnodeFeed kind: its builders (pure), its conditions and its CRD, with the feed's real config and validator.
 // biome-ignore-all lint/suspicious/noTemplateCurlyInString: ${NAME} strings are secret references
+import type { V1Role, V1RoleBinding } from '@kubernetes/client-node';
 import { expect } from 'chai';
+import { parseFeedReport } from '../../../../src/contract/feed-report.js';
 import { validateFeedConfig } from '../../../../src/feed/validate.js';
 import type { StructuralSchema } from '../../../../src/operator/api/structural.js';
+import { childCacheTransform } from '../../../../src/operator/child-cache.js';
 import {
   type AirnodeFeed,
   airnodeFeedSpecSchema,
@@ -15,7 +18,7 @@ import {
   type FeedBuildInput,
   feedSecretKeys,
 } from '../../../../src/operator/feed/builders.js';
-import { feedConditions } from '../../../../src/operator/feed/controller.js';
+import { carriedStatus, feedConditions, signedApiStatus } from '../../../../src/operator/feed/controller.js';
 import { buildFeedCrd } from '../../../../src/operator/feed/crd.js';
 import { buildFeedConfig } from '../../../support/feed.js';
 
@@ -84,16 +87,74 @@ describe('AirnodeFeed', () => {
     expect(container!.readinessProbe!.httpGet).to.deep.equal({ path: '/readyz', port: 'metrics' });
     expect(container!.securityContext).to.include({ readOnlyRootFilesystem: true, allowPrivilegeEscalation: false });
     expect(pod.securityContext).to.include({ runAsNonRoot: true });
-    expect(pod.automountServiceAccountToken).to.equal(false);
+    // The kubelet's short-lived projected token, for the report ConfigMap only (the Role's test below).
+    expect(pod.automountServiceAccountToken).to.equal(true);
     expect(pod.serviceAccountName).to.equal('prices-feed');
+    expect(container!.env!.filter((variable) => variable.value !== undefined)).to.deep.equal([
+      { name: 'POD_NAMESPACE', value: 'feeds' },
+      { name: 'ORACLE_NODE_FEED_REPORT_CONFIGMAP', value: 'prices-feed-report' },
+    ]);
+  });
+
+  it("lets the feed's ServiceAccount get and update only its own report ConfigMap, which the operator's cache keeps", async () => {
+    const input = await inputOf();
+    const children = buildFeedChildren(input);
+    const role = children.find(({ object }) => object.kind === 'Role')!.object as unknown as V1Role;
+    expect(role.rules).to.deep.equal([
+      {
+        apiGroups: [''],
+        resources: ['configmaps'],
+        resourceNames: ['prices-feed-report'],
+        verbs: ['get', 'update', 'patch'],
+      },
+    ]);
+    const binding = children.find(({ object }) => object.kind === 'RoleBinding')!.object as unknown as V1RoleBinding;
+    expect(binding.roleRef).to.include({ kind: 'Role', name: 'prices-feed' });
+    expect(binding.subjects).to.deep.equal([{ kind: 'ServiceAccount', name: 'prices-feed', namespace: 'feeds' }]);
+    const report = children.find(({ object }) => object.metadata.name === 'prices-feed-report')!.object;
+    expect(report).not.to.have.property('data');
+    const live = { ...report, data: { 'report.json': '{}' } };
+    expect(childCacheTransform(live)).to.have.nested.property('data.report\\.json', '{}');
+  });
+
+  it('status.signedApis: every Signed API of the config by name, with what the report says of it', () => {
+    const report = parseFeedReport({
+      'report.json': JSON.stringify({
+        time: '2026-01-01T00:00:10Z',
+        signedApis: [
+          { name: 'main', lastPushTime: '2026-01-01T00:00:09Z', lastPushOutcome: 'ok', pushesOk: 3 },
+          { name: 'gone', lastPushOutcome: 'failed' },
+        ],
+      }),
+    });
+    expect(signedApiStatus(['main', 'backup'], report)).to.deep.equal([
+      { name: 'main', lastPushTime: '2026-01-01T00:00:09Z', lastPushOutcome: 'ok', pushesOk: 3 },
+      { name: 'backup' },
+    ]);
+    expect(signedApiStatus(['main'], undefined)).to.deep.equal([{ name: 'main' }]);
+  });
+
+  it("a refusal keeps the last status.signedApis, but not an older operator's list of names", () => {
+    const feed = (signedApis: unknown) =>
+      ({ status: { stage: 'test', signedApis } }) as unknown as Parameters<typeof carriedStatus>[0];
+    expect(carriedStatus(feed([{ name: 'main', lastPushOutcome: 'ok' }]))).to.deep.equal({
+      stage: 'test',
+      signedApis: [{ name: 'main', lastPushOutcome: 'ok' }],
+    });
+    expect(carriedStatus(feed(['main']))).to.deep.equal({ stage: 'test' });
   });
 
   it('gives the pod only the keys its config references, each by secretKeyRef, never a value', async () => {
     const input = await inputOf();
     expect(feedSecretKeys(input)).to.deep.equal(['API_KEY', 'SIGNED_API_TOKEN', 'WALLET_MNEMONIC']);
     const env = buildFeedDeployment(input).spec!.template.spec!.containers[0]!.env!;
-    expect(env.map((variable) => variable.name)).to.deep.equal(['API_KEY', 'SIGNED_API_TOKEN', 'WALLET_MNEMONIC']);
-    for (const variable of env) {
+    const secretEnv = env.filter((variable) => variable.valueFrom);
+    expect(secretEnv.map((variable) => variable.name)).to.deep.equal([
+      'API_KEY',
+      'SIGNED_API_TOKEN',
+      'WALLET_MNEMONIC',
+    ]);
+    for (const variable of secretEnv) {
       expect(variable.value).to.equal(undefined);
       expect(variable.valueFrom!.secretKeyRef).to.deep.equal({ name: 'prices-secrets', key: variable.name });
     }
@@ -124,7 +185,10 @@ describe('AirnodeFeed', () => {
     const children = buildFeedChildren(input);
     expect(children.map(({ object }) => `${object.kind}/${object.metadata.name}`)).to.deep.equal([
       'ConfigMap/prices-feed-config',
+      'ConfigMap/prices-feed-report',
       'ServiceAccount/prices-feed',
+      'Role/prices-feed',
+      'RoleBinding/prices-feed',
       'Deployment/prices-feed',
     ]);
     const configMap = children[0]!.object as unknown as { data: Record<string, string> };
@@ -144,7 +208,7 @@ describe('AirnodeFeed', () => {
         },
       ]);
     }
-    expect((children[1]!.object as { automountServiceAccountToken?: boolean }).automountServiceAccountToken).to.equal(
+    expect((children[2]!.object as { automountServiceAccountToken?: boolean }).automountServiceAccountToken).to.equal(
       false,
     );
   });
