@@ -1,9 +1,11 @@
+import perfHooks from 'node:perf_hooks';
 import { expect } from 'chai';
 import {
   clearSecrets,
   counter,
   createLogger,
   createMetricsRegistry,
+  EVENT_LOOP_SAMPLING_MS,
   formatPlainLine,
   histogram,
   metricValue,
@@ -98,6 +100,25 @@ describe('observability', () => {
       histogram(registry, { name: 'lat_seconds', help: 'l' }).observe(0.01);
       const text = await registry.metrics();
       expect(text).to.contain('x_total{kind="k",component="test"} 2').and.contain('lat_seconds_bucket');
+    });
+
+    it('samples the event loop lag every EVENT_LOOP_SAMPLING_MS, not every 10 ms, and still reports it', async () => {
+      // prom-client calls perf_hooks.monitorEventLoopDelay through the module object: record the resolutions asked.
+      const original = perfHooks.monitorEventLoopDelay;
+      const resolutions: (number | undefined)[] = [];
+      perfHooks.monitorEventLoopDelay = (options) => {
+        resolutions.push(options?.resolution);
+        return original(options);
+      };
+      let registry: ReturnType<typeof createMetricsRegistry>;
+      try {
+        registry = createMetricsRegistry({ defaultMetrics: true });
+      } finally {
+        perfHooks.monitorEventLoopDelay = original;
+      }
+      expect(EVENT_LOOP_SAMPLING_MS).to.equal(100);
+      expect(resolutions).to.deep.equal([EVENT_LOOP_SAMPLING_MS]);
+      expect(await registry.metrics()).to.contain('nodejs_eventloop_lag_p99_seconds');
     });
   });
 
