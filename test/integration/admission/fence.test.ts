@@ -5,7 +5,7 @@
 import {
   BatchV1Api,
   CoreV1Api,
-  KubeConfig,
+  type KubeConfig,
   type V1ConfigMap,
   type V1CronJob,
   type V1Job,
@@ -29,31 +29,22 @@ import { buildCoordinatorFence } from '../../../src/operator/builders/admission.
 import { DEFAULT_IMAGE } from '../../../src/operator/resource.js';
 import { ADMISSION_KINDS } from '../../../src/operator/webhook/admission.js';
 import { installCrd, read, sampleDocs, startOperator } from '../operator/support.js';
-import { api, apply, describeError, kc, kubeClient, statusOf, useNamespace, waitFor } from '../support/cluster.js';
+import {
+  api,
+  apply,
+  describeError,
+  kubeClient,
+  serviceAccountKubeConfig,
+  statusOf,
+  useNamespace,
+  waitFor,
+} from '../support/cluster.js';
 import { restClient } from './support.js';
 
 const shards = [
   { chainId: '31337', sponsorWallet: '0x1', requests: [] },
   { chainId: '31337', sponsorWallet: '0x2', requests: [] },
 ] as never[];
-
-/** A KubeConfig holding a token of the ServiceAccount: the coordinator's own identity, not an impersonation. */
-async function serviceAccountKubeConfig(namespace: string, name: string): Promise<KubeConfig> {
-  const request = await api(CoreV1Api).createNamespacedServiceAccountToken({
-    namespace,
-    name,
-    body: { spec: { audiences: [], expirationSeconds: 3600 } },
-  });
-  const cluster = kc.getCurrentCluster()!;
-  const config = new KubeConfig();
-  config.loadFromOptions({
-    clusters: [cluster],
-    users: [{ name, token: request.status!.token }],
-    contexts: [{ name, cluster: cluster.name, user: name }],
-    currentContext: name,
-  });
-  return config;
-}
 
 async function refusal(promise: Promise<unknown>): Promise<{ status?: number; message: string }> {
   try {

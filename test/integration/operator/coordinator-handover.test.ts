@@ -33,7 +33,7 @@ import {
   type RunningOperator,
   read,
   sampleDocs,
-  serviceAccountKubeConfig,
+  serviceAccountKubeConfigFile,
   startOperator,
 } from './support.js';
 
@@ -93,7 +93,7 @@ describe('the coordinator window hand-over through the node Lease (integration, 
       60_000,
       'the coordinator ServiceAccount',
     );
-    kubeconfig = await serviceAccountKubeConfig(namespace.name, 'minimal-dev-coordinator', join(dir, 'kubeconfig'));
+    kubeconfig = await serviceAccountKubeConfigFile(namespace.name, 'minimal-dev-coordinator', join(dir, 'kubeconfig'));
   });
   afterEach(async () => {
     for (const coordinator of running.splice(0)) {
@@ -268,7 +268,7 @@ describe('the coordinator window hand-over through the node Lease (integration, 
     expect(sent(holder)).to.deep.equal([]);
     const fresh = await waitFor(
       () =>
-        serviceAccountKubeConfig(namespace.name, 'minimal-dev-coordinator', join(dir, 'fresh.kubeconfig')).catch(
+        serviceAccountKubeConfigFile(namespace.name, 'minimal-dev-coordinator', join(dir, 'fresh.kubeconfig')).catch(
           () => undefined,
         ),
       60_000,

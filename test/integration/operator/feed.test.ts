@@ -31,7 +31,7 @@ import { buildFeedConfig, type ReferenceProcess, startSignedApi } from '../../su
 import { freePort } from '../../support/net.js';
 import { api, apply, expectStatus, kc, useNamespace, waitFor } from '../support/cluster.js';
 import { clusterBinDir } from '../support/kubectl.js';
-import { installCrd, installFeedCrd, read, serviceAccountKubeConfig } from './support.js';
+import { installCrd, installFeedCrd, read, serviceAccountKubeConfigFile } from './support.js';
 
 const DEV_ADDRESS = '0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266';
 
@@ -310,7 +310,7 @@ describe('AirnodeFeed operator (integration)', function () {
       });
       const configMap = (await read<V1ConfigMap>('v1', 'ConfigMap', namespace.name, 'reporting-feed-config'))!;
       writeFileSync(join(dir, 'config.json'), configMap.data!['config.json']!);
-      const credentials = await serviceAccountKubeConfig(namespace.name, 'reporting-feed', join(dir, 'kubeconfig'));
+      const credentials = await serviceAccountKubeConfigFile(namespace.name, 'reporting-feed', join(dir, 'kubeconfig'));
       child = spawnOracleNode(['feed', '-c', join(dir, 'config.json'), '--metrics-port', '0', '--host', '127.0.0.1'], {
         env: { ...process.env, ...podEnv, KUBECONFIG: credentials },
       });

@@ -1,28 +1,11 @@
 // The operator under exactly the RBAC of src/operator/permissions.ts (the rules the chart is generated from), not as
 // cluster-admin: it takes the richest sample to Ready with every child, and the API server refuses none of its
 // calls. A call whose verb the table lacks fails here with a 403 before it fails in a cluster.
-import { CoreV1Api, KubeConfig, RbacAuthorizationV1Api } from '@kubernetes/client-node';
+import { CoreV1Api, RbacAuthorizationV1Api } from '@kubernetes/client-node';
 import { expect } from 'chai';
 import { managedPermissions, toRules } from '../../../src/operator/permissions.js';
-import { api, apply, kc, useNamespace, waitFor } from '../support/cluster.js';
+import { api, apply, serviceAccountKubeConfig, useNamespace, waitFor } from '../support/cluster.js';
 import { condition, installCrd, type RunningOperator, readNode, sampleDocs, startOperator } from './support.js';
-
-async function serviceAccountKubeConfig(namespace: string, name: string): Promise<KubeConfig> {
-  const token = await api(CoreV1Api).createNamespacedServiceAccountToken({
-    namespace,
-    name,
-    body: { spec: { audiences: [], expirationSeconds: 3600 } },
-  });
-  const cluster = kc.getCurrentCluster()!;
-  const config = new KubeConfig();
-  config.loadFromOptions({
-    clusters: [cluster],
-    users: [{ name, token: token.status!.token }],
-    contexts: [{ name, cluster: cluster.name, user: name }],
-    currentContext: name,
-  });
-  return config;
-}
 
 async function requests(operator: RunningOperator, code: string): Promise<number> {
   const { values } = await operator.manager.registry.getSingleMetric('rest_client_requests_total')!.get();

@@ -2,7 +2,7 @@
 // reconciler (one per suite, scoped to its namespace), load the samples, read objects, count API writes.
 
 import { readFileSync, writeFileSync } from 'node:fs';
-import { CoreV1Api, KubeConfig, type KubernetesObject, loadYaml } from '@kubernetes/client-node';
+import { type KubeConfig, type KubernetesObject, loadYaml } from '@kubernetes/client-node';
 import yaml from 'js-yaml';
 import { pino } from 'pino';
 import { Registry } from 'prom-client';
@@ -11,7 +11,7 @@ import { createManager, type RuntimeManager } from '../../../src/kube/manager.js
 import { createOracleNodeReconciler } from '../../../src/operator/controller.js';
 import { OracleNodeMetrics } from '../../../src/operator/metrics.js';
 import { API_VERSION, FIELD_MANAGER, KIND, type OracleNode } from '../../../src/operator/resource.js';
-import { api, apply, kc, objects, statusOf, waitFor } from '../support/cluster.js';
+import { apply, kc, objects, serviceAccountKubeConfig, statusOf, waitFor } from '../support/cluster.js';
 
 export const CRD_PATH = new URL('../../../crds/oracle-node.io_oraclenodes.yaml', import.meta.url);
 
@@ -128,21 +128,8 @@ export function startOperator(
   };
 }
 
-export /** A kubeconfig file with a token of the ServiceAccount: the processes call the apiserver as the pod would. */
-async function serviceAccountKubeConfig(namespace: string, name: string, file: string): Promise<string> {
-  const token = await api(CoreV1Api).createNamespacedServiceAccountToken({
-    namespace,
-    name,
-    body: { spec: { audiences: [], expirationSeconds: 3600 } },
-  });
-  const cluster = kc.getCurrentCluster()!;
-  const config = new KubeConfig();
-  config.loadFromOptions({
-    clusters: [cluster],
-    users: [{ name, token: token.status!.token }],
-    contexts: [{ name, cluster: cluster.name, user: name }],
-    currentContext: name,
-  });
-  writeFileSync(file, config.exportConfig());
+/** A kubeconfig file with a token of the ServiceAccount: the processes call the apiserver as the pod would. */
+export async function serviceAccountKubeConfigFile(namespace: string, name: string, file: string): Promise<string> {
+  writeFileSync(file, (await serviceAccountKubeConfig(namespace, name)).exportConfig());
   return file;
 }

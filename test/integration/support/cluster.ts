@@ -125,6 +125,24 @@ export async function expectStatus(promise: Promise<unknown>, code: number): Pro
   throw new Error(`expected HTTP ${code}, but the request succeeded: ${JSON.stringify(result)?.slice(0, 300)}`);
 }
 
+/** A KubeConfig holding a token of the ServiceAccount: calls made as that identity, not an impersonation. */
+export async function serviceAccountKubeConfig(namespace: string, name: string): Promise<KubeConfig> {
+  const token = await api(CoreV1Api).createNamespacedServiceAccountToken({
+    namespace,
+    name,
+    body: { spec: { audiences: [], expirationSeconds: 3600 } },
+  });
+  const cluster = kc.getCurrentCluster()!;
+  const config = new KubeConfig();
+  config.loadFromOptions({
+    clusters: [cluster],
+    users: [{ name, token: token.status!.token }],
+    contexts: [{ name, cluster: cluster.name, user: name }],
+    currentContext: name,
+  });
+  return config;
+}
+
 export { describeError, sleep, type WaitOptions, waitFor } from '../../support/wait.js';
 
 import { describeError, waitFor } from '../../support/wait.js';
