@@ -122,7 +122,13 @@ describe('stage rollout and an old coordinator pod past its deadline (integratio
       { description: 'the new coordinator released', intervalMs: 300 },
     );
     expect(await podsOf(name)).to.have.length(0);
-    expect(await cronJob('minimal-dev-coordinator')).to.equal(undefined);
+    // The release and the old stage's removal come from one pass, in that order: a read between them still sees the
+    // old CronJob (suspended), so its deletion is waited for.
+    expect((await cronJob('minimal-dev-coordinator'))?.spec?.suspend ?? true).to.equal(true);
+    await waitFor(async () => ((await cronJob('minimal-dev-coordinator')) === undefined ? true : undefined), 60_000, {
+      description: 'the old stage removed',
+      intervalMs: 200,
+    });
   });
 
   it("releases the new coordinator while an old window that sends under the node's Lease still runs, and removes the old stage after it", async () => {
