@@ -30,6 +30,8 @@ const { values: args } = parseArgs({
     templates: { type: 'string', default: '100,1000' },
     'poll-ms': { type: 'string', default: '250' },
     only: { type: 'string' },
+    // Extra Node options for the oracle-node process only, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`.
+    'node-options': { type: 'string', default: '' },
   },
 });
 const SECONDS = Number(args.seconds);
@@ -48,6 +50,8 @@ type Run = {
   apiCalls: number;
   /** Values the Signed API accepted (the sum of `count` in its answers), the feed's last push at SIGTERM included. */
   accepted: number;
+  /** POSTs the feed made to the Signed API. */
+  posts: number;
   served: number;
   latenciesMs: number[];
 };
@@ -72,7 +76,9 @@ async function startClockApi() {
 /** Between the feed and the Signed API: forwards each POST and adds up the values the Signed API accepted. */
 async function startCountingProxy(signedApiUrl: string) {
   let accepted = 0;
+  let posts = 0;
   const server = createServer((request, response) => {
+    posts++;
     const chunks: Buffer[] = [];
     request.on('data', (chunk: Buffer) => chunks.push(chunk));
     request.on('end', async () => {
@@ -98,6 +104,7 @@ async function startCountingProxy(signedApiUrl: string) {
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     accepted: () => accepted,
+    posts: () => posts,
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();
@@ -123,7 +130,7 @@ async function runOnce(implementation: 'oracle-node' | 'reference', templates: n
   );
   const env = {
     PATH: process.env.PATH ?? '',
-    NODE_OPTIONS: `--require ${hook}`,
+    NODE_OPTIONS: `--require ${hook}${implementation === 'oracle-node' && args['node-options'] ? ` ${args['node-options']}` : ''}`,
     LOG_LEVEL: 'warn',
     LOG_HEARTBEAT: 'false',
   };
@@ -167,13 +174,14 @@ async function runOnce(implementation: 'oracle-node' | 'reference', templates: n
   await exited;
   const apiCalls = api.calls();
   const accepted = proxy.accepted();
+  const posts = proxy.posts();
   await proxy.close();
   await signedApi.stop();
   await api.close();
   rmSync(dir, { recursive: true, force: true });
   const usage = usageReports(stderr)[0];
   if (!usage) throw new Error(`${implementation} reported no usage: ${stderr.slice(-2000)}`);
-  return { implementation, templates, ...usage, apiCalls, accepted, served: latenciesMs.length, latenciesMs };
+  return { implementation, templates, ...usage, apiCalls, accepted, posts, served: latenciesMs.length, latenciesMs };
 }
 
 /**
@@ -217,7 +225,7 @@ for (const templates of SIZES) {
     runs.push(run);
     console.log(
       `${implementation} ${templates} templates: ${run.cpuMs.toFixed(0)} ms CPU, ${run.peakRssMiB.toFixed(0)} MiB, ` +
-        `${run.apiCalls} API calls, ${run.accepted} accepted, ${run.served} served, median ${median(run.latenciesMs).toFixed(0)} ms`,
+        `${run.apiCalls} API calls, ${run.posts} POSTs, ${run.accepted} accepted, ${run.served} served, median ${median(run.latenciesMs).toFixed(0)} ms`,
     );
   }
 }
@@ -234,6 +242,7 @@ const rows = runs.map((run) => [
   run.peakRssMiB.toFixed(0),
   String(run.apiCalls),
   `${run.accepted} (${((100 * run.accepted) / Math.max(1, run.apiCalls)).toFixed(0)} %)`,
+  String(run.posts),
   String(run.served),
   median(run.latenciesMs).toFixed(0),
   percentile(run.latenciesMs, 95).toFixed(0),
@@ -259,11 +268,12 @@ writeSection('Airnode feed (fetch, sign, push to a Signed API)', [
       'peak RSS MiB',
       'updates fetched',
       'accepted by the Signed API',
+      'POSTs',
       'values seen served',
       'fetch to served, median ms',
       'p95 ms',
     ],
-    [false, true, true, true, true, true, true, true, true, true],
+    [false, true, true, true, true, true, true, true, true, true, true],
     rows,
   ),
   '',

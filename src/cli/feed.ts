@@ -4,7 +4,8 @@
 // or server start failure, 2 usage or I/O error.
 import { readFile } from 'node:fs/promises';
 import { errorMessage } from '../common/errors.js';
-import { parseSecretsEnv, secretsFromEnvironment, urlCredentials } from '../config/index.js';
+import { urlCredentials } from '../config/secret-values.js';
+import { parseSecretsEnv, secretsFromEnvironment } from '../config/secrets.js';
 import { readFeedReportEnvironment } from '../contract/feed-report.js';
 import { startFeed } from '../feed/engine.js';
 import { FeedReporter } from '../feed/report.js';

@@ -11,6 +11,7 @@ import {
   isBytes32,
 } from '../protocol/direct-ids.js';
 import { deriveNodeAddress, isValidMnemonic } from '../protocol/node-key.js';
+import { apiCredentialsSchema, SECRET_REF } from './api-credentials.js';
 import { oisSchema, RELAY_SCHEME_TYPES } from './ois.js';
 import { PUBLIC_DEPLOYMENTS } from './references.js';
 
@@ -25,7 +26,6 @@ export const GATEWAY_BASE_PATHS = {
 } as const;
 
 // How a value refers to secrets.env (kept out of string literals that look like templates).
-const SECRET_REF = '$' + '{NAME}';
 
 export const SUPPORTED_NODE_VERSIONS = ['0.15.0'] as const;
 
@@ -512,13 +512,7 @@ export const templateSchema = z
   })
   .describe('A locally known request template');
 
-export const apiCredentialsSchema = z
-  .strictObject({
-    oisTitle: z.string().describe('Title of the OIS containing the scheme'),
-    securitySchemeName: z.string().describe("Name of a scheme in that OIS's components.securitySchemes"),
-    securitySchemeValue: z.string().describe('The credential, normally given as ' + SECRET_REF + ' from secrets.env'),
-  })
-  .describe('A credential for a security scheme');
+export { apiCredentialsSchema } from './api-credentials.js';
 
 // ---------- config ----------
 

@@ -4,12 +4,12 @@
 // (src/config), which are Airnode 0.15's. Deliberate differences are listed in docs/feeds.md ("Validation") and
 // pinned by test/unit/feed/config.test.ts.
 import { z } from 'zod';
-import { apiCredentialsSchema, oisSchema } from '../config/index.js';
+import { apiCredentialsSchema } from '../config/api-credentials.js';
+import { oisSchema } from '../config/ois.js';
 import { type AbiParameter, type AbiParameterType, encodeParameters } from '../ois/abi.js';
 import { preProcessEndpointParameters } from '../ois/processing.js';
 import type { Endpoint as OisEndpoint } from '../ois/types.js';
-import { BYTES32_PATTERN, deriveEndpointId } from '../protocol/direct-ids.js';
-import { deriveTemplateIdV1 } from '../protocol/ids.js';
+import { BYTES32_PATTERN, deriveEndpointId, deriveTemplateIdV1FromCheckedHex } from '../protocol/direct-ids.js';
 import { isValidMnemonic } from '../protocol/node-key.js';
 
 /** The Airnode feed releases whose config.json this engine takes (the reference accepts only its own version). */
@@ -47,7 +47,8 @@ export const feedTemplatesSchema = z.record(evmIdSchema, feedTemplateSchema).sup
     }
     // An endpointId that is not bytes32 is reported by its own schema.
     if (!BYTES32_PATTERN.test(template.endpointId)) continue;
-    const derived = deriveTemplateIdV1(template.endpointId, encodedParameters);
+    // Checked: the endpoint id just above, the parameters as this engine's encoder writes them.
+    const derived = deriveTemplateIdV1FromCheckedHex(template.endpointId, encodedParameters);
     if (derived !== templateId) {
       ctx.addIssue({
         code: 'custom',

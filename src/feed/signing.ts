@@ -4,7 +4,7 @@
 // the node's (m/44'/60'/0'/0/0 of nodeSettings.airnodeWalletMnemonic), signing with libsecp256k1.
 import jsSha3 from 'js-sha3';
 import { fastMessageSigner, type MessageSigner } from '../protocol/message-signer.js';
-import { nodeWallet } from '../protocol/wallet.js';
+import { addressOfPrivateKey, deriveNodePrivateKey } from '../protocol/node-key.js';
 
 /** One entry of a Signed API batch (`signedData` of POST /{airnode}). */
 export type SignedTemplateData = {
@@ -17,8 +17,8 @@ export type SignedTemplateData = {
 
 /** The node key as a signer, and its address (the `airnode` of every batch). */
 export function feedSigner(mnemonic: string): MessageSigner {
-  const wallet = nodeWallet(mnemonic);
-  return fastMessageSigner({ address: wallet.address, privateKey: wallet.privateKey });
+  const privateKey = deriveNodePrivateKey(mnemonic);
+  return fastMessageSigner({ address: addressOfPrivateKey(Buffer.from(privateKey.slice(2), 'hex')), privateKey });
 }
 
 const hexBytes = (hex: string) => Buffer.from(hex.slice(2), 'hex');

@@ -2,7 +2,8 @@
 // feed schema, with zod 3's wording for zod's own messages (the reference's schema is zod 3), so the same bad config
 // gets the same path and message from both.
 import type { z } from 'zod';
-import { formatPath, type Issue, interpolateSecrets } from '../config/index.js';
+import { formatPath } from '../config/paths.js';
+import { type Issue, interpolateSecrets } from '../config/secrets.js';
 import { type FeedConfig, feedConfigSchema } from './config.js';
 
 export type FeedValidation = { ok: true; config: FeedConfig } | { ok: false; errors: Issue[] };

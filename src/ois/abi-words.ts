@@ -1,7 +1,8 @@
 // Standard ABI encoding (abi.encode) of the value types the engine produces, on hex strings. A general
 // coder (ethers' AbiCoder) spends most of its time building type objects; the engine's types are few and
 // fixed, so encoding them by hand is several times faster. Output is identical to ethers (tested).
-import { getAddress } from 'ethers';
+import { getAddress } from '../protocol/address.js';
+import { ethersUtf8Bytes as utf8Bytes } from '../protocol/utf8.js';
 
 export const WORD = 64; // hex characters per 32-byte word
 export const TWO_256 = 1n << 256n;
@@ -10,27 +11,7 @@ export const INT256_MAX = (1n << 255n) - 1n;
 export const UINT256_MAX = TWO_256 - 1n;
 
 /** UTF-8 as ethers encodes it: a high surrogate must be paired, a lone low surrogate is written as is. */
-export function utf8Bytes(text: string): Buffer {
-  if (!/[\uD800-\uDFFF]/.test(text)) return Buffer.from(text, 'utf8');
-  const bytes: number[] = [];
-  for (let i = 0; i < text.length; i++) {
-    const code = text.charCodeAt(i);
-    if (code < 0x80) {
-      bytes.push(code);
-    } else if (code < 0x800) {
-      bytes.push((code >> 6) | 0xc0, (code & 0x3f) | 0x80);
-    } else if ((code & 0xfc00) === 0xd800) {
-      const low = text.charCodeAt(i + 1);
-      if (i + 1 >= text.length || (low & 0xfc00) !== 0xdc00) throw new Error('invalid surrogate pair');
-      i++;
-      const pair = 0x10000 + ((code & 0x03ff) << 10) + (low & 0x03ff);
-      bytes.push((pair >> 18) | 0xf0, ((pair >> 12) & 0x3f) | 0x80, ((pair >> 6) & 0x3f) | 0x80, (pair & 0x3f) | 0x80);
-    } else {
-      bytes.push((code >> 12) | 0xe0, ((code >> 6) & 0x3f) | 0x80, (code & 0x3f) | 0x80);
-    }
-  }
-  return Buffer.from(bytes);
-}
+export { utf8Bytes };
 
 export function lengthWord(length: number): string {
   return length.toString(16).padStart(WORD, '0');

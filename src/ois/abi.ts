@@ -3,7 +3,7 @@
 // char per parameter. Byte-compatible with @api3/airnode-abi 0.15. The layout is fixed (one static head
 // word per name and value, tails for bytes/string), so it is encoded by hand on hex strings, which is
 // faster than a general ABI coder; decoding re-encodes and compares exactly, as the reference does.
-import { getAddress } from 'ethers';
+import { getAddress } from '../protocol/address.js';
 import { dynamicTail, utf8Bytes as ethersUtf8Bytes, INT256_MAX, integerWord, TWO_256, WORD } from './abi-words.js';
 
 export type AbiParameterType = 'bytes' | 'bytes32' | 'string' | 'string32' | 'address' | 'int256' | 'uint256' | 'bool';

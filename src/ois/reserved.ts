@@ -3,9 +3,9 @@
 // @api3/airnode-adapter 0.15 where the reference is right; deliberate differences are listed in
 // docs/ois-engine.md (array leaves are cast by their declared type, the size limit applies to every
 // response, path segments only read own properties, "-0" is printed "0").
-import { encodeBytes32String, isAddress, toUtf8Bytes } from 'ethers';
 import { errorMessage } from '../common/errors.js';
-import { encodeAbi } from './abi-words.js';
+import { isAddress } from '../protocol/address.js';
+import { encodeAbi, utf8Bytes } from './abi-words.js';
 import { type Decimal, multiply, parseDecimalLike, truncateToIntegerString } from './decimal.js';
 import type { Endpoint } from './types.js';
 
@@ -168,12 +168,19 @@ function castBytesLike(value: unknown): string {
   return text.toLowerCase();
 }
 
+/** ethers' encodeBytes32String of text already cut to 31 UTF-8 bytes: its bytes, zero-padded to 32, as hex. */
+function encodeBytes32String(text: string): string {
+  const bytes = utf8Bytes(text);
+  if (bytes.length > 31) throw new Error('bytes32 string must be less than 32 bytes');
+  return `0x${bytes.toString('hex').padEnd(64, '0')}`;
+}
+
 /** Keeps at most 31 UTF-8 bytes without splitting a character (the reference cuts 31 UTF-16 units). */
 function truncateUtf8(text: string, maxBytes: number): string {
   let result = '';
   let bytes = 0;
   for (const char of text) {
-    const size = toUtf8Bytes(char).length;
+    const size = utf8Bytes(char).length;
     if (bytes + size > maxBytes) break;
     result += char;
     bytes += size;

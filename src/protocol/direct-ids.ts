@@ -2,6 +2,7 @@
 // quarter of `oracle-node validate`'s time). Byte-identical to the general encoders: unit tests check them against
 // ethers 6 and ethers 5 with random inputs and against the reference derivation vectors.
 import { keccak256Hex, keccak256HexOfWritten } from './keccak.js';
+import { ethersUtf8Bytes, hasLoneSurrogate } from './utf8.js';
 
 /** A 32-byte hex word: request ids, endpoint ids, template ids, log topics. */
 export const BYTES32_PATTERN = /^0x[0-9a-fA-F]{64}$/;
@@ -12,8 +13,8 @@ export function isBytes32(value: unknown): value is string {
 
 /** keccak256(abi.encode(string oisTitle, string endpointName)): standard, not packed, ABI encoding. */
 export function deriveEndpointId(oisTitle: string, endpointName: string): string {
-  if (LONE_SURROGATE.test(oisTitle) || LONE_SURROGATE.test(endpointName)) {
-    return `0x${keccak256Hex(encodeTwoStrings(ethersUtf8(oisTitle), ethersUtf8(endpointName)))}`;
+  if (hasLoneSurrogate(oisTitle) || hasLoneSurrogate(endpointName)) {
+    return `0x${keccak256Hex(encodeTwoStrings(ethersUtf8Bytes(oisTitle), ethersUtf8Bytes(endpointName)))}`;
   }
   // Well-formed strings are encoded by Buffer straight into the hash's input.
   const aLength = Buffer.byteLength(oisTitle, 'utf8');
@@ -26,38 +27,8 @@ export function deriveEndpointId(oisTitle: string, endpointName: string): string
   })}`;
 }
 
-// With the u flag a well-formed pair is one code point, so this matches only unpaired surrogates.
-const LONE_SURROGATE = /\p{Surrogate}/u;
 const WORD = 32;
 const paddedLength = (length: number) => Math.ceil(length / WORD) * WORD;
-
-/**
- * UTF-8 bytes as ethers' toUtf8Bytes writes them: Buffer's for well-formed strings; with unpaired surrogates
- * (where Buffer would write U+FFFD) a lone low surrogate is encoded as its own three bytes and a lone high one
- * throws, as in ethers.
- */
-function ethersUtf8(text: string): Buffer {
-  if (!LONE_SURROGATE.test(text)) return Buffer.from(text, 'utf8');
-  const bytes: number[] = [];
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    if (c < 0x80) bytes.push(c);
-    else if (c < 0x800) bytes.push((c >> 6) | 0xc0, (c & 0x3f) | 0x80);
-    else if ((c & 0xfc00) === 0xd800) {
-      i++;
-      const low = text.charCodeAt(i);
-      if (i >= text.length || (low & 0xfc00) !== 0xdc00) throw new TypeError('invalid surrogate pair');
-      const point = 0x10000 + ((c & 0x03ff) << 10) + (low & 0x03ff);
-      bytes.push(
-        (point >> 18) | 0xf0,
-        ((point >> 12) & 0x3f) | 0x80,
-        ((point >> 6) & 0x3f) | 0x80,
-        (point & 0x3f) | 0x80,
-      );
-    } else bytes.push((c >> 12) | 0xe0, ((c >> 6) & 0x3f) | 0x80, (c & 0x3f) | 0x80);
-  }
-  return Buffer.from(bytes);
-}
 
 type TwoStringsLayout = { size: number; bHeadAt: number; aAt: number; bAt: number };
 
@@ -112,4 +83,13 @@ export function deriveTemplateIdV0FromCheckedHex(
 ): string {
   const packed = Buffer.from(`${nodeAddress.slice(2)}${endpointId.slice(2)}${encodedParameters.slice(2)}`, 'hex');
   return `0x${keccak256Hex(packed)}`;
+}
+
+/**
+ * Signed-data and OEV template id ("V1"): keccak256(abi.encodePacked(bytes32 endpointId, bytes parameters)), for
+ * inputs already checked: a bytes32 hex word and 0x-prefixed even-length hex, packed as their bytes one after the
+ * other. (ids.ts's deriveTemplateIdV1 takes anything ethers accepts and throws as ethers does.)
+ */
+export function deriveTemplateIdV1FromCheckedHex(endpointId: string, encodedParameters: string): string {
+  return `0x${keccak256Hex(Buffer.from(endpointId.slice(2) + encodedParameters.slice(2), 'hex'))}`;
 }

@@ -1,8 +1,7 @@
 // Identifier derivations of the request-response protocol, byte-compatible with Airnode 0.15
 // (airnode-facts §1). Pure functions: no I/O, no providers.
 import { AbiCoder, keccak256, sha256, solidityPackedKeccak256, toUtf8Bytes } from 'ethers';
-import jsSha3 from 'js-sha3';
-import { BYTES32_PATTERN } from './direct-ids.js';
+import { BYTES32_PATTERN, deriveTemplateIdV1FromCheckedHex } from './direct-ids.js';
 
 // The endpoint id and the bytes32 check live in direct-ids.ts (no ethers), so config validation loads without ethers.
 export { BYTES32_PATTERN, deriveEndpointId, isBytes32 } from './direct-ids.js';
@@ -28,7 +27,7 @@ export function deriveTemplateIdV1(endpointId: string, encodedParameters: string
   if (!BYTES32_PATTERN.test(endpointId) || !HEX_BYTES_PATTERN.test(encodedParameters)) {
     return deriveTemplateIdV1WithSolidityPacked(endpointId, encodedParameters);
   }
-  return `0x${jsSha3.keccak256(Buffer.from(endpointId.slice(2) + encodedParameters.slice(2), 'hex'))}`;
+  return deriveTemplateIdV1FromCheckedHex(endpointId, encodedParameters);
 }
 
 /** The same derivation through ethers' solidityPacked: the reference the direct one is tested against. */

@@ -1,9 +1,9 @@
 // The node key's EIP-191 message signer for the gateways: libsecp256k1 (tiny-secp256k1, the C library compiled to
 // WebAssembly) instead of ethers' JavaScript secp256k1 (@noble/curves), with the same signature bytes.
 import { createRequire } from 'node:module';
-import { hashMessage } from 'ethers';
 import jsSha3 from 'js-sha3';
 import type * as TinySecp256k1 from 'tiny-secp256k1';
+import { ethersUtf8Bytes } from './utf8.js';
 
 /** Anything that signs EIP-191 messages synchronously, as ethers' Wallet and HDNodeWallet do. */
 export type MessageSigner = { readonly address: string; signMessageSync(message: string | Uint8Array): string };
@@ -36,7 +36,7 @@ export function hashMessageBytes(message: Uint8Array): Uint8Array {
 /**
  * The wallet's key signing EIP-191 messages with libsecp256k1: the same signature byte for byte as the wallet's
  * signMessageSync (RFC 6979 deterministic nonce, low s, v 27/28 as ethers serialises it), in about a third of the
- * time. Text messages keep ethers' UTF-8 handling. The key is kept in this closure only: the signer has no property
+ * time. Text messages are UTF-8 as ethers writes them. The key is kept in this closure only: the signer has no property
  * that holds it.
  */
 export function fastMessageSigner(wallet: { readonly address: string; readonly privateKey: string }): MessageSigner {
@@ -49,8 +49,7 @@ export function fastMessageSigner(wallet: { readonly address: string; readonly p
   return {
     address,
     signMessageSync(message: string | Uint8Array): string {
-      const digest =
-        typeof message === 'string' ? Buffer.from(hashMessage(message).slice(2), 'hex') : hashMessageBytes(message);
+      const digest = hashMessageBytes(typeof message === 'string' ? ethersUtf8Bytes(message) : message);
       // r ‖ s ‖ v as ethers' Signature.serialized: v is 0x1c for any non-zero recovery id.
       const { signature, recoveryId } = signRecoverable(digest, key);
       return `0x${Buffer.from(signature.buffer, signature.byteOffset, 64).toString('hex')}${recoveryId ? '1c' : '1b'}`;
