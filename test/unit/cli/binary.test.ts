@@ -72,6 +72,33 @@ describe('oracle-node binary (validate, derive, schema)', function () {
     }
   });
 
+  it("feed loads neither ethers nor undici's index (its start-up CPU was mostly module loading)", () => {
+    // A config file that is not there ends the command after its modules (all imported statically) are loaded.
+    const recorder = recordLoadedModules();
+    try {
+      const result = spawnSync(
+        process.execPath,
+        ['--import', 'tsx', ...recorder.nodeArgs, ENTRY, 'feed', '-c', '/nonexistent/airnode-feed.json'],
+        { encoding: 'utf8', timeout: 60_000 },
+      );
+      expect(result.status, result.stderr).to.equal(2);
+      const packages = recorder.packages();
+      // (undici's Agent comes through require, which this hook does not see under tsx; the key's WebAssembly loads
+      // with the signer, after the config.)
+      for (const used of ['zod', 'prom-client', 'pino']) {
+        expect(packages.has(used), `${used} not loaded: ${[...packages].join(', ')}`).to.equal(true);
+      }
+      for (const unused of ['ethers', '@noble/curves', '@kubernetes/client-node']) {
+        expect(packages.has(unused), `${unused} loaded`).to.equal(false);
+      }
+      expect(recorder.urls().some((url) => url.endsWith('/node_modules/undici/index.js'))).to.equal(false);
+      // Nor the node's whole config model: the feed has its own schema and shares only OIS and apiCredentials.
+      expect(recorder.urls().join('\n')).to.not.match(/\/src\/config\/(schema|json-schema)\.ts/);
+    } finally {
+      recorder.remove();
+    }
+  });
+
   it('derive reads the mnemonic from stdin', () => {
     const out = oracleNode(
       ['derive', 'node-address'],
