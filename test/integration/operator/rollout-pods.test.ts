@@ -34,6 +34,18 @@ describe('stage rollout and an old coordinator pod past its deadline (integratio
   const cronJob = (name: string) => read<V1CronJob>('batch/v1', 'CronJob', ns(), name);
   const podsOf = async (job: string): Promise<V1Pod[]> =>
     (await api(CoreV1Api).listNamespacedPod({ namespace: ns(), labelSelector: `job-name=${job}` })).items;
+  /** Edits the live node's stage, as a user would, by applying its spec with the new stage. */
+  async function rollTo(stage: string): Promise<void> {
+    const live = (await readNode(ns(), 'minimal'))!;
+    const desired = {
+      apiVersion: API_VERSION,
+      kind: KIND,
+      metadata: { name: 'minimal', namespace: ns() },
+      spec: structuredClone(live.spec),
+    } as OracleNode;
+    (desired.spec.config.nodeSettings as { stage: string }).stage = stage;
+    await apply(desired);
+  }
 
   it('does not release the new coordinator while a FailureTarget Job of the old stage still has its pod', async () => {
     const { node, secret } = sampleDocs('minimal', ns());
@@ -85,15 +97,7 @@ describe('stage rollout and an old coordinator pod past its deadline (integratio
       { description: 'the Job marked FailureTarget with its pod terminating', intervalMs: 200 },
     );
 
-    const live = (await readNode(ns(), 'minimal'))!;
-    const desired = {
-      apiVersion: API_VERSION,
-      kind: KIND,
-      metadata: { name: 'minimal', namespace: ns() },
-      spec: structuredClone(live.spec),
-    } as OracleNode;
-    (desired.spec.config.nodeSettings as { stage: string }).stage = 'next';
-    await apply(desired);
+    await rollTo('next');
     const held = await waitFor(
       async () => {
         const current = await readNode(ns(), 'minimal');
@@ -134,7 +138,6 @@ describe('stage rollout and an old coordinator pod past its deadline (integratio
   it("releases the new coordinator while an old window that sends under the node's Lease still runs, and removes the old stage after it", async () => {
     // Continues from the test above: the node is at stage `next`. An old-stage window (the arguments of the operator's
     // CronJob: `--handover-lease minimal-coordinator`) still running, held active by being suspended.
-    const live = (await readNode(ns(), 'minimal'))!;
     const windowJob = 'minimal-next-coordinator-window';
     const args = (await cronJob('minimal-next-coordinator'))!.spec!.jobTemplate.spec!.template.spec!.containers[0]!
       .args!;
@@ -159,14 +162,7 @@ describe('stage rollout and an old coordinator pod past its deadline (integratio
         },
       },
     });
-    const desired = {
-      apiVersion: API_VERSION,
-      kind: KIND,
-      metadata: { name: 'minimal', namespace: ns() },
-      spec: structuredClone(live.spec),
-    } as OracleNode;
-    (desired.spec.config.nodeSettings as { stage: string }).stage = 'third';
-    await apply(desired);
+    await rollTo('third');
     // Released while the old window runs: its next run waits for the Lease, so polls go on through the rollout.
     await waitFor(
       async () => ((await cronJob('minimal-third-coordinator'))?.spec?.suspend === false ? true : undefined),
