@@ -5,6 +5,8 @@
 // never gets the mnemonic either: the signed-data and OEV gateways sign with the node key alone, which the operator
 // derives and hands over apart (its own Secret, ORACLE_NODE_SIGNING_KEY), so a gateway compromise cannot reach
 // the sponsor wallets.
+
+import { isRecord } from '../common/json.js';
 import type { Workload } from '../common/workloads.js';
 import { interpolateSecrets, NestingTooDeepError, secretsFromEnvironment } from './secrets.js';
 
@@ -23,8 +25,6 @@ type Slot =
 
 const GATEWAY_SETTINGS = new Set(['httpGateway', 'httpSignedDataGateway', 'oevGateway']);
 
-const isRecord = (value: unknown): value is Record<string, unknown> =>
-  typeof value === 'object' && value !== null && !Array.isArray(value);
 const asArray = (value: unknown): unknown[] => (Array.isArray(value) ? value : []);
 const stringAt = (value: unknown, key: string): string | undefined =>
   isRecord(value) && typeof value[key] === 'string' ? value[key] : undefined;

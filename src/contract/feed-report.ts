@@ -3,6 +3,7 @@
 // report (pods.ts), the feed's identity can write that ConfigMap, so the operator reads it as untrusted input: size
 // capped, entries capped, each field checked on its own, a malformed one dropped.
 import { z } from 'zod';
+import { isRecord, parseJsonText } from '../common/json.js';
 import { ENV } from './pods.js';
 
 /** Environment the operator gives the feed pod: the ConfigMap to report into (beside ENV.namespace). */
@@ -49,8 +50,6 @@ export type SignedApiReport = z.infer<typeof signedApiReportSchema>;
 export type FeedReport = { time: string; signedApis: SignedApiReport[] };
 
 const field = signedApiReportSchema.shape;
-const isRecord = (value: unknown): value is Record<string, unknown> =>
-  typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /** One entry, field by field: undefined without a valid name; each other malformed field is left out. */
 function parseSignedApi(value: unknown): SignedApiReport | undefined {
@@ -74,12 +73,7 @@ function parseSignedApi(value: unknown): SignedApiReport | undefined {
 export function parseFeedReport(data: Record<string, string> | undefined): FeedReport | undefined {
   const raw = data?.[FEED_REPORT_KEY];
   if (!raw || raw.length > MAX_FEED_REPORT_BYTES) return undefined;
-  let value: unknown;
-  try {
-    value = JSON.parse(raw);
-  } catch {
-    return undefined;
-  }
+  const value = parseJsonText(raw);
   if (!isRecord(value)) return undefined;
   const time = isoTime.safeParse(value['time']);
   if (!time.success) return undefined;

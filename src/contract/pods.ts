@@ -4,6 +4,7 @@
 // write it and the engine's Kubernetes adapters read it; neither imports the other. Everything a pod reads from its environment is parsed here, never cast.
 import type { V1Job } from '@kubernetes/client-node';
 import { z } from 'zod';
+import { isRecord, parseJsonText } from '../common/json.js';
 import { WORKLOADS, type Workload } from '../common/workloads.js';
 import { NODE_ROLES } from './request-log.js';
 import { CYCLE_LABEL, parseWorkerTemplate, type WorkerTemplate } from './shard.js';
@@ -204,9 +205,6 @@ const cycleReportSchema = z.object({
 export type CycleReport = z.infer<typeof cycleReportSchema>;
 const reportField = cycleReportSchema.shape;
 
-const isRecord = (value: unknown): value is Record<string, unknown> =>
-  typeof value === 'object' && value !== null && !Array.isArray(value);
-
 /** The well-formed entries of a reported list (at most `limit`), or undefined when none is. */
 function validEntries<T>(schema: z.ZodType<T>, value: unknown, limit = MAX_REPORT_ENTRIES): T[] | undefined {
   if (!Array.isArray(value)) return undefined;
@@ -225,12 +223,7 @@ function validEntries<T>(schema: z.ZodType<T>, value: unknown, limit = MAX_REPOR
 export function parseCycleReport(data: Record<string, string> | undefined): CycleReport | undefined {
   const raw = data?.[CYCLE_REPORT_KEY];
   if (!raw) return undefined;
-  let value: unknown;
-  try {
-    value = JSON.parse(raw);
-  } catch {
-    return undefined;
-  }
+  const value = parseJsonText(raw);
   if (!isRecord(value)) return undefined;
   const report: CycleReport = {};
   const job = reportField.job.safeParse(value['job']);

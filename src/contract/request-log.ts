@@ -4,6 +4,7 @@
 // Never an API's answer, URL or parameters: only the outcome's class and its duration. Read back as untrusted
 // input (the coordinator's identity can write the ConfigMap), so only well-formed entries are kept.
 import { z } from 'zod';
+import { parseJsonText } from '../common/json.js';
 
 export const REQUEST_LOG_KEY = 'requests.json';
 /** 200 entries of at most ~0.8 KB: the ConfigMap stays far below its 1 MiB limit. */
@@ -104,12 +105,7 @@ export function mergeRequestLog(
 /** The entries of a stored request log (JSON text); empty when it is missing or not a JSON array. */
 export function parseRequestLog(raw: string | undefined): RequestRecord[] {
   if (!raw) return [];
-  let value: unknown;
-  try {
-    value = JSON.parse(raw);
-  } catch {
-    return [];
-  }
+  const value = parseJsonText(raw);
   if (!Array.isArray(value)) return [];
   return value.slice(0, MAX_RECORDED_REQUESTS).flatMap((entry) => {
     const parsed = requestRecordSchema.safeParse(entry);

@@ -4,6 +4,7 @@
 // server-side apply under one field manager, that is exactly what its drift check compares, so defaulted fields,
 // other writers' data (a response cache in a ConfigMap, a Job's pod template) never sit in its memory.
 import type { KubernetesObject } from '@kubernetes/client-node';
+import { isRecord } from '../common/json.js';
 
 /** A fieldsV1 set: keys `f:<field>`, `k:<json keys>` (list item by key), `v:<json>` (set item), `i:<index>`, `.`. */
 export type FieldSet = { [key: string]: FieldSet };
@@ -26,9 +27,6 @@ function mergeFieldSets(a: FieldSet, b: FieldSet): FieldSet {
   for (const [key, value] of Object.entries(b)) out[key] = out[key] ? mergeFieldSets(out[key]!, value) : value;
   return out;
 }
-
-const isRecord = (value: unknown): value is Record<string, unknown> =>
-  value !== null && typeof value === 'object' && !Array.isArray(value);
 
 const isLeaf = (fields: FieldSet) => {
   for (const key in fields) if (key !== '.') return false;

@@ -3,6 +3,7 @@
 // HTTP request -> post-processing -> reserved-parameter extraction and encoding. Never throws: every
 // failure is { success: false, errorMessage }, with rawValue when the API answered but encoding failed.
 import { errorMessage } from '../common/errors.js';
+import { isRecord } from '../common/json.js';
 import { callApi } from './api-client.js';
 import { InvalidParameterError, parameterProblem } from './limits.js';
 import { postProcessResponse, preProcessEndpointParameters } from './processing.js';
@@ -74,10 +75,6 @@ export type EndpointResult =
        */
       cause?: 'parameters' | 'upstream';
     };
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
 
 function defaultParameters(endpoint: Endpoint): Record<string, unknown> {
   const defaults: Record<string, unknown> = {};

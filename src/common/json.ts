@@ -1,0 +1,16 @@
+// Reading JSON that came from outside (a ConfigMap a pod may write, a stored file): parse without throwing, and the
+// one check most readers start with.
+
+/** A plain JSON object: not null, not an array. */
+export function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** The value of JSON text, or undefined when it is not JSON (JSON itself has no undefined). */
+export function parseJsonText(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
