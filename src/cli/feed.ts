@@ -100,9 +100,8 @@ export async function runFeed(argv: string[]): Promise<number> {
   let reporter: FeedReporter | undefined;
   try {
     // Loaded only in such a pod: a local run never pays for the Kubernetes client.
-    const write = readFeedReportEnvironment(process.env)
-      ? await (await import('../node/kubernetes/index.js')).feedReportWriter()
-      : undefined;
+    const pod = readFeedReportEnvironment(process.env);
+    const write = pod ? await (await import('../node/kubernetes/index.js')).feedReportWriter(pod) : undefined;
     if (write) reporter = new FeedReporter({ signedApis: config.signedApis.map((api) => api.name), write, logger });
   } catch (error) {
     // Status only: the feed pushes without it.

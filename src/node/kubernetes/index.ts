@@ -3,7 +3,7 @@
 // it reads its shard from a mounted file and prints its results. What a pod reads from its environment is the
 // contract's (src/contract/pods.ts). The Kubernetes client (src/kube's, in-cluster credentials) is loaded only inside
 // such a pod, so local runs never pay for it.
-import { FEED_REPORT_KEY, type FeedReport, readFeedReportEnvironment } from '../../contract/feed-report.js';
+import { FEED_REPORT_KEY, type FeedReport } from '../../contract/feed-report.js';
 import { readCoordinatorEnvironment } from '../../contract/pods.js';
 import type { ResponseCache } from '../cache.js';
 import type { CycleSummary } from '../cycle.js';
@@ -99,13 +99,13 @@ export async function coordinatorKubernetes(env: Env = process.env): Promise<Coo
 
 /**
  * What `oracle-node feed` uses in a pod the operator made: a writer of its report into the `<name>-feed-report`
- * ConfigMap (its ServiceAccount may get and update only that one). Undefined outside such a pod.
+ * ConfigMap the pod's environment names (readFeedReportEnvironment; its ServiceAccount may get and update only that
+ * one).
  */
-export async function feedReportWriter(
-  env: Env = process.env,
-): Promise<((report: FeedReport) => Promise<void>) | undefined> {
-  const pod = readFeedReportEnvironment(env);
-  if (!pod) return undefined;
+export async function feedReportWriter(pod: {
+  namespace: string;
+  configMap: string;
+}): Promise<(report: FeedReport) => Promise<void>> {
   const [client, stores] = await Promise.all([podClient('feed'), import('./config-map-store.js')]);
   const store = stores.kubeConfigMapStore(client, pod.namespace, pod.configMap);
   return async (report) => {
