@@ -12,6 +12,7 @@ import { TEST_MNEMONIC } from '../support/chain.js';
 import { buildFeedConfig, type ReferenceProcess, served, startSignedApi } from '../support/feed.js';
 import {
   core,
+  createOnceAdmitted,
   installOperator,
   kc,
   type RealNode,
@@ -91,22 +92,11 @@ describe('e2e: an AirnodeFeed on real pods', function () {
     const custom = kc().makeApiClient(CustomObjectsApi);
     const group = { group: 'oracle-node.io', version: 'v1alpha1', namespace: ns.name, plural: 'airnodefeeds' };
     const t0 = Date.now();
-    await waitFor(
-      () =>
-        custom
-          .createNamespacedCustomObject({
-            ...group,
-            body: {
-              apiVersion: 'oracle-node.io/v1alpha1',
-              kind: 'AirnodeFeed',
-              metadata: { name: 'prices' },
-              spec: { config, secretRef: { name: 'prices-secrets' }, image: real().image, imagePullPolicy: 'Never' },
-            },
-          })
-          .then(() => true),
-      180_000,
-      { description: 'the AirnodeFeed created (the operator up, its webhook reachable)', intervalMs: 1000 },
-    );
+    await createOnceAdmitted(ns.name, {
+      kind: 'AirnodeFeed',
+      name: 'prices',
+      spec: { config, secretRef: { name: 'prices-secrets' }, image: real().image, imagePullPolicy: 'Never' },
+    });
     const values = await waitFor(
       async () => {
         const data = Object.values(await served(signedApi.url, '/delayed', airnode).catch(() => ({})));

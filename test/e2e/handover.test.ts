@@ -9,7 +9,6 @@
 
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { CustomObjectsApi } from '@kubernetes/client-node';
 import { expect } from 'chai';
 import { id } from 'ethers';
 import { type Anvil, type Deployment, deployProtocol, rpc, setBalance, startAnvil } from '../support/chain.js';
@@ -18,8 +17,8 @@ import { type RecordingProxy, startRecordingProxy } from '../support/rpc-proxy.j
 import {
   batch,
   core,
+  createOnceAdmitted,
   installOperator,
-  kc,
   kubectl,
   type RealNode,
   realNode,
@@ -126,26 +125,11 @@ describe('e2e: the coordinator hand-over on real pods', function () {
     });
     // The operator's defaults: no spec.coordinator (every minute, pollInterval 1). Right after the install the API
     // server may not reach the webhook yet (docs/real-pods.md, "What does not work" 6): the create is repeated.
-    const custom = kc().makeApiClient(CustomObjectsApi);
-    await waitFor(
-      () =>
-        custom
-          .createNamespacedCustomObject({
-            group: 'oracle-node.io',
-            version: 'v1alpha1',
-            namespace: ns.name,
-            plural: 'oraclenodes',
-            body: {
-              apiVersion: 'oracle-node.io/v1alpha1',
-              kind: 'OracleNode',
-              metadata: { name: 'handover' },
-              spec: { config, secretRef: { name: 'handover-secrets' }, image: real().image, imagePullPolicy: 'Never' },
-            },
-          })
-          .then(() => true),
-      180_000,
-      { description: 'the OracleNode created (the operator up, its webhook reachable)', intervalMs: 1000 },
-    );
+    await createOnceAdmitted(ns.name, {
+      kind: 'OracleNode',
+      name: 'handover',
+      spec: { config, secretRef: { name: 'handover-secrets' }, image: real().image, imagePullPolicy: 'Never' },
+    });
     const cron = await waitFor(
       () => batch().readNamespacedCronJob({ name: 'handover-test-coordinator', namespace: ns.name }),
       60_000,

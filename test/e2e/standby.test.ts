@@ -21,6 +21,7 @@ import { type RecordingProxy, startRecordingProxy } from '../support/rpc-proxy.j
 import {
   batch,
   core,
+  createOnceAdmitted,
   installOperator,
   kc,
   logsOf,
@@ -238,30 +239,20 @@ describe('e2e: a primary and a standby OracleNode of the same node on real pods'
         namespace: s.namespace(),
         body: { metadata: { name: `${NAME}-secrets` }, stringData: secrets },
       });
-      await waitFor(
-        () =>
-          custom()
-            .createNamespacedCustomObject({
-              group: 'oracle-node.io',
-              version: 'v1alpha1',
-              namespace: s.namespace(),
-              plural: 'oraclenodes',
-              body: {
-                apiVersion: 'oracle-node.io/v1alpha1',
-                kind: 'OracleNode',
-                metadata: { name: NAME },
-                spec: {
-                  config,
-                  secretRef: { name: `${NAME}-secrets` },
-                  image: real().image,
-                  imagePullPolicy: 'Never',
-                  ...(s.label === 'standby' ? { redundancy: { standbyDelayBlocks: N } } : {}),
-                },
-              },
-            })
-            .then(() => true),
-        180_000,
-        { description: `the ${s.label} OracleNode created (the operator up, its webhook reachable)`, intervalMs: 1000 },
+      await createOnceAdmitted(
+        s.namespace(),
+        {
+          kind: 'OracleNode',
+          name: NAME,
+          spec: {
+            config,
+            secretRef: { name: `${NAME}-secrets` },
+            image: real().image,
+            imagePullPolicy: 'Never',
+            ...(s.label === 'standby' ? { redundancy: { standbyDelayBlocks: N } } : {}),
+          },
+        },
+        `the ${s.label} OracleNode`,
       );
     }
     const standbyArgs = await waitFor(

@@ -9,8 +9,10 @@ import { appendFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { BatchV1Api, CoreV1Api, KubeConfig, type V1Job, type V1Pod } from '@kubernetes/client-node';
+import { BatchV1Api, CoreV1Api, CustomObjectsApi, KubeConfig, type V1Job, type V1Pod } from '@kubernetes/client-node';
 import { expect } from 'chai';
+import { type FEED_KIND, FEED_PLURAL } from '../../src/operator/feed/api.js';
+import { GROUP, KIND, PLURAL, VERSION } from '../../src/operator/resource.js';
 
 export const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 export const kubectlBinary = resolve(
@@ -52,6 +54,37 @@ export const batch = (): BatchV1Api => kc().makeApiClient(BatchV1Api);
 export { describeError, sleep, waitFor } from '../support/wait.js';
 
 import { waitFor } from '../support/wait.js';
+
+/**
+ * Creates an OracleNode or an AirnodeFeed, again each second until the apiserver takes it: a create made before the
+ * operator is up (its admission webhook unreachable) is refused. `what` names it in the timeout's message.
+ */
+export async function createOnceAdmitted(
+  namespace: string,
+  resource: { kind: typeof KIND | typeof FEED_KIND; name: string; spec: Record<string, unknown> },
+  what = `the ${resource.kind}`,
+): Promise<void> {
+  const custom = kc().makeApiClient(CustomObjectsApi);
+  await waitFor(
+    () =>
+      custom
+        .createNamespacedCustomObject({
+          group: GROUP,
+          version: VERSION,
+          namespace,
+          plural: resource.kind === KIND ? PLURAL : FEED_PLURAL,
+          body: {
+            apiVersion: `${GROUP}/${VERSION}`,
+            kind: resource.kind,
+            metadata: { name: resource.name },
+            spec: resource.spec,
+          },
+        })
+        .then(() => true),
+    180_000,
+    { description: `${what} created (the operator up, its webhook reachable)`, intervalMs: 1000 },
+  );
+}
 
 /** A fresh namespace for a suite, deleted afterwards (KEEP_TEST_NAMESPACES=1 keeps it). */
 export function useNamespace(prefix: string): { readonly name: string } {
