@@ -99,6 +99,47 @@ describe('feed: pushes to a Signed API', function () {
     }
   });
 
+  it('values signed in the same turn of the event loop go in one POST', async () => {
+    // The API holds its answers until both updates have called, then answers both at once: the feed reads both in one
+    // turn (the updates of one grid slot do the same), and their values share a POST.
+    const held: (() => void)[] = [];
+    const api = await new ApiServer()
+      .route('/prices', (_request, _body, response) => {
+        held.push(() => {
+          response.writeHead(200, { 'content-type': 'application/json' }).end('{"prices":{"BTC":1,"ETH":2}}');
+        });
+        if (held.length === 2) for (const answer of held.splice(0)) answer();
+      })
+      .start();
+    const signedApi = await new ApiServer().start();
+    const batches: Batch[] = [];
+    signedApi.route(`/${airnode}`, (_request, body, response) => {
+      const batch = JSON.parse(body) as Batch;
+      batches.push(batch);
+      response.writeHead(201, { 'content-type': 'application/json' });
+      response.end(JSON.stringify({ count: batch.signedData.length, skipped: 0 }));
+    });
+    const feedConfig = await config(api.url, signedApi.url);
+    for (const update of feedConfig.triggers.signedApiUpdates) update.fetchInterval = 3600;
+    expect(feedConfig.triggers.signedApiUpdates).to.have.length(2);
+    const engine = startFeed({
+      config: feedConfig,
+      signer: feedSigner(TEST_MNEMONIC),
+      logger: silentLogger(),
+      registry: createMetricsRegistry(),
+      jitter: 0,
+    });
+    try {
+      await waitFor(() => batches.length > 0, 20_000, 'a POST');
+      expect(batches[0]!.signedData).to.have.length(2);
+    } finally {
+      await engine.stop();
+      await api.stop();
+      await signedApi.stop();
+    }
+    expect(batches).to.have.length(1);
+  });
+
   it('drops a batch after maxAttempts failures, and keeps pushing newer values', async () => {
     const { api, signedApi } = await setUp();
     let posts = 0;
