@@ -12,6 +12,8 @@ export type RegistryOptions = {
   /** Process metrics (CPU, memory, event loop lag) with this prefix; off unless asked for. */
   defaultMetrics?: boolean;
   prefix?: string;
+  /** How often the event loop lag is sampled, ms (EVENT_LOOP_SAMPLING_MS unless given). */
+  eventLoopSamplingMs?: number;
   /** Labels added to every series of the registry, e.g. { component: 'gateway' }. */
   labels?: Record<string, string>;
 };
@@ -30,7 +32,7 @@ export function createMetricsRegistry(options: RegistryOptions = {}): Registry {
     collectDefaultMetrics({
       register: registry,
       prefix: options.prefix ?? '',
-      eventLoopMonitoringPrecision: EVENT_LOOP_SAMPLING_MS,
+      eventLoopMonitoringPrecision: options.eventLoopSamplingMs ?? EVENT_LOOP_SAMPLING_MS,
     });
   }
   return registry;

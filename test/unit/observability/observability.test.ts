@@ -1,5 +1,6 @@
 import perfHooks from 'node:perf_hooks';
 import { expect } from 'chai';
+import { FEED_EVENT_LOOP_SAMPLING_MS } from '../../../src/cli/feed.js';
 import {
   clearSecrets,
   counter,
@@ -119,6 +120,21 @@ describe('observability', () => {
       expect(EVENT_LOOP_SAMPLING_MS).to.equal(100);
       expect(resolutions).to.deep.equal([EVENT_LOOP_SAMPLING_MS]);
       expect(await registry.metrics()).to.contain('nodejs_eventloop_lag_p99_seconds');
+    });
+
+    it('samples the event loop lag as often as a component asks (the feed: once a second)', () => {
+      const original = perfHooks.monitorEventLoopDelay;
+      const resolutions: (number | undefined)[] = [];
+      perfHooks.monitorEventLoopDelay = (options) => {
+        resolutions.push(options?.resolution);
+        return original(options);
+      };
+      try {
+        createMetricsRegistry({ defaultMetrics: true, eventLoopSamplingMs: FEED_EVENT_LOOP_SAMPLING_MS });
+      } finally {
+        perfHooks.monitorEventLoopDelay = original;
+      }
+      expect(resolutions).to.deep.equal([1000]);
     });
   });
 
