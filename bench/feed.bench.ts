@@ -7,10 +7,13 @@
 // template updates the API answered (one API call per template update), the values the Signed API accepted (a counting
 // proxy in front of it adds up the `count` of its answers), the distinct values seen served by polling
 // GET /delayed/{airnode} every --poll-ms, and the time from the API's answer to the value being seen served.
-//   node --import tsx bench/feed.bench.ts [--seconds 30] [--templates 100,1000] [--poll-ms 250] [--only reference|oracle-node]
+// Also the steady cost: the process's CPU (/proc/PID/stat) and the API calls from --steady-after seconds to the end,
+// start-up and the first round of fetches apart.
+//   node --import tsx bench/feed.bench.ts [--seconds 30] [--templates 100,1000] [--poll-ms 250] [--steady-after 10]
+//     [--only reference|oracle-node]
 // Needs `make build` (dist/cli/index.js).
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -29,6 +32,7 @@ const { values: args } = parseArgs({
     seconds: { type: 'string', default: '30' },
     templates: { type: 'string', default: '100,1000' },
     'poll-ms': { type: 'string', default: '250' },
+    'steady-after': { type: 'string', default: '10' },
     only: { type: 'string' },
     // Extra Node options for the oracle-node process only, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`.
     'node-options': { type: 'string', default: '' },
@@ -37,6 +41,7 @@ const { values: args } = parseArgs({
 const SECONDS = Number(args.seconds);
 const SIZES = args.templates.split(',').map(Number);
 const POLL_MS = Number(args['poll-ms']);
+const STEADY_AFTER_S = Number(args['steady-after']);
 const FETCH_INTERVAL = 5;
 const AUTH_TOKEN = 'bench-token-0123456789';
 const root = join(import.meta.dirname, '..');
@@ -54,7 +59,20 @@ type Run = {
   posts: number;
   served: number;
   latenciesMs: number[];
+  /** CPU ms and API calls from STEADY_AFTER_S to the end. */
+  steady: { cpuMs: number; apiCalls: number } | undefined;
 };
+
+/** A process's CPU so far (user + system, ms) from /proc; undefined where there is none. */
+function processCpuMs(pid: number | undefined): number | undefined {
+  try {
+    // Fields after the command's closing parenthesis: utime and stime are the 12th and 13th, in clock ticks (100 Hz).
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
+  } catch {
+    return undefined;
+  }
+}
 
 /** The API: every asset's price is the time of the answer in ms, so a served value tells when it was fetched. */
 async function startClockApi() {
@@ -160,8 +178,14 @@ async function runOnce(implementation: 'oracle-node' | 'reference', templates: n
 
   const seen = new Map<string, string>();
   const latenciesMs: number[] = [];
-  const deadline = Date.now() + SECONDS * 1000;
+  const startedAt = Date.now();
+  const deadline = startedAt + SECONDS * 1000;
+  let steadyFrom: { cpuMs: number; apiCalls: number } | undefined;
   while (Date.now() < deadline) {
+    if (!steadyFrom && Date.now() - startedAt >= STEADY_AFTER_S * 1000) {
+      const cpuMs = processCpuMs(child.pid);
+      if (cpuMs !== undefined) steadyFrom = { cpuMs, apiCalls: api.calls() };
+    }
     const polledAt = Date.now();
     for (const entry of Object.values(await served(signedApi.url, '/delayed', airnode))) {
       if (seen.get(entry.templateId) === entry.encodedValue) continue;
@@ -170,6 +194,11 @@ async function runOnce(implementation: 'oracle-node' | 'reference', templates: n
     }
     await new Promise((resolve) => setTimeout(resolve, Math.max(0, POLL_MS - (Date.now() - polledAt))));
   }
+  const cpuAtEnd = processCpuMs(child.pid);
+  const steady =
+    steadyFrom && cpuAtEnd !== undefined
+      ? { cpuMs: cpuAtEnd - steadyFrom.cpuMs, apiCalls: api.calls() - steadyFrom.apiCalls }
+      : undefined;
   child.kill('SIGTERM');
   await exited;
   const apiCalls = api.calls();
@@ -181,7 +210,17 @@ async function runOnce(implementation: 'oracle-node' | 'reference', templates: n
   rmSync(dir, { recursive: true, force: true });
   const usage = usageReports(stderr)[0];
   if (!usage) throw new Error(`${implementation} reported no usage: ${stderr.slice(-2000)}`);
-  return { implementation, templates, ...usage, apiCalls, accepted, posts, served: latenciesMs.length, latenciesMs };
+  return {
+    implementation,
+    templates,
+    ...usage,
+    apiCalls,
+    accepted,
+    posts,
+    served: latenciesMs.length,
+    latenciesMs,
+    steady,
+  };
 }
 
 /**
@@ -225,9 +264,15 @@ for (const templates of SIZES) {
     runs.push(run);
     console.log(
       `${implementation} ${templates} templates: ${run.cpuMs.toFixed(0)} ms CPU, ${run.peakRssMiB.toFixed(0)} MiB, ` +
-        `${run.apiCalls} API calls, ${run.posts} POSTs, ${run.accepted} accepted, ${run.served} served, median ${median(run.latenciesMs).toFixed(0)} ms`,
+        `${run.apiCalls} API calls, ${run.posts} POSTs, ${run.accepted} accepted, ${run.served} served, median ${median(run.latenciesMs).toFixed(0)} ms, ` +
+        `steady ${steadyPerUpdate(run)} ms/update`,
     );
   }
+}
+
+/** CPU ms per update from STEADY_AFTER_S to the end. */
+function steadyPerUpdate(run: Run): string {
+  return run.steady ? (run.steady.cpuMs / Math.max(1, run.steady.apiCalls)).toFixed(3) : '-';
 }
 
 const percentile = (values: number[], p: number) => {
@@ -239,6 +284,7 @@ const rows = runs.map((run) => [
   String(run.templates),
   run.cpuMs.toFixed(0),
   (run.cpuMs / Math.max(1, run.apiCalls)).toFixed(3),
+  steadyPerUpdate(run),
   run.peakRssMiB.toFixed(0),
   String(run.apiCalls),
   `${run.accepted} (${((100 * run.accepted) / Math.max(1, run.apiCalls)).toFixed(0)} %)`,
@@ -248,13 +294,14 @@ const rows = runs.map((run) => [
   percentile(run.latenciesMs, 95).toFixed(0),
 ]);
 writeSection('Airnode feed (fetch, sign, push to a Signed API)', [
-  `Command: \`node --import tsx bench/feed.bench.ts --seconds ${SECONDS} --templates ${SIZES.join(',')} --poll-ms ${POLL_MS}\` (after \`make build\`). ` +
+  `Command: \`node --import tsx bench/feed.bench.ts --seconds ${SECONDS} --templates ${SIZES.join(',')} --poll-ms ${POLL_MS} --steady-after ${STEADY_AFTER_S}\` (after \`make build\`). ` +
     `Machine: ${machine()}; load average at the end ${loadAverage()} (shared with other jobs: figures are indicative).`,
   '',
   `Each run: one feed process on the same config.json (N templates, one signedApiUpdate each, fetchInterval ${FETCH_INTERVAL} s), ` +
     `a fresh real @api3/signed-api 3.3.0 on loopback, ${SECONDS} s, then SIGTERM. CPU (user + system) and peak RSS are the feed ` +
     'process\'s own at exit, start-up included; "per update" divides the CPU by the template updates fetched (one API call ' +
-    'each). "Accepted" adds up the `count` of the Signed API\'s answers (a counting proxy in front of it; the last push at ' +
+    `each); "after ${STEADY_AFTER_S} s" divides the CPU used from then to the end (/proc) by the updates fetched meanwhile, ` +
+    'start-up and the first round of fetches apart. "Accepted" adds up the `count` of the Signed API\'s answers (a counting proxy in front of it; the last push at ' +
     `SIGTERM included). "Seen served" counts the distinct values a poll of GET /delayed every ${POLL_MS} ms saw (a value ` +
     "replaced between two polls, or fetched in the last moments, is not seen); the latency is from the API's answer " +
     `(its value is the time) to the poll that first saw it served (${POLL_MS} ms resolution).`,
@@ -265,6 +312,7 @@ writeSection('Airnode feed (fetch, sign, push to a Signed API)', [
       'templates',
       'CPU ms',
       'CPU ms / update',
+      `after ${STEADY_AFTER_S} s, CPU ms / update`,
       'peak RSS MiB',
       'updates fetched',
       'accepted by the Signed API',
@@ -273,7 +321,7 @@ writeSection('Airnode feed (fetch, sign, push to a Signed API)', [
       'fetch to served, median ms',
       'p95 ms',
     ],
-    [false, true, true, true, true, true, true, true, true, true, true],
+    [false, true, true, true, true, true, true, true, true, true, true, true],
     rows,
   ),
   '',
@@ -292,8 +340,12 @@ function ratios(): string[] {
     const theirs = runs.find((run) => run.templates === templates && run.implementation === 'reference');
     if (!ours || !theirs) return [];
     const perUpdate = (run: Run) => run.cpuMs / Math.max(1, run.apiCalls);
+    const steady =
+      ours.steady && theirs.steady
+        ? ` (after ${STEADY_AFTER_S} s: ${(Number(steadyPerUpdate(ours)) / Number(steadyPerUpdate(theirs))).toFixed(2)}x)`
+        : '';
     return [
-      `- ${templates} templates: CPU per update ${(perUpdate(ours) / perUpdate(theirs)).toFixed(2)}x the reference's, ` +
+      `- ${templates} templates: CPU per update ${(perUpdate(ours) / perUpdate(theirs)).toFixed(2)}x the reference's${steady}, ` +
         `peak RSS ${(ours.peakRssMiB / theirs.peakRssMiB).toFixed(2)}x, updates accepted ` +
         `${((100 * ours.accepted) / Math.max(1, ours.apiCalls)).toFixed(0)} % against ` +
         `${((100 * theirs.accepted) / Math.max(1, theirs.apiCalls)).toFixed(0)} %.`,
