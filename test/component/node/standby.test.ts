@@ -98,8 +98,10 @@ describe('a standby node (anvil, real AirnodeRrpV0, two engine processes)', func
   const cycles = (side: Side) => side.stderr.match(/"cycle finished"/g)?.length ?? 0;
   const sentBy = (side: Side) => side.proxy.sent.filter((tx) => tx.rejected === undefined);
 
+  /** Polls the condition for at most 60 s of wall time (not a number of tries: a try reads the chain, slow under load). */
   async function until(condition: () => Promise<boolean>, what: string): Promise<void> {
-    for (let i = 0; i < 1200; i++) {
+    const deadline = Date.now() + 60_000;
+    while (Date.now() < deadline) {
       if (await condition()) return;
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
