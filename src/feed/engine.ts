@@ -65,10 +65,10 @@ export type FeedEngine = {
 type Metrics = ReturnType<typeof feedMetrics>;
 
 /**
- * The grid of the fetch times. Each wake-up of an idle process costs about 0.2 ms of CPU on a small VM (the timer, the
- * scheduler, V8's and libuv's turn), more than an update's own work: updates due in the same slot share one wake-up,
- * one round of API calls and one POST. 30 s at 100 templates: 1,131 ms of CPU without it, 780 ms with it
- * (docs/benchmarks.md).
+ * The grid of the fetch times. Each wake-up of an idle process costs about 0.17 ms of CPU here (the scheduler, the
+ * timer, libuv's and V8's turn: bench/wake-up.bench.ts), and an update that runs alone wakes it three times (its timer,
+ * the API's answer, the Signed API's), a third of its cost. Updates due in one slot share those wake-ups, and their
+ * values one POST. 30 s at 100 templates: 1,131 ms of CPU without it, 780 ms with it (docs/benchmarks.md).
  */
 export const FETCH_GRID_MS = 250;
 
