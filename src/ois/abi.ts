@@ -4,7 +4,8 @@
 // word per name and value, tails for bytes/string), so it is encoded by hand on hex strings, which is
 // faster than a general ABI coder; decoding re-encodes and compares exactly, as the reference does.
 import { getAddress } from '../protocol/address.js';
-import { dynamicTail, utf8Bytes as ethersUtf8Bytes, INT256_MAX, integerWord, TWO_256, WORD } from './abi-words.js';
+import { ethersUtf8Bytes } from '../protocol/utf8.js';
+import { dynamicTail, INT256_MAX, integerWord, TWO_256, WORD } from './abi-words.js';
 
 export type AbiParameterType = 'bytes' | 'bytes32' | 'string' | 'string32' | 'address' | 'int256' | 'uint256' | 'bool';
 

@@ -5,7 +5,8 @@
 // response, path segments only read own properties, "-0" is printed "0").
 import { errorMessage } from '../common/errors.js';
 import { isAddress } from '../protocol/address.js';
-import { encodeAbi, utf8Bytes } from './abi-words.js';
+import { ethersUtf8Bytes } from '../protocol/utf8.js';
+import { encodeAbi } from './abi-words.js';
 import { type Decimal, multiply, parseDecimalLike, truncateToIntegerString } from './decimal.js';
 import type { Endpoint } from './types.js';
 
@@ -170,7 +171,7 @@ function castBytesLike(value: unknown): string {
 
 /** ethers' encodeBytes32String of text already cut to 31 UTF-8 bytes: its bytes, zero-padded to 32, as hex. */
 function encodeBytes32String(text: string): string {
-  const bytes = utf8Bytes(text);
+  const bytes = ethersUtf8Bytes(text);
   if (bytes.length > 31) throw new Error('bytes32 string must be less than 32 bytes');
   return `0x${bytes.toString('hex').padEnd(64, '0')}`;
 }
@@ -180,7 +181,7 @@ function truncateUtf8(text: string, maxBytes: number): string {
   let result = '';
   let bytes = 0;
   for (const char of text) {
-    const size = utf8Bytes(char).length;
+    const size = ethersUtf8Bytes(char).length;
     if (bytes + size > maxBytes) break;
     result += char;
     bytes += size;

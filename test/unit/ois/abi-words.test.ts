@@ -1,7 +1,8 @@
 import { expect } from 'chai';
 import { AbiCoder, toUtf8Bytes } from 'ethers';
 import fc from 'fast-check';
-import { encodeAbi, utf8Bytes } from '../../../src/ois/abi-words.js';
+import { encodeAbi } from '../../../src/ois/abi-words.js';
+import { ethersUtf8Bytes as utf8Bytes } from '../../../src/protocol/utf8.js';
 
 const coder = AbiCoder.defaultAbiCoder();
 
