@@ -47,8 +47,6 @@ export type FeedEngineOptions = {
   push?: Partial<PushOptions>;
   /** Random extra delay per interval as a fraction of it, as the reference (0.1); tests set 0. */
   jitter?: number;
-  /** The extra delay is drawn on this grid of the clock (FETCH_GRID_MS); at most the extra's range. */
-  gridMs?: number;
   /** Told each push's outcome (the pod's report, src/feed/report.ts); must not throw or wait. */
   onPush?: (event: PushEvent) => void;
 };
@@ -396,7 +394,6 @@ export function startFeed(options: FeedEngineOptions): FeedEngine {
     (signedApi) => new SignedApiPusher(signedApi, airnode, pushOptions, metrics, logger, options.onPush),
   );
   const jitter = options.jitter ?? 0.1;
-  const gridMs = options.gridMs ?? FETCH_GRID_MS;
   const apiCredentials = config.apiCredentials;
   const timers = new Set<NodeJS.Timeout>();
   const fetches = new Set<Promise<void>>();
@@ -469,8 +466,17 @@ export function startFeed(options: FeedEngineOptions): FeedEngine {
         .catch((error: unknown) => logger.error({ error: errorMessage(error) }, 'feed update failed'))
         .finally(() => {
           fetches.delete(run);
-          const timing = { startedMs: started, intervalMs: plan.update.fetchInterval * 1000, jitter, gridMs };
-          schedule(plan, nextFetchDelayMs({ ...timing, nowMs: Date.now(), random: Math.random }));
+          schedule(
+            plan,
+            nextFetchDelayMs({
+              nowMs: Date.now(),
+              startedMs: started,
+              intervalMs: plan.update.fetchInterval * 1000,
+              jitter,
+              gridMs: FETCH_GRID_MS,
+              random: Math.random,
+            }),
+          );
         });
       fetches.add(run);
     }, delayMs);
