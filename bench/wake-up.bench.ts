@@ -1,6 +1,6 @@
 // What a wake-up of an idle Node process costs on this machine, the reason for the feed's fetch grid (FETCH_GRID_MS in
 // src/feed/engine.ts): a child process sleeps on timers between turns that do nothing else, N turns, and reports its
-// CPU (user + system, all threads) per turn and per timer; with --per-turn K, K timers fall due in each turn.
+// CPU (user + system, all threads) per turn and per timer, with 1, 5 and 20 timers due together in each turn.
 //   node --import tsx bench/wake-up.bench.ts [--turns 200] [--gap-ms 50] [--runs 3]
 import { execFileSync } from 'node:child_process';
 import { parseArgs } from 'node:util';

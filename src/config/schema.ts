@@ -25,8 +25,6 @@ export const GATEWAY_BASE_PATHS = {
   oevGateway: '/sign-oev',
 } as const;
 
-// How a value refers to secrets.env (kept out of string literals that look like templates).
-
 export const SUPPORTED_NODE_VERSIONS = ['0.15.0'] as const;
 
 const EVEN_HEX = /^0x([0-9a-fA-F]{2})*$/;
