@@ -52,6 +52,10 @@ export const ENTRY_POINTS: Record<string, readonly string[]> = {
  */
 export const RUNTIME_IMPORTED_ONLY_FROM: Record<string, readonly string[]> = {
   '@kubernetes/client-node': ['kube/kubeconfig.ts'],
+  // Loaded through require, by one file each: an ES module import of node:http loads Node's internal undici, and
+  // prom-client's index its Pushgateway (common/node-http.ts, observability/prom-client.ts).
+  'node:http': ['common/node-http.ts'],
+  'prom-client': ['observability/prom-client.ts'],
 };
 
 /**

@@ -3,9 +3,9 @@
 // sign each value with the node key (base and OEV signature) and hand it to one pusher per Signed API. A pusher keeps
 // the newest value per template and posts batches, one request at a time, with bounded retries and backoff: a slow
 // or down Signed API delays only its own pusher, never another one or the fetches.
-import { Agent as HttpAgent, request as httpRequest } from 'node:http';
-import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
+import type { Agent, ClientRequest, RequestOptions } from 'node:http';
 import { errorMessage } from '../common/errors.js';
+import { nodeHttp, nodeHttps } from '../common/node-http.js';
 import type { Logger, Registry } from '../observability/index.js';
 import { counter, gauge, histogram, secondsSince } from '../observability/index.js';
 import { fetchEndpointResponse, processEndpointResponse } from '../ois/index.js';
@@ -147,6 +147,17 @@ function feedMetrics(registry: Registry, dataTimestamps: Map<string, number>) {
   };
 }
 
+/** How a pusher reaches its Signed API: node:http or node:https (by the URL's scheme), on one keep-alive agent. */
+type Transport = { request: (url: URL, options: RequestOptions) => ClientRequest; agent: Agent };
+
+function transportFor(url: URL): Transport {
+  if (url.protocol === 'https:') {
+    const https = nodeHttps();
+    return { request: https.request, agent: new https.Agent({ keepAlive: true }) };
+  }
+  return { request: nodeHttp.request, agent: new nodeHttp.Agent({ keepAlive: true }) };
+}
+
 /**
  * One POST with node:http(s) on a keep-alive agent (a fraction of fetch's CPU per request): the status and the answer,
  * read up to maxBytes, within timeoutMs for the whole exchange. Rejects with a short reason.
@@ -155,16 +166,15 @@ function post(
   url: URL,
   headers: Record<string, string>,
   body: string,
-  agents: { http: HttpAgent; https: HttpsAgent },
+  transport: Transport,
   options: PushOptions,
   signal: AbortSignal,
 ): Promise<{ status: number; text: string }> {
   return new Promise((resolve, reject) => {
-    const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
-    const request = send(url, {
+    const request = transport.request(url, {
       method: 'POST',
       headers: { ...headers, 'content-length': Buffer.byteLength(body) },
-      agent: url.protocol === 'https:' ? agents.https : agents.http,
+      agent: transport.agent,
       signal,
     });
     const timer = setTimeout(
@@ -196,7 +206,7 @@ async function postBatch(
   signedApi: SignedApi,
   airnode: string,
   batch: SignedTemplateData[],
-  agents: { http: HttpAgent; https: HttpsAgent },
+  transport: Transport,
   options: PushOptions,
   signal: AbortSignal,
 ): Promise<{ count: number; skipped: number }> {
@@ -210,7 +220,7 @@ async function postBatch(
     url,
     headers,
     JSON.stringify({ airnode, signedData: batch }),
-    agents,
+    transport,
     options,
     signal,
   );
@@ -236,7 +246,7 @@ class SignedApiPusher {
   private stopped = false;
   private readonly abort = new AbortController();
   /** Connections kept open between POSTs, one Signed API each (as fetch's pool would). */
-  private readonly agents = { http: new HttpAgent({ keepAlive: true }), https: new HttpsAgent({ keepAlive: true }) };
+  private readonly transport: Transport;
   lastSuccessMs: number | undefined;
   lastFailure: string | undefined;
 
@@ -247,7 +257,10 @@ class SignedApiPusher {
     private readonly metrics: Metrics,
     private readonly logger: Logger,
     private readonly onPush: ((event: PushEvent) => void) | undefined,
-  ) {}
+  ) {
+    // The config's url parses (validate.ts); each POST goes to a path under it, so to the same scheme.
+    this.transport = transportFor(new URL(signedApi.url));
+  }
 
   get pendingCount(): number {
     return this.pending.size;
@@ -295,7 +308,7 @@ class SignedApiPusher {
         this.signedApi,
         this.airnode,
         batch,
-        this.agents,
+        this.transport,
         this.options,
         this.abort.signal,
       );
@@ -351,8 +364,7 @@ class SignedApiPusher {
     }
     this.abort.abort();
     clearTimeout(this.retryTimer);
-    this.agents.http.destroy();
-    this.agents.https.destroy();
+    this.transport.agent.destroy();
   }
 }
 

@@ -2,8 +2,9 @@
 // the gateway port (and the observability port, when it has its own), Node's own refusals answered as JSON, and a
 // graceful shutdown that drains in-flight requests. What a request meets is the app (app.ts): middleware,
 // validation and the three gateways' routes.
-import { createServer, type Server, STATUS_CODES } from 'node:http';
+import type { Server } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
+import { nodeHttp } from '../common/node-http.js';
 import { type Config, DEFAULT_GATEWAY_SERVER_PORT } from '../config/index.js';
 import { type ObservabilityServer, startObservabilityServer } from '../observability/index.js';
 import { workerPool } from '../ois/worker-pool.js';
@@ -119,7 +120,7 @@ export async function startGatewayServer(config: Config, options: StartGatewayOp
 
   const sockets = new Set<Socket>();
   const headersTimeout = options.headersTimeoutMs ?? DEFAULT_HEADERS_TIMEOUT_MS;
-  const server = createServer(
+  const server = nodeHttp.createServer(
     {
       headersTimeout,
       // The whole request (headers and body); the app's own body deadline answers first, with a clear message.
@@ -208,7 +209,7 @@ function answerClientError(error: NodeJS.ErrnoException, socket: Socket): void {
           : 400;
   const body = JSON.stringify({ message: CLIENT_ERROR_MESSAGES[status] });
   socket.end(
-    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
+    `HTTP/1.1 ${status} ${nodeHttp.STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
       `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
   );
 }

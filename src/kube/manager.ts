@@ -6,9 +6,9 @@
 
 import type { KubernetesObject } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
-import { Registry } from 'prom-client';
 import { errorMessage } from '../common/errors.js';
 import { type ObservabilityServer, startObservabilityServer } from '../observability/http.js';
+import { Registry } from '../observability/prom-client.js';
 import { InformerCache } from './cache.js';
 import { RuntimeClient } from './client.js';
 import { type Clock, systemClock } from './clock.js';

@@ -1,6 +1,6 @@
 // The runtime's Prometheus metrics, with the names controller-runtime and client-go use so existing dashboards and
 // alerts work unchanged. Each manager has its own Registry (no global default registry).
-import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry } from '../observability/prom-client.js';
 
 const DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
 // workqueue_*_duration_seconds use client-go's buckets: 1 µs up to 10 s by powers of ten.

@@ -2,10 +2,11 @@
 // on one client-side QPS/burst token bucket, is counted in rest_client_requests_total, and is retried with jittered
 // exponential backoff (honouring Retry-After) when sending it again cannot do anything twice (mayRetry). Credentials
 // come from the ClientConfig (runtime/kubeconfig.ts) on every request, so rotated in-cluster tokens are picked up.
-import http from 'node:http';
-import https from 'node:https';
+import type * as http from 'node:http';
+import type * as https from 'node:https';
 import type { Logger } from 'pino';
 import { errorMessage } from '../common/errors.js';
+import { nodeHttp, nodeHttps } from '../common/node-http.js';
 import { Backoff, TokenBucket } from './backoff.js';
 import { type Clock, systemClock } from './clock.js';
 import { ApiError } from './errors.js';
@@ -129,7 +130,7 @@ export class RestClient {
     if (!this.agent) {
       this.agent =
         this.server.protocol === 'https:'
-          ? new https.Agent({
+          ? new (nodeHttps().Agent)({
               keepAlive: true,
               maxSockets: 64,
               ca: options.ca,
@@ -140,7 +141,7 @@ export class RestClient {
               rejectUnauthorized: options.rejectUnauthorized,
               servername: options.servername,
             })
-          : new http.Agent({ keepAlive: true, maxSockets: 64 });
+          : new nodeHttp.Agent({ keepAlive: true, maxSockets: 64 });
     }
     return { headers: { ...(options.headers as Record<string, string>) }, auth: options.auth };
   }
@@ -213,7 +214,7 @@ export class RestClient {
     }
     const started = process.hrtime.bigint();
     const seconds = () => Number(process.hrtime.bigint() - started) / 1e9;
-    const transport = url.protocol === 'https:' ? https : http;
+    const transport = url.protocol === 'https:' ? nodeHttps() : nodeHttp;
     return await new Promise<unknown>((resolve, reject) => {
       const req = transport.request(
         url,
@@ -280,7 +281,7 @@ export class RestClient {
       'user-agent': this.options.userAgent ?? 'oracle-node-operator',
     };
     const started = process.hrtime.bigint();
-    const transport = url.protocol === 'https:' ? https : http;
+    const transport = url.protocol === 'https:' ? nodeHttps() : nodeHttp;
     const abort = new AbortController();
     const onAbort = () => abort.abort(options.signal.reason);
     if (options.signal.aborted) return;

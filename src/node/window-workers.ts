@@ -6,9 +6,10 @@
 // credential; every body is bounded and parsed by the contract; a result is taken only for the task id its poster
 // was given (src/node/window-tasks.ts), and only for that task's requests.
 import { randomBytes, timingSafeEqual } from 'node:crypto';
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { errorMessage } from '../common/errors.js';
+import { nodeHttp } from '../common/node-http.js';
 import {
   type ApiShardInput,
   MAX_SHARD_OUTPUT_BYTES,
@@ -102,7 +103,7 @@ export class WindowWorkers implements ApiWorkers {
     registerSecret(credential);
     this.credential = Buffer.from(credential);
     this.deadline = window.deadline;
-    const server = createServer((request, response) => this.handle(request, response));
+    const server = nodeHttp.createServer((request, response) => this.handle(request, response));
     server.requestTimeout = REQUEST_TIMEOUT_MS;
     server.headersTimeout = 10_000;
     await new Promise<void>((resolve, reject) => {

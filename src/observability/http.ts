@@ -1,10 +1,11 @@
 // /metrics, /healthz and /readyz for any component. `observabilityHandler` works as a plain node:http
 // handler and as a step of a larger handler (it calls next() for other paths); `startObservabilityServer` runs it
 // alone on its own port for components without an HTTP server of their own (operator, chain node).
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Registry } from 'prom-client';
 import { errorMessage } from '../common/errors.js';
+import { nodeHttp } from '../common/node-http.js';
 
 export type Readiness = { ready: boolean; reason?: string };
 
@@ -70,7 +71,7 @@ export async function startObservabilityServer(
   options: ObservabilityOptions & { port?: number; host?: string },
 ): Promise<ObservabilityServer> {
   const handle = observabilityHandler(options);
-  const server = createServer((req, res) => {
+  const server = nodeHttp.createServer((req, res) => {
     void handle(req, res);
   });
   await new Promise<void>((resolve, reject) => {

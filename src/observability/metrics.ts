@@ -1,9 +1,9 @@
 // prom-client helpers shared by the gateway, the node and the operator. Each component gets its own
 // Registry (no global default registry, so tests and several servers in one process do not collide), and
 // metric lookups are idempotent: asking twice for the same name returns the same collector.
-import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from './prom-client.js';
 
-export type { Counter, Gauge, Histogram, Registry };
+export { Counter, Gauge, Histogram, Registry };
 
 /** Seconds; from a fast loopback answer up to the 30 s budget of an API call with retry. */
 export const LATENCY_BUCKETS_SECONDS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];

@@ -6,12 +6,12 @@
 // only within the same origin so credentials never travel to another host. Error messages never
 // contain the URL, headers or body, so credentials cannot leak through them.
 import dns from 'node:dns';
-import http from 'node:http';
-import https from 'node:https';
+import type { Agent, ClientRequest } from 'node:http';
 import { createRequire } from 'node:module';
 import type { Readable } from 'node:stream';
 import zlib from 'node:zlib';
 import type { Dispatcher, Agent as UndiciAgentType } from 'undici';
+import { nodeHttp, nodeHttps } from '../common/node-http.js';
 import { destinationPolicy, isPrivateAddress } from './destinations.js';
 import { MAX_RESPONSE_DEPTH, nestedDeeperThan } from './limits.js';
 import type { HttpRequest } from './request.js';
@@ -71,8 +71,19 @@ function needsNodeHttp(headers: Record<string, string>): boolean {
   return false;
 }
 
-const httpAgent = new http.Agent({ keepAlive: true, maxSockets: 256, maxFreeSockets: 32, timeout: 60_000 });
-const httpsAgent = new https.Agent({ keepAlive: true, maxSockets: 256, maxFreeSockets: 32, timeout: 60_000 });
+const NODE_AGENT_OPTIONS = { keepAlive: true, maxSockets: 256, maxFreeSockets: 32, timeout: 60_000 };
+let httpAgent: Agent | undefined;
+let httpsAgent: Agent | undefined;
+
+/** The node:http(s) agent of a scheme, made on first use: a node that calls only HTTP APIs never loads node:https. */
+function nodeAgent(isHttps: boolean): Agent {
+  if (isHttps) {
+    httpsAgent ??= new (nodeHttps().Agent)(NODE_AGENT_OPTIONS);
+    return httpsAgent;
+  }
+  httpAgent ??= new nodeHttp.Agent(NODE_AGENT_OPTIONS);
+  return httpAgent;
+}
 
 /** A failure with a message that is safe to show (no URL, no credentials). */
 class ApiCallError extends Error {}
@@ -356,10 +367,10 @@ function sendWithNodeHttp(
     const hostname = url.hostname.replace(/^\[|\]$/g, '');
     const requestHeaders =
       body === undefined ? headers : { ...headers, 'Content-Length': String(Buffer.byteLength(body)) };
-    let request: http.ClientRequest;
+    let request: ClientRequest;
     try {
       // The parts of the URL as options (what node:http would derive from the URL object on every call).
-      request = (isHttps ? https : http).request({
+      request = (isHttps ? nodeHttps() : nodeHttp).request({
         protocol: url.protocol,
         hostname,
         port: url.port,
@@ -369,7 +380,7 @@ function sendWithNodeHttp(
           : {}),
         method,
         headers: requestHeaders,
-        agent: isHttps ? httpsAgent : httpAgent,
+        agent: nodeAgent(isHttps),
         ...(denyPrivate ? { lookup: guardedLookup } : {}),
       });
     } catch {

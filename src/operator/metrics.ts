@@ -4,7 +4,7 @@
 // report (status.lastCycle) is the source, and for a window's request latencies and polls, which the status does not
 // carry, the report itself (observeCycleReport). Only the leader publishes them (setLeading): a replica that stands by
 // or lost the lease would otherwise serve frozen values beside the leader's.
-import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+
 import {
   type CycleReport,
   HEARTBEAT_RESULTS,
@@ -12,6 +12,7 @@ import {
   REQUEST_LATENCY_BUCKETS_SECONDS,
 } from '../contract/pods.js';
 import type { ObjectKey } from '../kube/index.js';
+import { Counter, Gauge, Histogram, type Registry } from '../observability/index.js';
 import type { OracleNodeStatus } from './resource.js';
 
 const NODE_LABELS = ['namespace', 'name'] as const;

@@ -6,7 +6,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
-import { type Histogram, Histogram as PromHistogram, type Registry } from 'prom-client';
+import { type Histogram, Histogram as PromHistogram, type Registry } from '../../observability/index.js';
 import { type FeedAdmission, feedDenialMessage } from '../feed/admission.js';
 import { FEED_KIND } from '../feed/api.js';
 import { GROUP, KIND } from '../resource.js';

@@ -83,11 +83,19 @@ describe('oracle-node binary (validate, derive, schema)', function () {
       );
       expect(result.status, result.stderr).to.equal(2);
       const packages = recorder.packages();
-      // (undici's Agent comes through require, which this hook does not see under tsx; the key's WebAssembly loads
-      // with the signer, after the config.)
-      for (const used of ['zod', 'prom-client', 'pino']) {
+      // (undici's Agent and prom-client's collectors come through require, which this hook does not see under tsx;
+      // the key's WebAssembly loads with the signer, after the config.)
+      for (const used of ['zod', 'pino']) {
         expect(packages.has(used), `${used} not loaded: ${[...packages].join(', ')}`).to.equal(true);
       }
+      const required = recorder.requiredFiles().map((file) => file.slice(file.lastIndexOf('node_modules/') + 13));
+      expect(required).to.include.members(['prom-client/lib/registry.js', 'undici/lib/dispatcher/agent.js']);
+      // prom-client's index loads its Pushgateway (node:https, tls, zlib); an ES module import of node:http loads
+      // Node's internal undici (its ESM facade reads the lazy WebSocket getter); neither is used by the feed.
+      expect(required).to.not.include.members(['prom-client/index.js']);
+      expect(required).to.not.include.members(['prom-client/lib/pushgateway.js']);
+      expect(recorder.builtins()).to.include('http').and.not.include('internal/deps/undici/undici');
+      expect(recorder.builtins()).to.not.include('https');
       for (const unused of ['ethers', '@noble/curves', '@kubernetes/client-node']) {
         expect(packages.has(unused), `${unused} loaded`).to.equal(false);
       }

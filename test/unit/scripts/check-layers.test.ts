@@ -78,6 +78,19 @@ describe('the layering check (make lint)', () => {
     expect(found).to.deep.equal(['cli/cycle-command.ts:1', 'cli/logs-command.ts:2', 'cli/status-command.ts:3']);
   });
 
+  it('lets only their loaders load node:http and prom-client at run time (an ES module import of either costs start-up)', () => {
+    write('common/node-http.ts', "import type * as Http from 'node:http';\n");
+    write('observability/prom-client.ts', "import type * as PromClient from 'prom-client';\n");
+    write(
+      'observability/http.ts',
+      "import type { IncomingMessage } from 'node:http';\nimport { createServer } from 'node:http';\n",
+    );
+    write('feed/engine.ts', "import { type Agent } from 'node:http';\n");
+    write('kube/metrics.ts', "import { Counter } from 'prom-client';\n");
+    const found = checkLayers(root).map((v) => `${v.file}:${v.line}`);
+    expect(found).to.deep.equal(['feed/engine.ts:1', 'kube/metrics.ts:1', 'observability/http.ts:2']);
+  });
+
   it('keeps the reconcile steps off the controller that calls them and off the webhook', () => {
     write(
       'operator/reconcile/apply.ts',
