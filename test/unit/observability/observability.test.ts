@@ -1,5 +1,8 @@
+import { spawnSync } from 'node:child_process';
 import perfHooks from 'node:perf_hooks';
+import { fileURLToPath } from 'node:url';
 import { expect } from 'chai';
+import * as promClient from 'prom-client';
 import { FEED_EVENT_LOOP_SAMPLING_MS } from '../../../src/cli/feed.js';
 import {
   clearSecrets,
@@ -15,6 +18,8 @@ import {
   registerSecret,
   startObservabilityServer,
 } from '../../../src/observability/index.js';
+
+const OBSERVABILITY_ENTRY = fileURLToPath(new URL('../../../src/observability/index.ts', import.meta.url));
 
 function capture() {
   const lines: string[] = [];
@@ -120,6 +125,63 @@ describe('observability', () => {
       expect(EVENT_LOOP_SAMPLING_MS).to.equal(100);
       expect(resolutions).to.deep.equal([EVENT_LOOP_SAMPLING_MS]);
       expect(await registry.metrics()).to.contain('nodejs_eventloop_lag_p99_seconds');
+    });
+
+    it("makes the series of prom-client's collectDefaultMetrics, each with its type and help", async () => {
+      // Ours calls prom-client's collectors one by one and makes the CPU counters itself (theirs loads
+      // @opentelemetry/api); a prom-client update that adds, renames or drops a default metric fails here.
+      const ours = createMetricsRegistry({ defaultMetrics: true, prefix: 'x_' });
+      const reference = new promClient.Registry();
+      promClient.collectDefaultMetrics({ register: reference, prefix: 'x_' });
+      const shape = async (registry: promClient.Registry) =>
+        (await registry.getMetricsAsJSON()).map((metric) => `${metric.name} ${metric.type} ${metric.help}`).sort();
+      const expected = await shape(reference);
+      expect(expected).to.include(
+        'x_process_cpu_seconds_total counter Total user and system CPU time spent in seconds.',
+      );
+      expect(await shape(ours)).to.deep.equal(expected);
+      ours.clear();
+      reference.clear();
+    });
+
+    it("loads neither prom-client's index nor @opentelemetry/api (its CPU collector's, 51 modules)", () => {
+      const script = [
+        "import { createRequire } from 'node:module';",
+        `const { createMetricsRegistry } = await import(${JSON.stringify(OBSERVABILITY_ENTRY)});`,
+        'createMetricsRegistry({ defaultMetrics: true });',
+        'console.log(JSON.stringify(Object.keys(createRequire(import.meta.url).cache)));',
+        'process.exit(0);',
+      ].join('\n');
+      const result = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
+        encoding: 'utf8',
+        timeout: 60_000,
+      });
+      expect(result.status, result.stderr).to.equal(0);
+      const packages = (JSON.parse(result.stdout) as string[]).map((file) =>
+        file.slice(file.lastIndexOf('node_modules/') + 'node_modules/'.length),
+      );
+      expect(packages).to.include('prom-client/lib/metrics/eventLoopLag.js');
+      expect(packages).to.not.include('prom-client/index.js');
+      expect(packages.filter((file) => file.startsWith('@opentelemetry/'))).to.deep.equal([]);
+    });
+
+    it('counts the CPU the process uses: user, system and their sum', async () => {
+      const registry = createMetricsRegistry({ defaultMetrics: true });
+      const cpu = async (name: string) =>
+        (await registry.getSingleMetric(name)?.get())?.values.reduce((sum, value) => sum + value.value, 0) ?? -1;
+      const before = {
+        user: await cpu('process_cpu_user_seconds_total'),
+        total: await cpu('process_cpu_seconds_total'),
+      };
+      const spent = process.cpuUsage();
+      while (process.cpuUsage(spent).user < 20_000) Math.sqrt(Math.random());
+      const user = await cpu('process_cpu_user_seconds_total');
+      const system = await cpu('process_cpu_system_seconds_total');
+      const total = await cpu('process_cpu_seconds_total');
+      expect(user - before.user).to.be.at.least(0.02);
+      expect(total - before.total).to.be.at.least(0.02);
+      expect(total).to.be.closeTo(user + system, 1e-6);
+      registry.clear();
     });
 
     it('samples the event loop lag as often as a component asks (the feed: once a second)', () => {
