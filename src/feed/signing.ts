@@ -2,7 +2,7 @@
 // signature is EIP-191 over keccak256(abi.encodePacked(bytes32 templateId, uint256 timestamp, bytes encodedValue)),
 // the OEV signature the same over the OEV template id, keccak256(abi.encodePacked(bytes32 templateId)). The key is
 // the node's (m/44'/60'/0'/0/0 of nodeSettings.airnodeWalletMnemonic), signing with libsecp256k1.
-import jsSha3 from 'js-sha3';
+import { keccak256Bytes, keccak256Hex } from '../protocol/keccak.js';
 import { fastMessageSigner, type MessageSigner } from '../protocol/message-signer.js';
 import { addressOfPrivateKey, deriveNodePrivateKey } from '../protocol/node-key.js';
 
@@ -25,7 +25,7 @@ const hexBytes = (hex: string) => Buffer.from(hex.slice(2), 'hex');
 
 /** keccak256(abi.encodePacked(bytes32 templateId)): the template id of the OEV signature. */
 export function deriveOevTemplateId(templateId: string): string {
-  return `0x${jsSha3.keccak256(hexBytes(templateId))}`;
+  return `0x${keccak256Hex(hexBytes(templateId))}`;
 }
 
 /** uint256 as 32 big-endian bytes; the timestamp is decimal digits (seconds) from the engine, never user text. */
@@ -41,7 +41,7 @@ export function signTemplateValue(
   encodedValue: string,
 ): string {
   const packed = Buffer.concat([hexBytes(templateId), uint256Bytes(timestamp), hexBytes(encodedValue || '0x')]);
-  return signer.signMessageSync(new Uint8Array(jsSha3.keccak256.arrayBuffer(packed)));
+  return signer.signMessageSync(keccak256Bytes(packed));
 }
 
 /** The base and the OEV signature of one template value. */

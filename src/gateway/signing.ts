@@ -7,11 +7,11 @@
 // complement), so the packing below reproduces ethers 5 rather than calling solidityPacked: otherwise the
 // same request would get a different data feed id or update hash, or a 400, from this node.
 import { AbiCoder, concat, getBytes, keccak256, solidityPackedKeccak256 } from 'ethers';
-import jsSha3 from 'js-sha3';
 import { z } from 'zod';
 import { errorMessage } from '../common/errors.js';
 import { type RecoverableSignature, recoverSigners } from '../ois/worker-tasks.js';
 import { BYTES32_PATTERN, deriveTemplateIdV1, HEX_BYTES_PATTERN } from '../protocol/ids.js';
+import { keccak256Bytes } from '../protocol/keccak.js';
 import type { MessageSigner } from '../protocol/message-signer.js';
 
 const abi = AbiCoder.defaultAbiCoder();
@@ -46,7 +46,7 @@ function plainUint256Hex(value: string | number | bigint): string | undefined {
 
 /**
  * keccak256(abi.encodePacked(bytes32 templateId, uint256 timestamp, bytes encodedValue)) as 32 bytes. The packed
- * encoding is the three values' bytes one after the other, hashed with js-sha3; any other form of a value (a hex
+ * encoding is the three values' bytes one after the other, hashed by keccak.ts's sponge; any other form of a value (a hex
  * or negative timestamp, malformed hex) goes through ethers' solidityPacked, which answers or throws as before.
  */
 function signedDataDigest(templateId: string, timestamp: string | number | bigint, encodedValue: string): Uint8Array {
@@ -56,7 +56,7 @@ function signedDataDigest(templateId: string, timestamp: string | number | bigin
     return getBytes(solidityPackedKeccak256(['bytes32', 'uint256', 'bytes'], [templateId, timestamp, value]));
   }
   const packed = Buffer.from(templateId.slice(2) + time + value.slice(2), 'hex');
-  return new Uint8Array(jsSha3.keccak256.arrayBuffer(packed));
+  return keccak256Bytes(packed);
 }
 
 /** keccak256(abi.encodePacked(bytes32 templateId, uint256 timestamp, bytes encodedValue)). */

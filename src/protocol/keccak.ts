@@ -257,6 +257,11 @@ export function keccak256Hex(data: Uint8Array): string {
   return keccak256HexOfWritten(data.length, (target) => target.set(data));
 }
 
+/** keccak256 of the bytes, as 32 bytes of a Buffer of its own. */
+export function keccak256Bytes(data: Uint8Array): Buffer {
+  return keccak256OfWritten(data.length, (target) => target.set(data));
+}
+
 let inputView: Buffer | undefined;
 
 /**
@@ -265,6 +270,18 @@ let inputView: Buffer | undefined;
  * of 5,000 endpoint ids).
  */
 export function keccak256HexOfWritten(length: number, write: (target: Buffer) => void): string {
+  const state = absorbWritten(length, write);
+  return typeof state === 'string' ? state : state.toString('hex', STATE_AT, STATE_AT + 32);
+}
+
+/** keccak256HexOfWritten's hash as 32 bytes of a Buffer of its own (what a signature takes). */
+export function keccak256OfWritten(length: number, write: (target: Buffer) => void): Buffer {
+  const state = absorbWritten(length, write);
+  return typeof state === 'string' ? Buffer.from(state, 'hex') : Buffer.from(state.subarray(STATE_AT, STATE_AT + 32));
+}
+
+/** The sponge's memory with the hash at STATE_AT, or (without WebAssembly) js-sha3's hex answer. */
+function absorbWritten(length: number, write: (target: Buffer) => void): Buffer | string {
   if (sponge === undefined) sponge = instantiate();
   if (sponge === null) {
     const target = Buffer.alloc(length);
@@ -288,5 +305,5 @@ export function keccak256HexOfWritten(length: number, write: (target: Buffer) =>
   inputView[INPUT_AT + length]! ^= 0x01;
   inputView[needed - 1]! ^= 0x80;
   sponge.absorb(INPUT_AT, blocks);
-  return inputView.toString('hex', STATE_AT, STATE_AT + 32);
+  return inputView;
 }

@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { expect } from 'chai';
 import fc from 'fast-check';
 import jsSha3 from 'js-sha3';
-import { keccak256Hex } from '../../../src/protocol/keccak.js';
+import { keccak256Bytes, keccak256Hex } from '../../../src/protocol/keccak.js';
 
 describe('keccak256Hex', () => {
   it('hashes the empty input and "abc" to the known digests', () => {
@@ -38,16 +38,30 @@ describe('keccak256Hex', () => {
     );
   });
 
+  it('gives the same hash as bytes, in a Buffer of its own that later hashes leave alone', () => {
+    fc.assert(
+      fc.property(fc.uint8Array({ maxLength: 600 }), fc.uint8Array({ maxLength: 600 }), (first, second) => {
+        const digest = keccak256Bytes(first);
+        const expected = jsSha3.keccak256(first);
+        expect(digest.toString('hex')).to.equal(expected);
+        expect(keccak256Bytes(second).toString('hex')).to.equal(jsSha3.keccak256(second));
+        // The sponge's memory is reused by every hash: the first answer must not be a view into it.
+        expect(digest.toString('hex')).to.equal(expected);
+      }),
+      { numRuns: 200 },
+    );
+  });
+
   it('falls back to js-sha3 without WebAssembly (node --jitless)', () => {
     const module = fileURLToPath(new URL('../../../src/protocol/keccak.ts', import.meta.url));
-    const script = `import { keccak256Hex } from ${JSON.stringify(module)};
-console.log(typeof WebAssembly, keccak256Hex(Buffer.from('abc')));`;
+    const script = `import { keccak256Bytes, keccak256Hex } from ${JSON.stringify(module)};
+console.log(typeof WebAssembly, keccak256Hex(Buffer.from('abc')), keccak256Bytes(Buffer.from('abc')).toString('hex'));`;
     const result = spawnSync(process.execPath, ['--jitless', '--import', 'tsx', '--input-type=module', '-e', script], {
       encoding: 'utf8',
       timeout: 60_000,
     });
     expect(result.stdout.trim(), result.stderr).to.equal(
-      'undefined 4e03657aea45a94fc7d47ba826c8d667c0d1e6e33a64a036ec44f58fa12d6c45',
+      'undefined 4e03657aea45a94fc7d47ba826c8d667c0d1e6e33a64a036ec44f58fa12d6c45 4e03657aea45a94fc7d47ba826c8d667c0d1e6e33a64a036ec44f58fa12d6c45',
     );
   });
 });
