@@ -105,7 +105,7 @@ const candidates: Record<string, Candidate> = {
     },
   },
   [ETHERS_MESSAGE]: { kind: 'message', sign: (message) => wallet.signMessageSync(message) },
-  'fastMessageSigner.signMessageSync (js-sha3 + libsecp256k1; the gateways)': {
+  'fastMessageSigner.signMessageSync (keccak.ts + libsecp256k1; gateways, feed)': {
     kind: 'message',
     sign: (message) => fastSigner.signMessageSync(message),
   },
@@ -168,7 +168,7 @@ function main(): void {
     '',
     'The gateways sign with libsecp256k1 (tiny-secp256k1 2.2.4: the C library compiled to WebAssembly, no native build, ' +
       'no install script) behind `fastMessageSigner` (`src/protocol/message-signer.ts`, loaded when the first signer is made), which hashes ' +
-      "the EIP-191 message with js-sha3 instead of ethers' keccak. The bytes are ethers': the property tests in " +
+      "the EIP-191 message with keccak.ts's WebAssembly sponge instead of ethers' keccak. The bytes are ethers': the property tests in " +
       '`test/unit/protocol/message-signer.test.ts` compare both over random keys and messages, and the reference ' +
       "fulfilment vector. @noble/curves directly saves only ethers' wrapping; noble with node's HMAC pays more per " +
       "call than it saves; elliptic is slower. Node's own crypto cannot stand in: it has no secp256k1 signing of a " +
