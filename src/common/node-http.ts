@@ -1,7 +1,7 @@
 // node:http and node:https for src/, loaded through require. An ES module import of node:http builds its ESM facade,
 // which reads every export, and the lazy WebSocket and EventSource getters among them load Node's internal undici
-// (with http2, zlib and worker_threads): about 35 ms of CPU at each start-up of every process that imports it
-// (Node 22 to 24; docs/benchmarks.md, "Start-up of the Airnode feed"). Through require the getters stay lazy.
+// (with http2, zlib and worker_threads): about 30 ms of CPU in a process that imports only node:http, 11 ms of the
+// feed's start-up (Node 24; docs/benchmarks.md, "Start-up of the Airnode feed"). Through require they stay lazy.
 // node:https (and tls) is loaded on the first call of `nodeHttps`, as only HTTPS destinations need it.
 import type * as Http from 'node:http';
 import type * as Https from 'node:https';
