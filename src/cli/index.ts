@@ -4,7 +4,7 @@
 // The young generation is capped at 8 MiB per semi-space (V8 grows it to 32 MiB by default): `validate` of a
 // 5 MiB config then peaks near 130 MiB RSS instead of 180 MiB at the same CPU time (docs/benchmarks.md).
 // require-node is the only static import: every static import is linked before any code runs, so one that an old
-// Node.js cannot link (validate-startup's `registerHooks`, Node.js 22.15) would end it with a SyntaxError and a
+// Node.js cannot link (zod-english-only's `registerHooks`, Node.js 22.15) would end it with a SyntaxError and a
 // stack trace before the version check. Everything else is imported once the version is known to be supported.
 import './require-node.js';
 
@@ -12,8 +12,8 @@ import './require-node.js';
 await import('./timezone.js');
 const { redactStandardStreams } = await import('./redacted-streams.js');
 redactStandardStreams();
-// Before the validate command's modules, which load zod, are resolved.
-if (process.argv[2] === 'validate') (await import('./validate-startup.js')).loadEnglishZodLocaleOnly();
+// Before any module that loads zod is resolved.
+(await import('./zod-english-only.js')).loadEnglishZodLocaleOnly();
 const { runCli } = await import('./main.js');
 
 process.exitCode = await runCli(process.argv.slice(2));

@@ -101,6 +101,9 @@ describe('oracle-node binary (validate, derive, schema)', function () {
         expect(packages.has(unused), `${unused} loaded`).to.equal(false);
       }
       expect(recorder.urls().some((url) => url.endsWith('/node_modules/undici/index.js'))).to.equal(false);
+      // Of zod's 64 message locales, English alone (every subcommand's messages are English).
+      const locales = recorder.urls().filter((url) => url.includes('/node_modules/zod/v4/locales/'));
+      expect(locales.map((url) => url.slice(url.lastIndexOf('/') + 1))).to.deep.equal(['en.js']);
       // Nor the node's whole config model: the feed has its own schema and shares only OIS and apiCredentials.
       expect(recorder.urls().join('\n')).to.not.match(/\/src\/config\/(schema|json-schema)\.ts/);
     } finally {
