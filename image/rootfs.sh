@@ -110,7 +110,8 @@ if [[ -n $SYSROOT ]]; then
 fi
 
 for bin in "$@"; do
-  [[ -x $bin ]] || { echo "rootfs.sh: $bin is not an executable" >&2; exit 1; }
+  # Executables, and shared objects such as native addons (which need no execute bit).
+  [[ -f $bin ]] || { echo "rootfs.sh: $bin is missing" >&2; exit 1; }
   # Lines look like `libc.so.6 => /lib/x86_64-linux-gnu/libc.so.6 (0x...)` or `/lib64/ld-linux-x86-64.so.2 (0x...)`.
   out="$(ldd "$bin" 2>&1)" || { [[ $out == *"not a dynamic executable"* ]] && continue; echo "rootfs.sh: ldd $bin: $out" >&2; exit 1; }
   if grep -q 'not found' <<<"$out"; then

@@ -1,24 +1,12 @@
-// The node key's EIP-191 message signer for the gateways: libsecp256k1 (tiny-secp256k1, the C library compiled to
-// WebAssembly) instead of ethers' JavaScript secp256k1 (@noble/curves), with the same signature bytes.
-import { createRequire } from 'node:module';
-import type * as TinySecp256k1 from 'tiny-secp256k1';
+// The node key's EIP-191 message signer for the gateways and the feed: libsecp256k1 (secp256k1.ts: native where the
+// platform has a build, else WebAssembly) instead of ethers' JavaScript secp256k1 (@noble/curves), with the same
+// signature bytes.
 import { keccak256OfWritten } from './keccak.js';
+import { secp256k1 } from './secp256k1.js';
 import { ethersUtf8Bytes } from './utf8.js';
 
 /** Anything that signs EIP-191 messages synchronously, as ethers' Wallet and HDNodeWallet do. */
 export type MessageSigner = { readonly address: string; signMessageSync(message: string | Uint8Array): string };
-
-const require = createRequire(import.meta.url);
-let secp256k1: typeof TinySecp256k1 | undefined;
-
-/**
- * Compiling the WebAssembly costs ~30 ms and ~13 MiB of RSS: done when the first signer is made, not when this module
- * is imported (the HTTP-only gateway, `validate` and the operator never pay it).
- */
-function libsecp256k1(): typeof TinySecp256k1 {
-  secp256k1 ??= require('tiny-secp256k1') as typeof TinySecp256k1;
-  return secp256k1;
-}
 
 const EIP191_PREFIX = Buffer.from('\x19Ethereum Signed Message:\n', 'utf8');
 
@@ -47,14 +35,14 @@ export function fastMessageSigner(wallet: { readonly address: string; readonly p
   if (key.length !== 32 || `0x${key.toString('hex')}` !== wallet.privateKey.toLowerCase()) {
     throw new Error('the private key is not 32 bytes of hex');
   }
-  const { signRecoverable } = libsecp256k1();
+  const library = secp256k1();
   const address = wallet.address;
   return {
     address,
     signMessageSync(message: string | Uint8Array): string {
       const digest = hashMessageBytes(typeof message === 'string' ? ethersUtf8Bytes(message) : message);
       // r ‖ s ‖ v as ethers' Signature.serialized: v is 0x1c for any non-zero recovery id.
-      const { signature, recoveryId } = signRecoverable(digest, key);
+      const { signature, recoveryId } = library.signRecoverable(digest, key);
       return `0x${Buffer.from(signature.buffer, signature.byteOffset, 64).toString('hex')}${recoveryId ? '1c' : '1b'}`;
     },
   };
@@ -67,7 +55,7 @@ export function fastMessageSigner(wallet: { readonly address: string; readonly p
 export function signDigest(privateKey: string, digest: string): { r: string; s: string; v: 27 | 28 } {
   const key = Buffer.from(privateKey.slice(2), 'hex');
   if (key.length !== 32) throw new Error('the private key is not 32 bytes of hex');
-  const { signature, recoveryId } = libsecp256k1().signRecoverable(Buffer.from(digest.slice(2), 'hex'), key);
+  const { signature, recoveryId } = secp256k1().signRecoverable(Buffer.from(digest.slice(2), 'hex'), key);
   const bytes = Buffer.from(signature.buffer, signature.byteOffset, 64);
   return {
     r: `0x${bytes.subarray(0, 32).toString('hex')}`,
@@ -78,7 +66,7 @@ export function signDigest(privateKey: string, digest: string): { r: string; s: 
 
 /** The public key of a 32-byte private key by libsecp256k1 (for many BIP-32 steps; see node-key.ts's publicKeyOf). */
 export function publicKeyOfScalar(privateKey: Uint8Array, format: 'compressed' | 'uncompressed'): Uint8Array {
-  const point = libsecp256k1().pointFromScalar(privateKey, format === 'compressed');
+  const point = secp256k1().publicKey(privateKey, format === 'compressed');
   if (!point) throw new Error('the private key is not a valid secp256k1 scalar');
   return point;
 }

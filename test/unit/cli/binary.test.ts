@@ -84,7 +84,7 @@ describe('oracle-node binary (validate, derive, schema)', function () {
       expect(result.status, result.stderr).to.equal(2);
       const packages = recorder.packages();
       // (undici's Agent and prom-client's collectors come through require, which this hook does not see under tsx;
-      // the key's WebAssembly loads with the signer, after the config.)
+      // the key's libsecp256k1 loads with the signer, after the config.)
       for (const used of ['zod', 'pino']) {
         expect(packages.has(used), `${used} not loaded: ${[...packages].join(', ')}`).to.equal(true);
       }

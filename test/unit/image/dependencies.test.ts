@@ -40,6 +40,11 @@ describe('production dependencies', () => {
     expect(project.dependencies?.[name]).to.equal(installedVersion(name));
   });
 
+  it('pins secp256k1, whose bindings entry (not its main, which falls back to elliptic) the signer loads', () => {
+    expect(project.dependencies?.secp256k1).to.equal(installedVersion('secp256k1'));
+    expect(project.dependencies?.['tiny-secp256k1']).to.equal(installedVersion('tiny-secp256k1'));
+  });
+
   it('keeps quickjs-emscripten-core, imported for types only, out of the production dependencies', () => {
     const name = 'quickjs-emscripten-core';
     const statements = statementsNaming(name);
