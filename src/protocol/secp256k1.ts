@@ -2,7 +2,7 @@
 // publishes a build for the platform (linux-x64 glibc and musl, darwin-arm64, win32-x64: its prebuilt N-API addon,
 // no compiler and no install script needed), and the same C library compiled to WebAssembly (tiny-secp256k1) on every
 // other platform. Both sign with RFC 6979 nonces and low s, so the bytes are the same; the native one signs in about a
-// third of the time and needs no WebAssembly compile (docs/benchmarks.md, "Signing with the native libsecp256k1").
+// third of the time and needs no WebAssembly compile (docs/benchmarks.md, "Signing (secp256k1)").
 import { randomBytes } from 'node:crypto';
 import { createRequire } from 'node:module';
 import type * as TinySecp256k1 from 'tiny-secp256k1';
