@@ -1,6 +1,6 @@
-// The node key's EIP-191 message signer for the gateways and the feed: libsecp256k1 (secp256k1.ts: native where the
-// platform has a build, else WebAssembly) instead of ethers' JavaScript secp256k1 (@noble/curves), with the same
-// signature bytes.
+// The node key's signatures for the gateways, the feed and the fulfilments (EIP-191 messages and raw digests), and
+// public keys for BIP-32 steps: libsecp256k1 (secp256k1.ts: native where the platform has a build, else WebAssembly)
+// instead of ethers' JavaScript secp256k1 (@noble/curves), with the same bytes.
 import { keccak256OfWritten } from './keccak.js';
 import { secp256k1 } from './secp256k1.js';
 import { ethersUtf8Bytes } from './utf8.js';
