@@ -1,5 +1,6 @@
-// The layering rule of src/, checked by `make lint`: each folder may import only the folders below it, and no
-// module is loaded by a computed path (the type checker cannot see those). The table is docs/architecture.md's
+// The layering rule of src/, checked by `make lint`: each folder may import only the folders below it, no module
+// is loaded by a computed path (the type checker cannot see those), and no modules import each other in a circle
+// (an import type or a lazy import() included: a circle is two modules that cannot be read one without the other). The table is docs/architecture.md's
 // "where things live". Run: node scripts/check-layers.ts [root]
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve, sep } from 'node:path';
@@ -110,7 +111,11 @@ function folderOf(srcRoot: string, path: string): string | undefined {
 
 export function checkLayers(srcRoot: string): Violation[] {
   const violations: Violation[] = [];
-  for (const file of sourceFiles(srcRoot)) {
+  const files = sourceFiles(srcRoot);
+  const known = new Set(files.map((file) => relative(srcRoot, file).split(sep).join('/')));
+  /** Module -> the modules of src/ it imports, with the line of the first import of each. */
+  const imports = new Map<string, Map<string, number>>();
+  for (const file of files) {
     const from = folderOf(srcRoot, file)!;
     const allowed = MAY_IMPORT[from];
     const name = relative(srcRoot, file);
@@ -139,7 +144,16 @@ export function checkLayers(srcRoot: string): Violation[] {
           message: `import(${argument}) loads a computed path`,
         });
     }
+    const edges = new Map<string, number>();
+    imports.set(name.split(sep).join('/'), edges);
     for (const { specifier, line, typeOnly } of specifiers) {
+      if (specifier.startsWith('.')) {
+        const target = relative(srcRoot, resolve(dirname(file), specifier))
+          .split(sep)
+          .join('/')
+          .replace(/\.js$/, '.ts');
+        if (known.has(target) && !edges.has(target)) edges.set(target, line);
+      }
       const packageImporters = RUNTIME_IMPORTED_ONLY_FROM[specifier];
       const posixName = name.split(sep).join('/');
       if (
@@ -169,7 +183,69 @@ export function checkLayers(srcRoot: string): Violation[] {
       }
     }
   }
+  for (const circle of importCircles(imports)) {
+    const line = imports.get(circle[0]!)!.get(circle[1]!)!;
+    violations.push({ file: circle[0]!, line, message: `import circle: ${circle.join(' -> ')}` });
+  }
   return violations;
+}
+
+/**
+ * One circle through each group of modules that import each other (Tarjan's strongly connected components), as
+ * paths from the group's first module back to itself: [a, b, a].
+ */
+export function importCircles(imports: ReadonlyMap<string, ReadonlyMap<string, number>>): string[][] {
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const onStack = new Set<string>();
+  const groups: string[][] = [];
+  const visit = (module: string) => {
+    index.set(module, index.size);
+    low.set(module, index.get(module)!);
+    stack.push(module);
+    onStack.add(module);
+    for (const next of imports.get(module)?.keys() ?? []) {
+      if (!index.has(next)) {
+        visit(next);
+        low.set(module, Math.min(low.get(module)!, low.get(next)!));
+      } else if (onStack.has(next)) {
+        low.set(module, Math.min(low.get(module)!, index.get(next)!));
+      }
+    }
+    if (low.get(module) !== index.get(module)) return;
+    const group: string[] = [];
+    let member: string;
+    do {
+      member = stack.pop()!;
+      onStack.delete(member);
+      group.push(member);
+    } while (member !== module);
+    if (group.length > 1 || imports.get(module)?.has(module)) groups.push(group.sort());
+  };
+  for (const module of [...imports.keys()].sort()) if (!index.has(module)) visit(module);
+  return groups
+    .sort((a, b) => a[0]!.localeCompare(b[0]!))
+    .map((group) => {
+      // The shortest way from the group's first module back to it, inside the group (breadth first).
+      const members = new Set(group);
+      const start = group[0]!;
+      const cameFrom = new Map<string, string>();
+      const queue = [start];
+      search: while (queue.length > 0) {
+        const at = queue.shift()!;
+        for (const next of imports.get(at)?.keys() ?? []) {
+          if (!members.has(next) || cameFrom.has(next)) continue;
+          cameFrom.set(next, at);
+          if (next === start) break search;
+          queue.push(next);
+        }
+      }
+      const path = [start];
+      for (let at = cameFrom.get(start)!; at !== start; at = cameFrom.get(at)!) path.unshift(at);
+      path.unshift(start);
+      return path;
+    });
 }
 
 /** Why an import of another folder breaks that folder's entry or importer rule, or undefined. Paths relative to src/. */

@@ -1,68 +1,69 @@
-// The table of subcommands: a one-line summary for `oracle-node --help` (and shell completion), and the module,
-// loaded lazily so `oracle-node validate` does not pay for the Kubernetes client or the gateway.
+// The table of subcommands: a one-line summary for `oracle-node --help` (and shell completion, summaries.ts), and
+// the module, loaded lazily so `oracle-node validate` does not pay for the Kubernetes client or the gateway.
 import type { Subcommand } from './subcommand.js';
+import { type CommandName, SUMMARIES } from './summaries.js';
 
 export type CommandEntry = { summary: string; load: () => Promise<Subcommand> };
 
 export const subcommands: Record<string, CommandEntry> = {
   status: {
-    summary: 'Show what an OracleNode is doing: conditions, gateways, last cycles, providers, wallets, failures',
+    summary: SUMMARIES.status,
     load: async () => (await import('./status-command.js')).statusCommand,
   },
   logs: {
-    summary: 'Print the logs of the latest coordinator and worker pods of an OracleNode',
+    summary: SUMMARIES.logs,
     load: async () => (await import('./logs-command.js')).logsCommand,
   },
   cycle: {
-    summary: 'Run one coordinator cycle of an OracleNode now (a Job from its CronJob)',
+    summary: SUMMARIES.cycle,
     load: async () => (await import('./cycle-command.js')).cycleCommand,
   },
   request: {
-    summary: 'Where is my request: its timeline from the chain and what the node recorded',
+    summary: SUMMARIES.request,
     load: async () => (await import('./request-command.js')).requestCommand,
   },
   validate: {
-    summary: 'Validate config.json with secrets.env',
+    summary: SUMMARIES.validate,
     load: async () => (await import('./validate-command.js')).validateCommand,
   },
   manifest: {
-    summary: 'Print the Secret and the OracleNode of an existing config.json + secrets.env, for kubectl apply -f -',
+    summary: SUMMARIES.manifest,
     load: async () => (await import('./manifest-command.js')).manifestCommand,
   },
   derive: {
-    summary: 'Derive endpoint ids, template ids, the node address, xpub and sponsor wallets',
+    summary: SUMMARIES.derive,
     load: async () => (await import('./derive-command.js')).deriveCommand,
   },
   schema: {
-    summary: 'Print the JSON Schema of config.json (or --ois)',
+    summary: SUMMARIES.schema,
     load: async () => (await import('./schema-command.js')).schemaCommand,
   },
   operator: {
-    summary: 'Run the OracleNode operator (controller manager)',
+    summary: SUMMARIES.operator,
     load: async () => (await import('./operator.js')).default,
   },
   coordinator: {
-    summary: 'Run one request-response cycle (and the heartbeat) and exit',
+    summary: SUMMARIES.coordinator,
     load: async () => (await import('./coordinator.js')).command,
   },
   worker: {
-    summary: 'Run one shard of a cycle (one sponsor wallet)',
+    summary: SUMMARIES.worker,
     load: async () => (await import('./worker.js')).command,
   },
   start: {
-    summary: 'Run the node locally: gateway server and the cycle every minute',
+    summary: SUMMARIES.start,
     load: async () => (await import('./start.js')).command,
   },
   gateway: {
-    summary: 'Serve the HTTP, signed-data and OEV gateways',
+    summary: SUMMARIES.gateway,
     load: async () => (await import('./gateway.js')).gatewayCommand,
   },
   feed: {
-    summary: 'Run an Airnode feed (@api3/airnode-feed config.json): fetch, sign, push to Signed APIs',
+    summary: SUMMARIES.feed,
     load: async () => (await import('./feed.js')).feedCommand,
   },
   completion: {
-    summary: 'Print a shell completion script: oracle-node completion bash|zsh',
+    summary: SUMMARIES.completion,
     load: async () => (await import('./completion.js')).completionCommand,
   },
-};
+} satisfies Record<CommandName, CommandEntry>;

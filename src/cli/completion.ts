@@ -1,9 +1,9 @@
-// `oracle-node completion bash|zsh`: a completion script for the commands of the table (commands.ts), and for
+// `oracle-node completion bash|zsh`: a completion script for the commands (summaries.ts), and for
 // the OracleNode names and namespaces of `status`, `logs` and `cycle` (through kubectl, when it is installed).
 //   bash: source <(oracle-node completion bash)
 //   zsh:  source <(oracle-node completion zsh)   (or save it as _oracle-node in a directory of $fpath)
-import { subcommands } from './commands.js';
 import type { Subcommand } from './subcommand.js';
+import { SUMMARIES } from './summaries.js';
 
 const HELP = `Usage: oracle-node completion bash|zsh
 
@@ -16,7 +16,7 @@ Prints a shell completion script:
 const NODE_COMMANDS = ['status', 'logs', 'cycle'];
 
 export function bashCompletion(): string {
-  const names = Object.keys(subcommands).join(' ');
+  const names = Object.keys(SUMMARIES).join(' ');
   return `# bash completion for oracle-node (oracle-node completion bash)
 _oracle_node() {
   local cur prev cmd
@@ -46,8 +46,8 @@ complete -F _oracle_node kubectl-oracle_node
 }
 
 export function zshCompletion(): string {
-  const described = Object.entries(subcommands)
-    .map(([name, entry]) => `    '${name}:${entry.summary.replace(/[':]/g, ' ')}'`)
+  const described = Object.entries(SUMMARIES)
+    .map(([name, summary]) => `    '${name}:${summary.replace(/[':]/g, ' ')}'`)
     .join('\n');
   return `#compdef oracle-node kubectl-oracle_node
 # zsh completion for oracle-node (oracle-node completion zsh)

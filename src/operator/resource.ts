@@ -1,10 +1,24 @@
-// The OracleNode resource: its API coordinates, its object type (spec and status are the API's, api/v1alpha1.ts),
-// the kinds of its children, and the labels/annotations the operator puts on everything it manages.
+// The OracleNode resource: its object type (spec and status are the API's, api/v1alpha1.ts; its coordinates and
+// defaults api/groupversion.ts and api/defaults.ts, named here again for the operator), the kinds of its children,
+// and the labels/annotations the operator puts on everything it manages.
 import type { KubernetesObject } from '@kubernetes/client-node';
 import { LABELS } from '../contract/pods.js';
 import { BUILTIN_KINDS, type ResourceKind } from '../kube/api.js';
+import { type API_VERSION, GROUP, KIND, PLURAL, VERSION } from './api/groupversion.js';
 import type { OracleNodeSpec, OracleNodeStatus } from './api/v1alpha1.js';
 
+export {
+  DEFAULT_COORDINATOR_POLL_INTERVAL_SECONDS,
+  DEFAULT_IMAGE,
+  DEFAULT_SCHEDULE,
+  DEFAULT_TARGET_CPU_UTILIZATION,
+  MAX_COORDINATOR_POLL_INTERVAL_SECONDS,
+  MAX_CYCLE_HISTORY,
+  MAX_RECENT_FAILED_REQUESTS,
+  MIN_COORDINATOR_POLL_INTERVAL_SECONDS,
+  SECRETS_AS,
+} from './api/defaults.js';
+export { API_VERSION, GROUP, KIND, PLURAL, SHORT_NAME, SINGULAR, VERSION } from './api/groupversion.js';
 export type {
   Condition,
   ConditionType,
@@ -15,28 +29,8 @@ export type {
   ProviderHealth,
 } from './api/v1alpha1.js';
 
-export const GROUP = 'oracle-node.io';
-export const VERSION = 'v1alpha1';
-export const API_VERSION = `${GROUP}/${VERSION}`;
-export const KIND = 'OracleNode';
-export const PLURAL = 'oraclenodes';
-export const SINGULAR = 'oraclenode';
-export const SHORT_NAME = 'onode';
 export const FIELD_MANAGER = 'oracle-node-operator';
 export const CONTROLLER_NAME = 'oraclenode';
-
-export const DEFAULT_IMAGE = 'oracle-node:0.1.0';
-export const DEFAULT_SCHEDULE = '* * * * *';
-/** Seconds between a coordinator window's polls of new blocks; 0 turns windows off (one cycle per tick). */
-export const DEFAULT_COORDINATOR_POLL_INTERVAL_SECONDS = 1;
-/** The engine's least poll interval (`oracle-node coordinator --poll-interval`); a smaller non-zero one is raised to it. */
-export const MIN_COORDINATOR_POLL_INTERVAL_SECONDS = 0.1;
-export const MAX_COORDINATOR_POLL_INTERVAL_SECONDS = 30;
-/** The average CPU utilisation (% of the CPU request) the gateway's HPA aims at when no metrics are given. */
-export const DEFAULT_TARGET_CPU_UTILIZATION = 80;
-
-/** spec.secretRef.as: the keys as one secretKeyRef variable each, or as files of a read-only Secret volume. */
-export const SECRETS_AS = ['EnvVars', 'Files'] as const;
 
 export const MANAGED_BY = 'oracle-node-operator';
 export const MANAGED_SELECTOR = `${LABELS.managedBy}=${MANAGED_BY}`;
@@ -87,10 +81,6 @@ export const CONDITION_REASONS = [
   'ApplyFailed',
 ] as const;
 export type ConditionReason = (typeof CONDITION_REASONS)[number];
-
-export const MAX_RECENT_FAILED_REQUESTS = 20;
-
-export const MAX_CYCLE_HISTORY = 10;
 
 export type OracleNode = KubernetesObject & {
   apiVersion: typeof API_VERSION;

@@ -43,7 +43,7 @@ import {
   MAX_RECENT_FAILED_REQUESTS,
   MIN_COORDINATOR_POLL_INTERVAL_SECONDS,
   SECRETS_AS,
-} from '../resource.js';
+} from './defaults.js';
 import {
   CHECKS_KEYWORD,
   fillDescriptions,

@@ -123,4 +123,19 @@ describe('the layering check (make lint)', () => {
       'extras/x.ts:1: folder src/extras is not in the layering table',
     ]);
   });
+
+  it('refuses modules that import each other in a circle, through import type and lazy import() too', () => {
+    write('cli/commands.ts', "const c = async () => (await import('./completion.js')).completion;\n");
+    write('cli/completion.ts', "// the table\nimport type { Table } from './table.js';\n");
+    write('cli/table.ts', "import { commands } from './commands.js';\n");
+    write('cli/main.ts', "import { commands } from './commands.js';\n");
+    write('node/a.ts', "import { a } from './a.js';\n");
+    write('node/b.ts', "import { c } from './c.js';\n");
+    write('node/c.ts', "import { d } from './d.js';\n");
+    const found = checkLayers(root).map((v) => `${v.file}:${v.line}: ${v.message}`);
+    expect(found).to.deep.equal([
+      'cli/commands.ts:1: import circle: cli/commands.ts -> cli/completion.ts -> cli/table.ts -> cli/commands.ts',
+      'node/a.ts:1: import circle: node/a.ts -> node/a.ts',
+    ]);
+  });
 });
