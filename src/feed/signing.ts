@@ -2,9 +2,10 @@
 // signature is EIP-191 over keccak256(abi.encodePacked(bytes32 templateId, uint256 timestamp, bytes encodedValue)),
 // the OEV signature the same over the OEV template id, keccak256(abi.encodePacked(bytes32 templateId)). The key is
 // the node's (m/44'/60'/0'/0/0 of nodeSettings.airnodeWalletMnemonic), signing with libsecp256k1.
-import { keccak256Bytes, keccak256Hex } from '../protocol/keccak.js';
+import { keccak256Hex } from '../protocol/keccak.js';
 import { fastMessageSigner, type MessageSigner } from '../protocol/message-signer.js';
 import { addressOfPrivateKey, deriveNodePrivateKey } from '../protocol/node-key.js';
+import { plainSignedDataDigest } from '../protocol/signed-data.js';
 
 /** One entry of a Signed API batch (`signedData` of POST /{airnode}). */
 export type SignedTemplateData = {
@@ -28,20 +29,17 @@ export function deriveOevTemplateId(templateId: string): string {
   return `0x${keccak256Hex(hexBytes(templateId))}`;
 }
 
-/** uint256 as 32 big-endian bytes; the timestamp is decimal digits (seconds) from the engine, never user text. */
-function uint256Bytes(decimal: string): Buffer {
-  return Buffer.from(BigInt(decimal).toString(16).padStart(64, '0'), 'hex');
-}
-
-/** EIP-191 signature over keccak256(templateId ‖ uint256 timestamp ‖ encodedValue). */
+/** EIP-191 signature over keccak256(templateId ‖ uint256 timestamp ‖ encodedValue) (protocol/signed-data.ts). */
 export function signTemplateValue(
   signer: MessageSigner,
   templateId: string,
   timestamp: string,
   encodedValue: string,
 ): string {
-  const packed = Buffer.concat([hexBytes(templateId), uint256Bytes(timestamp), hexBytes(encodedValue || '0x')]);
-  return signer.signMessageSync(keccak256Bytes(packed));
+  // The template ids are checked bytes32 (config.ts), the timestamp decimal seconds and the value the encoder's hex.
+  const digest = plainSignedDataDigest(templateId, timestamp, encodedValue);
+  if (!digest) throw new Error(`template ${templateId}: not a signable value at ${timestamp}`);
+  return signer.signMessageSync(digest);
 }
 
 /** The base and the OEV signature of one template value. */

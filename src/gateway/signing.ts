@@ -10,9 +10,9 @@ import { AbiCoder, concat, getBytes, keccak256, solidityPackedKeccak256 } from '
 import { z } from 'zod';
 import { errorMessage } from '../common/errors.js';
 import { type RecoverableSignature, recoverSigners } from '../ois/worker-tasks.js';
-import { BYTES32_PATTERN, deriveTemplateIdV1, HEX_BYTES_PATTERN } from '../protocol/ids.js';
-import { keccak256Bytes } from '../protocol/keccak.js';
+import { BYTES32_PATTERN, deriveTemplateIdV1 } from '../protocol/ids.js';
 import type { MessageSigner } from '../protocol/message-signer.js';
+import { plainSignedDataDigest } from '../protocol/signed-data.js';
 
 const abi = AbiCoder.defaultAbiCoder();
 
@@ -24,39 +24,16 @@ export type SignedData = { timestamp: string; encodedValue: string; signature: s
 // ---------------------------------------------------------------------------------------------------------------
 // Signed data
 
-const UINT256_LIMIT = 1n << 256n;
-
-/** A uint256 as 64 hex digits, for the plain forms (decimal digits, safe integers, bigints); else undefined. */
-function plainUint256Hex(value: string | number | bigint): string | undefined {
-  let number: bigint;
-  if (typeof value === 'string') {
-    if (!/^[0-9]{1,78}$/.test(value)) return undefined;
-    number = BigInt(value);
-  } else if (typeof value === 'number') {
-    if (!Number.isSafeInteger(value)) return undefined;
-    number = BigInt(value);
-  } else if (typeof value === 'bigint') {
-    number = value;
-  } else {
-    return undefined;
-  }
-  if (number < 0n || number >= UINT256_LIMIT) return undefined;
-  return number.toString(16).padStart(64, '0');
-}
-
 /**
- * keccak256(abi.encodePacked(bytes32 templateId, uint256 timestamp, bytes encodedValue)) as 32 bytes. The packed
- * encoding is the three values' bytes one after the other, hashed by keccak.ts's sponge; any other form of a value (a hex
- * or negative timestamp, malformed hex) goes through ethers' solidityPacked, which answers or throws as before.
+ * keccak256(abi.encodePacked(bytes32 templateId, uint256 timestamp, bytes encodedValue)) as 32 bytes: the protocol's
+ * digest for the plain forms; any other form of a value (a hex or negative timestamp, malformed hex) goes through
+ * ethers' solidityPacked, which answers or throws as before.
  */
 function signedDataDigest(templateId: string, timestamp: string | number | bigint, encodedValue: string): Uint8Array {
-  const value = encodedValue || '0x';
-  const time = plainUint256Hex(timestamp);
-  if (time === undefined || !BYTES32_PATTERN.test(templateId) || !HEX_BYTES_PATTERN.test(value)) {
-    return getBytes(solidityPackedKeccak256(['bytes32', 'uint256', 'bytes'], [templateId, timestamp, value]));
-  }
-  const packed = Buffer.from(templateId.slice(2) + time + value.slice(2), 'hex');
-  return keccak256Bytes(packed);
+  return (
+    plainSignedDataDigest(templateId, timestamp, encodedValue) ??
+    getBytes(solidityPackedKeccak256(['bytes32', 'uint256', 'bytes'], [templateId, timestamp, encodedValue || '0x']))
+  );
 }
 
 /** keccak256(abi.encodePacked(bytes32 templateId, uint256 timestamp, bytes encodedValue)). */

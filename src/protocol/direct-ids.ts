@@ -7,6 +7,9 @@ import { ethersUtf8Bytes, hasLoneSurrogate } from './utf8.js';
 /** A 32-byte hex word: request ids, endpoint ids, template ids, log topics. */
 export const BYTES32_PATTERN = /^0x[0-9a-fA-F]{64}$/;
 
+/** Bytes as ethers' getBytes takes a string: 0x, then whole bytes of hex digits in either case. */
+export const HEX_BYTES_PATTERN = /^0x(?:[0-9a-fA-F]{2})*$/;
+
 export function isBytes32(value: unknown): value is string {
   return typeof value === 'string' && BYTES32_PATTERN.test(value);
 }

@@ -1,10 +1,10 @@
 // Identifier derivations of the request-response protocol, byte-compatible with Airnode 0.15
 // (airnode-facts §1). Pure functions: no I/O, no providers.
 import { AbiCoder, keccak256, sha256, solidityPackedKeccak256, toUtf8Bytes } from 'ethers';
-import { BYTES32_PATTERN, deriveTemplateIdV1FromCheckedHex } from './direct-ids.js';
+import { BYTES32_PATTERN, deriveTemplateIdV1FromCheckedHex, HEX_BYTES_PATTERN } from './direct-ids.js';
 
 // The endpoint id and the bytes32 check live in direct-ids.ts (no ethers), so config validation loads without ethers.
-export { BYTES32_PATTERN, deriveEndpointId, isBytes32 } from './direct-ids.js';
+export { BYTES32_PATTERN, deriveEndpointId, HEX_BYTES_PATTERN, isBytes32 } from './direct-ids.js';
 
 const abi = AbiCoder.defaultAbiCoder();
 
@@ -113,6 +113,3 @@ export function deriveDeploymentId(
   parts.push(nodeAddress, stage, nodeVersion);
   return cloudProvider.type + sha256(toUtf8Bytes(parts.join(''))).slice(2, 10);
 }
-
-/** Bytes as ethers' getBytes takes a string: 0x, then whole bytes of hex digits in either case. */
-export const HEX_BYTES_PATTERN = /^0x(?:[0-9a-fA-F]{2})*$/;
