@@ -7,6 +7,7 @@
 import { createHash } from 'node:crypto';
 import type { V1ConfigMap, V1Job, V1OwnerReference, V1PodTemplateSpec } from '@kubernetes/client-node';
 import { z } from 'zod';
+import { parseJsonText } from '../common/json.js';
 import { API_OUTCOMES } from './request-log.js';
 
 export const SHARD_FORMAT = 'oracle-node/shard@2';
@@ -86,19 +87,36 @@ function explain(error: z.ZodError): string {
     .join('; ');
 }
 
+/**
+ * Untrusted JSON text read against its schema, the one way every body of this contract is read: at most `maxLength`
+ * characters, parsed without throwing, then zod. `check` looks at the parsed value before the schema does (a
+ * format tag). The value, or why not (`reason` tells a caller that words its own errors which step refused).
+ */
+function parseBounded<T>(
+  json: string,
+  schema: z.ZodType<T>,
+  options: { maxLength?: number; check?: (value: unknown) => string | undefined } = {},
+): { value: T } | { error: string; reason: 'size' | 'json' | 'check' | 'schema' } {
+  if (options.maxLength !== undefined && json.length > options.maxLength)
+    return { error: `over ${options.maxLength} bytes`, reason: 'size' };
+  const value = parseJsonText(json);
+  if (value === undefined) return { error: 'not JSON', reason: 'json' };
+  const refused = options.check?.(value);
+  if (refused !== undefined) return { error: refused, reason: 'check' };
+  const parsed = schema.safeParse(value);
+  return parsed.success ? { value: parsed.data } : { error: explain(parsed.error), reason: 'schema' };
+}
+
 /** A shard from its JSON text (a file, stdin or the worker Job's ConfigMap), or why it is not one. */
 export function parseShardInput(json: string): { shard: ApiShardInput } | { error: string } {
-  if (json.length > MAX_SHARD_INPUT_BYTES) return { error: `over ${MAX_SHARD_INPUT_BYTES} bytes` };
-  let value: unknown;
-  try {
-    value = JSON.parse(json);
-  } catch {
-    return { error: 'not JSON' };
-  }
-  const format = (value as { format?: unknown } | null)?.format;
-  if (format !== SHARD_FORMAT) return { error: `unknown shard format ${String(format)}` };
-  const parsed = shardInputSchema.safeParse(value);
-  return parsed.success ? { shard: parsed.data } : { error: explain(parsed.error) };
+  const read = parseBounded(json, shardInputSchema, {
+    maxLength: MAX_SHARD_INPUT_BYTES,
+    check: (value) => {
+      const format = (value as { format?: unknown } | null)?.format;
+      return format === SHARD_FORMAT ? undefined : `unknown shard format ${String(format)}`;
+    },
+  });
+  return 'value' in read ? { shard: read.value } : { error: read.error };
 }
 
 /**
@@ -110,14 +128,8 @@ export function parseShardOutput(log: string | undefined): ApiShardOutput | unde
   const lines = log.trim().split('\n').reverse();
   for (const line of lines) {
     if (!line.startsWith('{')) continue;
-    let value: unknown;
-    try {
-      value = JSON.parse(line);
-    } catch {
-      continue; // not the output line
-    }
-    const parsed = shardOutputSchema.safeParse(value);
-    if (parsed.success) return parsed.data;
+    const read = parseBounded(line, shardOutputSchema); // the log as a whole is bounded above
+    if ('value' in read) return read.value;
   }
   return undefined;
 }
@@ -176,15 +188,10 @@ const workerTemplateSchema = z.object({
 
 /** The worker template of the coordinator's environment (JSON), or why it is not one (to follow the variable's name). */
 export function parseWorkerTemplate(json: string): { template: WorkerTemplate } | { error: string } {
-  let value: unknown;
-  try {
-    value = JSON.parse(json);
-  } catch {
-    return { error: ' is not JSON' };
-  }
-  const parsed = workerTemplateSchema.safeParse(value);
   // The pod template is checked where the coordinator relies on it (a container); the rest is the API server's.
-  return parsed.success ? { template: parsed.data as WorkerTemplate } : { error: `.${explain(parsed.error)}` };
+  const read = parseBounded(json, workerTemplateSchema);
+  if ('value' in read) return { template: read.value as WorkerTemplate };
+  return { error: read.reason === 'json' ? ' is not JSON' : `.${read.error}` };
 }
 
 const MAX_NAME = 63;
@@ -358,28 +365,14 @@ export type WindowTask = z.infer<typeof windowTaskSchema>;
 
 /** A task from the coordinator's answer (the worker's side), or why it is not one. */
 export function parseWindowTask(json: string): { task: WindowTask } | { error: string } {
-  if (json.length > MAX_SHARD_INPUT_BYTES) return { error: `over ${MAX_SHARD_INPUT_BYTES} bytes` };
-  let value: unknown;
-  try {
-    value = JSON.parse(json);
-  } catch {
-    return { error: 'not JSON' };
-  }
-  const parsed = windowTaskSchema.safeParse(value);
-  return parsed.success ? { task: parsed.data } : { error: explain(parsed.error) };
+  const read = parseBounded(json, windowTaskSchema, { maxLength: MAX_SHARD_INPUT_BYTES });
+  return 'value' in read ? { task: read.value } : { error: read.error };
 }
 
 /** A worker's posted output (the coordinator's side): the same schema and bound as one read from a pod's log. */
 export function parseShardOutputBody(json: string): ApiShardOutput | undefined {
-  if (json.length > MAX_SHARD_OUTPUT_BYTES) return undefined;
-  let value: unknown;
-  try {
-    value = JSON.parse(json);
-  } catch {
-    return undefined;
-  }
-  const parsed = shardOutputSchema.safeParse(value);
-  return parsed.success ? parsed.data : undefined;
+  const read = parseBounded(json, shardOutputSchema, { maxLength: MAX_SHARD_OUTPUT_BYTES });
+  return 'value' in read ? read.value : undefined;
 }
 
 /**
