@@ -31,6 +31,7 @@ import {
   startApiServer,
   writeNodeFiles,
 } from '../test/support/harness.js';
+import { seededRandom } from '../test/support/random.js';
 import { type RecordingProxy, startRecordingProxy } from '../test/support/rpc-proxy.js';
 import { loadAverage, machine, table } from './report.js';
 
@@ -57,17 +58,6 @@ const OLD_MARGIN_SECONDS = 15;
 /** FulfilledRequest(address indexed airnode, bytes32 indexed requestId, bytes data) of AirnodeRrpV0. */
 const FULFILLED_TOPIC = id('FulfilledRequest(address,bytes32,bytes)');
 
-/** Mulberry32, as the window-latency bench. */
-function random(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 const percentile = (values: number[], p: number) => {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
@@ -156,7 +146,7 @@ const scheduler = (async () => {
   }
 })();
 // Requests at random moments from the first window's start-up to the last one's scheduled end.
-const rand = random(Number(args.seed));
+const rand = seededRandom(Number(args.seed));
 const moments = Array.from({ length: requestCount }, () => 3_000 + rand() * (runs * period - 3) * 1000).sort(
   (a, b) => a - b,
 );

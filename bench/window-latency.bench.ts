@@ -45,6 +45,7 @@ import {
   NODE_ADDRESS,
   startApiServer,
 } from '../test/support/harness.js';
+import { seededRandom } from '../test/support/random.js';
 import { type RecordingProxy, startRecordingProxy } from '../test/support/rpc-proxy.js';
 import { loadAverage, machine, table, writeSection } from './report.js';
 import { type CycleFiles, ourCli, repoRoot, writeCycleFiles } from './support/nodes.js';
@@ -107,18 +108,6 @@ type Run = {
   idlePolls: number;
   wallMs: number;
 };
-
-/** Mulberry32: the same random moments for every schedule and block time of a run. */
-function random(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const percentile = (values: number[], p: number): number => {
   if (values.length === 0) return Number.NaN;
@@ -479,7 +468,7 @@ async function main(): Promise<void> {
   const blockTimes = String(args['block-times']).split(',').map(Number);
   const duration = Number(args.duration);
   const requestCount = Number(args.requests);
-  const next = random(Number(args.seed));
+  const next = seededRandom(Number(args.seed));
   const moments = Array.from({ length: requestCount }, () => next() * duration).sort((a, b) => a - b);
   const schedules: Schedule[] = args['window-workers']
     ? ['window-workers']

@@ -13,6 +13,7 @@ import { expect } from 'chai';
 import { id } from 'ethers';
 import { type Anvil, type Deployment, deployProtocol, rpc, setBalance, startAnvil } from '../support/chain.js';
 import { buildConfigJson, createSponsor, NODE_ADDRESS, requestEvents, requestPrice } from '../support/harness.js';
+import { seededRandom } from '../support/random.js';
 import { type RecordingProxy, startRecordingProxy } from '../support/rpc-proxy.js';
 import {
   batch,
@@ -45,17 +46,6 @@ const LONGEST_POLL_GAP_BOUND_MS = 2 * (2 * 1_000 + 1_000);
 /** FulfilledRequest(address indexed airnode, bytes32 indexed requestId, bytes data) of AirnodeRrpV0. */
 const FULFILLED_TOPIC = id('FulfilledRequest(address,bytes32,bytes)');
 
-/** Mulberry32, as bench/handover.bench.ts. */
-function random(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 const percentile = (values: number[], p: number) => {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? Number.NaN;
@@ -172,7 +162,7 @@ describe('e2e: the coordinator hand-over on real pods', function () {
     })();
 
     // Requests at random moments over the three minutes (seeded), from three sponsors in turn.
-    const rand = random(SEED);
+    const rand = seededRandom(SEED);
     const moments = Array.from({ length: REQUESTS }, () => 1_000 + rand() * (SPAN_MS - 2_000)).sort((a, b) => a - b);
     const requests: { id: string; madeAt: number }[] = [];
     try {
