@@ -4,35 +4,23 @@
 // Lease (src/node/kubernetes/handover.ts): the next run waits for it, so windows overlap without a gap and never send
 // at once. Prints a JSON summary (counts) on stdout; logs go to stderr.
 
-import { sponsorWallets } from '../chain/sponsor-wallets.js';
 import { errorMessage } from '../common/errors.js';
 import { ENV } from '../contract/pods.js';
-import { FileResponseCache } from '../node/cache.js';
-import { roleOf, runCycle } from '../node/cycle.js';
-import { HARD_END_MARGIN_MS, settleBy, WorkDeadline } from '../node/deadline.js';
-import { InProcessExecutor, WorkerExecutor } from '../node/executor.js';
-import { heartbeatResult, sendHeartbeat } from '../node/heartbeat.js';
-import type { HeldLease } from '../node/kubernetes/handover.js';
+import type { CycleSummary } from '../node/cycle.js';
+import { HARD_END_MARGIN_MS } from '../node/deadline.js';
 import { coordinatorKubernetes } from '../node/kubernetes/index.js';
 import { createNodeLogger } from '../node/logger.js';
-import { cycleRequestRecords, FileRequestLog } from '../node/request-log.js';
-import { fileVerifiedProvidersStore, loadProviderMemory, saveProviderMemory } from '../node/verified-providers.js';
-import { emptySummary, runWindow } from '../node/window.js';
+import { runCoordinator } from '../node/run.js';
+import { emptySummary } from '../node/window.js';
 import { registerSecret } from '../observability/index.js';
-import { tracerFromEnvironment } from '../observability/tracing.js';
 import { parseCommandArgs, parseGasPriceCeilings, parseStandbyDelay, parseWindowOptions } from './args.js';
 import { engineEnvironment, loadCommandConfig } from './command-config.js';
+import { onStopSignals } from './lifecycle.js';
 import type { Subcommand } from './subcommand.js';
 
-export const DEFAULT_CACHE_DIR = '/tmp/oracle-node-cache';
-/**
- * After SIGTERM, how long the cycle report (and request log) may take to write: the run must exit inside the pod's
- * grace period (the operator's COORDINATOR_GRACE_SECONDS, 5 s), after SETTLE_AFTER_STOP_MS for the cycle in flight.
- */
-export const REPORT_AFTER_SIGTERM_MS = 3_000;
-/** The deadline's reason when the hand-over lease is lost mid-window (src/node/kubernetes/handover.ts). */
-export const LEASE_LOST = 'lease lost';
+export { LEASE_LOST, REPORT_AFTER_SIGTERM_MS } from '../node/run.js';
 
+export const DEFAULT_CACHE_DIR = '/tmp/oracle-node-cache';
 const HELP = `Usage: oracle-node coordinator -c config.json [-s secrets.env] [--cache-dir DIR] [--details]
                                [--window SECONDS [--poll-interval SECONDS] [--handover-lease NAME]]
                                [--max-gas-price CHAIN_ID=GWEI ...] [--standby-delay-blocks N]
@@ -59,25 +47,12 @@ Nothing is sent after the window's hard end (its end + ${HARD_END_MARGIN_MS / 10
 left stay open for the next run. SIGTERM stops the run; the report is written and the process exits 0.
 `;
 
-/** A local run keeps its request log in the cache directory (what `oracle-node request -c` reads). */
-export async function recordRequestsLocally(
-  log: FileRequestLog,
-  summary: Parameters<typeof cycleRequestRecords>[0],
-  time: Date,
-  logger: ReturnType<typeof createNodeLogger>,
-): Promise<void> {
-  try {
-    await log.record(cycleRequestRecords(summary, { time }));
-  } catch (error) {
-    logger.warn({ err: errorMessage(error) }, 'could not write the request log');
-  }
-}
-
-/** Waits for `work` at most `ms` (an unanswered write must not hold the exit past the grace period). */
-async function withinBudget(work: Promise<void>, ms: number): Promise<void> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  await Promise.race([work, new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)))]);
-  clearTimeout(timer);
+/** What the run prints without --details: the summary without its per-request outcomes. */
+function countsOf(summary: CycleSummary): Omit<CycleSummary, 'results' | 'seen'> {
+  const { results, seen, ...counts } = summary;
+  void results;
+  void seen;
+  return counts;
 }
 
 /** The OracleNode that owns the Lease, from the pod's variables (the operator sets both); none when run by hand. */
@@ -85,50 +60,6 @@ function leaseOwner(env: NodeJS.ProcessEnv): { owner?: { name: string; uid: stri
   const name = env[ENV.oracleNode];
   const uid = env[ENV.oracleNodeUid];
   return name && uid ? { owner: { name, uid } } : {};
-}
-
-/**
- * Waits for the hand-over Lease until the window's end (src/node/kubernetes/handover.ts): the held Lease, whose loss
- * stops the deadline, or the exit code of a run that never got it (0, nothing done; 2, no credentials for the Lease).
- */
-async function holdHandoverLease(options: {
-  namespace: string;
-  name: string;
-  logger: ReturnType<typeof createNodeLogger>;
-  windowEndAt: number;
-  deadline: WorkDeadline;
-  terminated: () => boolean;
-  owner?: { name: string; uid: string };
-}): Promise<HeldLease | number> {
-  const { logger, deadline } = options;
-  let held: HeldLease | undefined;
-  try {
-    // Loaded only here: a run without a hand-over never loads the Kubernetes client.
-    const { acquireHandoverLease } = await import('../node/kubernetes/handover.js');
-    held = await acquireHandoverLease({
-      namespace: options.namespace,
-      name: options.name,
-      logger,
-      waitUntil: options.windowEndAt,
-      signal: deadline.signal,
-      onLost: () => deadline.stop(LEASE_LOST),
-      ...(options.owner ? { owner: options.owner } : {}),
-    });
-  } catch (error) {
-    // No credentials to reach the API server with (the Lease calls themselves are retried while waiting).
-    process.stderr.write(`--handover-lease: cannot reach the Lease: ${errorMessage(error)}\n`);
-    return 2;
-  }
-  if (held) return held;
-  // Another window held it throughout (or SIGTERM came first): this run did nothing and reports nothing.
-  if (!options.terminated()) logger.warn('the window ended before the coordinator lease was free: nothing was sent');
-  const { results, seen, ...counts } = emptySummary();
-  void results;
-  void seen;
-  process.stdout.write(`${JSON.stringify(counts)}\n`);
-  // The Lease client's connections do not hold the exit.
-  setTimeout(() => process.exit(), 0).unref();
-  return 0;
 }
 
 export const command: Subcommand = {
@@ -162,7 +93,6 @@ export const command: Subcommand = {
     if ('exitCode' in limits) return limits.exitCode;
     const standby = parseStandbyDelay(values['standby-delay-blocks']);
     if ('exitCode' in standby) return standby.exitCode;
-    const role = roleOf(standby.standbyDelayBlocks);
     const pod = engineEnvironment();
     const configPath = values.config ?? pod.configPath;
     if (!configPath) {
@@ -177,7 +107,6 @@ export const command: Subcommand = {
       for (const provider of Object.values(chain.providers)) registerSecret(provider.url);
     for (const credential of config.apiCredentials) registerSecret(credential.securitySchemeValue);
     const logger = createNodeLogger(config.nodeSettings, pod);
-    const wallets = sponsorWallets(config.nodeSettings.nodeWalletMnemonic);
     // In a coordinator pod made by the operator: API calls in worker Jobs, the ConfigMap cache, a cycle report.
     let kubernetes: Awaited<ReturnType<typeof coordinatorKubernetes>>;
     try {
@@ -186,130 +115,39 @@ export const command: Subcommand = {
       process.stderr.write(`${errorMessage(error)}\n`);
       return 2;
     }
-    const cacheDir = values['cache-dir'] ?? DEFAULT_CACHE_DIR;
-    const cache = kubernetes?.cache ?? new FileResponseCache(cacheDir);
-    // Off unless OTEL_EXPORTER_OTLP_ENDPOINT is set (spec.telemetry.otlpEndpoint in the operator's pods).
-    const tracer = tracerFromEnvironment(process.env, 'coordinator');
-    // The window's hard end, or SIGTERM: nothing new is signed or sent after it (src/node/deadline.ts).
-    const deadline = new WorkDeadline(
-      windowOptions.windowMs === undefined ? undefined : Date.now() + windowOptions.windowMs + HARD_END_MARGIN_MS,
-    );
-    let terminated = false;
-    const terminate = () => {
-      terminated = true;
-      logger.warn('SIGTERM: nothing new is sent; the run reports what it did and exits');
-      deadline.stop('SIGTERM');
-    };
-    process.once('SIGTERM', terminate);
-    deadline.signal.addEventListener('abort', () => {
-      if (!terminated && deadline.reason !== LEASE_LOST)
-        logger.warn("the window's hard end: nothing new is sent; open requests wait for the next run");
-    });
-    // In a pod, worker Jobs call the APIs and this process signs and sends; locally both halves run here.
-    const chainContext = {
+    const terminate = new AbortController();
+    const stopListening = onStopSignals(() => terminate.abort(), { signals: ['SIGTERM'], once: true });
+    const run = await runCoordinator({
       config,
-      wallets,
       logger,
-      cache,
-      tracer,
-      deadline,
+      kubernetes,
+      cacheDir: values['cache-dir'] ?? DEFAULT_CACHE_DIR,
+      ...(windowOptions.windowMs !== undefined ? { windowMs: windowOptions.windowMs } : {}),
+      ...(windowOptions.pollIntervalMs !== undefined ? { pollIntervalMs: windowOptions.pollIntervalMs } : {}),
+      ...(handoverLease !== undefined && leaseNamespace
+        ? { handoverLease: { namespace: leaseNamespace, name: handoverLease, ...leaseOwner(process.env) } }
+        : {}),
       ...(limits.ceilings ? { gasPriceCeilings: limits.ceilings } : {}),
-      role,
-    };
-    const windowed = windowOptions.windowMs !== undefined && windowOptions.pollIntervalMs !== undefined;
-    // A window's workers stay for it (docs/chain-cycle.md): their pods start while its first cycle runs.
-    const windowWorkers = windowed ? kubernetes?.windowWorkers : undefined;
-    await windowWorkers?.start({ config, deadline, logger });
-    const executor = kubernetes
-      ? new WorkerExecutor(chainContext, windowWorkers ?? kubernetes.workers)
-      : new InProcessExecutor(chainContext);
-    const startTime = new Date();
-    const started = performance.now();
-    // Each run is a new process: the chain ids verified by the previous run are carried over, not asked again.
-    const verifiedProviders = kubernetes?.verifiedProviders ?? fileVerifiedProvidersStore(cacheDir);
-    const providers = await loadProviderMemory(config, verifiedProviders, logger);
-    const deps = {
-      executor,
-      logger,
-      wallets,
-      tracer,
-      providerMemory: providers.memory,
       standbyDelayBlocks: standby.standbyDelayBlocks,
-    };
-    // With a hand-over the window's end stays where the start put it, whenever the lease comes free.
-    const windowEndAt = deadline.hardEndAt === undefined ? undefined : deadline.hardEndAt - HARD_END_MARGIN_MS;
-    let held: HeldLease | undefined;
-    if (handoverLease !== undefined && leaseNamespace && windowEndAt !== undefined) {
-      const lease = await holdHandoverLease({
-        namespace: leaseNamespace,
-        name: handoverLease,
-        logger,
-        windowEndAt,
-        deadline,
-        terminated: () => terminated,
-        ...leaseOwner(process.env),
-      });
-      if (typeof lease === 'number') {
-        deadline.finish();
-        // The window's workers, started for a window this run never got, are told it is over.
-        await windowWorkers?.stop();
-        process.off('SIGTERM', terminate);
-        return lease;
-      }
-      held = lease;
-    }
-    const summary =
-      windowOptions.windowMs !== undefined && windowOptions.pollIntervalMs !== undefined
-        ? await runWindow(config, deps, {
-            windowMs:
-              held && windowEndAt !== undefined ? Math.max(0, windowEndAt - Date.now()) : windowOptions.windowMs,
-            pollIntervalMs: windowOptions.pollIntervalMs,
-            deadline,
-          })
-        : await settleBy(runCycle(config, deps), deadline, emptySummary);
-    // Right after the last poll's cycle (its sends are with the provider): the next window starts at once.
-    await held?.release();
-    // The work is over: the hard end no longer applies to the report (SIGTERM is still heard, so it is not fatal).
-    deadline.finish();
-    // The window's workers are told it is over; not waited for before the report (the grace after SIGTERM is short).
-    const workersStopped = windowWorkers?.stop();
-    // After SIGTERM the grace period is short: the report comes first and is not waited for beyond its budget.
-    const report = async (heartbeat: ReturnType<typeof heartbeatResult> | undefined) => {
-      if (kubernetes) {
-        try {
-          await kubernetes.report(summary, {
-            startTime,
-            durationMs: performance.now() - started,
-            ...(heartbeat ? { heartbeat } : {}),
-          });
-        } catch (error) {
-          logger.warn({ err: errorMessage(error) }, 'could not write the cycle report');
-        }
+      terminate: terminate.signal,
+    });
+    if ('exitCode' in run) {
+      if (run.exitCode === 2) {
+        process.stderr.write(`--handover-lease: cannot reach the Lease: ${run.error}\n`);
       } else {
-        await recordRequestsLocally(new FileRequestLog(cacheDir), summary, startTime, logger);
+        process.stdout.write(`${JSON.stringify(countsOf(emptySummary()))}\n`);
+        // The Lease client's connections do not hold the exit.
+        setTimeout(() => process.exit(), 0).unref();
       }
-    };
-    if (terminated) {
-      await withinBudget(report(undefined), REPORT_AFTER_SIGTERM_MS);
-    } else {
-      await saveProviderMemory(config, verifiedProviders, providers, logger);
-      await tracer.flush();
-      // As the reference: after every cycle. In a pod, the gateways are reported at the URL callers use.
-      const heartbeat = await sendHeartbeat(
-        config,
-        kubernetes ? { kubernetes: { ...(kubernetes.gatewayUrl ? { gatewayUrl: kubernetes.gatewayUrl } : {}) } } : {},
-        { logger },
-      );
-      await report(heartbeatResult(heartbeat));
+      await run.workersStopped;
+      stopListening();
+      return run.exitCode;
     }
-    await workersStopped;
-    process.off('SIGTERM', terminate);
+    stopListening();
+    const { summary } = run;
     // Work abandoned at the deadline (an API that never answers) is not waited for: the run ends once reported.
-    if (deadline.stopped) setTimeout(() => process.exit(), 0).unref();
-    const { results, seen, ...counts } = summary;
-    process.stdout.write(`${JSON.stringify(values.details ? summary : counts)}\n`);
-    void results;
-    void seen;
+    if (run.abandoned) setTimeout(() => process.exit(), 0).unref();
+    process.stdout.write(`${JSON.stringify(values.details ? summary : countsOf(summary))}\n`);
     return 0;
   },
 };

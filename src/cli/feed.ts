@@ -20,6 +20,7 @@ import {
   startObservabilityServer,
 } from '../observability/index.js';
 import { parseCommandArgs, parseServerPorts } from './args.js';
+import { onStopSignals } from './lifecycle.js';
 import type { Subcommand } from './subcommand.js';
 
 const USAGE = `Usage: oracle-node feed -c <config.json> [-s <secrets.env>] [--metrics-port N] [--host H]
@@ -142,21 +143,18 @@ export async function runFeed(argv: string[]): Promise<number> {
   logger.info({ airnode: engine.airnode, metricsPort: server.port }, 'serving /healthz, /readyz and /metrics');
 
   await new Promise<void>((resolve) => {
-    const stop = (signal: string) => {
-      stopping = true;
-      logger.info({ signal }, 'stopping: last push to each Signed API');
-      process.off('SIGTERM', onTerm);
-      process.off('SIGINT', onInt);
-      void engine
-        .stop()
-        .then(() => reporter?.stop())
-        .then(() => server.close())
-        .then(resolve);
-    };
-    const onTerm = () => stop('SIGTERM');
-    const onInt = () => stop('SIGINT');
-    process.on('SIGTERM', onTerm);
-    process.on('SIGINT', onInt);
+    onStopSignals(
+      (signal) => {
+        stopping = true;
+        logger.info({ signal }, 'stopping: last push to each Signed API');
+        void engine
+          .stop()
+          .then(() => reporter?.stop())
+          .then(() => server.close())
+          .then(resolve);
+      },
+      { once: true },
+    );
   });
   logger.info('stopped');
   return 0;

@@ -22,6 +22,7 @@ import { tracerFromEnvironment } from '../observability/tracing.js';
 import { deriveNodeAddress, walletFromPrivateKey } from '../protocol/wallet.js';
 import { parseCommandArgs, parseServerPorts } from './args.js';
 import { secretScope } from './command-config.js';
+import { cannotListen, onStopSignals } from './lifecycle.js';
 import type { Subcommand } from './subcommand.js';
 
 const USAGE = `Usage: oracle-node gateway -c <config.json> [-s <secrets.env>] [--port N] [--host H] [--metrics-port N] [--path-key-secret NAME] [--signing-key-file F]
@@ -128,26 +129,18 @@ export async function runGateway(argv: string[]): Promise<number> {
       ...(signer.wallet ? { signer: signer.wallet } : {}),
     });
   } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    process.stderr.write(
-      code === 'EADDRINUSE'
-        ? `Cannot start the gateway server: port ${ports.port ?? 'configured'} is already in use\n`
-        : `Cannot start the gateway server: ${errorMessage(error)}\n`,
-    );
+    process.stderr.write(cannotListen('gateway server', ports.port, error));
     return 1;
   }
 
   await new Promise<void>((resolve) => {
-    const stop = (signal: string) => {
-      logger.info({ signal }, 'draining in-flight requests');
-      process.off('SIGTERM', onTerm);
-      process.off('SIGINT', onInt);
-      void server.close().then(stopTracing).then(resolve);
-    };
-    const onTerm = () => stop('SIGTERM');
-    const onInt = () => stop('SIGINT');
-    process.on('SIGTERM', onTerm);
-    process.on('SIGINT', onInt);
+    onStopSignals(
+      (signal) => {
+        logger.info({ signal }, 'draining in-flight requests');
+        void server.close().then(stopTracing).then(resolve);
+      },
+      { once: true },
+    );
   });
   return 0;
 }

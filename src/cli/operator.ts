@@ -8,6 +8,7 @@ import { type ClientConfig, loadClientConfig, type Reconciler } from '../kube/in
 import { createLogger, type LogLevel } from '../observability/logger.js';
 import type { WebhookTarget } from '../operator/builders/admission.js';
 import { processIo, UsageError, usageError } from './args.js';
+import { onStopSignals } from './lifecycle.js';
 import type { Subcommand } from './subcommand.js';
 
 const IN_CLUSTER_NAMESPACE = '/var/run/secrets/kubernetes.io/serviceaccount/namespace';
@@ -319,8 +320,7 @@ export async function runOperator(argv: string[]): Promise<number> {
     logger.info({ signal }, 'shutting down');
     void manager.stop();
   };
-  process.on('SIGTERM', onSignal);
-  process.on('SIGINT', onSignal);
+  const stopListening = onStopSignals(onSignal);
   try {
     await manager.run([reconciler, feedReconciler]);
     return 0;
@@ -329,8 +329,7 @@ export async function runOperator(argv: string[]): Promise<number> {
     await manager.stop().catch(() => {});
     return 1;
   } finally {
-    process.off('SIGTERM', onSignal);
-    process.off('SIGINT', onSignal);
+    stopListening();
   }
 }
 

@@ -4,19 +4,11 @@
 // an unreachable provider is only logged, and retried next cycle.
 
 import { sponsorWallets } from '../chain/sponsor-wallets.js';
-import { errorMessage } from '../common/errors.js';
 import { type GatewayServer, startGatewayServer } from '../gateway/server.js';
-import { FileResponseCache } from '../node/cache.js';
-import { roleOf, runCycle } from '../node/cycle.js';
-import { InProcessExecutor } from '../node/executor.js';
-import { sendHeartbeat } from '../node/heartbeat.js';
+import { roleOf } from '../node/cycle.js';
 import { createNodeLogger } from '../node/logger.js';
-import { cycleMetrics } from '../node/metrics.js';
 import { callEndpoint } from '../node/ois-adapter.js';
-import { FileRequestLog } from '../node/request-log.js';
-import { runWindow } from '../node/window.js';
-import { createMetricsRegistry } from '../observability/index.js';
-import { tracerFromEnvironment } from '../observability/tracing.js';
+import { runLocalNode } from '../node/run.js';
 import {
   parseCommandArgs,
   parseGasPriceCeilings,
@@ -25,7 +17,8 @@ import {
   parseWindowOptions,
 } from './args.js';
 import { loadCommandConfig } from './command-config.js';
-import { DEFAULT_CACHE_DIR, recordRequestsLocally } from './coordinator.js';
+import { DEFAULT_CACHE_DIR } from './coordinator.js';
+import { cannotListen, onStopSignals } from './lifecycle.js';
 import type { Subcommand } from './subcommand.js';
 
 export const DEFAULT_CYCLE_INTERVAL_MS = 60_000;
@@ -81,7 +74,6 @@ export const command: Subcommand = {
     if ('exitCode' in limits) return limits.exitCode;
     const standby = parseStandbyDelay(values['standby-delay-blocks']);
     if ('exitCode' in standby) return standby.exitCode;
-    const role = roleOf(standby.standbyDelayBlocks);
     const config = await loadCommandConfig(values.config, values.secrets);
     if (typeof config === 'number') return config;
     if (config.nodeSettings.cloudProvider.type !== 'local') {
@@ -92,93 +84,49 @@ export const command: Subcommand = {
     }
     const logger = createNodeLogger(config.nodeSettings);
     const wallets = sponsorWallets(config.nodeSettings.nodeWalletMnemonic);
-    const cacheDir = values['cache-dir'] ?? DEFAULT_CACHE_DIR;
-    const cache = new FileResponseCache(cacheDir);
-    const requestLog = new FileRequestLog(cacheDir);
-    const tracer = tracerFromEnvironment(process.env, 'coordinator');
-    const executor = new InProcessExecutor({
-      config,
-      wallets,
-      logger,
-      cache,
-      tracer,
-      ...(limits.ceilings ? { gasPriceCeilings: limits.ceilings } : {}),
-      role,
-    });
 
     let gateway: GatewayServer | undefined;
     if (!values['no-gateway']) {
       try {
         gateway = await startGatewayServer(config, { callEndpoint, keepProcessingWarm: true, ...ports });
       } catch (error) {
-        const code = (error as NodeJS.ErrnoException).code;
-        process.stderr.write(
-          code === 'EADDRINUSE'
-            ? `Cannot start the gateway server: port ${values.port ?? 'configured'} is already in use\n`
-            : `Cannot start the gateway server: ${errorMessage(error)}\n`,
-        );
+        process.stderr.write(cannotListen('gateway server', values.port, error));
         return 1;
       }
     }
-    // Cycle metrics join the gateway's /metrics; without a gateway they are kept but not served.
-    const metrics = cycleMetrics(gateway?.gateway.registry ?? createMetricsRegistry());
 
-    let stopping = false;
-    let wake: (() => void) | undefined;
     const stopped = new AbortController();
-    const stop = (signal: string) => {
-      if (stopping) return;
-      stopping = true;
+    const stopListening = onStopSignals((signal) => {
+      if (stopped.signal.aborted) return;
       stopped.abort();
       logger.info({ signal }, 'stopping after the current cycle');
-      wake?.();
-    };
-    process.on('SIGTERM', () => stop('SIGTERM'));
-    process.on('SIGINT', () => stop('SIGINT'));
+    });
 
     logger.info(
       {
         nodeAddress: wallets.nodeAddress,
-        role,
+        role: roleOf(standby.standbyDelayBlocks),
         intervalMs,
         gatewayPort: gateway?.port,
         metricsPort: gateway?.metricsPort,
       },
       'node started',
     );
-    while (!stopping) {
-      const started = Date.now();
-      try {
-        const deps = { executor, logger, wallets, tracer, standbyDelayBlocks: standby.standbyDelayBlocks };
-        // With polling, each cycle is a window that ends before the next one starts.
-        const summary = polling.pollIntervalMs
-          ? await runWindow(config, deps, {
-              windowMs: intervalMs,
-              pollIntervalMs: polling.pollIntervalMs,
-              signal: stopped.signal,
-            })
-          : await runCycle(config, deps);
-        await tracer.flush();
-        metrics.observe(summary, (Date.now() - started) / 1000);
-        await recordRequestsLocally(requestLog, summary, new Date(started), logger);
-      } catch (error) {
-        // runCycle isolates chains and providers; anything reaching here is a bug, never fatal for the loop.
-        logger.error({ err: errorMessage(error) }, 'cycle failed');
-        metrics.observe(undefined, (Date.now() - started) / 1000);
-      }
-      // sendHeartbeat never throws: a failure is logged and counted.
-      await sendHeartbeat(config, {}, { logger });
-      const wait = Math.max(0, intervalMs - (Date.now() - started));
-      if (stopping) break;
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, wait);
-        wake = () => {
-          clearTimeout(timer);
-          resolve();
-        };
-      });
-    }
+    await runLocalNode({
+      config,
+      logger,
+      wallets,
+      cacheDir: values['cache-dir'] ?? DEFAULT_CACHE_DIR,
+      intervalMs,
+      ...(polling.pollIntervalMs ? { pollIntervalMs: polling.pollIntervalMs } : {}),
+      ...(limits.ceilings ? { gasPriceCeilings: limits.ceilings } : {}),
+      standbyDelayBlocks: standby.standbyDelayBlocks,
+      // Cycle metrics join the gateway's /metrics.
+      ...(gateway ? { registry: gateway.gateway.registry } : {}),
+      stop: stopped.signal,
+    });
     await gateway?.close();
+    stopListening();
     logger.info('node stopped');
     return 0;
   },

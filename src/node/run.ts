@@ -1,0 +1,306 @@
+// The node's runs, assembled in one place as controller-runtime's manager assembles a process: what runs and in
+// which order. `oracle-node coordinator` and `oracle-node start` (src/cli) parse flags, load the config, answer
+// signals and print; these build the rest.
+//   runCoordinator: one run of a coordinator (a pod's, or by hand): the executor (worker Jobs in a pod, both halves
+//     here otherwise), the providers' memory, the hand-over Lease, a window or one cycle, the report, the heartbeat.
+//   runLocalNode: the local node's loop (`start`): a cycle or a window every interval, its metrics, the request log
+//     and the heartbeat, until stopped.
+import { type SponsorWallets, sponsorWallets } from '../chain/sponsor-wallets.js';
+import { errorMessage } from '../common/errors.js';
+import type { Config } from '../config/index.js';
+import { createMetricsRegistry, type Registry } from '../observability/index.js';
+import { tracerFromEnvironment } from '../observability/tracing.js';
+import { FileResponseCache } from './cache.js';
+import { type CycleSummary, roleOf, runCycle } from './cycle.js';
+import { HARD_END_MARGIN_MS, settleBy, WorkDeadline } from './deadline.js';
+import { InProcessExecutor, WorkerExecutor } from './executor.js';
+import { heartbeatResult, sendHeartbeat } from './heartbeat.js';
+import type { HeldLease } from './kubernetes/handover.js';
+import type { CoordinatorKubernetes } from './kubernetes/index.js';
+import type { Logger } from './logger.js';
+import { cycleMetrics } from './metrics.js';
+import { cycleRequestRecords, FileRequestLog } from './request-log.js';
+import { fileVerifiedProvidersStore, loadProviderMemory, saveProviderMemory } from './verified-providers.js';
+import { emptySummary, runWindow } from './window.js';
+
+/**
+ * After SIGTERM, how long the cycle report (and request log) may take to write: the run must exit inside the pod's
+ * grace period (the operator's COORDINATOR_GRACE_SECONDS, 5 s), after SETTLE_AFTER_STOP_MS for the cycle in flight.
+ */
+export const REPORT_AFTER_SIGTERM_MS = 3_000;
+/** The deadline's reason when the hand-over lease is lost mid-window (src/node/kubernetes/handover.ts). */
+export const LEASE_LOST = 'lease lost';
+
+/** What the run's flags ask for: the same for a coordinator and the local loop. */
+export type RunFlags = {
+  /** The response cache's directory (and, locally, the request log's and the verified providers'). */
+  cacheDir: string;
+  /** Per chain id, the most per gas (wei) the node pays (`--max-gas-price`). */
+  gasPriceCeilings?: ReadonlyMap<string, bigint>;
+  /** A standby's delay (`--standby-delay-blocks`; 0: the primary). */
+  standbyDelayBlocks: number;
+};
+
+export type CoordinatorRunOptions = RunFlags & {
+  config: Config;
+  logger: Logger;
+  /** In a coordinator pod made by the operator: worker Jobs, the ConfigMap cache, the cycle report; else undefined. */
+  kubernetes: CoordinatorKubernetes | undefined;
+  /** `--window`: the run polls until this long after its start; with pollIntervalMs, a window, else one cycle. */
+  windowMs?: number;
+  pollIntervalMs?: number;
+  /** `--handover-lease`: the Lease the window sends under (it needs windowMs). */
+  handoverLease?: { namespace: string; name: string; owner?: { name: string; uid: string } };
+  /** SIGTERM: nothing new is sent; the run reports what it did and returns. */
+  terminate: AbortSignal;
+};
+
+export type CoordinatorRunOutcome =
+  | {
+      summary: CycleSummary;
+      /** Work was abandoned at the deadline (an API that never answers): the process need not wait for it. */
+      abandoned: boolean;
+    }
+  | {
+      /** The run never held the hand-over Lease: 0, another window held it throughout; 2, it could not be reached. */
+      exitCode: 0 | 2;
+      /** Why the Lease could not be reached (exit code 2). */
+      error?: string;
+      /** The window's workers, started for a window this run never got, being told it is over. */
+      workersStopped: Promise<void> | undefined;
+    };
+
+/** Waits for `work` at most `ms` (an unanswered write must not hold the exit past the grace period). */
+async function withinBudget(work: Promise<void>, ms: number): Promise<void> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  await Promise.race([work, new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)))]);
+  clearTimeout(timer);
+}
+
+/** A local run keeps its request log in the cache directory (what `oracle-node request -c` reads). */
+export async function recordRequestsLocally(
+  log: FileRequestLog,
+  summary: Parameters<typeof cycleRequestRecords>[0],
+  time: Date,
+  logger: Logger,
+): Promise<void> {
+  try {
+    await log.record(cycleRequestRecords(summary, { time }));
+  } catch (error) {
+    logger.warn({ err: errorMessage(error) }, 'could not write the request log');
+  }
+}
+
+/**
+ * Waits for the hand-over Lease until the window's end (src/node/kubernetes/handover.ts): the held Lease, whose loss
+ * stops the deadline, or why the run never got it.
+ */
+async function holdHandoverLease(options: {
+  namespace: string;
+  name: string;
+  logger: Logger;
+  windowEndAt: number;
+  deadline: WorkDeadline;
+  terminated: () => boolean;
+  owner?: { name: string; uid: string };
+}): Promise<HeldLease | { exitCode: 0 | 2; error?: string }> {
+  const { logger, deadline } = options;
+  let held: HeldLease | undefined;
+  try {
+    // Loaded only here: a run without a hand-over never loads the Kubernetes client.
+    const { acquireHandoverLease } = await import('./kubernetes/handover.js');
+    held = await acquireHandoverLease({
+      namespace: options.namespace,
+      name: options.name,
+      logger,
+      waitUntil: options.windowEndAt,
+      signal: deadline.signal,
+      onLost: () => deadline.stop(LEASE_LOST),
+      ...(options.owner ? { owner: options.owner } : {}),
+    });
+  } catch (error) {
+    // No credentials to reach the API server with (the Lease calls themselves are retried while waiting).
+    return { exitCode: 2, error: errorMessage(error) };
+  }
+  if (held) return held;
+  // Another window held it throughout (or SIGTERM came first): this run did nothing and reports nothing.
+  if (!options.terminated()) logger.warn('the window ended before the coordinator lease was free: nothing was sent');
+  return { exitCode: 0 };
+}
+
+/** One coordinator run: a window or one cycle on every chain, then the report and the heartbeat. */
+export async function runCoordinator(options: CoordinatorRunOptions): Promise<CoordinatorRunOutcome> {
+  const { config, logger, kubernetes, cacheDir, windowMs, pollIntervalMs, terminate } = options;
+  const wallets = sponsorWallets(config.nodeSettings.nodeWalletMnemonic);
+  const cache = kubernetes?.cache ?? new FileResponseCache(cacheDir);
+  // Off unless OTEL_EXPORTER_OTLP_ENDPOINT is set (spec.telemetry.otlpEndpoint in the operator's pods).
+  const tracer = tracerFromEnvironment(process.env, 'coordinator');
+  // The window's hard end, or SIGTERM: nothing new is signed or sent after it (src/node/deadline.ts).
+  const deadline = new WorkDeadline(windowMs === undefined ? undefined : Date.now() + windowMs + HARD_END_MARGIN_MS);
+  const onTerminate = () => {
+    logger.warn('SIGTERM: nothing new is sent; the run reports what it did and exits');
+    deadline.stop('SIGTERM');
+  };
+  if (terminate.aborted) onTerminate();
+  else terminate.addEventListener('abort', onTerminate, { once: true });
+  deadline.signal.addEventListener('abort', () => {
+    if (!terminate.aborted && deadline.reason !== LEASE_LOST)
+      logger.warn("the window's hard end: nothing new is sent; open requests wait for the next run");
+  });
+  // In a pod, worker Jobs call the APIs and this process signs and sends; locally both halves run here.
+  const chainContext = {
+    config,
+    wallets,
+    logger,
+    cache,
+    tracer,
+    deadline,
+    ...(options.gasPriceCeilings ? { gasPriceCeilings: options.gasPriceCeilings } : {}),
+    role: roleOf(options.standbyDelayBlocks),
+  };
+  const windowed = windowMs !== undefined && pollIntervalMs !== undefined;
+  // A window's workers stay for it (docs/chain-cycle.md): their pods start while its first cycle runs.
+  const windowWorkers = windowed ? kubernetes?.windowWorkers : undefined;
+  await windowWorkers?.start({ config, deadline, logger });
+  const executor = kubernetes
+    ? new WorkerExecutor(chainContext, windowWorkers ?? kubernetes.workers)
+    : new InProcessExecutor(chainContext);
+  const startTime = new Date();
+  const started = performance.now();
+  // Each run is a new process: the chain ids verified by the previous run are carried over, not asked again.
+  const verifiedProviders = kubernetes?.verifiedProviders ?? fileVerifiedProvidersStore(cacheDir);
+  const providers = await loadProviderMemory(config, verifiedProviders, logger);
+  const deps = {
+    executor,
+    logger,
+    wallets,
+    tracer,
+    providerMemory: providers.memory,
+    standbyDelayBlocks: options.standbyDelayBlocks,
+  };
+  // With a hand-over the window's end stays where the start put it, whenever the lease comes free.
+  const windowEndAt = deadline.hardEndAt === undefined ? undefined : deadline.hardEndAt - HARD_END_MARGIN_MS;
+  let held: HeldLease | undefined;
+  if (options.handoverLease && windowEndAt !== undefined) {
+    const lease = await holdHandoverLease({
+      ...options.handoverLease,
+      logger,
+      windowEndAt,
+      deadline,
+      terminated: () => terminate.aborted,
+    });
+    if ('exitCode' in lease) {
+      deadline.finish();
+      terminate.removeEventListener('abort', onTerminate);
+      return { ...lease, workersStopped: windowWorkers?.stop() };
+    }
+    held = lease;
+  }
+  const summary =
+    windowMs !== undefined && pollIntervalMs !== undefined
+      ? await runWindow(config, deps, {
+          windowMs: held && windowEndAt !== undefined ? Math.max(0, windowEndAt - Date.now()) : windowMs,
+          pollIntervalMs,
+          deadline,
+        })
+      : await settleBy(runCycle(config, deps), deadline, emptySummary);
+  // Right after the last poll's cycle (its sends are with the provider): the next window starts at once.
+  await held?.release();
+  // The work is over: the hard end no longer applies to the report (SIGTERM is still heard, so it is not fatal).
+  deadline.finish();
+  // The window's workers are told it is over; not waited for before the report (the grace after SIGTERM is short).
+  const workersStopped = windowWorkers?.stop();
+  // After SIGTERM the grace period is short: the report comes first and is not waited for beyond its budget.
+  const report = async (heartbeat: ReturnType<typeof heartbeatResult> | undefined) => {
+    if (kubernetes) {
+      try {
+        await kubernetes.report(summary, {
+          startTime,
+          durationMs: performance.now() - started,
+          ...(heartbeat ? { heartbeat } : {}),
+        });
+      } catch (error) {
+        logger.warn({ err: errorMessage(error) }, 'could not write the cycle report');
+      }
+    } else {
+      await recordRequestsLocally(new FileRequestLog(cacheDir), summary, startTime, logger);
+    }
+  };
+  if (terminate.aborted) {
+    await withinBudget(report(undefined), REPORT_AFTER_SIGTERM_MS);
+  } else {
+    await saveProviderMemory(config, verifiedProviders, providers, logger);
+    await tracer.flush();
+    // As the reference: after every cycle. In a pod, the gateways are reported at the URL callers use.
+    const heartbeat = await sendHeartbeat(
+      config,
+      kubernetes ? { kubernetes: { ...(kubernetes.gatewayUrl ? { gatewayUrl: kubernetes.gatewayUrl } : {}) } } : {},
+      { logger },
+    );
+    await report(heartbeatResult(heartbeat));
+  }
+  await workersStopped;
+  terminate.removeEventListener('abort', onTerminate);
+  return { summary, abandoned: deadline.stopped };
+}
+
+export type LocalNodeOptions = RunFlags & {
+  config: Config;
+  logger: Logger;
+  wallets: SponsorWallets;
+  /** Milliseconds from one cycle's start to the next one's. */
+  intervalMs: number;
+  /** With it, each cycle is a window that polls every pollIntervalMs until the next one starts. */
+  pollIntervalMs?: number;
+  /** Where the cycle metrics are registered (the gateway's /metrics); without one they are kept but not served. */
+  registry?: Registry;
+  /** Stops the loop after the cycle in flight (a window ends early). */
+  stop: AbortSignal;
+};
+
+/** The local node's loop (`oracle-node start`): a cycle (or a window) every interval until stopped. */
+export async function runLocalNode(options: LocalNodeOptions): Promise<void> {
+  const { config, logger, wallets, intervalMs, pollIntervalMs, stop } = options;
+  const requestLog = new FileRequestLog(options.cacheDir);
+  const tracer = tracerFromEnvironment(process.env, 'coordinator');
+  const executor = new InProcessExecutor({
+    config,
+    wallets,
+    logger,
+    cache: new FileResponseCache(options.cacheDir),
+    tracer,
+    ...(options.gasPriceCeilings ? { gasPriceCeilings: options.gasPriceCeilings } : {}),
+    role: roleOf(options.standbyDelayBlocks),
+  });
+  const metrics = cycleMetrics(options.registry ?? createMetricsRegistry());
+  while (!stop.aborted) {
+    const started = Date.now();
+    try {
+      const deps = { executor, logger, wallets, tracer, standbyDelayBlocks: options.standbyDelayBlocks };
+      // With polling, each cycle is a window that ends before the next one starts.
+      const summary = pollIntervalMs
+        ? await runWindow(config, deps, { windowMs: intervalMs, pollIntervalMs, signal: stop })
+        : await runCycle(config, deps);
+      await tracer.flush();
+      metrics.observe(summary, (Date.now() - started) / 1000);
+      await recordRequestsLocally(requestLog, summary, new Date(started), logger);
+    } catch (error) {
+      // runCycle isolates chains and providers; anything reaching here is a bug, never fatal for the loop.
+      logger.error({ err: errorMessage(error) }, 'cycle failed');
+      metrics.observe(undefined, (Date.now() - started) / 1000);
+    }
+    // sendHeartbeat never throws: a failure is logged and counted.
+    await sendHeartbeat(config, {}, { logger });
+    const wait = Math.max(0, intervalMs - (Date.now() - started));
+    if (stop.aborted) break;
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(done, wait);
+      function done() {
+        clearTimeout(timer);
+        stop.removeEventListener('abort', done);
+        resolve();
+      }
+      stop.addEventListener('abort', done);
+    });
+  }
+}
