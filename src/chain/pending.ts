@@ -94,3 +94,12 @@ export class PendingSightings {
     this.byWallet.set(wallet, { latestCount: sent.latestCount, pendingCount, since: sent.block });
   }
 }
+
+/** The sightings of this process: every shard, cycle and window poll it runs adds to them. */
+const PROCESS_SIGHTINGS = new PendingSightings();
+
+/** The process's sightings: the shards' (src/node/shard.ts), and a standby's cycle reads them before its shards. */
+export const processPendingSightings = (): PendingSightings => PROCESS_SIGHTINGS;
+
+/** The key of a wallet's sightings: the same for the shards and a standby's cycle. */
+export const sightingsKey = (chainId: string, wallet: string): string => `${chainId}:${wallet.toLowerCase()}`;

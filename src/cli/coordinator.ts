@@ -7,11 +7,11 @@
 import { errorMessage } from '../common/errors.js';
 import { ENV } from '../contract/pods.js';
 import type { CycleSummary } from '../node/cycle.js';
+import { emptySummary } from '../node/cycle-summary.js';
 import { HARD_END_MARGIN_MS } from '../node/deadline.js';
 import { coordinatorKubernetes } from '../node/kubernetes/index.js';
 import { createNodeLogger } from '../node/logger.js';
 import { runCoordinator } from '../node/run.js';
-import { emptySummary } from '../node/window.js';
 import { registerSecret } from '../observability/index.js';
 import { parseCommandArgs, parseGasPriceCeilings, parseStandbyDelay, parseWindowOptions } from './args.js';
 import { engineEnvironment, loadCommandConfig } from './command-config.js';

@@ -12,6 +12,7 @@ import { createMetricsRegistry, type Registry } from '../observability/index.js'
 import { tracerFromEnvironment } from '../observability/tracing.js';
 import { FileResponseCache } from './cache.js';
 import { type CycleSummary, roleOf, runCycle } from './cycle.js';
+import { emptySummary } from './cycle-summary.js';
 import { HARD_END_MARGIN_MS, settleBy, WorkDeadline } from './deadline.js';
 import { InProcessExecutor, WorkerExecutor } from './executor.js';
 import { heartbeatResult, sendHeartbeat } from './heartbeat.js';
@@ -21,7 +22,7 @@ import type { Logger } from './logger.js';
 import { cycleMetrics } from './metrics.js';
 import { cycleRequestRecords, FileRequestLog } from './request-log.js';
 import { fileVerifiedProvidersStore, loadProviderMemory, saveProviderMemory } from './verified-providers.js';
-import { emptySummary, runWindow } from './window.js';
+import { runWindow } from './window.js';
 
 /**
  * After SIGTERM, how long the cycle report (and request log) may take to write: the run must exit inside the pod's

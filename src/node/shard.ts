@@ -34,7 +34,13 @@ import {
   requestedPriceReplacement,
   type StrategyFailure,
 } from '../chain/gas-price.js';
-import { decidePending, type PendingDecision, PendingSightings } from '../chain/pending.js';
+import {
+  decidePending,
+  type PendingDecision,
+  type PendingSightings,
+  processPendingSightings,
+  sightingsKey,
+} from '../chain/pending.js';
 import { RpcClient } from '../chain/rpc.js';
 import { isKnown, type SendReport, sendInNonceOrder } from '../chain/sending.js';
 import { simulateFromWallet } from '../chain/simulation.js';
@@ -75,15 +81,6 @@ export type ChainContext = {
   /** The node's side of a redundant deployment, written into the response cache's entries (absent: primary). */
   role?: NodeRole;
 };
-
-/** The sightings of this process: every shard, cycle and window poll it runs adds to them. */
-const PROCESS_SIGHTINGS = new PendingSightings();
-
-/** The process's sightings (a standby's cycle reads them before its shards: src/node/cycle.ts). */
-export const processPendingSightings = (): PendingSightings => PROCESS_SIGHTINGS;
-
-/** The key of a wallet's sightings: the same for the shards and a standby's cycle. */
-export const sightingsKey = (chainId: string, wallet: string): string => `${chainId}:${wallet.toLowerCase()}`;
 
 /** Both halves in one process (InProcessExecutor): the chain half's context and the API calls'. */
 export type ShardContext = ChainContext & {
@@ -364,7 +361,7 @@ async function submitThrough(
     ]);
     // Transactions already in the pool, whoever sent them, are left alone unless this process has seen them stuck
     // (src/chain/pending.ts); stuck ones are replaced (same nonces), which needs a higher price.
-    const sightings = run.context.pendingSightings ?? PROCESS_SIGHTINGS;
+    const sightings = run.context.pendingSightings ?? processPendingSightings();
     const walletKey = sightingsKey(run.shard.chainId, run.wallet.address);
     const seenPendingFor = sightings.observe(walletKey, { latestCount, pendingCount, block: run.shard.currentBlock });
     const decision = decidePending({

@@ -15,10 +15,12 @@ import { fetchBlockNumber } from '../chain/logs.js';
 import { STUCK_AFTER_BLOCKS } from '../chain/pending.js';
 import { backoffPolls, HEAD_GRACE_MS, HEAD_TIMEOUT_MS } from '../chain/provider-health.js';
 import { RpcClient, withTimeout } from '../chain/rpc.js';
-import { DEFAULT_MIN_CONFIRMATIONS } from '../chain/types.js';
+import { type ChainConfig, DEFAULT_MIN_CONFIRMATIONS } from '../chain/types.js';
 import { settleWithGrace } from '../common/concurrency.js';
 import type { Config } from '../config/index.js';
-import { type CycleDeps, type CycleSummary, type CycleWindow, runCycle } from './cycle.js';
+import { runCycle } from './cycle.js';
+import type { CycleDeps, CycleWindow } from './cycle-context.js';
+import { type CycleSummary, emptySummary, mergeSummaries } from './cycle-summary.js';
 import { settleBy, type WorkDeadline } from './deadline.js';
 import { type LatencySamples, RequestLatency } from './latency.js';
 
@@ -129,7 +131,7 @@ class ChainHeads {
   rpcCalls = 0;
 
   constructor(
-    chain: Config['chains'][number],
+    chain: ChainConfig,
     private readonly makeClient: (url: string) => RpcClient,
     /** How long the poll waits for the others once one answered: within the poll interval, so the cadence holds. */
     private readonly graceMs: number,
@@ -196,7 +198,7 @@ export async function runWindow(config: Config, deps: CycleDeps, options: Window
   const stopped = () => signal?.aborted === true || options.deadline?.stopped === true;
   // Per tick of the cadence: whether a chain polled at it, and whether one found a new block.
   const ticks = new Map<number, { moved: boolean }>();
-  const pollChain = async (chain: Config['chains'][number]) => {
+  const pollChain = async (chain: ChainConfig) => {
     const heads = new ChainHeads(chain, makeClient, Math.min(HEAD_GRACE_MS, options.pollIntervalMs / 2));
     let tick = 0;
     while (!stopped()) {
@@ -212,10 +214,7 @@ export async function runWindow(config: Config, deps: CycleDeps, options: Window
       if (!state.moved(chain.id, chainHeads)) continue;
       polled.moved = true;
       const cycle = await settleBy(
-        runCycle(
-          { ...config, chains: [chain] },
-          { ...deps, window: state.cycleWindow({ chainId: chain.id, heads: chainHeads }) },
-        ),
+        runCycle(config, { ...deps, window: state.cycleWindow({ chainId: chain.id, heads: chainHeads }) }, [chain]),
         options.deadline,
         () => undefined,
       );
@@ -243,60 +242,4 @@ function abortableSleep(ms: number, signal: AbortSignal | undefined): Promise<vo
     }
     signal?.addEventListener('abort', done, { once: true });
   });
-}
-
-/** A cycle that did nothing (the first cycle, when the run stopped before it settled). */
-export function emptySummary(): CycleSummary {
-  return {
-    providers: [],
-    requests: { discovered: 0, servable: 0, waitingForConfirmations: 0, overChainLimit: 0 },
-    shards: { total: 0, failed: 0 },
-    transactions: { fulfilled: 0, failed: 0, withdrawn: 0, skipped: 0, errors: 0, replaced: 0 },
-    apiCalls: 0,
-    cacheHits: 0,
-    rpcCalls: 0,
-    timings: { discoveryMs: 0, shardsMs: 0 },
-    sponsorWallets: [],
-    gasPrices: [],
-    gasPriceStrategyFailures: [],
-    results: [],
-    seen: [],
-  };
-}
-
-const byKey = <T>(items: T[], key: (item: T) => string): T[] => [...new Map(items.map((i) => [key(i), i])).values()];
-
-/** The report of a whole window: counts added up, the latest state of each provider, wallet and request. */
-export function mergeSummaries(total: CycleSummary, cycle: CycleSummary): CycleSummary {
-  const add = <K extends string>(a: Record<K, number>, b: Record<K, number>) =>
-    Object.fromEntries(Object.keys(a).map((k) => [k, a[k as K] + b[k as K]])) as Record<K, number>;
-  const gasPrices = new Map(total.gasPrices.map((g) => [g.chainId, BigInt(g.gasPriceWei)]));
-  for (const g of cycle.gasPrices)
-    if (BigInt(g.gasPriceWei) > (gasPrices.get(g.chainId) ?? -1n)) gasPrices.set(g.chainId, BigInt(g.gasPriceWei));
-  const failures = total.gasPriceStrategyFailures.map((f) => ({ ...f }));
-  for (const f of cycle.gasPriceStrategyFailures) {
-    const counted = failures.find((t) => t.chainId === f.chainId && t.strategy === f.strategy);
-    if (counted) counted.count += f.count;
-    else failures.push({ ...f });
-  }
-  const role = cycle.role ?? total.role;
-  return {
-    ...(role ? { role } : {}),
-    providers: byKey([...total.providers, ...cycle.providers], (p) => `${p.chainId}\n${p.provider}`),
-    requests: add(total.requests, cycle.requests),
-    shards: add(total.shards, cycle.shards),
-    transactions: add(total.transactions, cycle.transactions),
-    apiCalls: total.apiCalls + cycle.apiCalls,
-    cacheHits: total.cacheHits + cycle.cacheHits,
-    rpcCalls: total.rpcCalls + cycle.rpcCalls,
-    timings: add(total.timings, cycle.timings),
-    sponsorWallets: byKey(
-      [...total.sponsorWallets, ...cycle.sponsorWallets],
-      (w) => `${w.chainId}\n${w.sponsorWallet}`,
-    ),
-    gasPrices: [...gasPrices].map(([chainId, wei]) => ({ chainId, gasPriceWei: String(wei) })),
-    gasPriceStrategyFailures: failures,
-    results: [...total.results, ...cycle.results],
-    seen: byKey([...(total.seen ?? []), ...(cycle.seen ?? [])], (r) => `${r.chainId}\n${r.id}`),
-  };
 }
