@@ -1,11 +1,9 @@
 // The chain-side data model of the request-response cycle. Everything here is plain JSON (strings for
 // big numbers) so that a shard can cross a process boundary unchanged.
 
-import type { Amount, Chain, GasPriceStrategy } from '../config/index.js';
+import type { Amount, ChainConfig, GasPriceStrategy } from '../config/index.js';
 
-export type { Amount, GasPriceStrategy };
-/** The validated `chains[n]` of config.json (canonical NodeRrp/NodeRrpDryRun names after parsing). */
-export type ChainConfig = Chain;
+export type { Amount, ChainConfig, GasPriceStrategy };
 
 export const DEFAULT_BLOCK_HISTORY_LIMIT = 300;
 export const DEFAULT_MIN_CONFIRMATIONS = 0;

@@ -6,7 +6,7 @@
 import type { V1ConfigMap, V1Secret } from '@kubernetes/client-node';
 import { lookUpRequest, type RequestOnChain } from '../chain/request-lookup.js';
 import { RpcClient } from '../chain/rpc.js';
-import { DEFAULT_BLOCK_HISTORY_LIMIT, DEFAULT_MIN_CONFIRMATIONS } from '../chain/types.js';
+import { type ChainConfig, DEFAULT_BLOCK_HISTORY_LIMIT, DEFAULT_MIN_CONFIRMATIONS } from '../chain/types.js';
 import { errorMessage } from '../common/errors.js';
 import { type Config, secretValuesOf, validateConfig } from '../config/index.js';
 import { parseRequestLog, REQUEST_LOG_KEY, type RequestRecord } from '../contract/request-log.js';
@@ -114,7 +114,7 @@ async function fromLocalConfig(
 
 /** The request on one chain, through the first provider that answers. */
 async function onChain(
-  chain: Config['chains'][number],
+  chain: ChainConfig,
   source: Source & { config: Config; nodeAddress: string },
   requestId: string,
   blocks: number | undefined,

@@ -741,7 +741,8 @@ export function fastConfig(): typeof configSchema {
 
 export type Config = z.output<typeof configSchema>;
 export type ConfigInput = z.input<typeof configSchema>;
-export type Chain = z.output<typeof chainSchema>;
+/** The validated `chains[n]` of config.json (canonical NodeRrp/NodeRrpDryRun names after parsing): a chain's config. */
+export type ChainConfig = z.output<typeof chainSchema>;
 export type ChainOptions = z.output<typeof chainOptionsSchema>;
 export type ChainAuthorizers = z.output<typeof chainAuthorizersSchema>;
 export type ChainAuthorizations = z.output<typeof chainAuthorizationsSchema>;
