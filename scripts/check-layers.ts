@@ -86,6 +86,23 @@ export const INNER_MAY_IMPORT: Record<string, readonly string[]> = {
   ],
 };
 
+/**
+ * Files inside a folder kept apart from each other (paths relative to src/, matched as prefixes): the files starting
+ * with a key never import the files starting with its values. The node's planner (the cycle and its steps) and a
+ * shard's halves share only node/shard-types.ts, the contract and what lies below them, as the operator's reconcile
+ * steps and its controller do (docs/architecture.md).
+ */
+export const KEPT_APART: Record<string, readonly string[]> = {
+  'node/cycle': [
+    'node/shard.ts',
+    'node/shard-run.ts',
+    'node/shard-answers.ts',
+    'node/shard-send.ts',
+    'node/shard-settle.ts',
+  ],
+  'node/shard': ['node/cycle', 'node/window', 'node/run.ts'],
+};
+
 export type Violation = { file: string; line: number; message: string };
 
 // `... from 'x'` (also the last line of a multi-line import) and `import 'x'`.
@@ -180,6 +197,8 @@ export function checkLayers(srcRoot: string): Violation[] {
       } else if (target === from) {
         const inner = innerViolation(name, relative(srcRoot, resolve(dirname(file), specifier)));
         if (inner) violations.push({ file: name, line, message: `${inner} (${specifier})` });
+        const apart = apartViolation(name, relative(srcRoot, resolve(dirname(file), specifier)));
+        if (apart) violations.push({ file: name, line, message: `${apart} (${specifier})` });
       }
     }
   }
@@ -273,6 +292,19 @@ function innerViolation(file: string, target: string): string | undefined {
     if (!source.startsWith(`${folder}/`)) continue;
     if (!mayImport.some((allowed) => (allowed.endsWith('/') ? imported.startsWith(allowed) : imported === allowed)))
       return `src/${folder} may import of its folder only ${mayImport.map((p) => `src/${p}`).join(', ')}`;
+  }
+  return undefined;
+}
+
+/** Why an import inside a folder breaks a KEPT_APART rule, or undefined. Paths are relative to src/. */
+function apartViolation(file: string, target: string): string | undefined {
+  const posix = (path: string) => path.split(sep).join('/');
+  const [source, imported] = [posix(file), posix(target).replace(/\.js$/, '.ts')];
+  for (const [files, apart] of Object.entries(KEPT_APART)) {
+    if (!source.startsWith(files)) continue;
+    const refused = apart.find((prefix) => imported.startsWith(prefix));
+    const shown = (prefix: string) => (prefix.endsWith('.ts') ? prefix : `${prefix}*`);
+    if (refused) return `src/${shown(files)} never imports src/${shown(refused)}`;
   }
   return undefined;
 }

@@ -138,4 +138,18 @@ describe('the layering check (make lint)', () => {
       'node/a.ts:1: import circle: node/a.ts -> node/a.ts',
     ]);
   });
+
+  it("keeps the node's planner and a shard's halves apart: they share only shard-types.ts", () => {
+    write(
+      'node/cycle-plan.ts',
+      "import type { ShardInput } from './shard-types.js';\nimport { x } from './shard-send.js';\n",
+    );
+    write('node/shard-send.ts', "import type { ShardInput } from './shard-types.js';\n");
+    write('node/shard-settle.ts', "import { planChainShards } from './cycle-plan.js';\n");
+    const found = checkLayers(root).map((v) => `${v.file}:${v.line}: ${v.message}`);
+    expect(found).to.deep.equal([
+      'node/cycle-plan.ts:2: src/node/cycle* never imports src/node/shard-send.ts (./shard-send.js)',
+      'node/shard-settle.ts:1: src/node/shard* never imports src/node/cycle* (./cycle-plan.js)',
+    ]);
+  });
 });
