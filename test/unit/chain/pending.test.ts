@@ -1,7 +1,14 @@
 // The pending-transaction rule (src/chain/pending.ts): leave a wallet's pending transactions alone, whoever sent
 // them, until this process has seen them stuck; then replace them.
 import { expect } from 'chai';
-import { decidePending, PendingSightings, type PendingState, STUCK_AFTER_BLOCKS } from '../../../src/chain/pending.js';
+import {
+  decidePending,
+  PendingSightings,
+  type PendingState,
+  processPendingSightings,
+  STUCK_AFTER_BLOCKS,
+  sightingsKey,
+} from '../../../src/chain/pending.js';
 
 const state = (overrides: Partial<PendingState> = {}): PendingState => ({
   latestCount: 5,
@@ -78,5 +85,14 @@ describe("a process's sightings of pending transactions", () => {
     sightings.sent(W, { latestCount: 5, nextNonce: 8, block: 103 });
     expect(sightings.observe(W, { latestCount: 5, pendingCount: 8, block: 104 })).to.equal(1);
     expect(sightings.observe(W, { latestCount: 5, pendingCount: 8, block: 106 })).to.equal(3);
+  });
+});
+
+describe("the process's pending sightings (the shards' and a standby's cycle)", () => {
+  it('are one store for the whole process, keyed by chain and wallet whatever the case of its address', () => {
+    expect(processPendingSightings()).to.equal(processPendingSightings());
+    const wallet = '0xAbCdEf0000000000000000000000000000000001';
+    expect(sightingsKey('1', wallet)).to.equal(sightingsKey('1', wallet.toLowerCase()));
+    expect(sightingsKey('1', wallet)).to.not.equal(sightingsKey('10', wallet));
   });
 });
