@@ -40,7 +40,7 @@ export const HANDOVER_ALLOWANCE_SECONDS = 10;
 export const WINDOW_DEADLINE_AFTER_END_SECONDS = 10;
 /**
  * The coordinator pod's grace period after SIGTERM (the Job's deadline): it sends nothing new, writes its cycle report
- * and request log and exits (src/cli/coordinator.ts); deadline + grace end at the next tick, so the pod is gone then
+ * and request log and exits (src/node/run.ts); deadline + grace end at the next tick, so the pod is gone then
  * and `Forbid` never skips a run for it.
  */
 export const COORDINATOR_GRACE_SECONDS = DEADLINE_BEFORE_NEXT_TICK_SECONDS;
