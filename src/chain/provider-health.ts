@@ -44,7 +44,7 @@ export type ProviderHead = {
   currentBlock: number;
   /** Since when (epoch ms) the provider has been seen behind the agreed head at this same head (ProviderMemory). */
   behindSinceMs?: number | undefined;
-  /** Whether the provider answered the block at its own head (asked only when nobody else confirms it: headsToShow). */
+  /** Whether the provider showed the block at its own head (asked only while its head is ahead: judgeChainHeads). */
   shown?: boolean | undefined;
 };
 export type HeadFault = {
