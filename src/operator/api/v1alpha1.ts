@@ -22,6 +22,7 @@ import { z } from 'zod';
 import { DEFAULT_GATEWAY_SERVER_PORT } from '../../config/index.js';
 import {
   CALLERS_DIR,
+  CALLERS_VOLUME,
   CONFIG_DIR,
   cycleCountsSchema,
   cycleOutcomeSchema,
@@ -128,9 +129,9 @@ const RESERVED_KEY_RULE = {
   message: 'keys under oracle-node.io/, app.kubernetes.io/ and batch.kubernetes.io/ are set by the operator',
 };
 /** The volumes the engine's pods hold: config, scratch, the worker's shard input, the keys as files (secretRef.as). */
-export const RESERVED_VOLUME_NAMES = ['config', 'tmp', SHARD_VOLUME, SECRETS_VOLUME] as const;
+export const RESERVED_VOLUME_NAMES = ['config', 'tmp', SHARD_VOLUME, SECRETS_VOLUME, CALLERS_VOLUME] as const;
 /** Paths the engine container mounts; an extra mount may be beside them, never on or under them. */
-export const RESERVED_MOUNT_PATHS = [CONFIG_DIR, '/tmp', SHARD_DIR, SECRETS_DIR] as const;
+export const RESERVED_MOUNT_PATHS = [CONFIG_DIR, '/tmp', SHARD_DIR, SECRETS_DIR, CALLERS_DIR] as const;
 const celList = (values: readonly string[]) => `[${values.map((v) => `'${v}'`).join(', ')}]`;
 
 const keyValues = (description: string) =>
@@ -459,7 +460,17 @@ export const oracleNodeSpecSchema = z
             rates: z
               .record(z.string().regex(CALLER_NAME_PATTERN).max(63), z.string().regex(RATE_PATTERN))
               .optional()
-              .meta(described('Rates of named callers (caller name: N/s or N/m), per gateway pod.')),
+              .meta({
+                description: 'Rates of named callers (caller name: N/s or N/m), per gateway pod.',
+                maxProperties: 1000,
+                // A structural schema cannot hold a pattern for map keys: CEL checks them.
+                'x-kubernetes-validations': [
+                  {
+                    rule: `self.all(k, k.matches('${CALLER_NAME_PATTERN.source}'))`,
+                    message: 'a caller name is 1 to 63 of A-Z a-z 0-9 . _ - (starting with a letter or digit)',
+                  },
+                ],
+              }),
           })
           .optional()
           .meta(
