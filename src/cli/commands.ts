@@ -22,6 +22,10 @@ export const subcommands: Record<string, CommandEntry> = {
     summary: SUMMARIES.request,
     load: async () => (await import('./request-command.js')).requestCommand,
   },
+  usage: {
+    summary: SUMMARIES.usage,
+    load: async () => (await import('./usage-command.js')).usageCommand,
+  },
   validate: {
     summary: SUMMARIES.validate,
     load: async () => (await import('./validate-command.js')).validateCommand,

@@ -5,6 +5,7 @@ export const SUMMARIES = {
   logs: 'Print the logs of the latest coordinator and worker pods of an OracleNode',
   cycle: 'Run one coordinator cycle of an OracleNode now (a Job from its CronJob)',
   request: 'Where is my request: its timeline from the chain and what the node recorded',
+  usage: 'Usage to bill from: requests, fulfilments, failures and gas paid per sponsor, requester and endpoint',
   validate: 'Validate config.json with secrets.env',
   manifest: 'Print the Secret and the OracleNode of an existing config.json + secrets.env, for kubectl apply -f -',
   derive: 'Derive endpoint ids, template ids, the node address, xpub and sponsor wallets',
