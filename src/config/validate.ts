@@ -16,6 +16,7 @@ import {
   makeRedactor,
   NestingTooDeepError,
   parseSecretsEnv,
+  shortSecretWarnings,
   type TextInterpolation,
 } from './secrets.js';
 
@@ -373,9 +374,11 @@ function validateWith<S extends z.ZodType>(
       errors.push({ path: '', message: `${what} is nested deeper than ${MAX_NESTING_DEPTH} levels` });
       return { ok: false, errors, warnings };
     }
-    const redact = makeRedactor(interpolation.redactions, interpolation.usedNames, secrets);
+    const usedNames = [...interpolation.usedNames];
+    const redact = makeRedactor(interpolation.redactions, usedNames, secrets);
     errors.push(...interpolation.invalid);
     warnings.push(...interpolation.warnings, ...interpolation.duplicates.map((path) => duplicateKeyWarning(path)));
+    warnings.push(...shortSecretWarnings(usedNames, secrets, interpolation.secretUsages));
     const placeholderPaths = new Set<string>();
     for (const [name, paths] of interpolation.missing) {
       for (const p of paths) placeholderPaths.add(p);

@@ -1,5 +1,8 @@
 // End to end through the real binary entry (src/cli/index.ts under tsx): registration and exit codes.
 import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { expect } from 'chai';
 import { recordLoadedModules } from '../../support/loaded-packages.js';
@@ -109,6 +112,46 @@ describe('oracle-node binary (validate, derive, schema)', function () {
     } finally {
       recorder.remove();
     }
+  });
+
+  it('a secret too short to redact leaves messages intact and is named (never its value) in a warning', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'oracle-node-short-secret-'));
+    const secrets = join(dir, 'secrets.env');
+    writeFileSync(
+      secrets,
+      readFileSync(fixturePath('node/secrets.example.env'), 'utf8').replace(
+        /^SS_CURRENCY_CONVERTER_API_KEY=.*$/m,
+        'SS_CURRENCY_CONVERTER_API_KEY=e',
+      ),
+    );
+    const config = JSON.parse(readFileSync(fixturePath('node/config.example.json'), 'utf8'));
+    delete config.nodeSettings.heartbeat;
+    const invalid = join(dir, 'invalid.json');
+    writeFileSync(invalid, JSON.stringify(config));
+    const warning =
+      'warning apiCredentials[0].securitySchemeValue: Secret "SS_CURRENCY_CONVERTER_API_KEY" is shorter than 4 characters';
+
+    const text = oracleNode(['validate', '-c', invalid, '-s', secrets]);
+    expect(text.code).to.equal(1);
+    expect(text.stderr).to.include('error   nodeSettings.heartbeat: Required field is missing ("enabled" must be');
+    expect(text.stderr).to.include(warning).and.not.include('${SS_CURRENCY_CONVERTER_API_KEY}');
+    const json = JSON.parse(oracleNode(['validate', '-c', invalid, '-s', secrets, '--json']).stdout);
+    expect(json.errors[0].path).to.equal('nodeSettings.heartbeat');
+    expect(JSON.stringify(json)).to.not.include('${SS_CURRENCY_CONVERTER_API_KEY}');
+
+    const manifest = oracleNode([
+      'manifest',
+      '-c',
+      fixturePath('node/config.example.json'),
+      '-s',
+      secrets,
+      '--name',
+      'short',
+      '--omit-secret',
+    ]);
+    expect(manifest.code, manifest.stderr).to.equal(0);
+    expect(manifest.stderr).to.include(warning);
+    expect(manifest.stdout).to.include('nodeSettings:').and.not.include('nod${');
   });
 
   it('derive reads the mnemonic from stdin', () => {
