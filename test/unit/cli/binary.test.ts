@@ -134,10 +134,10 @@ describe('oracle-node binary (validate, derive, schema)', function () {
     const text = oracleNode(['validate', '-c', invalid, '-s', secrets]);
     expect(text.code).to.equal(1);
     expect(text.stderr).to.include('error   nodeSettings.heartbeat: Required field is missing ("enabled" must be');
-    expect(text.stderr).to.include(warning).and.not.include('${SS_CURRENCY_CONVERTER_API_KEY}');
+    expect(text.stderr).to.include(warning).and.not.include(`\${SS_CURRENCY_CONVERTER_API_KEY}`);
     const json = JSON.parse(oracleNode(['validate', '-c', invalid, '-s', secrets, '--json']).stdout);
     expect(json.errors[0].path).to.equal('nodeSettings.heartbeat');
-    expect(JSON.stringify(json)).to.not.include('${SS_CURRENCY_CONVERTER_API_KEY}');
+    expect(JSON.stringify(json)).to.not.include(`\${SS_CURRENCY_CONVERTER_API_KEY}`);
 
     const manifest = oracleNode([
       'manifest',
