@@ -2,6 +2,7 @@
 // {path, message}. It never throws on user input, and no message carries a secret value.
 import type { z } from 'zod';
 import { errorMessage } from '../common/errors.js';
+import { addressChecksumWarnings, repairAddressChecksums } from './addresses.js';
 import { closingQuote } from './json-text.js';
 import { oisSchema } from './ois.js';
 import { formatPath, type PathSegment } from './paths.js';
@@ -353,6 +354,8 @@ function validateWith<S extends z.ZodType>(
   input: unknown,
   secretsInput: SecretsInput,
   what: string,
+  /** Run on a valid result: may complete the output, answers warnings. */
+  finish?: (input: unknown, output: z.output<S>) => Issue[],
 ): ValidationResult<z.output<S>> {
   const errors: Issue[] = [];
   const warnings: Issue[] = [];
@@ -397,10 +400,11 @@ function validateWith<S extends z.ZodType>(
         errors.push({ path: redact(issue.path), message: redact(issue.message) });
       }
     }
-    const answer: ValidationResult<z.output<S>> =
-      errors.length > 0 || !result.success
-        ? { ok: false, errors, warnings }
-        : { ok: true, config: result.data, errors, warnings };
+    const valid = errors.length === 0 && result.success;
+    if (valid && finish) warnings.push(...finish(interpolation.value, result.data));
+    const answer: ValidationResult<z.output<S>> = valid
+      ? { ok: true, config: result.data, errors, warnings }
+      : { ok: false, errors, warnings };
     return withSecretUsages(answer, interpolation.secretUsages);
   } catch (error) {
     // A bug of ours, never the user's input: still a structured answer, without the input in it.
@@ -421,7 +425,10 @@ function withSecretUsages<T extends ValidationResult<unknown>>(result: T, usages
 
 /** Validates config.json (text or parsed) with secrets (secrets.env text or a name->value record). */
 export function validateConfig(input: unknown, secrets?: SecretsInput): ValidationResult<Config> {
-  return validateWith(fastConfig(), input, secrets, 'Config');
+  return validateWith(fastConfig(), input, secrets, 'Config', (written, config) => {
+    repairAddressChecksums(config);
+    return addressChecksumWarnings(written);
+  });
 }
 
 /** Validates one OIS object (text or parsed). */

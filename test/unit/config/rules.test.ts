@@ -461,7 +461,8 @@ describe('config rules (negative tests: path and message)', () => {
     it('warns (not errors) on more than one server', () => {
       const result = check((c) => apiSpec(c).servers.push({ url: 'http://localhost:5001' }));
       expectValid(result);
-      expect(result.warnings).to.deep.equal([
+      // (The example's authorizers add their address checksum warnings under chains.)
+      expect(result.warnings.filter((w) => w.path.startsWith('ois'))).to.deep.equal([
         { path: 'ois[0].apiSpecifications.servers', message: '2 servers are listed; only servers[0] is used' },
       ]);
     });
