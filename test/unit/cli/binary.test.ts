@@ -154,6 +154,27 @@ describe('oracle-node binary (validate, derive, schema)', function () {
     expect(manifest.stdout).to.include('nodeSettings:').and.not.include('nod${');
   });
 
+  it('validate and manifest refuse what can never work: a chain listed twice, a _type that never encodes', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'oracle-node-never-works-'));
+    const config = JSON.parse(readFileSync(fixturePath('node/config.example.json'), 'utf8'));
+    config.chains.push(structuredClone(config.chains[0]));
+    config.ois[0].endpoints[0].reservedParameters[0].fixed = 'int257';
+    const path = join(dir, 'config.json');
+    writeFileSync(path, JSON.stringify(config));
+    const secrets = fixturePath('node/secrets.example.env');
+    const out = oracleNode(['validate', '-c', path, '-s', secrets, '--json']);
+    expect(out.code).to.equal(1);
+    expect(JSON.parse(out.stdout).errors.map((e: { path: string }) => e.path)).to.deep.equal([
+      'chains[1].id',
+      'ois[0].endpoints[0].reservedParameters[0].fixed',
+    ]);
+    const manifest = oracleNode(['manifest', '-c', path, '-s', secrets, '--name', 'never']);
+    expect(manifest.code).to.equal(1);
+    expect(manifest.stdout).to.equal('');
+    expect(manifest.stderr).to.include('error   chains[1].id: Chain 31337 is already listed at chains[0]');
+    expect(manifest.stderr).to.include('_type "int257" can never be encoded');
+  });
+
   it('derive reads the mnemonic from stdin', () => {
     const out = oracleNode(
       ['derive', 'node-address'],
