@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { expect } from 'chai';
+import yaml from 'js-yaml';
 import { recordLoadedModules } from '../../support/loaded-packages.js';
 import { fixturePath } from '../config/fixtures.js';
 
@@ -173,6 +174,32 @@ describe('oracle-node binary (validate, derive, schema)', function () {
     expect(manifest.stdout).to.equal('');
     expect(manifest.stderr).to.include('error   chains[1].id: Chain 31337 is already listed at chains[0]');
     expect(manifest.stderr).to.include('_type "int257" can never be encoded');
+  });
+
+  it('manifest --suspended prints a suspended coordinator and the one patch that resumes it; loopback URLs warned', () => {
+    const config = fixturePath('node/config.example.json');
+    const secrets = fixturePath('node/secrets.example.env');
+    const out = oracleNode(['manifest', '-c', config, '-s', secrets, '--name', 'moved', '-n', 'team-a', '--suspended']);
+    expect(out.code, out.stderr).to.equal(0);
+    const node = (yaml.loadAll(out.stdout) as { kind: string; spec: { coordinator?: unknown } }[]).find(
+      (doc) => doc.kind === 'OracleNode',
+    );
+    expect(node?.spec.coordinator).to.deep.equal({ suspend: true });
+    expect(out.stderr).to.include(
+      `The coordinator is suspended: once the old deployment is stopped, resume it with:\n  kubectl patch oraclenode moved --type merge -p '{"spec":{"coordinator":{"suspend":false}}}' -n team-a\n`,
+    );
+    // secrets.example.env's PROVIDER_URL is http://127.0.0.1:8545: named by its path, never printed.
+    expect(out.stderr).to.include(
+      'warning chains[0].providers.local.url: a loopback address (localhost, 127.x.x.x): in a pod it is the pod itself',
+    );
+    expect(out.stderr).to.include('warning ois[0].apiSpecifications.servers[0].url: a loopback address');
+    expect(out.stderr).to.not.include('8545');
+    const plain = oracleNode(['manifest', '-c', config, '-s', secrets, '--name', 'moved']);
+    expect(plain.stdout).to.not.include('coordinator:');
+    expect(plain.stderr).to.not.include('suspended');
+    const feed = oracleNode(['manifest', '-c', config, '--name', 'moved', '--feed', '--suspended']);
+    expect(feed.code).to.equal(2);
+    expect(feed.stderr).to.include('--suspended applies to an OracleNode');
   });
 
   it('derive reads the mnemonic from stdin', () => {
