@@ -211,6 +211,17 @@ describe('oracle-node binary (validate, derive, schema)', function () {
     expect(out.stdout.trim()).to.equal('0xA30CA71Ba54E83127214D3271aEA8F5D6bD4Dace');
   });
 
+  it('ends quietly, exit code 0, when its reader closes the pipe early (`schema | head -c 10`)', () => {
+    // The schema (about 70 KB) is more than a pipe holds: once head has its 10 bytes and exits, the next write fails
+    // with EPIPE, every time.
+    const command = `"${process.execPath}" --import tsx "${ENTRY}" schema | head -c 10; echo " exit=\${PIPESTATUS[0]}"`;
+    for (let run = 0; run < 3; run++) {
+      const result = spawnSync('bash', ['-c', command], { encoding: 'utf8', timeout: 60_000 });
+      expect(result.stderr).to.equal('');
+      expect(result.stdout).to.equal('{\n  "$sche exit=0\n');
+    }
+  });
+
   it('schema prints JSON', () => {
     const out = oracleNode(['schema']);
     expect(out.code).to.equal(0);
