@@ -11,11 +11,11 @@ import { fixturePath } from '../config/fixtures.js';
 
 const ENTRY = fileURLToPath(new URL('../../../src/cli/index.ts', import.meta.url));
 
-function oracleNode(args: string[], input?: string) {
+function oracleNode(args: string[], input?: string, env: Record<string, string> = {}) {
   const result = spawnSync(process.execPath, ['--import', 'tsx', ENTRY, ...args], {
     encoding: 'utf8',
     input,
-    env: { ...process.env, NODE_WALLET_MNEMONIC: '' },
+    env: { ...process.env, NODE_WALLET_MNEMONIC: '', AIRNODE_WALLET_MNEMONIC: '', ...env },
     timeout: 60_000,
   });
   return { code: result.status, stdout: result.stdout, stderr: result.stderr };
@@ -220,6 +220,27 @@ describe('oracle-node binary (validate, derive, schema)', function () {
       expect(result.stderr).to.equal('');
       expect(result.stdout).to.equal('{\n  "$sche exit=0\n');
     }
+  });
+
+  it('derive takes the mnemonic from a 0.15 secrets.env (-s) or AIRNODE_WALLET_MNEMONIC, and says why a --sponsor is refused', () => {
+    const address = '0xA30CA71Ba54E83127214D3271aEA8F5D6bD4Dace';
+    const secrets = fixturePath('node/secrets.example.env'); // AIRNODE_WALLET_MNEMONIC="achieve climb …"
+    expect(oracleNode(['derive', 'node-address', '-s', secrets])).to.deep.include({ code: 0, stdout: `${address}\n` });
+    const mnemonic = 'achieve climb couple wait accident symbol spy blouse reduce foil echo label';
+    expect(oracleNode(['derive', 'node-address'], '', { AIRNODE_WALLET_MNEMONIC: mnemonic })).to.deep.include({
+      code: 0,
+      stdout: `${address}\n`,
+    });
+    const sponsor = '0x1FbDB2315678afecb367f032d93F642f64180aa4'; // a mixed-case checksum that does not match
+    const refused = oracleNode(['derive', 'sponsor-wallet', '--sponsor', sponsor, '-s', secrets]);
+    expect(refused.code).to.equal(2);
+    expect(refused.stderr).to.include(`--sponsor ${sponsor}: its mixed-case EIP-55 checksum does not match`);
+    const lower = oracleNode(['derive', 'sponsor-wallet', '--sponsor', sponsor.toLowerCase(), '-s', secrets]);
+    expect(lower.code, lower.stderr).to.equal(0);
+    expect(lower.stdout).to.match(/^0x[0-9a-fA-F]{40}\n$/);
+    expect(oracleNode(['derive', 'sponsor-wallet', '--sponsor', '0x12']).stderr).to.include(
+      '--sponsor must be an address: 0x followed by 40 hex digits',
+    );
   });
 
   it('schema prints JSON', () => {
