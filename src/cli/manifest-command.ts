@@ -4,6 +4,7 @@ import { parseSecretsEnv } from '../config/index.js';
 import { validateFeedConfig } from '../feed/validate.js';
 import { MAX_NAME_AND_STAGE } from '../operator/crd.js';
 import { type CliIo, parseCommandArgs, processIo, usageError } from './args.js';
+import { invalidText } from './issue-lines.js';
 import {
   createSecretCommand,
   DNS_LABEL,
@@ -167,8 +168,7 @@ async function feedManifest(io: CliIo, values: ManifestOptions & { config: strin
   const secrets = secretsText === undefined ? undefined : parseSecretsEnv(secretsText).secrets;
   const result = await validateFeedConfig(config, secrets ?? {});
   if (!result.ok) {
-    io.stderr(`${values.config} is not valid: ${result.errors.length} error(s)\n`);
-    for (const issue of result.errors) io.stderr(issueLine('error', issue));
+    io.stderr(invalidText(values.config, result.errors));
     return 1;
   }
   const secretName = values['secret-name'] ?? `${values.name}-secrets`;

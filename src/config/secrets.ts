@@ -384,6 +384,14 @@ export function makeRedactor(
   };
 }
 
+/** The error of a `${NAME}` that secrets.env does not define, at the first path that uses it. */
+export function missingSecretIssue(name: string, paths: readonly string[]): Issue {
+  return {
+    path: paths[0] ?? '',
+    message: `Secret "${name}" is not defined in secrets.env; it is used at: ${paths.join(', ')}`,
+  };
+}
+
 /** A warning, by name and never by value, for each used secret too short to be kept out of logs and messages. */
 export function shortSecretWarnings(
   usedNames: Iterable<string>,

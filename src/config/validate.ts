@@ -3,6 +3,7 @@
 import type { z } from 'zod';
 import { errorMessage } from '../common/errors.js';
 import { addressChecksumWarnings, repairAddressChecksums } from './addresses.js';
+import { toIssues } from './issues.js';
 import { closingQuote } from './json-text.js';
 import { oisSchema } from './ois.js';
 import { formatPath, type PathSegment } from './paths.js';
@@ -15,6 +16,7 @@ import {
   interpolateSecrets,
   interpolateSecretsInText,
   makeRedactor,
+  missingSecretIssue,
   NestingTooDeepError,
   parseSecretsEnv,
   shortSecretWarnings,
@@ -191,42 +193,6 @@ export function locateJsonError(text: string): number | undefined {
   return expect === 'end' ? undefined : text.length;
 }
 
-/** zod issues -> {path, message}, one per unknown key, with plainer wording for missing fields. */
-export function toIssues(issues: readonly z.core.$ZodIssue[], input?: unknown): Issue[] {
-  const out: Issue[] = [];
-  for (const issue of issues) {
-    const path = issue.path;
-    if (issue.code === 'unrecognized_keys') {
-      for (const key of issue.keys)
-        out.push({ path: formatPath([...path, key]), message: `Unknown key "${key}" is not allowed here` });
-      continue;
-    }
-    let message = issue.message;
-    if (issue.code === 'invalid_key') {
-      // zod says only "Invalid key in record"; the nested issue says why.
-      const reasons = issue.issues.map((inner) => inner.message).join('; ');
-      message = `Invalid key ${JSON.stringify(String(path[path.length - 1]))}: ${reasons}`;
-    }
-    if (issue.code === 'invalid_type' && / received undefined$/.test(message)) {
-      message = `Required field is missing (expected ${issue.expected})`;
-    } else if (input !== undefined && path.length > 0 && isMissing(input, path)) {
-      message = `Required field is missing (${message})`;
-    }
-    out.push({ path: formatPath(path), message });
-  }
-  return out;
-}
-
-/** True when the parent at `path` exists but has no such key (a missing field, not a wrong value). */
-function isMissing(root: unknown, path: readonly PropertyKey[]): boolean {
-  let node: unknown = root;
-  for (const segment of path.slice(0, -1)) {
-    if (node === null || typeof node !== 'object') return false;
-    node = (node as Record<PropertyKey, unknown>)[segment];
-  }
-  return node !== null && typeof node === 'object' && !Object.hasOwn(node, path[path.length - 1]!);
-}
-
 function serverWarnings(config: unknown): Issue[] {
   const warnings: Issue[] = [];
   const oisList = (config as { ois?: unknown } | null)?.ois;
@@ -385,10 +351,7 @@ function validateWith<S extends z.ZodType>(
     const placeholderPaths = new Set<string>();
     for (const [name, paths] of interpolation.missing) {
       for (const p of paths) placeholderPaths.add(p);
-      errors.push({
-        path: paths[0] ?? '',
-        message: `Secret "${name}" is not defined in secrets.env; it is used at: ${paths.join(', ')}`,
-      });
+      errors.push(missingSecretIssue(name, paths));
     }
     for (const issue of interpolation.invalid) placeholderPaths.add(issue.path);
 

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { expect } from 'chai';
 import yaml from 'js-yaml';
+import { buildFeedConfig, feedSecrets } from '../../support/feed.js';
 import { recordLoadedModules } from '../../support/loaded-packages.js';
 import { fixturePath } from '../config/fixtures.js';
 
@@ -240,6 +241,34 @@ describe('oracle-node binary (validate, derive, schema)', function () {
     expect(lower.stdout).to.match(/^0x[0-9a-fA-F]{40}\n$/);
     expect(oracleNode(['derive', 'sponsor-wallet', '--sponsor', '0x12']).stderr).to.include(
       '--sponsor must be an address: 0x followed by 40 hex digits',
+    );
+  });
+
+  it("feed's and manifest --feed's errors read as validate's: one summary line, `error   path: message`, the node's words", () => {
+    const dir = mkdtempSync(join(tmpdir(), 'oracle-node-feed-errors-'));
+    const config = buildFeedConfig({
+      apiUrl: 'http://prices.example',
+      assets: ['BTC'],
+      fetchInterval: 5,
+      signedApis: [{ name: 'main', url: 'http://signed-api.example', authToken: null }],
+    });
+    (config['nodeSettings'] as Record<string, unknown>)['logLevel'] = 'info';
+    const configPath = join(dir, 'airnode-feed.json');
+    writeFileSync(configPath, JSON.stringify(config));
+    const secrets = join(dir, 'secrets.env');
+    writeFileSync(secrets, feedSecrets('test test test test test test test test test test test junk', 'api-key'));
+    const expected = `${configPath} is not valid: 1 error(s)\n  error   nodeSettings.logLevel: Unknown key "logLevel" is not allowed here\n`;
+    const feed = oracleNode(['feed', '-c', configPath, '-s', secrets]);
+    expect(feed.code).to.equal(1);
+    expect(feed.stderr).to.equal(expected);
+    const manifest = oracleNode(['manifest', '--feed', '-c', configPath, '-s', secrets, '--name', 'prices']);
+    expect(manifest.code).to.equal(1);
+    expect(manifest.stderr).to.equal(expected);
+    // A missing secret: the node's message, naming every path that uses it.
+    writeFileSync(secrets, '');
+    const missing = oracleNode(['feed', '-c', configPath, '-s', secrets]);
+    expect(missing.stderr).to.match(
+      /^ {2}error {3}nodeSettings\.airnodeWalletMnemonic: Secret "WALLET_MNEMONIC" is not defined in secrets\.env; it is used at: nodeSettings\.airnodeWalletMnemonic$/m,
     );
   });
 
