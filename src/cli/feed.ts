@@ -20,6 +20,7 @@ import {
   startObservabilityServer,
 } from '../observability/index.js';
 import { parseCommandArgs, parseServerPorts } from './args.js';
+import { invalidText } from './issue-lines.js';
 import { onStopSignals } from './lifecycle.js';
 import type { Subcommand } from './subcommand.js';
 
@@ -83,8 +84,7 @@ export async function runFeed(argv: string[]): Promise<number> {
   registerSecrets(Object.values(secrets));
   const result = await validateFeedConfig(rawConfig, secrets);
   if (!result.ok) {
-    const lines = result.errors.map((issue) => `  ${issue.path || '(root)'}: ${issue.message}`);
-    process.stderr.write(`The configuration is not valid:\n${lines.join('\n')}\n`);
+    process.stderr.write(invalidText(configPath, result.errors));
     return 1;
   }
   const config = result.config;

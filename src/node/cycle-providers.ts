@@ -13,7 +13,7 @@ import {
   type ProviderHead,
   showsBlock,
 } from '../chain/provider-health.js';
-import { RpcAnswerTooLarge, type RpcClient, withTimeout } from '../chain/rpc.js';
+import { isProviderError, RpcAnswerTooLarge, type RpcClient, RpcTransportError, withTimeout } from '../chain/rpc.js';
 import { settleWithGrace } from '../common/concurrency.js';
 import { errorMessage } from '../common/errors.js';
 import { type PlanContext, PROVIDER_DISCOVERY_TIMEOUT_MS } from './cycle-context.js';
@@ -78,7 +78,8 @@ export async function discoverProviders(context: PlanContext): Promise<ProviderS
       state.head = outcome.value;
       Object.assign(state.summary, { ok: true, currentBlock: outcome.value });
     } else {
-      const error = outcome?.reason ?? new Error(`no head within ${HEAD_GRACE_MS} ms of another provider's`);
+      const error =
+        outcome?.reason ?? new RpcTransportError(`no head within ${HEAD_GRACE_MS} ms of another provider's`);
       leaveOut(context, state, error);
     }
   });
@@ -150,6 +151,15 @@ export async function judgeProviders(context: PlanContext, states: ProviderState
 /** A provider that failed a step: logged with its fault and left out of this cycle. */
 export function leaveOut(context: PlanContext, state: ProviderState, error: unknown): void {
   const { chain, deps, memory } = context;
+  if (!isProviderError(error) && !(error instanceof WrongChain) && !(error instanceof NoHeadThisPoll)) {
+    // The node's own error (every provider would meet it): the provider stays up and without a fault.
+    Object.assign(state.summary, { error: `node error: ${errorMessage(error)}`, rpcCalls: state.client.calls });
+    deps.logger.error(
+      { chainId: chain.id, provider: state.name, err: errorMessage(error) },
+      "node error on this chain (not the provider's fault): its requests wait",
+    );
+    return;
+  }
   const fault: ProviderFault =
     error instanceof WrongChain ? 'wrong-chain' : error instanceof RpcAnswerTooLarge ? 'oversized' : 'unavailable';
   Object.assign(state.summary, { ok: false, fault, error: errorMessage(error), rpcCalls: state.client.calls });

@@ -133,6 +133,7 @@ async function holdHandoverLease(options: {
 export async function runCoordinator(options: CoordinatorRunOptions): Promise<CoordinatorRunOutcome> {
   const { config, logger, kubernetes, cacheDir, windowMs, pollIntervalMs, terminate } = options;
   const wallets = sponsorWallets(config.nodeSettings.nodeWalletMnemonic);
+  const localRequestLog = new FileRequestLog(cacheDir);
   const cache = kubernetes?.cache ?? new FileResponseCache(cacheDir);
   // Off unless OTEL_EXPORTER_OTLP_ENDPOINT is set (spec.telemetry.otlpEndpoint in the operator's pods).
   const tracer = tracerFromEnvironment(process.env, 'coordinator');
@@ -203,6 +204,10 @@ export async function runCoordinator(options: CoordinatorRunOptions): Promise<Co
           windowMs: held && windowEndAt !== undefined ? Math.max(0, windowEndAt - Date.now()) : windowMs,
           pollIntervalMs,
           deadline,
+          // Run by hand, each poll's requests are in the local log as soon as it is done (`oracle-node request`).
+          ...(kubernetes
+            ? {}
+            : { afterCycle: (cycle) => recordRequestsLocally(localRequestLog, cycle, new Date(), logger) }),
         })
       : await settleBy(runCycle(config, deps), deadline, emptySummary);
   // Right after the last poll's cycle (its sends are with the provider): the next window starts at once.
@@ -223,8 +228,8 @@ export async function runCoordinator(options: CoordinatorRunOptions): Promise<Co
       } catch (error) {
         logger.warn({ err: errorMessage(error) }, 'could not write the cycle report');
       }
-    } else {
-      await recordRequestsLocally(new FileRequestLog(cacheDir), summary, startTime, logger);
+    } else if (!windowed) {
+      await recordRequestsLocally(localRequestLog, summary, startTime, logger);
     }
   };
   if (terminate.aborted) {
@@ -280,11 +285,17 @@ export async function runLocalNode(options: LocalNodeOptions): Promise<void> {
       const deps = { executor, logger, wallets, tracer, standbyDelayBlocks: options.standbyDelayBlocks };
       // With polling, each cycle is a window that ends before the next one starts.
       const summary = pollIntervalMs
-        ? await runWindow(config, deps, { windowMs: intervalMs, pollIntervalMs, signal: stop })
+        ? await runWindow(config, deps, {
+            windowMs: intervalMs,
+            pollIntervalMs,
+            signal: stop,
+            // Each poll's requests are in the log as soon as it is done: `request` finds them before the window ends.
+            afterCycle: (cycle) => recordRequestsLocally(requestLog, cycle, new Date(), logger),
+          })
         : await runCycle(config, deps);
       await tracer.flush();
       metrics.observe(summary, (Date.now() - started) / 1000);
-      await recordRequestsLocally(requestLog, summary, new Date(started), logger);
+      if (!pollIntervalMs) await recordRequestsLocally(requestLog, summary, new Date(started), logger);
     } catch (error) {
       // runCycle isolates chains and providers; anything reaching here is a bug, never fatal for the loop.
       logger.error({ err: errorMessage(error) }, 'cycle failed');
