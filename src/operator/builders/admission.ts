@@ -210,15 +210,16 @@ function sameFields(a: string, b: string, fields: Record<string, string>): strin
   const list = `[${names.map((name) => `'${name}'`).join(', ')}]`;
   const value = (map: string, name: string) => `(has(${map}.${name}) ? ${map}.${name} : ${fields[name]})`;
   return [
-    `${a}.all(k, k in ${list})`,
-    `${b}.all(k, k in ${list})`,
+    // dyn(): the type checker reads a Job's volume source as an object, whose keys CEL ranges over only as a map.
+    `dyn(${a}).all(k, k in ${list})`,
+    `dyn(${b}).all(k, k in ${list})`,
     ...names.map((name) => `${value(a, name)} == ${value(b, name)}`),
   ].join(' && ');
 }
 
 /** The same quantities (by value: the API server writes 1024Mi back as 1Gi) under the same keys. */
 const sameQuantities = (a: string, b: string) =>
-  `${a}.all(k, k in ${b} && quantity(string(${a}[k])).compareTo(quantity(string(${b}[k]))) == 0) && ${b}.all(k, k in ${a})`;
+  `dyn(${a}).all(k, k in dyn(${b}) && quantity(string(dyn(${a})[k])).compareTo(quantity(string(dyn(${b})[k]))) == 0) && dyn(${b}).all(k, k in dyn(${a}))`;
 
 /** The claim template of a generic ephemeral volume: the same claim, its quantities by value. */
 function sameClaimTemplate(a: string, b: string): string {
@@ -227,8 +228,8 @@ function sameClaimTemplate(a: string, b: string): string {
     `(has(${template}.spec.resources) && has(${template}.spec.resources.${kind}) ? ${template}.spec.resources.${kind} : dyn({}))`;
   return [
     `(has(${a}.metadata) ? ${a}.metadata : dyn({})) == (has(${b}.metadata) ? ${b}.metadata : dyn({}))`,
-    `${a}.spec.all(k, k in ${own} || (k in ${b}.spec && ${a}.spec[k] == ${b}.spec[k]))`,
-    `${b}.spec.all(k, k in ${own} || k in ${a}.spec)`,
+    `dyn(${a}.spec).all(k, k in ${own} || (k in dyn(${b}.spec) && dyn(${a}.spec)[k] == dyn(${b}.spec)[k]))`,
+    `dyn(${b}.spec).all(k, k in ${own} || k in dyn(${a}.spec))`,
     `(has(${a}.spec.volumeMode) ? ${a}.spec.volumeMode : 'Filesystem') == (has(${b}.spec.volumeMode) ? ${b}.spec.volumeMode : 'Filesystem')`,
     sameQuantities(quantities(a, 'requests'), quantities(b, 'requests')),
     sameQuantities(quantities(a, 'limits'), quantities(b, 'limits')),
