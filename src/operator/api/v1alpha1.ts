@@ -140,6 +140,34 @@ export const OVERRIDE_VOLUME_TYPES = [
   'persistentVolumeClaim',
   'projected',
 ] as const;
+/**
+ * The volume types the restricted Pod Security Standard refuses. Declared (as free-form objects) so that the CRD
+ * refuses them by name: an undeclared one would be pruned, even from a stored OracleNode, and the volume left without
+ * a source would reach the pods as an emptyDir.
+ */
+const PSS_REFUSED_VOLUME_TYPES = [
+  'hostPath',
+  'awsElasticBlockStore',
+  'azureDisk',
+  'azureFile',
+  'cephfs',
+  'cinder',
+  'fc',
+  'flexVolume',
+  'flocker',
+  'gcePersistentDisk',
+  'gitRepo',
+  'glusterfs',
+  'iscsi',
+  'nfs',
+  'photonPersistentDisk',
+  'portworxVolume',
+  'quobyte',
+  'rbd',
+  'scaleIO',
+  'storageos',
+  'vsphereVolume',
+] as const;
 const celList = (values: readonly string[]) => `[${values.map((v) => `'${v}'`).join(', ')}]`;
 
 /**
@@ -194,6 +222,8 @@ const projectedSource = z
     ],
   });
 
+const PSS_OUTSIDE = PSS_REFUSED_VOLUME_TYPES.map((type) => `has(self.${type})`).join(' || ');
+
 const overrideVolume = z
   .object({
     name: z.string().min(1).max(63).meta(described('Volume name, unique in the pod.')),
@@ -215,8 +245,14 @@ const overrideVolume = z
       })
       .optional()
       .meta(described('Several sources in one directory, as on a pod spec, without Secrets.')),
-    hostPath: freeForm('Refused: every pod of the node passes the restricted Pod Security Standard.'),
     secret: freeForm(`Refused: ${SECRET_REFUSED}.`),
+    image: freeForm('Refused: not one of the types above.'),
+    ...Object.fromEntries(
+      PSS_REFUSED_VOLUME_TYPES.map((type) => [
+        type,
+        freeForm('Refused: every pod of the node passes the restricted Pod Security Standard.'),
+      ]),
+    ),
   })
   .meta({
     description: `A pod volume, as on a pod spec, of the types the restricted Pod Security Standard allows without Secrets: ${OVERRIDE_VOLUME_TYPES.join(', ')}.`,
@@ -226,13 +262,15 @@ const overrideVolume = z
         message: `volume names ${RESERVED_VOLUME_NAMES.join(', ')} are the engine's own`,
       },
       {
-        rule: '!has(self.hostPath)',
-        message: 'hostPath volumes are refused: every pod of the node passes the restricted Pod Security Standard',
+        rule: `!(${PSS_OUTSIDE})`,
+        message:
+          'hostPath volumes (and nfs, iscsi, the other types outside the restricted Pod Security Standard) are refused: ' +
+          'every pod of the node passes the restricted Pod Security Standard',
       },
       { rule: '!has(self.secret)', message: `secret volumes are refused: ${SECRET_REFUSED}` },
       {
-        rule: `has(self.hostPath) || has(self.secret) || [${OVERRIDE_VOLUME_TYPES.map((t) => `has(self.${t})`).join(', ')}].exists_one(x, x)`,
-        message: `a volume has exactly one of ${OVERRIDE_VOLUME_TYPES.join(', ')} (the restricted Pod Security Standard's types without secret)`,
+        rule: `${PSS_OUTSIDE} || has(self.secret) || [${OVERRIDE_VOLUME_TYPES.map((t) => `has(self.${t})`).join(', ')}].exists_one(x, x)`,
+        message: `a volume has exactly one of ${OVERRIDE_VOLUME_TYPES.join(', ')}`,
       },
     ],
   });

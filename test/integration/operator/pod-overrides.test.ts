@@ -434,7 +434,14 @@ describe('OracleNode pod overrides on a restricted namespace (integration)', fun
       (node) => {
         node.spec.worker = { volumes: [{ name: 'host', hostPath: { path: '/' } }] };
       },
-      /hostPath volumes are refused: every pod of the node passes the restricted Pod Security Standard/,
+      /hostPath volumes .* are refused: every pod of the node passes the restricted Pod Security Standard/,
+    ],
+    [
+      'an nfs volume (restricted Pod Security; declared, so never pruned into an emptyDir)',
+      (node) => {
+        node.spec.volumes = [{ name: 'share', nfs: { server: 'nfs.example', path: '/' } }];
+      },
+      /are refused: every pod of the node passes the restricted Pod Security Standard/,
     ],
     [
       "a secret volume of the node's whole Secret",
