@@ -16,6 +16,7 @@ import type { HeldLease } from '../node/kubernetes/handover.js';
 import { coordinatorKubernetes } from '../node/kubernetes/index.js';
 import { createNodeLogger } from '../node/logger.js';
 import { cycleRequestRecords, FileRequestLog } from '../node/request-log.js';
+import { processPendingSightings } from '../node/shard.js';
 import { fileVerifiedProvidersStore, loadProviderMemory, saveProviderMemory } from '../node/verified-providers.js';
 import { emptySummary, runWindow } from '../node/window.js';
 import { registerSecret } from '../observability/index.js';
@@ -112,6 +113,8 @@ async function holdHandoverLease(options: {
       waitUntil: options.windowEndAt,
       signal: deadline.signal,
       onLost: () => deadline.stop(LEASE_LOST),
+      // Taken over from the last holder with the Lease, handed to the next one: the stuck rule counts across runs.
+      sightings: processPendingSightings(),
       ...(options.owner ? { owner: options.owner } : {}),
     });
   } catch (error) {
@@ -119,7 +122,12 @@ async function holdHandoverLease(options: {
     process.stderr.write(`--handover-lease: cannot reach the Lease: ${errorMessage(error)}\n`);
     return 2;
   }
-  if (held) return held;
+  if (held) {
+    // Checked before each send, so a run paused past its renew deadline sends nothing when it resumes.
+    const lease = held;
+    deadline.stopUnless(() => lease.held(), LEASE_LOST);
+    return held;
+  }
   // Another window held it throughout (or SIGTERM came first): this run did nothing and reports nothing.
   if (!options.terminated()) logger.warn('the window ended before the coordinator lease was free: nothing was sent');
   const { results, seen, ...counts } = emptySummary();
