@@ -3,6 +3,10 @@
 // provider that refuses batches holds its first send sends nothing more; a provider that refuses batches in any shape
 // gets the fulfilments one at a time, refused as a batch once; a transaction stuck across runs shorter than the stuck
 // rule is replaced once, the sightings handed over with the Lease.
+import type { ChildProcess } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { expect } from 'chai';
 import { pino } from 'pino';
 import { PendingSightings, STUCK_AFTER_BLOCKS } from '../../../src/chain/pending.js';
@@ -13,16 +17,19 @@ import { WorkDeadline } from '../../../src/node/deadline.js';
 import { InProcessExecutor } from '../../../src/node/executor.js';
 import { acquireHandoverLease, type HeldLease } from '../../../src/node/kubernetes/handover.js';
 import { silentLogger } from '../../../src/node/logger.js';
+import { spawnOracleNode } from '../../support/binary.js';
 import { mineBlocks, rpc, setBalance, startTestChain, waitForMined } from '../../support/chain.js';
 import {
   type ApiServer,
   buildConfig,
+  buildConfigJson,
   createSponsor,
   NODE_ADDRESS,
   requestEvents,
   requestPrice,
   startApiServer,
   wallets,
+  writeNodeFiles,
 } from '../../support/harness.js';
 import { MemoryLeases } from '../../support/leases.js';
 import { type BatchRefusal, type RecordingProxy, startRecordingProxy } from '../../support/rpc-proxy.js';
@@ -159,6 +166,51 @@ describe('sending at the edges: a stop, a provider that refuses batches, stuck a
     await waitForMined(chain.anvil.url);
     for (const id of ids) expect((await requestEvents(chain.deployment, id)).fulfilled).to.have.length(1);
     expect(sentBy(proxy, sponsor.sponsorWallet).map((tx) => tx.nonce)).to.deep.equal([0, 1, 2, 3]);
+  });
+
+  it('SIGTERM to `oracle-node coordinator --window` at its first send to a slow provider that refuses batches: nothing reaches the provider after it', async () => {
+    const proxy = await provider();
+    proxy.refuseBatches('per-entry');
+    const sponsor = await createSponsor(chain.deployment, 'stop-sigterm');
+    const ids: string[] = [];
+    for (let i = 0; i < 4; i++) ids.push(await requestPrice(chain.deployment, sponsor));
+    const dir = mkdtempSync(join(tmpdir(), 'send-stop-'));
+    const { config, secrets } = buildConfigJson({
+      providers: { only: proxy.url },
+      deployment: chain.deployment,
+      apiUrl: api.url,
+      gasPriceOracle: constantPrice,
+    });
+    (config['nodeSettings'] as { logLevel: string }).logLevel = 'WARN';
+    const files = writeNodeFiles(dir, { config, secrets });
+    const child: ChildProcess = spawnOracleNode(
+      ['coordinator', ...files.args, '--cache-dir', join(dir, 'cache'), '--window', '60', '--poll-interval', '1'],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    let stderr = '';
+    child.stderr?.on('data', (chunk) => {
+      stderr += chunk;
+    });
+    child.stdout?.resume();
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    let terminated = false;
+    proxy.setFault(({ method }) => {
+      if (method !== 'eth_sendRawTransaction') return undefined;
+      if (!terminated) {
+        terminated = true;
+        child.kill('SIGTERM');
+      }
+      return { delayMs: SEND_ANSWER_DELAY_MS };
+    });
+    expect(await exited, stderr).to.equal(0);
+    expect(stderr).to.include('SIGTERM: nothing new is sent');
+    // The one whose arrival sent the SIGTERM, and nothing after it.
+    expect(sentBy(proxy, sponsor.sponsorWallet)).to.have.length(1);
+    // The three left open are served by the next run, once each.
+    proxy.setFault(undefined);
+    await cycle(configFor(proxy));
+    await waitForMined(chain.anvil.url);
+    for (const id of ids) expect((await requestEvents(chain.deployment, id)).fulfilled).to.have.length(1);
   });
 
   const refusals: [string, BatchRefusal][] = [
