@@ -15,9 +15,15 @@ import { heartbeatResult, sendHeartbeat } from '../node/heartbeat.js';
 import type { HeldLease } from '../node/kubernetes/handover.js';
 import { coordinatorKubernetes } from '../node/kubernetes/index.js';
 import { createNodeLogger } from '../node/logger.js';
+import { loadPendingSightings, PENDING_SIGHTINGS_FILE, savePendingSightings } from '../node/pending-sightings.js';
 import { cycleRequestRecords, FileRequestLog } from '../node/request-log.js';
 import { processPendingSightings } from '../node/shard.js';
-import { fileVerifiedProvidersStore, loadProviderMemory, saveProviderMemory } from '../node/verified-providers.js';
+import {
+  fileTextStore,
+  fileVerifiedProvidersStore,
+  loadProviderMemory,
+  saveProviderMemory,
+} from '../node/verified-providers.js';
 import { emptySummary, runWindow } from '../node/window.js';
 import { registerSecret } from '../observability/index.js';
 import { tracerFromEnvironment } from '../observability/tracing.js';
@@ -236,6 +242,14 @@ export const command: Subcommand = {
     // Each run is a new process: the chain ids verified by the previous run are carried over, not asked again.
     const verifiedProviders = kubernetes?.verifiedProviders ?? fileVerifiedProvidersStore(cacheDir);
     const providers = await loadProviderMemory(config, verifiedProviders, logger);
+    // The last run's sightings of pending transactions: with the hand-over Lease they come with it, else from here.
+    const sightingsStore =
+      handoverLease === undefined
+        ? (kubernetes?.pendingSightings ?? fileTextStore(cacheDir, PENDING_SIGHTINGS_FILE))
+        : undefined;
+    const sightingsLoaded = sightingsStore
+      ? await loadPendingSightings(sightingsStore, processPendingSightings(), logger)
+      : undefined;
     const deps = {
       executor,
       logger,
@@ -301,6 +315,8 @@ export const command: Subcommand = {
       await withinBudget(report(undefined), REPORT_AFTER_SIGTERM_MS);
     } else {
       await saveProviderMemory(config, verifiedProviders, providers, logger);
+      if (sightingsStore)
+        await savePendingSightings(sightingsStore, processPendingSightings(), sightingsLoaded, logger);
       await tracer.flush();
       // As the reference: after every cycle. In a pod, the gateways are reported at the URL callers use.
       const heartbeat = await sendHeartbeat(

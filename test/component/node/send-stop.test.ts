@@ -291,4 +291,66 @@ describe('sending at the edges: a stop, a provider that refuses batches, stuck a
       Number(await rpc<string>(chain.anvil.url, 'eth_getTransactionCount', [sponsor.sponsorWallet, 'latest'])),
     ).to.equal(1);
   });
+
+  it('without the Lease (one cycle a run), the sightings go to the next run through the cache directory: replaced once', async () => {
+    const proxy = await provider();
+    const sponsor = await createSponsor(chain.deployment, 'stuck-one-shot');
+    const id = await requestPrice(chain.deployment, sponsor);
+    const dir = mkdtempSync(join(tmpdir(), 'send-stop-one-shot-'));
+    const { config, secrets } = buildConfigJson({
+      providers: { only: proxy.url },
+      deployment: chain.deployment,
+      apiUrl: api.url,
+      gasPriceOracle: constantPrice,
+    });
+    const files = writeNodeFiles(dir, { config, secrets });
+    /** `oracle-node coordinator` as a `pollInterval: 0` CronJob runs it: one cycle, one process. */
+    const oneShot = async () => {
+      const child = spawnOracleNode(['coordinator', ...files.args, '--cache-dir', join(dir, 'cache')], {
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let stdout = '';
+      let stderr = '';
+      child.stdout?.on('data', (chunk) => {
+        stdout += chunk;
+      });
+      child.stderr?.on('data', (chunk) => {
+        stderr += chunk;
+      });
+      const code = await new Promise<number | null>((resolve) => child.once('exit', (c) => resolve(c)));
+      expect(code, stderr).to.equal(0);
+      const { transactions } = JSON.parse(stdout.trim()) as { transactions: Record<string, number> };
+      return transactions.replaced
+        ? 'replaced'
+        : transactions.fulfilled
+          ? 'sent'
+          : transactions.skipped
+            ? 'skipped'
+            : '?';
+    };
+    const mineWithoutIt = async () => {
+      await rpc(chain.anvil.url, 'evm_setBlockGasLimit', ['0xc350']);
+      await mineBlocks(chain.anvil.url, 1);
+      await rpc(chain.anvil.url, 'evm_setBlockGasLimit', ['0x5f5e100']);
+    };
+    await rpc(chain.anvil.url, 'evm_setAutomine', [false]);
+    const runs: string[] = [];
+    try {
+      runs.push(await oneShot());
+      for (let i = 1; i <= STUCK_AFTER_BLOCKS + 1; i++) {
+        await mineWithoutIt();
+        runs.push(await oneShot());
+      }
+      await rpc(chain.anvil.url, 'evm_mine', []);
+    } finally {
+      await rpc(chain.anvil.url, 'evm_setBlockGasLimit', ['0x5f5e100']);
+      await rpc(chain.anvil.url, 'evm_setAutomine', [true]);
+    }
+    expect(runs).to.deep.equal(['sent', 'skipped', 'skipped', 'replaced', 'skipped']);
+    await waitFor(
+      async () => (await requestEvents(chain.deployment, id)).fulfilled.length === 1,
+      30_000,
+      'the fulfilment mined',
+    );
+  });
 });
