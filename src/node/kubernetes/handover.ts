@@ -211,27 +211,30 @@ export function ownedBy(store: LeaseStore, owner: { name: string; uid: string })
 }
 
 /**
- * The Lease calls with the pending-transaction sightings in the Lease's annotation (PENDING_SIGHTINGS_ANNOTATION): the
- * write that makes `identity` the holder first takes over what the last holder wrote there (the Lease it read, so
- * exactly the hand-over it takes), and every write of ours (renewals, the release) carries our sightings at the time.
+ * The Lease calls with the pending-transaction sightings in the Lease's annotation (PENDING_SIGHTINGS_ANNOTATION). The
+ * write that makes `identity` the holder keeps what the last holder wrote there (the Lease it read, so exactly the
+ * hand-over it takes) and, once it succeeded, takes it over (a write lost to another run takes nothing); every later
+ * write of ours (renewals, the release) carries our sightings at the time.
  */
 export function carrying(store: LeaseStore, identity: string, sightings: PendingSightings, logger: Logger): LeaseStore {
   let takenOver = false;
-  const withSightings = (lease: Lease): Lease => {
+  const write = async (lease: Lease, send: (lease: Lease) => Promise<Lease>): Promise<Lease> => {
     const annotations = (lease.metadata['annotations'] as Record<string, string> | undefined) ?? {};
     if (!takenOver && lease.spec?.holderIdentity === identity) {
+      const written = await send(lease);
       takenOver = true;
       const taken = sightings.takeOver(annotations[PENDING_SIGHTINGS_ANNOTATION]);
       if (taken > 0) logger.info({ wallets: taken }, 'took over the pending transactions seen by the previous window');
+      return written;
     }
     const { [PENDING_SIGHTINGS_ANNOTATION]: _previous, ...others } = annotations;
     const handed = sightings.toHandOver();
     const next = handed === undefined ? others : { ...others, [PENDING_SIGHTINGS_ANNOTATION]: handed };
-    return { ...lease, metadata: { ...lease.metadata, annotations: next } };
+    return send({ ...lease, metadata: { ...lease.metadata, annotations: next } });
   };
   return {
     get: (namespace, name, signal) => store.get(namespace, name, signal),
-    create: (lease, signal) => store.create(withSightings(lease), signal),
-    update: (lease, signal) => store.update(withSightings(lease), signal),
+    create: (lease, signal) => write(lease, (written) => store.create(written, signal)),
+    update: (lease, signal) => write(lease, (written) => store.update(written, signal)),
   };
 }

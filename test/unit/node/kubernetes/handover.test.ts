@@ -8,6 +8,7 @@ import { PendingSightings } from '../../../../src/chain/pending.js';
 import type { LeaseStore } from '../../../../src/kube/leader.js';
 import {
   acquireHandoverLease,
+  carrying,
   type HandoverOptions,
   ownedBy,
   PENDING_SIGHTINGS_ANNOTATION,
@@ -186,5 +187,29 @@ describe('the coordinator hand-over lease (src/node/kubernetes/handover.ts)', ()
       version: 1,
       sightings: { [wallet]: [5, 7, 102] },
     });
+  });
+
+  it('a run that loses the race for the Lease takes over nothing from it', async () => {
+    const leases = new MemoryLeases();
+    const handedOver = JSON.stringify({ version: 1, sightings: { [`31337:0x${'cd'.repeat(20)}`]: [1, 2, 10] } });
+    await leases.client().create({
+      metadata: {
+        name: 'node-coordinator',
+        namespace: 'ns',
+        annotations: { [PENDING_SIGHTINGS_ANNOTATION]: handedOver },
+      },
+      spec: { holderIdentity: '' },
+    });
+    const read = (await leases.client().get('ns', 'node-coordinator'))!;
+    await leases.client().update({ ...read, spec: { holderIdentity: 'winner' } });
+    const sightings = new PendingSightings();
+    const loser = carrying(leases.client(), 'loser', sightings, logger);
+    const lost = await loser.update({ ...read, spec: { holderIdentity: 'loser' } }).catch((error: unknown) => error);
+    expect(lost).to.be.instanceOf(Error);
+    expect(sightings.toHandOver()).to.equal(undefined);
+    // Its next write that wins takes them over.
+    const current = (await leases.client().get('ns', 'node-coordinator'))!;
+    await loser.update({ ...current, spec: { holderIdentity: 'loser' } });
+    expect(sightings.toHandOver()).to.equal(handedOver);
   });
 });
