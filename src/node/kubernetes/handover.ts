@@ -158,13 +158,20 @@ export async function acquireHandoverLease(options: HandoverOptions): Promise<He
     return undefined;
   }
   options.logger.info(lease, 'holds the coordinator lease');
+  let lapsed = false;
   return {
     async release() {
       if (releasing) return;
       releasing = true;
       await elector.stop();
     },
-    held: () => !releasing && performance.now() - renewals.lastRenewalAskedAt() < timing.renewDeadlineMs,
+    held: () => {
+      if (releasing) return false;
+      if (performance.now() - renewals.lastRenewalAskedAt() < timing.renewDeadlineMs) return true;
+      if (!lapsed) options.logger.error(lease, 'the coordinator lease was not renewed in time: nothing new is sent');
+      lapsed = true;
+      return false;
+    },
   };
 }
 

@@ -253,36 +253,6 @@ describe('the coordinator window hand-over through the node Lease (integration, 
     expect(await next.exited, next.stderr()).to.equal(0);
   });
 
-  it('a window that cannot renew its lease stops sending at once; the next run takes over once it has run out', async () => {
-    const sponsor = await createSponsor(chain.deployment, 'lost');
-    const holder = await startCoordinator('cut-off', 60);
-    await logged(holder, 'holds the coordinator lease');
-    await waitFor(() => polls(holder).length >= 3, 60_000, 'the holder polls');
-    // Its token dies with its ServiceAccount (the operator makes a new one, with a new uid): renewals get 401.
-    await api(CoreV1Api).deleteNamespacedServiceAccount({ namespace: namespace.name, name: 'minimal-dev-coordinator' });
-    await logged(holder, 'lost the coordinator lease: nothing new is sent');
-    const stoppedAt = Date.now();
-    expect(await holder.exited, holder.stderr()).to.equal(0);
-    const id = await requestPrice(chain.deployment, sponsor);
-    expect(holder.calls.filter((call) => call.at > stoppedAt && call.method === 'eth_blockNumber')).to.deep.equal([]);
-    expect(sent(holder)).to.deep.equal([]);
-    const fresh = await waitFor(
-      () =>
-        serviceAccountKubeConfigFile(namespace.name, 'minimal-dev-coordinator', join(dir, 'fresh.kubeconfig')).catch(
-          () => undefined,
-        ),
-      60_000,
-      'a token of the recreated ServiceAccount',
-    );
-    const next = await startCoordinator('after-loss', 60, fresh);
-    await logged(next, 'holds the coordinator lease');
-    await waitFor(async () => (await requestEvents(chain.deployment, id)).fulfilled.length === 1, 60_000, 'fulfilled');
-    expect(await requestEvents(chain.deployment, id)).to.deep.include({ failed: [] });
-    expect(sent(next)).to.have.length(1);
-    next.child.kill('SIGTERM');
-    expect(await next.exited, next.stderr()).to.equal(0);
-  });
-
   it('a holder stopped (SIGSTOP) past its Lease while a slow provider that refuses batches holds a send sends nothing more when it resumes beside the new holder', async () => {
     const sponsor = await createSponsor(chain.deployment, 'paused');
     const holder = await startCoordinator('paused', 60);
@@ -326,6 +296,36 @@ describe('the coordinator window hand-over through the node Lease (integration, 
     for (const id of ids) expect(await requestEvents(chain.deployment, id)).to.deep.include({ failed: [] });
     for (const id of ids) expect((await requestEvents(chain.deployment, id)).fulfilled).to.have.length(1);
     expect(sent(next)).to.have.length(3);
+    next.child.kill('SIGTERM');
+    expect(await next.exited, next.stderr()).to.equal(0);
+  });
+
+  it('a window that cannot renew its lease stops sending at once; the next run takes over once it has run out', async () => {
+    const sponsor = await createSponsor(chain.deployment, 'lost');
+    const holder = await startCoordinator('cut-off', 60);
+    await logged(holder, 'holds the coordinator lease');
+    await waitFor(() => polls(holder).length >= 3, 60_000, 'the holder polls');
+    // Its token dies with its ServiceAccount (the operator makes a new one, with a new uid): renewals get 401.
+    await api(CoreV1Api).deleteNamespacedServiceAccount({ namespace: namespace.name, name: 'minimal-dev-coordinator' });
+    await logged(holder, 'lost the coordinator lease: nothing new is sent');
+    const stoppedAt = Date.now();
+    expect(await holder.exited, holder.stderr()).to.equal(0);
+    const id = await requestPrice(chain.deployment, sponsor);
+    expect(holder.calls.filter((call) => call.at > stoppedAt && call.method === 'eth_blockNumber')).to.deep.equal([]);
+    expect(sent(holder)).to.deep.equal([]);
+    const fresh = await waitFor(
+      () =>
+        serviceAccountKubeConfigFile(namespace.name, 'minimal-dev-coordinator', join(dir, 'fresh.kubeconfig')).catch(
+          () => undefined,
+        ),
+      60_000,
+      'a token of the recreated ServiceAccount',
+    );
+    const next = await startCoordinator('after-loss', 60, fresh);
+    await logged(next, 'holds the coordinator lease');
+    await waitFor(async () => (await requestEvents(chain.deployment, id)).fulfilled.length === 1, 60_000, 'fulfilled');
+    expect(await requestEvents(chain.deployment, id)).to.deep.include({ failed: [] });
+    expect(sent(next)).to.have.length(1);
     next.child.kill('SIGTERM');
     expect(await next.exited, next.stderr()).to.equal(0);
   });
