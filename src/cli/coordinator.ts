@@ -15,8 +15,15 @@ import { heartbeatResult, sendHeartbeat } from '../node/heartbeat.js';
 import type { HeldLease } from '../node/kubernetes/handover.js';
 import { coordinatorKubernetes } from '../node/kubernetes/index.js';
 import { createNodeLogger } from '../node/logger.js';
+import { loadPendingSightings, PENDING_SIGHTINGS_FILE, savePendingSightings } from '../node/pending-sightings.js';
 import { cycleRequestRecords, FileRequestLog } from '../node/request-log.js';
-import { fileVerifiedProvidersStore, loadProviderMemory, saveProviderMemory } from '../node/verified-providers.js';
+import { processPendingSightings } from '../node/shard.js';
+import {
+  fileTextStore,
+  fileVerifiedProvidersStore,
+  loadProviderMemory,
+  saveProviderMemory,
+} from '../node/verified-providers.js';
 import { emptySummary, runWindow } from '../node/window.js';
 import { registerSecret } from '../observability/index.js';
 import { tracerFromEnvironment } from '../observability/tracing.js';
@@ -112,6 +119,8 @@ async function holdHandoverLease(options: {
       waitUntil: options.windowEndAt,
       signal: deadline.signal,
       onLost: () => deadline.stop(LEASE_LOST),
+      // Taken over from the last holder with the Lease, handed to the next one: the stuck rule counts across runs.
+      sightings: processPendingSightings(),
       ...(options.owner ? { owner: options.owner } : {}),
     });
   } catch (error) {
@@ -119,7 +128,12 @@ async function holdHandoverLease(options: {
     process.stderr.write(`--handover-lease: cannot reach the Lease: ${errorMessage(error)}\n`);
     return 2;
   }
-  if (held) return held;
+  if (held) {
+    // Checked before each send, so a run paused past its renew deadline sends nothing when it resumes.
+    const lease = held;
+    deadline.stopUnless(() => lease.held(), LEASE_LOST);
+    return held;
+  }
   // Another window held it throughout (or SIGTERM came first): this run did nothing and reports nothing.
   if (!options.terminated()) logger.warn('the window ended before the coordinator lease was free: nothing was sent');
   const { results, seen, ...counts } = emptySummary();
@@ -229,6 +243,14 @@ export const command: Subcommand = {
     // Each run is a new process: the chain ids verified by the previous run are carried over, not asked again.
     const verifiedProviders = kubernetes?.verifiedProviders ?? fileVerifiedProvidersStore(cacheDir);
     const providers = await loadProviderMemory(config, verifiedProviders, logger);
+    // The last run's sightings of pending transactions: with the hand-over Lease they come with it, else from here.
+    const sightingsStore =
+      handoverLease === undefined
+        ? (kubernetes?.pendingSightings ?? fileTextStore(cacheDir, PENDING_SIGHTINGS_FILE))
+        : undefined;
+    const sightingsLoaded = sightingsStore
+      ? await loadPendingSightings(sightingsStore, processPendingSightings(), logger)
+      : undefined;
     const deps = {
       executor,
       logger,
@@ -298,6 +320,8 @@ export const command: Subcommand = {
       await withinBudget(report(undefined), REPORT_AFTER_SIGTERM_MS);
     } else {
       await saveProviderMemory(config, verifiedProviders, providers, logger);
+      if (sightingsStore)
+        await savePendingSightings(sightingsStore, processPendingSightings(), sightingsLoaded, logger);
       await tracer.flush();
       // As the reference: after every cycle. In a pod, the gateways are reported at the URL callers use.
       const heartbeat = await sendHeartbeat(
