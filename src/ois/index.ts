@@ -13,6 +13,8 @@ import { extractAndEncodeResponse, getReservedParameters } from './reserved.js';
 import type { ApiCredential, Endpoint, Ois } from './types.js';
 import { isReservedParameterName } from './types.js';
 
+export type { AbiParameter, AbiParameterType, DecodedParameters } from './abi.js';
+export { decodeParameters, encodeParameters } from './abi.js';
 export type { ApiBudgetsOptions, ApiDeferral, ApiLimit, BudgetAnswer, BudgetWait } from './budget.js';
 export {
   ApiBudgets,
@@ -22,8 +24,6 @@ export {
   registerApiBudgetMetrics,
   setApiBudgets,
 } from './budget.js';
-export type { AbiParameter, AbiParameterType, DecodedParameters } from './abi.js';
-export { decodeParameters, encodeParameters } from './abi.js';
 export type { HttpRequest, RequestMetadata } from './request.js';
 export { buildRequest } from './request.js';
 export { extractAndEncodeResponse, getReservedParameters, getReservedParameterValue } from './reserved.js';

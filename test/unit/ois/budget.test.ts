@@ -186,8 +186,7 @@ describe('ois/budget', () => {
               time.advance(gap);
               if ((await budgets.acquire('A', 'x', { maxWaitMs: wait })).ok) starts.push(time.now());
             }
-            for (let i = calls; i < starts.length; i++)
-              expect(starts[i]! - starts[i - calls]!).to.be.at.least(1_000);
+            for (let i = calls; i < starts.length; i++) expect(starts[i]! - starts[i - calls]!).to.be.at.least(1_000);
           },
         ),
         { seed: 46 },
