@@ -1,9 +1,9 @@
 // The APIs' rate budgets of every engine command that calls APIs (gateway, worker, feed; coordinator and start):
 // --api-rate-limit 'TITLE=N/s' or 'TITLE/ENDPOINT=N/m', repeatable. N/s: at most N calls start within any one second;
-// N/m: within any 60 s (a sliding window, as APIs count). A title and its endpoint both limited: both apply; one
+// N/m: within any 60 s (a sliding window, as APIs count); 0 closes the API to the process (a share of nothing). A title and its endpoint both limited: both apply; one
 // target given a per-minute and a per-second rate: both apply (a budget with a burst). Titles and endpoints are checked
 // against the config at start: a flag that names neither is refused with its own text.
-import { parseRate } from '../common/rate-limit.js';
+import { parseRate, type Rate } from '../common/rate-limit.js';
 import { type ApiBudgetsOptions, type ApiLimit, setApiBudgets } from '../ois/budget.js';
 
 export const API_LIMIT_OPTIONS = { 'api-rate-limit': { type: 'string', multiple: true } } as const;
@@ -13,6 +13,13 @@ export const API_LIMIT_OPTIONS_HELP = `      --api-rate-limit   TITLE=N/s, TITLE
                          in this process (its share of the node's budget); over it a call is never sent: a worker
                          waits for its turn within the window, a gateway answers 429 with Retry-After, a feed
                          skips to its next interval; repeatable`;
+
+/** N/s or N/m, or a share of nothing (0/s, 0/m: the operator's division left this pod no call of that API). */
+function parseShare(text: string): Rate | undefined {
+  const none = /^0\/(s|m)$/.exec(text.trim());
+  if (none) return { calls: 0, windowMs: none[1] === 's' ? 1_000 : 60_000 };
+  return parseRate(text);
+}
 
 /** The OIS titles and endpoint names of a config (node or feed), to check the flags against. */
 type OisNames = readonly { title: string; endpoints: readonly { name: string }[] }[];
@@ -30,10 +37,10 @@ export function parseApiRateLimits(
   for (const flag of flags ?? []) {
     const at = flag.lastIndexOf('=');
     const target = at > 0 ? flag.slice(0, at) : '';
-    const rate = at > 0 ? parseRate(flag.slice(at + 1)) : undefined;
+    const rate = at > 0 ? parseShare(flag.slice(at + 1)) : undefined;
     if (!target || !rate)
       return {
-        error: `--api-rate-limit '${flag}': expected TITLE=N/s, TITLE=N/m or TITLE/ENDPOINT=N/s (N a whole number from 1)`,
+        error: `--api-rate-limit '${flag}': expected TITLE=N/s, TITLE=N/m or TITLE/ENDPOINT=N/s (N a whole number; 0: no call)`,
       };
     let limit: ApiLimit | undefined;
     if (oises.some((ois) => ois.title === target)) limit = { ois: target, rate };

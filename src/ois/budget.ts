@@ -8,7 +8,10 @@
 import { type Rate, SlidingWindowLimiter } from '../common/rate-limit.js';
 import { Counter, Gauge, type Registry } from '../observability/index.js';
 
-/** One limit: at most `rate` call starts to the OIS (or to one endpoint of it, when `endpoint` is set). */
+/**
+ * One limit: at most `rate` call starts to the OIS (or to one endpoint of it, when `endpoint` is set). A rate of 0
+ * calls (a pod whose share of the node's budget is below one call) closes the API to this process.
+ */
 export type ApiLimit = { ois: string; endpoint?: string; rate: Rate };
 
 /** Why a call was not made, and when it may be: what a cycle keeps open and a gateway answers 429 with. */
@@ -112,10 +115,15 @@ function sleepFor(ms: number, signal?: AbortSignal): Promise<void> {
 
 const endpointKey = (ois: string, endpoint: string) => `${ois}\u0000${endpoint}`;
 
+type Limiter = Pick<SlidingWindowLimiter, 'waitMs' | 'take'>;
+
+/** A share of nothing: every call is over it, asked to come back after a window (the share may grow by then). */
+const closed = (windowMs: number): Limiter => ({ waitMs: () => windowMs, take: () => undefined });
+
 export class ApiBudgets {
   readonly limits: readonly ApiLimit[];
   /** The limiters of each OIS title and of each `title\0endpoint` that has its own. */
-  readonly #limiters = new Map<string, SlidingWindowLimiter[]>();
+  readonly #limiters = new Map<string, Limiter[]>();
   /** Monotonic time until which each OIS is paused by its API's 429. */
   readonly #pausedUntil = new Map<string, number>();
   readonly #counts = new Map<string, Counts>();
@@ -133,7 +141,7 @@ export class ApiBudgets {
     for (const limit of limits) {
       const key = limit.endpoint === undefined ? limit.ois : endpointKey(limit.ois, limit.endpoint);
       const list = this.#limiters.get(key) ?? [];
-      list.push(new SlidingWindowLimiter(limit.rate, this.#now));
+      list.push(limit.rate.calls > 0 ? new SlidingWindowLimiter(limit.rate, this.#now) : closed(limit.rate.windowMs));
       this.#limiters.set(key, list);
     }
   }

@@ -19,6 +19,7 @@ import { CONFIG_FILE, GATEWAY_METRICS_PORT } from '../../contract/pods.js';
 import { deriveNodePrivateKey } from '../../protocol/node-key.js';
 import { enabledGateways, gatewayServerPort } from '../config.js';
 import { DEFAULT_TARGET_CPU_UTILIZATION } from '../resource.js';
+import { apiLimitArgs, nodeApiLimitShares } from './api-limits.js';
 import {
   type BuildInput,
   basePodSpec,
@@ -111,7 +112,17 @@ export function buildGatewayDeployment(input: BuildInput): Named<V1Deployment> {
   const metricsPort = gatewayMetricsPort(input);
   // Health and metrics on a port of their own, which the Service does not expose: a LoadBalancer in front of
   // the gateway must not publish /metrics to its callers.
-  const args = ['gateway', '-c', CONFIG_FILE, '--port', String(port), '--metrics-port', String(metricsPort)];
+  const args = [
+    'gateway',
+    '-c',
+    CONFIG_FILE,
+    '--port',
+    String(port),
+    '--metrics-port',
+    String(metricsPort),
+    // Each replica's share of the APIs' budgets: redivided when the replicas (or the HPA's maximum) change.
+    ...apiLimitArgs(nodeApiLimitShares(input.node, input.config, gatewayMaxReplicas(input)), 'gateway'),
+  ];
   const container = engineContainer(input, 'gateway', args, 'gateway');
   container.ports = [
     { name: 'http', containerPort: port, protocol: 'TCP' },

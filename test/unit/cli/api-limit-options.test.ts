@@ -26,6 +26,10 @@ describe('cli/api-limit-options', () => {
       ],
     });
     expect(parseApiRateLimits(undefined, OISES)).to.deep.equal({ limits: [] });
+    // A share of nothing (the operator's division left the pod no call of the API).
+    expect(parseApiRateLimits(['CoinGecko/volume=0/m'], OISES)).to.deep.equal({
+      limits: [{ ois: 'CoinGecko', endpoint: 'volume', rate: { calls: 0, windowMs: 60_000 } }],
+    });
   });
 
   it('refuses unknown titles and endpoints, bad rates and a window given twice, quoting the flag', () => {
@@ -33,7 +37,8 @@ describe('cli/api-limit-options', () => {
       [['Binance=5/s'], "--api-rate-limit 'Binance=5/s': the config has no OIS titled 'Binance'"],
       [['Binance/price=5/s'], "--api-rate-limit 'Binance/price=5/s': the config has no OIS titled 'Binance'"],
       [['CoinGecko/nope=5/s'], "--api-rate-limit 'CoinGecko/nope=5/s': OIS 'CoinGecko' has no endpoint named 'nope'"],
-      [['CoinGecko=0/s'], "--api-rate-limit 'CoinGecko=0/s': expected"],
+      [['CoinGecko=-1/s'], "--api-rate-limit 'CoinGecko=-1/s': expected"],
+      [['CoinGecko=00/s'], "--api-rate-limit 'CoinGecko=00/s': expected"],
       [['CoinGecko=5/h'], "--api-rate-limit 'CoinGecko=5/h': expected"],
       [['=5/s'], "--api-rate-limit '=5/s': expected"],
       [['CoinGecko'], "--api-rate-limit 'CoinGecko': expected"],

@@ -128,6 +128,13 @@ describe('ois/budget', () => {
       expect(budgets.check('A', 'x')).to.deep.equal({ ok: false, reason: 'over budget', retryAfterMs: 59_000 });
     });
 
+    it('a share of 0 calls closes the API (or the endpoint) to the process', () => {
+      const budgets = new ApiBudgets([{ ois: 'A', endpoint: 'x', rate: perMinute(0) }], fakeTime());
+      for (let i = 0; i < 3; i++)
+        expect(budgets.check('A', 'x')).to.deep.equal({ ok: false, reason: 'over budget', retryAfterMs: 60_000 });
+      expect(budgets.check('A', 'y')).to.deep.equal({ ok: true });
+    });
+
     it('lets a call wait for its turn within the wait allowed, else defers it without waiting', async () => {
       const time = fakeTime();
       const budgets = new ApiBudgets([{ ois: 'A', rate: perSecond(1) }], time);
