@@ -242,6 +242,7 @@ function signaturesPerSecond(seconds: number, signer: 'ethers' | 'libsecp256k1')
 }
 
 const MINIMAL_PROXY = 'Bare proxy (node:http, keep-alive agent, no framework, no engine), distinct parameters';
+const BUDGETED = 'HTTP gateway with an API rate budget (never refusing), distinct parameters';
 const PROCESSED_ROW = 'Signed-data gateway with post-processing, distinct parameters';
 const JSON_HEADERS = { 'content-type': 'application/json' };
 const DISTINCT = 100_000;
@@ -275,6 +276,14 @@ async function main(): Promise<void> {
     stubValue: STUB_VALUE,
   });
   const minimalProxy = await spawnBuilt('minimal-proxy', { apiUrl, apiKey: API_KEY });
+  // The same gateway in a process whose API has a rate budget that never refuses here (--api-rate-limit): what the
+  // budget costs per call.
+  const budgeted = await spawnBuilt('gateway', {
+    config: benchConfig(apiUrl, { httpGateway: WIDE, httpSignedDataGateway: WIDE, oevGateway: WIDE }),
+    secrets: SECRETS,
+    stubValue: STUB_VALUE,
+    apiLimits: [{ ois: OIS_TITLE, rate: { calls: 1_000_000, windowMs: 60_000 } }],
+  });
   const reference = await spawnRole('reference', ['--api', apiUrl, '--port', String(await freePort())]);
   const only = values.only ? new RegExp(values.only) : undefined;
   const loadAtStart = loadAverage();
@@ -283,6 +292,7 @@ async function main(): Promise<void> {
     const theirs = `http://127.0.0.1:${reference.port}`;
     const stub = `http://127.0.0.1:${gateway.stubPort}`;
     const proxy = `http://127.0.0.1:${minimalProxy.port}`;
+    const withBudget = `http://127.0.0.1:${budgeted.port}`;
     const httpPath = `/http-data/${DEFAULT_PATH_KEY}/${ENDPOINTS.price}`;
     const signedPath = `/http-signed-data/${DEFAULT_PATH_KEY}/${ENDPOINTS.price}`;
     const processedSignedPath = `/http-signed-data/${DEFAULT_PATH_KEY}/${PROCESSED_ID}`;
@@ -309,6 +319,11 @@ async function main(): Promise<void> {
       await load(`warm-up ${base}`, { ...post(`${base}${signedPath}`, signedBody, false), duration: 2 }, pids);
       await load(`warm-up ${base}`, { ...post(`${base}${processedSignedPath}`, signedBody, true), duration: 2 }, pids);
     }
+    await load(
+      `warm-up ${withBudget}`,
+      { ...post(`${withBudget}${httpPath}`, httpBody, true), duration: 2 },
+      { gateway: budgeted.pid, api: api.pid },
+    );
     await load(
       `warm-up ${proxy}`,
       { ...post(`${proxy}/`, httpBody, true), duration: 2 },
@@ -339,6 +354,7 @@ async function main(): Promise<void> {
         ours: post(`${ours}${httpPath}`, httpBody, true),
         reference: post(`${theirs}${httpPath}`, httpBody, true),
       },
+      { name: BUDGETED, ours: post(`${withBudget}${httpPath}`, httpBody, true), process: budgeted.pid },
       // Not a gateway of ours: the same distinct bodies through the least a Node.js one-hop proxy does (see
       // bench/support/gateway-children.mjs), measured right after the HTTP gateway rows as the ceiling here.
       {
@@ -501,11 +517,13 @@ async function main(): Promise<void> {
       `- Raw EIP-191 signing with the gateway's own signer (\`fastMessageSigner\`, libsecp256k1), one core: ${count(median(fastSigning))}/s (rounds ${fastSigning.map(count).join(' / ')}). Signed-data gateway ÷ that, same round: **${signedShare('Signed-data gateway, same parameters', fastSigning)}** with the same parameters, **${signedShare('Signed-data gateway, distinct parameters', fastSigning)}** with distinct ones.`,
       `- CPU per request, HTTP gateway with distinct parameters ÷ the bare proxy, same round: **${cpuRatio('HTTP gateway, distinct parameters|ours', `${MINIMAL_PROXY}|ours`)}x** (goal <= 1.3x). Signed-data gateway with post-processing ÷ the reference, same round: **${paired(`${PROCESSED_ROW}|ours`, `${PROCESSED_ROW}|reference`).toFixed(2)}x** (goal >= 7x); without post-processing ${paired('Signed-data gateway, distinct parameters|ours', 'Signed-data gateway, distinct parameters|reference').toFixed(2)}x.`,
       `- ${MINIMAL_PROXY} (not a gateway of ours; the same distinct bodies, one API call each), same round: **${percent(`${MINIMAL_PROXY}|ours`, 'API directly|ours')}** of the API directly, ${percent(`${MINIMAL_PROXY}|ours`, 'API directly, distinct parameters|ours')} of the API directly with distinct parameters. Our HTTP gateway with distinct parameters ÷ the bare proxy: **${percent('HTTP gateway, distinct parameters|ours', `${MINIMAL_PROXY}|ours`)}** (goal >= 85 %); the reference's ÷ the bare proxy: ${percent('HTTP gateway, distinct parameters|reference', `${MINIMAL_PROXY}|ours`)}.`,
+      `- The APIs' rate budget (\`--api-rate-limit\`, one that never refuses: ${OIS_TITLE}=1000000/m), same round: our HTTP gateway with distinct parameters ÷ the bare proxy **${percent(`${BUDGETED}|ours`, `${MINIMAL_PROXY}|ours`)}** with it, ${percent('HTTP gateway, distinct parameters|ours', `${MINIMAL_PROXY}|ours`)} without (goal: within 2 points); CPU per request with it ÷ without: ${cpuRatio(`${BUDGETED}|ours`, 'HTTP gateway, distinct parameters|ours')}x.`,
     ];
     if (only) process.stdout.write(`${body.join('\n')}\n`);
     else writeSection('Gateways', body);
   } finally {
     gateway.stop();
+    budgeted.stop();
     minimalProxy.stop();
     reference.stop();
     api.stop();

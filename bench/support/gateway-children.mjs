@@ -7,16 +7,20 @@ import { Agent, createServer, request as httpRequest } from 'node:http';
 import { validateConfig } from '../../dist/config/index.js';
 import { startGatewayServer } from '../../dist/gateway/server.js';
 import { silentLogger } from '../../dist/observability/index.js';
-import { callEndpoint } from '../../dist/ois/index.js';
+import { callEndpoint, setApiBudgets } from '../../dist/ois/index.js';
 
 // SIGINT ends a child with exit(0) so that --cpu-prof can write its profile.
 process.on('SIGINT', () => process.exit(0));
 
-/** Our gateway on the real engine, and a second one whose engine answers at once (server, validation, signing). */
-async function serveGateway({ config: configJson, secrets, stubValue }) {
+/**
+ * Our gateway on the real engine, and a second one whose engine answers at once (server, validation, signing). With
+ * apiLimits, the process's APIs' budgets (what --api-rate-limit sets): the gateway with a budget, in a process of its own.
+ */
+async function serveGateway({ config: configJson, secrets, stubValue, apiLimits }) {
   const result = validateConfig(configJson, secrets);
   if (!result.ok || !result.config) throw new Error(`bench config invalid: ${JSON.stringify(result.errors)}`);
   const config = result.config;
+  if (apiLimits) setApiBudgets(apiLimits, { defaultMaxWaitMs: 0 });
   const server = await startGatewayServer(config, {
     host: '127.0.0.1',
     port: 0,
