@@ -14,6 +14,12 @@ export const API_LIMIT_OPTIONS_HELP = `      --api-rate-limit   TITLE=N/s, TITLE
                          waits for its turn within the window, a gateway answers 429 with Retry-After, a feed
                          skips to its next interval; repeatable`;
 
+/**
+ * The most calls one flag's window may hold: a sliding window keeps the start time of each call in it (8 bytes), so
+ * a million is 8 MB; the CRD's bounds keep spec.apiLimits within it.
+ */
+export const MAX_BUDGET_CALLS = 1_000_000;
+
 /** N/s or N/m, or a share of nothing (0/s, 0/m: the operator's division left this pod no call of that API). */
 function parseShare(text: string): Rate | undefined {
   const none = /^0\/(s|m)$/.exec(text.trim());
@@ -38,6 +44,10 @@ export function parseApiRateLimits(
     const at = flag.lastIndexOf('=');
     const target = at > 0 ? flag.slice(0, at) : '';
     const rate = at > 0 ? parseShare(flag.slice(at + 1)) : undefined;
+    if (rate && rate.calls > MAX_BUDGET_CALLS)
+      return {
+        error: `--api-rate-limit '${flag}': at most ${MAX_BUDGET_CALLS} calls per window (the limiter keeps the start of each one)`,
+      };
     if (!target || !rate)
       return {
         error: `--api-rate-limit '${flag}': expected TITLE=N/s, TITLE=N/m or TITLE/ENDPOINT=N/s (N a whole number; 0: no call)`,

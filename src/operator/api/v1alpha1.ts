@@ -277,15 +277,15 @@ export const apiLimitSchema = z
       .meta(described("One endpoint of that OIS (ois[].endpoints[].name): a budget of its own, beside the OIS's.")),
     callsPerSecond: int32('At most this many calls start within any one second (a sliding window).')
       .min(1)
-      .max(1_000_000)
+      .max(100_000)
       .optional(),
     callsPerMinute: int32('At most this many calls start within any 60 s (a sliding window).')
       .min(1)
-      .max(60_000_000)
+      .max(1_000_000)
       .optional(),
     burst: int32('With callsPerMinute: at most this many of them within any one second as well.')
       .min(1)
-      .max(1_000_000)
+      .max(100_000)
       .optional(),
   })
   .refine((limit) => (limit.callsPerSecond === undefined) !== (limit.callsPerMinute === undefined), {

@@ -37,6 +37,7 @@ describe('cli/api-limit-options', () => {
       [['Binance=5/s'], "--api-rate-limit 'Binance=5/s': the config has no OIS titled 'Binance'"],
       [['Binance/price=5/s'], "--api-rate-limit 'Binance/price=5/s': the config has no OIS titled 'Binance'"],
       [['CoinGecko/nope=5/s'], "--api-rate-limit 'CoinGecko/nope=5/s': OIS 'CoinGecko' has no endpoint named 'nope'"],
+      [['CoinGecko=1000001/m'], "--api-rate-limit 'CoinGecko=1000001/m': at most 1000000 calls per window"],
       [['CoinGecko=-1/s'], "--api-rate-limit 'CoinGecko=-1/s': expected"],
       [['CoinGecko=00/s'], "--api-rate-limit 'CoinGecko=00/s': expected"],
       [['CoinGecko=5/h'], "--api-rate-limit 'CoinGecko=5/h': expected"],
