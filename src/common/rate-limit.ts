@@ -45,14 +45,17 @@ export class SlidingWindowLimiter {
    * Milliseconds until a start would be admitted (0: now), taking nothing: with `take`, several limiters that must all
    * admit one call (an API's and its endpoint's) are asked first and charged only when every one of them admits it.
    */
-  waitMs(): number {
-    const wait = this.#starts[this.#next]! + this.rate.windowMs - this.now();
+  waitMs(now: number = this.now()): number {
+    const wait = this.#starts[this.#next]! + this.rate.windowMs - now;
     return wait > 0 ? Math.ceil(wait) : 0;
   }
 
-  /** Records a start now; only after `waitMs()` answered 0 in the same turn of the event loop. */
-  take(): void {
-    this.#starts[this.#next] = this.now();
+  /**
+   * Records a start; only after `waitMs()` answered 0 in the same turn of the event loop. `now`: the reading that
+   * `waitMs` was given, when the caller reads the clock once for several limiters.
+   */
+  take(now: number = this.now()): void {
+    this.#starts[this.#next] = now;
     this.#next = (this.#next + 1) % this.#starts.length;
   }
 }

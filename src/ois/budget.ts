@@ -113,8 +113,6 @@ function sleepFor(ms: number, signal?: AbortSignal): Promise<void> {
   });
 }
 
-const endpointKey = (ois: string, endpoint: string) => `${ois}\u0000${endpoint}`;
-
 type Limiter = Pick<SlidingWindowLimiter, 'waitMs' | 'take'>;
 
 /** A share of nothing: every call is over it, asked to come back after a window (the share may grow by then). */
@@ -122,8 +120,8 @@ const closed = (windowMs: number): Limiter => ({ waitMs: () => windowMs, take: (
 
 export class ApiBudgets {
   readonly limits: readonly ApiLimit[];
-  /** The limiters of each OIS title and of each `title\0endpoint` that has its own. */
-  readonly #limiters = new Map<string, Limiter[]>();
+  /** By OIS title: its own limiters, and those of each endpoint of it that has its own (no key built per call). */
+  readonly #limiters = new Map<string, { own: Limiter[]; endpoints: Map<string, Limiter[]> }>();
   /** Monotonic time until which each OIS is paused by its API's 429. */
   readonly #pausedUntil = new Map<string, number>();
   readonly #counts = new Map<string, Counts>();
@@ -139,10 +137,17 @@ export class ApiBudgets {
     this.#defaultMaxWaitMs = options.defaultMaxWaitMs ?? 0;
     this.#maxPauseMs = options.maxPauseMs ?? MAX_PAUSE_MS;
     for (const limit of limits) {
-      const key = limit.endpoint === undefined ? limit.ois : endpointKey(limit.ois, limit.endpoint);
-      const list = this.#limiters.get(key) ?? [];
+      let entry = this.#limiters.get(limit.ois);
+      if (!entry) {
+        entry = { own: [], endpoints: new Map() };
+        this.#limiters.set(limit.ois, entry);
+      }
+      let list = entry.own;
+      if (limit.endpoint !== undefined) {
+        list = entry.endpoints.get(limit.endpoint) ?? [];
+        entry.endpoints.set(limit.endpoint, list);
+      }
       list.push(limit.rate.calls > 0 ? new SlidingWindowLimiter(limit.rate, this.#now) : closed(limit.rate.windowMs));
-      this.#limiters.set(key, list);
     }
   }
 
@@ -160,14 +165,17 @@ export class ApiBudgets {
       this.#pausedUntil.delete(ois);
     }
     if (this.#limiters.size === 0) return OK;
-    const own = this.#limiters.get(ois);
-    const endpoints = this.#limiters.get(endpointKey(ois, endpoint));
+    const entry = this.#limiters.get(ois);
+    if (!entry) return OK;
+    const own = entry.own;
+    const endpoints = entry.endpoints.size === 0 ? undefined : entry.endpoints.get(endpoint);
     let wait = 0;
-    for (const limiter of own ?? []) wait = Math.max(wait, limiter.waitMs());
-    for (const limiter of endpoints ?? []) wait = Math.max(wait, limiter.waitMs());
+    // One reading of the clock for every limiter: a call is admitted and charged at one instant.
+    for (const limiter of own) wait = Math.max(wait, limiter.waitMs(now));
+    for (const limiter of endpoints ?? []) wait = Math.max(wait, limiter.waitMs(now));
     if (wait > 0) return { ok: false, reason: 'over budget', retryAfterMs: wait };
-    for (const limiter of own ?? []) limiter.take();
-    for (const limiter of endpoints ?? []) limiter.take();
+    for (const limiter of own) limiter.take(now);
+    for (const limiter of endpoints ?? []) limiter.take(now);
     return OK;
   }
 
