@@ -12,15 +12,11 @@ import { callEndpoint, setApiBudgets } from '../../dist/ois/index.js';
 // SIGINT ends a child with exit(0) so that --cpu-prof can write its profile.
 process.on('SIGINT', () => process.exit(0));
 
-/**
- * Our gateway on the real engine, and a second one whose engine answers at once (server, validation, signing). With
- * apiLimits, the process's APIs' budgets (what --api-rate-limit sets): the gateway with a budget, in a process of its own.
- */
-async function serveGateway({ config: configJson, secrets, stubValue, apiLimits }) {
+/** Our gateway on the real engine, and a second one whose engine answers at once (server, validation, signing). */
+async function serveGateway({ config: configJson, secrets, stubValue }) {
   const result = validateConfig(configJson, secrets);
   if (!result.ok || !result.config) throw new Error(`bench config invalid: ${JSON.stringify(result.errors)}`);
   const config = result.config;
-  if (apiLimits) setApiBudgets(apiLimits, { defaultMaxWaitMs: 0 });
   const server = await startGatewayServer(config, {
     host: '127.0.0.1',
     port: 0,
@@ -102,4 +98,9 @@ const role = process.argv[2];
 process.once('message', async (message) => {
   const answer = role === 'gateway' ? await serveGateway(message) : await serveMinimalProxy(message);
   process.send(answer);
+  // Later messages to the gateway: { apiLimits } sets the process's APIs' budgets (what --api-rate-limit sets).
+  process.on('message', ({ apiLimits }) => {
+    setApiBudgets(apiLimits, { defaultMaxWaitMs: 0 });
+    process.send({ ok: true });
+  });
 });
