@@ -3,7 +3,7 @@
 import { getAddress, zeroPadValue } from 'ethers';
 import { isBytes32 } from '../protocol/ids.js';
 import { topics } from './contracts.js';
-import { asQuantity, type RpcClient, RpcError, toQuantity } from './rpc.js';
+import { asQuantity, type RpcClient, RpcError, RpcTransportError, toQuantity } from './rpc.js';
 import type { ApiCallRequest, LogPosition, WithdrawalRequest } from './types.js';
 
 export type RawLog = {
@@ -52,7 +52,7 @@ export async function fetchNodeLogs(
       const result = await client.request<unknown>('eth_getLogs', [
         { address: input.rrpAddress, fromBlock: toQuantity(from), toBlock: toQuantity(to), topics: topicFilter },
       ]);
-      if (!Array.isArray(result)) throw new Error('eth_getLogs: answer is not an array');
+      if (!Array.isArray(result)) throw new RpcTransportError('eth_getLogs: answer is not an array');
       return result as RawLog[];
     } catch (error) {
       if (error instanceof RpcError && RANGE_LIMIT.test(error.message) && to > from) return split(from, to);

@@ -409,6 +409,15 @@ export class RpcClient {
   }
 }
 
+/**
+ * Whether an error came from a provider (an error answer, no answer in time, an answer that is not what JSON-RPC
+ * promises): only those count as the provider's fault. Anything else was raised by the node's own code, and every
+ * provider would have met it.
+ */
+export function isProviderError(error: unknown): boolean {
+  return error instanceof RpcError || error instanceof RpcTransportError;
+}
+
 export async function withTimeout<T>(promise: Promise<T>, timeoutMs: number, what: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {

@@ -187,6 +187,7 @@ export const command: Subcommand = {
       return 2;
     }
     const cacheDir = values['cache-dir'] ?? DEFAULT_CACHE_DIR;
+    const localRequestLog = new FileRequestLog(cacheDir);
     const cache = kubernetes?.cache ?? new FileResponseCache(cacheDir);
     // Off unless OTEL_EXPORTER_OTLP_ENDPOINT is set (spec.telemetry.otlpEndpoint in the operator's pods).
     const tracer = tracerFromEnvironment(process.env, 'coordinator');
@@ -265,6 +266,10 @@ export const command: Subcommand = {
               held && windowEndAt !== undefined ? Math.max(0, windowEndAt - Date.now()) : windowOptions.windowMs,
             pollIntervalMs: windowOptions.pollIntervalMs,
             deadline,
+            // Run by hand, each poll's requests are in the local log as soon as it is done (`oracle-node request`).
+            ...(kubernetes
+              ? {}
+              : { afterCycle: (cycle) => recordRequestsLocally(localRequestLog, cycle, new Date(), logger) }),
           })
         : await settleBy(runCycle(config, deps), deadline, emptySummary);
     // Right after the last poll's cycle (its sends are with the provider): the next window starts at once.
@@ -285,8 +290,8 @@ export const command: Subcommand = {
         } catch (error) {
           logger.warn({ err: errorMessage(error) }, 'could not write the cycle report');
         }
-      } else {
-        await recordRequestsLocally(new FileRequestLog(cacheDir), summary, startTime, logger);
+      } else if (!windowed) {
+        await recordRequestsLocally(localRequestLog, summary, startTime, logger);
       }
     };
     if (terminated) {

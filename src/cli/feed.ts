@@ -22,6 +22,7 @@ import {
 import { registerApiBudgetMetrics } from '../ois/budget.js';
 import { API_LIMIT_OPTIONS, API_LIMIT_OPTIONS_HELP, applyApiRateLimits } from './api-limit-options.js';
 import { parseCommandArgs, parseServerPorts } from './args.js';
+import { invalidText } from './issue-lines.js';
 import type { Subcommand } from './subcommand.js';
 
 const USAGE = `Usage: oracle-node feed -c <config.json> [-s <secrets.env>] [--metrics-port N] [--host H] [--api-rate-limit TITLE=N/s]...
@@ -86,8 +87,7 @@ export async function runFeed(argv: string[]): Promise<number> {
   registerSecrets(Object.values(secrets));
   const result = await validateFeedConfig(rawConfig, secrets);
   if (!result.ok) {
-    const lines = result.errors.map((issue) => `  ${issue.path || '(root)'}: ${issue.message}`);
-    process.stderr.write(`The configuration is not valid:\n${lines.join('\n')}\n`);
+    process.stderr.write(invalidText(configPath, result.errors));
     return 1;
   }
   const config = result.config;

@@ -12,6 +12,7 @@ import './require-node.js';
 await import('./timezone.js');
 const { redactStandardStreams } = await import('./redacted-streams.js');
 redactStandardStreams();
+(await import('./closed-pipe.js')).endQuietlyOnClosedPipe();
 // Before any module that loads zod is resolved.
 (await import('./zod-english-only.js')).loadEnglishZodLocaleOnly();
 const { runCli } = await import('./main.js');

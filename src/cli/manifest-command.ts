@@ -4,19 +4,22 @@ import { parseSecretsEnv } from '../config/index.js';
 import { validateFeedConfig } from '../feed/validate.js';
 import { MAX_NAME_AND_STAGE } from '../operator/crd.js';
 import { type CliIo, parseCommandArgs, processIo, usageError } from './args.js';
+import { invalidText } from './issue-lines.js';
 import {
   createSecretCommand,
   DNS_LABEL,
   DNS_SUBDOMAIN,
+  loopbackUrlPaths,
   manifestObjects,
   manifestYaml,
   namesKubectlReadsDifferently,
+  resumeCommand,
 } from './manifest.js';
 import type { Subcommand } from './subcommand.js';
 import { issueLine, printValidation, reportUnreadable, validateFiles } from './validate-command.js';
 
 const USAGE = `Usage: oracle-node manifest -c <config.json> -s <secrets.env> --name <NAME> [-n <NAMESPACE>]
-                            [--secret-name <NAME>] [--omit-secret] [--feed]
+                            [--secret-name <NAME>] [--omit-secret] [--suspended] [--feed]
 
 Validates config.json with secrets.env as \`oracle-node validate\` does, then prints the Secret and the
 OracleNode of this deployment as YAML, for \`kubectl apply -f -\` or a Git repository.
@@ -27,6 +30,9 @@ OracleNode of this deployment as YAML, for \`kubectl apply -f -\` or a Git repos
       --secret-name  name of the Secret (default: <name>-secrets)
       --omit-secret  leave the Secret out (a vault, sealed or external secrets provide it): the kubectl
                      command that creates it from secrets.env is printed on stderr instead
+      --suspended    the OracleNode's coordinator suspended (spec.coordinator.suspend: true): apply it while the
+                     old deployment still serves, stop that one, then resume with the kubectl patch printed
+                     on stderr (docs/migrating.md)
       --feed         config.json is an Airnode feed's (@api3/airnode-feed 3.x): validated as \`oracle-node feed\`
                      does, printed as an AirnodeFeed (docs/feeds.md)
 Exit codes: 0 printed, 1 invalid config (stdout empty, errors on stderr as validate prints them),
@@ -40,6 +46,7 @@ type ManifestOptions = {
   namespace?: string | undefined;
   'secret-name'?: string | undefined;
   'omit-secret'?: boolean | undefined;
+  suspended?: boolean | undefined;
   feed?: boolean | undefined;
   help?: boolean | undefined;
 };
@@ -54,6 +61,8 @@ function nameProblem(values: ManifestOptions): string | undefined {
   const secretName = values['secret-name'];
   if (secretName !== undefined && (!DNS_SUBDOMAIN.test(secretName) || secretName.length > 253))
     return `--secret-name ${secretName} is not a valid Secret name: lowercase a-z, 0-9, '-' and '.'`;
+  if (values.suspended && values.feed)
+    return '--suspended applies to an OracleNode: an AirnodeFeed has no coordinator to suspend';
   if (values['omit-secret'] && values.secrets === undefined)
     return '--omit-secret needs -s <secrets.env>: the printed command creates the Secret from it';
   return undefined;
@@ -69,6 +78,7 @@ export async function runManifest(argv: string[], io: CliIo = processIo): Promis
       namespace: { type: 'string', short: 'n' },
       'secret-name': { type: 'string' },
       'omit-secret': { type: 'boolean' },
+      suspended: { type: 'boolean' },
       feed: { type: 'boolean' },
     },
     USAGE,
@@ -98,6 +108,13 @@ export async function runManifest(argv: string[], io: CliIo = processIo): Promis
 
   let text = '';
   for (const issue of result.warnings) text += issueLine('warning', issue);
+  for (const path of loopbackUrlPaths(result.config)) {
+    text += issueLine('warning', {
+      path,
+      message:
+        'a loopback address (localhost, 127.x.x.x): in a pod it is the pod itself, so this cannot work there; use an address the cluster reaches',
+    });
+  }
   const secretName = values['secret-name'] ?? `${name}-secrets`;
   const secrets = checked.secretsText === undefined ? undefined : parseSecretsEnv(checked.secretsText).secrets;
   const inline = secrets !== undefined && !values['omit-secret'];
@@ -109,11 +126,15 @@ export async function runManifest(argv: string[], io: CliIo = processIo): Promis
     if (different.length > 0)
       text += `kubectl --from-env-file reads ${different.join(', ')} differently from secrets.env (it keeps quotes, trailing spaces and comments, and refuses "export"): write those lines as NAME=value\n`;
   }
+  if (values.suspended) {
+    text += `The coordinator is suspended: once the old deployment is stopped, resume it with:\n  ${resumeCommand(name, values.namespace)}\n`;
+  }
   if (text) io.stderr(text);
 
   const objects = manifestObjects({
     name,
     namespace: values.namespace,
+    suspended: values.suspended,
     config: JSON.parse(checked.configText!.replace(/^\uFEFF/, '')),
     ...(secrets === undefined ? {} : { secret: { name: secretName, data: inline ? secrets : undefined } }),
   });
@@ -147,8 +168,7 @@ async function feedManifest(io: CliIo, values: ManifestOptions & { config: strin
   const secrets = secretsText === undefined ? undefined : parseSecretsEnv(secretsText).secrets;
   const result = await validateFeedConfig(config, secrets ?? {});
   if (!result.ok) {
-    io.stderr(`${values.config} is not valid: ${result.errors.length} error(s)\n`);
-    for (const issue of result.errors) io.stderr(issueLine('error', issue));
+    io.stderr(invalidText(values.config, result.errors));
     return 1;
   }
   const secretName = values['secret-name'] ?? `${values.name}-secrets`;

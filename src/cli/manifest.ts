@@ -2,6 +2,7 @@
 // generic --from-env-file --dry-run=client -o yaml` would print it) and the OracleNode with config.json as written
 // under spec.config. Pure functions of their input; the command (manifest-command.ts) does the reading and printing.
 import yaml from 'js-yaml';
+import { formatPath } from '../config/paths.js';
 import { API_VERSION, KIND } from '../operator/resource.js';
 
 /** A DNS-1123 label: the OracleNode's name and a namespace (children and label values are built from them). */
@@ -16,6 +17,8 @@ export type ManifestInput = {
   config: unknown;
   /** The kind printed: an OracleNode (default) or, for an Airnode feed's config.json, an AirnodeFeed. */
   kind?: 'OracleNode' | 'AirnodeFeed';
+  /** Print the OracleNode with its coordinator suspended (spec.coordinator.suspend), to resume with one patch. */
+  suspended?: boolean | undefined;
   /** The Secret that spec.secretRef names; absent for a config without any `${NAME}`. */
   secret?: {
     name: string;
@@ -49,6 +52,7 @@ export function manifestObjects(input: ManifestInput): ManifestObject[] {
   const spec: Record<string, unknown> = {};
   if (secret) spec.secretRef = { name: secret.name };
   spec.config = input.config;
+  if (input.suspended) spec.coordinator = { suspend: true };
   const kind = input.kind ?? KIND;
   objects.push({ apiVersion: API_VERSION, kind, metadata: metadata(input.name, input.namespace), spec });
   return objects;
@@ -74,6 +78,71 @@ export function manifestYaml(objects: ManifestObject[], header: string[] = []): 
     yaml.dump(object, { schema: KUBECTL_SAFE_SCHEMA, lineWidth: -1, noRefs: true, sortKeys: false }),
   );
   return `${header.map((line) => `# ${line}\n`).join('')}${documents.join('---\n')}`;
+}
+
+/** The one command that resumes a node printed with `--suspended`. */
+export function resumeCommand(name: string, namespace: string | undefined): string {
+  const words = [
+    'kubectl',
+    'patch',
+    'oraclenode',
+    name,
+    '--type',
+    'merge',
+    '-p',
+    '{"spec":{"coordinator":{"suspend":false}}}',
+  ];
+  if (namespace !== undefined) words.push('-n', namespace);
+  return words.map(shellQuote).join(' ');
+}
+
+/** Loopback hosts: inside a pod they are the pod itself, never the machine `manifest` runs on. */
+const LOOPBACK_HOST = /^(localhost|127(\.\d{1,3}){3}|\[::1\]|0\.0\.0\.0)$/i;
+
+function isLoopbackUrl(url: unknown): boolean {
+  if (typeof url !== 'string') return false;
+  try {
+    const { hostname } = new URL(url);
+    return LOOPBACK_HOST.test(hostname) || hostname.toLowerCase().endsWith('.localhost');
+  } catch {
+    return false;
+  }
+}
+
+type PodUrls = {
+  chains: {
+    providers: Record<string, { url: string }>;
+    authorizers: {
+      crossChainRequesterAuthorizers?: { chainProvider: { url: string } }[] | undefined;
+      crossChainRequesterAuthorizersWithErc721?: { chainProvider: { url: string } }[] | undefined;
+    };
+  }[];
+  ois: { apiSpecifications: { servers: { url: string }[] } }[];
+  nodeSettings: { heartbeat: { enabled: boolean; url?: string | undefined } };
+};
+
+/**
+ * The URLs of a validated config (secrets interpolated) that point at a loopback address: they work where the
+ * reference ran beside its chain or API, never in a pod. Paths only: a provider URL often carries a key.
+ */
+export function loopbackUrlPaths(config: PodUrls): string[] {
+  const paths: string[] = [];
+  const check = (url: unknown, ...path: (string | number)[]) => {
+    if (isLoopbackUrl(url)) paths.push(formatPath(path));
+  };
+  config.chains.forEach((chain, c) => {
+    for (const [name, provider] of Object.entries(chain.providers))
+      check(provider.url, 'chains', c, 'providers', name, 'url');
+    for (const kind of ['crossChainRequesterAuthorizers', 'crossChainRequesterAuthorizersWithErc721'] as const) {
+      for (const [i, authorizer] of (chain.authorizers[kind] ?? []).entries())
+        check(authorizer.chainProvider.url, 'chains', c, 'authorizers', kind, i, 'chainProvider', 'url');
+    }
+  });
+  for (const [o, ois] of config.ois.entries())
+    check(ois.apiSpecifications.servers[0]?.url, 'ois', o, 'apiSpecifications', 'servers', 0, 'url');
+  if (config.nodeSettings.heartbeat.enabled)
+    check(config.nodeSettings.heartbeat.url, 'nodeSettings', 'heartbeat', 'url');
+  return paths;
 }
 
 const SHELL_SAFE = /^[A-Za-z0-9_./=:@%+-]+$/;

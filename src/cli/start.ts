@@ -156,11 +156,13 @@ export const command: Subcommand = {
               windowMs: intervalMs,
               pollIntervalMs: polling.pollIntervalMs,
               signal: stopped.signal,
+              // Each poll's requests are in the log as soon as it is done: `request` finds them before the window ends.
+              afterCycle: (cycle) => recordRequestsLocally(requestLog, cycle, new Date(), logger),
             })
           : await runCycle(config, deps);
         await tracer.flush();
         metrics.observe(summary, (Date.now() - started) / 1000);
-        await recordRequestsLocally(requestLog, summary, new Date(started), logger);
+        if (!polling.pollIntervalMs) await recordRequestsLocally(requestLog, summary, new Date(started), logger);
       } catch (error) {
         // runCycle isolates chains and providers; anything reaching here is a bug, never fatal for the loop.
         logger.error({ err: errorMessage(error) }, 'cycle failed');

@@ -33,6 +33,11 @@ ${TARGET_OPTIONS_HELP}
 `;
 
 const DURATION = /^(\d+)(d|h|m)$/;
+/**
+ * Blocks per eth_getLogs: a month of a busy chain in one call would be an answer over the RPC client's size cap;
+ * ranges of this size are what most providers accept (a refusal still halves them).
+ */
+const USAGE_LOG_RANGE = 10_000;
 const UNIT_SECONDS = { d: 86_400, h: 3_600, m: 60 } as const;
 
 /** A duration like 30d, 12h or 90m in seconds; undefined when it is not one. */
@@ -196,6 +201,7 @@ export const usageCommand: Subcommand = {
             toBlock: last,
             lookbackBlocks,
             localTemplates: config.templates,
+            maxLogRange: USAGE_LOG_RANGE,
           });
           break;
         } catch (error) {

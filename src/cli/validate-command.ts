@@ -4,8 +4,9 @@
 import { errorMessage } from '../common/errors.js';
 // validate.js rather than the config index: the index also loads the JSON Schema and secret-scope modules, which a
 // `validate` process never uses.
-import { type Issue, MAX_CONFIG_BYTES, type ValidationResult, validateConfig } from '../config/validate.js';
+import { MAX_CONFIG_BYTES, type ValidationResult, validateConfig } from '../config/validate.js';
 import { type CliIo, parseCommandArgs, processIo, usageError } from './args.js';
+import { invalidText, issueLine } from './issue-lines.js';
 import type { Subcommand } from './subcommand.js';
 
 const USAGE = `Usage: oracle-node validate -c <config.json> [-s <secrets.env>] [--json]
@@ -61,7 +62,7 @@ export async function validateFiles(configPath: string, secretsPath: string | un
     : { readable: true, result, configText, secretsText };
 }
 
-export const issueLine = (kind: string, issue: Issue) => `  ${kind} ${issue.path || '(root)'}: ${issue.message}\n`;
+export { issueLine };
 
 export async function runValidate(argv: string[], io: CliIo = processIo): Promise<number> {
   const parsed = parseCommandArgs(
@@ -91,8 +92,7 @@ export function printValidation(io: CliIo, json: boolean | undefined, file: stri
   } else {
     let text = result.ok
       ? `${file} is valid${result.warnings.length ? ` (${result.warnings.length} warning(s))` : ''}\n`
-      : `${file} is not valid: ${result.errors.length} error(s)\n`;
-    for (const issue of result.errors) text += issueLine('error  ', issue);
+      : invalidText(file, result.errors);
     for (const issue of result.warnings) text += issueLine('warning', issue);
     (result.ok ? io.stdout : io.stderr)(text);
   }

@@ -1,6 +1,8 @@
 // The config model: zod schemas (single source of truth), inferred types, secrets and validation.
 // Parsed output uses the canonical names: nodeSettings.nodeWalletMnemonic and chains[].contracts.{NodeRrp,
 // NodeRrpDryRun}; the reference names (airnodeWalletMnemonic, AirnodeRrp, AirnodeRrpDryRun) are input aliases.
+
+export { toIssues } from './issues.js';
 export { configJsonSchema, oisJsonSchema } from './json-schema.js';
 export * from './ois.js';
 export { formatPath, type PathSegment } from './paths.js';
@@ -33,7 +35,6 @@ export {
   MAX_CONFIG_BYTES,
   MAX_NESTING_DEPTH,
   type SecretsInput,
-  toIssues,
   type ValidationResult,
   validateConfig,
   validateOis,

@@ -2,6 +2,7 @@
 // (oracle-node-config.md, "OIS object") and the reference OIS 2.3.2 package; cross-field rules run in
 // superRefine with paths relative to the OIS object so the config schema can prefix `ois[n]`.
 import { z } from 'zod';
+import { fixedReservedProblem } from './response-types.js';
 
 export const SUPPORTED_OIS_FORMAT = '2.3';
 
@@ -286,6 +287,16 @@ export const endpointSchema = z
         code: 'custom',
         message: 'Reserved parameters must contain object with { "name": "_type" }',
         path: ['reservedParameters'],
+      });
+    }
+    const never = fixedReservedProblem(endpoint.reservedParameters);
+    if (never) {
+      const index = endpoint.reservedParameters.findIndex((p) => p.name === never.name);
+      const reserved = endpoint.reservedParameters[index]!;
+      ctx.addIssue({
+        code: 'custom',
+        message: never.message,
+        path: ['reservedParameters', index, reserved.fixed ? 'fixed' : 'default'],
       });
     }
     const counts = new Map<string, number>();

@@ -687,6 +687,25 @@ function checkConfigReferences(config: ConfigShape, ctx: z.RefinementCtx): void 
 }
 
 /**
+ * A chain listed twice would be served twice: each cycle would read its requests through both entries, count them
+ * twice and race their fulfilments on the same sponsor wallets. Its providers belong in one entry.
+ */
+function eachChainOnce(chains: readonly { type: string; id: string }[], ctx: z.RefinementCtx): void {
+  const first = new Map<string, number>();
+  chains.forEach((chain, index) => {
+    const key = `${chain.type}:${chain.id}`;
+    const earlier = first.get(key);
+    if (earlier === undefined) first.set(key, index);
+    else
+      ctx.addIssue({
+        code: 'custom',
+        message: `Chain ${chain.id} is already listed at chains[${earlier}]: list each chain once, with all its providers in that entry`,
+        path: [index, 'id'],
+      });
+  });
+}
+
+/**
  * The config object, its sections each passed through `section` (the identity for configSchema, a generated parser
  * for fastConfig): one definition, so the two cannot drift apart.
  */
@@ -694,7 +713,10 @@ function configObject(section: <S extends z.ZodType>(schema: S) => S) {
   return (
     z
       .strictObject({
-        chains: z.array(section(chainSchema)).describe('Blockchains served and their settings'),
+        chains: z
+          .array(section(chainSchema))
+          .superRefine(eachChainOnce)
+          .describe('Blockchains served and their settings'),
         // One object, parsed once: generating its parser would cost more than it saves.
         nodeSettings: nodeSettingsSchema,
         triggers: section(triggersSchema),

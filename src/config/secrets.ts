@@ -4,6 +4,7 @@
 // text before it is parsed, one scan instead of a walk over every node, and declines whatever it cannot answer
 // exactly as the tree pass would. The reference interpolates into the stringified JSON; both give its result for
 // string values and keys.
+import { isRedactable, MIN_SECRET_LENGTH } from '../observability/redaction.js';
 import { closingQuote, openingQuote } from './json-text.js';
 import { formatPath, type PathSegment } from './paths.js';
 
@@ -357,7 +358,10 @@ function recordRedaction(redactions: Map<string, string>, interpolated: string, 
   if (kept === undefined || raw < kept) redactions.set(interpolated, raw);
 }
 
-/** Replaces secret values in a message with their `${NAME}` origin. */
+/**
+ * Replaces secret values in a message with their `${NAME}` origin, by the log redactor's rule: a value too short to
+ * be scrubbed (shortSecretWarnings names it) stays, rather than every "e" of a message becoming `${NAME}`.
+ */
 export function makeRedactor(
   redactions: ReadonlyMap<string, string>,
   usedNames: Iterable<string>,
@@ -365,19 +369,44 @@ export function makeRedactor(
 ) {
   // Whole interpolated strings first (longest first), then the raw secret values themselves; equal lengths in a
   // fixed order, so that the answer does not depend on the order in which the strings were met.
-  const pairs: [string, string][] = [...redactions.entries()];
+  const pairs: [string, string][] = [...redactions.entries()].filter(([secret]) => isRedactable(secret));
   for (const name of usedNames) {
     const value = secrets[name];
-    if (value) pairs.push([value, `\${${name}}`]);
+    if (value && isRedactable(value)) pairs.push([value, `\${${name}}`]);
   }
   pairs.sort((a, b) => b[0].length - a[0].length || compare(a[0], b[0]) || compare(a[1], b[1]));
   return (text: string): string => {
     let result = text;
     for (const [secret, replacement] of pairs) {
-      if (secret.length > 0 && result.includes(secret)) result = result.split(secret).join(replacement);
+      if (result.includes(secret)) result = result.split(secret).join(replacement);
     }
     return result;
   };
+}
+
+/** The error of a `${NAME}` that secrets.env does not define, at the first path that uses it. */
+export function missingSecretIssue(name: string, paths: readonly string[]): Issue {
+  return {
+    path: paths[0] ?? '',
+    message: `Secret "${name}" is not defined in secrets.env; it is used at: ${paths.join(', ')}`,
+  };
+}
+
+/** A warning, by name and never by value, for each used secret too short to be kept out of logs and messages. */
+export function shortSecretWarnings(
+  usedNames: Iterable<string>,
+  secrets: Record<string, string>,
+  usages: () => Record<string, string[]>,
+): Issue[] {
+  const short = [...usedNames].filter((name) => secrets[name] && !isRedactable(secrets[name]));
+  if (short.length === 0) return [];
+  const paths = usages();
+  return short.sort().map((name) => ({
+    path: paths[name]?.[0] ?? '',
+    message:
+      `Secret "${name}" is shorter than ${MIN_SECRET_LENGTH} characters: too short to be redacted, it can appear in ` +
+      'logs and messages (a placeholder? set the real value)',
+  }));
 }
 
 const compare = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);

@@ -2,6 +2,8 @@
 // {path, message}. It never throws on user input, and no message carries a secret value.
 import type { z } from 'zod';
 import { errorMessage } from '../common/errors.js';
+import { addressChecksumWarnings, repairAddressChecksums } from './addresses.js';
+import { toIssues } from './issues.js';
 import { closingQuote } from './json-text.js';
 import { oisSchema } from './ois.js';
 import { formatPath, type PathSegment } from './paths.js';
@@ -14,8 +16,10 @@ import {
   interpolateSecrets,
   interpolateSecretsInText,
   makeRedactor,
+  missingSecretIssue,
   NestingTooDeepError,
   parseSecretsEnv,
+  shortSecretWarnings,
   type TextInterpolation,
 } from './secrets.js';
 
@@ -189,42 +193,6 @@ export function locateJsonError(text: string): number | undefined {
   return expect === 'end' ? undefined : text.length;
 }
 
-/** zod issues -> {path, message}, one per unknown key, with plainer wording for missing fields. */
-export function toIssues(issues: readonly z.core.$ZodIssue[], input?: unknown): Issue[] {
-  const out: Issue[] = [];
-  for (const issue of issues) {
-    const path = issue.path;
-    if (issue.code === 'unrecognized_keys') {
-      for (const key of issue.keys)
-        out.push({ path: formatPath([...path, key]), message: `Unknown key "${key}" is not allowed here` });
-      continue;
-    }
-    let message = issue.message;
-    if (issue.code === 'invalid_key') {
-      // zod says only "Invalid key in record"; the nested issue says why.
-      const reasons = issue.issues.map((inner) => inner.message).join('; ');
-      message = `Invalid key ${JSON.stringify(String(path[path.length - 1]))}: ${reasons}`;
-    }
-    if (issue.code === 'invalid_type' && / received undefined$/.test(message)) {
-      message = `Required field is missing (expected ${issue.expected})`;
-    } else if (input !== undefined && path.length > 0 && isMissing(input, path)) {
-      message = `Required field is missing (${message})`;
-    }
-    out.push({ path: formatPath(path), message });
-  }
-  return out;
-}
-
-/** True when the parent at `path` exists but has no such key (a missing field, not a wrong value). */
-function isMissing(root: unknown, path: readonly PropertyKey[]): boolean {
-  let node: unknown = root;
-  for (const segment of path.slice(0, -1)) {
-    if (node === null || typeof node !== 'object') return false;
-    node = (node as Record<PropertyKey, unknown>)[segment];
-  }
-  return node !== null && typeof node === 'object' && !Object.hasOwn(node, path[path.length - 1]!);
-}
-
 function serverWarnings(config: unknown): Issue[] {
   const warnings: Issue[] = [];
   const oisList = (config as { ois?: unknown } | null)?.ois;
@@ -352,6 +320,8 @@ function validateWith<S extends z.ZodType>(
   input: unknown,
   secretsInput: SecretsInput,
   what: string,
+  /** Run on a valid result: may complete the output, answers warnings. */
+  finish?: (input: unknown, output: z.output<S>) => Issue[],
 ): ValidationResult<z.output<S>> {
   const errors: Issue[] = [];
   const warnings: Issue[] = [];
@@ -373,16 +343,15 @@ function validateWith<S extends z.ZodType>(
       errors.push({ path: '', message: `${what} is nested deeper than ${MAX_NESTING_DEPTH} levels` });
       return { ok: false, errors, warnings };
     }
-    const redact = makeRedactor(interpolation.redactions, interpolation.usedNames, secrets);
+    const usedNames = [...interpolation.usedNames];
+    const redact = makeRedactor(interpolation.redactions, usedNames, secrets);
     errors.push(...interpolation.invalid);
     warnings.push(...interpolation.warnings, ...interpolation.duplicates.map((path) => duplicateKeyWarning(path)));
+    warnings.push(...shortSecretWarnings(usedNames, secrets, interpolation.secretUsages));
     const placeholderPaths = new Set<string>();
     for (const [name, paths] of interpolation.missing) {
       for (const p of paths) placeholderPaths.add(p);
-      errors.push({
-        path: paths[0] ?? '',
-        message: `Secret "${name}" is not defined in secrets.env; it is used at: ${paths.join(', ')}`,
-      });
+      errors.push(missingSecretIssue(name, paths));
     }
     for (const issue of interpolation.invalid) placeholderPaths.add(issue.path);
 
@@ -394,10 +363,11 @@ function validateWith<S extends z.ZodType>(
         errors.push({ path: redact(issue.path), message: redact(issue.message) });
       }
     }
-    const answer: ValidationResult<z.output<S>> =
-      errors.length > 0 || !result.success
-        ? { ok: false, errors, warnings }
-        : { ok: true, config: result.data, errors, warnings };
+    const valid = errors.length === 0 && result.success;
+    if (valid && finish) warnings.push(...finish(interpolation.value, result.data));
+    const answer: ValidationResult<z.output<S>> = valid
+      ? { ok: true, config: result.data, errors, warnings }
+      : { ok: false, errors, warnings };
     return withSecretUsages(answer, interpolation.secretUsages);
   } catch (error) {
     // A bug of ours, never the user's input: still a structured answer, without the input in it.
@@ -418,7 +388,10 @@ function withSecretUsages<T extends ValidationResult<unknown>>(result: T, usages
 
 /** Validates config.json (text or parsed) with secrets (secrets.env text or a name->value record). */
 export function validateConfig(input: unknown, secrets?: SecretsInput): ValidationResult<Config> {
-  return validateWith(fastConfig(), input, secrets, 'Config');
+  return validateWith(fastConfig(), input, secrets, 'Config', (written, config) => {
+    repairAddressChecksums(config);
+    return addressChecksumWarnings(written);
+  });
 }
 
 /** Validates one OIS object (text or parsed). */

@@ -28,7 +28,7 @@ import {
   filterByMinConfirmations,
   withdrawalsPastStandbyDelay,
 } from '../chain/requests.js';
-import { RpcAnswerTooLarge, RpcClient, withTimeout } from '../chain/rpc.js';
+import { isProviderError, RpcAnswerTooLarge, RpcClient, RpcTransportError, withTimeout } from '../chain/rpc.js';
 import { type SponsorWallets, sponsorWallets } from '../chain/sponsor-wallets.js';
 import { DEFAULT_MIN_CONFIRMATIONS, type WithdrawalRequest } from '../chain/types.js';
 import { settleWithGrace } from '../common/concurrency.js';
@@ -298,7 +298,8 @@ async function discoverProviders(context: ChainContext): Promise<ProviderState[]
       state.head = outcome.value;
       Object.assign(state.summary, { ok: true, currentBlock: outcome.value });
     } else {
-      const error = outcome?.reason ?? new Error(`no head within ${HEAD_GRACE_MS} ms of another provider's`);
+      const error =
+        outcome?.reason ?? new RpcTransportError(`no head within ${HEAD_GRACE_MS} ms of another provider's`);
       leaveOut(context, state, error);
     }
   });
@@ -410,6 +411,15 @@ async function openRequests(context: ChainContext, trusted: ProviderState[]): Pr
 /** A provider that failed a step: logged with its fault and left out of this cycle. */
 function leaveOut(context: ChainContext, state: ProviderState, error: unknown): void {
   const { chain, deps, memory } = context;
+  if (!isProviderError(error) && !(error instanceof WrongChain) && !(error instanceof NoHeadThisPoll)) {
+    // The node's own error (every provider would meet it): the provider stays up and without a fault.
+    Object.assign(state.summary, { error: `node error: ${errorMessage(error)}`, rpcCalls: state.client.calls });
+    deps.logger.error(
+      { chainId: chain.id, provider: state.name, err: errorMessage(error) },
+      "node error on this chain (not the provider's fault): its requests wait",
+    );
+    return;
+  }
   const fault: ProviderFault =
     error instanceof WrongChain ? 'wrong-chain' : error instanceof RpcAnswerTooLarge ? 'oversized' : 'unavailable';
   Object.assign(state.summary, { ok: false, fault, error: errorMessage(error), rpcCalls: state.client.calls });

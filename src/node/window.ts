@@ -35,6 +35,11 @@ export type WindowOptions = {
    * after it, and a cycle in flight then is not waited for beyond SETTLE_AFTER_STOP_MS (it sends nothing new).
    */
   deadline?: WorkDeadline;
+  /**
+   * Called with each cycle's own summary as soon as it is done (the first, then each poll's), so that what it did is
+   * known before the window ends: a local run's request log. Awaited; it must not throw.
+   */
+  afterCycle?: (cycle: CycleSummary) => Promise<void>;
 };
 
 export type WindowSummary = CycleSummary & {
@@ -193,6 +198,7 @@ export async function runWindow(config: Config, deps: CycleDeps, options: Window
   );
   state.record(summary);
   summary.rpcCalls += await latency.afterCycle(summary, state.stores);
+  await options.afterCycle?.(summary);
   const stopped = () => signal?.aborted === true || options.deadline?.stopped === true;
   // Per tick of the cadence: whether a chain polled at it, and whether one found a new block.
   const ticks = new Map<number, { moved: boolean }>();
@@ -223,6 +229,7 @@ export async function runWindow(config: Config, deps: CycleDeps, options: Window
       if (!cycle) break;
       state.record(cycle);
       cycle.rpcCalls += await latency.afterCycle(cycle, state.stores);
+      await options.afterCycle?.(cycle);
       summary = mergeSummaries(summary, cycle);
     }
     summary.rpcCalls += heads.rpcCalls;

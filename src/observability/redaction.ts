@@ -14,6 +14,14 @@ export const REDACTION_FAILED = '[REDACTED: text withheld, redaction failed]';
 // Shorter values would mangle unrelated text (a secret "1" would erase every digit), so they are not scrubbed.
 export const MIN_SECRET_LENGTH = 4;
 
+/**
+ * The one rule of what can be scrubbed from text, for the log redactor and for validation's `${NAME}` messages:
+ * a value too short to be scrubbed stays in clear (validation warns about it by name).
+ */
+export function isRedactable(value: string): boolean {
+  return value.length >= MIN_SECRET_LENGTH;
+}
+
 const secrets = new Set<string>();
 /** The registered forms, longest first, so that a secret containing another one is replaced whole. */
 let ordered: string[] = [];
@@ -34,10 +42,10 @@ function formsOf(value: string): string[] {
  * often reaches a log line inside a JSON string or a URL.
  */
 export function registerSecret(value: unknown): void {
-  if (typeof value !== 'string' || value.length < MIN_SECRET_LENGTH) return;
+  if (typeof value !== 'string' || !isRedactable(value)) return;
   let changed = false;
   for (const form of formsOf(value)) {
-    if (form.length >= MIN_SECRET_LENGTH && !secrets.has(form)) {
+    if (isRedactable(form) && !secrets.has(form)) {
       secrets.add(form);
       changed = true;
     }

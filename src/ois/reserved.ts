@@ -4,6 +4,13 @@
 // docs/ois-engine.md (array leaves are cast by their declared type, the size limit applies to every
 // response, path segments only read own properties, "-0" is printed "0").
 import { errorMessage } from '../common/errors.js';
+import {
+  BASE_RESPONSE_TYPES,
+  escapeAwareSplit,
+  isNumericType,
+  isValidType,
+  parseArrayType,
+} from '../config/response-types.js';
 import { isAddress } from '../protocol/address.js';
 import { ethersUtf8Bytes } from '../protocol/utf8.js';
 import { encodeAbi } from './abi-words.js';
@@ -12,9 +19,7 @@ import type { Endpoint } from './types.js';
 
 export const MAX_ENCODED_RESPONSE_SIZE = 16_384;
 
-const SOLIDITY_BASE_TYPES = ['uint256', 'int256', 'bool', 'bytes32', 'address', 'bytes', 'string'] as const;
-const ARTIFICIAL_TYPES = ['string32', 'timestamp'] as const;
-export const BASE_RESPONSE_TYPES: readonly string[] = [...SOLIDITY_BASE_TYPES, ...ARTIFICIAL_TYPES];
+export { BASE_RESPONSE_TYPES, escapeAwareSplit, parseArrayType };
 
 export type ReservedParameterValues = {
   _type?: string | undefined;
@@ -53,53 +58,6 @@ export function getReservedParameters(
     _gasPrice: getReservedParameterValue('_gasPrice', endpoint, requestParameters),
     _minConfirmations: getReservedParameterValue('_minConfirmations', endpoint, requestParameters),
   };
-}
-
-/**
- * Splits on `delimiter` honouring backslash escapes: `\<delimiter>` becomes the delimiter itself, any other
- * escaped pair is kept verbatim (for a later split on another delimiter), a trailing backslash is a plain
- * character — as the reference's regular-expression split does.
- */
-export function escapeAwareSplit(value: string, delimiter: string): string[] {
-  const tokens: string[] = [];
-  let current = '';
-  for (let i = 0; i < value.length; i++) {
-    const char = value[i]!;
-    if (char === '\\') {
-      const next = value[i + 1];
-      if (next === undefined) {
-        current += char;
-      } else {
-        current += next === delimiter ? next : char + next;
-        i++;
-      }
-    } else if (char === delimiter) {
-      tokens.push(current);
-      current = '';
-    } else {
-      current += char;
-    }
-  }
-  tokens.push(current);
-  return tokens;
-}
-
-type ArrayType = { baseType: string; dimensions: number };
-
-export function parseArrayType(type: string): ArrayType | null {
-  const match = /^([^[]+)((?:\[\d*\])+)$/.exec(type);
-  if (!match || !BASE_RESPONSE_TYPES.includes(match[1]!)) return null;
-  const sizes = [...match[2]!.matchAll(/\[(\d*)\]/g)].map((m) => m[1]!);
-  if (sizes.some((size) => size !== '' && Number.parseInt(size, 10) === 0)) return null;
-  return { baseType: match[1]!, dimensions: sizes.length };
-}
-
-function isNumericType(type: string): boolean {
-  return type === 'int256' || type === 'uint256';
-}
-
-function isValidType(type: string): boolean {
-  return BASE_RESPONSE_TYPES.includes(type) || parseArrayType(type) !== null;
 }
 
 /** string32 travels as bytes32 and timestamp as uint256. */

@@ -21,6 +21,8 @@ import type {
 import { z } from 'zod';
 import { DEFAULT_GATEWAY_SERVER_PORT } from '../../config/index.js';
 import {
+  CALLERS_DIR,
+  CALLERS_VOLUME,
   CONFIG_DIR,
   cycleCountsSchema,
   cycleOutcomeSchema,
@@ -54,6 +56,10 @@ import {
 } from './structural.js';
 
 const described = (description: string) => ({ description });
+/** A rate as the engine's flags take it (src/common/rate-limit.ts): N/s or N/m. */
+const RATE_PATTERN = /^[1-9][0-9]{0,8}\/(s|m)$/;
+/** A gateway caller's name (src/gateway/callers.ts). */
+const CALLER_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/;
 
 /**
  * A field whose shape is a Kubernetes core type: the schema gives the CRD what the apiserver checks, and the
@@ -123,9 +129,9 @@ const RESERVED_KEY_RULE = {
   message: 'keys under oracle-node.io/, app.kubernetes.io/ and batch.kubernetes.io/ are set by the operator',
 };
 /** The volumes the engine's pods hold: config, scratch, the worker's shard input, the keys as files (secretRef.as). */
-export const RESERVED_VOLUME_NAMES = ['config', 'tmp', SHARD_VOLUME, SECRETS_VOLUME] as const;
+export const RESERVED_VOLUME_NAMES = ['config', 'tmp', SHARD_VOLUME, SECRETS_VOLUME, CALLERS_VOLUME] as const;
 /** Paths the engine container mounts; an extra mount may be beside them, never on or under them. */
-export const RESERVED_MOUNT_PATHS = [CONFIG_DIR, '/tmp', SHARD_DIR, SECRETS_DIR] as const;
+export const RESERVED_MOUNT_PATHS = [CONFIG_DIR, '/tmp', SHARD_DIR, SECRETS_DIR, CALLERS_DIR] as const;
 const celList = (values: readonly string[]) => `[${values.map((v) => `'${v}'`).join(', ')}]`;
 
 const keyValues = (description: string) =>
@@ -490,6 +496,51 @@ export const oracleNodeSpecSchema = z
           })
           .optional()
           .meta(described('The Service in front of the gateway pods.')),
+        /** Callers with keys and rates (src/gateway/callers.ts): a gateway with callers refuses everyone else. */
+        callers: z
+          .object({
+            secretRef: z
+              .object({ name: z.string().min(1).max(253).meta(described('Name of the Secret.')) })
+              .meta(
+                described(
+                  `A Secret in the namespace with one key per caller: the key's name is the caller's name (at most 63 of ` +
+                    "A-Z a-z 0-9 . _ -, in metrics and logs), its value the caller's API key (16 to 512 characters, " +
+                    `never logged). Mounted read-only at ${CALLERS_DIR} in the gateway pods only, read again every 5 s: ` +
+                    'a key rotated in the Secret takes effect without a restart.',
+                ),
+              ),
+            defaultRate: z
+              .string()
+              .regex(RATE_PATTERN)
+              .optional()
+              .meta(
+                described(
+                  'The rate of every caller without its own, N/s or N/m: at most N calls within any second or ' +
+                    'minute, per gateway pod; above it 429 with Retry-After. Unlimited when absent.',
+                ),
+              ),
+            rates: z
+              .record(z.string().regex(CALLER_NAME_PATTERN).max(63), z.string().regex(RATE_PATTERN))
+              .optional()
+              .meta({
+                description: 'Rates of named callers (caller name: N/s or N/m), per gateway pod.',
+                maxProperties: 1000,
+                // A structural schema cannot hold a pattern for map keys: CEL checks them.
+                'x-kubernetes-validations': [
+                  {
+                    rule: `self.all(k, k.matches('${CALLER_NAME_PATTERN.source}'))`,
+                    message: 'a caller name is 1 to 63 of A-Z a-z 0-9 . _ - (starting with a letter or digit)',
+                  },
+                ],
+              }),
+          })
+          .optional()
+          .meta(
+            described(
+              'Gateway callers with keys: callers name their key in x-api-key or Authorization: Bearer, and get 401 ' +
+                'without a valid one; each caller has its rate. Open to everyone who knows the path when absent.',
+            ),
+          ),
         /** The base URL callers reach the gateways at (an Ingress, a DNS name): reported by the heartbeat. */
         publicUrl: httpUrl
           .optional()

@@ -8,7 +8,7 @@ import { promisify } from 'node:util';
 import { expect } from 'chai';
 import { topics } from '../../../src/chain/contracts.js';
 import { FileRequestLog } from '../../../src/node/request-log.js';
-import { ORACLE_NODE_ARGS, repoRoot } from '../../support/binary.js';
+import { ORACLE_NODE_ARGS, repoRoot, spawnOracleNode } from '../../support/binary.js';
 import { startTestChain, waitForMined } from '../../support/chain.js';
 import {
   type ApiServer,
@@ -134,6 +134,33 @@ describe('oracle-node request (anvil, real AirnodeRrpV0, a real coordinator cycl
       new RegExp(`\\n {2}Submitted +fulfil transaction ${transaction.hash} \\(nonce 0, provider anvil\\)\\n`),
     );
     expect(stdout).to.match(new RegExp(`\\n {2}Fulfilled +block \\d+, transaction ${transaction.hash}\\n`));
+  });
+
+  it('finds a request in the local log as soon as a poll fulfilled it, while the window still runs', async () => {
+    const config = writeConfig('window');
+    const cache = ['--cache-dir', join(dir, 'cache-window')];
+    // A window far longer than the test: the log must not wait for its end.
+    const window = spawnOracleNode(['coordinator', ...config, ...cache, '--window', '600', '--poll-interval', '0.2']);
+    try {
+      const requestId = await newRequest();
+      for (let i = 0; (await requestEvents(chain.deployment, requestId)).fulfilled.length === 0; i++) {
+        if (i > 600) throw new Error('the window did not fulfil the request');
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      let answer = await cliResult('request', requestId, ...config, ...cache);
+      // The poll that sent the fulfilment writes the log once its cycle is done, right after the send (a few tries).
+      for (let i = 0; answer.stdout.includes('not in the local request log') && i < 5; i++) {
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        answer = await cliResult('request', requestId, ...config, ...cache);
+      }
+      expect(window.exitCode, 'the window still runs').to.equal(null);
+      expect(answer.code).to.equal(0);
+      expect(answer.stdout).to.match(/\n {2}Submitted +fulfil transaction 0x[0-9a-f]{64}/);
+      expect(answer.stdout).to.match(/Status: fulfilled: fulfilled in block \d+/);
+    } finally {
+      window.kill('SIGTERM');
+      await new Promise((resolve) => (window.exitCode === null ? window.once('exit', resolve) : resolve(undefined)));
+    }
   });
 
   it('says a request waits for confirmations, with how many it has and how many the chain requires', async () => {

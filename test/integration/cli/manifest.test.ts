@@ -30,6 +30,7 @@ describe('oracle-node manifest on the test control plane (integration)', functio
   const manual = useNamespace('onode-manual');
   const generated = useNamespace('onode-manifest');
   const omitted = useNamespace('onode-omit');
+  const suspended = useNamespace('onode-suspended');
   const operators: RunningOperator[] = [];
   const dir = mkdtempSync(join(tmpdir(), 'oracle-node-manifest-'));
   const configPath = join(dir, 'config.json');
@@ -37,7 +38,7 @@ describe('oracle-node manifest on the test control plane (integration)', functio
 
   before(async () => {
     await installCrd();
-    operators.push(startOperator(manual.name), startOperator(generated.name));
+    operators.push(startOperator(manual.name), startOperator(generated.name), startOperator(suspended.name));
     // The existing deployment: the minimal sample's config.json and its Secret's values as secrets.env.
     const { node, secret } = sampleDocs('minimal', 'unused');
     writeFileSync(configPath, JSON.stringify(node.spec.config, null, 2));
@@ -144,6 +145,43 @@ describe('oracle-node manifest on the test control plane (integration)', functio
       ANNOTATIONS.secretHash,
     );
     expect(await children(generated.name)).to.deep.equal(expected);
+  });
+
+  it('--suspended: applied beside an old deployment, its coordinator is suspended; the patch it prints resumes it', async () => {
+    const { stdout, stderr } = await manifest('--name', 'minimal', '-n', suspended.name, '--suspended');
+    await kubectl(stdout, 'apply', '-f', '-');
+    const cronJobSuspend = async () => {
+      const result = await runKubectl(
+        undefined,
+        'get',
+        'cronjob',
+        'minimal-dev-coordinator',
+        '-n',
+        suspended.name,
+        '-o',
+        'jsonpath={.spec.suspend}',
+      );
+      return result.code === 0 ? result.stdout : undefined;
+    };
+    await waitFor(async () => ((await cronJobSuspend()) === 'true' ? true : undefined), 120_000, {
+      description: 'the coordinator CronJob, suspended',
+      intervalMs: 500,
+    });
+    // The node is the old deployment's (same mnemonic): what step 3 of docs/migrating.md checks before stopping it.
+    const node = await waitFor(async () => (await readNode(suspended.name, 'minimal'))?.status?.nodeAddress, 120_000, {
+      description: 'the node address in status',
+      intervalMs: 500,
+    });
+    expect(node).to.equal(DEV_ADDRESS);
+    const resume = stderr.split('\n').find((line) => line.trimStart().startsWith('kubectl patch oraclenode'));
+    expect(resume, stderr).to.not.equal(undefined);
+    await run('sh', ['-c', resume!], {
+      env: { ...process.env, PATH: `${clusterBinDir}:${process.env.PATH}`, KUBECONFIG: kubeconfigPath },
+    });
+    await waitFor(async () => ((await cronJobSuspend()) === 'false' ? true : undefined), 120_000, {
+      description: 'the coordinator CronJob, resumed',
+      intervalMs: 500,
+    });
   });
 
   it('--omit-secret: the kubectl command it prints on stderr creates the same Secret', async () => {

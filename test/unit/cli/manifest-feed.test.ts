@@ -98,7 +98,7 @@ describe('oracle-node manifest --feed', () => {
     ]);
     expect(out.code).to.equal(1);
     expect(out.stdout).to.equal('');
-    expect(out.stderr).to.contain('  error signedApis: Signed API names must be unique');
+    expect(out.stderr).to.contain('  error   signedApis: Signed API names must be unique');
   });
 
   it('--omit-secret: only the AirnodeFeed, and the kubectl command for the Secret on stderr', async () => {

@@ -53,7 +53,12 @@ describe('oracle-node validate', () => {
   it('--json on a valid config', async () => {
     const out = await capture(runValidate, ['-c', CONFIG, '-s', SECRETS, '--json']);
     expect(out.code).to.equal(0);
-    expect(JSON.parse(out.stdout)).to.deep.equal({ ok: true, errors: [], warnings: [] });
+    const parsed = JSON.parse(out.stdout);
+    expect(parsed).to.deep.include({ ok: true, errors: [] });
+    // The reference's example: its four authorizer addresses have checksums that do not match.
+    expect(parsed.warnings.map((w: { message: string }) => w.message.slice(0, 45))).to.deep.equal(
+      Array(4).fill('Address checksum (EIP-55) does not match: a m'),
+    );
   });
 
   it('exits 1 on malformed JSON with line and column', async () => {

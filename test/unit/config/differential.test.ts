@@ -101,6 +101,16 @@ const DELIBERATE: { id: string; reason: string; ours?: RegExp; reference?: RegEx
     ours: /not a valid secret reference|is not defined in secrets\.env/,
   },
   {
+    id: 'each-chain-once',
+    reason: 'a chain listed twice is served twice (its requests counted twice, fulfilments raced on the same wallets)',
+    ours: /is already listed at chains\[/,
+  },
+  {
+    id: 'reserved-parameters-that-never-encode',
+    reason: 'a _type, _path or _times the endpoint sets so that every request fails (e.g. _type "integer")',
+    ours: /can never be encoded|every request would fail/,
+  },
+  {
     id: 'canonical-names',
     reason: 'nodeWalletMnemonic, NodeRrp, NodeRrpDryRun are canonical here; the reference knows only its own names',
     reference: /(^|\.)(nodeWalletMnemonic|airnodeWalletMnemonic|NodeRrp|NodeRrpDryRun) /,

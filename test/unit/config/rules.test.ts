@@ -179,6 +179,14 @@ describe('config rules (negative tests: path and message)', () => {
   });
 
   describe('chains', () => {
+    it('refuses a chain listed twice (it would be served twice), at the second entry', () => {
+      expectError(
+        check((c) => c.chains.push(structuredClone(c.chains[0]))),
+        'chains[1].id',
+        /Chain 31337 is already listed at chains\[0\]: list each chain once/,
+      );
+      expectValid(check((c) => c.chains.push({ ...structuredClone(c.chains[0]), id: '5' })));
+    });
     it('requires a digits-only chain id and type evm', () => {
       const result = check((c) => {
         c.chains[0].id = '0x1';
@@ -461,9 +469,53 @@ describe('config rules (negative tests: path and message)', () => {
     it('warns (not errors) on more than one server', () => {
       const result = check((c) => apiSpec(c).servers.push({ url: 'http://localhost:5001' }));
       expectValid(result);
-      expect(result.warnings).to.deep.equal([
+      // (The example's authorizers add their address checksum warnings under chains.)
+      expect(result.warnings.filter((w) => w.path.startsWith('ois'))).to.deep.equal([
         { path: 'ois[0].apiSpecifications.servers', message: '2 servers are listed; only servers[0] is used' },
       ]);
+    });
+    it('refuses reserved parameters the endpoint sets so that every request fails, with the path and rule', () => {
+      const reserved = (c: Json) => endpoint(c).reservedParameters;
+      for (const type of ['integer', 'int257', 'int256,uint8', 'timestamp[]']) {
+        expectError(
+          check((c) => (reserved(c)[0].fixed = type)),
+          'ois[0].endpoints[0].reservedParameters[0].fixed',
+          /can never be encoded: the types are uint256, int256/,
+        );
+      }
+      // _times (a default: the requester's empty value gives way to it) with a type that is not numeric.
+      expectError(
+        check((c) => (reserved(c)[0].fixed = 'string')),
+        'ois[0].endpoints[0].reservedParameters[2].default',
+        /_times can only be used with numeric types/,
+      );
+      expectError(
+        check((c) => {
+          reserved(c)[0].fixed = 'timestamp';
+          reserved(c)[2] = { name: '_times' };
+        }),
+        'ois[0].endpoints[0].reservedParameters[1].fixed',
+        /_path must be empty when _type is timestamp/,
+      );
+      expectError(
+        check((c) => (reserved(c)[0].fixed = 'int256,string')),
+        'ois[0].endpoints[0].reservedParameters[1].fixed',
+        /_path is fixed to 1 value\(s\) for the 2 of _type/,
+      );
+      // What a requester's own values can still make work is accepted.
+      expectValid(
+        check((c) => {
+          reserved(c)[0].fixed = 'int256[],string32,timestamp';
+          reserved(c)[1] = { name: '_path' };
+        }),
+      );
+      expectValid(check((c) => (reserved(c)[0] = { name: '_type', default: 'integer' })));
+      expectValid(
+        check((c) => {
+          reserved(c)[0].fixed = 'int256,string';
+          reserved(c)[1] = { name: '_path', default: 'result' };
+        }),
+      );
     });
     it('supports only get and post', () => {
       expectError(

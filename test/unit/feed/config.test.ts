@@ -24,6 +24,15 @@ type Issue = { path: string; message: string };
 // biome-ignore lint/suspicious/noExplicitAny: the rows mutate untyped JSON
 type Config = Record<string, any>;
 
+/**
+ * zod's own issues (an unknown key, a missing field, a wrong type, a pattern) are worded as the node's `validate` words
+ * them, not as zod 3 does (docs/feeds.md, "Validation"): they are compared by path, the schema's own messages in full.
+ */
+const ZOD_OWN_CODES = new Set(['unrecognized_keys', 'invalid_type', 'invalid_string']);
+const NODE_WORDS_FOR_ZOD_OWN =
+  /^(Unknown key "|Required field is missing \(|Invalid input: expected |Invalid string: )/;
+const ZOD_OWN = "(zod's own issue)";
+
 async function referenceIssues(config: unknown): Promise<Issue[]> {
   let result: Awaited<ReturnType<typeof reference.configSchema.safeParseAsync>>;
   try {
@@ -32,16 +41,19 @@ async function referenceIssues(config: unknown): Promise<Issue[]> {
     return [{ path: '(the reference threw)', message: (error as Error).message }];
   }
   if (result.success) return [];
-  return result.error!.issues.flatMap((issue) =>
-    issue.code === 'unrecognized_keys' && issue.keys
-      ? issue.keys.map((key) => ({ path: formatPath([...issue.path, key]), message: issue.message }))
-      : [{ path: formatPath(issue.path), message: issue.message }],
-  );
+  return result.error!.issues.flatMap((issue) => {
+    const zodOwn = issue.code === 'invalid_string' ? issue.message === 'Invalid' : ZOD_OWN_CODES.has(issue.code);
+    const message = zodOwn ? ZOD_OWN : issue.message;
+    return issue.code === 'unrecognized_keys' && issue.keys
+      ? issue.keys.map((key) => ({ path: formatPath([...issue.path, key]), message }))
+      : [{ path: formatPath(issue.path), message }];
+  });
 }
 
 async function ourIssues(config: unknown): Promise<Issue[]> {
   const result = await validateFeedConfig(config, {});
-  return result.ok ? [] : result.errors;
+  if (result.ok) return [];
+  return result.errors.map((e) => (NODE_WORDS_FOR_ZOD_OWN.test(e.message) ? { ...e, message: ZOD_OWN } : e));
 }
 
 const sorted = (issues: Issue[]) =>
@@ -110,7 +122,7 @@ const ROWS: Row[] = [
     deliberate: {
       why: "the reference's template-id refinement runs on the bad endpointId and throws out of safeParse",
       ours: (c) => [
-        { path: formatPath(['templates', templateIds(c)[0]!, 'endpointId']), message: 'Invalid' },
+        { path: formatPath(['templates', templateIds(c)[0]!, 'endpointId']), message: ZOD_OWN },
         {
           path: formatPath(['templates', templateIds(c)[0]!, 'endpointId']),
           message: 'Endpoint "0x1234" is not defined in the config.endpoints object',

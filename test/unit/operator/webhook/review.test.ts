@@ -38,6 +38,20 @@ describe('webhook review', () => {
     expect(denialMessage(decision.errors)).to.match(/^OracleNode config is invalid \(\d+ errors\): chains\[0\]/);
   });
 
+  it('refuses what can never work, as validate does: a chain listed twice, a _type that never encodes', () => {
+    const node = minimal();
+    const chains = node.spec.config.chains as unknown[];
+    chains.push(structuredClone(chains[0]));
+    const ois = node.spec.config.ois as { endpoints: { reservedParameters: { name: string; fixed?: string }[] }[] }[];
+    ois[0]!.endpoints[0]!.reservedParameters.find((p) => p.name === '_type')!.fixed = 'integer';
+    const decision = reviewOracleNode({ operation: 'CREATE', object: node });
+    expect(decision.allowed).to.equal(false);
+    expect(decision.errors.map((issue) => issue.path)).to.include.members([
+      'chains[1].id',
+      `ois[0].endpoints[0].reservedParameters[${ois[0]!.endpoints[0]!.reservedParameters.findIndex((p) => p.name === '_type')}].fixed`,
+    ]);
+  });
+
   // biome-ignore lint/suspicious/noTemplateCurlyInString: config placeholders, not templates
   it('checks ${NAME} references for syntax only', () => {
     const node = minimal();
