@@ -145,6 +145,8 @@ export const CHAIN_ID_ANNOTATION = 'oracle-node.io/chain-id';
 export const SHARD_DIR = '/var/run/oracle-node/shards';
 export const SHARD_VOLUME = 'shards';
 export const WORKER_CONTAINER = 'worker';
+/** A worker's share of an API's budget in its template's arguments (repeatable), kept by a window's Job. */
+export const API_RATE_LIMIT_FLAG = '--api-rate-limit';
 /** The key of shard `index` in a worker Job's input ConfigMap (and its file name under SHARD_DIR). */
 export const shardKey = (index: number | string) => `shard-${index}.json`;
 
@@ -412,9 +414,13 @@ export function buildWindowWorkerJob(
     // The template's `worker --shard <file> -c <config>`: the same worker, fed by the coordinator instead.
     const configAt = args.indexOf('-c');
     const config = configAt >= 0 && args[configAt + 1] ? ['-c', args[configAt + 1]!] : [];
+    // The pod's share of the APIs' budgets goes with it.
+    const budgets = args.flatMap((arg, i) =>
+      arg === API_RATE_LIMIT_FLAG && args[i + 1] !== undefined ? [arg, args[i + 1]!] : [],
+    );
     return {
       ...container,
-      args: ['worker', '--coordinator', ...config],
+      args: ['worker', '--coordinator', ...config, ...budgets],
       env: [
         ...(container.env ?? []).filter(
           (env) => env.name !== WINDOW_COORDINATOR_URL_ENV && env.name !== WINDOW_CREDENTIAL_ENV,

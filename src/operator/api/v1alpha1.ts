@@ -391,6 +391,68 @@ const workloadPodOverrides = (scope: string) => ({
   ...podOverrides(scope),
 });
 
+/**
+ * One API's rate budget for the whole node (an API provider's quota on the key the config uses): the operator divides
+ * it among the pods that call the API (builders/api-limits.ts), each pod enforcing its share (`--api-rate-limit`).
+ */
+export const apiLimitSchema = z
+  .object({
+    ois: z
+      .string()
+      .min(1)
+      .max(256)
+      .meta(described("The OIS title (the config's ois[].title) whose API the budget is for.")),
+    endpoint: z
+      .string()
+      .min(1)
+      .max(256)
+      .optional()
+      .meta(described("One endpoint of that OIS (ois[].endpoints[].name): a budget of its own, beside the OIS's.")),
+    callsPerSecond: int32('At most this many calls start within any one second (a sliding window).')
+      .min(1)
+      .max(100_000)
+      .optional(),
+    callsPerMinute: int32('At most this many calls start within any 60 s (a sliding window).')
+      .min(1)
+      .max(1_000_000)
+      .optional(),
+    burst: int32('With callsPerMinute: at most this many of them within any one second as well.')
+      .min(1)
+      .max(100_000)
+      .optional(),
+  })
+  .refine((limit) => (limit.callsPerSecond === undefined) !== (limit.callsPerMinute === undefined), {
+    message: 'give exactly one of callsPerSecond and callsPerMinute',
+  })
+  .refine((limit) => limit.burst === undefined || limit.callsPerMinute !== undefined, {
+    message: 'burst (calls within one second) goes with callsPerMinute',
+  })
+  .meta({
+    description: "An API's rate budget: exactly one of callsPerSecond and callsPerMinute, and burst with the latter.",
+    'x-kubernetes-validations': [
+      {
+        rule: 'has(self.callsPerSecond) != has(self.callsPerMinute)',
+        message: 'give exactly one of callsPerSecond and callsPerMinute',
+      },
+      {
+        rule: '!has(self.burst) || has(self.callsPerMinute)',
+        message: 'burst (calls within one second) goes with callsPerMinute',
+      },
+    ],
+  });
+
+/** spec.apiLimits of an OracleNode or an AirnodeFeed. */
+export const apiLimitsSchema = (divided: string) =>
+  z
+    .array(apiLimitSchema)
+    .max(64)
+    .optional()
+    .meta({
+      description:
+        'Rate budgets of the APIs the config calls (a provider counts calls per key in sliding windows). ' + divided,
+      'x-kubernetes-list-type': 'atomic',
+    });
+
 const autoscaling = z
   .object({
     minReplicas: int32('Least gateway pods. Default spec.gateway.replicas (at least 1).').min(1).max(100).optional(),
@@ -624,6 +686,13 @@ export const oracleNodeSpecSchema = z
             'oevGateway) is enabled in the config.',
         ),
       ),
+    apiLimits: apiLimitsSchema(
+      'The operator divides each budget among the pods that may call that API (gateway replicas, or the HPA ' +
+        "maxReplicas; the cycle's worker pods, bounded by the chains' maxConcurrency) so that their sum never " +
+        'exceeds it, each pod getting an equal whole share (`--api-rate-limit`); a change of replicas redivides it. ' +
+        'A share below one call leaves those pods none: they call that API no more (docs/ois-engine.md, "Rate ' +
+        'budgets"). An AirnodeFeed on the same API key needs its own part of the quota in its own spec.',
+    ),
     chainLimits: z
       .array(
         z.object({

@@ -19,6 +19,7 @@ import { CALLERS_DIR, CALLERS_VOLUME, CONFIG_FILE, GATEWAY_METRICS_PORT } from '
 import { deriveNodePrivateKey } from '../../protocol/node-key.js';
 import { enabledGateways, gatewayServerPort } from '../config.js';
 import { DEFAULT_TARGET_CPU_UTILIZATION } from '../resource.js';
+import { apiLimitArgs, nodeApiLimitShares } from './api-limits.js';
 import {
   type BuildInput,
   basePodSpec,
@@ -120,6 +121,8 @@ export function buildGatewayDeployment(input: BuildInput): Named<V1Deployment> {
     '--metrics-port',
     String(metricsPort),
     ...callerArgs(input),
+    // Each replica's share of the APIs' budgets: redivided when the replicas (or the HPA's maximum) change.
+    ...apiLimitArgs(nodeApiLimitShares(input.node, input.config, gatewayMaxReplicas(input)), 'gateway'),
   ];
   const container = engineContainer(input, 'gateway', args, 'gateway');
   if (input.node.spec.gateway?.callers)

@@ -17,6 +17,7 @@ import {
 } from './gateway.js';
 import { buildRoleBindings, buildRoles, buildServiceAccounts } from './rbac.js';
 
+export * from './api-limits.js';
 export * from './chain-limits.js';
 export * from './common.js';
 export * from './config-map.js';

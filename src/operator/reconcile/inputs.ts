@@ -5,6 +5,7 @@ import type { V1Secret, V1Service } from '@kubernetes/client-node';
 import type { ReconcileContext } from '../../kube/index.js';
 import { registerSecret, registerSecrets } from '../../observability/index.js';
 import {
+  apiLimitProblems,
   type BuildInput,
   childNames,
   gatewayEnabled,
@@ -44,6 +45,8 @@ export async function loadInputs(
     const reason = validation.errors.some(isMissingSecretIssue) ? 'SecretKeyMissing' : 'ValidationFailed';
     return { ok: false, reason, message: formatIssues(validation.errors) };
   }
+  const limitProblems = apiLimitProblems(node.spec?.apiLimits, validation.config);
+  if (limitProblems.length > 0) return { ok: false, reason: 'ValidationFailed', message: limitProblems.join('; ') };
   const signingKey = gatewaySigningKey(validation.config);
   if (signingKey) registerSigningKey(signingKey);
   const base: BuildInput = {
