@@ -201,6 +201,16 @@ describe('operator controller (reconcile against an in-memory cluster)', () => {
     expect(childWrites(kube).map((w) => `${w.kind}/${w.name}`)).to.deep.equal(['CronJob/minimal-dev-coordinator']);
     const event = kube.events.find((e) => e.reason === 'NodeAddressChanged')!;
     expect(event.message).to.contain(rotatedAddress).and.contain(DEV_ADDRESS);
+    // The previous mnemonic back: the coordinator resumes as it was.
+    kube.put(KINDS.secret, secret);
+    await reconcile();
+    expect(condition('ConfigValid')).to.include({ status: 'True' });
+    expect(condition('Stalled')).to.equal(undefined);
+    expect(cronJob().spec!.suspend).to.equal(false);
+    expect(JSON.stringify(cronJob().spec!.jobTemplate)).to.equal(template);
+    kube.put(KINDS.secret, rotated as KubernetesObject);
+    await reconcile();
+    expect(cronJob().spec!.suspend).to.equal(true);
     kube.editNode(
       key,
       (node) => ((node.spec.config.nodeSettings as { stage: string }).stage = 'next'),
