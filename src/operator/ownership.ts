@@ -6,7 +6,7 @@
 import type { KubernetesObject } from '@kubernetes/client-node';
 import type { ReconcileContext, ResourceKind } from '../kube/index.js';
 
-/** A desired child whose name is taken by an object the resource does not control. */
+/** A desired child whose name is taken by an object the resource does not control, and whose that object is. */
 export type ForeignObject = { kind: string; name: string; owner: string };
 
 /** The object's controller is the resource of `uid` (by uid, so a re-created namesake does not count). */
@@ -14,10 +14,10 @@ export function controlledByUid(object: KubernetesObject, uid: string | undefine
   return (object.metadata?.ownerReferences ?? []).some((ref) => ref.controller === true && ref.uid === uid);
 }
 
-/** Who controls an object, in words: `OracleNode a`, or that nothing does. */
+/** Whose an object is, in words: `controlled by OracleNode a`, or that no resource controls it. */
 export function controllerOf(object: KubernetesObject): string {
   const ref = object.metadata?.ownerReferences?.find((owner) => owner.controller === true);
-  return ref ? `${ref.kind} ${ref.name}` : 'no controller (not created by the operator)';
+  return ref ? `controlled by ${ref.kind} ${ref.name}` : 'no controller: not created by the operator';
 }
 
 /**
@@ -41,7 +41,7 @@ export async function foreignObjects(
 
 /** The condition's and the Event's message for taken names. */
 export function foreignMessage(found: ForeignObject[]): string {
-  const list = found.map((object) => `${object.kind} ${object.name} (controlled by ${object.owner})`).join('; ');
+  const list = found.map((object) => `${object.kind} ${object.name} (${object.owner})`).join('; ');
   return (
     `${found.length} object(s) this resource would create already exist and are not its own: ${list}. Nothing is ` +
     'applied until they are gone or the resource (or its stage) is renamed'

@@ -78,7 +78,7 @@ describe('OracleNode child names and ownership (integration)', function () {
       'NameConflict',
     );
     expect(condition(stalled, 'ConfigValid')!.message).to.contain(
-      'Secret own-signing-key (controlled by no controller (not created by the operator))',
+      'Secret own-signing-key (no controller: not created by the operator)',
     );
     expect(condition(stalled, 'Stalled')).to.include({ status: 'True', reason: 'NameConflict' });
     const event = await warningEvent('own', 'NameConflict');

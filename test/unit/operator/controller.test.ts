@@ -152,7 +152,7 @@ describe('operator controller (reconcile against an in-memory cluster)', () => {
     expect(kept.data).to.deep.equal((users as { data?: unknown }).data);
     expect(condition('ConfigValid')).to.include({ status: 'False', reason: 'NameConflict' });
     expect(condition('ConfigValid')!.message).to.contain(
-      'Secret full-signing-key (controlled by no controller (not created by the operator))',
+      'Secret full-signing-key (no controller: not created by the operator)',
     );
     expect(condition('Stalled')).to.include({ status: 'True', reason: 'NameConflict' });
     expect(kube.events.map((e) => e.reason)).to.include('NameConflict');
