@@ -172,7 +172,7 @@ export class OracleNodeReconciler implements Reconciler {
 
   /**
    * Invalid config, missing Secret, a name taken by an object not the node's, or a mnemonic rotated without a new
-   * stage: say so, and leave every child exactly as it is (the last good state).
+   * stage: say so, and leave every child as it is (the last good state; a rotation has held the coordinator).
    */
   private async rejectConfig(
     node: OracleNode,
