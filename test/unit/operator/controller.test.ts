@@ -443,6 +443,39 @@ describe('operator controller (reconcile against an in-memory cluster)', () => {
     expect(condition('Ready')).to.include({ status: 'True' });
   });
 
+  it("a stage rollout switches the node's gateway Service to the new stage only once its gateway is Ready, then removes the old one", async () => {
+    const { kube, key, reconcile, condition } = setup('gateways-only');
+    const ready = (name: string) => {
+      const deployment = kube.get<V1Deployment>(KINDS.deployment, { namespace: 'default', name })!;
+      deployment.status = {
+        observedGeneration: deployment.metadata!.generation ?? 1,
+        updatedReplicas: 1,
+        availableReplicas: 1,
+      };
+    };
+    const service = () => kube.get<V1Service>(KINDS.service, { namespace: 'default', name: 'gateways-gateway' })!;
+    await reconcile();
+    ready('gateways-dev-gateway');
+    await reconcile();
+    const uid = service().metadata!.uid;
+    expect(service().spec!.selector).to.include({ 'oracle-node.io/stage': 'dev' });
+    kube.editNode(
+      key,
+      (node) => ((node.spec.config.nodeSettings as { stage: string }).stage = 'next'),
+      KINDS.oracleNode,
+    );
+    await reconcile();
+    await reconcile();
+    expect(service().spec!.selector).to.include({ 'oracle-node.io/stage': 'dev' });
+    expect(condition('Progressing')!.message).to.contain('waiting for gateway gateways-next-gateway to be Ready');
+    expect(kube.get(KINDS.deployment, { namespace: 'default', name: 'gateways-dev-gateway' })).to.not.equal(undefined);
+    ready('gateways-next-gateway');
+    await reconcile();
+    expect(service().spec!.selector).to.include({ 'oracle-node.io/stage': 'next' });
+    expect(service().metadata!.uid).to.equal(uid);
+    expect(kube.get(KINDS.deployment, { namespace: 'default', name: 'gateways-dev-gateway' })).to.equal(undefined);
+  });
+
   it('says why it is not Ready in status.notReadyReason (a printer column), and nothing once Ready', async () => {
     const { kube, reconcile, current } = setup('gateways-only');
     await reconcile();
