@@ -126,6 +126,21 @@ demo: build ## One-command demo: control plane, test chain, API, operator, an Or
 	if [ $$up_here = 1 ] && [ -z "$${KEEP_CLUSTER:-}" ]; then $(MAKE) --no-print-directory cluster-down; fi; \
 	exit $$rc
 
+.PHONY: local-chain
+local-chain: install ## A local chain for a node run here: anvil on :8545 with AirnodeRrpV0 at the examples' address, a price API on :8580 (Ctrl-C stops)
+	node --import tsx scripts/test-chain.ts --port 8545 --api-port 8580
+
+LOCAL_CONFIG ?= examples/local/config.json
+LOCAL_SECRETS ?= examples/local/secrets.env
+.PHONY: local-node
+local-node: build ## Run the node of examples/local (LOCAL_CONFIG, LOCAL_SECRETS) against make local-chain, polling every second
+	node dist/cli/index.js start -c $(LOCAL_CONFIG) -s $(LOCAL_SECRETS) --poll-interval 1
+
+COIN ?= ETH
+.PHONY: local-request
+local-request: install ## Make one on-chain request to the local node (COIN=ETH) and wait for its answer
+	node --import tsx scripts/local-request.ts -c $(LOCAL_CONFIG) -s $(LOCAL_SECRETS) --coin $(COIN)
+
 .PHONY: clean
 clean: ## Remove build outputs (keeps .cache)
 	rm -rf dist coverage

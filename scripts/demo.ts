@@ -1,10 +1,10 @@
 // `make demo`: the whole product on one machine, explained as it runs.
 //   test control plane (make cluster-up) -> test chain with the real protocol contracts -> a price API on loopback
-//   -> the CRD -> the operator -> an OracleNode -> its coordinator and gateway run from the engine with exactly the
+//   -> the CRDs -> the operator -> an OracleNode -> its coordinator and gateway run from the engine with exactly the
 //   config and secrets the operator generated (as their pods would) -> an on-chain request fulfilled and a gateway
 //   request answered -> the OracleNode's status and a metrics excerpt -> cleanup.
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
@@ -123,19 +123,22 @@ async function main() {
     cleanups.push(() => api.close());
     say(`API at ${api.url}`);
 
-    step('Install the OracleNode CRD (crds/oracle-node.io_oraclenodes.yaml)');
-    const crd = load(readFileSync(join(repoRoot, 'crds/oracle-node.io_oraclenodes.yaml'), 'utf8')) as {
-      apiVersion: string;
-      kind: string;
-      metadata: { name: string };
-    };
-    await objects.patch(crd, undefined, undefined, 'oracle-node-demo', true, PatchStrategy.ServerSideApply);
-    await waitFor('the CRD to be served', 30_000, async () =>
-      (await custom.listClusterCustomObject({ group: 'oracle-node.io', version: 'v1alpha1', plural: 'oraclenodes' }))
-        ? true
-        : undefined,
-    );
-    say('kubectl get onode now works');
+    // Every CRD the operator serves: the OracleNode and the AirnodeFeed (docs/feeds.md).
+    step('Install the CRDs (crds/oracle-node.io_oraclenodes.yaml, crds/oracle-node.io_airnodefeeds.yaml)');
+    for (const plural of ['oraclenodes', 'airnodefeeds']) {
+      const crd = load(readFileSync(join(repoRoot, `crds/oracle-node.io_${plural}.yaml`), 'utf8')) as {
+        apiVersion: string;
+        kind: string;
+        metadata: { name: string };
+      };
+      await objects.patch(crd, undefined, undefined, 'oracle-node-demo', true, PatchStrategy.ServerSideApply);
+      await waitFor(`the ${plural} CRD to be served`, 30_000, async () =>
+        (await custom.listClusterCustomObject({ group: 'oracle-node.io', version: 'v1alpha1', plural }))
+          ? true
+          : undefined,
+      );
+    }
+    say('kubectl get onode and kubectl get airnodefeed now work');
 
     const webhookPort = await freePort();
     step(
@@ -331,7 +334,16 @@ async function main() {
     for (const cleanup of cleanups.reverse()) await cleanup().catch(() => undefined);
     // Keep the engine processes' logs when something failed, to read what went wrong.
     if (succeeded && process.env['KEEP_DEMO_LOGS'] !== '1') rmSync(workDir, { recursive: true, force: true });
-    else say(`logs of the engine processes are in ${workDir}`);
+    else {
+      say(`logs of the engine processes are in ${workDir}`);
+      // CI keeps only this output: the end of each engine log says what went wrong.
+      if (!succeeded)
+        for (const log of readdirSync(workDir).filter((file) => file.endsWith('.log'))) {
+          const lines = readFileSync(join(workDir, log), 'utf8').trimEnd().split('\n');
+          say(`--- the last lines of ${log}`);
+          for (const line of lines.slice(-15)) console.log(`    ${line.slice(0, 400)}`);
+        }
+    }
     say('stopped the engine processes, the API and the chain; deleted the namespace');
   }
 }

@@ -3,7 +3,10 @@
 // chain (syncing, stale, stuck) or ahead of it (a head no other provider confirms and that it cannot show). Such a
 // provider would hold every request "waiting for confirmations" (the confirmation filter takes the lowest head), have
 // confirmations and static calls ask for a block that does not exist, or serve a mainnet view to a testnet chain.
-// Heads are judged against each other, never one provider's answer alone. Also here: how a window's poll backs off a
+// Heads are judged against each other, never one provider's answer alone: a head is believed when another provider
+// confirms it or when its provider shows the block at it (that block, by number, chained to the block before when
+// known), and reading (a window's read position) goes no further than a block two providers have or one showed
+// (`readCeiling`). Also here: how a window's poll backs off a
 // provider whose head read timed out. The rules are pure; what they remember between cycles lives in ProviderMemory,
 // one per process.
 import { asQuantity, type RpcClient, toQuantity } from './rpc.js';
@@ -41,7 +44,7 @@ export type ProviderHead = {
   currentBlock: number;
   /** Since when (epoch ms) the provider has been seen behind the agreed head at this same head (ProviderMemory). */
   behindSinceMs?: number | undefined;
-  /** Whether the provider answered the block at its own head (asked only when nobody else confirms it: headsToShow). */
+  /** Whether the provider showed the block at its own head (asked only while its head is ahead: judgeChainHeads). */
   shown?: boolean | undefined;
 };
 export type HeadFault = {
@@ -134,6 +137,65 @@ export function judgeHeads(
   return { agreed, faults };
 }
 
+/**
+ * The highest block the chain's providers may read to (logs, and so a window's read position): the highest block
+ * that two providers' heads reach, or the head of a provider that showed its block; with one provider configured,
+ * its head. Undefined when nothing confirms a block. A provider's head alone, however well confirmed within
+ * `maxLag` for the faults, never moves reading past what another provider has or what it showed: a provider one
+ * block ahead waits for the others (which the confirmation filter, on the lowest head, does anyway), and one that
+ * lies by a few blocks moves nothing.
+ */
+export function readCeiling(heads: ProviderHead[], configured = heads.length): number | undefined {
+  const live = heads.filter((h) => h.currentBlock > 0 && h.shown !== false);
+  if (configured === 1) return live[0]?.currentBlock;
+  const byHeight = live.map((h) => h.currentBlock).sort((a, b) => b - a);
+  const shown = live.filter((h) => h.shown === true).map((h) => h.currentBlock);
+  const reached = [...shown, ...(byHeight.length >= 2 ? [byHeight[1]!] : [])];
+  return reached.length > 0 ? Math.max(...reached) : undefined;
+}
+
+/** The heads judged (`judgeHeads`) and the block the trusted providers read to (`readCeiling`). */
+export type HeadJudgement = ReturnType<typeof judgeHeads> & { readTo: number | undefined };
+
+/**
+ * The heads of a chain's providers judged against each other, showing blocks where that decides: first the heads
+ * `headsToShow` names (a head nobody confirms), then, when the read ceiling would hold the trusted providers below
+ * the lowest of their heads (the others lag, stall or were disproved), the highest trusted head. `show` asks a
+ * provider for the block at its head (`showsBlock`): one call, only while a provider's claim is ahead of every
+ * other; with heads that agree, nobody is asked. A trusted head that cannot show its block is read only up to the
+ * ceiling; when nothing at all confirms a block, the heads are judged again as disproved, so the chain reads nothing
+ * this cycle rather than trust one provider's word.
+ */
+export async function judgeChainHeads(
+  heads: ProviderHead[],
+  show: (name: string, block: number) => Promise<boolean>,
+  options: { configured?: number; maxLag?: number; nowMs?: number } = {},
+): Promise<HeadJudgement> {
+  const maxLag = options.maxLag ?? MAX_PROVIDER_LAG_BLOCKS;
+  const configured = options.configured ?? heads.length;
+  const toShow = new Set(headsToShow(heads, maxLag, configured));
+  await Promise.all(
+    heads
+      .filter((h) => toShow.has(h.name))
+      .map(async (h) => {
+        h.shown = await show(h.name, h.currentBlock);
+      }),
+  );
+  const judged = judgeHeads(heads, options);
+  const readTo = readCeiling(heads, configured);
+  const trusted = heads.filter((h) => !judged.faults.has(h.name) && h.currentBlock > 0);
+  if (trusted.length === 0 || configured === 1) return { ...judged, readTo };
+  const lowest = Math.min(...trusted.map((h) => h.currentBlock));
+  if (readTo !== undefined && readTo >= lowest) return { ...judged, readTo };
+  const highest = trusted.filter((h) => h.shown === undefined).sort((a, b) => b.currentBlock - a.currentBlock)[0];
+  if (!highest) return { ...judged, readTo };
+  // Not shown, a head the others confirm within maxLag is only read no further than the ceiling; but a head
+  // nothing else confirms is disproved.
+  if (await show(highest.name, highest.currentBlock)) highest.shown = true;
+  else if (readTo === undefined) highest.shown = false;
+  return { ...judgeHeads(heads, options), readTo: readCeiling(heads, configured) };
+}
+
 /** Polls a provider whose head read timed out sits out: 1, 2, 4, ... up to this many, then it is asked again. */
 export const MAX_BACKOFF_POLLS = 16;
 
@@ -152,10 +214,38 @@ export const HEAD_GRACE_MS = 1_000;
 /** A head read (or a head's block, shown) that takes longer than this counts as no answer. */
 export const HEAD_TIMEOUT_MS = 5_000;
 
-/** Whether the provider has the block at `block` (`eth_getBlockByNumber` answers a block, not null). */
-export async function showsBlock(client: RpcClient, block: number): Promise<boolean> {
+const BLOCK_HASH = /^0x[0-9a-fA-F]{64}$/;
+
+/**
+ * The hash of `answer` when it is the block at `block`: an object whose `number` is that block, with a hash and a
+ * parent hash, and, when the hash of the block before is known (`knownParent`), that one as its parent. Else
+ * undefined: a provider that answers a head it claims with another block (or a block out of another chain than the
+ * one verified before) does not show it.
+ */
+export function verifiedBlockHash(answer: unknown, block: number, knownParent?: string): string | undefined {
+  if (typeof answer !== 'object' || answer === null) return undefined;
+  const { number, hash, parentHash } = answer as { number?: unknown; hash?: unknown; parentHash?: unknown };
+  if (typeof number !== 'string' || !/^0x[0-9a-fA-F]{1,16}$/.test(number) || Number(number) !== block) return undefined;
+  if (typeof hash !== 'string' || !BLOCK_HASH.test(hash)) return undefined;
+  if (typeof parentHash !== 'string' || !BLOCK_HASH.test(parentHash) || parentHash === hash) return undefined;
+  if (knownParent !== undefined && parentHash.toLowerCase() !== knownParent.toLowerCase()) return undefined;
+  return hash.toLowerCase();
+}
+
+/**
+ * Whether the provider shows the block at `block` (`eth_getBlockByNumber`, one call): its answer is that block
+ * (`verifiedBlockHash`), chained to the block before when `memory` verified that one on the chain earlier; a block
+ * shown is remembered for the next check.
+ */
+export async function showsBlock(
+  client: RpcClient,
+  block: number,
+  verified?: { memory: ProviderMemory; chainId: string },
+): Promise<boolean> {
   const answer = await client.request<unknown>('eth_getBlockByNumber', [toQuantity(block), false]);
-  return typeof answer === 'object' && answer !== null;
+  const hash = verifiedBlockHash(answer, block, verified?.memory.verifiedBlock(verified.chainId, block - 1));
+  if (hash !== undefined) verified?.memory.rememberBlock(verified.chainId, block, hash);
+  return hash !== undefined;
 }
 
 /**
@@ -174,6 +264,8 @@ export const VERIFIED_CHAIN_ID_MAX_AGE_MS = 3600_000;
 export class ProviderMemory {
   private readonly chainIds = new Map<string, { chainId: bigint; verifiedAt: number }>();
   private readonly heads = new Map<string, { block: number; behindSinceMs: number | undefined }>();
+  /** Per chain, the hashes of the blocks providers showed (the newest VERIFIED_BLOCKS_KEPT). */
+  private readonly blocks = new Map<string, Map<number, string>>();
 
   constructor(private readonly now: () => number = Date.now) {}
 
@@ -221,6 +313,23 @@ export class ProviderMemory {
     return seen?.block === block ? seen.behindSinceMs : undefined;
   }
 
+  /** The hash of the block at `block` of the chain, when a provider showed it earlier. */
+  verifiedBlock(chainId: string, block: number): string | undefined {
+    return this.blocks.get(chainId)?.get(block);
+  }
+
+  /** A block a provider showed: the block after it must be its child (`showsBlock`). */
+  rememberBlock(chainId: string, block: number, hash: string): void {
+    const blocks = this.blocks.get(chainId) ?? new Map<number, string>();
+    this.blocks.set(chainId, blocks);
+    blocks.delete(block);
+    blocks.set(block, hash);
+    for (const oldest of blocks.keys()) {
+      if (blocks.size <= VERIFIED_BLOCKS_KEPT) break;
+      blocks.delete(oldest);
+    }
+  }
+
   /** The provider's head of this cycle, and whether it is behind the agreed head (the "stalled" rule's memory). */
   rememberHead(chainId: string, url: string, block: number, behind: boolean): void {
     const key = `${chainId}\n${url}`;
@@ -229,6 +338,9 @@ export class ProviderMemory {
     this.heads.set(key, { block, behindSinceMs });
   }
 }
+
+/** How many shown blocks' hashes ProviderMemory keeps per chain: enough for the blocks a window's polls show. */
+const VERIFIED_BLOCKS_KEPT = 64;
 
 /** The memory of this process (a long-running `start`, or one coordinator cycle). */
 export const processProviderMemory = new ProviderMemory();

@@ -21,6 +21,10 @@ export const subcommands: Record<string, CommandEntry> = {
     summary: 'Where is my request: its timeline from the chain and what the node recorded',
     load: async () => (await import('./request-command.js')).requestCommand,
   },
+  usage: {
+    summary: 'Usage to bill from: requests, fulfilments, failures and gas paid per sponsor, requester and endpoint',
+    load: async () => (await import('./usage-command.js')).usageCommand,
+  },
   validate: {
     summary: 'Validate config.json with secrets.env',
     load: async () => (await import('./validate-command.js')).validateCommand,

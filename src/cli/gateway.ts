@@ -15,16 +15,18 @@ import {
   WITHHELD_MNEMONIC,
 } from '../config/index.js';
 import { ENV } from '../contract/pods.js';
+import { GatewayCallers } from '../gateway/callers.js';
 import { startGatewayServer } from '../gateway/server.js';
 import { secretsEnvironment } from '../node/config-loader.js';
 import { createLogger, registerSecret, registerSecrets } from '../observability/index.js';
 import { tracerFromEnvironment } from '../observability/tracing.js';
 import { deriveNodeAddress, walletFromPrivateKey } from '../protocol/wallet.js';
 import { parseCommandArgs, parseServerPorts } from './args.js';
+import { CALLER_OPTIONS, CALLER_OPTIONS_HELP, callerSettings } from './caller-options.js';
 import { secretScope } from './command-config.js';
 import type { Subcommand } from './subcommand.js';
 
-const USAGE = `Usage: oracle-node gateway -c <config.json> [-s <secrets.env>] [--port N] [--host H] [--metrics-port N] [--path-key-secret NAME] [--signing-key-file F]
+const USAGE = `Usage: oracle-node gateway -c <config.json> [-s <secrets.env>] [--port N] [--host H] [--metrics-port N] [--path-key-secret NAME] [--signing-key-file F] [--callers DIR [--caller-rate NAME=N/s]... [--default-caller-rate N/s]]
 
 Serves the gateways enabled in nodeSettings (HTTP, signed-data, OEV) on gatewayServerPort (default 3000).
   -c, --config           path of config.json
@@ -37,6 +39,7 @@ Serves the gateways enabled in nodeSettings (HTTP, signed-data, OEV) on gatewayS
       --signing-key-file file holding the node's private key (0x and 64 hex digits), which the signed-data and
                          OEV gateways sign with instead of the mnemonic's; default: the environment's
                          ${ENV.signingKey} (or that file of ${ENV.secretsDir})
+${CALLER_OPTIONS_HELP}
 Stops on SIGTERM/SIGINT after draining in-flight requests.`;
 
 export async function runGateway(argv: string[]): Promise<number> {
@@ -50,6 +53,7 @@ export async function runGateway(argv: string[]): Promise<number> {
       'metrics-port': { type: 'string' },
       'path-key-secret': { type: 'string' },
       'signing-key-file': { type: 'string' },
+      ...CALLER_OPTIONS,
     },
     `${USAGE}\n`,
   );
@@ -61,6 +65,11 @@ export async function runGateway(argv: string[]): Promise<number> {
   }
   const ports = parseServerPorts(values);
   if ('exitCode' in ports) return ports.exitCode;
+  const callerFlags = callerSettings(values);
+  if ('error' in callerFlags) {
+    process.stderr.write(`${callerFlags.error}\n\n${USAGE}\n`);
+    return 2;
+  }
 
   let configText: string;
   let secrets: Record<string, string> = {};
@@ -113,6 +122,15 @@ export async function runGateway(argv: string[]): Promise<number> {
     level: config.nodeSettings.logLevel,
     bindings: { component: 'gateway' },
   });
+  let callers: GatewayCallers | undefined;
+  if (callerFlags.settings) {
+    try {
+      callers = await GatewayCallers.load({ ...callerFlags.settings, logger });
+    } catch (error) {
+      process.stderr.write(`Cannot read the gateway callers: ${errorMessage(error)}\n`);
+      return 1;
+    }
+  }
   // Off unless OTEL_EXPORTER_OTLP_ENDPOINT is set: then a trace per gateway request, exported every 5 s.
   const tracer = tracerFromEnvironment(process.env, 'gateway');
   const stopTracing = tracer.flushEvery(5000);
@@ -126,6 +144,7 @@ export async function runGateway(argv: string[]): Promise<number> {
       ...(values.host ? { host: values.host } : {}),
       ...(pathKey ? { pathKey } : {}),
       ...(signer.wallet ? { signer: signer.wallet } : {}),
+      ...(callers ? { callers } : {}),
     });
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
@@ -142,6 +161,7 @@ export async function runGateway(argv: string[]): Promise<number> {
       logger.info({ signal }, 'draining in-flight requests');
       process.off('SIGTERM', onTerm);
       process.off('SIGINT', onInt);
+      callers?.close();
       void server.close().then(stopTracing).then(resolve);
     };
     const onTerm = () => stop('SIGTERM');

@@ -2,8 +2,11 @@
 // NAME]`, the kubeconfig as kubectl reads it (--kubeconfig, else $KUBECONFIG, ~/.kube/config, in-cluster), the
 // client (src/kube's, the operator's own; @kubernetes/client-node is loaded only for a user with a credential
 // plugin) and the OracleNode itself.
+import type { V1Secret } from '@kubernetes/client-node';
 import { errorMessage } from '../common/errors.js';
+import { type Config, secretValuesOf, validateConfig } from '../config/index.js';
 import { loadClientConfig, RestClient, RuntimeClient } from '../kube/api.js';
+import { registerSecrets } from '../observability/index.js';
 import { KINDS, type OracleNode } from '../operator/resource.js';
 import { parseCommandArgs } from './args.js';
 
@@ -85,4 +88,34 @@ export async function readOracleNode(target: KubeTarget): Promise<OracleNode | n
     process.stderr.write(`Cannot read OracleNode ${namespace}/${name}: ${errorMessage(error)}\n`);
   }
   return 1;
+}
+
+/**
+ * The OracleNode's config with its Secret's values (the providers' URLs are usually among them), validated; or why
+ * it is not available (no read access to the Secret, an invalid config). Every value is registered for redaction
+ * before anything can print it.
+ */
+export async function configOfOracleNode(
+  client: RuntimeClient,
+  namespace: string,
+  node: OracleNode,
+): Promise<{ config: Config } | { unavailable: string }> {
+  let secrets: Record<string, string> = {};
+  const secretName = node.spec.secretRef?.name;
+  if (secretName) {
+    try {
+      const secret = await client.get<V1Secret>(KINDS.secret, { namespace, name: secretName });
+      if (!secret) throw new Error('not found');
+      secrets = Object.fromEntries(
+        Object.entries(secret.data ?? {}).map(([key, value]) => [key, Buffer.from(value, 'base64').toString('utf8')]),
+      );
+    } catch (error) {
+      return { unavailable: `cannot read Secret ${namespace}/${secretName}: ${errorMessage(error)}` };
+    }
+  }
+  registerSecrets(secretValuesOf(undefined, secrets));
+  const result = validateConfig(node.spec.config, secrets);
+  registerSecrets(secretValuesOf(result.config, secrets));
+  if (!result.ok || !result.config) return { unavailable: 'the OracleNode config is not valid' };
+  return { config: result.config };
 }

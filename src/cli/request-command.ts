@@ -3,15 +3,14 @@
 // what the node recorded: the request log of the `<name>-cycle` ConfigMap and status.recentFailedRequests for an
 // OracleNode, the request log in the cache directory for a local run (src/contract/request-log.ts).
 
-import type { V1ConfigMap, V1Secret } from '@kubernetes/client-node';
+import type { V1ConfigMap } from '@kubernetes/client-node';
 import { lookUpRequest, type RequestOnChain } from '../chain/request-lookup.js';
 import { RpcClient } from '../chain/rpc.js';
 import { DEFAULT_BLOCK_HISTORY_LIMIT, DEFAULT_MIN_CONFIRMATIONS } from '../chain/types.js';
 import { errorMessage } from '../common/errors.js';
-import { type Config, secretValuesOf, validateConfig } from '../config/index.js';
+import type { Config } from '../config/index.js';
 import { parseRequestLog, REQUEST_LOG_KEY, type RequestRecord } from '../contract/request-log.js';
 import { FileRequestLog } from '../node/request-log.js';
-import { registerSecrets } from '../observability/index.js';
 import { childNames } from '../operator/builders/common.js';
 import { KINDS } from '../operator/resource.js';
 import { isBytes32 } from '../protocol/ids.js';
@@ -19,7 +18,7 @@ import { deriveNodeAddress } from '../protocol/node-key.js';
 import { parseCommandArgs } from './args.js';
 import { loadCommandConfig } from './command-config.js';
 import { DEFAULT_CACHE_DIR } from './coordinator.js';
-import { connect, readOracleNode, TARGET_OPTIONS_HELP } from './kube-target.js';
+import { configOfOracleNode, connect, readOracleNode, TARGET_OPTIONS_HELP } from './kube-target.js';
 import { assembleTimeline, renderTimeline, type TimelineInput } from './request-timeline.js';
 import type { Subcommand } from './subcommand.js';
 
@@ -75,24 +74,8 @@ async function fromOracleNode(values: KubeValues): Promise<Source | number> {
     ...(node.status?.nodeAddress ? { nodeAddress: node.status.nodeAddress } : {}),
   };
   // The providers' URLs are usually ${NAME} values of the Secret: the chain is read only with access to it.
-  let secrets: Record<string, string> = {};
-  const secretName = node.spec.secretRef?.name;
-  if (secretName) {
-    try {
-      const secret = await client.get<V1Secret>(KINDS.secret, { namespace, name: secretName });
-      if (!secret) throw new Error('not found');
-      secrets = Object.fromEntries(
-        Object.entries(secret.data ?? {}).map(([key, value]) => [key, Buffer.from(value, 'base64').toString('utf8')]),
-      );
-    } catch (error) {
-      return { ...source, unavailable: `cannot read Secret ${namespace}/${secretName}: ${errorMessage(error)}` };
-    }
-  }
-  registerSecrets(secretValuesOf(undefined, secrets));
-  const result = validateConfig(node.spec.config, secrets);
-  registerSecrets(secretValuesOf(result.config, secrets));
-  if (!result.ok || !result.config) return { ...source, unavailable: 'the OracleNode config is not valid' };
-  return { ...source, config: result.config };
+  const read = await configOfOracleNode(client, namespace, node);
+  return { ...source, ...read };
 }
 
 async function fromLocalConfig(

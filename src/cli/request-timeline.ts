@@ -71,7 +71,7 @@ function recordSteps(record: RequestRecord): TimelineStep[] {
     });
   }
   if (record.transaction) {
-    const kind = record.state === 'failed' ? 'fail' : 'fulfil';
+    const kind = record.transaction.kind ?? (record.state === 'failed' ? 'fail' : 'fulfil');
     const extras = [
       record.transaction.nonce === undefined ? undefined : `nonce ${record.transaction.nonce}`,
       record.transaction.provider ? `provider ${record.transaction.provider}` : undefined,

@@ -95,6 +95,9 @@ export const CONFIG_FILE = `${CONFIG_DIR}/config.json`;
 /** Where a pod's keys are mounted as files (ENV.secretsDir); not under the config mount, where volumes cannot nest. */
 export const SECRETS_DIR = '/var/run/oracle-node/secrets';
 export const SECRETS_VOLUME = 'secrets';
+/** Where the gateway's callers Secret (spec.gateway.callers.secretRef) is mounted: one file per caller, its key. */
+export const CALLERS_DIR = '/var/run/oracle-node/callers';
+export const CALLERS_VOLUME = 'callers';
 /** The cycle report: written by the coordinator into `<name>-cycle` (key cycle.json), read by the operator. */
 export const CYCLE_REPORT_KEY = 'cycle.json';
 /** The provider chain ids the coordinator verified, keyed by a fingerprint (never a URL), for its next run. */

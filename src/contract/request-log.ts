@@ -51,11 +51,17 @@ const requestRecordSchema = z.object({
   madeInBlock: z.number().int().nonnegative().optional(),
   headBlock: z.number().int().nonnegative().optional(),
   api: z.object({ outcome: z.enum(API_OUTCOMES), durationMs: z.number().int().nonnegative() }).optional(),
+  /**
+   * The fulfil or fail transaction sent for it: this cycle's, or the one an earlier cycle sent when this one sent
+   * none (a request served and seen again later, e.g. skipped as no longer awaiting fulfilment, keeps what served it).
+   */
   transaction: z
     .object({
       hash: z.string().regex(/^0x[0-9a-fA-F]{64}$/),
       nonce: z.number().int().nonnegative().optional(),
       provider: z.string().max(253).optional(),
+      /** What it answered the request with; absent in entries of older engines (read from `state`). */
+      kind: z.enum(['fulfil', 'fail']).optional(),
     })
     .optional(),
   /** The side whose transaction it is: 'standby' when the primary left it open past the standby delay. */
@@ -72,6 +78,34 @@ export function boundedReason(reason: string): string {
 }
 
 const keyOf = (record: { chainId: string; requestId: string }) => `${record.chainId}/${record.requestId}`;
+
+/**
+ * The later of two sightings of a request, keeping what only the earlier one knows: the API outcome of the cycle
+ * that called the API, and the transaction that answered it (with the side that sent it) when the later one sent
+ * none. The later state and reason stand: they are the request's last word.
+ */
+export function withEarlierSighting<T extends CycleRequestRecord>(
+  later: T,
+  earlier: CycleRequestRecord | undefined,
+): T {
+  if (!earlier) return later;
+  const answered = earlier.transaction && (earlier.transaction.kind !== undefined || isAnswer(earlier.state));
+  return {
+    ...later,
+    ...(later.api === undefined && earlier.api ? { api: earlier.api } : {}),
+    ...(later.transaction === undefined && answered
+      ? {
+          transaction: {
+            ...earlier.transaction!,
+            kind: earlier.transaction!.kind ?? (earlier.state === 'failed' ? 'fail' : 'fulfil'),
+          },
+          ...(earlier.servedBy ? { servedBy: earlier.servedBy } : {}),
+        }
+      : {}),
+  };
+}
+
+const isAnswer = (state: RequestState) => state === 'fulfilled' || state === 'failed';
 
 /**
  * The log after one cycle: this cycle's records first (their first sighting and cycle count carried over), then
@@ -91,9 +125,8 @@ export function mergeRequestLog(
     seen.add(key);
     const old = before.get(key);
     merged.push({
-      ...record,
-      // A request served earlier keeps the API outcome of the cycle that called it.
-      ...(record.api === undefined && old?.api ? { api: old.api } : {}),
+      // A request served earlier keeps the API outcome and the transaction of the cycle that served it.
+      ...withEarlierSighting(record, old),
       firstSeen: old?.firstSeen ?? record.lastSeen,
       cycles: (old?.cycles ?? 0) + 1,
     });

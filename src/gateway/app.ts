@@ -16,6 +16,7 @@ import {
 } from '../observability/index.js';
 import type { Tracer } from '../observability/tracing.js';
 import { nodeWallet } from '../protocol/wallet.js';
+import type { GatewayCallers } from './callers.js';
 import { gatewayMetrics } from './metrics.js';
 import {
   admission,
@@ -29,6 +30,7 @@ import {
   ProcessingSlots,
   RequestContext,
   recordWhenAnswered,
+  sendError,
 } from './middleware.js';
 import { type CallEndpoint, gatewayRoutes, handled } from './routes.js';
 import { cachingSigner } from './signature-cache.js';
@@ -65,6 +67,8 @@ export type GatewayAppOptions = {
   ready?: () => boolean;
   /** Tracing (off unless it exports): a server span per gateway request. */
   tracer?: Tracer;
+  /** Callers with keys and rates (callers.ts): without a valid key, 401; over its rate, 429. Open to all when absent. */
+  callers?: GatewayCallers;
 };
 
 export type GatewayApp = {
@@ -162,6 +166,7 @@ export function createGatewayApp(options: GatewayAppOptions): GatewayApp {
   const readBody = jsonBodyReader(bodyLimitBytes, options.bodyTimeoutMs ?? DEFAULT_BODY_TIMEOUT_MS, metrics);
   const retryAfterSeconds = options.retryAfterSeconds ?? DEFAULT_RETRY_AFTER_SECONDS;
   const tracer = options.tracer?.enabled ? options.tracer : undefined;
+  const { callers } = options;
   const routes = gatewayRoutes({ config, callEndpoint, nodeSigner, metrics, logger });
   const enabledGateways: GatewayName[] = [];
   const paths: Partial<Record<GatewayName, string>> = {};
@@ -185,7 +190,33 @@ export function createGatewayApp(options: GatewayAppOptions): GatewayApp {
     logger.info({ gateway, path }, 'gateway listening');
   }
 
-  /** A gateway request: guard, body, admission, then its route; every failure on the way a JSON answer. */
+  /** The caller's key and rate, before the body is read: a refused caller costs no body, no slot, no API call. */
+  function admitCaller(
+    gateway: GatewayName,
+    req: IncomingMessage,
+    res: ServerResponse,
+    context: RequestContext,
+    registered: GatewayCallers,
+  ): boolean {
+    const check = registered.check(req);
+    if (check.ok) {
+      context.caller = check.caller;
+      return true;
+    }
+    if (check.status === 401) {
+      metrics.rejected.inc({ gateway, reason: 'unauthorized' });
+      res.setHeader('WWW-Authenticate', 'Bearer');
+      sendError(res, 401, check.message);
+      return false;
+    }
+    context.caller = check.caller;
+    metrics.rejected.inc({ gateway, reason: 'caller_rate' });
+    res.setHeader('Retry-After', String(check.retryAfterSeconds));
+    sendError(res, 429, 'Too many requests: over the rate of this caller');
+    return false;
+  }
+
+  /** A gateway request: guard, callers, body, admission, then its route; every failure on the way a JSON answer. */
   function serve(route: Route, endpointId: string | undefined, req: IncomingMessage, res: ServerResponse): void {
     const context = new RequestContext();
     context.gateway = route.gateway;
@@ -194,6 +225,7 @@ export function createGatewayApp(options: GatewayAppOptions): GatewayApp {
     try {
       if (endpointId !== undefined) context.endpointId = decodeSegment(endpointId);
       if (!route.guard(req, res)) return;
+      if (callers && !admitCaller(route.gateway, req, res, context, callers)) return;
       readBody(req, res, context, (error?: BodyError) => {
         if (res.headersSent) return;
         if (error) {

@@ -48,6 +48,11 @@ export function gatewayMetrics(registry: Registry) {
       help: 'Requests being processed per gateway',
       labelNames: ['gateway'] as const,
     }),
+    callerRequests: counter(registry, {
+      name: 'gateway_caller_requests_total',
+      help: 'Gateway requests of known callers (spec.gateway.callers), by gateway, caller name and HTTP status',
+      labelNames: ['gateway', 'caller', 'status'] as const,
+    }),
     rejected: counter(registry, {
       name: 'gateway_rejected_requests_total',
       help: 'Requests refused before processing, by reason',

@@ -19,6 +19,8 @@ export class RequestContext {
   endpoint = '-';
   /** The endpoint id of the path, decoded (HTTP and signed-data gateways). */
   endpointId = '';
+  /** The caller's name when the gateway has callers (callers.ts); never its key. */
+  caller: string | undefined;
   /** The parsed JSON body (undefined when the body is not JSON). */
   body: unknown;
   readonly start = process.hrtime.bigint();
@@ -66,10 +68,19 @@ export function recordWhenAnswered(
     if (context.gateway === 'none') return;
     const labels = { gateway: context.gateway, endpoint: context.endpoint, status: String(res.statusCode) };
     observeAnswer(metrics, labels, secondsSince(context.start));
+    if (context.caller !== undefined)
+      metrics.callerRequests.inc({ gateway: context.gateway, caller: context.caller, status: labels.status });
+    const caller = context.caller !== undefined ? { caller: context.caller } : {};
     if (res.statusCode >= 500) {
-      logger.error({ requestId: context.requestId, ...labels, method: req.method }, 'gateway request failed');
+      logger.error(
+        { requestId: context.requestId, ...labels, ...caller, method: req.method },
+        'gateway request failed',
+      );
     } else if (logger.isLevelEnabled('debug')) {
-      logger.debug({ requestId: context.requestId, ...labels, method: req.method }, 'gateway request served');
+      logger.debug(
+        { requestId: context.requestId, ...labels, ...caller, method: req.method },
+        'gateway request served',
+      );
     }
   });
 }

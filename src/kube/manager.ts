@@ -13,6 +13,7 @@ import { InformerCache } from './cache.js';
 import { RuntimeClient } from './client.js';
 import { type Clock, systemClock } from './clock.js';
 import { Controller } from './controller.js';
+import { ApiError } from './errors.js';
 import { KubeEventRecorder } from './events.js';
 import { Informer, type InformerTuning } from './informer.js';
 import { LeaderElector, RestLeaseStore } from './leader.js';
@@ -196,7 +197,7 @@ export class RuntimeManager implements Manager {
     const done = new Promise<void>((resolve) => {
       this.resolveRun = resolve;
     });
-    const all = Array.isArray(reconcilers) ? reconcilers : [reconcilers];
+    const all = await this.servedOnly(Array.isArray(reconcilers) ? reconcilers : [reconcilers]);
     for (const reconciler of all) this.controllers.push(this.controllerOf(reconciler));
     this.metrics.leaderStatus.set({ name: this.options.leaderElection.leaseName }, 0);
     await this.startServers();
@@ -245,6 +246,52 @@ export class RuntimeManager implements Manager {
       }
     }
     await done;
+  }
+
+  /**
+   * The reconcilers whose primary kind the apiserver serves. A custom resource whose CRD is not installed would
+   * have its informer fail every list with 404 and hold /readyz unready in silence: such a controller is left out
+   * with one error line naming the CRD, and the manager refuses to start when none is left. An apiserver that does
+   * not answer discovery is not taken for a missing CRD: the informers retry as they always do.
+   */
+  private async servedOnly(reconcilers: Reconciler[]): Promise<Reconciler[]> {
+    const served: Reconciler[] = [];
+    const missing: string[] = [];
+    for (const reconciler of reconcilers) {
+      const kind = reconciler.watches.primary;
+      if (kind.group === '' || (await this.serves(kind))) {
+        served.push(reconciler);
+        continue;
+      }
+      const crd = `${kind.plural}.${kind.group}`;
+      missing.push(crd);
+      this.logger.error(
+        { controller: reconciler.name, crd },
+        `the CRD ${crd} is not installed, so the ${reconciler.name} controller does not run: install it ` +
+          `(helm upgrade of the chart, or kubectl apply --server-side -f crds/${kind.group}_${kind.plural}.yaml) ` +
+          'and restart the operator',
+      );
+    }
+    if (!served.length) throw new Error(`no controller can run: CRDs not installed: ${missing.join(', ')}`);
+    return served;
+  }
+
+  /** Whether discovery lists the kind; true when discovery itself fails for another reason than 404. */
+  private async serves(kind: ResourceKind): Promise<boolean> {
+    try {
+      const list = await this.rest.request<{ resources?: { name?: string }[] }>({
+        method: 'GET',
+        path: `/apis/${kind.group}/${kind.version}`,
+      });
+      return (list?.resources ?? []).some((resource) => resource.name === kind.plural);
+    } catch (error) {
+      if (error instanceof ApiError && error.status === 404) return false;
+      this.logger.warn(
+        { err: errorMessage(error), group: kind.group },
+        'API discovery failed; assuming the kind is served',
+      );
+      return true;
+    }
   }
 
   private controllerOf(reconciler: Reconciler): Controller {

@@ -14,8 +14,7 @@ import { decidePending, type PendingSightings } from '../chain/pending.js';
 import {
   HEAD_GRACE_MS,
   HEAD_TIMEOUT_MS,
-  headsToShow,
-  judgeHeads,
+  judgeChainHeads,
   MAX_PROVIDER_LAG_BLOCKS,
   type ProviderFault,
   type ProviderHead,
@@ -310,7 +309,8 @@ async function discoverProviders(context: ChainContext): Promise<ProviderState[]
  * Step 2: the heads judged against each other (src/chain/provider-health.ts). A head no other provider confirms and
  * above the others is first shown (the provider asked for that block); then a provider syncing, lagging, ahead or
  * stalled is logged at WARN and left out, so it neither holds requests back through the confirmation filter, nor
- * sets the block confirmations and static calls use, nor moves a window's log store, nor takes transactions.
+ * sets the block confirmations and static calls use, nor moves a window's log store, nor takes transactions. The
+ * trusted providers read no further than the read ceiling (`judgeChainHeads`).
  */
 async function judgeProviders(context: ChainContext, states: ProviderState[]): Promise<ProviderState[]> {
   const { chain, deps, memory } = context;
@@ -320,18 +320,16 @@ async function judgeProviders(context: ChainContext, states: ProviderState[]): P
     currentBlock: s.head!,
     behindSinceMs: memory.behindSince(chain.id, s.url, s.head!),
   }));
-  const toShow = new Set(headsToShow(heads, MAX_PROVIDER_LAG_BLOCKS, states.length));
-  await Promise.all(
-    heads
-      .filter((head) => toShow.has(head.name))
-      .map(async (head) => {
-        const state = answered.find((s) => s.name === head.name)!;
-        head.shown = await withTimeout(showsBlock(state.client, head.currentBlock), HEAD_TIMEOUT_MS, 'block').catch(
-          () => false,
-        );
-      }),
-  );
-  const { agreed, faults } = judgeHeads(heads, { nowMs: memory.nowMs() });
+  const show = (name: string, block: number) =>
+    withTimeout(
+      showsBlock(answered.find((s) => s.name === name)!.client, block, { memory, chainId: chain.id }),
+      HEAD_TIMEOUT_MS,
+      'block',
+    ).catch(() => false);
+  const { agreed, faults, readTo } = await judgeChainHeads(heads, show, {
+    configured: states.length,
+    nowMs: memory.nowMs(),
+  });
   for (const state of answered) {
     const lagBlocks = (agreed ?? state.head!) - state.head!;
     memory.rememberHead(chain.id, state.url, state.head!, lagBlocks > 0);
@@ -363,7 +361,10 @@ async function judgeProviders(context: ChainContext, states: ProviderState[]): P
         : 'provider is behind the chain; not used this cycle',
     );
   }
-  return answered.filter((s) => !faults.has(s.name));
+  const trusted = answered.filter((s) => !faults.has(s.name));
+  // Read no further than another provider or a shown block confirms (readCeiling).
+  for (const state of trusted) state.head = Math.min(state.head!, readTo ?? state.head!);
+  return trusted;
 }
 
 /**

@@ -10,6 +10,7 @@ import {
   parseRequestLog,
   REQUEST_LOG_KEY,
   type RequestRecord,
+  withEarlierSighting,
 } from '../contract/request-log.js';
 import { redact } from '../observability/index.js';
 import type { CycleSummary, SeenRequest } from './cycle.js';
@@ -40,8 +41,8 @@ export function cycleRequestRecords(summary: CycleSummary, cycle: CycleIdentity)
     const key = `${record.chainId}/${record.requestId}`;
     const later = recorded.get(key);
     if (later) {
-      // The later outcome stands; it keeps the API call of an earlier poll when it made none itself.
-      if (later.api === undefined && record.api) later.api = record.api;
+      // The later outcome stands; it keeps the API call and the transaction of an earlier poll when it has none.
+      Object.assign(later, withEarlierSighting(later, record));
       return;
     }
     recorded.set(key, record);
@@ -66,6 +67,9 @@ export function cycleRequestRecords(summary: CycleSummary, cycle: CycleIdentity)
                   hash: outcome.txHash,
                   ...(outcome.nonce === undefined ? {} : { nonce: outcome.nonce }),
                   ...(outcome.provider ? { provider: outcome.provider } : {}),
+                  ...(outcome.outcome === 'fulfilled' || outcome.outcome === 'failed'
+                    ? { kind: outcome.outcome === 'failed' ? ('fail' as const) : ('fulfil' as const) }
+                    : {}),
                 },
                 servedBy: summary.role ?? 'primary',
               }

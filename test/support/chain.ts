@@ -11,6 +11,8 @@ import { ContractFactory, type InterfaceAbi, JsonRpcProvider, NonceManager, Wall
 const require = createRequire(import.meta.url);
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const cacheDir = join(repoRoot, '.cache', 'test-chain');
+/** Where scripts/test-chain.ts (make local-chain) writes its addresses for scripts/local-request.ts. */
+export const LOCAL_CHAIN_FILE = join(repoRoot, '.cache', 'local-chain.json');
 
 export const ANVIL_BINARY = join(repoRoot, 'node_modules/@foundry-rs/anvil-linux-amd64/bin/anvil');
 export const CHAIN_ID = 31337;
@@ -18,6 +20,8 @@ export const CHAIN_ID = 31337;
 export const DEPLOYER_PRIVATE_KEY = '0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80';
 /** The usual test mnemonic of the Airnode docs; never holds real funds. */
 export const TEST_MNEMONIC = 'achieve climb couple wait accident symbol spy blouse reduce foil echo label';
+/** Where deployProtocol puts AirnodeRrpV0 on a fresh chain (the deployer's nonce 0), as the example configs expect. */
+export const EXAMPLE_AIRNODE_RRP = '0x5FbDB2315678afecb367f032d93F642f64180aa3';
 
 type Artifact = { abi: InterfaceAbi; bytecode: string };
 
@@ -190,13 +194,15 @@ function deployerOf(url: string, chainId: number) {
 /** Deploys the protocol contracts and one requester; returns their addresses. */
 export async function deployProtocol(url: string, chainId: number = CHAIN_ID): Promise<Deployment> {
   const deploy = deployerOf(url, chainId);
+  // AirnodeRrpV0 first: the deployer's first contract is at EXAMPLE_AIRNODE_RRP, the address of the reference's
+  // example configs, manifests/samples/ and examples/local/, so they run against this chain unchanged.
+  const rrp = await deploy(protocolArtifacts.AirnodeRrpV0());
   const accessControlRegistry = await deploy(protocolArtifacts.AccessControlRegistry());
   const requesterAuthorizer = await deploy(
     protocolArtifacts.RequesterAuthorizerWithAirnode(),
     accessControlRegistry,
     'RequesterAuthorizerWithAirnode admin',
   );
-  const rrp = await deploy(protocolArtifacts.AirnodeRrpV0());
   const dryRun = await deploy(protocolArtifacts.AirnodeRrpV0DryRun());
   const requester = await deploy(compileRequester(), rrp);
   return {

@@ -37,7 +37,12 @@ export type ApiServer = { url: string; calls: { path: string }[]; server: Server
  * `delayMs` delays a coin's answer; `hold` returns a promise that the answer waits for (a gate the test opens).
  */
 export async function startApiServer(
-  options: { delayMs?: (coin: string) => number; hold?: (coin: string) => Promise<void> | undefined } = {},
+  options: {
+    delayMs?: (coin: string) => number;
+    hold?: (coin: string) => Promise<void> | undefined;
+    /** A fixed port (the local walk-through's); a free one when absent. */
+    port?: number;
+  } = {},
 ): Promise<ApiServer> {
   const calls: { path: string }[] = [];
   let counter = 0;
@@ -60,7 +65,10 @@ export async function startApiServer(
     }
   });
   server.keepAliveTimeout = 1000;
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port ?? 0, '127.0.0.1', resolve);
+  });
   const { port } = server.address() as AddressInfo;
   return {
     url: `http://127.0.0.1:${port}`,
@@ -283,11 +291,19 @@ function requestIdFrom(receipt: { logs: readonly { topics: readonly string[] }[]
 
 export async function makeFullRequest(
   deployment: Deployment,
-  input: { requester?: string; endpointId: string; sponsor: string; sponsorWallet: string; parameters: string },
+  input: {
+    requester?: string;
+    endpointId: string;
+    sponsor: string;
+    sponsorWallet: string;
+    parameters: string;
+    /** The node asked; the test mnemonic's when absent. */
+    node?: string;
+  },
 ): Promise<string> {
   const requester = new Contract(input.requester ?? deployment.Requester, requesterAbi(), deployer(deployment.url));
   const tx = await requester.getFunction('makeFull')(
-    NODE_ADDRESS,
+    input.node ?? NODE_ADDRESS,
     input.endpointId,
     input.sponsor,
     input.sponsorWallet,
@@ -351,22 +367,41 @@ export async function requesterCall<T>(
 
 export type RequestEvents = { fulfilled: { data: string }[]; failed: { message: string }[] };
 
-/** FulfilledRequest / FailedRequest events of a request on chain. */
+/** FulfilledRequest / FailedRequest events of a request to the test mnemonic's node on chain. */
 export async function requestEvents(deployment: Deployment, requestId: string): Promise<RequestEvents> {
-  const rrp = new Contract(deployment.AirnodeRrpV0, rrpAbi(), testProvider(deployment.url));
-  const logs = await rpc<{ topics: string[]; data: string }[]>(deployment.url, 'eth_getLogs', [
+  const events = await requestEventsOf(deployment, NODE_ADDRESS, requestId);
+  return {
+    fulfilled: events.fulfilled.map(({ data }) => ({ data })),
+    failed: events.failed.map(({ message }) => ({ message })),
+  };
+}
+
+/** FulfilledRequest / FailedRequest events of a request to `node` on chain. */
+export async function requestEventsOf(
+  deployment: Deployment,
+  node: string,
+  requestId: string,
+): Promise<{
+  fulfilled: { data: string; transactionHash: string }[];
+  failed: { message: string; transactionHash: string }[];
+}> {
+  const rrp = new Contract(deployment.AirnodeRrpV0, rrpAbi(), testProvider(deployment.url, deployment.chainId));
+  const logs = await rpc<{ topics: string[]; data: string; transactionHash: string }[]>(deployment.url, 'eth_getLogs', [
     {
       address: deployment.AirnodeRrpV0,
       fromBlock: '0x0',
       toBlock: 'latest',
-      topics: [null, zeroPadValue(NODE_ADDRESS, 32), requestId],
+      topics: [null, zeroPadValue(node, 32), requestId],
     },
   ]);
-  const events: RequestEvents = { fulfilled: [], failed: [] };
+  const events: Awaited<ReturnType<typeof requestEventsOf>> = { fulfilled: [], failed: [] };
   for (const log of logs) {
     const parsed = rrp.interface.parseLog(log);
-    if (parsed?.name === 'FulfilledRequest') events.fulfilled.push({ data: String(parsed.args.getValue('data')) });
-    if (parsed?.name === 'FailedRequest') events.failed.push({ message: String(parsed.args.getValue('errorMessage')) });
+    const { transactionHash } = log;
+    if (parsed?.name === 'FulfilledRequest')
+      events.fulfilled.push({ data: String(parsed.args.getValue('data')), transactionHash });
+    if (parsed?.name === 'FailedRequest')
+      events.failed.push({ message: String(parsed.args.getValue('errorMessage')), transactionHash });
   }
   return events;
 }

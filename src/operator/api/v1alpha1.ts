@@ -21,6 +21,7 @@ import type {
 import { z } from 'zod';
 import { DEFAULT_GATEWAY_SERVER_PORT } from '../../config/index.js';
 import {
+  CALLERS_DIR,
   CONFIG_DIR,
   cycleCountsSchema,
   cycleOutcomeSchema,
@@ -54,6 +55,10 @@ import {
 } from './structural.js';
 
 const described = (description: string) => ({ description });
+/** A rate as the engine's flags take it (src/common/rate-limit.ts): N/s or N/m. */
+const RATE_PATTERN = /^[1-9][0-9]{0,8}\/(s|m)$/;
+/** A gateway caller's name (src/gateway/callers.ts). */
+const CALLER_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/;
 
 /**
  * A field whose shape is a Kubernetes core type: the schema gives the CRD what the apiserver checks, and the
@@ -431,6 +436,41 @@ export const oracleNodeSpecSchema = z
             described(
               "The node's gateway Service, <name>-gateway: one per node, kept through stage rollouts, which switch it " +
                 "to the new stage's gateway pods once they are Ready.",
+            ),
+          ),
+        /** Callers with keys and rates (src/gateway/callers.ts): a gateway with callers refuses everyone else. */
+        callers: z
+          .object({
+            secretRef: z
+              .object({ name: z.string().min(1).max(253).meta(described('Name of the Secret.')) })
+              .meta(
+                described(
+                  `A Secret in the namespace with one key per caller: the key's name is the caller's name (at most 63 of ` +
+                    "A-Z a-z 0-9 . _ -, in metrics and logs), its value the caller's API key (16 to 512 characters, " +
+                    `never logged). Mounted read-only at ${CALLERS_DIR} in the gateway pods only, read again every 5 s: ` +
+                    'a key rotated in the Secret takes effect without a restart.',
+                ),
+              ),
+            defaultRate: z
+              .string()
+              .regex(RATE_PATTERN)
+              .optional()
+              .meta(
+                described(
+                  'The rate of every caller without its own, N/s or N/m: at most N calls within any second or ' +
+                    'minute, per gateway pod; above it 429 with Retry-After. Unlimited when absent.',
+                ),
+              ),
+            rates: z
+              .record(z.string().regex(CALLER_NAME_PATTERN).max(63), z.string().regex(RATE_PATTERN))
+              .optional()
+              .meta(described('Rates of named callers (caller name: N/s or N/m), per gateway pod.')),
+          })
+          .optional()
+          .meta(
+            described(
+              'Gateway callers with keys: callers name their key in x-api-key or Authorization: Bearer, and get 401 ' +
+                'without a valid one; each caller has its rate. Open to everyone who knows the path when absent.',
             ),
           ),
         /** The base URL callers reach the gateways at (an Ingress, a DNS name): reported by the heartbeat. */

@@ -14,7 +14,7 @@ import type {
   V2MetricSpec,
 } from '@kubernetes/client-node';
 import { DEFAULT_GATEWAY_SERVER_PORT } from '../../config/index.js';
-import { CONFIG_FILE, GATEWAY_METRICS_PORT, LABELS } from '../../contract/pods.js';
+import { CALLERS_DIR, CALLERS_VOLUME, CONFIG_FILE, GATEWAY_METRICS_PORT, LABELS } from '../../contract/pods.js';
 // node-key.ts, not wallet.ts: the operator never loads ethers.
 import { deriveNodePrivateKey } from '../../protocol/node-key.js';
 import { enabledGateways, gatewayServerPort } from '../config.js';
@@ -111,8 +111,22 @@ export function buildGatewayDeployment(input: BuildInput): Named<V1Deployment> {
   const metricsPort = gatewayMetricsPort(input);
   // Health and metrics on a port of their own, which the Service does not expose: a LoadBalancer in front of
   // the gateway must not publish /metrics to its callers.
-  const args = ['gateway', '-c', CONFIG_FILE, '--port', String(port), '--metrics-port', String(metricsPort)];
+  const args = [
+    'gateway',
+    '-c',
+    CONFIG_FILE,
+    '--port',
+    String(port),
+    '--metrics-port',
+    String(metricsPort),
+    ...callerArgs(input),
+  ];
   const container = engineContainer(input, 'gateway', args, 'gateway');
+  if (input.node.spec.gateway?.callers)
+    container.volumeMounts = [
+      ...(container.volumeMounts ?? []),
+      { name: CALLERS_VOLUME, mountPath: CALLERS_DIR, readOnly: true },
+    ];
   container.ports = [
     { name: 'http', containerPort: port, protocol: 'TCP' },
     { name: 'metrics', containerPort: metricsPort, protocol: 'TCP' },
@@ -163,6 +177,20 @@ export function defaultGatewaySpread(input: BuildInput): V1TopologySpreadConstra
   }));
 }
 
+/** The callers' flags of spec.gateway.callers (src/cli/caller-options.ts): their keys are files of CALLERS_DIR. */
+export function callerArgs(input: BuildInput): string[] {
+  const callers = input.node.spec.gateway?.callers;
+  if (!callers) return [];
+  return [
+    '--callers',
+    CALLERS_DIR,
+    ...Object.entries(callers.rates ?? {})
+      .sort(([a], [b]) => a.localeCompare(b))
+      .flatMap(([name, rate]) => ['--caller-rate', `${name}=${rate}`]),
+    ...(callers.defaultRate ? ['--default-caller-rate', callers.defaultRate] : []),
+  ];
+}
+
 /** The gateway makes no Kubernetes call: its own ServiceAccount, no token. */
 function gatewayPodSpec(input: BuildInput, container: V1Container): V1PodSpec {
   const names = childNames(input.node.metadata.name, input.config.nodeSettings.stage);
@@ -171,6 +199,14 @@ function gatewayPodSpec(input: BuildInput, container: V1Container): V1PodSpec {
     serviceAccountName: names.gateway,
     apiToken: false,
   });
+  const callers = input.node.spec.gateway?.callers;
+  // The callers' keys reach the gateway pods only, read-only, owner-readable; the kubelet updates the files when the
+  // Secret changes, and the gateway reads them again (no rollout for a rotated key).
+  if (callers)
+    spec.volumes = [
+      ...(spec.volumes ?? []),
+      { name: CALLERS_VOLUME, secret: { secretName: callers.secretRef.name, defaultMode: 0o400 } },
+    ];
   const spread = input.node.spec.gateway?.topologySpreadConstraints ?? defaultGatewaySpread(input);
   if (spread.length > 0) spec.topologySpreadConstraints = structuredClone(spread);
   return spec;

@@ -6,6 +6,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { expect } from 'chai';
+import { topics } from '../../../src/chain/contracts.js';
+import { FileRequestLog } from '../../../src/node/request-log.js';
 import { ORACLE_NODE_ARGS, repoRoot } from '../../support/binary.js';
 import { startTestChain, waitForMined } from '../../support/chain.js';
 import {
@@ -18,6 +20,7 @@ import {
   startApiServer,
   writeNodeFiles,
 } from '../../support/harness.js';
+import { startRecordingProxy } from '../../support/rpc-proxy.js';
 
 const run = promisify(execFile);
 
@@ -91,6 +94,46 @@ describe('oracle-node request (anvil, real AirnodeRrpV0, a real coordinator cycl
     // Never the API's URL or answer.
     expect(stdout).to.not.include(api.url);
     expect(stdout).to.not.include('3000.25');
+  });
+
+  it('keeps the fulfil transaction of a request served by one cycle after a later cycle skipped it (no longer awaiting fulfilment)', async () => {
+    const config = writeConfig('served');
+    const cacheDir = join(dir, 'cache-served');
+    const cache = ['--cache-dir', cacheDir];
+    const requestId = await newRequest();
+    await cli('coordinator', ...config, ...cache);
+    await waitForMined(chain.anvil.url);
+    expect((await requestEvents(chain.deployment, requestId)).fulfilled).to.have.length(1);
+    const served = await new FileRequestLog(cacheDir).read();
+    const transaction = served.find((r) => r.requestId === requestId)!.transaction!;
+    expect(transaction.hash).to.match(/^0x[0-9a-f]{64}$/);
+
+    // A later cycle through a provider whose logs lack the fulfilment (an index behind): it sees the request again,
+    // and its shard skips it, the contract no longer awaiting it.
+    const behind = await startRecordingProxy(chain.anvil.url);
+    try {
+      behind.setFault((call) =>
+        call.method === 'eth_getLogs'
+          ? {
+              result: (logs) =>
+                (logs as { topics: string[] }[]).filter((log) => log.topics[0] !== topics.FulfilledRequest),
+            }
+          : undefined,
+      );
+      await cli('coordinator', ...writeConfig('served-behind', { providers: { anvil: behind.url } }), ...cache);
+    } finally {
+      await behind.close();
+    }
+    const record = (await new FileRequestLog(cacheDir).read()).find((r) => r.requestId === requestId)!;
+    expect(record).to.deep.include({ state: 'skipped', reason: 'no longer awaiting fulfilment', cycles: 2 });
+    expect(record.transaction).to.deep.equal({ ...transaction, kind: 'fulfil' });
+
+    const { code, stdout } = await cliResult('request', requestId, ...config, ...cache);
+    expect(code).to.equal(0);
+    expect(stdout).to.match(
+      new RegExp(`\\n {2}Submitted +fulfil transaction ${transaction.hash} \\(nonce 0, provider anvil\\)\\n`),
+    );
+    expect(stdout).to.match(new RegExp(`\\n {2}Fulfilled +block \\d+, transaction ${transaction.hash}\\n`));
   });
 
   it('says a request waits for confirmations, with how many it has and how many the chain requires', async () => {

@@ -366,6 +366,71 @@ describe('the coordinator window on anvil (real AirnodeRrpV0)', () => {
       expect(summary.transactions).to.include({ fulfilled: 2, failed: 0 });
     });
 
+    /**
+     * A provider that, while `lying()`, claims a head `ahead` blocks past the chain's and answers eth_getBlockByNumber
+     * with another block (the chain's newest: its number is not the one asked); honest otherwise.
+     */
+    const liarAhead = async (ahead: number, lying: (call: { seen: number }) => boolean) => {
+      const liar = await another();
+      const otherBlock = await rpc<{ number: string }>(chain.anvil.url, 'eth_getBlockByNumber', ['latest', false]);
+      liar.setFault((call) => {
+        if (call.method === 'eth_blockNumber' && lying(call))
+          return { result: (head) => `0x${(Number(head) + ahead).toString(16)}` };
+        if (call.method === 'eth_getBlockByNumber' && Number((call.params as string[])[0]) > Number(otherBlock.number))
+          return { result: () => otherBlock };
+        return undefined;
+      });
+      return liar;
+    };
+
+    /** A request made before each of the first three polls: each served, once, none failed. */
+    async function requestsDuringTheWindow(providers: Record<string, string>, name: string) {
+      const ids: string[] = [];
+      const summary = await window(config({ providers }), [
+        async () => void ids.push((await request(`${name}-1`)).id),
+        async () => {
+          await waitForMined(chain.anvil.url);
+          ids.push((await request(`${name}-2`)).id);
+        },
+        async () => {
+          await waitForMined(chain.anvil.url);
+          ids.push((await request(`${name}-3`)).id);
+        },
+        async () => waitForMined(chain.anvil.url),
+        async () => waitForMined(chain.anvil.url),
+      ]);
+      await waitForMined(chain.anvil.url);
+      for (const id of ids) {
+        const events = await requestEvents(chain.deployment, id);
+        expect(events.fulfilled, id).to.have.length(1);
+        expect(events.failed, id).to.have.length(0);
+      }
+      expect(summary.transactions).to.include({ fulfilled: 3, failed: 0 });
+      return summary;
+    }
+
+    it('a provider claiming a head 50 blocks ahead throughout, and answering the block at it with another block, is left out and moves nothing: every request made during the window is served', async () => {
+      await mineBlocks(chain.anvil.url, 60);
+      const liar = await liarAhead(50, () => true);
+      const summary = await requestsDuringTheWindow({ liar: liar.url, counted: proxy.url }, 'window-liar-held');
+      expect(summary.providers.find((p) => p.provider === 'liar')).to.include({ ok: false, fault: 'ahead' });
+      expect(summary.providers.find((p) => p.provider === 'counted')).to.include({ ok: true });
+      expect(liar.counts.get('eth_getLogs') ?? 0).to.equal(0);
+    });
+
+    it('a provider claiming a head 50 blocks ahead for one poll, answering the block at it with another block, moves nothing: every request made during the window is served', async () => {
+      await mineBlocks(chain.anvil.url, 60);
+      // Its second eth_blockNumber: the window's first poll.
+      const liar = await liarAhead(50, (call) => call.seen === 1);
+      await requestsDuringTheWindow({ liar: liar.url, counted: proxy.url }, 'window-liar-once');
+      expect(liar.counts.get('eth_blockNumber')).to.be.above(2);
+    });
+
+    it('a provider claiming a head a few blocks ahead (within the lag threshold) throughout moves the read position no further than the other provider: every request made during the window is served', async () => {
+      const liar = await liarAhead(5, () => true);
+      await requestsDuringTheWindow({ liar: liar.url, counted: proxy.url }, 'window-liar-near');
+    });
+
     it('a provider that sees each new block one poll later than the other is never reported stalled, nor asked its chain id again', async () => {
       const late = await another();
       // Answers each eth_blockNumber with what the chain said at its previous one: one poll late.

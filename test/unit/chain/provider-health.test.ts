@@ -4,11 +4,15 @@ import {
   agreedHead,
   backoffPolls,
   headsToShow,
+  judgeChainHeads,
   judgeHeads,
   MAX_BACKOFF_POLLS,
   MAX_PROVIDER_LAG_BLOCKS,
+  type ProviderHead,
   ProviderMemory,
+  readCeiling,
   STALLED_AFTER_MS,
+  verifiedBlockHash,
 } from '../../../src/chain/provider-health.js';
 
 const faultsOf = (...args: Parameters<typeof judgeHeads>) => Object.fromEntries(judgeHeads(...args).faults);
@@ -156,6 +160,158 @@ describe('provider heads fit for a cycle', () => {
     );
     expect(agreed).to.equal(1000);
     expect(faults.has('a')).to.equal(false);
+  });
+});
+
+describe('a block shown at a head', () => {
+  const hash = (digit: string) => `0x${digit.repeat(64)}`;
+  const block = (number: number, parent = hash('1'), own = hash('2')) => ({
+    number: `0x${number.toString(16)}`,
+    hash: own,
+    parentHash: parent,
+  });
+
+  it('is the block asked for: its number, a hash and a parent hash', () => {
+    expect(verifiedBlockHash(block(1050), 1050)).to.equal(hash('2'));
+    // Another block (the newest the provider really has), null, or something else: not shown.
+    expect(verifiedBlockHash(block(1000), 1050)).to.equal(undefined);
+    expect(verifiedBlockHash(null, 1050)).to.equal(undefined);
+    expect(verifiedBlockHash('0x41a', 1050)).to.equal(undefined);
+    expect(verifiedBlockHash({ ...block(1050), number: 1050 }, 1050)).to.equal(undefined);
+    expect(verifiedBlockHash({ ...block(1050), hash: '0x12' }, 1050)).to.equal(undefined);
+    expect(verifiedBlockHash({ ...block(1050), parentHash: undefined }, 1050)).to.equal(undefined);
+    expect(verifiedBlockHash(block(1050, hash('2'), hash('2')), 1050)).to.equal(undefined);
+  });
+
+  it('is the child of the block before it when that one was shown earlier', () => {
+    expect(verifiedBlockHash(block(1050, hash('a')), 1050, hash('A'))).to.equal(hash('2'));
+    expect(verifiedBlockHash(block(1050, hash('b')), 1050, hash('a'))).to.equal(undefined);
+  });
+
+  it('ProviderMemory keeps the hashes of the newest shown blocks of each chain', () => {
+    const memory = new ProviderMemory();
+    for (let n = 0; n < 100; n++) memory.rememberBlock('1', n, hash('3'));
+    expect(memory.verifiedBlock('1', 99)).to.equal(hash('3'));
+    expect(memory.verifiedBlock('1', 10)).to.equal(undefined);
+    expect(memory.verifiedBlock('2', 99)).to.equal(undefined);
+  });
+});
+
+describe('how far the trusted providers read', () => {
+  it('no further than a block two heads reach or a head shown; one provider configured: its head', () => {
+    expect(
+      readCeiling([
+        { name: 'a', currentBlock: 1005 },
+        { name: 'b', currentBlock: 1000 },
+      ]),
+    ).to.equal(1000);
+    expect(
+      readCeiling([
+        { name: 'a', currentBlock: 1005, shown: true },
+        { name: 'b', currentBlock: 1000 },
+      ]),
+    ).to.equal(1005);
+    expect(
+      readCeiling([
+        { name: 'a', currentBlock: 1050, shown: false },
+        { name: 'b', currentBlock: 1000 },
+        { name: 'c', currentBlock: 1001 },
+      ]),
+    ).to.equal(1000);
+    expect(readCeiling([{ name: 'only', currentBlock: 1000 }])).to.equal(1000);
+    expect(readCeiling([{ name: 'alone', currentBlock: 1000 }], 2)).to.equal(undefined);
+  });
+
+  /** judgeChainHeads with a `show` that answers from `shows` and records who was asked. */
+  async function judged(heads: ProviderHead[], shows: Record<string, boolean>, configured = heads.length) {
+    const asked: string[] = [];
+    const show = async (name: string) => {
+      asked.push(name);
+      return shows[name] ?? false;
+    };
+    const { faults, readTo } = await judgeChainHeads(heads, show, { configured, nowMs: 0 });
+    return { asked: asked.sort(), faults: Object.fromEntries([...faults].map(([n, f]) => [n, f.fault])), readTo };
+  }
+
+  it('heads that agree: nobody asked, read to the block both have', async () => {
+    expect(
+      await judged(
+        [
+          { name: 'a', currentBlock: 1001 },
+          { name: 'b', currentBlock: 1000 },
+        ],
+        {},
+      ),
+    ).to.deep.equal({ asked: [], faults: {}, readTo: 1000 });
+  });
+
+  it('a head 50 ahead answered with another block: left out, the honest head shown and read to (a lie held or of one poll alike)', async () => {
+    expect(
+      await judged(
+        [
+          { name: 'liar', currentBlock: 1050 },
+          { name: 'honest', currentBlock: 1000 },
+        ],
+        { honest: true },
+      ),
+    ).to.deep.equal({ asked: ['honest', 'liar'], faults: { liar: 'ahead' }, readTo: 1000 });
+  });
+
+  it('a head a few blocks ahead, within the lag threshold: kept, but nothing read past the other head', async () => {
+    expect(
+      await judged(
+        [
+          { name: 'liar', currentBlock: 1005 },
+          { name: 'honest', currentBlock: 1000 },
+        ],
+        {},
+      ),
+    ).to.deep.equal({ asked: [], faults: {}, readTo: 1000 });
+  });
+
+  it('a head ahead for real that shows its block: the other lags, read to the shown head', async () => {
+    expect(
+      await judged(
+        [
+          { name: 'ahead', currentBlock: 1050 },
+          { name: 'behind', currentBlock: 1000 },
+        ],
+        { ahead: true },
+      ),
+    ).to.deep.equal({ asked: ['ahead'], faults: { behind: 'lagging' }, readTo: 1050 });
+  });
+
+  it('the one trusted head above a stalled provider is shown, and read to; not shown, read only to the stalled head', async () => {
+    const heads = (): ProviderHead[] => [
+      { name: 'good', currentBlock: 1003 },
+      { name: 'stuck', currentBlock: 1000, behindSinceMs: -STALLED_AFTER_MS },
+    ];
+    expect(await judged(heads(), { good: true })).to.deep.equal({
+      asked: ['good'],
+      faults: { stuck: 'stalled' },
+      readTo: 1003,
+    });
+    expect((await judged(heads(), {})).readTo).to.equal(1000);
+  });
+
+  it('when nothing confirms any head (the only believable one cannot show its block), nothing is trusted', async () => {
+    const { faults, readTo } = await judged(
+      [
+        { name: 'liar', currentBlock: 1050 },
+        { name: 'honest', currentBlock: 1000 },
+      ],
+      {},
+    );
+    expect(faults).to.deep.equal({ liar: 'ahead', honest: 'ahead' });
+    expect(readTo).to.equal(undefined);
+  });
+
+  it('one provider configured: never asked, read to its head', async () => {
+    expect(await judged([{ name: 'only', currentBlock: 1000 }], {})).to.deep.equal({
+      asked: [],
+      faults: {},
+      readTo: 1000,
+    });
   });
 });
 

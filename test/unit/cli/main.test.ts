@@ -27,6 +27,7 @@ describe('oracle-node CLI', () => {
         'logs',
         'cycle',
         'request',
+        'usage',
         'completion',
         'feed',
       ].sort(),

@@ -10,6 +10,7 @@ import { runManifest } from '../../../src/cli/manifest-command.js';
 import { validateFeedConfig } from '../../../src/feed/validate.js';
 import type { AirnodeFeed } from '../../../src/operator/feed/api.js';
 import { buildFeedDeployment } from '../../../src/operator/feed/builders.js';
+import { repoRoot } from '../../support/binary.js';
 import { buildFeedConfig, feedSecrets } from '../../support/feed.js';
 import { capture } from './helpers.js';
 
@@ -32,6 +33,22 @@ const SECRETS = write('secrets.env', `${feedSecrets(MNEMONIC, 'the-api-key')}SIG
 type Doc = { apiVersion: string; kind: string; metadata: Record<string, string>; [key: string]: unknown };
 
 describe('oracle-node manifest --feed', () => {
+  it('takes the shipped example (examples/feed) as docs/feeds.md shows it', async () => {
+    const out = await capture(runManifest, [
+      '--feed',
+      '-c',
+      join(repoRoot, 'examples/feed/config.json'),
+      '-s',
+      join(repoRoot, 'examples/feed/secrets.env'),
+      '--name',
+      'prices',
+    ]);
+    expect(out.stderr).to.equal('');
+    expect(out.code).to.equal(0);
+    const kinds = (yaml.loadAll(out.stdout) as Doc[]).map((doc) => doc.kind);
+    expect(kinds).to.deep.equal(['Secret', 'AirnodeFeed']);
+  });
+
   it('prints the Secret and an AirnodeFeed with config.json as written; they make a valid feed', async () => {
     const out = await capture(runManifest, ['--feed', '-c', CONFIG, '-s', SECRETS, '--name', 'prices', '-n', 'feeds']);
     expect(out.stderr).to.equal('');

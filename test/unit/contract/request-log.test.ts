@@ -30,6 +30,41 @@ describe('request log (contract)', () => {
     expect(retried[0]!.api).to.deep.equal({ outcome: '2xx', durationMs: 12 });
   });
 
+  it('keeps the transaction that answered a request, and the side that sent it, through later sightings that sent none', () => {
+    const tx = { hash: `0x${'ab'.repeat(32)}`, nonce: 7, provider: 'p1' };
+    const served = mergeRequestLog(
+      [],
+      [seenNow(1, 0, { state: 'fulfilled', transaction: { ...tx, kind: 'fulfil' }, servedBy: 'standby' })],
+    );
+    const skipped = mergeRequestLog(served, [
+      seenNow(1, 1, { state: 'skipped', reason: 'no longer awaiting fulfilment' }),
+    ]);
+    const again = mergeRequestLog(skipped, [
+      seenNow(1, 2, { state: 'skipped', reason: 'no longer awaiting fulfilment' }),
+    ]);
+    expect(again[0]).to.deep.include({
+      state: 'skipped',
+      reason: 'no longer awaiting fulfilment',
+      transaction: { ...tx, kind: 'fulfil' },
+      servedBy: 'standby',
+      cycles: 3,
+    });
+    expect(again[0]!.lastSeen).to.deep.equal(at(2));
+    // An entry of an older engine (no kind): what it answered with is read from its state.
+    const failed = mergeRequestLog([], [seenNow(2, 0, { state: 'failed', transaction: tx })]);
+    expect(mergeRequestLog(failed, [seenNow(2, 1, { state: 'skipped' })])[0]!.transaction).to.deep.equal({
+      ...tx,
+      kind: 'fail',
+    });
+    // A later transaction (a stuck one replaced) is the one kept; a refused send answered nothing.
+    const replaced = mergeRequestLog(served, [
+      seenNow(1, 1, { state: 'fulfilled', transaction: { hash: `0x${'ef'.repeat(32)}`, kind: 'fulfil' } }),
+    ]);
+    expect(replaced[0]!.transaction!.hash).to.equal(`0x${'ef'.repeat(32)}`);
+    const refused = mergeRequestLog([], [seenNow(3, 0, { state: 'error', transaction: tx })]);
+    expect(mergeRequestLog(refused, [seenNow(3, 1, { state: 'skipped' })])[0]).to.not.have.property('transaction');
+  });
+
   it('puts the requests of the newest cycle first and keeps at most MAX_RECORDED_REQUESTS entries', () => {
     let log: RequestRecord[] = [];
     for (let cycle = 0; cycle < 3; cycle++)

@@ -12,6 +12,7 @@ import { RuntimeMetrics } from '../../../src/kube/metrics.js';
 import { RestClient } from '../../../src/kube/rest.js';
 import type { ObjectKey, Reconciler, ResourceKind } from '../../../src/kube/types.js';
 import { FakeClock } from '../../support/fake-clock.js';
+import { capturingLogger } from '../../support/logs.js';
 import { waitFor } from '../../support/wait.js';
 import { FakeApiServer } from './fake-apiserver.js';
 
@@ -540,6 +541,66 @@ describe('operator runtime against an in-memory API server', () => {
       await manager.stop();
       await running;
     }
+  });
+
+  it('manager: a controller whose CRD is not served is left out with one line naming it; the others run', async () => {
+    // The fake API server answers discovery of any group with 404, as an apiserver does for a CRD never installed.
+    const feeds: ResourceKind = { group: 'example.io', version: 'v1', kind: 'Feed', plural: 'feeds', namespaced: true };
+    api.upsert('configmaps', configMap('cm', {}));
+    const reconciled: string[] = [];
+    const reconcilerOf = (name: string, primary: ResourceKind): Reconciler => ({
+      name,
+      watches: { primary, owned: [] },
+      async reconcile(key: ObjectKey) {
+        reconciled.push(`${name}:${key.name}`);
+        return undefined;
+      },
+    });
+    const { logger: captured, at } = capturingLogger();
+    const manager = createManager({
+      kubeConfig: api.kubeConfig(),
+      namespaces: ['ns1'],
+      leaderElection: { enabled: false, namespace: 'ns1', leaseName: 'lock', identity: 'me' },
+      workers: 1,
+      qps: 1000,
+      burst: 1000,
+      metricsPort: 0,
+      healthPort: 0,
+      fieldManager: 'test',
+      logger: captured,
+      tuning: { registry: new Registry() },
+    });
+    const running = manager.run([reconcilerOf('nodes', CONFIGMAP), reconcilerOf('feeds', feeds)]);
+    try {
+      await waitFor(() => reconciled.includes('nodes:cm') && manager.readiness().ready, 10_000, {
+        description: 'the served controller reconciled and the manager is ready',
+        intervalMs: 10,
+      });
+      const errors = at('ERROR').map((line) => line.msg);
+      expect(errors).to.have.length(1);
+      expect(errors[0]).to.contain('the CRD feeds.example.io is not installed');
+      expect(errors[0]).to.contain('kubectl apply --server-side -f crds/example.io_feeds.yaml');
+      expect(manager.cache.informers().map((informer) => informer.kind.plural)).to.deep.equal(['configmaps']);
+    } finally {
+      await manager.stop();
+      await running;
+    }
+  });
+
+  it('manager: refuses to run when no controller has its CRD served, naming the CRDs', async () => {
+    const feeds: ResourceKind = { group: 'example.io', version: 'v1', kind: 'Feed', plural: 'feeds', namespaced: true };
+    const manager = testManager();
+    const noop: Reconciler = {
+      name: 'feeds',
+      watches: { primary: feeds, owned: [] },
+      reconcile: async () => undefined,
+    };
+    let failure: unknown;
+    await manager.run(noop).catch((error: unknown) => {
+      failure = error;
+    });
+    expect(String(failure)).to.contain('CRDs not installed: feeds.example.io');
+    await manager.stop();
   });
 
   it("manager: an owned kind's transform decides what its cache keeps (before managedFields are dropped)", async () => {

@@ -91,10 +91,47 @@ describe('request log of a cycle', () => {
       madeInBlock: 10,
       headBlock: 20,
       api: { outcome: '2xx', durationMs: 42 },
-      transaction: { hash, nonce: 3, provider: 'p1' },
+      transaction: { hash, nonce: 3, provider: 'p1', kind: 'fulfil' },
       servedBy: 'primary',
     });
     expect(records[3]).to.include({ reason: 'requester is not authorized', headBlock: 20 });
+  });
+
+  it('a request fulfilled in one poll of a window and skipped at a later one (no longer awaiting fulfilment) keeps the transaction that served it', () => {
+    const skippedLater = cycleRequestRecords(
+      {
+        ...summary({
+          seen: [
+            { chainId: '1', id: id(1), state: 'servable', sponsorWallet: wallet(1), blockNumber: 10, headBlock: 25 },
+          ],
+          // A window's results, oldest poll first.
+          results: [
+            output([
+              {
+                id: id(1),
+                kind: 'api',
+                outcome: 'fulfilled',
+                txHash: hash,
+                nonce: 3,
+                provider: 'p1',
+                api: { outcome: '2xx', durationMs: 42 },
+              },
+            ]),
+            output([{ id: id(1), kind: 'api', outcome: 'skipped', reason: 'no longer awaiting fulfilment' }]),
+          ],
+        }),
+        role: 'standby',
+      },
+      { time: new Date('2026-11-25T10:00:00Z') },
+    );
+    expect(skippedLater).to.have.length(1);
+    expect(skippedLater[0]).to.deep.include({
+      state: 'skipped',
+      reason: 'no longer awaiting fulfilment',
+      api: { outcome: '2xx', durationMs: 42 },
+      transaction: { hash, nonce: 3, provider: 'p1', kind: 'fulfil' },
+      servedBy: 'standby',
+    });
   });
 
   it("a standby's transactions are recorded as served by the standby; what it left to the primary, with that reason", () => {
