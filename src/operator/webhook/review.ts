@@ -145,10 +145,14 @@ function ownershipIssues(node: Partial<OracleNode>, lookups: AdmissionLookups): 
   const issues: Issue[] = [];
   const name = node.metadata?.name;
   const stage = specStage(node);
-  const secretName = node.spec?.secretRef?.name;
-  if (name && stage && secretName === childNames(name, stage).signingKey) {
+  const userSecrets = {
+    'spec.secretRef.name': node.spec?.secretRef?.name,
+    'spec.gateway.callers.secretRef.name': node.spec?.gateway?.callers?.secretRef?.name,
+  };
+  for (const [path, secretName] of Object.entries(userSecrets)) {
+    if (!name || !stage || secretName !== childNames(name, stage).signingKey) continue;
     issues.push({
-      path: 'spec.secretRef.name',
+      path,
       message: `${secretName} is the name of the Secret the operator writes the node key into; name your Secret otherwise`,
     });
   }

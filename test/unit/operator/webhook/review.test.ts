@@ -26,6 +26,10 @@ describe('webhook review', () => {
       message:
         'minimal-signing-key is the name of the Secret the operator writes the node key into; name your Secret otherwise',
     });
+    node.spec.secretRef = { name: 'minimal-secrets' };
+    node.spec.gateway = { callers: { secretRef: { name: 'minimal-signing-key' } } };
+    const callers = reviewOracleNode({ operation: 'CREATE', object: node });
+    expect(callers.errors.map((issue) => issue.path)).to.deep.equal(['spec.gateway.callers.secretRef.name']);
   });
 
   it('refuses a node whose children another OracleNode of the namespace names too, and says which', () => {
