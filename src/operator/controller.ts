@@ -153,7 +153,9 @@ export class OracleNodeReconciler implements Reconciler {
     const serviceStage = gatewayServiceStage(node, stage, context.cache);
     const children = buildChildren(input, { holdForRollout, gatewayServiceStage: serviceStage });
     const owner = { uid: node.metadata.uid, namespace: node.metadata.namespace };
-    const foreign = await foreignObjects(owner, children, context);
+    const foreign = await foreignObjects(owner, children, context).catch((error: unknown) =>
+      this.applyFailed(node, error, context, now),
+    );
     if (foreign.length > 0)
       return this.rejectConfig(node, { reason: 'NameConflict', message: foreignMessage(foreign) }, context, now);
     await applyChildren(node, children, context).catch((error: unknown) => this.applyFailed(node, error, context, now));
