@@ -622,7 +622,12 @@ export const oracleNodeSpecSchema = z
               .default(DEFAULT_GATEWAY_SERVER_PORT),
           })
           .optional()
-          .meta(described('The Service in front of the gateway pods.')),
+          .meta(
+            described(
+              "The node's gateway Service, <name>-gateway: one per node, kept through stage rollouts, which switch it " +
+                "to the new stage's gateway pods once they are Ready.",
+            ),
+          ),
         /** Callers with keys and rates (src/gateway/callers.ts): a gateway with callers refuses everyone else. */
         callers: z
           .object({

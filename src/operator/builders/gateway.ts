@@ -14,7 +14,7 @@ import type {
   V2MetricSpec,
 } from '@kubernetes/client-node';
 import { DEFAULT_GATEWAY_SERVER_PORT } from '../../config/index.js';
-import { CALLERS_DIR, CALLERS_VOLUME, CONFIG_FILE, GATEWAY_METRICS_PORT } from '../../contract/pods.js';
+import { CALLERS_DIR, CALLERS_VOLUME, CONFIG_FILE, GATEWAY_METRICS_PORT, LABELS } from '../../contract/pods.js';
 // node-key.ts, not wallet.ts: the operator never loads ethers.
 import { deriveNodePrivateKey } from '../../protocol/node-key.js';
 import { enabledGateways, gatewayServerPort } from '../config.js';
@@ -80,7 +80,7 @@ export function gatewayMetricsPort(input: BuildInput): number {
   return gatewayContainerPort(input) === GATEWAY_METRICS_PORT ? GATEWAY_METRICS_PORT + 1 : GATEWAY_METRICS_PORT;
 }
 
-/** The port of the gateway's Service: spec.gateway.service.port, else the server's default. */
+/** The port of the gateway's Services: spec.gateway.service.port, else the server's default. */
 export function gatewayServicePort(input: BuildInput): number {
   return input.node.spec.gateway?.service?.port ?? DEFAULT_GATEWAY_SERVER_PORT;
 }
@@ -215,26 +215,37 @@ function gatewayPodSpec(input: BuildInput, container: V1Container): V1PodSpec {
   return spec;
 }
 
-export function buildGatewayService(input: BuildInput): Named<V1Service> {
-  const stage = input.config.nodeSettings.stage;
-  const names = childNames(input.node.metadata.name, stage);
+/**
+ * The node's gateway Service (`<node>-gateway`, spec.gateway.service.type): one per node, not stage-qualified, so
+ * its name, ClusterIP and load-balancer address outlive stage rollouts. It selects the pods of `servingStage`: the
+ * rollout switches it to the new stage once that stage's gateway is Ready (reconcile/rollout.ts gatewayServiceStage).
+ * There is no Service per stage: `<node>-<stage>-gateway` would be node `<node>-<stage>`'s Service (a stage's
+ * gateway is reached for a test through its Deployment: `kubectl port-forward deploy/<node>-<stage>-gateway`).
+ */
+export function buildNodeGatewayService(input: BuildInput, servingStage: string): Named<V1Service> {
+  const names = childNames(input.node.metadata.name, input.config.nodeSettings.stage);
+  const meta = metadata(input, names.service, 'gateway');
+  // The stage label would make it one stage's child, removed with that stage.
+  const { [LABELS.stage]: _stage, ...labels } = meta.labels;
   return {
     apiVersion: 'v1',
     kind: 'Service',
-    metadata: metadata(input, names.gateway, 'gateway'),
+    metadata: { ...meta, labels },
     spec: {
       type: input.node.spec.gateway?.service?.type ?? 'ClusterIP',
-      selector: selectorLabels(input.node, stage, 'gateway'),
-      ports: [
-        {
-          name: 'http',
-          port: gatewayServicePort(input),
-          targetPort: 'http',
-          protocol: 'TCP',
-        },
-      ],
+      selector: selectorLabels(input.node, servingStage, 'gateway'),
+      ports: gatewayServicePorts(input),
     },
   };
+}
+
+/** The stage selected by a node gateway Service (buildNodeGatewayService), as applied. */
+export function servedStageOf(service: V1Service | undefined): string | undefined {
+  return service?.spec?.selector?.[LABELS.stage];
+}
+
+function gatewayServicePorts(input: BuildInput): NonNullable<V1Service['spec']>['ports'] {
+  return [{ name: 'http', port: gatewayServicePort(input), targetPort: 'http', protocol: 'TCP' }];
 }
 
 export function buildGatewayPdb(input: BuildInput): Named<V1PodDisruptionBudget> {
@@ -304,6 +315,7 @@ export function publicGatewayUrl(input: BuildInput, service: V1Service | undefin
 export function gatewayUrls(input: BuildInput): Record<string, string> {
   const names = childNames(input.node.metadata.name, input.config.nodeSettings.stage);
   const port = gatewayServicePort(input);
-  const base = `http://${names.gateway}.${input.node.metadata.namespace}.svc.${input.settings.clusterDomain}:${port}`;
+  // The node's Service: the same URL before, during and after a stage rollout.
+  const base = `http://${names.service}.${input.node.metadata.namespace}.svc.${input.settings.clusterDomain}:${port}`;
   return Object.fromEntries(enabledGateways(input.config).map((gateway) => [gateway, base]));
 }

@@ -134,6 +134,7 @@ export const FEED_CONDITION_REASONS = [
   'SecretNotFound',
   'SecretKeyMissing',
   'ApplyFailed',
+  'NameConflict',
 ] as const;
 export type FeedConditionReason = (typeof FEED_CONDITION_REASONS)[number];
 

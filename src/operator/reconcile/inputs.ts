@@ -19,7 +19,7 @@ import { KINDS, type OracleNode } from '../resource.js';
 
 /** Why a node's config cannot be applied: the reason of its ConfigValid=False condition, and the detail. */
 export type ConfigRejection = {
-  reason: 'SecretNotFound' | 'SecretKeyMissing' | 'ValidationFailed';
+  reason: 'SecretNotFound' | 'SecretKeyMissing' | 'ValidationFailed' | 'NameConflict' | 'NodeAddressChanged';
   message: string;
 };
 
@@ -61,7 +61,7 @@ export async function loadInputs(
   };
   const service = context.cache.get<V1Service>(KINDS.service, {
     namespace: node.metadata.namespace,
-    name: childNames(node.metadata.name, validation.config.nodeSettings.stage).gateway,
+    name: childNames(node.metadata.name, validation.config.nodeSettings.stage).service,
   });
   const publicUrl = gatewayEnabled(base) ? publicGatewayUrl(base, service) : undefined;
   const input: BuildInput = publicUrl ? { ...base, publicGatewayUrl: publicUrl } : base;
