@@ -24,6 +24,7 @@ export * from './coordinator.js';
 export * from './gateway.js';
 export * from './rbac.js';
 export * from './resources.js';
+export * from './scanner-skips.js';
 export * from './worker.js';
 
 export type DesiredChild = { kind: ResourceKind; object: Child };
