@@ -5,8 +5,9 @@
 // coordinator creates from its template (per poll, and for a window), and the children of an AirnodeFeed, each with
 // the defaults and hardened. It fails on any failed check, on a check skipped without a reason, and on a skip that
 // docs/security.md does not list (or a listed one that no object skips any more).
-//   node --import tsx scripts/checkov.ts <checkov binary>     (scripts/checkov.sh installs checkov and calls this)
-import { spawnSync } from 'node:child_process';
+// With helm, the chart hardened too (HARDENED_CHART_VALUES), where only the skips no value satisfies are left.
+//   node --import tsx scripts/checkov.ts <checkov binary> [<helm binary>]   (scripts/checkov.sh installs checkov)
+import { execFileSync, spawnSync } from 'node:child_process';
 import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -181,15 +182,35 @@ function summary(reports: CheckovReport[]): string {
   return `${count('passed_checks')} checks pass, ${count('skipped_checks')} are skipped with their reasons, none fails`;
 }
 
+/**
+ * The chart as a platform that hardens it installs it: the image pinned by digest, a CPU limit and both
+ * NetworkPolicies on (in a namespace of its own, so that its policies select only its own pods).
+ */
+export const HARDENED_CHART_VALUES = [
+  `image.digest=sha256:${'0'.repeat(64)}`,
+  'resources.limits.cpu=1',
+  'networkPolicy.operator.enabled=true',
+  'networkPolicy.workloads.enabled=true',
+  `networkPolicy.workloads.namespaces={${NAMESPACE}}`,
+];
+
+function hardenedChart(helm: string): string {
+  const args = ['template', 'oracle-node-operator', join(ROOT, 'charts/oracle-node-operator')];
+  args.push('--namespace', 'oracle-node-hardened', ...HARDENED_CHART_VALUES.flatMap((value) => ['--set', value]));
+  return execFileSync(helm, args, { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
+}
+
 async function main(): Promise<number> {
-  const checkov = process.argv[2];
+  const [checkov, helm] = process.argv.slice(2);
   if (!checkov) {
-    console.error('usage: node --import tsx scripts/checkov.ts <checkov binary>');
+    console.error('usage: node --import tsx scripts/checkov.ts <checkov binary> [<helm binary>]');
     return 2;
   }
   const dir = mkdtempSync(join(tmpdir(), 'ono-checkov-'));
   try {
     copyFileSync(join(ROOT, 'manifests/install.yaml'), join(dir, 'install.yaml'));
+    if (helm) writeFileSync(join(dir, 'install-hardened.yaml'), hardenedChart(helm));
+    else console.log('checkov: no helm given: the hardened chart is not scanned (make cluster-bins builds helm)');
     for (const manifest of await childManifests()) {
       const text = manifest.objects.map((object) => yaml.dump(object, { noRefs: true, lineWidth: -1 })).join('---\n');
       writeFileSync(join(dir, manifest.file), text);
