@@ -154,6 +154,8 @@ export const shardKey = (index: number | string) => `shard-${index}.json`;
 export type WorkerTemplate = {
   namePrefix: string;
   labels: Record<string, string>;
+  /** Annotations of every Job made from it: a policy scanner's skips (operator/builders/scanner-skips.ts). */
+  annotations?: Record<string, string>;
   ownerReferences: V1OwnerReference[];
   activeDeadlineSeconds: number;
   ttlSecondsAfterFinished: number;
@@ -165,6 +167,7 @@ const labelMap = z.record(z.string(), z.string());
 const workerTemplateSchema = z.object({
   namePrefix: z.string().min(1).max(63),
   labels: labelMap,
+  annotations: labelMap.optional(),
   ownerReferences: z.array(
     z.looseObject({ apiVersion: z.string(), kind: z.string(), name: z.string(), uid: z.string() }),
   ),
@@ -225,7 +228,7 @@ export function buildWorkerJob(
     metadata: {
       name: options.name,
       labels,
-      annotations: { [CHAIN_ID_ANNOTATION]: options.chainId },
+      annotations: { ...template.annotations, [CHAIN_ID_ANNOTATION]: options.chainId },
       ownerReferences: template.ownerReferences,
     },
     spec: {
@@ -434,7 +437,12 @@ export function buildWindowWorkerJob(
   return {
     apiVersion: 'batch/v1',
     kind: 'Job',
-    metadata: { name: options.name, labels, ownerReferences: template.ownerReferences },
+    metadata: {
+      name: options.name,
+      labels,
+      ...(template.annotations ? { annotations: template.annotations } : {}),
+      ownerReferences: template.ownerReferences,
+    },
     spec: {
       parallelism: Math.max(1, Math.floor(options.parallelism)),
       // A worker that crashes is replaced; its task goes back to the queue once (src/node/window-tasks.ts).

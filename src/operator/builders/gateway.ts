@@ -31,6 +31,7 @@ import {
   SIGNING_KEY_SECRET_KEY,
   selectorLabels,
 } from './common.js';
+import { NODE_SECRETS_AS_ENV, withScannerSkips } from './scanner-skips.js';
 
 type Named<T> = T & { metadata: { name: string } };
 
@@ -146,10 +147,13 @@ export function buildGatewayDeployment(input: BuildInput): Named<V1Deployment> {
     timeoutSeconds: 2,
     failureThreshold: 2,
   };
+  const podSpec = gatewayPodSpec(input, container);
   return {
     apiVersion: 'apps/v1',
     kind: 'Deployment',
-    metadata: metadata(input, names.gateway, 'gateway'),
+    metadata: withScannerSkips(metadata(input, names.gateway, 'gateway'), podSpec, {
+      secretsAsEnv: NODE_SECRETS_AS_ENV,
+    }),
     spec: {
       // With autoscaling the HPA sets the replica count; applying one here would fight it on every reconcile.
       ...(gatewayAutoscaling(input) ? {} : { replicas: gatewayReplicas(input) }),
@@ -159,7 +163,7 @@ export function buildGatewayDeployment(input: BuildInput): Named<V1Deployment> {
       revisionHistoryLimit: 3,
       template: {
         metadata: podTemplateMetadata(input, 'gateway', labels(input.node, stage, 'gateway')),
-        spec: gatewayPodSpec(input, container),
+        spec: podSpec,
       },
     },
   };

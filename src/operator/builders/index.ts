@@ -26,6 +26,7 @@ export * from './gateway.js';
 export * from './names.js';
 export * from './rbac.js';
 export * from './resources.js';
+export * from './scanner-skips.js';
 export * from './worker.js';
 
 export type DesiredChild = { kind: ResourceKind; object: Child };

@@ -15,6 +15,7 @@ import {
 } from './common.js';
 import { gatewayMaxReplicas } from './gateway.js';
 import { inheritedMetadata } from './pod-overrides.js';
+import { NODE_SECRETS_AS_ENV, scannerSkips } from './scanner-skips.js';
 
 export const DEFAULT_WORKER_DEADLINE_SECONDS = 50;
 export const DEFAULT_WORKER_TTL_SECONDS = 300;
@@ -51,6 +52,7 @@ export function buildWorkerTemplate(input: BuildInput): WorkerTemplate {
   return {
     namePrefix: names.worker,
     labels: workerLabels,
+    annotations: scannerSkips(spec, { secretsAsEnv: NODE_SECRETS_AS_ENV }),
     ownerReferences: [{ ...ownerReference(input.node), blockOwnerDeletion: false }],
     activeDeadlineSeconds: input.node.spec.worker?.activeDeadlineSeconds ?? DEFAULT_WORKER_DEADLINE_SECONDS,
     ttlSecondsAfterFinished: input.node.spec.worker?.ttlSecondsAfterFinished ?? DEFAULT_WORKER_TTL_SECONDS,

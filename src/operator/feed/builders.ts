@@ -24,6 +24,7 @@ import {
   hashOf,
   mergeResources,
   POD_SECURITY_CONTEXT,
+  withScannerSkips,
 } from '../builders/index.js';
 import { ANNOTATIONS, KINDS, MANAGED_BY } from '../resource.js';
 import { type AirnodeFeed, FEED_API_VERSION, FEED_KIND } from './api.js';
@@ -238,7 +239,10 @@ export function buildFeedDeployment(input: FeedBuildInput): V1Deployment {
   return {
     apiVersion: 'apps/v1',
     kind: 'Deployment',
-    metadata: metadata(feed, names.deployment),
+    metadata: withScannerSkips(metadata(feed, names.deployment), podSpec, {
+      apiToken: 'it writes its report ConfigMap through the Kubernetes API',
+      secretsAsEnv: 'one variable per key the config references and never the whole Secret',
+    }),
     spec: {
       replicas: 1,
       selector: { matchLabels: feedSelectorLabels(feed) },
