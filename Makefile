@@ -61,12 +61,13 @@ build: install ## Compile TypeScript into dist/
 	@chmod +x dist/cli/index.js
 
 .PHONY: lint
-lint: install ## Lint, format, type-check; src/ layering; no path leaves the repository; workflows (actionlint)
+lint: install ## Lint, format, type-check; src/ layering; no path leaves the repository; workflows (actionlint); policy scan (checkov)
 	$(BIN)/biome check .
 	$(BIN)/tsc -p tsconfig.json --noEmit
 	node scripts/check-layers.ts
 	node scripts/check-repo-paths.ts
 	scripts/actionlint.sh
+	scripts/checkov.sh
 
 .PHONY: format
 format: install ## Rewrite files with the formatter and safe lint fixes

@@ -125,7 +125,8 @@ function freePort(): Promise<number> {
   });
 }
 
-type Child = { port: number; stubPort?: number; pid: number; stop(): void };
+/** send: a message to the child, answered once it has acted on it. */
+type Child = { port: number; stubPort?: number; pid: number; stop(): void; send(message: Serializable): Promise<void> };
 
 /** A child process that answers its port(s) in its first IPC message; `input`, if given, is sent to it first. */
 function spawnChild(role: string, modulePath: string, args: string[], execArgv: string[], input?: Serializable) {
@@ -136,7 +137,16 @@ function spawnChild(role: string, modulePath: string, args: string[], execArgv: 
   if (input !== undefined) child.send(input);
   return new Promise<Child>((resolve, reject) => {
     child.once('message', (message: { port: number; stubPort?: number }) =>
-      resolve({ ...message, pid: child.pid!, stop: () => child.kill('SIGINT') }),
+      resolve({
+        ...message,
+        pid: child.pid!,
+        stop: () => child.kill('SIGINT'),
+        send: (next) =>
+          new Promise<void>((done) => {
+            child.once('message', () => done());
+            child.send(next);
+          }),
+      }),
     );
     child.once('exit', (code) => reject(new Error(`${role} exited with ${code}`)));
   });
@@ -242,6 +252,9 @@ function signaturesPerSecond(seconds: number, signer: 'ethers' | 'libsecp256k1')
 }
 
 const MINIMAL_PROXY = 'Bare proxy (node:http, keep-alive agent, no framework, no engine), distinct parameters';
+const BUDGETED = 'HTTP gateway with an API rate budget (never refusing), distinct parameters';
+/** What `--api-rate-limit 'Loopback API=1000000/m'` sets: far above the rates here, so it never refuses. */
+const NEVER_REFUSING_BUDGET = [{ ois: OIS_TITLE, rate: { calls: 1_000_000, windowMs: 60_000 } }];
 const PROCESSED_ROW = 'Signed-data gateway with post-processing, distinct parameters';
 const JSON_HEADERS = { 'content-type': 'application/json' };
 const DISTINCT = 100_000;
@@ -323,6 +336,8 @@ async function main(): Promise<void> {
       reference?: autocannon.Options;
       direct?: boolean;
       process?: number;
+      /** Our gateway with the API's rate budget (one that never refuses) for this row, none for the others. */
+      budget?: boolean;
     };
     const pairs: Pair[] = [
       { name: 'API directly', ours: direct, direct: true },
@@ -339,6 +354,8 @@ async function main(): Promise<void> {
         ours: post(`${ours}${httpPath}`, httpBody, true),
         reference: post(`${theirs}${httpPath}`, httpBody, true),
       },
+      // The same gateway process, its API given a rate budget that never refuses here for this row only.
+      { name: BUDGETED, ours: post(`${ours}${httpPath}`, httpBody, true), budget: true },
       // Not a gateway of ours: the same distinct bodies through the least a Node.js one-hop proxy does (see
       // bench/support/gateway-children.mjs), measured right after the HTTP gateway rows as the ceiling here.
       {
@@ -383,7 +400,9 @@ async function main(): Promise<void> {
           if (!options) continue;
           const target = pair.direct ? undefined : who === 'reference' ? reference.pid : (pair.process ?? gateway.pid);
           const pids = { api: api.pid, ...(target ? { gateway: target } : {}) };
+          if (pair.budget) await gateway.send({ apiLimits: NEVER_REFUSING_BUDGET });
           record(`${pair.name}|${who}`, await load(`round ${round + 1} ${pair.name} ${who}`, options, pids));
+          if (pair.budget) await gateway.send({ apiLimits: [] });
         }
       }
       signing.push(signaturesPerSecond(2, 'ethers'));
@@ -501,6 +520,7 @@ async function main(): Promise<void> {
       `- Raw EIP-191 signing with the gateway's own signer (\`fastMessageSigner\`, libsecp256k1), one core: ${count(median(fastSigning))}/s (rounds ${fastSigning.map(count).join(' / ')}). Signed-data gateway ÷ that, same round: **${signedShare('Signed-data gateway, same parameters', fastSigning)}** with the same parameters, **${signedShare('Signed-data gateway, distinct parameters', fastSigning)}** with distinct ones.`,
       `- CPU per request, HTTP gateway with distinct parameters ÷ the bare proxy, same round: **${cpuRatio('HTTP gateway, distinct parameters|ours', `${MINIMAL_PROXY}|ours`)}x** (goal <= 1.3x). Signed-data gateway with post-processing ÷ the reference, same round: **${paired(`${PROCESSED_ROW}|ours`, `${PROCESSED_ROW}|reference`).toFixed(2)}x** (goal >= 7x); without post-processing ${paired('Signed-data gateway, distinct parameters|ours', 'Signed-data gateway, distinct parameters|reference').toFixed(2)}x.`,
       `- ${MINIMAL_PROXY} (not a gateway of ours; the same distinct bodies, one API call each), same round: **${percent(`${MINIMAL_PROXY}|ours`, 'API directly|ours')}** of the API directly, ${percent(`${MINIMAL_PROXY}|ours`, 'API directly, distinct parameters|ours')} of the API directly with distinct parameters. Our HTTP gateway with distinct parameters ÷ the bare proxy: **${percent('HTTP gateway, distinct parameters|ours', `${MINIMAL_PROXY}|ours`)}** (goal >= 85 %); the reference's ÷ the bare proxy: ${percent('HTTP gateway, distinct parameters|reference', `${MINIMAL_PROXY}|ours`)}.`,
+      `- The APIs' rate budget (\`--api-rate-limit\`, one that never refuses: ${OIS_TITLE}=1000000/m, set in the same gateway process for its row only), same round: our HTTP gateway with distinct parameters ÷ the bare proxy **${percent(`${BUDGETED}|ours`, `${MINIMAL_PROXY}|ours`)}** with it, ${percent('HTTP gateway, distinct parameters|ours', `${MINIMAL_PROXY}|ours`)} without (goal: within 2 points); CPU per request with it ÷ without: ${cpuRatio(`${BUDGETED}|ours`, 'HTTP gateway, distinct parameters|ours')}x.`,
     ];
     if (only) process.stdout.write(`${body.join('\n')}\n`);
     else writeSection('Gateways', body);

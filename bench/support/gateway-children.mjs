@@ -7,7 +7,7 @@ import { Agent, createServer, request as httpRequest } from 'node:http';
 import { validateConfig } from '../../dist/config/index.js';
 import { startGatewayServer } from '../../dist/gateway/server.js';
 import { silentLogger } from '../../dist/observability/index.js';
-import { callEndpoint } from '../../dist/ois/index.js';
+import { callEndpoint, setApiBudgets } from '../../dist/ois/index.js';
 
 // SIGINT ends a child with exit(0) so that --cpu-prof can write its profile.
 process.on('SIGINT', () => process.exit(0));
@@ -98,4 +98,9 @@ const role = process.argv[2];
 process.once('message', async (message) => {
   const answer = role === 'gateway' ? await serveGateway(message) : await serveMinimalProxy(message);
   process.send(answer);
+  // Later messages to the gateway: { apiLimits } sets the process's APIs' budgets (what --api-rate-limit sets).
+  process.on('message', ({ apiLimits }) => {
+    setApiBudgets(apiLimits, { defaultMaxWaitMs: 0 });
+    process.send({ ok: true });
+  });
 });

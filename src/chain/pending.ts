@@ -67,10 +67,38 @@ type Sighting = { latestCount: number; pendingCount: number; since: number };
  * coordinator sent a transaction (one overlapping this one sent it a moment ago, for requests that waited long), so
  * only the process's own sightings make a transaction stuck. The count starts again when a transaction is mined (the
  * wallet is being served), when new ones join the pool, and when this process sends (a replacement gets its blocks
- * too, so it is never bumped again on the next poll). In memory: a new process starts with no sightings.
+ * too, so it is never bumped again on the next poll). In memory, and handed from one coordinator run to the next with
+ * the hand-over Lease (`toHandOver`, `takeOver`: docs/chain-cycle.md, "Pending transactions"), so the count goes on
+ * across runs shorter than STUCK_AFTER_BLOCKS blocks.
  */
 export class PendingSightings {
   private readonly byWallet = new Map<string, Sighting>();
+
+  /**
+   * The sightings as the next run takes them over (takeOver): JSON, at most MAX_HANDED_OVER_SIGHTINGS wallets (those
+   * seen pending the longest first: the nearest to being replaced). Undefined when there are none.
+   */
+  toHandOver(): string | undefined {
+    if (this.byWallet.size === 0) return undefined;
+    const oldest = [...this.byWallet].sort(([, a], [, b]) => a.since - b.since).slice(0, MAX_HANDED_OVER_SIGHTINGS);
+    const sightings = Object.fromEntries(oldest.map(([key, s]) => [key, [s.latestCount, s.pendingCount, s.since]]));
+    return JSON.stringify({ version: HAND_OVER_VERSION, sightings });
+  }
+
+  /**
+   * Takes over the sightings of the run before (toHandOver), read back as untrusted input: what is not a sighting is
+   * left out, and a wallet this process has seen itself keeps its own. Answers how many were taken.
+   */
+  takeOver(handedOver: string | undefined): number {
+    const sightings = parseHandOver(handedOver);
+    let taken = 0;
+    for (const [key, sighting] of sightings) {
+      if (this.byWallet.has(key) || this.byWallet.size >= MAX_HANDED_OVER_SIGHTINGS) continue;
+      this.byWallet.set(key, sighting);
+      taken++;
+    }
+    return taken;
+  }
 
   /** Records a read of the wallet's counts at `block`; answers for how many blocks they have been seen pending. */
   observe(wallet: string, counts: { latestCount: number; pendingCount: number; block: number }): number {
@@ -103,3 +131,32 @@ export const processPendingSightings = (): PendingSightings => PROCESS_SIGHTINGS
 
 /** The key of a wallet's sightings: the same for the shards and a standby's cycle. */
 export const sightingsKey = (chainId: string, wallet: string): string => `${chainId}:${wallet.toLowerCase()}`;
+
+/** The most wallets whose sightings a run hands over: a Lease annotation of about 20 KiB at most. */
+export const MAX_HANDED_OVER_SIGHTINGS = 256;
+const HAND_OVER_VERSION = 1;
+/** A sighting's key (a chain id and a wallet address) as the shards make it: bounded, and nothing else. */
+const SIGHTING_KEY = /^[0-9]{1,20}:0x[0-9a-f]{40}$/;
+const isCount = (value: unknown): value is number =>
+  typeof value === 'number' && Number.isSafeInteger(value) && value >= 0;
+
+/** The sightings in a hand-over (PendingSightings.toHandOver); anything else is left out, never thrown. */
+function parseHandOver(handedOver: string | undefined): Map<string, Sighting> {
+  const sightings = new Map<string, Sighting>();
+  if (handedOver === undefined || handedOver.length > 64 * 1024) return sightings;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(handedOver);
+  } catch {
+    return sightings;
+  }
+  const { version, sightings: entries } = (parsed ?? {}) as { version?: unknown; sightings?: unknown };
+  if (version !== HAND_OVER_VERSION || typeof entries !== 'object' || entries === null) return sightings;
+  for (const [key, value] of Object.entries(entries)) {
+    if (sightings.size >= MAX_HANDED_OVER_SIGHTINGS) break;
+    if (!SIGHTING_KEY.test(key) || !Array.isArray(value) || value.length !== 3 || !value.every(isCount)) continue;
+    const [latestCount, pendingCount, since] = value as [number, number, number];
+    if (pendingCount > latestCount) sightings.set(key, { latestCount, pendingCount, since });
+  }
+  return sightings;
+}

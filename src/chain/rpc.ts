@@ -9,7 +9,20 @@ export type RpcOptions = {
   attempts?: number;
   /** Back-off before a retry: uniformly random in [min, max]. */
   backoffMs?: { min: number; max: number };
+  /**
+   * Why the caller's work has stopped (undefined while it goes on), asked when the call leaves for the provider: a
+   * call still queued then is not sent (RpcCallStopped), however long the provider kept it waiting.
+   */
+  stopReason?: () => string | undefined;
 };
+
+/** A call that was never sent: the caller's work stopped while it waited for the provider (RpcOptions.stopReason). */
+export class RpcCallStopped extends Error {
+  constructor(readonly reason: string) {
+    super(`not sent: ${reason}`);
+    this.name = 'RpcCallStopped';
+  }
+}
 
 export class RpcError extends Error {
   constructor(
@@ -38,12 +51,64 @@ export class RpcAnswerTooLarge extends RpcTransportError {
   }
 }
 
-/** The provider answered a whole JSON-RPC batch with one error: it does not take batches (or not this big). */
+/**
+ * The provider refused a JSON-RPC batch as a batch (batchRefusal): none of its calls was carried out. Remembered for
+ * the provider, whose later batches are refused here without a call (RpcClient.takesBatches).
+ */
 export class RpcBatchRefused extends RpcError {
   constructor(message: string, code?: number) {
     super(message, code);
     this.name = 'RpcBatchRefused';
   }
+}
+
+/** An HTTP answer that is not JSON, with its status: what a proxy or a gateway in front of the provider says. */
+export class RpcHttpError extends RpcTransportError {
+  constructor(readonly status: number) {
+    super(`provider returned non-JSON (HTTP ${status})`);
+    this.name = 'RpcHttpError';
+  }
+}
+
+/** "Invalid Request": what a provider that takes no batches answers for each call of one. */
+const INVALID_REQUEST = -32600;
+const MENTIONS_BATCH = /\bbatch/i;
+/**
+ * HTTP statuses of a refused request that say nothing about its shape: credentials, a timeout, a rate limit. Any other
+ * 4xx to a batch (400, 405, 413 Payload Too Large, 422, ...) refuses the batch, which was not carried out.
+ */
+const NOT_ABOUT_THE_BATCH = new Set([401, 403, 407, 408, 429]);
+
+type ErrorObject = { code?: number; message?: string };
+const errorOf = (entry: unknown): ErrorObject | undefined => {
+  if (typeof entry !== 'object' || entry === null || !('error' in entry)) return undefined;
+  const { error } = entry as { error?: unknown };
+  return typeof error === 'object' && error !== null ? (error as ErrorObject) : { message: String(error) };
+};
+
+/**
+ * Why a provider refused a JSON-RPC batch as a batch, or undefined when it took it (its entries then answer each call).
+ * Providers refuse in several shapes, and none of them carries out any call of the batch: one error object for the
+ * whole batch; an array with one error and none of the batch's ids (`id: null`); every call answered with
+ * -32600 Invalid Request (the calls are well formed: it is their being in a batch that is refused), or with an error
+ * that names batches ("batch requests are not supported"). An HTTP 4xx to a batch is the fourth shape (batchRefusalOf).
+ */
+export function batchRefusal(answer: unknown, ids: readonly unknown[]): ErrorObject | undefined {
+  if (!Array.isArray(answer)) return errorOf(answer);
+  const ours = new Set(ids);
+  const answered = answer.filter((entry) => ours.has((entry as { id?: unknown } | null)?.id));
+  if (answered.length === 0) return answer.map(errorOf).find((error) => error !== undefined);
+  if (answered.length < ids.length) return undefined;
+  const errors = answered.map(errorOf);
+  const refusesBatches = (error: ErrorObject | undefined) =>
+    error !== undefined && (error.code === INVALID_REQUEST || MENTIONS_BATCH.test(error.message ?? ''));
+  return errors.every(refusesBatches) ? errors[0] : undefined;
+}
+
+/** An error thrown by a batch's transport that refuses the batch as such (an HTTP 4xx about it), else undefined. */
+function batchRefusalOf(error: unknown): ErrorObject | undefined {
+  if (!(error instanceof RpcHttpError) || error.status < 400 || error.status > 499) return undefined;
+  return NOT_ABOUT_THE_BATCH.has(error.status) ? undefined : { message: `HTTP ${error.status}` };
 }
 
 export type BatchEntry = { ok: true; result: unknown } | { ok: false; error: RpcError };
@@ -136,13 +201,17 @@ export const httpTransport =
     try {
       return JSON.parse(text);
     } catch {
-      throw new RpcTransportError(`provider returned non-JSON (HTTP ${response.status})`);
+      throw new RpcHttpError(response.status);
     }
   };
 
 const fetchTransport = httpTransport();
 
-const DEFAULTS: Required<RpcOptions> = { timeoutMs: 5_000, attempts: 2, backoffMs: { min: 200, max: 1_000 } };
+const DEFAULTS: Required<Omit<RpcOptions, 'stopReason'>> = {
+  timeoutMs: 5_000,
+  attempts: 2,
+  backoffMs: { min: 200, max: 1_000 },
+};
 
 /**
  * In-flight requests per provider URL, shared by every client of the process: fifty shards planning at
@@ -167,6 +236,7 @@ type QueuedCall = {
   params: unknown[];
   timeoutMs: number;
   transport: RpcTransport;
+  stopReason: (() => string | undefined) | undefined;
   resolve: (answer: unknown) => void;
   reject: (error: unknown) => void;
 };
@@ -177,10 +247,20 @@ class ProviderQueue {
   private calls: QueuedCall[] = [];
   private readonly batches: (() => void)[] = [];
   private scheduled = false;
-  /** Cleared for good once the provider answers a batch with one error object (it does not take batches). */
+  /** Cleared for good once the provider refuses a batch as such (batchRefusal): from then on, one call at a time. */
   private batching = true;
   /** How long the provider's last answers took (ms), newest last: its measured latency (see `latencyMs`). */
   private readonly answerTimes: number[] = [];
+
+  /** Whether the provider takes JSON-RPC batches, as far as this process has seen. */
+  get takesBatches(): boolean {
+    return this.batching;
+  }
+
+  /** The provider refused a batch as such: nothing is sent to it as a batch again in this process. */
+  refuseBatches(): void {
+    this.batching = false;
+  }
 
   /** The slowest of the provider's last few answers, undefined before the first one. */
   get latencyMs(): number | undefined {
@@ -210,9 +290,15 @@ class ProviderQueue {
   }
 
   /** One call's JSON-RPC answer object (its `result` or `error` still to be checked by the caller). */
-  call(method: string, params: unknown[], timeoutMs: number, transport: RpcTransport): Promise<unknown> {
+  call(
+    method: string,
+    params: unknown[],
+    timeoutMs: number,
+    transport: RpcTransport,
+    stopReason?: () => string | undefined,
+  ): Promise<unknown> {
     return new Promise((resolve, reject) => {
-      this.calls.push({ method, params, timeoutMs, transport, resolve, reject });
+      this.calls.push({ method, params, timeoutMs, transport, stopReason, resolve, reject });
       this.schedule();
     });
   }
@@ -228,6 +314,7 @@ class ProviderQueue {
   }
 
   private pump(): void {
+    this.dropStopped();
     while (this.active < this.limit) {
       const batch = this.batches.shift();
       if (batch) {
@@ -250,11 +337,25 @@ class ProviderQueue {
     }
   }
 
+  /** Calls whose caller stopped while they waited leave the queue unsent. */
+  private dropStopped(): void {
+    this.calls = this.calls.filter((call) => {
+      const reason = call.stopReason?.();
+      if (reason !== undefined) call.reject(new RpcCallStopped(reason));
+      return reason === undefined;
+    });
+  }
+
   private async send(calls: QueuedCall[]): Promise<void> {
     // A batch carries many calls' work: it gets twice the longest budget among them.
     const timeoutMs = Math.max(...calls.map((c) => c.timeoutMs)) * (calls.length > 1 ? 2 : 1);
     const what = calls.length === 1 ? calls[0]!.method : `batch of ${calls.length}`;
     const entries = calls.map((c, i) => ({ jsonrpc: '2.0', id: i + 1, method: c.method, params: c.params }));
+    // Refused as a batch (none of its calls carried out): the same calls again, one by one, and never a batch again.
+    const refused = () => {
+      this.batching = false;
+      this.calls.unshift(...calls);
+    };
     let answer: unknown;
     try {
       const body = JSON.stringify(calls.length === 1 ? entries[0] : entries);
@@ -262,6 +363,7 @@ class ProviderQueue {
       answer = await withTimeout(calls[0]!.transport(this.url, body, timeoutMs), timeoutMs, what);
       this.recordAnswerTime(performance.now() - started);
     } catch (error) {
+      if (calls.length > 1 && batchRefusalOf(error)) return refused();
       for (const call of calls) call.reject(error);
       return;
     }
@@ -269,12 +371,14 @@ class ProviderQueue {
       calls[0]!.resolve(answer);
       return;
     }
-    if (!Array.isArray(answer)) {
-      // One answer for the whole batch: the provider does not take batches. The same calls again, one by one.
-      this.batching = false;
-      this.calls.unshift(...calls);
-      return;
-    }
+    if (
+      !Array.isArray(answer) ||
+      batchRefusal(
+        answer,
+        entries.map((entry) => entry.id),
+      )
+    )
+      return refused();
     const byId = new Map<unknown, unknown>();
     for (const entry of answer) {
       if (typeof entry === 'object' && entry !== null && 'id' in entry) byId.set((entry as { id: unknown }).id, entry);
@@ -322,15 +426,15 @@ export class RpcClient {
   }
 
   async request<T = unknown>(method: string, params: unknown[], options: RpcOptions = {}): Promise<T> {
-    const { timeoutMs, attempts, backoffMs } = { ...DEFAULTS, ...this.defaults, ...options };
+    const { timeoutMs, attempts, backoffMs, stopReason } = { ...DEFAULTS, ...this.defaults, ...options };
     let lastError: unknown;
     for (let attempt = 1; attempt <= attempts; attempt++) {
       try {
-        return await this.once<T>(method, params, timeoutMs);
+        return await this.once<T>(method, params, timeoutMs, stopReason);
       } catch (error) {
         lastError = error;
         // A JSON-RPC error answer (revert, nonce too low, …) is deterministic: retrying will not help.
-        if (error instanceof RpcError) throw error;
+        if (error instanceof RpcError || error instanceof RpcCallStopped) throw error;
         if (attempt < attempts) {
           const wait = backoffMs.min + Math.random() * Math.max(0, backoffMs.max - backoffMs.min);
           await new Promise((resolve) => setTimeout(resolve, wait));
@@ -340,33 +444,48 @@ export class RpcClient {
     throw lastError;
   }
 
+  /** Whether this provider takes JSON-RPC batches (false once it refused one in this process). */
+  get takesBatches(): boolean {
+    return this.queue.takesBatches;
+  }
+
   /**
    * Several calls in one JSON-RPC batch (one HTTP exchange), answered in the order given. Each entry settles on
    * its own: a result, or the RpcError the provider answered for it. Sent once (no retry: a batch may carry
    * transactions, and a lost answer is settled by reading nonces, not by resending). A provider that refuses
-   * batches answers with one error object: that is an RpcBatchRefused, so the caller can send one at a time.
+   * batches (batchRefusal, or an HTTP 4xx to the batch) gets an RpcBatchRefused, so the caller can send one at a
+   * time; the refusal is remembered for the provider, and its later batches are refused here without a call.
    */
   async batch(
     calls: { method: string; params: unknown[] }[],
-    options: Pick<RpcOptions, 'timeoutMs'> = {},
+    options: Pick<RpcOptions, 'timeoutMs' | 'stopReason'> = {},
   ): Promise<BatchEntry[]> {
     if (calls.length === 0) return [];
     const timeoutMs = options.timeoutMs ?? this.defaults.timeoutMs ?? DEFAULTS.timeoutMs;
-    const ids = calls.map(() => this.nextId++);
-    this.calls += calls.length;
-    const body = JSON.stringify(calls.map((call, i) => ({ jsonrpc: '2.0', id: ids[i], ...call })));
     const what = `batch of ${calls.length} (${calls[0]!.method})`;
+    if (!this.queue.takesBatches) throw new RpcBatchRefused(`${what}: the provider takes no batches`);
+    const refused = (error: ErrorObject) => {
+      this.queue.refuseBatches();
+      return new RpcBatchRefused(`${what}: ${error.message ?? 'refused'}`, error.code);
+    };
+    const ids = calls.map(() => this.nextId++);
+    const body = JSON.stringify(calls.map((call, i) => ({ jsonrpc: '2.0', id: ids[i], ...call })));
     const release = await this.queue.acquire();
     let answer: unknown;
     try {
+      // Asked again once the provider has a slot for the batch: it may have kept the batch waiting.
+      const stopped = options.stopReason?.();
+      if (stopped !== undefined) throw new RpcCallStopped(stopped);
+      this.calls += calls.length;
       answer = await withTimeout(this.transport(this.url, body, timeoutMs), timeoutMs, what);
+    } catch (error) {
+      const refusal = batchRefusalOf(error);
+      throw refusal ? refused(refusal) : error;
     } finally {
       release();
     }
-    if (typeof answer === 'object' && answer !== null && !Array.isArray(answer) && 'error' in answer) {
-      const { error } = answer as { error?: { code?: number; message?: string } };
-      throw new RpcBatchRefused(`${what}: ${error?.message ?? 'refused'}`, error?.code);
-    }
+    const refusal = batchRefusal(answer, ids);
+    if (refusal) throw refused(refusal);
     if (!Array.isArray(answer)) throw new RpcTransportError(`${what}: malformed JSON-RPC answer`);
     // Batch answers may come in any order: match them by id, and every call must have exactly one.
     const byId = new Map<unknown, unknown>();
@@ -393,9 +512,14 @@ export class RpcClient {
     });
   }
 
-  private async once<T>(method: string, params: unknown[], timeoutMs: number): Promise<T> {
+  private async once<T>(
+    method: string,
+    params: unknown[],
+    timeoutMs: number,
+    stopReason: (() => string | undefined) | undefined,
+  ): Promise<T> {
     this.calls++;
-    const answer = await this.queue.call(method, params, timeoutMs, this.transport);
+    const answer = await this.queue.call(method, params, timeoutMs, this.transport, stopReason);
     if (typeof answer !== 'object' || answer === null || Array.isArray(answer)) {
       throw new RpcTransportError(`${method}: malformed JSON-RPC answer`);
     }

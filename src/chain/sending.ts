@@ -7,7 +7,13 @@
 // can pay) leaves its nonce unused while the later entries were accepted, and those would wait behind that gap
 // forever. Each such hole is filled at once with a zero-value transfer to the wallet itself (21,000 gas at the
 // wallet's price), after which nothing more is sent for the wallet this cycle: what was rejected waits for the
-// next cycle, as before. A provider that refuses batches gets the transactions one at a time.
+// next cycle, as before. A provider that refuses batches (in any of the shapes rpc.ts's batchRefusal knows, or with an
+// HTTP 4xx) gets the transactions one at a time, and, remembered for the provider, every later send too.
+//
+// A stop (the run's deadline, SIGTERM, a lost hand-over Lease: `stopReason`) is asked before every batch, every single
+// transaction and every filler, and again as each leaves the provider's queue (RpcOptions.stopReason): once it is
+// there, nothing more reaches the provider, however slowly it answers what was sent before. What was not sent is
+// reported as such (`stopped`); its nonces stay free for whoever sends next.
 //
 // Some error answers do not mean "refused": "already known" (and its spellings in other clients) says this very
 // transaction is in the pool, and "nonce too low" or "replacement transaction underpriced" may be said of our own
@@ -18,7 +24,15 @@
 import { type BaseWallet, keccak256 } from 'ethers';
 import { signPlanned } from './fulfillment.js';
 import type { GasTarget } from './gas-price.js';
-import { asData, type BatchEntry, RpcBatchRefused, type RpcClient, RpcError, RpcTransportError } from './rpc.js';
+import {
+  asData,
+  type BatchEntry,
+  RpcBatchRefused,
+  RpcCallStopped,
+  type RpcClient,
+  RpcError,
+  RpcTransportError,
+} from './rpc.js';
 
 /** Transactions per JSON-RPC batch (providers commonly cap batches at 50-100 calls). */
 export const SEND_BATCH_SIZE = 50;
@@ -52,7 +66,7 @@ export function transactionHash(signed: string): string {
 }
 
 export type SendReport = {
-  /** Per transaction given, in order: sent, rejected, or undefined when not sent (after a rejection). */
+  /** Per transaction given, in order: sent, rejected, or undefined when not sent (after a rejection or the stop). */
   sent: (Sent | undefined)[];
   /** Zero-value transfers that filled the nonces of rejected transactions below accepted ones. */
   fillers: Filler[];
@@ -63,6 +77,8 @@ export type SendReport = {
    * the hash the chain will know them by), for the caller to confirm by hash before counting them.
    */
   unanswered?: { index: number; nonce: number; txHash: string }[];
+  /** The stop came before everything was sent (its reason): what is undefined in `sent` never left. */
+  stopped?: string;
 };
 
 export type SendOptions = {
@@ -78,6 +94,8 @@ export type SendOptions = {
    */
   pendingNonce?: number;
   batchSize?: number;
+  /** Why the run stopped, undefined while it goes on: asked before every send (see the header). */
+  stopReason?: () => string | undefined;
 };
 
 /**
@@ -86,21 +104,23 @@ export type SendOptions = {
  * settle by reading the nonce again through another provider; batches answered before it are reported.
  */
 export async function sendInNonceOrder(transactions: Signable[], options: SendOptions): Promise<SendReport> {
-  const { client, wallet, chainId, firstNonce } = options;
-  let batchSize = Math.max(1, options.batchSize ?? SEND_BATCH_SIZE);
+  const { client, wallet, chainId, firstNonce, stopReason } = options;
+  let batchSize = client.takesBatches ? Math.max(1, options.batchSize ?? SEND_BATCH_SIZE) : 1;
   const report: SendReport = { sent: new Array(transactions.length).fill(undefined), fillers: [] };
   let start = 0;
   while (start < transactions.length) {
     const chunk = transactions.slice(start, start + batchSize);
     const signed = await Promise.all(chunk.map((tx, i) => signPlanned(wallet, tx, firstNonce + start + i, chainId)));
     let entries: SendAnswer[];
+    let stopped: string | undefined;
     try {
-      entries = await sendSigned(client, signed, batchSize > 1);
+      ({ answers: entries, stopped } = await sendSigned(client, signed, batchSize > 1, stopReason));
     } catch (error) {
       if (error instanceof RpcBatchRefused && batchSize > 1) {
         batchSize = 1; // the same chunk again, one transaction at a time
         continue;
       }
+      if (error instanceof RpcCallStopped) return { ...report, stopped: error.reason };
       if (error instanceof RpcTransportError) {
         const unanswered = signed.map((tx, i) => ({
           index: start + i,
@@ -126,6 +146,7 @@ export async function sendInNonceOrder(transactions: Signable[], options: SendOp
       }
     });
     if (rejectedNonces.length === 0) {
+      if (stopped !== undefined) return { ...report, stopped };
       start += chunk.length;
       continue;
     }
@@ -134,7 +155,9 @@ export async function sendInNonceOrder(transactions: Signable[], options: SendOp
     const holes = freeNonces.filter((nonce) => nonce < highestAccepted);
     if (holes.length > 0) {
       try {
-        report.fillers = await fillHoles(options, holes, batchSize > 1);
+        const filled = await fillHoles(options, holes, batchSize > 1);
+        report.fillers = filled.fillers;
+        if (filled.stopped !== undefined) return { ...report, stopped: filled.stopped };
       } catch (error) {
         if (error instanceof RpcTransportError) return { ...report, transportError: error };
         throw error;
@@ -145,22 +168,40 @@ export async function sendInNonceOrder(transactions: Signable[], options: SendOp
   return report;
 }
 
-async function sendSigned(client: RpcClient, signed: string[], asBatch: boolean): Promise<SendAnswer[]> {
-  if (asBatch && signed.length > 1) {
+/**
+ * Sends signed transactions as one batch, or one at a time: the answers of those sent, in order, and the stop's reason
+ * when it came before the rest (one at a time). A batch stopped before it left throws RpcCallStopped.
+ */
+async function sendSigned(
+  client: RpcClient,
+  signed: string[],
+  asBatch: boolean,
+  stopReason: (() => string | undefined) | undefined,
+): Promise<{ answers: SendAnswer[]; stopped?: string }> {
+  const stopped = stopReason?.();
+  if (stopped !== undefined) return { answers: [], stopped };
+  if (asBatch && signed.length > 1 && client.takesBatches) {
     const entries = await client.batch(
       signed.map((tx) => ({ method: 'eth_sendRawTransaction', params: [tx] })),
-      { timeoutMs: SEND_TIMEOUT_MS },
+      { timeoutMs: SEND_TIMEOUT_MS, ...(stopReason ? { stopReason } : {}) },
     );
-    return Promise.all(entries.map((entry, i) => settleAnswer(client, signed[i]!, entry)));
+    return { answers: await Promise.all(entries.map((entry, i) => settleAnswer(client, signed[i]!, entry))) };
   }
   const answers: SendAnswer[] = [];
   for (const tx of signed) {
+    const stopped = stopReason?.();
+    if (stopped !== undefined) return { answers, stopped };
     let entry: BatchEntry;
     try {
       // No retry: a lost answer is resolved by the nonce check of the next attempt, not by resending blindly.
-      const result = await client.request('eth_sendRawTransaction', [tx], { attempts: 1, timeoutMs: SEND_TIMEOUT_MS });
+      const result = await client.request('eth_sendRawTransaction', [tx], {
+        attempts: 1,
+        timeoutMs: SEND_TIMEOUT_MS,
+        ...(stopReason ? { stopReason } : {}),
+      });
       entry = { ok: true, result };
     } catch (error) {
+      if (error instanceof RpcCallStopped) return { answers, stopped: error.reason };
       if (!(error instanceof RpcError)) throw error;
       entry = { ok: false, error };
     }
@@ -169,7 +210,7 @@ async function sendSigned(client: RpcClient, signed: string[], asBatch: boolean)
     // One at a time, a rejection stops here: nothing after it was sent, so it leaves no hole.
     if (!answer.ok) break;
   }
-  return answers;
+  return { answers };
 }
 
 /** Reads one answer to eth_sendRawTransaction (see the header): an "in the pool" error is a success. */
@@ -193,8 +234,12 @@ export async function isKnown(client: RpcClient, txHash: string): Promise<boolea
   }
 }
 
-async function fillHoles(options: SendOptions, holes: number[], asBatch: boolean): Promise<Filler[]> {
-  const { client, wallet, chainId, gasTarget } = options;
+async function fillHoles(
+  options: SendOptions,
+  holes: number[],
+  asBatch: boolean,
+): Promise<{ fillers: Filler[]; stopped?: string }> {
+  const { client, wallet, chainId, gasTarget, stopReason } = options;
   const { gasLimit: _ignored, ...price } = gasTarget;
   const filler: Signable = {
     to: wallet.address,
@@ -204,17 +249,21 @@ async function fillHoles(options: SendOptions, holes: number[], asBatch: boolean
     value: 0n,
   };
   const signed = await Promise.all(holes.map((nonce) => signPlanned(wallet, filler, nonce, chainId)));
-  let entries: SendAnswer[];
+  let sent: { answers: SendAnswer[]; stopped?: string };
   try {
-    entries = await sendSigned(client, signed, asBatch);
+    sent = await sendSigned(client, signed, asBatch, stopReason);
   } catch (error) {
-    if (!(error instanceof RpcBatchRefused)) throw error;
-    entries = await sendSigned(client, signed, false);
+    if (error instanceof RpcCallStopped) sent = { answers: [], stopped: error.reason };
+    else if (error instanceof RpcBatchRefused) sent = await sendSigned(client, signed, false, stopReason);
+    else throw error;
   }
-  return holes.map((nonce, i): Filler => {
-    const entry = entries[i];
+  const { answers, stopped } = sent;
+  const fillers = holes.map((nonce, i): Filler => {
+    const entry = answers[i];
+    if (!entry && stopped !== undefined) return { nonce, rejected: `not sent: ${stopped}` };
     if (!entry) return { nonce, rejected: 'not sent: an earlier filler was rejected' };
     if (entry.ok) return { nonce, txHash: entry.txHash };
     return { nonce, rejected: entry.error.message, ...(entry.nonceTaken ? { occupied: true } : {}) };
   });
+  return { fillers, ...(stopped !== undefined ? { stopped } : {}) };
 }

@@ -19,18 +19,21 @@ import {
   registerSecrets,
   startObservabilityServer,
 } from '../observability/index.js';
+import { registerApiBudgetMetrics } from '../ois/budget.js';
+import { API_LIMIT_OPTIONS, API_LIMIT_OPTIONS_HELP, applyApiRateLimits } from './api-limit-options.js';
 import { parseCommandArgs, parseServerPorts } from './args.js';
 import { invalidText } from './issue-lines.js';
 import { onStopSignals } from './lifecycle.js';
 import type { Subcommand } from './subcommand.js';
 
-const USAGE = `Usage: oracle-node feed -c <config.json> [-s <secrets.env>] [--metrics-port N] [--host H]
+const USAGE = `Usage: oracle-node feed -c <config.json> [-s <secrets.env>] [--metrics-port N] [--host H] [--api-rate-limit TITLE=N/s]...
 
 Runs an Airnode feed: the config.json of @api3/airnode-feed 3.x, unchanged (docs/feeds.md).
   -c, --config        path of config.json (the reference's airnode-feed.json)
   -s, --secrets       path of secrets.env (NAME=value lines); default: the environment's variables
       --metrics-port  serve /healthz, /readyz and /metrics on this port (default 9090; 0 = any free port)
       --host          address of the metrics server (default 0.0.0.0)
+${API_LIMIT_OPTIONS_HELP}
 Logs: LOG_FORMAT json|pretty and LOG_LEVEL debug|info|warn|error, as the reference.
 Stops on SIGTERM/SIGINT after one last push to each Signed API.`;
 
@@ -51,6 +54,7 @@ export async function runFeed(argv: string[]): Promise<number> {
       secrets: { type: 'string', short: 's' },
       'metrics-port': { type: 'string' },
       host: { type: 'string' },
+      ...API_LIMIT_OPTIONS,
     },
     `${USAGE}\n`,
   );
@@ -88,6 +92,12 @@ export async function runFeed(argv: string[]): Promise<number> {
     return 1;
   }
   const config = result.config;
+  // A fetch over the budget is skipped, not held: the next interval fetches again.
+  const budgets = applyApiRateLimits(values['api-rate-limit'], config.ois, { defaultMaxWaitMs: 0 });
+  if ('error' in budgets) {
+    process.stderr.write(`${budgets.error}\n\n${USAGE}\n`);
+    return 2;
+  }
   // Secret even when written inline: the mnemonic, API credentials, auth tokens, credentials in a Signed API URL.
   registerSecrets([
     config.nodeSettings.airnodeWalletMnemonic,
@@ -106,6 +116,7 @@ export async function runFeed(argv: string[]): Promise<number> {
     labels: { component: 'feed' },
     eventLoopSamplingMs: FEED_EVENT_LOOP_SAMPLING_MS,
   });
+  registerApiBudgetMetrics(registry);
   // In a pod the operator made, the last push per Signed API goes into a ConfigMap for status; elsewhere, nowhere.
   let reporter: FeedReporter | undefined;
   try {

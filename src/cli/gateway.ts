@@ -21,13 +21,14 @@ import { secretsEnvironment } from '../node/config-loader.js';
 import { createLogger, registerSecret, registerSecrets } from '../observability/index.js';
 import { tracerFromEnvironment } from '../observability/tracing.js';
 import { deriveNodeAddress, walletFromPrivateKey } from '../protocol/wallet.js';
+import { API_LIMIT_OPTIONS, API_LIMIT_OPTIONS_HELP, applyApiRateLimits } from './api-limit-options.js';
 import { parseCommandArgs, parseServerPorts } from './args.js';
 import { CALLER_OPTIONS, CALLER_OPTIONS_HELP, callerSettings } from './caller-options.js';
 import { secretScope } from './command-config.js';
 import { cannotListen, onStopSignals } from './lifecycle.js';
 import type { Subcommand } from './subcommand.js';
 
-const USAGE = `Usage: oracle-node gateway -c <config.json> [-s <secrets.env>] [--port N] [--host H] [--metrics-port N] [--path-key-secret NAME] [--signing-key-file F] [--callers DIR [--caller-rate NAME=N/s]... [--default-caller-rate N/s]]
+const USAGE = `Usage: oracle-node gateway -c <config.json> [-s <secrets.env>] [--port N] [--host H] [--metrics-port N] [--path-key-secret NAME] [--signing-key-file F] [--callers DIR [--caller-rate NAME=N/s]... [--default-caller-rate N/s]] [--api-rate-limit TITLE[/ENDPOINT]=N/s]...
 
 Serves the gateways enabled in nodeSettings (HTTP, signed-data, OEV) on gatewayServerPort (default 3000).
   -c, --config           path of config.json
@@ -41,6 +42,7 @@ Serves the gateways enabled in nodeSettings (HTTP, signed-data, OEV) on gatewayS
                          OEV gateways sign with instead of the mnemonic's; default: the environment's
                          ${ENV.signingKey} (or that file of ${ENV.secretsDir})
 ${CALLER_OPTIONS_HELP}
+${API_LIMIT_OPTIONS_HELP}
 Stops on SIGTERM/SIGINT after draining in-flight requests.`;
 
 export async function runGateway(argv: string[]): Promise<number> {
@@ -55,6 +57,7 @@ export async function runGateway(argv: string[]): Promise<number> {
       'path-key-secret': { type: 'string' },
       'signing-key-file': { type: 'string' },
       ...CALLER_OPTIONS,
+      ...API_LIMIT_OPTIONS,
     },
     `${USAGE}\n`,
   );
@@ -98,6 +101,12 @@ export async function runGateway(argv: string[]): Promise<number> {
     return 1;
   }
   const config = result.config;
+  // A caller over an API's budget is answered 429 at once: a gateway never holds a request for a turn.
+  const budgets = applyApiRateLimits(values['api-rate-limit'], config.ois, { defaultMaxWaitMs: 0 });
+  if ('error' in budgets) {
+    process.stderr.write(`${budgets.error}\n\n${USAGE}\n`);
+    return 2;
+  }
   // Values that are secret even when written inline in config.json rather than taken from secrets.env.
   registerSecrets(secretValuesOf(config, secrets));
   const signer = nodeSigner(config, signingKeyText, values['signing-key-file'] ?? ENV.signingKey);

@@ -341,7 +341,9 @@ async function admissionComponent(
   workloadImage: string,
 ) {
   const webhook = flags.webhook!;
-  const { AdmissionComponent, secretExistsInCache } = await import('../operator/webhook/admission.js');
+  const { AdmissionComponent, oracleNodesInCache, secretExistsInCache } = await import(
+    '../operator/webhook/admission.js'
+  );
   const { reviewAirnodeFeed } = await import('../operator/feed/admission.js');
   const { validateFeedConfig } = await import('../feed/validate.js');
   return new AdmissionComponent({
@@ -360,7 +362,7 @@ async function admissionComponent(
     coordinatorFence: flags.coordinatorFence,
     workloadImage,
     ...(flags.ownerClusterRole ? { ownerClusterRole: flags.ownerClusterRole } : {}),
-    lookups: { secretExists: secretExistsInCache(manager.cache) },
+    lookups: { secretExists: secretExistsInCache(manager.cache), oracleNodes: oracleNodesInCache(manager.cache) },
     reviewFeed: (request) => reviewAirnodeFeed(request, validateFeedConfig),
   });
 }

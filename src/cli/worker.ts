@@ -18,12 +18,18 @@ import { createNodeLogger } from '../node/logger.js';
 import { serveWindowTasks } from '../node/window-worker.js';
 import { registerSecret } from '../observability/index.js';
 import { tracerFromEnvironment } from '../observability/tracing.js';
+import {
+  API_LIMIT_OPTIONS,
+  API_LIMIT_OPTIONS_HELP,
+  applyApiRateLimits,
+  WORKER_BUDGET_WAIT_MS,
+} from './api-limit-options.js';
 import { parseCommandArgs } from './args.js';
 import { engineEnvironment, loadCommandConfig } from './command-config.js';
 import type { Subcommand } from './subcommand.js';
 
-const HELP = `Usage: oracle-node worker --shard <file|-> -c config.json [-s secrets.env]
-       oracle-node worker --coordinator -c config.json [-s secrets.env]
+const HELP = `Usage: oracle-node worker --shard <file|-> -c config.json [-s secrets.env] [--api-rate-limit TITLE=N/s]...
+       oracle-node worker --coordinator -c config.json [-s secrets.env] [--api-rate-limit TITLE=N/s]...
 
 Without -s, the \${NAME} values of the config come from the environment.
 
@@ -31,6 +37,7 @@ With --shard: calls the APIs of one shard produced by the coordinator and prints
 With --coordinator: a worker of a coordinator window: takes shards from the coordinator at
 $${WINDOW_COORDINATOR_URL_ENV} (with the window's credential in $${WINDOW_CREDENTIAL_ENV}), posts their results,
 and exits 0 when the window is over.
+${API_LIMIT_OPTIONS_HELP}
 `;
 
 /** The shard's text, read no further than one byte over the bound (parseShardInput refuses it then). */
@@ -59,6 +66,7 @@ export const command: Subcommand = {
         coordinator: { type: 'boolean' },
         config: { type: 'string', short: 'c' },
         secrets: { type: 'string', short: 's' },
+        ...API_LIMIT_OPTIONS,
       },
       HELP,
     );
@@ -71,7 +79,7 @@ export const command: Subcommand = {
         process.stderr.write(`Missing -c\n\n${HELP}`);
         return 2;
       }
-      return serveWindow(configPath, values.secrets, pod);
+      return serveWindow(configPath, values.secrets, pod, values['api-rate-limit']);
     }
     if (!values.shard || !configPath) {
       process.stderr.write(`Missing --shard or -c\n\n${HELP}`);
@@ -92,6 +100,7 @@ export const command: Subcommand = {
     }
     const config = await loadCommandConfig(configPath, values.secrets, 'worker');
     if (typeof config === 'number') return config;
+    if (!applyBudgets(values['api-rate-limit'], config)) return 2;
     // Off unless OTEL_EXPORTER_OTLP_ENDPOINT is set; the shard names each request's trace.
     const tracer = tracerFromEnvironment(process.env, 'worker');
     try {
@@ -112,6 +121,7 @@ async function serveWindow(
   configPath: string,
   secrets: string | undefined,
   pod: ReturnType<typeof engineEnvironment>,
+  rateLimits: string[] | undefined,
 ): Promise<number> {
   const coordinatorUrl = process.env[WINDOW_COORDINATOR_URL_ENV];
   const credential = process.env[WINDOW_CREDENTIAL_ENV];
@@ -123,6 +133,7 @@ async function serveWindow(
   registerSecret(credential);
   const config = await loadCommandConfig(configPath, secrets, 'worker');
   if (typeof config === 'number') return config;
+  if (!applyBudgets(rateLimits, config)) return 2;
   const logger = createNodeLogger(config.nodeSettings, pod);
   const tracer = tracerFromEnvironment(process.env, 'worker');
   try {
@@ -137,4 +148,17 @@ async function serveWindow(
   } finally {
     await tracer.flush();
   }
+}
+
+/**
+ * The pod's share of the APIs' budgets: a call over it waits for its turn within the window (whose deadline ends the
+ * wait sooner, the request staying open), rather than being deferred at once. False, with the flag named, when wrong.
+ */
+function applyBudgets(
+  flags: string[] | undefined,
+  config: { ois: { title: string; endpoints: { name: string }[] }[] },
+) {
+  const applied = applyApiRateLimits(flags, config.ois, { defaultMaxWaitMs: WORKER_BUDGET_WAIT_MS });
+  if ('error' in applied) process.stderr.write(`${applied.error}\n`);
+  return !('error' in applied);
 }

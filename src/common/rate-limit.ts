@@ -35,12 +35,27 @@ export class SlidingWindowLimiter {
   }
 
   tryAcquire(): Acquired {
-    const now = this.now();
-    const oldest = this.#starts[this.#next]!;
-    const wait = oldest + this.rate.windowMs - now;
-    if (wait > 0) return { ok: false, retryAfterMs: Math.ceil(wait) };
+    const wait = this.waitMs();
+    if (wait > 0) return { ok: false, retryAfterMs: wait };
+    this.take();
+    return { ok: true };
+  }
+
+  /**
+   * Milliseconds until a start would be admitted (0: now), taking nothing: with `take`, several limiters that must all
+   * admit one call (an API's and its endpoint's) are asked first and charged only when every one of them admits it.
+   */
+  waitMs(now: number = this.now()): number {
+    const wait = this.#starts[this.#next]! + this.rate.windowMs - now;
+    return wait > 0 ? Math.ceil(wait) : 0;
+  }
+
+  /**
+   * Records a start; only after `waitMs()` answered 0 in the same turn of the event loop. `now`: the reading that
+   * `waitMs` was given, when the caller reads the clock once for several limiters.
+   */
+  take(now: number = this.now()): void {
     this.#starts[this.#next] = now;
     this.#next = (this.#next + 1) % this.#starts.length;
-    return { ok: true };
   }
 }

@@ -102,6 +102,11 @@ export const CALLERS_VOLUME = 'callers';
 export const CYCLE_REPORT_KEY = 'cycle.json';
 /** The provider chain ids the coordinator verified, keyed by a fingerprint (never a URL), for its next run. */
 export const VERIFIED_CHAIN_IDS_KEY = 'verified-chain-ids.json';
+/**
+ * A coordinator's sightings of pending transactions, for its next run when they are not handed over with the Lease
+ * (one cycle a minute: src/node/pending-sightings.ts).
+ */
+export const PENDING_SIGHTINGS_KEY = 'pending-sightings.json';
 
 const MAX_REPORT_ENTRIES = 1000;
 // The report's schemas carry the descriptions the OracleNode status shows them with: the operator's API

@@ -157,6 +157,8 @@ export const CHAIN_ID_ANNOTATION = 'oracle-node.io/chain-id';
 export const SHARD_DIR = '/var/run/oracle-node/shards';
 export const SHARD_VOLUME = 'shards';
 export const WORKER_CONTAINER = 'worker';
+/** A worker's share of an API's budget in its template's arguments (repeatable), kept by a window's Job. */
+export const API_RATE_LIMIT_FLAG = '--api-rate-limit';
 /** The key of shard `index` in a worker Job's input ConfigMap (and its file name under SHARD_DIR). */
 export const shardKey = (index: number | string) => `shard-${index}.json`;
 
@@ -164,6 +166,8 @@ export const shardKey = (index: number | string) => `shard-${index}.json`;
 export type WorkerTemplate = {
   namePrefix: string;
   labels: Record<string, string>;
+  /** Annotations of every Job made from it: a policy scanner's skips (operator/builders/scanner-skips.ts). */
+  annotations?: Record<string, string>;
   ownerReferences: V1OwnerReference[];
   activeDeadlineSeconds: number;
   ttlSecondsAfterFinished: number;
@@ -175,6 +179,7 @@ const labelMap = z.record(z.string(), z.string());
 const workerTemplateSchema = z.object({
   namePrefix: z.string().min(1).max(63),
   labels: labelMap,
+  annotations: labelMap.optional(),
   ownerReferences: z.array(
     z.looseObject({ apiVersion: z.string(), kind: z.string(), name: z.string(), uid: z.string() }),
   ),
@@ -230,7 +235,7 @@ export function buildWorkerJob(
     metadata: {
       name: options.name,
       labels,
-      annotations: { [CHAIN_ID_ANNOTATION]: options.chainId },
+      annotations: { ...template.annotations, [CHAIN_ID_ANNOTATION]: options.chainId },
       ownerReferences: template.ownerReferences,
     },
     spec: {
@@ -405,9 +410,13 @@ export function buildWindowWorkerJob(
     // The template's `worker --shard <file> -c <config>`: the same worker, fed by the coordinator instead.
     const configAt = args.indexOf('-c');
     const config = configAt >= 0 && args[configAt + 1] ? ['-c', args[configAt + 1]!] : [];
+    // The pod's share of the APIs' budgets goes with it.
+    const budgets = args.flatMap((arg, i) =>
+      arg === API_RATE_LIMIT_FLAG && args[i + 1] !== undefined ? [arg, args[i + 1]!] : [],
+    );
     return {
       ...container,
-      args: ['worker', '--coordinator', ...config],
+      args: ['worker', '--coordinator', ...config, ...budgets],
       env: [
         ...(container.env ?? []).filter(
           (env) => env.name !== WINDOW_COORDINATOR_URL_ENV && env.name !== WINDOW_CREDENTIAL_ENV,
@@ -421,7 +430,12 @@ export function buildWindowWorkerJob(
   return {
     apiVersion: 'batch/v1',
     kind: 'Job',
-    metadata: { name: options.name, labels, ownerReferences: template.ownerReferences },
+    metadata: {
+      name: options.name,
+      labels,
+      ...(template.annotations ? { annotations: template.annotations } : {}),
+      ownerReferences: template.ownerReferences,
+    },
     spec: {
       parallelism: Math.max(1, Math.floor(options.parallelism)),
       // A worker that crashes is replaced; its task goes back to the queue once (src/node/window-tasks.ts).

@@ -425,7 +425,16 @@ export function startFeed(options: FeedEngineOptions): FeedEngine {
       },
     });
     metrics.apiCallSeconds.observe(labels, secondsSince(start));
-    metrics.apiCalls.inc({ ...labels, outcome: fetched.success ? 'success' : 'failure' });
+    metrics.apiCalls.inc({
+      ...labels,
+      outcome: fetched.success ? 'success' : fetched.deferred ? 'deferred' : 'failure',
+    });
+    if (!fetched.success && fetched.deferred) {
+      // Over the API's budget or paused by its 429: not called, and the next interval fetches again.
+      metrics.templateUpdates.inc({ outcome: 'api_deferred' }, plan.templates.length);
+      logger.info({ ...labels, reason: fetched.errorMessage }, 'API call deferred');
+      return [];
+    }
     if (!fetched.success) {
       metrics.templateUpdates.inc({ outcome: 'api_error' }, plan.templates.length);
       logger.warn({ ...labels, error: fetched.errorMessage }, 'failed to make the API call');

@@ -15,6 +15,7 @@ import {
   registerSecret,
 } from '../observability/index.js';
 import type { Tracer } from '../observability/tracing.js';
+import { registerApiBudgetMetrics } from '../ois/budget.js';
 import { nodeWallet } from '../protocol/wallet.js';
 import type { GatewayCallers } from './callers.js';
 import { gatewayMetrics } from './metrics.js';
@@ -144,6 +145,7 @@ export function createGatewayApp(options: GatewayAppOptions): GatewayApp {
     createLogger({ format: settings.logFormat, level: settings.logLevel, bindings: { component: 'gateway' } });
   const registry = options.registry ?? createMetricsRegistry({ defaultMetrics: true });
   const metrics = gatewayMetrics(registry);
+  registerApiBudgetMetrics(registry);
   let signer: NodeSigner | undefined;
   const nodeSigner = (): NodeSigner => {
     signer ??= cachingSigner(options.signer ?? nodeWallet(settings.nodeWalletMnemonic!));

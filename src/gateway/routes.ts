@@ -3,7 +3,7 @@
 import type { ServerResponse } from 'node:http';
 import type { Config } from '../config/index.js';
 import { type Logger, secondsSince } from '../observability/index.js';
-import type { EndpointCall, EndpointResult } from '../ois/index.js';
+import type { ApiDeferral, EndpointCall, EndpointResult } from '../ois/index.js';
 import { recoverSignersInPool } from '../ois/worker-pool.js';
 import { coalescingKey, InFlightCalls } from './coalescing.js';
 import type { GatewayMetrics } from './metrics.js';
@@ -45,8 +45,21 @@ function failureStatus(result: { cause?: 'parameters' | 'upstream' }): number {
   return 500;
 }
 
+/** Whole seconds of a Retry-After (at least 1: "0" would invite the caller straight back). */
+const retryAfterSeconds = (ms: number) => String(Math.max(1, Math.ceil(ms / 1000)));
+
 export function gatewayRoutes({ config, callEndpoint, nodeSigner, metrics, logger }: RouteDependencies): GatewayRoutes {
   const endpointCalls = new InFlightCalls<EndpointResult>();
+
+  /**
+   * An endpoint call the API's budget did not let through (src/ois/budget.ts): 429 with Retry-After, as a caller over
+   * its own rate gets. The API never saw it.
+   */
+  function answerDeferred(gateway: GatewayName, res: ServerResponse, deferred: ApiDeferral, message: string): void {
+    metrics.rejected.inc({ gateway, reason: deferred.reason === 'paused' ? 'api_paused' : 'api_budget' });
+    res.setHeader('Retry-After', retryAfterSeconds(deferred.retryAfterMs));
+    sendError(res, 429, errorText(message));
+  }
 
   async function runEndpoint(
     gateway: GatewayName,
@@ -65,7 +78,13 @@ export function gatewayRoutes({ config, callEndpoint, nodeSigner, metrics, logge
       );
       if (call.shared) metrics.coalesced.inc({ gateway, endpoint: context.endpoint });
       const result = await call.result;
-      outcome = result.success ? 'success' : result.rawValue !== undefined ? 'extraction_failed' : 'failed';
+      outcome = result.success
+        ? 'success'
+        : result.rawValue !== undefined
+          ? 'extraction_failed'
+          : result.deferred
+            ? 'deferred'
+            : 'failed';
       return result;
     } finally {
       metrics.apiCall.observe({ gateway, endpoint: context.endpoint, outcome }, secondsSince(start));
@@ -91,6 +110,10 @@ export function gatewayRoutes({ config, callEndpoint, nodeSigner, metrics, logge
       sendJson(res, 200, { rawValue: result.rawValue });
       return;
     }
+    if (result.deferred) {
+      answerDeferred('httpGateway', res, result.deferred, result.errorMessage);
+      return;
+    }
     metrics.failures.inc({ gateway: 'httpGateway', endpoint: endpointId, stage: 'endpoint' });
     logger.warn({ requestId: context.requestId, reason: result.errorMessage }, 'endpoint call failed');
     sendError(res, failureStatus(result), errorText(result.errorMessage));
@@ -105,6 +128,10 @@ export function gatewayRoutes({ config, callEndpoint, nodeSigner, metrics, logge
     }
     context.endpoint = endpointId;
     const result = await runEndpoint('httpSignedDataGateway', context, validation.trigger, validation.parameters);
+    if (!result.success && result.deferred) {
+      answerDeferred('httpSignedDataGateway', res, result.deferred, result.errorMessage);
+      return;
+    }
     if (!result.success) {
       metrics.failures.inc({ gateway: 'httpSignedDataGateway', endpoint: endpointId, stage: 'endpoint' });
       logger.warn({ requestId: context.requestId, reason: result.errorMessage }, 'endpoint call failed');

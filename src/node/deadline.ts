@@ -18,6 +18,7 @@ export const SETTLE_AFTER_STOP_MS = 1_000;
 export class WorkDeadline {
   private readonly controller = new AbortController();
   private readonly timer: ReturnType<typeof setTimeout> | undefined;
+  private requirement: { holds: () => boolean; reason: string } | undefined;
 
   /** `hardEndAt`: epoch ms after which nothing new starts or is sent; undefined: only `stop()` ends the work. */
   constructor(
@@ -37,7 +38,18 @@ export class WorkDeadline {
   }
 
   get stopped(): boolean {
+    if (!this.controller.signal.aborted && this.requirement && !this.requirement.holds()) {
+      this.stop(this.requirement.reason);
+    }
     return this.controller.signal.aborted || (this.hardEndAt !== undefined && this.now() >= this.hardEndAt);
+  }
+
+  /**
+   * The work goes on only while `holds()` (the hand-over Lease is still this run's): asked at every check of the
+   * deadline, which stops with `reason` the first time it fails, without waiting for a timer to notice.
+   */
+  stopUnless(holds: () => boolean, reason: string): void {
+    this.requirement = { holds, reason };
   }
 
   /** Why the work stopped, for the outcomes and logs; undefined while it runs. */
@@ -52,9 +64,10 @@ export class WorkDeadline {
     return this.hardEndAt === undefined ? Number.POSITIVE_INFINITY : this.hardEndAt - this.now();
   }
 
-  /** The work is done: the hard end no longer fires (a later `stop()` still does). */
+  /** The work is done: the hard end and the requirement (stopUnless) no longer apply (a later `stop()` still does). */
   finish(): void {
     if (this.timer) clearTimeout(this.timer);
+    this.requirement = undefined;
   }
 
   /** Ends the work now (SIGTERM): what is in flight settles, nothing new starts. */

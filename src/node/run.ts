@@ -5,6 +5,8 @@
 //     here otherwise), the providers' memory, the hand-over Lease, a window or one cycle, the report, the heartbeat.
 //   runLocalNode: the local node's loop (`start`): a cycle or a window every interval, its metrics, the request log
 //     and the heartbeat, until stopped.
+
+import { processPendingSightings } from '../chain/pending.js';
 import { type SponsorWallets, sponsorWallets } from '../chain/sponsor-wallets.js';
 import { errorMessage } from '../common/errors.js';
 import type { Config } from '../config/index.js';
@@ -20,8 +22,14 @@ import type { HeldLease } from './kubernetes/handover.js';
 import type { CoordinatorKubernetes } from './kubernetes/index.js';
 import type { Logger } from './logger.js';
 import { cycleMetrics } from './metrics.js';
+import { loadPendingSightings, PENDING_SIGHTINGS_FILE, savePendingSightings } from './pending-sightings.js';
 import { cycleRequestRecords, FileRequestLog } from './request-log.js';
-import { fileVerifiedProvidersStore, loadProviderMemory, saveProviderMemory } from './verified-providers.js';
+import {
+  fileTextStore,
+  fileVerifiedProvidersStore,
+  loadProviderMemory,
+  saveProviderMemory,
+} from './verified-providers.js';
 import { runWindow } from './window.js';
 
 /**
@@ -117,13 +125,20 @@ async function holdHandoverLease(options: {
       waitUntil: options.windowEndAt,
       signal: deadline.signal,
       onLost: () => deadline.stop(LEASE_LOST),
+      // Taken over from the last holder with the Lease, handed to the next one: the stuck rule counts across runs.
+      sightings: processPendingSightings(),
       ...(options.owner ? { owner: options.owner } : {}),
     });
   } catch (error) {
     // No credentials to reach the API server with (the Lease calls themselves are retried while waiting).
     return { exitCode: 2, error: errorMessage(error) };
   }
-  if (held) return held;
+  if (held) {
+    // Checked before each send, so a run paused past its renew deadline sends nothing when it resumes.
+    const lease = held;
+    deadline.stopUnless(() => lease.held(), LEASE_LOST);
+    return held;
+  }
   // Another window held it throughout (or SIGTERM came first): this run did nothing and reports nothing.
   if (!options.terminated()) logger.warn('the window ended before the coordinator lease was free: nothing was sent');
   return { exitCode: 0 };
@@ -172,6 +187,14 @@ export async function runCoordinator(options: CoordinatorRunOptions): Promise<Co
   // Each run is a new process: the chain ids verified by the previous run are carried over, not asked again.
   const verifiedProviders = kubernetes?.verifiedProviders ?? fileVerifiedProvidersStore(cacheDir);
   const providers = await loadProviderMemory(config, verifiedProviders, logger);
+  // The last run's sightings of pending transactions: with the hand-over Lease they come with it, else from here.
+  const sightingsStore =
+    options.handoverLease === undefined
+      ? (kubernetes?.pendingSightings ?? fileTextStore(cacheDir, PENDING_SIGHTINGS_FILE))
+      : undefined;
+  const sightingsLoaded = sightingsStore
+    ? await loadPendingSightings(sightingsStore, processPendingSightings(), logger)
+    : undefined;
   const deps = {
     executor,
     logger,
@@ -236,6 +259,7 @@ export async function runCoordinator(options: CoordinatorRunOptions): Promise<Co
     await withinBudget(report(undefined), REPORT_AFTER_SIGTERM_MS);
   } else {
     await saveProviderMemory(config, verifiedProviders, providers, logger);
+    if (sightingsStore) await savePendingSightings(sightingsStore, processPendingSightings(), sightingsLoaded, logger);
     await tracer.flush();
     // As the reference: after every cycle. In a pod, the gateways are reported at the URL callers use.
     const heartbeat = await sendHeartbeat(

@@ -288,6 +288,8 @@ async function sendPlanned(
     firstNonce: nonces.firstNonce,
     pendingNonce: nonces.pendingCount,
     gasTarget: nonces.gasTarget,
+    // Asked again before every batch, transaction and filler: a stop (a lost Lease) mid-way sends nothing more.
+    stopReason: () => run.context.deadline?.reason,
   });
   const reached = [
     ...report.sent.flatMap((sent) => (sent && 'txHash' in sent ? [sent.nonce] : [])),
@@ -345,6 +347,9 @@ function recordSends(
       stopped = 'skipped because one of the previous requests failed';
     } else if (stopped) {
       run.outcomes.push({ id: itemId(item), kind: item.kind, outcome: 'skipped', reason: stopped });
+    } else if (report.stopped !== undefined) {
+      const reason = `not sent: ${report.stopped}; left open for the next window`;
+      run.outcomes.push({ id: itemId(item), kind: item.kind, outcome: 'skipped', reason });
     }
     // Neither: not answered before a transport failure; the next provider settles it.
   });

@@ -20,7 +20,12 @@ const FILE_NAME = 'verified-chain-ids.json';
 const MAX_FILE_BYTES = 64 * 1024;
 
 export function fileVerifiedProvidersStore(directory: string): VerifiedProvidersStore {
-  const path = join(directory, FILE_NAME);
+  return fileTextStore(directory, FILE_NAME);
+}
+
+/** A text a coordinator run leaves for the next one, in `fileName` of its cache directory (written atomically). */
+export function fileTextStore(directory: string, fileName: string): VerifiedProvidersStore {
+  const path = join(directory, fileName);
   return {
     async load() {
       try {

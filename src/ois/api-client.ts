@@ -12,6 +12,7 @@ import type { Readable } from 'node:stream';
 import zlib from 'node:zlib';
 import type { Dispatcher, Agent as UndiciAgentType } from 'undici';
 import { nodeHttp, nodeHttps } from '../common/node-http.js';
+import { type ApiDeferral, type BudgetAnswer, rateLimitWaitMs } from './budget.js';
 import { destinationPolicy, isPrivateAddress } from './destinations.js';
 import { MAX_RESPONSE_DEPTH, nestedDeeperThan } from './limits.js';
 import type { HttpRequest } from './request.js';
@@ -24,12 +25,27 @@ export type ApiCallOptions = {
   /** One entry per attempt: the whole attempt (connect, headers, body) must finish within it. */
   timeoutsMs?: readonly number[] | undefined;
   maxResponseBytes?: number | undefined;
+  /**
+   * Asked before every attempt (the API's rate budget, budget.ts): an attempt starts only once admitted, and a
+   * refusal ends the call without it, as a deferral.
+   */
+  admit?: (() => BudgetAnswer | Promise<BudgetAnswer>) | undefined;
+  /** Told of a 429 that names how long to wait (ms, capped): the budget pauses the API for it. */
+  onRateLimited?: ((waitMs: number) => void) | undefined;
 };
 
 export type ApiCallResult =
   | { success: true; data: unknown; status: number }
-  /** unusableResponse: the API answered, but with something the node refuses to process (an upstream fault). */
-  | { success: false; errorMessage: string; unusableResponse?: boolean };
+  | {
+      success: false;
+      errorMessage: string;
+      /** The API answered, but with something the node refuses to process (an upstream fault). */
+      unusableResponse?: boolean;
+      /** A 429 that named a wait: how long, in ms. */
+      retryAfterMs?: number;
+      /** The call was not made (over budget, or the API paused): not the API's failure. */
+      deferred?: ApiDeferral;
+    };
 
 // undici's client costs the gateway about a fifth less CPU per API call than node:http's ClientRequest (CPU
 // profile of the HTTP gateway under load, docs/benchmarks.md "Gateways: where the time goes"). HTTP/1.1 only
@@ -442,7 +458,12 @@ async function runAttempt(attempt: Attempt): Promise<ApiCallResult> {
         }
       }
       if (response.status < 200 || response.status >= 300) {
-        return { success: false, errorMessage: `API call failed with status code ${response.status}` };
+        const retryAfterMs = response.status === 429 ? rateLimitWaitMs(response.headers) : undefined;
+        return {
+          success: false,
+          errorMessage: `API call failed with status code ${response.status}`,
+          ...(retryAfterMs === undefined ? {} : { retryAfterMs }),
+        };
       }
       let data: unknown;
       try {
@@ -467,14 +488,39 @@ async function runAttempt(attempt: Attempt): Promise<ApiCallResult> {
   }
 }
 
-/** Calls the API with one attempt per timeout; the last failure's message is returned. */
-export async function callApi(request: HttpRequest, options: ApiCallOptions = {}): Promise<ApiCallResult> {
+/** The message of a call not made: it names the OIS's budget or pause and when to come back, nothing of the call. */
+export function deferralMessage(oisTitle: string, deferral: ApiDeferral): string {
+  const seconds = Math.max(1, Math.ceil(deferral.retryAfterMs / 1000));
+  return deferral.reason === 'paused'
+    ? `API call deferred: the API of ${oisTitle} answered 429 and is paused; retry after ${seconds} s`
+    : `API call deferred: over the rate budget of ${oisTitle}; retry after ${seconds} s`;
+}
+
+/**
+ * Calls the API with one attempt per timeout; the last failure's message is returned. Each attempt is first admitted
+ * by the budget (`admit`): after a 429 that named a wait, the next attempt waits for it or is deferred, never sent
+ * sooner.
+ */
+export async function callApi(
+  request: HttpRequest,
+  options: ApiCallOptions = {},
+  oisTitle = 'the OIS',
+): Promise<ApiCallResult> {
   const timeouts = options.timeoutsMs && options.timeoutsMs.length > 0 ? options.timeoutsMs : DEFAULT_API_TIMEOUTS_MS;
   const maxResponseBytes = options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
   let result: ApiCallResult = { success: false, errorMessage: 'API call failed' };
   for (const timeoutMs of timeouts) {
+    if (options.admit) {
+      const admitted = options.admit();
+      const answer = admitted instanceof Promise ? await admitted : admitted;
+      if (!answer.ok) {
+        const deferred = { reason: answer.reason, retryAfterMs: answer.retryAfterMs };
+        return { success: false, errorMessage: deferralMessage(oisTitle, deferred), deferred };
+      }
+    }
     result = await runAttempt({ request, timeoutMs, maxResponseBytes });
     if (result.success) return result;
+    if (result.retryAfterMs !== undefined) options.onRateLimited?.(result.retryAfterMs);
   }
   return result;
 }

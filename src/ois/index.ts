@@ -5,6 +5,7 @@
 import { errorMessage } from '../common/errors.js';
 import { isRecord } from '../common/json.js';
 import { callApi } from './api-client.js';
+import { type ApiDeferral, apiBudgets, type BudgetWait } from './budget.js';
 import { InvalidParameterError, parameterProblem } from './limits.js';
 import { postProcessResponse, preProcessEndpointParameters } from './processing.js';
 import { buildRequest, findEndpoint, type RequestMetadata } from './request.js';
@@ -14,6 +15,15 @@ import { isReservedParameterName } from './types.js';
 
 export type { AbiParameter, AbiParameterType, DecodedParameters } from './abi.js';
 export { decodeParameters, encodeParameters } from './abi.js';
+export type { ApiBudgetsOptions, ApiDeferral, ApiLimit, BudgetAnswer, BudgetWait } from './budget.js';
+export {
+  ApiBudgets,
+  apiBudgets,
+  MAX_PAUSE_MS,
+  rateLimitWaitMs,
+  registerApiBudgetMetrics,
+  setApiBudgets,
+} from './budget.js';
 export type { HttpRequest, RequestMetadata } from './request.js';
 export { buildRequest } from './request.js';
 export { extractAndEncodeResponse, getReservedParameters, getReservedParameterValue } from './reserved.js';
@@ -28,6 +38,11 @@ export type EndpointCall = {
   apiCredentials: ApiCredential[];
   metadata?: RequestMetadata;
   options?: { apiTimeoutsMs?: number[]; maxResponseBytes?: number; processingTimeoutMs?: number };
+  /**
+   * How long the call may wait for its turn in the API's rate budget (budget.ts), and what ends the wait sooner (a
+   * run's deadline); without it, the process's default (none at a gateway or a feed).
+   */
+  budget?: BudgetWait;
   /** Told of each phase as it ends (for traces): nothing of the request's parameters or the API's answer. */
   onPhase?: (phase: EndpointPhase) => void;
 };
@@ -74,7 +89,21 @@ export type EndpointResult =
        * answer (502). Without it, the failure is answered as in the reference.
        */
       cause?: 'parameters' | 'upstream';
+      /**
+       * The API was not called: over its rate budget, or paused by its own 429. Not a failure of the request: a
+       * cycle keeps it open for a later poll, a gateway answers 429 with Retry-After.
+       */
+      deferred?: ApiDeferral;
+      /** The API answered 429 naming a wait (ms, capped): when it may be asked again. */
+      retryAfterMs?: number;
     };
+
+/** Whether an endpoint call was not made for the API's budget or pause (and so must not count as failed). */
+export function isDeferred(result: EndpointResult): result is Extract<EndpointResult, { success: false }> & {
+  deferred: ApiDeferral;
+} {
+  return !result.success && result.deferred !== undefined;
+}
 
 function defaultParameters(endpoint: Endpoint): Record<string, unknown> {
   const defaults: Record<string, unknown> = {};
@@ -159,15 +188,26 @@ export async function fetchEndpointResponse(
     apiCredentials,
     metadata: call.metadata,
   });
-  const result = await callApi(request, {
-    timeoutsMs: call.options?.apiTimeoutsMs,
-    maxResponseBytes: call.options?.maxResponseBytes,
-  });
+  // The process's budgets, shared by every caller in it; an OIS's 429 pauses its title for every endpoint.
+  const budgets = apiBudgets();
+  const title = call.ois.title;
+  const result = await callApi(
+    request,
+    {
+      timeoutsMs: call.options?.apiTimeoutsMs,
+      maxResponseBytes: call.options?.maxResponseBytes,
+      admit: () => budgets.acquire(title, call.endpointName, call.budget),
+      onRateLimited: (waitMs) => budgets.pause(title, waitMs),
+    },
+    title,
+  );
   if (!result.success) {
     return {
       success: false,
       errorMessage: result.errorMessage,
       ...(result.unusableResponse ? { cause: 'upstream' as const } : {}),
+      ...(result.deferred ? { deferred: result.deferred } : {}),
+      ...(result.retryAfterMs === undefined ? {} : { retryAfterMs: result.retryAfterMs }),
     };
   }
   return { success: true, endpoint, apiResponse: result.data };

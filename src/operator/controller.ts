@@ -20,10 +20,13 @@ import { buildChildren, coordinatorHandoverLease, DEFAULT_SETTINGS, type Operato
 import { childCacheTransform } from './child-cache.js';
 import { type ConfigValidator, validateNodeConfig } from './config.js';
 import type { OracleNodeMetrics } from './metrics.js';
+import { foreignMessage, foreignObjects } from './ownership.js';
 import { applyChildren, pruneUnwanted } from './reconcile/apply.js';
+import { deployedNodeAddress, holdCoordinator, nodeAddressChange } from './reconcile/identity.js';
 import { type ConfigRejection, loadInputs } from './reconcile/inputs.js';
 import {
   executeRollout,
+  gatewayServiceStage,
   holdNewCoordinator,
   observeOldStages,
   observeRollout,
@@ -133,22 +136,34 @@ export class OracleNodeReconciler implements Reconciler {
     }
     const inputs = await loadInputs(node, context, { validate: this.validate, settings: this.settings });
     if (!inputs.ok) return this.rejectConfig(node, inputs, context, now);
-    const { input } = inputs;
-    const stage = input.config.nodeSettings.stage;
+    const stage = inputs.input.config.nodeSettings.stage;
+    const nodeAddress = this.nodeAddresses.of(inputs.input.config.nodeSettings.nodeWalletMnemonic);
+    const identityChange = nodeAddressChange(stage, deployedNodeAddress(node, stage, context.cache), nodeAddress);
+    if (identityChange) {
+      await holdCoordinator(node, stage, context);
+      return this.rejectConfig(node, identityChange, context, now);
+    }
+    const input = nodeAddress ? { ...inputs.input, nodeAddress } : inputs.input;
 
     const oldStages = otherStages(node, stage, context.cache);
     const holdForRollout = holdNewCoordinator(
       observeOldStages(node, oldStages, context.cache),
       coordinatorHandoverLease(input),
     );
-    const children = buildChildren(input, { holdForRollout });
+    const serviceStage = gatewayServiceStage(node, stage, context.cache);
+    const children = buildChildren(input, { holdForRollout, gatewayServiceStage: serviceStage });
+    const owner = { uid: node.metadata.uid, namespace: node.metadata.namespace };
+    const foreign = await foreignObjects(owner, children, context).catch((error: unknown) =>
+      this.applyFailed(node, error, context, now),
+    );
+    if (foreign.length > 0)
+      return this.rejectConfig(node, { reason: 'NameConflict', message: foreignMessage(foreign) }, context, now);
     await applyChildren(node, children, context).catch((error: unknown) => this.applyFailed(node, error, context, now));
     await pruneUnwanted(node, stage, children, context);
     const rollout = planRollout(observeRollout({ node, stage, oldStages, children, cache: context.cache }));
     await executeRollout(rollout, node, context);
 
     const observed = observeWorkloads(input, context.cache);
-    const nodeAddress = this.nodeAddresses.of(input.config.nodeSettings.nodeWalletMnemonic);
     const { status, added } = appliedStatus({ input, observed, warnings: inputs.warnings, rollout, nodeAddress, now });
     await writeStatus(node, status, context, this.metrics);
     this.metrics?.observeCycleReport(key, observed.report);
@@ -157,7 +172,10 @@ export class OracleNodeReconciler implements Reconciler {
     return { requeueAfterMs: waiting ? this.waitPollMs : this.resyncMs };
   }
 
-  /** Invalid config or missing Secret: say so, and leave every child exactly as it is (the last good state). */
+  /**
+   * Invalid config, missing Secret, a name taken by an object not the node's, or a mnemonic rotated without a new
+   * stage: say so, and leave every child as it is (the last good state; a rotation has held the coordinator).
+   */
   private async rejectConfig(
     node: OracleNode,
     rejection: ConfigRejection,
@@ -167,9 +185,11 @@ export class OracleNodeReconciler implements Reconciler {
     const status = rejectedStatus(node, rejection, hasWorkloads(node, context.cache), now);
     if (!statusEqual(status, node.status)) context.events.record(node, 'Warning', rejection.reason, rejection.message);
     await writeStatus(node, status, context, this.metrics);
-    // The Secret watch wakes the node when its Secret appears; the poll is the safety net. An invalid config waits
-    // for a spec edit, which the watch delivers.
-    return { requeueAfterMs: rejection.reason === 'SecretNotFound' ? this.waitPollMs : this.resyncMs };
+    // The Secret watch wakes the node when its Secret appears; the poll is the safety net, and the only way to see a
+    // taken name freed (the object is not the node's: no watch maps it here). An invalid config waits for a spec
+    // edit, a rotated mnemonic for a spec or Secret edit, which the watches deliver.
+    const polled = rejection.reason === 'SecretNotFound' || rejection.reason === 'NameConflict';
+    return { requeueAfterMs: polled ? this.waitPollMs : this.resyncMs };
   }
 
   /**

@@ -89,9 +89,12 @@ const POD_OVERRIDES_EXAMPLE = [
     'volumes and mounts, and environment from ConfigMaps. They are merged over what the operator builds: its own ' +
     'labels, annotations, variables, probes, security contexts and volumes always stay, and the apiserver refuses ' +
     'keys under `oracle-node.io/`, `app.kubernetes.io/` and `batch.kubernetes.io/`, the volume names `config`, ' +
-    "`tmp`, `shards` and `secrets`, and mounts on or under the engine's own paths. Names follow CloudNativePG " +
+    "`tmp`, `shards` and `secrets`, mounts on, under or over the engine's own paths (or written another way: `//`, " +
+    '`.`, `..`), and volumes other than those the restricted Pod Security Standard allows without `secret` ' +
+    '(`hostPath`, `secret` and projected `secret` sources are refused). Names follow CloudNativePG ' +
     '(`inheritedMetadata`, `serviceAccountTemplate`). Secrets still reach a pod only through `secretRef` (scoped per ' +
-    'workload); the overrides add what a platform injects beside them.',
+    'workload); the overrides add what a platform injects beside them, and the coordinator fence admits the worker ' +
+    'Jobs that carry them (docs/admission.md).',
   '',
   '```yaml',
   'spec:',

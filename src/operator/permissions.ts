@@ -59,8 +59,8 @@ export function managedPermissions(): Permission[] {
     ...CHILD_KINDS.map((kind) =>
       on(
         kind,
-        ['list', 'watch', 'create', 'patch', 'delete'],
-        'children: informer by label; server-side apply (patch, and create when the child is new); delete of a child the spec no longer asks for (reconcile/apply.ts) and of an old stage (reconcile/rollout.ts)',
+        ['get', 'list', 'watch', 'create', 'patch', 'delete'],
+        'children: informer by label; before creating a child the cache does not hold, a read of that name, so an object the node does not control is never applied over (ownership.ts); server-side apply (patch, and create when the child is new); delete of a child the spec no longer asks for (reconcile/apply.ts) and of an old stage (reconcile/rollout.ts)',
       ),
     ),
     on(KINDS.job, ['list', 'watch'], "informer of the coordinator's Jobs (cycle outcome, stage rollout waits)"),

@@ -41,6 +41,8 @@ export const ANNOTATIONS = {
   secretHash: 'oracle-node.io/secret-hash',
   /** Hash of the desired object as last applied: tells a removed field apart from an unchanged one. */
   appliedHash: 'oracle-node.io/applied-hash',
+  /** On a stage's config ConfigMap: the node address the stage was deployed with (reconcile/identity.ts). */
+  nodeAddress: 'oracle-node.io/node-address',
 } as const;
 
 export type Component = 'config' | 'coordinator' | 'gateway' | 'worker' | 'cache' | 'cycle' | 'signing-key';
@@ -79,6 +81,8 @@ export const CONDITION_REASONS = [
   'AsExpected',
   'CycleFailed',
   'ApplyFailed',
+  'NameConflict',
+  'NodeAddressChanged',
 ] as const;
 export type ConditionReason = (typeof CONDITION_REASONS)[number];
 

@@ -365,8 +365,8 @@ describe('e2e: the operator reconciles an OracleNode into real workloads', funct
     const logs = await kubectl('-n', ns.name, 'logs', `deployment/${name}`);
     expect(logs.length, 'the gateway pod logs').to.be.greaterThan(0);
 
-    // The same request through the operator's gateway Service: its ClusterIP, DNAT-ed by kube-proxy on the node.
-    const service = await core().readNamespacedService({ name, namespace: ns.name });
+    // The same request through the node's gateway Service: its ClusterIP, DNAT-ed by kube-proxy on the node.
+    const service = await core().readNamespacedService({ name: 'e2e-gateway', namespace: ns.name });
     const base = `http://${service.spec?.clusterIP}:${service.spec?.ports?.[0]?.port}`;
     expect(service.spec?.clusterIP, 'a ClusterIP of 10.96.0.0/16').to.match(/^10\.96\.\d+\.\d+$/);
     // Rules follow the EndpointSlice within kube-proxy's sync period (1 s): wait for the first answer (any HTTP
@@ -396,11 +396,10 @@ describe('e2e: the operator reconciles an OracleNode into real workloads', funct
   });
 
   it("another pod scrapes the gateway's metrics port (pod IP, 9090); the gateway Service serves no /metrics", async () => {
-    const name = 'e2e-test-gateway';
     const [pod] = (await podsOf(ns.name, 'app.kubernetes.io/component=gateway')).filter((p) => p.status?.podIP);
     const container = pod?.spec?.containers?.[0];
     expect(container?.ports?.find((p) => p.name === 'metrics')?.containerPort).to.equal(GATEWAY_METRICS_PORT);
-    const service = await core().readNamespacedService({ name, namespace: ns.name });
+    const service = await core().readNamespacedService({ name: 'e2e-gateway', namespace: ns.name });
     const servicePorts = (service.spec?.ports ?? []).map((p) => [p.port, p.targetPort]);
     expect(servicePorts.flat(), 'the Service exposes the gateway port only').to.not.include.members([
       GATEWAY_METRICS_PORT,

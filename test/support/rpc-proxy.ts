@@ -5,7 +5,8 @@
 // recovery (milliseconds of the benchmark's CPU each), which must not slow the node being measured.
 // It also injects the faults of a bad day on the chain (`setFault`): an answer that comes late, an answer lost
 // after the call reached the chain, a chain's answer replaced by a canned error message or by another result (a
-// head behind, another chain id), or an answer padded past any sane size.
+// head behind, another chain id), or an answer padded past any sane size. And a provider that takes no JSON-RPC
+// batches (`refuseBatches`), in the shapes real ones answer with, never forwarding a refused batch to the chain.
 import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Transaction } from 'ethers';
@@ -37,6 +38,15 @@ export type Fault =
  */
 export type FaultRule = (call: { method: string; params: unknown[]; seen: number; from: string }) => Fault | undefined;
 
+/**
+ * How a provider that takes no batches refuses one: `one-error`, one JSON-RPC error object for the whole batch;
+ * `per-entry`, each call answered with -32600 "batch requests are not supported"; `null-id`, an array with one error
+ * of id null; `{ status }`, an HTTP error with a plain-text body (413 Payload Too Large).
+ */
+export type BatchRefusal = 'one-error' | 'per-entry' | 'null-id' | { status: number };
+
+const BATCH_REFUSED = { code: -32600, message: 'batch requests are not supported' };
+
 export type RecordingProxy = {
   url: string;
   counts: Map<string, number>;
@@ -46,6 +56,10 @@ export type RecordingProxy = {
   readonly sent: SentTransaction[];
   /** Faults from now on (undefined: none). */
   setFault(rule: FaultRule | undefined): void;
+  /** From now on, refuses every batch in that shape without forwarding it (undefined: takes batches). */
+  refuseBatches(shape: BatchRefusal | undefined): void;
+  /** Batches refused so far (refuseBatches). */
+  readonly refusedBatches: number;
   reset(): void;
   close(): Promise<void>;
 };
@@ -58,6 +72,8 @@ export async function startRecordingProxy(target: string, options: { host?: stri
   const raw: { tx: string; at: number; rejected?: string }[] = [];
   const decoded: SentTransaction[] = [];
   let rule: FaultRule | undefined;
+  let refusal: BatchRefusal | undefined;
+  let refusedBatches = 0;
   let exchanges = 0;
   const server: Server = createServer((req, res) => {
     exchanges++;
@@ -65,6 +81,10 @@ export async function startRecordingProxy(target: string, options: { host?: stri
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', async () => {
       const body = Buffer.concat(chunks).toString('utf8');
+      if (refusal && refuseBatch(res, body, refusal)) {
+        refusedBatches++;
+        return;
+      }
       // Recorded before forwarding, so arrival order is the order the node sent them in.
       const recorded = new Map<unknown, { tx: string; at: number; rejected?: string }>();
       const faults = new Map<unknown, Fault>();
@@ -146,6 +166,12 @@ export async function startRecordingProxy(target: string, options: { host?: stri
     setFault(next) {
       rule = next;
     },
+    refuseBatches(shape) {
+      refusal = shape;
+    },
+    get refusedBatches() {
+      return refusedBatches;
+    },
     reset() {
       counts.clear();
       exchanges = 0;
@@ -158,6 +184,33 @@ export async function startRecordingProxy(target: string, options: { host?: stri
         server.close(() => resolve());
       }),
   };
+}
+
+/** Answers a JSON-RPC batch with the refusal `shape` (true), or leaves anything else alone (false). */
+function refuseBatch(res: ServerResponse, body: string, shape: BatchRefusal): boolean {
+  let calls: unknown;
+  try {
+    calls = JSON.parse(body);
+  } catch {
+    return false;
+  }
+  if (!Array.isArray(calls)) return false;
+  if (typeof shape === 'object') {
+    res.statusCode = shape.status;
+    res.setHeader('content-type', 'text/plain');
+    res.end('request refused');
+    return true;
+  }
+  const ids = calls.map((call) => (call as JsonRpcCall | null)?.id ?? null);
+  const answer =
+    shape === 'one-error'
+      ? { jsonrpc: '2.0', id: null, error: BATCH_REFUSED }
+      : shape === 'null-id'
+        ? [{ jsonrpc: '2.0', id: null, error: BATCH_REFUSED }]
+        : ids.map((id) => ({ jsonrpc: '2.0', id, error: BATCH_REFUSED }));
+  res.setHeader('content-type', 'application/json');
+  res.end(JSON.stringify(answer));
+  return true;
 }
 
 /** The chain's answer with the answers of the calls that have an `error` or a `result` fault replaced. */

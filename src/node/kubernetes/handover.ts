@@ -8,6 +8,7 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Logger } from 'pino';
+import type { PendingSightings } from '../../chain/pending.js';
 import { ORACLE_NODE_OWNER } from '../../contract/pods.js';
 import {
   LeaderElector,
@@ -26,10 +27,22 @@ export const HANDOVER_RENEW_DEADLINE_MS = 3_000;
 export const HANDOVER_RENEW_PERIOD_MS = 1_000;
 /** How often a waiting run asks for the lease: the most the hand-over adds to the gap between two polls. */
 export const HANDOVER_WAIT_POLL_MS = 200;
+/**
+ * The Lease annotation that carries the holder's pending-transaction sightings (src/chain/pending.ts) to the next run:
+ * written with every renewal and with the release, taken over with the Lease, so no call is added for it.
+ */
+export const PENDING_SIGHTINGS_ANNOTATION = 'oracle-node.io/pending-sightings';
 
 export type HeldLease = {
   /** Stops renewing and hands the lease back (empty holder), so the waiting run takes it at its next ask. */
   release(): Promise<void>;
+  /**
+   * Whether the lease is still this run's to send under, asked before each send: it was renewed less than the renew
+   * deadline ago by this process's monotonic clock (a renewal counts from when it was asked), and was not lost or
+   * released. Unlike `onLost`, which a timer calls, this holds whatever the process did meanwhile: a run paused past
+   * its renew deadline (SIGSTOP, a VM freeze) answers false at its first send after resuming, before any timer runs.
+   */
+  held(): boolean;
 };
 
 export type HandoverOptions = {
@@ -49,6 +62,8 @@ export type HandoverOptions = {
    */
   owner?: { name: string; uid: string };
   store?: LeaseStore;
+  /** This run's sightings of pending transactions: the last holder's are taken over with the Lease, ours handed on. */
+  sightings?: PendingSightings;
   /** For tests; the defaults above otherwise. */
   timing?: { leaseDurationMs: number; renewDeadlineMs: number; renewPeriodMs: number; waitPollMs: number };
 };
@@ -77,8 +92,11 @@ export async function acquireHandoverLease(options: HandoverOptions): Promise<He
     waitPollMs: HANDOVER_WAIT_POLL_MS,
   };
   const rest = options.store ?? (await restLeaseStore());
-  const store = options.owner ? ownedBy(rest, options.owner) : rest;
   const identity = options.identity ?? `${process.env.HOSTNAME || hostname()}_${randomUUID().slice(0, 8)}`;
+  const owned = options.owner ? ownedBy(rest, options.owner) : rest;
+  const carried = options.sightings ? carrying(owned, identity, options.sightings, options.logger) : owned;
+  const renewals = renewedBy(carried, identity);
+  const store = renewals.store;
   const lease = { lease: `${options.namespace}/${options.name}`, identity };
   let releasing = false;
   let started: (() => void) | undefined;
@@ -140,12 +158,42 @@ export async function acquireHandoverLease(options: HandoverOptions): Promise<He
     return undefined;
   }
   options.logger.info(lease, 'holds the coordinator lease');
+  let lapsed = false;
   return {
     async release() {
       if (releasing) return;
       releasing = true;
       await elector.stop();
     },
+    held: () => {
+      if (releasing) return false;
+      if (performance.now() - renewals.lastRenewalAskedAt() < timing.renewDeadlineMs) return true;
+      if (!lapsed) options.logger.error(lease, 'the coordinator lease was not renewed in time: nothing new is sent');
+      lapsed = true;
+      return false;
+    },
+  };
+}
+
+/**
+ * The Lease calls, noting when the last write that left `identity` the holder was asked (performance.now()): the
+ * others see that renewal no earlier, so they take over no sooner than a lease duration after it, by their clocks.
+ */
+function renewedBy(store: LeaseStore, identity: string): { store: LeaseStore; lastRenewalAskedAt: () => number } {
+  let lastRenewalAskedAt = Number.NEGATIVE_INFINITY;
+  const noted = async (write: () => Promise<Lease>): Promise<Lease> => {
+    const askedAt = performance.now();
+    const written = await write();
+    if (written.spec?.holderIdentity === identity) lastRenewalAskedAt = Math.max(lastRenewalAskedAt, askedAt);
+    return written;
+  };
+  return {
+    store: {
+      get: (namespace, name, signal) => store.get(namespace, name, signal),
+      create: (lease, signal) => noted(() => store.create(lease, signal)),
+      update: (lease, signal) => noted(() => store.update(lease, signal)),
+    },
+    lastRenewalAskedAt: () => lastRenewalAskedAt,
   };
 }
 
@@ -166,5 +214,34 @@ export function ownedBy(store: LeaseStore, owner: { name: string; uid: string })
     get: (namespace, name, signal) => store.get(namespace, name, signal),
     create: (lease, signal) => store.create(withOwner(lease), signal),
     update: (lease, signal) => store.update(withOwner(lease), signal),
+  };
+}
+
+/**
+ * The Lease calls with the pending-transaction sightings in the Lease's annotation (PENDING_SIGHTINGS_ANNOTATION). The
+ * write that makes `identity` the holder keeps what the last holder wrote there (the Lease it read, so exactly the
+ * hand-over it takes) and, once it succeeded, takes it over (a write lost to another run takes nothing); every later
+ * write of ours (renewals, the release) carries our sightings at the time.
+ */
+export function carrying(store: LeaseStore, identity: string, sightings: PendingSightings, logger: Logger): LeaseStore {
+  let takenOver = false;
+  const write = async (lease: Lease, send: (lease: Lease) => Promise<Lease>): Promise<Lease> => {
+    const annotations = (lease.metadata['annotations'] as Record<string, string> | undefined) ?? {};
+    if (!takenOver && lease.spec?.holderIdentity === identity) {
+      const written = await send(lease);
+      takenOver = true;
+      const taken = sightings.takeOver(annotations[PENDING_SIGHTINGS_ANNOTATION]);
+      if (taken > 0) logger.info({ wallets: taken }, 'took over the pending transactions seen by the previous window');
+      return written;
+    }
+    const { [PENDING_SIGHTINGS_ANNOTATION]: _previous, ...others } = annotations;
+    const handed = sightings.toHandOver();
+    const next = handed === undefined ? others : { ...others, [PENDING_SIGHTINGS_ANNOTATION]: handed };
+    return send({ ...lease, metadata: { ...lease.metadata, annotations: next } });
+  };
+  return {
+    get: (namespace, name, signal) => store.get(namespace, name, signal),
+    create: (lease, signal) => write(lease, (written) => store.create(written, signal)),
+    update: (lease, signal) => write(lease, (written) => store.update(written, signal)),
   };
 }

@@ -5,10 +5,15 @@ import type { VerifiedProvidersStore } from '../verified-providers.js';
 import { type ConfigMapStore, updateConfigMapData } from './config-map-store.js';
 
 export function configMapVerifiedProvidersStore(store: ConfigMapStore): VerifiedProvidersStore {
+  return configMapTextStore(store, VERIFIED_CHAIN_IDS_KEY);
+}
+
+/** A text a coordinator run leaves for the next one, under `key` of the cycle ConfigMap, beside the others. */
+export function configMapTextStore(store: ConfigMapStore, key: string): VerifiedProvidersStore {
   return {
-    load: async () => (await store.read())?.data?.[VERIFIED_CHAIN_IDS_KEY],
+    load: async () => (await store.read())?.data?.[key],
     save: async (text) => {
-      await updateConfigMapData(store, (data) => ({ ...data, [VERIFIED_CHAIN_IDS_KEY]: text }), 'the cycle ConfigMap');
+      await updateConfigMapData(store, (data) => ({ ...data, [key]: text }), 'the cycle ConfigMap');
     },
   };
 }

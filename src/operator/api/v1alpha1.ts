@@ -130,9 +130,156 @@ const RESERVED_KEY_RULE = {
 };
 /** The volumes the engine's pods hold: config, scratch, the worker's shard input, the keys as files (secretRef.as). */
 export const RESERVED_VOLUME_NAMES = ['config', 'tmp', SHARD_VOLUME, SECRETS_VOLUME, CALLERS_VOLUME] as const;
-/** Paths the engine container mounts; an extra mount may be beside them, never on or under them. */
+/** Paths the engine container mounts; an extra mount may be beside them, never on, under or over them. */
 export const RESERVED_MOUNT_PATHS = [CONFIG_DIR, '/tmp', SHARD_DIR, SECRETS_DIR, CALLERS_DIR] as const;
+/**
+ * The volume types an override may add: those the restricted Pod Security Standard allows, without `secret` (a
+ * Secret reaches the pods only through spec.secretRef, each pod its own keys). The coordinator fence compares each
+ * one a worker Job carries with the node's (builders/admission.ts).
+ */
+export const OVERRIDE_VOLUME_TYPES = [
+  'configMap',
+  'csi',
+  'downwardAPI',
+  'emptyDir',
+  'ephemeral',
+  'persistentVolumeClaim',
+  'projected',
+] as const;
+/**
+ * The volume types the restricted Pod Security Standard refuses. Declared (as free-form objects) so that the CRD
+ * refuses them by name: an undeclared one would be pruned, even from a stored OracleNode, and the volume left without
+ * a source would reach the pods as an emptyDir.
+ */
+const PSS_REFUSED_VOLUME_TYPES = [
+  'hostPath',
+  'awsElasticBlockStore',
+  'azureDisk',
+  'azureFile',
+  'cephfs',
+  'cinder',
+  'fc',
+  'flexVolume',
+  'flocker',
+  'gcePersistentDisk',
+  'gitRepo',
+  'glusterfs',
+  'iscsi',
+  'nfs',
+  'photonPersistentDisk',
+  'portworxVolume',
+  'quobyte',
+  'rbd',
+  'scaleIO',
+  'storageos',
+  'vsphereVolume',
+] as const;
 const celList = (values: readonly string[]) => `[${values.map((v) => `'${v}'`).join(', ')}]`;
+
+/**
+ * A mount path written one way only: absolute, no empty, `.` or `..` segment, no trailing slash. A path the kernel
+ * resolves to the engine's own is then also equal to it as a string, so the reserved-path rule cannot be walked round.
+ */
+const NORMALISED_PATH_RULE = {
+  rule: "self.mountPath.matches('^(/[^/]+)+$') && !self.mountPath.matches('/[.][.]?(/|$)')",
+  message:
+    "mountPath is an absolute path without '//', '.' or '..' segments or a trailing '/' (e.g. /mnt/secrets-store)",
+};
+const RESERVED_PATH_RULE = {
+  rule: `!${celList(RESERVED_MOUNT_PATHS)}.exists(p, self.mountPath == p || self.mountPath.startsWith(p + '/') || p.startsWith(self.mountPath + '/'))`,
+  message: `mount paths ${RESERVED_MOUNT_PATHS.join(', ')}, what is under them and their parents (/etc, /var/run, ...) are the engine's own`,
+};
+
+const freeForm = (description: string) =>
+  z.object({}).meta({ description, 'x-kubernetes-preserve-unknown-fields': true }).optional();
+
+const SECRET_REFUSED = "a Secret reaches the node's pods only through spec.secretRef (each pod its own keys)";
+
+const PROJECTED_SOURCE_TYPES = ['configMap', 'downwardAPI', 'clusterTrustBundle', 'serviceAccountToken'] as const;
+/** A source of a projected override volume: ConfigMaps, the pod's own metadata, tokens for other audiences. */
+const projectedSource = z
+  .object({
+    configMap: freeForm('Keys of a ConfigMap, as in a projected volume.'),
+    downwardAPI: freeForm("The pod's own metadata and resources, as in a projected volume."),
+    clusterTrustBundle: freeForm('Certificates of ClusterTrustBundles, as in a projected volume.'),
+    serviceAccountToken: z
+      .object({
+        audience: z.string().min(1).max(253).meta(described('Who the token is for: never the Kubernetes API.')),
+        expirationSeconds: z.int().min(600).optional().meta({ description: 'Lifetime of the token.', format: 'int64' }),
+        path: z.string().min(1).max(1024).meta(described('File of the token, in the volume.')),
+      })
+      .optional()
+      .meta(
+        described(
+          "A token of the pod's ServiceAccount for another service (Vault, a cloud's token exchange): its audience " +
+            'is required, so it is never a token for the Kubernetes API (only the coordinator holds one).',
+        ),
+      ),
+    secret: freeForm(`Refused: ${SECRET_REFUSED}.`),
+  })
+  .meta({
+    description: `One source of a projected volume: ${PROJECTED_SOURCE_TYPES.join(', ')}.`,
+    'x-kubernetes-validations': [
+      { rule: '!has(self.secret)', message: `projected secret sources are refused: ${SECRET_REFUSED}` },
+      {
+        rule: `has(self.secret) || [${PROJECTED_SOURCE_TYPES.map((t) => `has(self.${t})`).join(', ')}].exists_one(x, x)`,
+        message: `a projected source has exactly one of ${PROJECTED_SOURCE_TYPES.join(', ')}`,
+      },
+    ],
+  });
+
+const PSS_OUTSIDE = PSS_REFUSED_VOLUME_TYPES.map((type) => `has(self.${type})`).join(' || ');
+
+const overrideVolume = z
+  .object({
+    name: z.string().min(1).max(63).meta(described('Volume name, unique in the pod.')),
+    configMap: freeForm('A ConfigMap of the namespace, as on a pod spec.'),
+    csi: freeForm('A CSI volume, as on a pod spec (e.g. the Secrets Store CSI driver).'),
+    downwardAPI: freeForm("The pod's own metadata and resources, as on a pod spec."),
+    emptyDir: freeForm('Scratch space, as on a pod spec.'),
+    ephemeral: freeForm('A generic ephemeral volume (a claim made for the pod), as on a pod spec.'),
+    persistentVolumeClaim: freeForm('A PersistentVolumeClaim of the namespace, as on a pod spec.'),
+    projected: z
+      .object({
+        sources: z.array(projectedSource).max(16).optional().meta(described('What the volume holds.')),
+        defaultMode: z
+          .int()
+          .min(0)
+          .max(511)
+          .optional()
+          .meta({ description: 'Mode of the files (0644 by default).', format: 'int32' }),
+      })
+      .optional()
+      .meta(described('Several sources in one directory, as on a pod spec, without Secrets.')),
+    secret: freeForm(`Refused: ${SECRET_REFUSED}.`),
+    image: freeForm('Refused: not one of the types above.'),
+    ...Object.fromEntries(
+      PSS_REFUSED_VOLUME_TYPES.map((type) => [
+        type,
+        freeForm('Refused: every pod of the node passes the restricted Pod Security Standard.'),
+      ]),
+    ),
+  })
+  .meta({
+    description: `A pod volume, as on a pod spec, of the types the restricted Pod Security Standard allows without Secrets: ${OVERRIDE_VOLUME_TYPES.join(', ')}.`,
+    'x-kubernetes-validations': [
+      {
+        rule: `!(self.name in ${celList(RESERVED_VOLUME_NAMES)})`,
+        message: `volume names ${RESERVED_VOLUME_NAMES.join(', ')} are the engine's own`,
+      },
+      {
+        rule: `!(${PSS_OUTSIDE})`,
+        message:
+          'hostPath volumes (and nfs, iscsi, the other types outside the restricted Pod Security Standard) are refused: ' +
+          'every pod of the node passes the restricted Pod Security Standard',
+      },
+      { rule: '!has(self.secret)', message: `secret volumes are refused: ${SECRET_REFUSED}` },
+      {
+        rule: `${PSS_OUTSIDE} || has(self.secret) || [${OVERRIDE_VOLUME_TYPES.map((t) => `has(self.${t})`).join(', ')}].exists_one(x, x)`,
+        message: `a volume has exactly one of ${OVERRIDE_VOLUME_TYPES.join(', ')}`,
+      },
+    ],
+  });
 
 const keyValues = (description: string) =>
   z
@@ -173,20 +320,7 @@ const podOverrides = (scope: string, added = ' (added to those of spec)') => ({
   ).optional(),
   volumes: kubernetesType<V1Volume[]>(
     z
-      .array(
-        z
-          .object({ name: z.string().min(1).max(63).meta(described('Volume name, unique in the pod.')) })
-          .catchall(z.unknown())
-          .meta({
-            description: 'A pod volume, as on a pod spec (csi, secret, configMap, emptyDir, projected, ...).',
-            'x-kubernetes-validations': [
-              {
-                rule: `!(self.name in ${celList(RESERVED_VOLUME_NAMES)})`,
-                message: `volume names ${RESERVED_VOLUME_NAMES.join(', ')} are the engine's own`,
-              },
-            ],
-          }),
-      )
+      .array(overrideVolume)
       .max(16)
       .meta(described(`Volumes of ${scope}${added}, e.g. a Secrets Store CSI volume.`)),
   ).optional(),
@@ -202,14 +336,7 @@ const podOverrides = (scope: string, added = ' (added to those of spec)') => ({
           })
           .meta({
             description: 'A volume mount of the engine container.',
-            'x-kubernetes-validations': [
-              {
-                rule:
-                  `!(self.mountPath in ${celList(RESERVED_MOUNT_PATHS)}) && ` +
-                  `!${celList(RESERVED_MOUNT_PATHS)}.exists(p, self.mountPath.startsWith(p + '/'))`,
-                message: `mount paths ${RESERVED_MOUNT_PATHS.join(', ')} and under them are the engine's own`,
-              },
-            ],
+            'x-kubernetes-validations': [NORMALISED_PATH_RULE, RESERVED_PATH_RULE],
           }),
       )
       .max(16)
@@ -263,6 +390,68 @@ const workloadPodOverrides = (scope: string) => ({
   ...podScheduling(scope),
   ...podOverrides(scope),
 });
+
+/**
+ * One API's rate budget for the whole node (an API provider's quota on the key the config uses): the operator divides
+ * it among the pods that call the API (builders/api-limits.ts), each pod enforcing its share (`--api-rate-limit`).
+ */
+export const apiLimitSchema = z
+  .object({
+    ois: z
+      .string()
+      .min(1)
+      .max(256)
+      .meta(described("The OIS title (the config's ois[].title) whose API the budget is for.")),
+    endpoint: z
+      .string()
+      .min(1)
+      .max(256)
+      .optional()
+      .meta(described("One endpoint of that OIS (ois[].endpoints[].name): a budget of its own, beside the OIS's.")),
+    callsPerSecond: int32('At most this many calls start within any one second (a sliding window).')
+      .min(1)
+      .max(100_000)
+      .optional(),
+    callsPerMinute: int32('At most this many calls start within any 60 s (a sliding window).')
+      .min(1)
+      .max(1_000_000)
+      .optional(),
+    burst: int32('With callsPerMinute: at most this many of them within any one second as well.')
+      .min(1)
+      .max(100_000)
+      .optional(),
+  })
+  .refine((limit) => (limit.callsPerSecond === undefined) !== (limit.callsPerMinute === undefined), {
+    message: 'give exactly one of callsPerSecond and callsPerMinute',
+  })
+  .refine((limit) => limit.burst === undefined || limit.callsPerMinute !== undefined, {
+    message: 'burst (calls within one second) goes with callsPerMinute',
+  })
+  .meta({
+    description: "An API's rate budget: exactly one of callsPerSecond and callsPerMinute, and burst with the latter.",
+    'x-kubernetes-validations': [
+      {
+        rule: 'has(self.callsPerSecond) != has(self.callsPerMinute)',
+        message: 'give exactly one of callsPerSecond and callsPerMinute',
+      },
+      {
+        rule: '!has(self.burst) || has(self.callsPerMinute)',
+        message: 'burst (calls within one second) goes with callsPerMinute',
+      },
+    ],
+  });
+
+/** spec.apiLimits of an OracleNode or an AirnodeFeed. */
+export const apiLimitsSchema = (divided: string) =>
+  z
+    .array(apiLimitSchema)
+    .max(64)
+    .optional()
+    .meta({
+      description:
+        'Rate budgets of the APIs the config calls (a provider counts calls per key in sliding windows). ' + divided,
+      'x-kubernetes-list-type': 'atomic',
+    });
 
 const autoscaling = z
   .object({
@@ -433,7 +622,12 @@ export const oracleNodeSpecSchema = z
               .default(DEFAULT_GATEWAY_SERVER_PORT),
           })
           .optional()
-          .meta(described('The Service in front of the gateway pods.')),
+          .meta(
+            described(
+              "The node's gateway Service, <name>-gateway: one per node, kept through stage rollouts, which switch it " +
+                "to the new stage's gateway pods once they are Ready.",
+            ),
+          ),
         /** Callers with keys and rates (src/gateway/callers.ts): a gateway with callers refuses everyone else. */
         callers: z
           .object({
@@ -497,6 +691,13 @@ export const oracleNodeSpecSchema = z
             'oevGateway) is enabled in the config.',
         ),
       ),
+    apiLimits: apiLimitsSchema(
+      'The operator divides each budget among the pods that may call that API (gateway replicas, or the HPA ' +
+        "maxReplicas; the cycle's worker pods, bounded by the chains' maxConcurrency) so that their sum never " +
+        'exceeds it, each pod getting an equal whole share (`--api-rate-limit`); a change of replicas redivides it. ' +
+        'A share below one call leaves those pods none: they call that API no more (docs/ois-engine.md, "Rate ' +
+        'budgets"). An AirnodeFeed on the same API key needs its own part of the quota in its own spec.',
+    ),
     chainLimits: z
       .array(
         z.object({

@@ -170,6 +170,15 @@ function fenceVariables(defaultImage: string): Variable[] {
       expression: `has(params.spec.image) && params.spec.image != '' ? params.spec.image : ${celString(defaultImage)}`,
     },
     { name: 'secret', expression: "has(params.spec.secretRef) ? params.spec.secretRef.name : ''" },
+    // The pod overrides the worker template carries (builders/pod-overrides.ts): spec's, then spec.worker's.
+    { name: 'override_volumes', expression: workerOverrides('volumes') },
+    { name: 'override_env_from', expression: workerOverrides('envFrom') },
+    {
+      // spec.telemetry's collector credentials, which every pod of the node reads by reference when it exports.
+      name: 'headers',
+      expression:
+        "has(params.spec.telemetry) && has(params.spec.telemetry.otlpEndpoint) && has(params.spec.telemetry.headersSecretRef) ? params.spec.telemetry.headersSecretRef : dyn({'name': '', 'key': ''})",
+    },
     ...resources('limits'),
     ...resources('requests'),
   ];
@@ -187,6 +196,90 @@ function resourceBounds(kind: 'limits' | 'requests'): string {
   ].join(' && ');
 }
 
+/** spec's list of a pod override followed by spec.worker's, as the builder lays them (either may be absent). */
+const workerOverrides = (field: 'volumes' | 'envFrom') =>
+  `(has(params.spec.${field}) ? params.spec.${field} : []) + (has(params.spec.worker) && has(params.spec.worker.${field}) ? params.spec.worker.${field} : [])`;
+
+/**
+ * `a` and `b` (maps) hold the same `fields` and nothing else, a field left out counting as its value in `fields`: the
+ * API server writes a Job's volumes back with its defaults filled in and its zero values dropped, the OracleNode's
+ * stay as the user wrote them.
+ */
+function sameFields(a: string, b: string, fields: Record<string, string>): string {
+  const names = Object.keys(fields);
+  const list = `[${names.map((name) => `'${name}'`).join(', ')}]`;
+  const value = (map: string, name: string) => `(has(${map}.${name}) ? ${map}.${name} : ${fields[name]})`;
+  return [
+    // dyn(): the type checker reads a Job's volume source as an object, whose keys CEL ranges over only as a map.
+    `dyn(${a}).all(k, k in ${list})`,
+    `dyn(${b}).all(k, k in ${list})`,
+    ...names.map((name) => `${value(a, name)} == ${value(b, name)}`),
+  ].join(' && ');
+}
+
+/** The same quantities (by value: the API server writes 1024Mi back as 1Gi) under the same keys. */
+const sameQuantities = (a: string, b: string) =>
+  `dyn(${a}).all(k, k in dyn(${b}) && quantity(string(dyn(${a})[k])).compareTo(quantity(string(dyn(${b})[k]))) == 0) && dyn(${b}).all(k, k in dyn(${a}))`;
+
+/** The claim template of a generic ephemeral volume: the same claim, its quantities by value. */
+function sameClaimTemplate(a: string, b: string): string {
+  const own = "['resources', 'volumeMode']";
+  const quantities = (template: string, kind: 'requests' | 'limits') =>
+    `(has(${template}.spec.resources) && has(${template}.spec.resources.${kind}) ? ${template}.spec.resources.${kind} : dyn({}))`;
+  return [
+    `(has(${a}.metadata) ? ${a}.metadata : dyn({})) == (has(${b}.metadata) ? ${b}.metadata : dyn({}))`,
+    `dyn(${a}.spec).all(k, k in ${own} || (k in dyn(${b}.spec) && dyn(${a}.spec)[k] == dyn(${b}.spec)[k]))`,
+    `dyn(${b}.spec).all(k, k in ${own} || k in dyn(${a}.spec))`,
+    `(has(${a}.spec.volumeMode) ? ${a}.spec.volumeMode : 'Filesystem') == (has(${b}.spec.volumeMode) ? ${b}.spec.volumeMode : 'Filesystem')`,
+    sameQuantities(quantities(a, 'requests'), quantities(b, 'requests')),
+    sameQuantities(quantities(a, 'limits'), quantities(b, 'limits')),
+  ].join(' && ');
+}
+
+const CONFIG_MAP_FIELDS = { name: "''", items: 'dyn([])', optional: 'false' };
+
+/** A source of a projected override volume: a ConfigMap's, a token's, a trust bundle's, the pod's own metadata. */
+const sameProjectedSource = (a: string, b: string) =>
+  [
+    `(has(${a}.configMap) && has(${b}.configMap) && ${sameFields(`${a}.configMap`, `${b}.configMap`, CONFIG_MAP_FIELDS)})`,
+    `(has(${a}.downwardAPI) && has(${b}.downwardAPI))`,
+    `(has(${a}.serviceAccountToken) && has(${b}.serviceAccountToken) && ${sameFields(`${a}.serviceAccountToken`, `${b}.serviceAccountToken`, { audience: "''", path: "''", expirationSeconds: '3600' })})`,
+    `(has(${a}.clusterTrustBundle) && has(${b}.clusterTrustBundle) && ${a}.clusterTrustBundle == ${b}.clusterTrustBundle)`,
+  ].join(' || ');
+
+/** Projected volumes with the same mode and the same sources, in any order. */
+function sameProjected(a: string, b: string): string {
+  const sources = (projected: string) => `(has(${projected}.sources) ? ${projected}.sources : dyn([]))`;
+  return [
+    `(has(${a}.defaultMode) ? ${a}.defaultMode : 420) == (has(${b}.defaultMode) ? ${b}.defaultMode : 420)`,
+    `${sources(a)}.all(x, ${sources(b)}.exists(y, ${sameProjectedSource('x', 'y')}))`,
+    `${sources(b)}.all(y, ${sources(a)}.exists(x, ${sameProjectedSource('x', 'y')}))`,
+  ].join(' && ');
+}
+
+/**
+ * Job volume `v` is the node's override volume `s` (same name, same type, same source): what a coordinator may
+ * mount beyond its engine's own is exactly what spec.volumes and spec.worker.volumes name, never another claim,
+ * ConfigMap or CSI volume (a Secrets Store CSI volume of another SecretProviderClass would be another app's secrets).
+ * The types are those the CRD admits in an override (api/v1alpha1.ts, OVERRIDE_VOLUME_TYPES); an emptyDir and the
+ * pod's own metadata (downwardAPI) reach nothing outside the pod, so any is admitted.
+ */
+const sameOverrideVolume = (v: string, s: string) =>
+  [
+    `${s}.name == ${v}.name`,
+    `(${[
+      `(has(${s}.csi) && has(${v}.csi) && ${sameFields(`${v}.csi`, `${s}.csi`, { driver: "''", readOnly: 'false', fsType: "''", volumeAttributes: 'dyn({})', nodePublishSecretRef: 'dyn({})' })})`,
+      `(has(${s}.configMap) && has(${v}.configMap) && ${sameFields(`${v}.configMap`, `${s}.configMap`, { ...CONFIG_MAP_FIELDS, defaultMode: '420' })})`,
+      `(has(${s}.persistentVolumeClaim) && has(${v}.persistentVolumeClaim) && ${sameFields(`${v}.persistentVolumeClaim`, `${s}.persistentVolumeClaim`, { claimName: "''", readOnly: 'false' })})`,
+      `(has(${s}.ephemeral) && has(${v}.ephemeral) && ${sameClaimTemplate(`${v}.ephemeral.volumeClaimTemplate`, `${s}.ephemeral.volumeClaimTemplate`)})`,
+      `(has(${s}.projected) && has(${v}.projected) && ${sameProjected(`${v}.projected`, `${s}.projected`)})`,
+    ].join(' || ')})`,
+  ].join(' && ');
+
+/** The engine's own volumes: config, scratch, the Job's shard input, the keys of the node's Secret as files. */
+const ENGINE_VOLUME = (v: string) =>
+  `has(${v}.emptyDir) || has(${v}.downwardAPI) || (has(${v}.configMap) && (${v}.configMap.name == variables.base + '-config' || ${v}.configMap.name == object.metadata.name)) || (has(${v}.projected) && has(${v}.projected.sources) && ${v}.projected.sources.all(s, has(s.secret) && s.secret.name == variables.secret && has(s.secret.items) && size(s.secret.items) > 0))`;
+
 const WORKER_LABELS = (subject: string) =>
   `has(${subject}.labels) && '${LABELS.name}' in ${subject}.labels && ${subject}.labels['${LABELS.name}'] == params.metadata.name && '${LABELS.stage}' in ${subject}.labels && ${subject}.labels['${LABELS.stage}'] == variables.stage && '${LABELS.component}' in ${subject}.labels && ${subject}.labels['${LABELS.component}'] == 'worker'`;
 
@@ -202,9 +295,9 @@ const JOB_RULES: Validation[] = [
   {
     // With spec.secretRef.as Files the worker's keys are a projected volume of the node's Secret, naming its keys
     // (a source without items would project every key).
-    expression: `!has(${POD}.volumes) || ${POD}.volumes.all(v, has(v.emptyDir) || (has(v.configMap) && (v.configMap.name == variables.base + '-config' || v.configMap.name == object.metadata.name)) || (has(v.projected) && has(v.projected.sources) && v.projected.sources.all(s, has(s.secret) && s.secret.name == variables.secret && has(s.secret.items) && size(s.secret.items) > 0)))`,
+    expression: `!has(${POD}.volumes) || ${POD}.volumes.all(v, ${ENGINE_VOLUME('v')} || variables.override_volumes.exists(s, ${sameOverrideVolume('v', 's')}))`,
     message:
-      "a coordinator's Jobs mount only the node's config, their own shard input, emptyDirs and named keys of the node's Secret",
+      "a coordinator's Jobs mount only the node's config, their own shard input, emptyDirs, named keys of the node's Secret and the node's worker volumes (spec.volumes, spec.worker.volumes)",
   },
   {
     expression: `!(has(${POD}.hostNetwork) && ${POD}.hostNetwork) && !(has(${POD}.hostPID) && ${POD}.hostPID) && !(has(${POD}.hostIPC) && ${POD}.hostIPC) && ${CONTAINERS}.all(c, has(c.securityContext) && !(has(c.securityContext.privileged) && c.securityContext.privileged) && has(c.securityContext.allowPrivilegeEscalation) && !c.securityContext.allowPrivilegeEscalation && (!has(c.securityContext.capabilities) || !has(c.securityContext.capabilities.add) || size(c.securityContext.capabilities.add) == 0))`,
@@ -212,8 +305,14 @@ const JOB_RULES: Validation[] = [
       "a coordinator's Jobs are unprivileged: no host namespaces, no privilege escalation, no added capabilities",
   },
   {
-    expression: `${CONTAINERS}.all(c, (!has(c.envFrom) || c.envFrom.all(e, has(e.secretRef) && !has(e.configMapRef) && e.secretRef.name == variables.secret)) && (!has(c.env) || c.env.all(e, !has(e.valueFrom) || has(e.valueFrom.fieldRef) || (has(e.valueFrom.secretKeyRef) && e.valueFrom.secretKeyRef.name == variables.secret))))`,
-    message: "a coordinator's Jobs read only their node's Secret",
+    expression: `${CONTAINERS}.all(c, !has(c.env) || c.env.all(e, !has(e.valueFrom) || has(e.valueFrom.fieldRef) || (has(e.valueFrom.secretKeyRef) && (e.valueFrom.secretKeyRef.name == variables.secret || (e.valueFrom.secretKeyRef.name == variables.headers.name && e.valueFrom.secretKeyRef.key == variables.headers.key)))))`,
+    message: "a coordinator's Jobs read only their node's Secret (and spec.telemetry's headers key)",
+  },
+  {
+    // The operator never gives a pod a whole Secret: envFrom is only the ConfigMaps the node's spec names.
+    expression: `${CONTAINERS}.all(c, !has(c.envFrom) || c.envFrom.all(e, has(e.configMapRef) && !has(e.secretRef) && variables.override_env_from.exists(f, f.configMapRef.name == e.configMapRef.name && (has(f.prefix) ? f.prefix : '') == (has(e.prefix) ? e.prefix : ''))))`,
+    message:
+      "a coordinator's Jobs take envFrom only from the ConfigMaps of the node's spec.envFrom and spec.worker.envFrom",
   },
   {
     expression: `has(object.spec.parallelism) && has(params.spec.config.chains) && params.spec.config.chains.exists(chain, object.spec.parallelism <= chain.maxConcurrency)`,

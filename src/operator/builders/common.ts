@@ -57,18 +57,26 @@ export type BuildInput = {
    */
   signingKey?: string;
   settings: OperatorSettings;
+  /** The node address the mnemonic derives (public): the stage's config ConfigMap records it. */
+  nodeAddress?: string;
   /** Where callers reach the gateways (spec.gateway.publicUrl, else the Service's load-balancer address). */
   publicGatewayUrl?: string;
 };
 
-/** Deterministic names: stage-qualified so two stages can run side by side during a blue/green rollout. */
+/**
+ * Deterministic names: stage-qualified so two stages can run side by side during a blue/green rollout. Node names
+ * and stages may both hold hyphens, so two nodes can name alike: names.ts says which, for admission.
+ */
 export function childNames(nodeName: string, stage: string) {
   const base = `${nodeName}-${stage}`;
   return {
     config: `${base}-config`,
     coordinator: `${base}-coordinator`,
     worker: `${base}-worker`,
+    /** The stage's gateway Deployment, its ServiceAccount, PDB and HPA. */
     gateway: `${base}-gateway`,
+    /** The node's gateway Service, for callers: it outlives stage rollouts, which switch it to the new stage. */
+    service: `${nodeName}-gateway`,
     /** Not stage-qualified: the response cache and the last cycle outlive a stage rollout. */
     cache: `${nodeName}-cache`,
     cycle: `${nodeName}-cycle`,

@@ -21,6 +21,7 @@ import {
 } from './common.js';
 import { gatewayEnabled } from './gateway.js';
 import { inheritedMetadata } from './pod-overrides.js';
+import { NODE_SECRETS_AS_ENV, withScannerSkips } from './scanner-skips.js';
 import { buildWorkerTemplate } from './worker.js';
 
 /** A cycle that has not started 20 s after its tick is skipped: the next tick is near. */
@@ -188,7 +189,10 @@ export function buildCoordinatorCronJob(
   return {
     apiVersion: 'batch/v1',
     kind: 'CronJob',
-    metadata: metadata(input, names.coordinator, 'coordinator'),
+    metadata: withScannerSkips(metadata(input, names.coordinator, 'coordinator'), podSpec, {
+      apiToken: 'it creates its worker Jobs and writes its Lease and reports through the Kubernetes API',
+      secretsAsEnv: NODE_SECRETS_AS_ENV,
+    }),
     spec: {
       schedule,
       suspend: options.holdForRollout === true || input.node.spec.coordinator?.suspend === true,

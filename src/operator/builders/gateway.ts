@@ -14,11 +14,12 @@ import type {
   V2MetricSpec,
 } from '@kubernetes/client-node';
 import { DEFAULT_GATEWAY_SERVER_PORT } from '../../config/index.js';
-import { CALLERS_DIR, CALLERS_VOLUME, CONFIG_FILE, GATEWAY_METRICS_PORT } from '../../contract/pods.js';
+import { CALLERS_DIR, CALLERS_VOLUME, CONFIG_FILE, GATEWAY_METRICS_PORT, LABELS } from '../../contract/pods.js';
 // node-key.ts, not wallet.ts: the operator never loads ethers.
 import { deriveNodePrivateKey } from '../../protocol/node-key.js';
 import { enabledGateways, gatewayServerPort } from '../config.js';
 import { DEFAULT_TARGET_CPU_UTILIZATION } from '../resource.js';
+import { apiLimitArgs, nodeApiLimitShares } from './api-limits.js';
 import {
   type BuildInput,
   basePodSpec,
@@ -30,6 +31,7 @@ import {
   SIGNING_KEY_SECRET_KEY,
   selectorLabels,
 } from './common.js';
+import { NODE_SECRETS_AS_ENV, withScannerSkips } from './scanner-skips.js';
 
 type Named<T> = T & { metadata: { name: string } };
 
@@ -79,7 +81,7 @@ export function gatewayMetricsPort(input: BuildInput): number {
   return gatewayContainerPort(input) === GATEWAY_METRICS_PORT ? GATEWAY_METRICS_PORT + 1 : GATEWAY_METRICS_PORT;
 }
 
-/** The port of the gateway's Service: spec.gateway.service.port, else the server's default. */
+/** The port of the gateway's Services: spec.gateway.service.port, else the server's default. */
 export function gatewayServicePort(input: BuildInput): number {
   return input.node.spec.gateway?.service?.port ?? DEFAULT_GATEWAY_SERVER_PORT;
 }
@@ -120,6 +122,8 @@ export function buildGatewayDeployment(input: BuildInput): Named<V1Deployment> {
     '--metrics-port',
     String(metricsPort),
     ...callerArgs(input),
+    // Each replica's share of the APIs' budgets: redivided when the replicas (or the HPA's maximum) change.
+    ...apiLimitArgs(nodeApiLimitShares(input.node, input.config, gatewayMaxReplicas(input)), 'gateway'),
   ];
   const container = engineContainer(input, 'gateway', args, 'gateway');
   if (input.node.spec.gateway?.callers)
@@ -143,10 +147,13 @@ export function buildGatewayDeployment(input: BuildInput): Named<V1Deployment> {
     timeoutSeconds: 2,
     failureThreshold: 2,
   };
+  const podSpec = gatewayPodSpec(input, container);
   return {
     apiVersion: 'apps/v1',
     kind: 'Deployment',
-    metadata: metadata(input, names.gateway, 'gateway'),
+    metadata: withScannerSkips(metadata(input, names.gateway, 'gateway'), podSpec, {
+      secretsAsEnv: NODE_SECRETS_AS_ENV,
+    }),
     spec: {
       // With autoscaling the HPA sets the replica count; applying one here would fight it on every reconcile.
       ...(gatewayAutoscaling(input) ? {} : { replicas: gatewayReplicas(input) }),
@@ -156,7 +163,7 @@ export function buildGatewayDeployment(input: BuildInput): Named<V1Deployment> {
       revisionHistoryLimit: 3,
       template: {
         metadata: podTemplateMetadata(input, 'gateway', labels(input.node, stage, 'gateway')),
-        spec: gatewayPodSpec(input, container),
+        spec: podSpec,
       },
     },
   };
@@ -212,26 +219,37 @@ function gatewayPodSpec(input: BuildInput, container: V1Container): V1PodSpec {
   return spec;
 }
 
-export function buildGatewayService(input: BuildInput): Named<V1Service> {
-  const stage = input.config.nodeSettings.stage;
-  const names = childNames(input.node.metadata.name, stage);
+/**
+ * The node's gateway Service (`<node>-gateway`, spec.gateway.service.type): one per node, not stage-qualified, so
+ * its name, ClusterIP and load-balancer address outlive stage rollouts. It selects the pods of `servingStage`: the
+ * rollout switches it to the new stage once that stage's gateway is Ready (reconcile/rollout.ts gatewayServiceStage).
+ * There is no Service per stage: `<node>-<stage>-gateway` would be node `<node>-<stage>`'s Service (a stage's
+ * gateway is reached for a test through its Deployment: `kubectl port-forward deploy/<node>-<stage>-gateway`).
+ */
+export function buildNodeGatewayService(input: BuildInput, servingStage: string): Named<V1Service> {
+  const names = childNames(input.node.metadata.name, input.config.nodeSettings.stage);
+  const meta = metadata(input, names.service, 'gateway');
+  // The stage label would make it one stage's child, removed with that stage.
+  const { [LABELS.stage]: _stage, ...labels } = meta.labels;
   return {
     apiVersion: 'v1',
     kind: 'Service',
-    metadata: metadata(input, names.gateway, 'gateway'),
+    metadata: { ...meta, labels },
     spec: {
       type: input.node.spec.gateway?.service?.type ?? 'ClusterIP',
-      selector: selectorLabels(input.node, stage, 'gateway'),
-      ports: [
-        {
-          name: 'http',
-          port: gatewayServicePort(input),
-          targetPort: 'http',
-          protocol: 'TCP',
-        },
-      ],
+      selector: selectorLabels(input.node, servingStage, 'gateway'),
+      ports: gatewayServicePorts(input),
     },
   };
+}
+
+/** The stage selected by a node gateway Service (buildNodeGatewayService), as applied. */
+export function servedStageOf(service: V1Service | undefined): string | undefined {
+  return service?.spec?.selector?.[LABELS.stage];
+}
+
+function gatewayServicePorts(input: BuildInput): NonNullable<V1Service['spec']>['ports'] {
+  return [{ name: 'http', port: gatewayServicePort(input), targetPort: 'http', protocol: 'TCP' }];
 }
 
 export function buildGatewayPdb(input: BuildInput): Named<V1PodDisruptionBudget> {
@@ -301,6 +319,7 @@ export function publicGatewayUrl(input: BuildInput, service: V1Service | undefin
 export function gatewayUrls(input: BuildInput): Record<string, string> {
   const names = childNames(input.node.metadata.name, input.config.nodeSettings.stage);
   const port = gatewayServicePort(input);
-  const base = `http://${names.gateway}.${input.node.metadata.namespace}.svc.${input.settings.clusterDomain}:${port}`;
+  // The node's Service: the same URL before, during and after a stage rollout.
+  const base = `http://${names.service}.${input.node.metadata.namespace}.svc.${input.settings.clusterDomain}:${port}`;
   return Object.fromEntries(enabledGateways(input.config).map((gateway) => [gateway, base]));
 }

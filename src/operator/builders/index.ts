@@ -9,7 +9,7 @@ import {
   buildGatewayDeployment,
   buildGatewayHpa,
   buildGatewayPdb,
-  buildGatewayService,
+  buildNodeGatewayService,
   buildSigningKeySecret,
   gatewayAutoscaling,
   gatewayEnabled,
@@ -17,18 +17,26 @@ import {
 } from './gateway.js';
 import { buildRoleBindings, buildRoles, buildServiceAccounts } from './rbac.js';
 
+export * from './api-limits.js';
 export * from './chain-limits.js';
 export * from './common.js';
 export * from './config-map.js';
 export * from './coordinator.js';
 export * from './gateway.js';
+export * from './names.js';
 export * from './rbac.js';
 export * from './resources.js';
+export * from './scanner-skips.js';
 export * from './worker.js';
 
 export type DesiredChild = { kind: ResourceKind; object: Child };
 
-export function buildChildren(input: BuildInput, options: CoordinatorOptions = {}): DesiredChild[] {
+export type ChildrenOptions = CoordinatorOptions & {
+  /** The stage the node's gateway Service selects; the current stage unless a rollout still serves an old one. */
+  gatewayServiceStage?: string;
+};
+
+export function buildChildren(input: BuildInput, options: ChildrenOptions = {}): DesiredChild[] {
   const children: DesiredChild[] = [];
   const add = (kind: ResourceKind, object: unknown) => children.push({ kind, object: object as Child });
   add(KINDS.configMap, buildConfigMap(input));
@@ -39,8 +47,8 @@ export function buildChildren(input: BuildInput, options: CoordinatorOptions = {
   if (gatewayEnabled(input)) {
     // Before the Deployment that reads it.
     if (input.signingKey) add(KINDS.secret, buildSigningKeySecret(input));
-    add(KINDS.service, buildGatewayService(input));
     add(KINDS.deployment, buildGatewayDeployment(input));
+    add(KINDS.service, buildNodeGatewayService(input, options.gatewayServiceStage ?? input.config.nodeSettings.stage));
     if (gatewayMaxReplicas(input) > 1) add(KINDS.podDisruptionBudget, buildGatewayPdb(input));
     if (gatewayAutoscaling(input)) add(KINDS.horizontalPodAutoscaler, buildGatewayHpa(input));
   }

@@ -1,8 +1,10 @@
 // What a platform adds to the node's objects and pods (spec's pod overrides, for all workloads, and each workload's
 // own under spec.coordinator/gateway/worker): merged over what the operator builds, never in place of it. The
 // operator's labels, annotations, environment, probes, security contexts and volumes always win or stand beside the
-// additions; the CRD already refuses the keys, volume names and mount paths that would collide
-// (api/v1alpha1.ts, podOverrides). Pure functions of the OracleNode.
+// additions; the CRD already refuses the keys, volume names and mount paths that would collide, and the volume types
+// that would break restricted Pod Security or the Secret's scoping (api/v1alpha1.ts, podOverrides). The coordinator
+// fence admits the worker Jobs that carry spec's and spec.worker's (builders/admission.ts). Pure functions of the
+// OracleNode.
 import type { V1Container, V1LocalObjectReference, V1ObjectMeta, V1PodSpec } from '@kubernetes/client-node';
 import type { Workload } from '../../common/workloads.js';
 import type { OracleNode } from '../resource.js';

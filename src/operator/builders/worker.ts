@@ -3,6 +3,7 @@
 import type { V1ObjectMeta } from '@kubernetes/client-node';
 import { CONFIG_FILE } from '../../contract/pods.js';
 import { SHARD_DIR, SHARD_VOLUME, shardKey, WORKER_CONTAINER, type WorkerTemplate } from '../../contract/shard.js';
+import { apiLimitArgs, nodeApiLimitShares } from './api-limits.js';
 import {
   type BuildInput,
   basePodSpec,
@@ -12,7 +13,9 @@ import {
   ownerReference,
   podTemplateMetadata,
 } from './common.js';
+import { gatewayMaxReplicas } from './gateway.js';
 import { inheritedMetadata } from './pod-overrides.js';
+import { NODE_SECRETS_AS_ENV, scannerSkips } from './scanner-skips.js';
 
 export const DEFAULT_WORKER_DEADLINE_SECONDS = 50;
 export const DEFAULT_WORKER_TTL_SECONDS = 300;
@@ -23,7 +26,16 @@ export function buildWorkerTemplate(input: BuildInput): WorkerTemplate {
   // The Jobs the coordinator makes carry the node's inherited labels too (cost labels reach every object).
   const workerLabels = inheritedMetadata(input.node, { labels: labels(input.node, stage, 'worker') }).labels!;
   // $(JOB_COMPLETION_INDEX) is expanded by the kubelet: the Job controller sets it in each Indexed Job pod.
-  const args = ['worker', '--shard', `${SHARD_DIR}/${shardKey('$(JOB_COMPLETION_INDEX)')}`, '-c', CONFIG_FILE];
+  // Each worker pod's share of the APIs' budgets (a window's Job keeps them: the contract's buildWindowWorkerJob).
+  const budgets = apiLimitArgs(nodeApiLimitShares(input.node, input.config, gatewayMaxReplicas(input)), 'worker');
+  const args = [
+    'worker',
+    '--shard',
+    `${SHARD_DIR}/${shardKey('$(JOB_COMPLETION_INDEX)')}`,
+    '-c',
+    CONFIG_FILE,
+    ...budgets,
+  ];
   const container = engineContainer(input, WORKER_CONTAINER, args, 'worker');
   container.volumeMounts = [
     ...(container.volumeMounts ?? []),
@@ -40,6 +52,7 @@ export function buildWorkerTemplate(input: BuildInput): WorkerTemplate {
   return {
     namePrefix: names.worker,
     labels: workerLabels,
+    annotations: scannerSkips(spec, { secretsAsEnv: NODE_SECRETS_AS_ENV }),
     ownerReferences: [{ ...ownerReference(input.node), blockOwnerDeletion: false }],
     activeDeadlineSeconds: input.node.spec.worker?.activeDeadlineSeconds ?? DEFAULT_WORKER_DEADLINE_SECONDS,
     ttlSecondsAfterFinished: input.node.spec.worker?.ttlSecondsAfterFinished ?? DEFAULT_WORKER_TTL_SECONDS,

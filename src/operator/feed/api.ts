@@ -14,6 +14,7 @@ import { z } from 'zod';
 import { signedApiReportSchema } from '../../contract/feed-report.js';
 import type { ResourceKind } from '../../kube/index.js';
 import { type JsonSchema, NAME_PLACEHOLDER, type StructuralSchema, toStructural } from '../api/structural.js';
+import { apiLimitsSchema } from '../api/v1alpha1.js';
 import { DEFAULT_IMAGE, GROUP, VERSION } from '../resource.js';
 
 export const FEED_KIND = 'AirnodeFeed';
@@ -101,6 +102,11 @@ export const airnodeFeedSpecSchema = z
       .max(16)
       .optional()
       .meta(described('Secrets to pull the image with.')),
+    apiLimits: apiLimitsSchema(
+      "The feed's one pod enforces each budget whole (`--api-rate-limit`): a fetch over it is skipped to the next " +
+        'interval. A feed and an OracleNode on the same API key each need their own part of the quota, in their own ' +
+        'spec, the two parts summing to no more than the quota (docs/feeds.md).',
+    ),
   })
   .meta(described('The desired feed.'));
 
@@ -128,6 +134,7 @@ export const FEED_CONDITION_REASONS = [
   'SecretNotFound',
   'SecretKeyMissing',
   'ApplyFailed',
+  'NameConflict',
 ] as const;
 export type FeedConditionReason = (typeof FEED_CONDITION_REASONS)[number];
 

@@ -16,6 +16,7 @@ import { referencedSecretNames } from '../../config/index.js';
 import { FEED_REPORT_COMPONENT, FEED_REPORT_CONFIGMAP_ENV } from '../../contract/feed-report.js';
 import { CONFIG_DIR, CONFIG_FILE, ENV, LABELS } from '../../contract/pods.js';
 import type { ResourceKind } from '../../kube/index.js';
+import { soleCallerApiLimitArgs } from '../builders/api-limits.js';
 import {
   type Child,
   CONTAINER_SECURITY_CONTEXT,
@@ -23,6 +24,7 @@ import {
   hashOf,
   mergeResources,
   POD_SECURITY_CONTEXT,
+  withScannerSkips,
 } from '../builders/index.js';
 import { ANNOTATIONS, KINDS, MANAGED_BY } from '../resource.js';
 import { type AirnodeFeed, FEED_API_VERSION, FEED_KIND } from './api.js';
@@ -194,7 +196,14 @@ export function buildFeedDeployment(input: FeedBuildInput): V1Deployment {
         name: 'feed',
         image: feed.spec.image || input.defaultImage,
         imagePullPolicy: feed.spec.imagePullPolicy ?? 'IfNotPresent',
-        args: ['feed', '-c', CONFIG_FILE, '--metrics-port', String(FEED_METRICS_PORT)],
+        args: [
+          'feed',
+          '-c',
+          CONFIG_FILE,
+          '--metrics-port',
+          String(FEED_METRICS_PORT),
+          ...soleCallerApiLimitArgs(feed.spec.apiLimits),
+        ],
         // Without -s, the feed takes each ${NAME} of the config from its environment; the last two name its report.
         env: [
           ...secretEnv,
@@ -230,7 +239,10 @@ export function buildFeedDeployment(input: FeedBuildInput): V1Deployment {
   return {
     apiVersion: 'apps/v1',
     kind: 'Deployment',
-    metadata: metadata(feed, names.deployment),
+    metadata: withScannerSkips(metadata(feed, names.deployment), podSpec, {
+      apiToken: 'it writes its report ConfigMap through the Kubernetes API',
+      secretsAsEnv: 'one variable per key the config references and never the whole Secret',
+    }),
     spec: {
       replicas: 1,
       selector: { matchLabels: feedSelectorLabels(feed) },

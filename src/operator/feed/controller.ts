@@ -22,6 +22,7 @@ import type { Child } from '../builders/index.js';
 import { childCacheTransform } from '../child-cache.js';
 import { type ConfigIssue, formatIssues } from '../config.js';
 import { canonicalJson, needsApply, withAppliedHash } from '../diff.js';
+import { foreignMessage, foreignObjects } from '../ownership.js';
 import { deploymentReady } from '../reconcile/status.js';
 import { KINDS, MANAGED_SELECTOR } from '../resource.js';
 import {
@@ -181,8 +182,15 @@ export class AirnodeFeedReconciler implements Reconciler {
       defaultImage: this.options.defaultImage,
       ...(secretName ? { secretName } : {}),
     };
+    // Never over an object the feed did not create (an OracleNode's with stage `feed` names `<name>-feed-config`).
+    const children = buildFeedChildren(input);
+    const foreign = await foreignObjects({ uid: feed.metadata.uid, namespace: key.namespace }, children, context);
+    if (foreign.length > 0) {
+      await this.reject(feed, 'NameConflict', foreignMessage(foreign), context, now);
+      return { requeueAfterMs: this.options.waitPollMs };
+    }
     try {
-      await this.apply(input, context);
+      await this.apply(children, context);
     } catch (error) {
       const message = redact(errorMessage(error)).slice(0, 500);
       await this.writeStatus(
@@ -261,8 +269,8 @@ export class AirnodeFeedReconciler implements Reconciler {
   }
 
   /** Server-side apply of the children that differ from the cache, in order. */
-  private async apply(input: FeedBuildInput, context: ReconcileContext): Promise<void> {
-    for (const { kind, object } of buildFeedChildren(input)) {
+  private async apply(children: ReturnType<typeof buildFeedChildren>, context: ReconcileContext): Promise<void> {
+    for (const { kind, object } of children) {
       const desired = withAppliedHash(object);
       const live = context.cache.get<Child>(kind, {
         namespace: desired.metadata.namespace,
@@ -272,10 +280,13 @@ export class AirnodeFeedReconciler implements Reconciler {
     }
   }
 
-  /** Invalid config or missing Secret: said in status and a Warning Event; every child stays as it is. */
+  /**
+   * Invalid config, missing Secret or a name taken by an object not the feed's: said in status and a Warning Event;
+   * every child stays as it is.
+   */
   private async reject(
     feed: AirnodeFeed,
-    reason: 'SecretNotFound' | 'SecretKeyMissing' | 'ValidationFailed',
+    reason: 'SecretNotFound' | 'SecretKeyMissing' | 'ValidationFailed' | 'NameConflict',
     message: string,
     context: ReconcileContext,
     now: string,

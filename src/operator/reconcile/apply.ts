@@ -50,8 +50,9 @@ export async function applyChildren(node: OracleNode, children: DesiredChild[], 
 }
 
 /**
- * Deletes children of the current stage that the spec no longer asks for (gateways disabled, PDB at one replica),
- * and the derived node key once no signing gateway reads it.
+ * Deletes children of the current stage, and of the node as a whole (its gateway Service), that the spec no longer
+ * asks for (gateways disabled, PDB at one replica), and the derived node key once no signing gateway reads it.
+ * Another stage's children are the rollout's.
  */
 export async function pruneUnwanted(
   node: OracleNode,
@@ -62,11 +63,10 @@ export async function pruneUnwanted(
   const namespace = node.metadata.namespace;
   const wanted = new Set(children.map(({ kind, object }) => `${kind.plural}/${object.metadata.name}`));
   for (const kind of CHILD_KINDS)
-    for (const child of context.cache.list(kind, namespace, {
-      [LABELS.name]: node.metadata.name,
-      [LABELS.stage]: stage,
-    })) {
+    for (const child of context.cache.list(kind, namespace, { [LABELS.name]: node.metadata.name })) {
       const name = child.metadata!.name!;
+      const childStage = child.metadata?.labels?.[LABELS.stage];
+      if (childStage !== undefined && childStage !== stage) continue;
       // Only what the operator made: a worker Job's input ConfigMap carries the labels but is the Job's.
       if (wanted.has(`${kind.plural}/${name}`) || !controlledBy(child, node)) continue;
       context.logger.info({ kind: kind.kind, child: name }, 'deleting a child the spec no longer asks for');

@@ -5,6 +5,7 @@ import type { V1Secret, V1Service } from '@kubernetes/client-node';
 import type { ReconcileContext } from '../../kube/index.js';
 import { registerSecret, registerSecrets } from '../../observability/index.js';
 import {
+  apiLimitProblems,
   type BuildInput,
   childNames,
   gatewayEnabled,
@@ -18,7 +19,7 @@ import { KINDS, type OracleNode } from '../resource.js';
 
 /** Why a node's config cannot be applied: the reason of its ConfigValid=False condition, and the detail. */
 export type ConfigRejection = {
-  reason: 'SecretNotFound' | 'SecretKeyMissing' | 'ValidationFailed';
+  reason: 'SecretNotFound' | 'SecretKeyMissing' | 'ValidationFailed' | 'NameConflict' | 'NodeAddressChanged';
   message: string;
 };
 
@@ -44,6 +45,8 @@ export async function loadInputs(
     const reason = validation.errors.some(isMissingSecretIssue) ? 'SecretKeyMissing' : 'ValidationFailed';
     return { ok: false, reason, message: formatIssues(validation.errors) };
   }
+  const limitProblems = apiLimitProblems(node.spec?.apiLimits, validation.config);
+  if (limitProblems.length > 0) return { ok: false, reason: 'ValidationFailed', message: limitProblems.join('; ') };
   const signingKey = gatewaySigningKey(validation.config);
   if (signingKey) registerSigningKey(signingKey);
   const base: BuildInput = {
@@ -58,7 +61,7 @@ export async function loadInputs(
   };
   const service = context.cache.get<V1Service>(KINDS.service, {
     namespace: node.metadata.namespace,
-    name: childNames(node.metadata.name, validation.config.nodeSettings.stage).gateway,
+    name: childNames(node.metadata.name, validation.config.nodeSettings.stage).service,
   });
   const publicUrl = gatewayEnabled(base) ? publicGatewayUrl(base, service) : undefined;
   const input: BuildInput = publicUrl ? { ...base, publicGatewayUrl: publicUrl } : base;

@@ -1,6 +1,6 @@
 // Stage rollouts, blue/green. A new stage's children come up beside the old ones; the old coordinators are suspended
-// and their Jobs (coordinator and workers) must finish; the new gateway must be Ready; then the old stage's children
-// are deleted. Two coordinators never send together: they would share sponsor-wallet nonces. When the old and the
+// and their Jobs (coordinator and workers) must finish; the new gateway must be Ready, and the node's gateway Service
+// (`<node>-gateway`, the one callers use) is then switched to it; then the old stage's children are deleted. Two coordinators never send together: they would share sponsor-wallet nonces. When the old and the
 // new coordinators take turns through the node's one coordinator Lease (windows, docs/chain-cycle.md "The
 // hand-over"), only the Lease's holder sends, so the new coordinator is released as soon as the old CronJobs are
 // suspended: its next run waits for the old window to hand the Lease back, and polls go on through the rollout. Without
@@ -9,10 +9,10 @@
 //
 // As CloudNativePG's cluster_upgrade.go puts a pure predicate beside the function that acts on it: observeRollout
 // reads the cache, planRollout decides (pure: the phase, what it waits for, what to do), executeRollout acts.
-import type { KubernetesObject, V1CronJob, V1Deployment, V1Job } from '@kubernetes/client-node';
+import type { KubernetesObject, V1CronJob, V1Deployment, V1Job, V1Service } from '@kubernetes/client-node';
 import { LABELS } from '../../contract/pods.js';
 import type { EventType, ObjectCache, ReconcileContext, ResourceKind } from '../../kube/index.js';
-import { type Child, childNames, type DesiredChild, handoverLeaseOf } from '../builders/index.js';
+import { type Child, childNames, type DesiredChild, handoverLeaseOf, servedStageOf } from '../builders/index.js';
 import { CHILD_KINDS, KINDS, type OracleNode } from '../resource.js';
 import { controlledBy } from './apply.js';
 import { cronJobHasActiveJobs, deploymentReady, jobActive } from './status.js';
@@ -54,8 +54,11 @@ export type RolloutObservation = {
   stage: string;
   /** The other stages this node still has children of, sorted. */
   oldStages: OldStageObservation[];
-  /** The new stage's gateway, when the spec asks for one. */
-  gateway: { name: string; wanted: boolean; ready: boolean };
+  /**
+   * The new stage's gateway, when the spec asks for one; `serving` once the node's gateway Service (the one callers
+   * use) selects it.
+   */
+  gateway: { name: string; wanted: boolean; ready: boolean; serving: boolean; service: string };
 };
 
 export type RolloutAction =
@@ -142,17 +145,40 @@ export function observeRollout(step: {
 }): RolloutObservation {
   const { node, stage, oldStages, children, cache } = step;
   const namespace = node.metadata.namespace;
-  const gatewayName = childNames(node.metadata.name, stage).gateway;
+  const names = childNames(node.metadata.name, stage);
   const wanted = children.some((c) => c.object.kind === 'Deployment');
+  // As applied in this pass: the desired object, not the cache, which may not have seen the write yet.
+  const service = children.find((c) => c.kind === KINDS.service && c.object.metadata.name === names.service);
   return {
     stage,
     oldStages: observeOldStages(node, oldStages, cache),
     gateway: {
-      name: gatewayName,
+      name: names.gateway,
       wanted,
-      ready: wanted && deploymentReady(cache.get<V1Deployment>(KINDS.deployment, { namespace, name: gatewayName })),
+      ready: wanted && deploymentReady(cache.get<V1Deployment>(KINDS.deployment, { namespace, name: names.gateway })),
+      serving: servedStageOf(service?.object as V1Service | undefined) === stage,
+      service: names.service,
     },
   };
+}
+
+/**
+ * The stage the node's gateway Service is to select: the new stage once its gateway Deployment is Ready, until then
+ * the stage it selects now while that stage's gateway still runs, so callers are never sent to pods not ready to
+ * serve. Read before the children are built, from the cache.
+ */
+export function gatewayServiceStage(node: OracleNode, stage: string, cache: ObjectCache): string {
+  const namespace = node.metadata.namespace;
+  const gateway = (name: string) => cache.get<V1Deployment>(KINDS.deployment, { namespace, name });
+  const service = cache.get<V1Service>(KINDS.service, {
+    namespace,
+    name: childNames(node.metadata.name, stage).service,
+  });
+  const serving = service && controlledBy(service, node) ? servedStageOf(service) : undefined;
+  if (!serving || serving === stage) return stage;
+  if (deploymentReady(gateway(childNames(node.metadata.name, stage).gateway))) return stage;
+  const old = gateway(childNames(node.metadata.name, serving).gateway);
+  return old && controlledBy(old, node) ? serving : stage;
 }
 
 /** The next step of a rollout, from what is observed. Pure. */
@@ -182,8 +208,9 @@ export function planRollout(observed: RolloutObservation): RolloutPlan {
       draining = true;
     }
   }
-  const gatewayPending = gateway.wanted && !gateway.ready;
-  if (gatewayPending) waits.push(`waiting for gateway ${gateway.name} to be Ready`);
+  if (gateway.wanted && !gateway.ready) waits.push(`waiting for gateway ${gateway.name} to be Ready`);
+  else if (gateway.wanted && !gateway.serving)
+    waits.push(`switching Service ${gateway.service} to gateway ${gateway.name}`);
   if (waits.length > 0) {
     const phase = suspending ? 'SuspendingOldCoordinators' : draining ? 'DrainingOldJobs' : 'WaitingForGateway';
     return {
@@ -213,14 +240,22 @@ export async function executeRollout(plan: RolloutPlan, node: OracleNode, contex
   const namespace = node.metadata.namespace;
   for (const action of plan.actions) {
     if (action.type === 'SuspendCronJob') {
-      const suspended = reapplyable(action.cronJob);
-      suspended.spec = { ...suspended.spec!, suspend: true };
-      await context.client.apply(KINDS.cronJob, suspended, { force: true });
+      await suspendCronJob(action.cronJob, context);
     } else {
       await context.client.delete(action.kind, { namespace, name: action.name }, { propagationPolicy: 'Background' });
     }
   }
   if (plan.event) context.events.record(node, plan.event.type, plan.event.reason, plan.event.message);
+}
+
+/**
+ * Re-applies a cached CronJob with suspend set, nothing else changed. Its applied hash stays the unsuspended
+ * desired one's, so the next apply of the desired CronJob (suspend false) sees the difference and releases it.
+ */
+export async function suspendCronJob(cronJob: V1CronJob & Child, context: ReconcileContext): Promise<void> {
+  const suspended = reapplyable(cronJob);
+  suspended.spec = { ...suspended.spec!, suspend: true };
+  await context.client.apply(KINDS.cronJob, suspended, { force: true });
 }
 
 /** A cached child reduced to what we apply: used to re-apply an old stage's CronJob with suspend set. */

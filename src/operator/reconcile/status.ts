@@ -54,8 +54,16 @@ export function setCondition(
 
 const CONDITION_ORDER: ConditionType[] = ['Ready', 'ConfigValid', 'Progressing', 'Degraded', 'Reconciling', 'Stalled'];
 
-/** Why a config is refused that only an edit of the spec or of the Secret's values can fix. */
-const STALLING_REASONS: ReadonlySet<string> = new Set(['ValidationFailed', 'SecretKeyMissing']);
+/**
+ * Why a config is refused that only an edit of the spec or of the Secret's values can fix (or, for a name taken,
+ * the removal of the object that holds it).
+ */
+const STALLING_REASONS: ReadonlySet<string> = new Set([
+  'ValidationFailed',
+  'SecretKeyMissing',
+  'NameConflict',
+  'NodeAddressChanged',
+]);
 
 /**
  * The kstatus conditions (sigs.k8s.io/cli-utils kstatus, what Flux and other GitOps tools read), derived from the

@@ -16,7 +16,7 @@ import {
   type WebhookTarget,
 } from '../builders/admission.js';
 import { canonicalJson } from '../builders/common.js';
-import { KINDS } from '../resource.js';
+import { KINDS, type OracleNode } from '../resource.js';
 import {
   type CertificatePolicy,
   type CertificateSet,
@@ -397,6 +397,14 @@ export function secretExistsInCache(cache: InformerCache) {
   return (namespace: string, name: string): boolean | undefined => {
     if (cache.synced(KINDS.secret, namespace) !== true) return undefined;
     return cache.get(KINDS.secret, { namespace, name }) !== undefined;
+  };
+}
+
+/** The OracleNodes of a namespace from the manager's cache; undefined until the informer covering it has synced. */
+export function oracleNodesInCache(cache: InformerCache) {
+  return (namespace: string): OracleNode[] | undefined => {
+    if (cache.synced(KINDS.oracleNode, namespace) !== true) return undefined;
+    return cache.list<OracleNode>(KINDS.oracleNode, namespace);
   };
 }
 

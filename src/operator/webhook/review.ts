@@ -3,6 +3,8 @@
 // (secret values are never needed, nor read), the update guards below, and warnings for what is allowed but
 // probably not meant. Pure: the Secret lookup is passed in.
 import { type Issue, interpolateSecrets, validateConfig } from '../../config/index.js';
+import { childNames } from '../builders/common.js';
+import { nameClashes, specStage } from '../builders/names.js';
 import { formatIssues, isMissingSecretIssue } from '../config.js';
 import type { OracleNode } from '../resource.js';
 
@@ -19,6 +21,8 @@ export type AdmissionDecision = { allowed: boolean; errors: Issue[]; warnings: s
 export type AdmissionLookups = {
   /** Whether a Secret exists (from the operator's metadata cache); undefined when it cannot tell. */
   secretExists?: (namespace: string, name: string) => boolean | undefined;
+  /** The OracleNodes of a namespace (from the operator's cache); undefined when it cannot tell. */
+  oracleNodes?: (namespace: string) => Partial<OracleNode>[] | undefined;
 };
 
 type RawConfig = Record<string, unknown> & { nodeSettings?: Record<string, unknown> };
@@ -128,7 +132,39 @@ export function reviewOracleNode(request: OracleNodeAdmission, lookups: Admissio
       message: 'the config has ${NAME} references but no Secret is named to resolve them',
     });
   }
+  if (node) errors.push(...ownershipIssues(node, lookups));
   return { allowed: errors.length === 0, errors, warnings: warningLines };
+}
+
+/**
+ * Names the node cannot have: a spec.secretRef that names the Secret the operator writes the node key into (the
+ * user's Secret would be taken over, and deleted with the node), and names another OracleNode of the namespace
+ * creates too (hyphens in node names and stages: node `a` with stage `b-c` and node `a-b` with stage `c`).
+ */
+function ownershipIssues(node: Partial<OracleNode>, lookups: AdmissionLookups): Issue[] {
+  const issues: Issue[] = [];
+  const name = node.metadata?.name;
+  const stage = specStage(node);
+  const userSecrets = {
+    'spec.secretRef.name': node.spec?.secretRef?.name,
+    'spec.gateway.callers.secretRef.name': node.spec?.gateway?.callers?.secretRef?.name,
+  };
+  for (const [path, secretName] of Object.entries(userSecrets)) {
+    if (!name || !stage || secretName !== childNames(name, stage).signingKey) continue;
+    issues.push({
+      path,
+      message: `${secretName} is the name of the Secret the operator writes the node key into; name your Secret otherwise`,
+    });
+  }
+  const namespace = node.metadata?.namespace;
+  const others = namespace ? lookups.oracleNodes?.(namespace) : undefined;
+  for (const clash of nameClashes(node, others ?? [])) {
+    issues.push({
+      path: 'metadata.name',
+      message: `${clash}: two OracleNodes cannot create one object; rename this node or its nodeSettings.stage`,
+    });
+  }
+  return issues;
 }
 
 /** The denial message: every error as `path: message`, in the ConfigValid condition's words. */

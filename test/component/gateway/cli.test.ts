@@ -3,6 +3,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
+import { WINDOW_COORDINATOR_URL_ENV, WINDOW_CREDENTIAL_ENV } from '../../../src/contract/shard.js';
 import { DEFAULT_PATH_KEY } from '../../../src/gateway/server.js';
 import { spawnOracleNode } from '../../support/binary.js';
 import { API_KEY, configJson, ENDPOINTS, type LoopbackApi, MNEMONIC, startLoopbackApi } from './fixtures.js';
@@ -108,5 +109,35 @@ describe('oracle-node gateway (process)', function () {
     expect(output).not.to.contain(API_KEY);
     expect(output).not.to.contain('abcdefghijklmnop-0123');
     expect(output).not.to.contain(MNEMONIC);
+  });
+
+  it('refuses an --api-rate-limit naming an OIS or endpoint the config lacks, quoting the flag (gateway, worker)', async () => {
+    await writeFile(join(dir, 'budget-config.json'), JSON.stringify(configJson(api.url)));
+    await writeFile(join(dir, 'budget-secrets.env'), `NODE_WALLET_MNEMONIC=${MNEMONIC}\nAPI_KEY=${API_KEY}\n`);
+    const files = ['-c', join(dir, 'budget-config.json'), '-s', join(dir, 'budget-secrets.env')];
+    const run = async (args: string[], env: Record<string, string> = {}) => {
+      const process = spawnOracleNode(args, {
+        stdio: ['ignore', 'pipe', 'pipe'],
+        env: { ...globalThis.process.env, ...env },
+      });
+      let stderr = '';
+      process.stderr!.on('data', (chunk) => {
+        stderr += chunk;
+      });
+      const code = await new Promise<number | null>((resolve) => process.on('exit', (exit) => resolve(exit)));
+      return { code, stderr };
+    };
+    const gateway = await run(['gateway', ...files, '--port', '0', '--api-rate-limit', 'Loopback API/nope=5/s']);
+    expect(gateway.code).to.equal(2);
+    expect(gateway.stderr).to.contain(
+      "--api-rate-limit 'Loopback API/nope=5/s': OIS 'Loopback API' has no endpoint named 'nope'",
+    );
+    // A window's worker checks its flags before it asks the coordinator for anything.
+    const worker = await run(['worker', '--coordinator', ...files, '--api-rate-limit', 'Elsewhere=5/m'], {
+      [WINDOW_COORDINATOR_URL_ENV]: 'http://127.0.0.1:9',
+      [WINDOW_CREDENTIAL_ENV]: 'window-credential-0123456789',
+    });
+    expect(worker.code).to.equal(2);
+    expect(worker.stderr).to.contain("--api-rate-limit 'Elsewhere=5/m': the config has no OIS titled 'Elsewhere'");
   });
 });

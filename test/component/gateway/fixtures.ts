@@ -2,6 +2,7 @@
 // at it (validated by the real config model) and the real engine (src/ois).
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { type Rate, SlidingWindowLimiter } from '../../../src/common/rate-limit.js';
 import { type Config, validateConfig } from '../../../src/config/index.js';
 import type { CallEndpoint } from '../../../src/gateway/server.js';
 import { deriveEndpointId } from '../../../src/protocol/ids.js';
@@ -24,20 +25,39 @@ export const ENDPOINTS = {
   crashing: deriveEndpointId(OIS_TITLE, 'crashing'),
 };
 
-export type LoopbackApi = { url: string; port: number; requests: number; close(): Promise<void> };
+export type LoopbackApi = {
+  url: string;
+  port: number;
+  requests: number;
+  /** Requests answered 429 for being over the quota. */
+  rateLimited: number;
+  close(): Promise<void>;
+};
 
-/** A JSON API on 127.0.0.1 that checks its API key like a real one would. */
-export async function startLoopbackApi(): Promise<LoopbackApi> {
-  const state = { requests: 0 };
+/** A provider's quota: above `rate` (a sliding window), 429 with these headers (e.g. Retry-After). */
+export type LoopbackQuota = { rate: Rate; headers: Record<string, string> };
+
+/** A JSON API on 127.0.0.1 that checks its API key like a real one would, and its quota when it has one. */
+export async function startLoopbackApi(options: { quota?: LoopbackQuota } = {}): Promise<LoopbackApi> {
+  const state = { requests: 0, rateLimited: 0 };
+  const quota = options.quota && new SlidingWindowLimiter(options.quota.rate);
   const handle = (req: IncomingMessage, res: ServerResponse) => {
     state.requests++;
     const url = new URL(req.url ?? '/', 'http://127.0.0.1');
-    const json = (status: number, body: unknown) => {
+    const json = (status: number, body: unknown, headers: Record<string, string> = {}) => {
       const text = JSON.stringify(body);
-      res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
+      res.writeHead(status, {
+        ...headers,
+        'content-type': 'application/json',
+        'content-length': Buffer.byteLength(text),
+      });
       res.end(text);
     };
     if (req.headers['x-api-key'] !== API_KEY) return json(401, { error: 'bad key' });
+    if (quota && !quota.tryAcquire().ok) {
+      state.rateLimited++;
+      return json(429, { error: 'over quota' }, options.quota?.headers);
+    }
     if (url.pathname === '/price') return json(200, { coin: url.searchParams.get('coin'), price: 1234.5678 });
     if (url.pathname.startsWith('/status/')) return json(Number(url.pathname.slice(8)) || 500, { error: 'status' });
     if (url.pathname === '/text') {
@@ -61,6 +81,9 @@ export async function startLoopbackApi(): Promise<LoopbackApi> {
     port,
     get requests() {
       return state.requests;
+    },
+    get rateLimited() {
+      return state.rateLimited;
     },
     close: () =>
       new Promise<void>((resolve) => {

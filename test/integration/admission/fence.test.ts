@@ -25,9 +25,6 @@ import { WorkDeadline } from '../../../src/node/deadline.js';
 import { kubeWorkerJobApi } from '../../../src/node/kubernetes/job-executor.js';
 import { KubernetesWindowWorkers, MAX_WINDOW_WORKERS } from '../../../src/node/kubernetes/window-job.js';
 import { silentLogger } from '../../../src/node/logger.js';
-import { buildCoordinatorFence } from '../../../src/operator/builders/admission.js';
-import { DEFAULT_IMAGE } from '../../../src/operator/resource.js';
-import { ADMISSION_KINDS } from '../../../src/operator/webhook/admission.js';
 import { installCrd, read, sampleDocs, startOperator } from '../operator/support.js';
 import {
   api,
@@ -39,7 +36,7 @@ import {
   useNamespace,
   waitFor,
 } from '../support/cluster.js';
-import { restClient } from './support.js';
+import { installCoordinatorFence, removeCoordinatorFence } from './support.js';
 
 const shards = [
   { chainId: '31337', sponsorWallet: '0x1', requests: [] },
@@ -66,7 +63,6 @@ describe('coordinator fence (ValidatingAdmissionPolicy)', function () {
 
   before(async () => {
     await installCrd();
-    for (const object of buildCoordinatorFence(DEFAULT_IMAGE)) await apply(object);
     operator = startOperator(ns.name);
     const { node, secret } = sampleDocs('minimal', ns.name);
     await apply(secret);
@@ -79,46 +75,12 @@ describe('coordinator fence (ValidatingAdmissionPolicy)', function () {
     const env = cronJob.spec!.jobTemplate.spec!.template.spec!.containers[0]!.env!;
     template = JSON.parse(env.find((e) => e.name === 'ORACLE_NODE_WORKER_TEMPLATE')!.value!) as WorkerTemplate;
     coordinator = await serviceAccountKubeConfig(ns.name, 'minimal-dev-coordinator');
-    // The policies reach the API server's admission through an informer: wait until a foreign image is refused.
-    await waitFor(
-      async () => {
-        const job = buildWorkerJob(template, { name: jobName(), shardCount: 1, concurrency: 1, chainId: '31337' });
-        job.spec!.template.spec!.containers[0]!.image = 'attacker/miner:latest';
-        try {
-          await coordinator.makeApiClient(BatchV1Api).createNamespacedJob({ namespace: ns.name, body: job });
-          return false;
-        } catch (error) {
-          if (describeError(error).includes('ValidatingAdmissionPolicy')) return true;
-          throw error; // reported as the last error on timeout
-        }
-      },
-      60_000,
-      { description: 'the fence policies to be enforced' },
-    );
-    // Each policy is loaded on its own: wait for the ConfigMaps policy too (an unlabelled, unowned ConfigMap).
-    await waitFor(
-      async () => {
-        const body: V1ConfigMap = { metadata: { name: `probe-${counter++}` }, data: {} };
-        try {
-          await coordinator.makeApiClient(CoreV1Api).createNamespacedConfigMap({ namespace: ns.name, body });
-          return false;
-        } catch (error) {
-          if (describeError(error).includes('ValidatingAdmissionPolicy')) return true;
-          throw error; // reported as the last error on timeout
-        }
-      },
-      60_000,
-      { description: 'the ConfigMaps fence policy to be enforced' },
-    );
+    await installCoordinatorFence(coordinator, ns.name, template);
   });
 
   after(async () => {
     await operator?.stop();
-    const client = restClient();
-    for (const object of buildCoordinatorFence(DEFAULT_IMAGE)) {
-      const kind = object.kind === 'ValidatingAdmissionPolicy' ? ADMISSION_KINDS.policy : ADMISSION_KINDS.policyBinding;
-      await client.delete(kind, { namespace: '', name: object.metadata.name });
-    }
+    await removeCoordinatorFence();
   });
 
   it('the coordinator still creates its worker Jobs and their shard inputs, and releases them', async () => {
@@ -232,8 +194,16 @@ describe('coordinator fence (ValidatingAdmissionPolicy)', function () {
     ],
     [
       'another Secret',
-      (job) => (job.spec!.template.spec!.containers[0]!.envFrom = [{ secretRef: { name: 'other' } }]),
+      (job) =>
+        (job.spec!.template.spec!.containers[0]!.env = [
+          { name: 'X', valueFrom: { secretKeyRef: { name: 'other', key: 'X' } } },
+        ]),
       "read only their node's Secret",
+    ],
+    [
+      "the node's whole Secret as environment",
+      (job) => (job.spec!.template.spec!.containers[0]!.envFrom = [{ secretRef: { name: 'minimal-secrets' } }]),
+      'take envFrom only from the ConfigMaps',
     ],
     [
       'privilege',

@@ -12,6 +12,7 @@ import { WEBHOOK_PATH } from '../../../src/operator/builders/admission.js';
 import {
   ADMISSION_KINDS,
   type AdmissionComponent,
+  oracleNodesInCache,
   secretExistsInCache,
 } from '../../../src/operator/webhook/admission.js';
 import { CertificateStore } from '../../../src/operator/webhook/certificate-store.js';
@@ -79,7 +80,10 @@ describe('admission webhook (API server -> host-run webhook at a loopback URL)',
     // reconciles the nodes the tests admit, as in a cluster.
     operator = startOperator(namespace);
     admission = startAdmission({
-      lookups: { secretExists: secretExistsInCache(operator.manager.cache) },
+      lookups: {
+        secretExists: secretExistsInCache(operator.manager.cache),
+        oracleNodes: oracleNodesInCache(operator.manager.cache),
+      },
       port: await freePort(),
       configurationName,
       namespace: operatorNamespace,
@@ -145,6 +149,42 @@ describe('admission webhook (API server -> host-run webhook at a loopback URL)',
     expect(refused.stderr).to.contain('nodeSettings.nodeWalletMnemonic: the node wallet can change only together');
     settingsOf(node).stage = 'prod';
     const accepted = await kubectl(dump(node), 'apply', '-f', '-');
+    expect(accepted.code, accepted.stderr).to.equal(0);
+  });
+
+  it("refuses a spec.secretRef named like the node key's Secret: the user's Secret is never taken over", async () => {
+    const { node } = sampleDocs('full-multi-chain', namespace);
+    node.metadata.name = 'keyed';
+    node.spec.secretRef = { name: 'keyed-signing-key' };
+    const refused = await kubectl(dump(node), 'apply', '-f', '-');
+    expect(refused.code).to.not.equal(0);
+    expect(refused.stderr).to.contain(
+      'spec.secretRef.name: keyed-signing-key is the name of the Secret the operator writes the node key into',
+    );
+    expect(await readNode(namespace, 'keyed')).to.equal(undefined);
+  });
+
+  it('refuses a node whose children another OracleNode names alike (a with stage b-c, a-b with stage c), with the reason', async () => {
+    const { node: a } = sampleDocs('minimal', namespace);
+    a.metadata.name = 'a';
+    settingsOf(a).stage = 'b-c';
+    expect((await kubectl(dump(a), 'apply', '-f', '-')).code).to.equal(0);
+    const { node: ab } = sampleDocs('minimal', namespace);
+    ab.metadata.name = 'a-b';
+    settingsOf(ab).stage = 'c';
+    // From the operator's cache: once it has seen a.
+    const refused = await waitFor(
+      async () => {
+        const result = await kubectl(dump(ab), 'apply', '--dry-run=server', '-f', '-');
+        return result.code !== 0 ? result : undefined;
+      },
+      30_000,
+      { description: 'the refusal' },
+    );
+    expect(refused.stderr).to.contain('metadata.name: OracleNode a names ConfigMap/a-b-c-config');
+    expect(refused.stderr).to.contain('rename this node or its nodeSettings.stage');
+    settingsOf(ab).stage = 'c-d';
+    const accepted = await kubectl(dump(ab), 'apply', '-f', '-');
     expect(accepted.code, accepted.stderr).to.equal(0);
   });
 

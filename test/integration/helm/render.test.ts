@@ -157,6 +157,61 @@ describe('Helm chart rendering (helm template)', function () {
     });
   });
 
+  describe("a policy scanner's skips (docs/security.md, Policy scanners): only while the value that passes the check is unset", () => {
+    /** The checks `checkov.io/skipN: <check>=<reason>` skips on the named object, each with a reason. */
+    const skips = (manifests: Manifest[], kind: string, suffix = '') => {
+      const object = manifests.find((m) => m.kind === kind && m.metadata.name.endsWith(suffix)) as unknown as {
+        metadata: { annotations?: Record<string, string> };
+      };
+      return Object.entries(object.metadata.annotations ?? {})
+        .filter(([key]) => key.startsWith('checkov.io/skip'))
+        .map(([, value]) => {
+          const [check, reason, ...rest] = value.split('=');
+          expect(rest, `${value}: checkov splits at every '='`).to.deep.equal([]);
+          expect(reason?.trim(), check).to.not.equal('');
+          return check;
+        });
+    };
+
+    it("skips on the operator's Deployment the checks its defaults fail, and on the webhook ClusterRole its create", async () => {
+      const manifests = await render();
+      expect(skips(manifests, 'Deployment')).to.deep.equal([
+        'CKV_K8S_11',
+        'CKV_K8S_43',
+        'CKV_K8S_15',
+        'CKV_K8S_38',
+        'CKV2_K8S_6',
+      ]);
+      expect(skips(manifests, 'ClusterRole', '-webhook')).to.deep.equal(['CKV_K8S_155']);
+    });
+
+    it('keeps only the token skip once the image is pinned, a CPU limit set and the NetworkPolicy on', async () => {
+      const manifests = await render(
+        `image.digest=sha256:${'0'.repeat(64)}`,
+        'resources.limits.cpu=1',
+        'networkPolicy.operator.enabled=true',
+        'webhook.enabled=false',
+      );
+      expect(skips(manifests, 'Deployment')).to.deep.equal(['CKV_K8S_38']);
+      expect(skips(manifests, 'ClusterRole', '-webhook')).to.deep.equal([]);
+      expect(skips(await render('image.pullPolicy=Always'), 'Deployment'))
+        .to.include('CKV_K8S_43')
+        .and.not.include('CKV_K8S_15');
+    });
+  });
+
+  it("mounts the operator's token in the operator's pod only, never in another pod running as its ServiceAccount", async () => {
+    const manifests = (await render()) as unknown as {
+      kind: string;
+      automountServiceAccountToken?: boolean;
+      spec?: { template: { spec: { automountServiceAccountToken?: boolean } } };
+    }[];
+    expect(manifests.find((m) => m.kind === 'ServiceAccount')?.automountServiceAccountToken).to.equal(false);
+    expect(manifests.find((m) => m.kind === 'Deployment')?.spec?.template.spec.automountServiceAccountToken).to.equal(
+      true,
+    );
+  });
+
   it("keeps the OracleNode's namespace label of the operator's series: the ServiceMonitor honors their labels", async () => {
     const monitor = (await render('metrics.serviceMonitor.enabled=true')).find((m) => m.kind === 'ServiceMonitor');
     const endpoints = monitor?.spec?.['endpoints'] as { port: string; honorLabels?: boolean }[];

@@ -253,6 +253,53 @@ describe('the coordinator window hand-over through the node Lease (integration, 
     expect(await next.exited, next.stderr()).to.equal(0);
   });
 
+  it('a holder stopped (SIGSTOP) past its Lease while a slow provider that refuses batches holds a send sends nothing more when it resumes beside the new holder', async () => {
+    const sponsor = await createSponsor(chain.deployment, 'paused');
+    const holder = await startCoordinator('paused', 60);
+    await logged(holder, 'holds the coordinator lease');
+    await waitFor(() => polls(holder).length >= 3, 60_000, 'the holder polls');
+    const next = await startCoordinator('beside', 60);
+    await started(next);
+    // The holder's provider takes no batches and answers each transaction a second late; at the first one the holder
+    // is stopped (the transaction reached the chain, its answer waits in the socket).
+    holder.proxy.refuseBatches('per-entry');
+    let stoppedAt: number | undefined;
+    holder.proxy.setFault(({ method }) => {
+      holder.calls.push({ method, at: Date.now() });
+      if (method !== 'eth_sendRawTransaction') return undefined;
+      if (stoppedAt === undefined) {
+        stoppedAt = Date.now();
+        holder.child.kill('SIGSTOP');
+      }
+      return { delayMs: 1_000 };
+    });
+    const ids: string[] = [];
+    for (let i = 0; i < 4; i++) ids.push(await requestPrice(chain.deployment, sponsor));
+    // The new holder takes over once the Lease has run out, and serves the three the stopped one had not sent.
+    await logged(next, 'holds the coordinator lease');
+    const servedBy = async (id: string) => (await requestEvents(chain.deployment, id)).fulfilled.length === 1;
+    await waitFor(
+      async () => {
+        for (const id of ids) if (!(await servedBy(id))) return false;
+        return true;
+      },
+      60_000,
+      'every request fulfilled',
+    );
+    const sentBeforeResume = sent(holder).length;
+    expect(sentBeforeResume).to.equal(1);
+    // Resumed beside the new holder, its Lease long run out: it sends nothing more, reports and exits.
+    holder.child.kill('SIGCONT');
+    await logged(holder, 'lost the coordinator lease: nothing new is sent');
+    expect(await holder.exited, holder.stderr()).to.equal(0);
+    expect(sent(holder)).to.have.length(sentBeforeResume);
+    for (const id of ids) expect(await requestEvents(chain.deployment, id)).to.deep.include({ failed: [] });
+    for (const id of ids) expect((await requestEvents(chain.deployment, id)).fulfilled).to.have.length(1);
+    expect(sent(next)).to.have.length(3);
+    next.child.kill('SIGTERM');
+    expect(await next.exited, next.stderr()).to.equal(0);
+  });
+
   it('a window that cannot renew its lease stops sending at once; the next run takes over once it has run out', async () => {
     const sponsor = await createSponsor(chain.deployment, 'lost');
     const holder = await startCoordinator('cut-off', 60);

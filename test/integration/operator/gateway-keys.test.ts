@@ -15,7 +15,6 @@ const MNEMONIC = 'test test test test test test test test test test test junk';
 const ROTATED_MNEMONIC = 'legal winner thank year wave sausage worth useful legal winner thank yellow';
 const MNEMONIC_KEY = 'NODE_WALLET_MNEMONIC';
 const SIGNING_SECRET = 'full-signing-key';
-const GATEWAY = 'full-prod-a-gateway';
 
 /** Every Secret key a pod spec reads, as `secret/key`, by any route (variables, envFrom, volumes, projections). */
 function secretReferences(pod: V1PodSpec): string[] {
@@ -75,7 +74,11 @@ describe('OracleNode keys: the gateway holds the node key, never the mnemonic; k
       120_000,
       { description: `OracleNode ${name} to be Ready`, intervalMs: 500 },
     );
-  const gatewayDeployment = async () => (await read<V1Deployment>('apps/v1', 'Deployment', ns(), GATEWAY))!;
+  /** The gateway Deployment of the stage the node serves now. */
+  const gatewayDeployment = async () => {
+    const stage = (await readNode(ns(), 'full'))?.status?.stage ?? 'prod-a';
+    return (await read<V1Deployment>('apps/v1', 'Deployment', ns(), `full-${stage}-gateway`))!;
+  };
   const coordinatorPod = async () =>
     (await read<V1CronJob>('batch/v1', 'CronJob', ns(), 'full-prod-a-coordinator'))!.spec!.jobTemplate.spec!.template
       .spec!;
@@ -95,7 +98,7 @@ describe('OracleNode keys: the gateway holds the node key, never the mnemonic; k
   const secretHash = (deployment: V1Deployment) =>
     deployment.spec!.template.metadata!.annotations![ANNOTATIONS.secretHash];
 
-  it('the gateway reads the derived node key and no mnemonic; a rotated mnemonic rewrites the key and rolls the gateway', async () => {
+  it('the gateway reads the derived node key and no mnemonic; a mnemonic rotated with a new stage rewrites the key and rolls the gateway', async () => {
     const { node, secret } = sampleDocs('full-multi-chain', ns());
     await apply(secret);
     await apply(node);
@@ -134,11 +137,15 @@ describe('OracleNode keys: the gateway holds the node key, never the mnemonic; k
     }, 60_000);
     for (const pod of pods) expect(secretReferences(pod.spec!), pod.metadata!.name!).to.deep.equal(refs);
 
-    // Rotation: the user's Secret gets another mnemonic.
+    // Rotation: the user's Secret gets another mnemonic, which is another node, so the node a new stage (in place
+    // the operator holds it: names.test.ts).
     const before = secretHash(deployment);
     const rotated = structuredClone(secret) as typeof secret & { stringData: Record<string, string> };
     rotated.stringData[MNEMONIC_KEY] = ROTATED_MNEMONIC;
     await apply(rotated);
+    const restaged = structuredClone(node);
+    (restaged.spec.config.nodeSettings as { stage: string }).stage = 'prod-b';
+    await apply(restaged);
     await waitFor(async () => (await derivedAddress()) === deriveNodeAddress(ROTATED_MNEMONIC), 60_000, {
       description: 'the derived Secret to hold the rotated node key',
     });

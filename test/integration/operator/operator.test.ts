@@ -153,7 +153,7 @@ describe('OracleNode operator (integration)', function () {
     const gateway = (await deployment('full-prod-a-gateway'))!;
     expect(gateway.spec!.replicas).to.equal(2);
     expect(gateway.status!.availableReplicas).to.equal(2);
-    const service = (await read<V1Service>('v1', 'Service', ns(), 'full-prod-a-gateway'))!;
+    const service = (await read<V1Service>('v1', 'Service', ns(), 'full-gateway'))!;
     expect(service.spec!.ports![0]).to.include({ port: 8080 });
     const pdb = await read<V1PodDisruptionBudget>('policy/v1', 'PodDisruptionBudget', ns(), 'full-prod-a-gateway');
     expect(pdb!.spec!.maxUnavailable).to.equal(1);
@@ -350,12 +350,12 @@ describe('OracleNode operator (integration)', function () {
     await objects.delete({
       apiVersion: 'v1',
       kind: 'Service',
-      metadata: { name: 'full-prod-a-gateway', namespace: ns() },
+      metadata: { name: 'full-gateway', namespace: ns() },
     });
     await waitFor(async () => (await cronJob('full-prod-a-coordinator'))?.spec?.schedule === '* * * * *', 60_000, {
       description: 'the schedule set back',
     });
-    await waitFor(async () => read('v1', 'Service', ns(), 'full-prod-a-gateway'), 60_000, {
+    await waitFor(async () => read('v1', 'Service', ns(), 'full-gateway'), 60_000, {
       description: 'the Service re-created',
     });
   });

@@ -4,18 +4,40 @@
 // coordinator's and worker's templates, admitted by a dry-run create), the pods are admitted, and the CRD refuses
 // what would break the pod contract.
 import {
+  BatchV1Api,
   CoreV1Api,
+  type KubeConfig,
   type V1CronJob,
   type V1Deployment,
+  type V1Job,
   type V1Pod,
   type V1PodTemplateSpec,
   type V1ServiceAccount,
+  type V1Volume,
 } from '@kubernetes/client-node';
 import { expect } from 'chai';
 import { ENV } from '../../../src/contract/pods.js';
-import { buildWorkerJob, type WorkerTemplate } from '../../../src/contract/shard.js';
+import {
+  buildShardInputConfigMap,
+  buildWindowWorkerJob,
+  buildWorkerJob,
+  type WorkerTemplate,
+  workerJobName,
+} from '../../../src/contract/shard.js';
+import { kubeWorkerJobApi } from '../../../src/node/kubernetes/job-executor.js';
 import type { OracleNode } from '../../../src/operator/resource.js';
-import { api, apply, expectStatus, uniqueName, useNamespace, waitFor } from '../support/cluster.js';
+import { installCoordinatorFence, removeCoordinatorFence } from '../admission/support.js';
+import {
+  api,
+  apply,
+  describeError,
+  expectStatus,
+  kubeClient,
+  serviceAccountKubeConfig,
+  uniqueName,
+  useNamespace,
+  waitFor,
+} from '../support/cluster.js';
 import { condition, installCrd, type RunningOperator, read, readNode, sampleDocs, startOperator } from './support.js';
 
 describe('OracleNode pod overrides on a restricted namespace (integration)', function () {
@@ -154,6 +176,197 @@ describe('OracleNode pod overrides on a restricted namespace (integration)', fun
     }
   });
 
+  // Every documented override that reaches the workers, as the coordinator's own identity creates their Jobs: the
+  // fence (a cluster-wide ValidatingAdmissionPolicy) must admit exactly what the node's spec gives them, or every
+  // shard of every cycle fails while the override is set.
+  describe('worker Jobs with every worker override, created with the coordinator’s token through the fence', () => {
+    const csi: V1Volume = {
+      name: 'secrets-store',
+      csi: { driver: 'secrets-store.csi.k8s.io', readOnly: true, volumeAttributes: { secretProviderClass: 'oracle' } },
+    };
+    const workerVolumes: V1Volume[] = [
+      { name: 'ca-bundle', configMap: { name: 'ca-bundle', items: [{ key: 'ca.crt', path: 'ca.crt' }] } },
+      { name: 'models', persistentVolumeClaim: { claimName: 'models', readOnly: true } },
+      {
+        // 1024Mi: the API server writes the Job's quantity back as 1Gi.
+        name: 'scratch-claim',
+        ephemeral: {
+          volumeClaimTemplate: {
+            spec: {
+              accessModes: ['ReadWriteOnce'],
+              storageClassName: 'fast',
+              resources: { requests: { storage: '1024Mi' } },
+            },
+          },
+        },
+      },
+      {
+        name: 'identity',
+        projected: {
+          sources: [
+            { serviceAccountToken: { audience: 'vault', path: 'token' } },
+            { configMap: { name: 'vault-settings' } },
+            { downwardAPI: { items: [{ path: 'labels', fieldRef: { fieldPath: 'metadata.labels' } }] } },
+          ],
+        },
+      },
+      { name: 'pod-info', downwardAPI: { items: [{ path: 'name', fieldRef: { fieldPath: 'metadata.name' } }] } },
+      { name: 'cache', emptyDir: { medium: 'Memory', sizeLimit: '16Mi' } },
+    ];
+    let template: WorkerTemplate;
+    let coordinator: KubeConfig;
+    let counter = 0;
+    const jobName = () => workerJobName(template.namePrefix, `o${counter++}`);
+    const perPollJob = () =>
+      buildWorkerJob(template, { name: jobName(), shardCount: 1, concurrency: 1, chainId: '31337' });
+    const windowJob = () =>
+      buildWindowWorkerJob(template, {
+        name: jobName(),
+        parallelism: 1,
+        activeDeadlineSeconds: 40,
+        coordinatorUrl: 'http://127.0.0.1:8090',
+        credential: 'c'.repeat(43),
+      });
+
+    before(async () => {
+      const { node, secret } = sampleDocs('minimal', ns());
+      node.metadata.name = 'workers';
+      node.spec.envFrom = [{ configMapRef: { name: 'proxy-settings', optional: true } }];
+      node.spec.volumes = [csi];
+      node.spec.volumeMounts = [{ name: 'secrets-store', mountPath: '/mnt/secrets-store', readOnly: true }];
+      node.spec.telemetry = {
+        otlpEndpoint: 'http://otel-collector.observability:4318',
+        headersSecretRef: { name: 'otel-credentials', key: 'headers' },
+      };
+      node.spec.coordinator = { volumes: [{ name: 'coordinator-only', configMap: { name: 'coordinator-settings' } }] };
+      node.spec.worker = {
+        envFrom: [{ configMapRef: { name: 'worker-settings' }, prefix: 'WORKER_' }],
+        volumes: workerVolumes,
+        volumeMounts: workerVolumes.map((volume) => ({ name: volume.name, mountPath: `/mnt/${volume.name}` })),
+      };
+      await apply(secret);
+      await apply(node);
+      const cronJob = await waitFor(
+        () => read<V1CronJob>('batch/v1', 'CronJob', ns(), 'workers-dev-coordinator'),
+        90_000,
+        { description: 'the coordinator CronJob of node workers' },
+      );
+      const env = cronJob.spec!.jobTemplate.spec!.template.spec!.containers[0]!.env!;
+      template = JSON.parse(env.find((v) => v.name === ENV.workerTemplate)!.value!) as WorkerTemplate;
+      coordinator = await serviceAccountKubeConfig(ns(), 'workers-dev-coordinator');
+      await installCoordinatorFence(coordinator, ns(), template);
+    });
+    after(async () => {
+      await removeCoordinatorFence();
+    });
+
+    it('carries them all, and the coordinator creates, fills and releases its per-poll Job and its window Job', async () => {
+      const pod = template.template.spec!;
+      expect(pod.volumes!.map((v) => v.name)).to.include.members([
+        'secrets-store',
+        ...workerVolumes.map((v) => v.name),
+      ]);
+      expect(pod.volumes!.map((v) => v.name)).to.not.include('coordinator-only');
+      const engine = pod.containers[0]!;
+      expect(engine.envFrom).to.deep.equal([
+        { configMapRef: { name: 'proxy-settings', optional: true } },
+        { configMapRef: { name: 'worker-settings' }, prefix: 'WORKER_' },
+      ]);
+      expect(engine.env!.find((v) => v.name === 'OTEL_EXPORTER_OTLP_HEADERS')?.valueFrom?.secretKeyRef).to.deep.equal({
+        name: 'otel-credentials',
+        key: 'headers',
+      });
+
+      const jobs = kubeWorkerJobApi(kubeClient(coordinator), ns());
+      const perPoll = await jobs.createJob(perPollJob());
+      await jobs.createConfigMap(
+        buildShardInputConfigMap(perPoll, [{ chainId: '31337', sponsorWallet: '0x1', requests: [] }] as never[]),
+      );
+      await jobs.unsuspendJob(perPoll.metadata!.name!);
+      const window = await jobs.createJob(windowJob());
+      // Their pods pass the namespace's restricted Pod Security Standard (a refused pod is never created).
+      for (const job of [perPoll, window])
+        await waitFor(
+          async () => ((await jobs.listJobPods(job.metadata!.name!)).length > 0 ? true : undefined),
+          60_000,
+          { description: `a pod of ${job.metadata!.name}, admitted in the restricted namespace` },
+        );
+    });
+
+    // What the node gives its workers, changed in one place: the fence refuses each by the volume or envFrom rule.
+    const volume = (job: V1Job, name: string) => job.spec!.template.spec!.volumes!.find((v) => v.name === name)!;
+    const variants: [string, (job: V1Job) => void, string][] = [
+      [
+        'the CSI volume of another SecretProviderClass (another application’s secrets)',
+        (job) => (volume(job, 'secrets-store').csi!.volumeAttributes = { secretProviderClass: 'other-app' }),
+        "the node's worker volumes",
+      ],
+      [
+        'a volume the node gives only its coordinator',
+        (job) =>
+          job.spec!.template.spec!.volumes!.push({
+            name: 'coordinator-only',
+            configMap: { name: 'coordinator-settings' },
+          }),
+        "the node's worker volumes",
+      ],
+      [
+        'another ConfigMap under an override’s name',
+        (job) => (volume(job, 'ca-bundle').configMap!.name = 'other'),
+        "the node's worker volumes",
+      ],
+      [
+        'another claim',
+        (job) => (volume(job, 'models').persistentVolumeClaim!.claimName = 'other'),
+        "the node's worker volumes",
+      ],
+      [
+        'an ephemeral claim of another storage class',
+        (job) => (volume(job, 'scratch-claim').ephemeral!.volumeClaimTemplate!.spec.storageClassName = 'other'),
+        "the node's worker volumes",
+      ],
+      [
+        'a token for the Kubernetes API (no audience)',
+        (job) => delete volume(job, 'identity').projected!.sources![0]!.serviceAccountToken!.audience,
+        "the node's worker volumes",
+      ],
+      [
+        'environment from another ConfigMap',
+        (job) => job.spec!.template.spec!.containers[0]!.envFrom!.push({ configMapRef: { name: 'other' } }),
+        'take envFrom only from the ConfigMaps',
+      ],
+      [
+        'another key of the telemetry Secret',
+        (job) =>
+          job.spec!.template.spec!.containers[0]!.env!.push({
+            name: 'X',
+            valueFrom: { secretKeyRef: { name: 'otel-credentials', key: 'other' } },
+          }),
+        "read only their node's Secret",
+      ],
+    ];
+    for (const [what, edit, rule] of variants) {
+      for (const [kind, build] of [
+        ['per-poll', perPollJob],
+        ['window', windowJob],
+      ] as const) {
+        it(`refuses a ${kind} Job with ${what}`, async () => {
+          const job = build();
+          edit(job);
+          let message = '';
+          try {
+            await coordinator.makeApiClient(BatchV1Api).createNamespacedJob({ namespace: ns(), body: job });
+          } catch (error) {
+            message = describeError(error);
+          }
+          expect(message).to.contain("ValidatingAdmissionPolicy 'oracle-node-coordinator-jobs'");
+          expect(message).to.contain(rule);
+          expect(message).to.not.contain('evaluated to error');
+        });
+      }
+    }
+  });
+
   const refused: [string, (node: OracleNode) => void, RegExp][] = [
     [
       'a label under the operator’s prefix',
@@ -189,6 +402,78 @@ describe('OracleNode pod overrides on a restricted namespace (integration)', fun
         node.spec.volumeMounts = [{ name: 'extra', mountPath: '/var/run/oracle-node/shards/x' }];
       },
       /engine's own/,
+    ],
+    // The same paths written another way, and their parents: refused as written, never compared after the kernel.
+    ...[
+      '/etc//oracle-node',
+      '//tmp',
+      '/var/run/oracle-node//secrets',
+      '/var/run/oracle-node/./shards',
+      '/etc/../etc/oracle-node',
+      '/tmp/',
+      'tmp',
+      '/etc/oracle-node/.',
+    ].map((mountPath): [string, (node: OracleNode) => void, RegExp] => [
+      `the mount path ${mountPath}`,
+      (node) => {
+        node.spec.worker = { volumeMounts: [{ name: 'extra', mountPath }] };
+      },
+      /mountPath is an absolute path without '\/\/', '\.' or '\.\.' segments/,
+    ]),
+    ...['/etc', '/var/run/oracle-node', '/var/run', '/var'].map(
+      (mountPath): [string, (node: OracleNode) => void, RegExp] => [
+        `a mount over ${mountPath}, a parent of the engine's paths`,
+        (node) => {
+          node.spec.volumeMounts = [{ name: 'extra', mountPath }];
+        },
+        /their parents .* are the engine's own/,
+      ],
+    ),
+    [
+      'a hostPath volume (restricted Pod Security)',
+      (node) => {
+        node.spec.worker = { volumes: [{ name: 'host', hostPath: { path: '/' } }] };
+      },
+      /hostPath volumes .* are refused: every pod of the node passes the restricted Pod Security Standard/,
+    ],
+    [
+      'an nfs volume (restricted Pod Security; declared, so never pruned into an emptyDir)',
+      (node) => {
+        node.spec.volumes = [{ name: 'share', nfs: { server: 'nfs.example', path: '/' } }];
+      },
+      /are refused: every pod of the node passes the restricted Pod Security Standard/,
+    ],
+    [
+      "a secret volume of the node's whole Secret",
+      (node) => {
+        node.spec.volumes = [{ name: 'all-keys', secret: { secretName: node.spec.secretRef!.name } }];
+      },
+      /secret volumes are refused: a Secret reaches the node's pods only through spec.secretRef/,
+    ],
+    [
+      'a secret volume of any other Secret',
+      (node) => {
+        node.spec.gateway = { volumes: [{ name: 'tls', secret: { secretName: 'gateway-tls' } }] };
+      },
+      /secret volumes are refused/,
+    ],
+    [
+      "a projected volume of the node's Secret",
+      (node) => {
+        node.spec.worker = {
+          volumes: [{ name: 'keys', projected: { sources: [{ secret: { name: node.spec.secretRef!.name } }] } }],
+        };
+      },
+      /projected secret sources are refused/,
+    ],
+    [
+      'a projected token for the Kubernetes API (no audience)',
+      (node) => {
+        node.spec.worker = {
+          volumes: [{ name: 'token', projected: { sources: [{ serviceAccountToken: { path: 'token' } }] } }],
+        };
+      },
+      /audience/,
     ],
   ];
   for (const [what, edit, message] of refused) {

@@ -3,6 +3,7 @@
 import { expect } from 'chai';
 import {
   decidePending,
+  MAX_HANDED_OVER_SIGHTINGS,
   PendingSightings,
   type PendingState,
   processPendingSightings,
@@ -85,6 +86,69 @@ describe("a process's sightings of pending transactions", () => {
     sightings.sent(W, { latestCount: 5, nextNonce: 8, block: 103 });
     expect(sightings.observe(W, { latestCount: 5, pendingCount: 8, block: 104 })).to.equal(1);
     expect(sightings.observe(W, { latestCount: 5, pendingCount: 8, block: 106 })).to.equal(3);
+  });
+
+  describe('handed from one run to the next (with the hand-over Lease)', () => {
+    const wallet = (i: number) => `31337:0x${i.toString(16).padStart(40, '0')}`;
+
+    it('the next run goes on counting where the last one stopped, and a replacement is not repeated', () => {
+      const first = new PendingSightings();
+      first.observe(wallet(1), { latestCount: 5, pendingCount: 8, block: 100 });
+      expect(first.observe(wallet(1), { latestCount: 5, pendingCount: 8, block: 101 })).to.equal(1);
+      const second = new PendingSightings();
+      expect(second.takeOver(first.toHandOver())).to.equal(1);
+      // Seen since block 100 by the runs before: stuck at 100 + STUCK_AFTER_BLOCKS, not three blocks after this run began.
+      expect(second.observe(wallet(1), { latestCount: 5, pendingCount: 8, block: 102 })).to.equal(2);
+      expect(second.observe(wallet(1), { latestCount: 5, pendingCount: 8, block: 103 })).to.equal(STUCK_AFTER_BLOCKS);
+      // Replaced at block 103: the run after counts the replacement from there.
+      second.sent(wallet(1), { latestCount: 5, nextNonce: 8, block: 103 });
+      const third = new PendingSightings();
+      third.takeOver(second.toHandOver());
+      expect(third.observe(wallet(1), { latestCount: 5, pendingCount: 8, block: 104 })).to.equal(1);
+    });
+
+    it('keeps its own sightings over handed-over ones, and hands over nothing when nothing is pending', () => {
+      const own = new PendingSightings();
+      own.observe(wallet(1), { latestCount: 5, pendingCount: 8, block: 110 });
+      const before = new PendingSightings();
+      before.observe(wallet(1), { latestCount: 5, pendingCount: 8, block: 90 });
+      before.observe(wallet(2), { latestCount: 1, pendingCount: 2, block: 95 });
+      expect(own.takeOver(before.toHandOver())).to.equal(1);
+      expect(own.observe(wallet(1), { latestCount: 5, pendingCount: 8, block: 111 })).to.equal(1);
+      expect(own.observe(wallet(2), { latestCount: 1, pendingCount: 2, block: 96 })).to.equal(1);
+      expect(new PendingSightings().toHandOver()).to.equal(undefined);
+    });
+
+    it('reads a hand-over as untrusted input: anything malformed is left out, never thrown, and the size is bounded', () => {
+      const garbage = [
+        undefined,
+        '',
+        'not json',
+        'null',
+        '[]',
+        JSON.stringify({ version: 2, sightings: { [wallet(1)]: [1, 2, 3] } }),
+        JSON.stringify({ version: 1, sightings: null }),
+        JSON.stringify({ version: 1, sightings: { 'not-a-key': [1, 2, 3] } }),
+        JSON.stringify({ version: 1, sightings: { [wallet(1)]: [1, 2] } }),
+        JSON.stringify({ version: 1, sightings: { [wallet(1)]: [1, -2, 3] } }),
+        JSON.stringify({ version: 1, sightings: { [wallet(1)]: ['1', 2, 3] } }),
+        JSON.stringify({ version: 1, sightings: { [wallet(1)]: [2, 2, 3] } }),
+        JSON.stringify({ version: 1, sightings: { [wallet(1)]: [1, 2, 1e300] } }),
+        'x'.repeat(70_000),
+      ];
+      for (const handedOver of garbage) expect(new PendingSightings().takeOver(handedOver), handedOver).to.equal(0);
+      const many = new PendingSightings();
+      for (let i = 0; i < MAX_HANDED_OVER_SIGHTINGS + 50; i++)
+        many.observe(wallet(i), { latestCount: 0, pendingCount: 1, block: 1_000 - i });
+      const handedOver = many.toHandOver()!;
+      expect(handedOver.length).to.be.below(64 * 1024);
+      const next = new PendingSightings();
+      expect(next.takeOver(handedOver)).to.equal(MAX_HANDED_OVER_SIGHTINGS);
+      // The longest seen are the ones handed over (the nearest to being replaced).
+      expect(
+        next.observe(wallet(MAX_HANDED_OVER_SIGHTINGS + 49), { latestCount: 0, pendingCount: 1, block: 1_000 }),
+      ).to.equal(MAX_HANDED_OVER_SIGHTINGS + 49);
+    });
   });
 });
 

@@ -1,5 +1,17 @@
 import { expect } from 'chai';
-import { asQuantity, RpcBatchRefused, RpcClient, RpcError, RpcTransportError } from '../../../src/chain/rpc.js';
+import {
+  asQuantity,
+  RpcBatchRefused,
+  RpcCallStopped,
+  RpcClient,
+  RpcError,
+  RpcHttpError,
+  RpcTransportError,
+} from '../../../src/chain/rpc.js';
+
+async function waitUntil(condition: () => boolean): Promise<void> {
+  while (!condition()) await new Promise((resolve) => setImmediate(resolve));
+}
 
 async function rejection(promise: Promise<unknown>): Promise<unknown> {
   try {
@@ -137,6 +149,116 @@ describe('RpcClient batching', () => {
       ]),
     );
     expect(explicit).to.be.instanceOf(RpcBatchRefused);
+  });
+
+  describe('a provider that refuses batches, in each shape it may answer with', () => {
+    const sends = [
+      { method: 'eth_sendRawTransaction', params: ['0x01'] },
+      { method: 'eth_sendRawTransaction', params: ['0x02'] },
+    ];
+    const refused = { code: -32600, message: 'batch requests are not supported' };
+    const shapes: [string, (calls: Call[]) => unknown][] = [
+      ['one error object', () => ({ jsonrpc: '2.0', id: null, error: refused })],
+      ['each call answered with -32600', (calls) => calls.map((c) => ({ jsonrpc: '2.0', id: c.id, error: refused }))],
+      [
+        'each call answered with an error naming batches',
+        (calls) =>
+          calls.map((c) => ({ jsonrpc: '2.0', id: c.id, error: { code: -32000, message: 'Batch size exceeded' } })),
+      ],
+      ['one error of id null in an array', () => [{ jsonrpc: '2.0', id: null, error: refused }]],
+      [
+        'HTTP 413 with a plain-text body',
+        () => {
+          throw new RpcHttpError(413);
+        },
+      ],
+      [
+        'HTTP 400 with a plain-text body',
+        () => {
+          throw new RpcHttpError(400);
+        },
+      ],
+    ];
+    for (const [shape, refusal] of shapes) {
+      it(`${shape}: refused, remembered for the provider, and its queued calls go one at a time`, async () => {
+        const sizes: number[] = [];
+        const client = new RpcClient(`http://127.0.0.1:3/refuses/${shape}`, {}, async (_url, body) => {
+          const parsed = JSON.parse(body) as Call | Call[];
+          sizes.push(Array.isArray(parsed) ? parsed.length : 0);
+          if (Array.isArray(parsed)) return refusal(parsed);
+          return { jsonrpc: '2.0', id: parsed.id, result: parsed.params[0] };
+        });
+        expect(client.takesBatches).to.equal(true);
+        expect(await rejection(client.batch(sends))).to.be.instanceOf(RpcBatchRefused);
+        expect(client.takesBatches).to.equal(false);
+        // Remembered: the next batch is refused without a call, and queued calls leave one by one.
+        expect(await rejection(client.batch(sends))).to.be.instanceOf(RpcBatchRefused);
+        const results = await Promise.all(['0x1', '0x2'].map((p) => client.request('eth_call', [p])));
+        expect(results).to.deep.equal(['0x1', '0x2']);
+        expect(sizes).to.deep.equal([2, 0, 0]);
+        // Another client of the same provider URL knows it too.
+        expect(new RpcClient(`http://127.0.0.1:3/refuses/${shape}`).takesBatches).to.equal(false);
+      });
+    }
+
+    it('calls queued together fall back to one at a time when each is answered with -32600', async () => {
+      const sizes: number[] = [];
+      const client = new RpcClient('http://127.0.0.1:3/refuses-queued', {}, async (_url, body) => {
+        const parsed = JSON.parse(body) as Call | Call[];
+        sizes.push(Array.isArray(parsed) ? parsed.length : 0);
+        if (Array.isArray(parsed)) return parsed.map((c) => ({ jsonrpc: '2.0', id: c.id, error: refused }));
+        return { jsonrpc: '2.0', id: parsed.id, result: parsed.params[0] };
+      });
+      const results = await Promise.all(['0x1', '0x2', '0x3'].map((p) => client.request('eth_call', [p])));
+      expect(results).to.deep.equal(['0x1', '0x2', '0x3']);
+      expect(sizes).to.deep.equal([3, 0, 0, 0]);
+    });
+
+    it('an error of one call among answered ones, a rate limit or a credential refusal is not a refusal of batches', async () => {
+      const statuses = [429, 401];
+      let exchange = 0;
+      const client = new RpcClient('http://127.0.0.1:3/not-a-refusal', {}, async (_url, body) => {
+        const calls = JSON.parse(body) as Call[];
+        exchange++;
+        if (exchange <= statuses.length) throw new RpcHttpError(statuses[exchange - 1]!);
+        return calls.map((c, i) =>
+          i === 0 ? { jsonrpc: '2.0', id: c.id, error: refused } : { jsonrpc: '2.0', id: c.id, result: '0x' },
+        );
+      });
+      for (const _status of statuses) expect(await rejection(client.batch(sends))).to.be.instanceOf(RpcHttpError);
+      const entries = await client.batch(sends);
+      expect(entries.map((e) => e.ok)).to.deep.equal([false, true]);
+      expect(client.takesBatches).to.equal(true);
+    });
+  });
+
+  it('a call still queued when its caller stops is never sent', async () => {
+    const sent: string[] = [];
+    let stop: string | undefined;
+    let answerFirst: (() => void) | undefined;
+    const client = new RpcClient(
+      'http://127.0.0.1:3/stopping',
+      {},
+      async (_url, body) => {
+        const call = JSON.parse(body) as Call;
+        sent.push(String(call.params[0]));
+        await new Promise<void>((resolve) => (answerFirst = resolve));
+        return { jsonrpc: '2.0', id: call.id, result: call.params[0] };
+      },
+      1,
+    );
+    const options = { stopReason: () => stop };
+    const first = client.request('eth_sendRawTransaction', ['0x01'], options);
+    await waitUntil(() => answerFirst !== undefined);
+    // Queued behind the one slot the first call holds; the stop comes while both wait.
+    const second = rejection(client.request('eth_sendRawTransaction', ['0x02'], options));
+    const batch = rejection(client.batch([{ method: 'eth_sendRawTransaction', params: ['0x03'] }], options));
+    stop = 'lease lost';
+    answerFirst!();
+    expect(await first).to.equal('0x01');
+    expect(await second).to.be.instanceOf(RpcCallStopped);
+    expect(await batch).to.be.instanceOf(RpcCallStopped);
+    expect(sent).to.deep.equal(['0x01']);
   });
 
   it('a call the batch answer leaves out is a transport error (and retried as such)', async () => {

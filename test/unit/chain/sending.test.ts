@@ -122,4 +122,92 @@ describe('sendInNonceOrder', () => {
       (await sendInNonceOrder(transactions, { ...options, pendingNonce: 0 })).fillers.map((f) => f.nonce),
     ).to.deep.equal([1]);
   });
+
+  describe('a stop (the run deadline, SIGTERM, a lost Lease), asked before every send', () => {
+    const refused = { code: -32600, message: 'batch requests are not supported' };
+
+    it('a stop while one transaction is with a provider that takes no batches: nothing more is sent, the rest reported unsent', async () => {
+      const arrivals: (number | 'batch')[] = [];
+      let stop: string | undefined;
+      const client = new RpcClient('http://127.0.0.1:4/stop-single', {}, async (_url, body) => {
+        const parsed = JSON.parse(body) as Call | Call[];
+        if (Array.isArray(parsed)) {
+          arrivals.push('batch');
+          return parsed.map((c) => ({ jsonrpc: '2.0', id: c.id, error: refused }));
+        }
+        const tx = Transaction.from(parsed.params[0]!);
+        arrivals.push(tx.nonce);
+        stop = 'lease lost';
+        return { jsonrpc: '2.0', id: parsed.id, result: tx.hash };
+      });
+      const options = {
+        client,
+        wallet,
+        chainId: '31337',
+        firstNonce: 5,
+        gasTarget: { type: 0, gasPrice: 10n },
+        stopReason: () => stop,
+      } as const;
+      const report = await sendInNonceOrder(transactions, options);
+      expect(arrivals).to.deep.equal(['batch', 5]);
+      expect(report.sent.map((s) => s?.nonce)).to.deep.equal([5, undefined, undefined, undefined]);
+      expect(report.stopped).to.equal('lease lost');
+      // The refusal of batches is remembered for the provider: the next run sends no batch first.
+      stop = undefined;
+      arrivals.length = 0;
+      await sendInNonceOrder(transactions.slice(0, 2), { ...options, firstNonce: 6, stopReason: () => undefined });
+      expect(arrivals).to.deep.equal([6, 7]);
+    });
+
+    it('a stop before a filler leaves the hole unfilled and says so', async () => {
+      let stop: string | undefined;
+      const sent: number[] = [];
+      const client = new RpcClient('http://127.0.0.1:4/stop-filler', {}, async (_url, body) => {
+        const parsed = JSON.parse(body) as Call | Call[];
+        const answers = (Array.isArray(parsed) ? parsed : [parsed]).map((c) => {
+          const tx = Transaction.from(c.params[0]!);
+          sent.push(tx.nonce);
+          return tx.nonce === 1
+            ? {
+                jsonrpc: '2.0',
+                id: c.id,
+                error: { code: -32000, message: 'insufficient funds for gas * price + value' },
+              }
+            : { jsonrpc: '2.0', id: c.id, result: tx.hash };
+        });
+        stop = 'SIGTERM';
+        return Array.isArray(parsed) ? answers : answers[0];
+      });
+      const report = await sendInNonceOrder(transactions, {
+        client,
+        wallet,
+        chainId: '31337',
+        firstNonce: 0,
+        gasTarget: { type: 0, gasPrice: 10n },
+        stopReason: () => stop,
+      });
+      expect(sent).to.deep.equal([0, 1, 2, 3]);
+      expect(report.fillers).to.deep.equal([{ nonce: 1, rejected: 'not sent: SIGTERM' }]);
+      expect(report.stopped).to.equal('SIGTERM');
+    });
+
+    it('stopped before the first batch: nothing is sent', async () => {
+      let exchanges = 0;
+      const client = new RpcClient('http://127.0.0.1:4/stopped-before', {}, async () => {
+        exchanges++;
+        return [];
+      });
+      const report = await sendInNonceOrder(transactions, {
+        client,
+        wallet,
+        chainId: '31337',
+        firstNonce: 0,
+        gasTarget: { type: 0, gasPrice: 10n },
+        stopReason: () => "the window's hard end",
+      });
+      expect(exchanges).to.equal(0);
+      expect(report).to.deep.include({ stopped: "the window's hard end", fillers: [] });
+      expect(report.sent).to.deep.equal([undefined, undefined, undefined, undefined]);
+    });
+  });
 });

@@ -31,4 +31,22 @@ describe('WorkDeadline and settleBy', () => {
     late.resolve('settled');
     expect(await kept).to.equal('settled');
   });
+
+  it('stopUnless: stopped, with its reason and the signal aborted, at the first check after the condition fails', () => {
+    let held = true;
+    const deadline = new WorkDeadline(undefined);
+    deadline.stopUnless(() => held, 'lease lost');
+    expect(deadline.reason).to.equal(undefined);
+    held = false;
+    // No timer involved: the check itself stops it.
+    expect(deadline.reason).to.equal('lease lost');
+    expect(deadline.signal.aborted).to.equal(true);
+    held = true;
+    expect(deadline.stopped).to.equal(true);
+    // Once the work is finished, the condition no longer applies.
+    const finished = new WorkDeadline(undefined);
+    finished.stopUnless(() => false, 'lease lost');
+    finished.finish();
+    expect(finished.stopped).to.equal(false);
+  });
 });

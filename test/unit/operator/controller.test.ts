@@ -105,7 +105,7 @@ describe('operator controller (reconcile against an in-memory cluster)', () => {
   });
 
   it("the gateway's node key is applied before the gateway: a refused key leaves the gateway's template as it was", async () => {
-    const { kube, secret, reconcile } = setup('full-multi-chain');
+    const { kube, key, secret, reconcile } = setup('full-multi-chain');
     await reconcile();
     kube.writes.length = 0;
     const rotated = structuredClone(secret) as { data: Record<string, string> };
@@ -113,6 +113,12 @@ describe('operator controller (reconcile against an in-memory cluster)', () => {
       'legal winner thank year wave sausage worth useful legal winner thank yellow',
     ).toString('base64');
     kube.put(KINDS.secret, rotated as KubernetesObject);
+    // Another identity: only with a new stage.
+    kube.editNode(
+      key,
+      (node) => ((node.spec.config.nodeSettings as { stage: string }).stage = 'next'),
+      KINDS.oracleNode,
+    );
     kube.refuseApply = (kind) =>
       kind === KINDS.secret ? new ApiError('etcdserver: request timed out', 500) : undefined;
     try {
@@ -127,6 +133,93 @@ describe('operator controller (reconcile against an in-memory cluster)', () => {
     } finally {
       clearSecrets();
     }
+  });
+
+  it("never applies over an object it did not create: the user's Secret named like the node key is left alone", async () => {
+    const { kube, node, secret, reconcile, condition } = setup('full-multi-chain');
+    const users = structuredClone(secret);
+    users.metadata = { name: 'full-signing-key', namespace: 'default' };
+    kube.put(KINDS.secret, users);
+    node.spec.secretRef = { name: 'full-signing-key' };
+    kube.put(KINDS.oracleNode, node);
+    await reconcile();
+    expect(childWrites(kube)).to.deep.equal([]);
+    const kept = kube.get<KubernetesObject & { data?: unknown }>(KINDS.secret, {
+      namespace: 'default',
+      name: 'full-signing-key',
+    })!;
+    expect(kept.metadata!.ownerReferences).to.equal(undefined);
+    expect(kept.data).to.deep.equal((users as { data?: unknown }).data);
+    expect(condition('ConfigValid')).to.include({ status: 'False', reason: 'NameConflict' });
+    expect(condition('ConfigValid')!.message).to.contain(
+      'Secret full-signing-key (no controller: not created by the operator)',
+    );
+    expect(condition('Stalled')).to.include({ status: 'True', reason: 'NameConflict' });
+    expect(kube.events.map((e) => e.reason)).to.include('NameConflict');
+  });
+
+  it('a child another OracleNode controls is reported with its owner and not applied (node a stage b-c, node a-b stage c)', async () => {
+    const { kube, node } = setup('minimal');
+    (node.spec.config.nodeSettings as { stage: string }).stage = 'b-c';
+    node.metadata = { ...node.metadata, name: 'a', uid: 'uid-a' };
+    kube.put(KINDS.oracleNode, node);
+    const reconciler = createOracleNodeReconciler();
+    await reconciler.reconcile({ namespace: 'default', name: 'a' }, kube.context());
+    const second = structuredClone(node);
+    (second.spec.config.nodeSettings as { stage: string }).stage = 'c';
+    second.metadata = { ...second.metadata, name: 'a-b', uid: 'uid-a-b' };
+    kube.put(KINDS.oracleNode, second);
+    kube.writes.length = 0;
+    await reconciler.reconcile({ namespace: 'default', name: 'a-b' }, kube.context());
+    expect(childWrites(kube)).to.deep.equal([]);
+    const conflict = kube
+      .get<OracleNode>(KINDS.oracleNode, { namespace: 'default', name: 'a-b' })!
+      .status!.conditions!.find((c) => c.type === 'ConfigValid')!;
+    expect(conflict.reason).to.equal('NameConflict');
+    expect(conflict.message).to.contain('ConfigMap a-b-c-config (controlled by OracleNode a)');
+  });
+
+  it('a mnemonic rotated without a new stage is not rolled: Stalled with both addresses, the coordinator held; a new stage rolls it', async () => {
+    const { kube, key, secret, reconcile, current, condition } = setup('minimal');
+    await reconcile();
+    const cronJob = () =>
+      kube.get<V1CronJob>(KINDS.cronJob, { namespace: 'default', name: 'minimal-dev-coordinator' })!;
+    const template = JSON.stringify(cronJob().spec!.jobTemplate);
+    const rotated = structuredClone(secret) as { data: Record<string, string> };
+    const mnemonic = 'legal winner thank year wave sausage worth useful legal winner thank yellow';
+    rotated.data.NODE_WALLET_MNEMONIC = Buffer.from(mnemonic).toString('base64');
+    kube.put(KINDS.secret, rotated as KubernetesObject);
+    kube.writes.length = 0;
+    await reconcile();
+    const rotatedAddress = nodeWallet(mnemonic).address;
+    expect(condition('ConfigValid')).to.include({ status: 'False', reason: 'NodeAddressChanged' });
+    expect(condition('ConfigValid')!.message).to.contain(rotatedAddress).and.contain(DEV_ADDRESS);
+    expect(condition('Stalled')).to.include({ status: 'True', reason: 'NodeAddressChanged' });
+    expect(current().status!.nodeAddress).to.equal(DEV_ADDRESS);
+    expect(cronJob().spec!.suspend).to.equal(true);
+    expect(JSON.stringify(cronJob().spec!.jobTemplate)).to.equal(template);
+    expect(childWrites(kube).map((w) => `${w.kind}/${w.name}`)).to.deep.equal(['CronJob/minimal-dev-coordinator']);
+    const event = kube.events.find((e) => e.reason === 'NodeAddressChanged')!;
+    expect(event.message).to.contain(rotatedAddress).and.contain(DEV_ADDRESS);
+    // The previous mnemonic back: the coordinator resumes as it was.
+    kube.put(KINDS.secret, secret);
+    await reconcile();
+    expect(condition('ConfigValid')).to.include({ status: 'True' });
+    expect(condition('Stalled')).to.equal(undefined);
+    expect(cronJob().spec!.suspend).to.equal(false);
+    expect(JSON.stringify(cronJob().spec!.jobTemplate)).to.equal(template);
+    kube.put(KINDS.secret, rotated as KubernetesObject);
+    await reconcile();
+    expect(cronJob().spec!.suspend).to.equal(true);
+    kube.editNode(
+      key,
+      (node) => ((node.spec.config.nodeSettings as { stage: string }).stage = 'next'),
+      KINDS.oracleNode,
+    );
+    await reconcile();
+    expect(current().status).to.include({ stage: 'next', nodeAddress: rotatedAddress });
+    expect(condition('ConfigValid')).to.include({ status: 'True' });
+    expect(kube.get(KINDS.cronJob, { namespace: 'default', name: 'minimal-next-coordinator' })).to.not.equal(undefined);
   });
 
   it('a Secret rotation rolls the pods (secret hash) without touching the ConfigMap', async () => {
@@ -218,14 +311,14 @@ describe('operator controller (reconcile against an in-memory cluster)', () => {
     await reconcile();
     const cronJobKey = { namespace: 'default', name: 'full-prod-a-coordinator' };
     kube.get<V1CronJob>(KINDS.cronJob, cronJobKey)!.spec!.schedule = '*/5 * * * *';
-    kube.remove(KINDS.service, { namespace: 'default', name: 'full-prod-a-gateway' });
+    kube.remove(KINDS.service, { namespace: 'default', name: 'full-gateway' });
     kube.writes.length = 0;
     await reconcile();
     expect(
       childWrites(kube)
         .map((w) => `${w.kind}/${w.name}`)
         .sort(),
-    ).to.deep.equal(['CronJob/full-prod-a-coordinator', 'Service/full-prod-a-gateway']);
+    ).to.deep.equal(['CronJob/full-prod-a-coordinator', 'Service/full-gateway']);
     expect(kube.get<V1CronJob>(KINDS.cronJob, cronJobKey)!.spec!.schedule).to.equal('* * * * *');
   });
 
@@ -326,8 +419,8 @@ describe('operator controller (reconcile against an in-memory cluster)', () => {
     await reconcile();
     expect(condition('Ready')).to.include({ status: 'False', reason: 'GatewayNotReady' });
     expect(current().status!.gatewayUrls).to.deep.equal({
-      httpGateway: 'http://gateways-dev-gateway.default.svc.cluster.local:3000',
-      httpSignedDataGateway: 'http://gateways-dev-gateway.default.svc.cluster.local:3000',
+      httpGateway: 'http://gateways-gateway.default.svc.cluster.local:3000',
+      httpSignedDataGateway: 'http://gateways-gateway.default.svc.cluster.local:3000',
     });
     const deployment = kube.get<V1Deployment>(KINDS.deployment, {
       namespace: 'default',
@@ -348,6 +441,39 @@ describe('operator controller (reconcile against an in-memory cluster)', () => {
     await reconcile();
     expect(condition('Progressing')).to.include({ status: 'True', reason: 'GatewayRollingOut' });
     expect(condition('Ready')).to.include({ status: 'True' });
+  });
+
+  it("a stage rollout switches the node's gateway Service to the new stage only once its gateway is Ready, then removes the old one", async () => {
+    const { kube, key, reconcile, condition } = setup('gateways-only');
+    const ready = (name: string) => {
+      const deployment = kube.get<V1Deployment>(KINDS.deployment, { namespace: 'default', name })!;
+      deployment.status = {
+        observedGeneration: deployment.metadata!.generation ?? 1,
+        updatedReplicas: 1,
+        availableReplicas: 1,
+      };
+    };
+    const service = () => kube.get<V1Service>(KINDS.service, { namespace: 'default', name: 'gateways-gateway' })!;
+    await reconcile();
+    ready('gateways-dev-gateway');
+    await reconcile();
+    const uid = service().metadata!.uid;
+    expect(service().spec!.selector).to.include({ 'oracle-node.io/stage': 'dev' });
+    kube.editNode(
+      key,
+      (node) => ((node.spec.config.nodeSettings as { stage: string }).stage = 'next'),
+      KINDS.oracleNode,
+    );
+    await reconcile();
+    await reconcile();
+    expect(service().spec!.selector).to.include({ 'oracle-node.io/stage': 'dev' });
+    expect(condition('Progressing')!.message).to.contain('waiting for gateway gateways-next-gateway to be Ready');
+    expect(kube.get(KINDS.deployment, { namespace: 'default', name: 'gateways-dev-gateway' })).to.not.equal(undefined);
+    ready('gateways-next-gateway');
+    await reconcile();
+    expect(service().spec!.selector).to.include({ 'oracle-node.io/stage': 'next' });
+    expect(service().metadata!.uid).to.equal(uid);
+    expect(kube.get(KINDS.deployment, { namespace: 'default', name: 'gateways-dev-gateway' })).to.equal(undefined);
   });
 
   it('says why it is not Ready in status.notReadyReason (a printer column), and nothing once Ready', async () => {
@@ -376,7 +502,8 @@ describe('operator controller (reconcile against an in-memory cluster)', () => {
     kube.put(KINDS.oracleNode, node);
     await reconcile();
     expect(coordinatorEnv()).to.equal(undefined);
-    const service = kube.get<V1Service>(KINDS.service, { namespace: 'default', name: 'gateways-dev-gateway' })!;
+    // The node's Service (one per node, whatever the stage) is the one callers reach.
+    const service = kube.get<V1Service>(KINDS.service, { namespace: 'default', name: 'gateways-gateway' })!;
     service.status = { loadBalancer: { ingress: [{ ip: '203.0.113.7' }] } };
     await reconcile();
     expect(coordinatorEnv()).to.equal('http://203.0.113.7:8080');

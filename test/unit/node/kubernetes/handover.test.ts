@@ -4,51 +4,20 @@
 // run's clock; a run whose window ends first writes nothing; a holder that cannot renew stops sending.
 import { expect } from 'chai';
 import { pino } from 'pino';
-import { ApiError } from '../../../../src/kube/errors.js';
-import type { Lease, LeaseStore } from '../../../../src/kube/leader.js';
-import { acquireHandoverLease, type HandoverOptions, ownedBy } from '../../../../src/node/kubernetes/handover.js';
+import { PendingSightings } from '../../../../src/chain/pending.js';
+import type { LeaseStore } from '../../../../src/kube/leader.js';
+import {
+  acquireHandoverLease,
+  carrying,
+  type HandoverOptions,
+  ownedBy,
+  PENDING_SIGHTINGS_ANNOTATION,
+} from '../../../../src/node/kubernetes/handover.js';
+import { MemoryLeases } from '../../../support/leases.js';
 import { waitFor } from '../../../support/wait.js';
 
 const logger = pino({ level: 'silent' });
 const timing = { leaseDurationMs: 1_000, renewDeadlineMs: 600, renewPeriodMs: 100, waitPollMs: 20 };
-
-class MemoryLeases {
-  lease: Lease | undefined;
-  private version = 0;
-  writes: string[] = [];
-
-  private snapshot(lease: Lease): Lease {
-    return JSON.parse(JSON.stringify(lease)) as Lease;
-  }
-
-  private write(lease: Lease): Lease {
-    this.writes.push(lease.spec?.holderIdentity ?? '');
-    this.lease = this.snapshot({ ...lease, metadata: { ...lease.metadata, resourceVersion: String(++this.version) } });
-    return this.snapshot(this.lease);
-  }
-
-  client(): LeaseStore & { down: boolean } {
-    const store = {
-      down: false,
-      get: async () => {
-        if (store.down) throw new ApiError('connection refused', 0);
-        return this.lease && this.snapshot(this.lease);
-      },
-      create: async (lease: Lease) => {
-        if (store.down) throw new ApiError('connection refused', 0);
-        if (this.lease) throw new ApiError('already exists', 409, 'AlreadyExists');
-        return this.write(lease);
-      },
-      update: async (lease: Lease) => {
-        if (store.down) throw new ApiError('connection refused', 0);
-        if (lease.metadata.resourceVersion !== this.lease?.metadata.resourceVersion)
-          throw new ApiError('conflict', 409, 'Conflict');
-        return this.write(lease);
-      },
-    };
-    return store;
-  }
-}
 
 describe('the coordinator hand-over lease (src/node/kubernetes/handover.ts)', () => {
   const run = (
@@ -178,5 +147,69 @@ describe('the coordinator hand-over lease (src/node/kubernetes/handover.ts)', ()
       metadata: { ...older.lease!.metadata, ownerReferences: [other, reference] },
     });
     expect(kept.metadata['ownerReferences']).to.deep.equal([other, reference]);
+  });
+
+  it('a holder paused past its renew deadline no longer holds the lease the moment it resumes, before any timer has run', async () => {
+    const leases = new MemoryLeases();
+    const first = run(leases, 'paused');
+    const held = await first.held;
+    expect(held!.held()).to.equal(true);
+    // A freeze (SIGSTOP, a VM pause) as the process sees it: no timer runs, the monotonic clock goes on.
+    const frozenUntil = performance.now() + timing.renewDeadlineMs + 50;
+    while (performance.now() < frozenUntil);
+    expect(held!.held()).to.equal(false);
+    expect(first.lost).to.deep.equal([]);
+    await held!.release();
+    expect(held!.held()).to.equal(false);
+  });
+
+  it("carries the holder's pending-transaction sightings in the Lease to the next run, with no call of its own", async () => {
+    const leases = new MemoryLeases();
+    const annotation = () =>
+      (leases.lease?.metadata['annotations'] as Record<string, string> | undefined)?.[PENDING_SIGHTINGS_ANNOTATION];
+    const wallet = `31337:0x${'ab'.repeat(20)}`;
+    const firstSightings = new PendingSightings();
+    const first = await run(leases, 'first', { sightings: firstSightings }).held;
+    firstSightings.observe(wallet, { latestCount: 5, pendingCount: 7, block: 100 });
+    // The next renewal writes them; nothing else is written for them.
+    await waitFor(() => annotation() !== undefined, 10_000, 'the sightings in the Lease');
+    const writes = leases.writes.length;
+    const nextSightings = new PendingSightings();
+    const waiting = run(leases, 'next', { sightings: nextSightings });
+    firstSightings.sent(wallet, { latestCount: 5, nextNonce: 7, block: 102 });
+    await first!.release();
+    const next = await waiting.held;
+    expect(leases.writes.slice(writes).filter((w) => w === '')).to.have.length(1);
+    // The release's: the send at block 102 included.
+    expect(nextSightings.observe(wallet, { latestCount: 5, pendingCount: 7, block: 103 })).to.equal(1);
+    await next!.release();
+    expect(JSON.parse(annotation()!)).to.deep.equal({
+      version: 1,
+      sightings: { [wallet]: [5, 7, 102] },
+    });
+  });
+
+  it('a run that loses the race for the Lease takes over nothing from it', async () => {
+    const leases = new MemoryLeases();
+    const handedOver = JSON.stringify({ version: 1, sightings: { [`31337:0x${'cd'.repeat(20)}`]: [1, 2, 10] } });
+    await leases.client().create({
+      metadata: {
+        name: 'node-coordinator',
+        namespace: 'ns',
+        annotations: { [PENDING_SIGHTINGS_ANNOTATION]: handedOver },
+      },
+      spec: { holderIdentity: '' },
+    });
+    const read = (await leases.client().get('ns', 'node-coordinator'))!;
+    await leases.client().update({ ...read, spec: { holderIdentity: 'winner' } });
+    const sightings = new PendingSightings();
+    const loser = carrying(leases.client(), 'loser', sightings, logger);
+    const lost = await loser.update({ ...read, spec: { holderIdentity: 'loser' } }).catch((error: unknown) => error);
+    expect(lost).to.be.instanceOf(Error);
+    expect(sightings.toHandOver()).to.equal(undefined);
+    // Its next write that wins takes them over.
+    const current = (await leases.client().get('ns', 'node-coordinator'))!;
+    await loser.update({ ...current, spec: { holderIdentity: 'loser' } });
+    expect(sightings.toHandOver()).to.equal(handedOver);
   });
 });

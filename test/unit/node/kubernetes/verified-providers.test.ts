@@ -1,12 +1,22 @@
 import type { V1ConfigMap } from '@kubernetes/client-node';
 import { expect } from 'chai';
+import { PendingSightings } from '../../../../src/chain/pending.js';
 import type { ProviderMemory } from '../../../../src/chain/provider-health.js';
 import type { Config } from '../../../../src/config/index.js';
-import { CYCLE_REPORT_KEY, parseCycleReport, VERIFIED_CHAIN_IDS_KEY } from '../../../../src/contract/pods.js';
+import {
+  CYCLE_REPORT_KEY,
+  PENDING_SIGHTINGS_KEY,
+  parseCycleReport,
+  VERIFIED_CHAIN_IDS_KEY,
+} from '../../../../src/contract/pods.js';
 import type { ConfigMapStore } from '../../../../src/node/kubernetes/config-map-store.js';
 import { writeCycleReport } from '../../../../src/node/kubernetes/cycle-report.js';
-import { configMapVerifiedProvidersStore } from '../../../../src/node/kubernetes/verified-providers.js';
+import {
+  configMapTextStore,
+  configMapVerifiedProvidersStore,
+} from '../../../../src/node/kubernetes/verified-providers.js';
 import { silentLogger } from '../../../../src/node/logger.js';
+import { loadPendingSightings, savePendingSightings } from '../../../../src/node/pending-sightings.js';
 import { loadProviderMemory, saveProviderMemory } from '../../../../src/node/verified-providers.js';
 
 const URL = 'https://eth.example.test/v3/secret-api-key-0123456789';
@@ -71,5 +81,34 @@ describe('verified provider chain ids in the cycle ConfigMap', () => {
     const other = await loadProviderMemory(config('another mnemonic'), store, silentLogger);
     await other.memory.chainIdOf(client as never);
     expect(asked).to.deep.equal(['eth_chainId']);
+  });
+
+  it("carries a one-shot run's pending-transaction sightings to the next, beside the others, written only when changed", async () => {
+    const backing = cycleConfigMap();
+    await writeCycleReport(backing, { job: 'n-cycle-1' });
+    const store = configMapTextStore(backing, PENDING_SIGHTINGS_KEY);
+    const wallet = `1:0x${'ab'.repeat(20)}`;
+    const first = new PendingSightings();
+    const loaded = await loadPendingSightings(store, first, silentLogger);
+    first.observe(wallet, { latestCount: 2, pendingCount: 3, block: 50 });
+    await savePendingSightings(store, first, loaded, silentLogger);
+    expect(parseCycleReport(backing.configMap.data!)).to.deep.equal({ job: 'n-cycle-1' });
+    let writes = 0;
+    const replace = backing.replace;
+    backing.replace = (next) => {
+      writes++;
+      return replace(next);
+    };
+    const next = new PendingSightings();
+    const nextLoaded = await loadPendingSightings(store, next, silentLogger);
+    expect(next.observe(wallet, { latestCount: 2, pendingCount: 3, block: 52 })).to.equal(2);
+    // Unchanged (the same sighting): nothing written.
+    await savePendingSightings(store, next, nextLoaded, silentLogger);
+    expect(writes).to.equal(0);
+    // Nothing pending any more: the next run is told so.
+    next.observe(wallet, { latestCount: 3, pendingCount: 3, block: 53 });
+    await savePendingSightings(store, next, nextLoaded, silentLogger);
+    expect(writes).to.equal(1);
+    expect(backing.configMap.data![PENDING_SIGHTINGS_KEY]).to.equal('');
   });
 });

@@ -82,10 +82,10 @@ describe('operator builders', () => {
     ]);
   });
 
-  it('full: a gateway Deployment, Service and PodDisruptionBudget (2 replicas)', () => {
+  it("full: a gateway Deployment, the node's Service and a PodDisruptionBudget (2 replicas)", () => {
     const children = buildChildren(inputFor('full-multi-chain'));
     expect(byKind(children, 'Deployment')).to.have.length(1);
-    expect(byKind(children, 'Service')).to.have.length(1);
+    expect(byKind(children, 'Service').map((service) => service.metadata.name)).to.deep.equal(['full-gateway']);
     expect(byKind(children, 'PodDisruptionBudget')).to.have.length(1);
     const single = buildChildren(inputFor('gateways-only'));
     expect(byKind(single, 'Deployment')).to.have.length(1);

@@ -96,6 +96,22 @@ describe('AirnodeFeed', () => {
     ]);
   });
 
+  it('hands spec.apiLimits to its one pod whole, as --api-rate-limit (a per-minute budget with its burst)', async () => {
+    const input = await inputOf();
+    input.feed.spec.apiLimits = [
+      { ois: 'Mock API', callsPerMinute: 120, burst: 5 },
+      { ois: 'Mock API', endpoint: 'price', callsPerSecond: 2 },
+    ];
+    expect(buildFeedDeployment(input).spec!.template.spec!.containers[0]!.args!.slice(5)).to.deep.equal([
+      '--api-rate-limit',
+      'Mock API=120/m',
+      '--api-rate-limit',
+      'Mock API=5/s',
+      '--api-rate-limit',
+      'Mock API/price=2/s',
+    ]);
+  });
+
   it("lets the feed's ServiceAccount get and update only its own report ConfigMap, which the operator's cache keeps", async () => {
     const input = await inputOf();
     const children = buildFeedChildren(input);

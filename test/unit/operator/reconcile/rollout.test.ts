@@ -36,7 +36,7 @@ const oldStage = (stage: string, overrides: Partial<OldStageObservation> = {}): 
 const observed = (overrides: Partial<RolloutObservation> = {}): RolloutObservation => ({
   stage: 'b',
   oldStages: [oldStage('a')],
-  gateway: { name: 'n-b-gateway', wanted: true, ready: true },
+  gateway: { name: 'n-b-gateway', wanted: true, ready: true, serving: true, service: 'n-gateway' },
   ...overrides,
 });
 
@@ -82,14 +82,26 @@ describe('stage rollout planner', () => {
   });
 
   it('waits for the new gateway to be Ready once the old stage is drained', () => {
-    const plan = planRollout(observed({ gateway: { name: 'n-b-gateway', wanted: true, ready: false } }));
+    const plan = planRollout(
+      observed({ gateway: { name: 'n-b-gateway', wanted: true, ready: false, serving: true, service: 'n-gateway' } }),
+    );
     expect(plan.phase).to.equal('WaitingForGateway');
     expect(plan.actions).to.deep.equal([]);
     expect(plan.message).to.equal('Stage a -> b: waiting for gateway n-b-gateway to be Ready');
   });
 
+  it("waits for the node's gateway Service to select the new stage before removing the old one", () => {
+    const gateway = { name: 'n-b-gateway', wanted: true, ready: true, serving: false, service: 'n-gateway' };
+    const plan = planRollout(observed({ gateway }));
+    expect(plan.phase).to.equal('WaitingForGateway');
+    expect(plan.actions).to.deep.equal([]);
+    expect(plan.message).to.equal('Stage a -> b: switching Service n-gateway to gateway n-b-gateway');
+  });
+
   it('does not wait for a gateway the spec does not ask for', () => {
-    const plan = planRollout(observed({ gateway: { name: 'n-b-gateway', wanted: false, ready: false } }));
+    const plan = planRollout(
+      observed({ gateway: { name: 'n-b-gateway', wanted: false, ready: false, serving: true, service: 'n-gateway' } }),
+    );
     expect(plan.phase).to.equal('RemovingOldStage');
   });
 
@@ -123,14 +135,20 @@ describe('stage rollout planner', () => {
     ];
     for (const { oldStages, gatewayReady, phase } of cases) {
       const plan = planRollout(
-        observed({ oldStages, gateway: { name: 'n-b-gateway', wanted: true, ready: gatewayReady } }),
+        observed({
+          oldStages,
+          gateway: { name: 'n-b-gateway', wanted: true, ready: gatewayReady, serving: true, service: 'n-gateway' },
+        }),
       );
       expect(plan.phase).to.equal(phase);
       expect(plan.previousStage).to.equal('a,c');
       for (const wait of plan.waits) expect(plan.message).to.contain(wait);
     }
     const first = planRollout(
-      observed({ oldStages: cases[0]!.oldStages, gateway: { name: 'g', wanted: true, ready: false } }),
+      observed({
+        oldStages: cases[0]!.oldStages,
+        gateway: { name: 'g', wanted: true, ready: false, serving: true, service: 'n-gateway' },
+      }),
     );
     expect(first.waits).to.deep.equal([
       'waiting for 1 Job(s) of stage a to finish (j)',
@@ -149,7 +167,9 @@ describe('stage rollout planner', () => {
       const plan = planRollout(observed({ oldStages: [stage] }));
       expect(plan.actions.filter((a) => a.type === 'Delete')).to.deep.equal([]);
     }
-    const gatewayPending = planRollout(observed({ gateway: { name: 'g', wanted: true, ready: false } }));
+    const gatewayPending = planRollout(
+      observed({ gateway: { name: 'g', wanted: true, ready: false, serving: true, service: 'n-gateway' } }),
+    );
     expect(gatewayPending.actions).to.deep.equal([]);
   });
 

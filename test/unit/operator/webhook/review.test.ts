@@ -16,6 +16,57 @@ describe('webhook review', () => {
     }
   });
 
+  it('refuses a spec.secretRef named like the Secret the operator writes the node key into', () => {
+    const node = minimal();
+    node.spec.secretRef = { name: 'minimal-signing-key' };
+    const decision = reviewOracleNode({ operation: 'CREATE', object: node });
+    expect(decision.allowed).to.equal(false);
+    expect(decision.errors).to.deep.include({
+      path: 'spec.secretRef.name',
+      message:
+        'minimal-signing-key is the name of the Secret the operator writes the node key into; name your Secret otherwise',
+    });
+    node.spec.secretRef = { name: 'minimal-secrets' };
+    node.spec.gateway = { callers: { secretRef: { name: 'minimal-signing-key' } } };
+    const callers = reviewOracleNode({ operation: 'CREATE', object: node });
+    expect(callers.errors.map((issue) => issue.path)).to.deep.equal(['spec.gateway.callers.secretRef.name']);
+  });
+
+  it('refuses a node whose children another OracleNode of the namespace names too, and says which', () => {
+    const nodeNamed = (name: string, stage: string, status?: OracleNode['status']) => {
+      const node = minimal();
+      node.metadata = { ...node.metadata, name, namespace: 'default' };
+      settingsOf(node).stage = stage;
+      if (status) node.status = status;
+      return node;
+    };
+    const a = nodeNamed('a', 'b-c');
+    const decision = reviewOracleNode(
+      { operation: 'CREATE', object: nodeNamed('a-b', 'c') },
+      { oracleNodes: () => [a, nodeNamed('a-b', 'old')] },
+    );
+    expect(decision.allowed).to.equal(false);
+    expect(decision.errors).to.have.length(1);
+    expect(decision.errors[0]!.path).to.equal('metadata.name');
+    expect(decision.errors[0]!.message)
+      .to.contain('OracleNode a names ConfigMap/a-b-c-config')
+      .and.contain('CronJob/a-b-c-coordinator');
+    // A stage still being rolled out of counts (status).
+    const rolling = nodeNamed('x', 'new', { stage: 'new', previousStage: 'y-z' });
+    const meets = reviewOracleNode(
+      { operation: 'CREATE', object: nodeNamed('x-y', 'z') },
+      { oracleNodes: () => [rolling] },
+    );
+    expect(meets.errors[0]!.message).to.contain('OracleNode x names ConfigMap/x-y-z-config');
+    // Names that only look alike are free: a-b with stage c-d beside a with stage b, whose gateway is a-b-gateway
+    // as a Deployment, never as a Service.
+    const free = reviewOracleNode(
+      { operation: 'CREATE', object: nodeNamed('a-b', 'c-d') },
+      { oracleNodes: () => [nodeNamed('a', 'b')] },
+    );
+    expect(free.errors).to.deep.equal([]);
+  });
+
   it('refuses a bad config with every error and its path, in the ConfigValid words', () => {
     const node = minimal();
     const chain = (node.spec.config.chains as Record<string, unknown>[])[0]!;
