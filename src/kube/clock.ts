@@ -13,10 +13,11 @@ export interface Clock {
   setTimeout(callback: () => void, ms: number): { cancel(): void };
 }
 
+import { monotonicNow } from '../common/time.js';
+
 export const systemClock: Clock = {
   now: () => Date.now(),
-  // Node's timers run on the same monotonic clock, so a sleep and a measured duration agree.
-  monotonic: () => performance.now(),
+  monotonic: monotonicNow,
   sleep(ms, signal) {
     return new Promise<void>((resolve) => {
       if (signal?.aborted) return resolve();

@@ -30,7 +30,14 @@ export type EventRecorderOptions = {
 };
 
 /** `at`: wall time, written into the Event; `seenAt`: monotonic, for the aggregation window. */
-type Pending = { object: KubernetesObject; type: EventType; reason: string; message: string; at: number; seenAt: number };
+type Pending = {
+  object: KubernetesObject;
+  type: EventType;
+  reason: string;
+  message: string;
+  at: number;
+  seenAt: number;
+};
 type Sent = { namespace: string; name: string; count: number; lastSeenAt: number };
 
 /** core/v1 Time has second precision. */
@@ -71,7 +78,14 @@ export class KubeEventRecorder implements EventRecorder {
       this.options.metrics?.eventsDropped.inc({ reason: 'queue_full' });
       return;
     }
-    this.queue.push({ object, type, reason, message: message.slice(0, 1024), at: this.clock.now(), seenAt: this.clock.monotonic() });
+    this.queue.push({
+      object,
+      type,
+      reason,
+      message: message.slice(0, 1024),
+      at: this.clock.now(),
+      seenAt: this.clock.monotonic(),
+    });
     this.draining ??= this.drain().finally(() => {
       this.draining = undefined;
     });

@@ -5,11 +5,13 @@
 // each run goes to `fallback` (the per-poll worker Jobs) as before. Every call carries the window's random
 // credential; every body is bounded and parsed by the contract; a result is taken only for the task id its poster
 // was given (src/node/window-tasks.ts), and only for that task's requests.
+
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { errorMessage } from '../common/errors.js';
 import { nodeHttp } from '../common/node-http.js';
+import { monotonicNow } from '../common/time.js';
 import {
   type ApiShardInput,
   MAX_SHARD_OUTPUT_BYTES,
@@ -73,7 +75,8 @@ export class WindowWorkers implements ApiWorkers {
   refusedResults = 0;
 
   constructor(private readonly options: WindowWorkersOptions) {
-    this.now = options.now ?? Date.now;
+    // Task leases and a worker's last sign of life are durations: the monotonic clock.
+    this.now = options.now ?? monotonicNow;
     this.queue = new WindowTaskQueue({
       leaseMs: options.leaseMs ?? TASK_LEASE_MS,
       workerGoneMs: options.workerGoneMs ?? WORKER_GONE_MS,

@@ -4,18 +4,22 @@
 // cycle the moment the running window releases it (right after its last poll's cycle) or its holder's lease runs
 // out (a crashed pod). The holder renews it every HANDOVER_RENEW_PERIOD_MS; one that cannot renew for
 // HANDOVER_RENEW_DEADLINE_MS stops sending at once, before anyone else may take it (HANDOVER_LEASE_DURATION_MS by the
-// other's clock). The Lease rules themselves are the operator's client-go style elector (src/kube/leader.ts).
+// other's clock). Every one of these durations is on the monotonic clock: a wall clock stepped either way neither
+// keeps a cut-off holder sending nor lets the next run take a lease that is still held. The Lease rules themselves
+// are the operator's client-go style elector (src/kube/leader.ts).
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Logger } from 'pino';
 import { ORACLE_NODE_OWNER } from '../../contract/pods.js';
 import {
+  type Clock,
   LeaderElector,
   type Lease,
   type LeaseStore,
   loadClientConfig,
   RestClient,
   RestLeaseStore,
+  systemClock,
 } from '../../kube/api.js';
 
 /** How long a holder's lease lasts without renewal: a crashed window is taken over this long after its last renewal. */
@@ -36,7 +40,7 @@ export type HandoverOptions = {
   namespace: string;
   name: string;
   logger: Logger;
-  /** Epoch ms: a run still waiting then gives up (its window is over). */
+  /** A reading of the clock's monotonic time: a run still waiting then gives up (its window is over). */
   waitUntil: number;
   /** Aborts the wait (SIGTERM). */
   signal: AbortSignal;
@@ -49,6 +53,8 @@ export type HandoverOptions = {
    */
   owner?: { name: string; uid: string };
   store?: LeaseStore;
+  /** For tests: a wall clock they step; the system's otherwise. */
+  clock?: Clock;
   /** For tests; the defaults above otherwise. */
   timing?: { leaseDurationMs: number; renewDeadlineMs: number; renewPeriodMs: number; waitPollMs: number };
 };
@@ -76,6 +82,7 @@ export async function acquireHandoverLease(options: HandoverOptions): Promise<He
     renewPeriodMs: HANDOVER_RENEW_PERIOD_MS,
     waitPollMs: HANDOVER_WAIT_POLL_MS,
   };
+  const clock = options.clock ?? systemClock;
   const rest = options.store ?? (await restLeaseStore());
   const store = options.owner ? ownedBy(rest, options.owner) : rest;
   const identity = options.identity ?? `${process.env.HOSTNAME || hostname()}_${randomUUID().slice(0, 8)}`;
@@ -106,6 +113,7 @@ export async function acquireHandoverLease(options: HandoverOptions): Promise<He
       },
     },
     options.logger,
+    clock,
   );
   const sleep = (ms: number, keepAlive = true) =>
     new Promise<void>((resolve) => {
@@ -118,7 +126,7 @@ export async function acquireHandoverLease(options: HandoverOptions): Promise<He
       }
       options.signal.addEventListener('abort', done, { once: true });
     });
-  const open = () => !options.signal.aborted && Date.now() < options.waitUntil;
+  const open = () => !options.signal.aborted && clock.monotonic() < options.waitUntil;
   let logged = false;
   let acquired = false;
   // The wait: one GET per ask; the PUT that takes the lease only once it is free or has run out by our clock.
@@ -127,7 +135,7 @@ export async function acquireHandoverLease(options: HandoverOptions): Promise<He
     if (acquired) break;
     if (!logged) options.logger.info(lease, 'waiting for the coordinator lease (another window holds it)');
     logged = true;
-    await sleep(Math.min(timing.waitPollMs, Math.max(0, options.waitUntil - Date.now())));
+    await sleep(Math.min(timing.waitPollMs, Math.max(0, options.waitUntil - clock.monotonic())));
   }
   if (!acquired) return undefined;
   // Taken: the elector renews it from here (its first round renews what we hold, one GET and one PUT).

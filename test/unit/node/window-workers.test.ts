@@ -31,7 +31,7 @@ async function started(deadline?: WorkDeadline) {
 
 describe("the coordinator's side of a window's workers", () => {
   it("SIGTERM (or the hard end): the run's tasks fail, waiting workers are told to exit, nothing more is handed out", async () => {
-    const deadline = new WorkDeadline(Date.now() + 60_000);
+    const deadline = WorkDeadline.after(60_000);
     const { pool, ask } = await started(deadline);
     const first = ask();
     await waitFor(() => pool.ready, 5_000, 'a worker asks');
@@ -53,7 +53,7 @@ describe("the coordinator's side of a window's workers", () => {
     const { pool, ask } = await started();
     const waiting = ask();
     await waitFor(() => pool.ready, 5_000, 'a worker asks');
-    const deadline = new WorkDeadline(Date.now() + 60_000);
+    const deadline = WorkDeadline.after(60_000);
     deadline.stop('SIGTERM');
     expect(await pool.run([shard], { concurrency: 1, deadline })).to.deep.equal([
       { ok: false, error: 'no task handed out: SIGTERM' },
