@@ -12,6 +12,7 @@ import { hostname } from 'node:os';
 import type { Logger } from 'pino';
 import { ORACLE_NODE_OWNER } from '../../contract/pods.js';
 import {
+  type ClientConfig,
   type Clock,
   LeaderElector,
   type Lease,
@@ -59,10 +60,13 @@ export type HandoverOptions = {
   timing?: { leaseDurationMs: number; renewDeadlineMs: number; renewPeriodMs: number; waitPollMs: number };
 };
 
-/** The Lease API through the process's own credentials (in a pod its ServiceAccount, else the kubeconfig). */
-export async function restLeaseStore(): Promise<LeaseStore> {
+/**
+ * The Lease API through the process's own credentials (in a pod its ServiceAccount, else the kubeconfig), or through
+ * the connection given.
+ */
+export async function restLeaseStore(connection?: ClientConfig): Promise<LeaseStore> {
   // A Lease call unanswered for 2 s counts as failed: the holder's renewal deadline is 3 s.
-  const rest = new RestClient(await loadClientConfig(), {
+  const rest = new RestClient(connection ?? (await loadClientConfig()), {
     qps: 20,
     burst: 40,
     userAgent: 'oracle-node-coordinator',
