@@ -3,7 +3,6 @@
 // does, keeps the task alive while it works and posts the results, then asks again, until the coordinator says the
 // window is over (410). It holds no key, no provider and no Kubernetes token: only its OIS's API credentials, the
 // coordinator's address and the window's credential.
-
 import { errorMessage } from '../common/errors.js';
 import { monotonicNow } from '../common/time.js';
 import type { Config } from '../config/index.js';

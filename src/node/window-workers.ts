@@ -5,7 +5,6 @@
 // each run goes to `fallback` (the per-poll worker Jobs) as before. Every call carries the window's random
 // credential; every body is bounded and parsed by the contract; a result is taken only for the task id its poster
 // was given (src/node/window-tasks.ts), and only for that task's requests.
-
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';

@@ -4,7 +4,6 @@
 // chain's maxConcurrency. The coordinator signs and sends from their results (src/node/executor.ts). The Job, its
 // input and its output are the contract's (src/contract/shard.ts). It talks to the API through a small interface so
 // it can be unit-tested without a cluster.
-
 import type { V1ConfigMap, V1Job, V1Pod } from '@kubernetes/client-node';
 import { errorMessage } from '../../common/errors.js';
 import { monotonicNow } from '../../common/time.js';
