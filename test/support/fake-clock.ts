@@ -97,3 +97,21 @@ export class SteppedWallClock implements Clock {
     return systemClock.setTimeout(callback, ms);
   }
 }
+
+/**
+ * This process's wall clock (Date.now) made steppable, as NTP or a resumed VM steps it: Node's timers and
+ * performance.now() do not move. Installed before the code under test reads Date.now (some keep a reference to it).
+ */
+export function steppableProcessWallClock(): { step(ms: number): void; restore(): void } {
+  const real = Date.now;
+  let offset = 0;
+  Date.now = () => real() + offset;
+  return {
+    step: (ms) => {
+      offset += ms;
+    },
+    restore: () => {
+      Date.now = real;
+    },
+  };
+}

@@ -8,14 +8,16 @@ import { type ApiShardInput, SHARD_FORMAT, WINDOW_PATHS } from '../../../src/con
 import { WorkDeadline } from '../../../src/node/deadline.js';
 import { silentLogger } from '../../../src/node/logger.js';
 import { MAX_WINDOW_CONNECTIONS, WINDOW_REQUEST_TIMEOUT_MS, WindowWorkers } from '../../../src/node/window-workers.js';
+import { steppableProcessWallClock } from '../../support/fake-clock.js';
 import { waitFor } from '../../support/wait.js';
 
 const shard: ApiShardInput = { format: SHARD_FORMAT, chainId: '31337', requests: [] };
 
-async function started(deadline?: WorkDeadline) {
+async function started(deadline?: WorkDeadline, options: { leaseMs?: number } = {}) {
   const pool = new WindowWorkers({
     fallback: { run: async (shards) => shards.map(() => ({ ok: false, error: 'fallback' })) },
     logger: silentLogger,
+    ...options,
   });
   let credential = '';
   const url = await pool.start({
@@ -98,6 +100,25 @@ describe("the coordinator's side of a window's workers", () => {
     expect(ok.status).to.equal(204);
     expect((await running)[0]).to.deep.include({ ok: true });
     await pool.stop();
+  });
+
+  it('a task whose worker vanished goes back when its lease runs out, even with the wall clock stepped back', async () => {
+    const wall = steppableProcessWallClock();
+    const { pool, ask } = await started(undefined, { leaseMs: 500 });
+    try {
+      const first = ask();
+      await waitFor(() => pool.ready, 5_000, 'a worker asks');
+      const running = pool.run([shard], { concurrency: 1 });
+      expect((await first).status, 'the task handed out').to.equal(200);
+      // Its worker never renews nor posts; an NTP step back must not stretch the lease by as much.
+      wall.step(-60_000);
+      await waitFor(() => pool.tasksPutBack === 1, 5_000, 'the task put back after its 0.5 s lease');
+      await pool.stop();
+      expect((await running)[0]).to.deep.include({ ok: false });
+    } finally {
+      wall.restore();
+      await pool.stop();
+    }
   });
 
   it('a caller that dribbles its headers, or sends nothing, is cut within the request bound; workers are served meanwhile', async function () {
