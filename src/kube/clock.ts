@@ -2,6 +2,7 @@
 // (test/support/fake-clock.ts). Two readings, as client-go's time.Time carries both: the wall clock for timestamps
 // written out (a Lease's renewTime, an Event's time), and a monotonic clock for every duration, deadline and expiry,
 // because the wall clock steps (an NTP correction, a VM resumed) and a step must never shorten or stretch a wait.
+import { monotonicNow } from '../common/time.js';
 
 export interface Clock {
   /** Wall time, milliseconds since the epoch: only for timestamps written out, never for a duration. */
@@ -12,8 +13,6 @@ export interface Clock {
   sleep(ms: number, signal?: AbortSignal): Promise<void>;
   setTimeout(callback: () => void, ms: number): { cancel(): void };
 }
-
-import { monotonicNow } from '../common/time.js';
 
 export const systemClock: Clock = {
   now: () => Date.now(),

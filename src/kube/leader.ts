@@ -4,9 +4,9 @@
 // and gives up when it could not renew for renewDeadline. Every one of those durations is measured on the monotonic
 // clock (client-go's observedTime and its Since): the wall clock only fills the Lease's acquireTime and renewTime,
 // which no replica reads a duration from, so a stepped wall clock can neither keep a cut-off leader leading past its
-// renewDeadline nor let a candidate take a lease that is still being renewed. Writes use the lease's resourceVersion, so two
-// candidates racing for the same lease cannot both win (the loser gets 409). Times are written with six fractional
-// digits (microTimeIso) because the apiserver only accepts those for a MicroTime.
+// renewDeadline nor let a candidate take a lease that is still being renewed. Writes use the lease's
+// resourceVersion, so two candidates racing for the same lease cannot both win (the loser gets 409). Times are
+// written with six fractional digits (microTimeIso) because the apiserver only accepts those for a MicroTime.
 import type { Logger } from 'pino';
 import { errorMessage } from '../common/errors.js';
 import { microTimeIso } from '../common/time.js';
