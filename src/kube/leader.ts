@@ -148,8 +148,8 @@ export class LeaderElector {
     const stopSignal = this.stopController.signal;
     while (!stopSignal.aborted) {
       this.state = 'candidate';
-      const acquiredAt = await this.acquire(stopSignal);
-      if (acquiredAt === undefined) break;
+      const acquired = await this.acquire(stopSignal);
+      if (!acquired) break;
       this.state = 'leader';
       this.leadership = new AbortController();
       this.logger.info(
@@ -157,7 +157,7 @@ export class LeaderElector {
         'became leader',
       );
       this.callbacks.onStartedLeading(this.leadership.signal);
-      await this.renew(stopSignal, acquiredAt);
+      await this.renew(stopSignal);
       this.state = stopSignal.aborted ? 'stopped' : 'candidate';
       this.leadership.abort(new Error('leadership lost'));
       this.callbacks.onStoppedLeading();
@@ -170,29 +170,23 @@ export class LeaderElector {
     this.state = 'stopped';
   }
 
-  /**
-   * Tries every retryPeriod (jittered) until the lease is ours: when the attempt that took it started (monotonic), or
-   * undefined when stopped first.
-   */
-  private async acquire(stopSignal: AbortSignal): Promise<number | undefined> {
+  /** Tries every retryPeriod (jittered) until the lease is ours; false when stopped first. */
+  private async acquire(stopSignal: AbortSignal): Promise<boolean> {
     while (!stopSignal.aborted) {
-      const attemptStarted = this.clock.monotonic();
-      if (await this.tryAcquireOrRenew(stopSignal)) return attemptStarted;
+      if (await this.tryAcquireOrRenew(stopSignal)) return true;
       // Wake at the jittered retry period, or right when the holder's lease runs out by our clock if sooner.
       const untilExpiry =
         this.expiresAt === undefined ? Number.POSITIVE_INFINITY : this.expiresAt - this.clock.monotonic() + 1;
       await this.clock.sleep(Math.max(0, Math.min(jitter(this.retryPeriodMs, 1.2), untilExpiry)), stopSignal);
     }
-    return undefined;
+    return false;
   }
 
-  /**
-   * Renews every retryPeriod; returns when renewDeadline passes without a successful renewal, or when stopped.
-   * `lastRenew` (monotonic) is when the last successful write was sent, never later: the write cannot be older, so
-   * neither can any other replica's observation of it, and giving up renewDeadline after it stays ahead of their
-   * leaseDuration.
-   */
-  private async renew(stopSignal: AbortSignal, lastRenew: number): Promise<void> {
+  /** Renews every retryPeriod; returns when renewDeadline passes without a successful renewal, or when stopped. */
+  private async renew(stopSignal: AbortSignal): Promise<void> {
+    // When the last successful renewal was sent: the write it made cannot be older, so neither can any other
+    // replica's observation of it, and giving up renewDeadline after it stays ahead of their leaseDuration.
+    let lastRenew = this.clock.monotonic();
     while (!stopSignal.aborted) {
       await this.clock.sleep(this.retryPeriodMs, stopSignal);
       if (stopSignal.aborted) return;
