@@ -184,14 +184,11 @@ export class LeaderElector {
 
   /** Renews every retryPeriod; returns when renewDeadline passes without a successful renewal, or when stopped. */
   private async renew(stopSignal: AbortSignal): Promise<void> {
-    // When the last successful renewal was sent: the write it made cannot be older, so neither can any other
-    // replica's observation of it, and giving up renewDeadline after it stays ahead of their leaseDuration.
     let lastRenew = this.clock.monotonic();
     while (!stopSignal.aborted) {
       await this.clock.sleep(this.retryPeriodMs, stopSignal);
       if (stopSignal.aborted) return;
-      const attemptStarted = this.clock.monotonic();
-      const remaining = this.renewDeadlineMs - (attemptStarted - lastRenew);
+      const remaining = this.renewDeadlineMs - (this.clock.monotonic() - lastRenew);
       const attempt = new AbortController();
       const timer = this.clock.setTimeout(() => attempt.abort(), Math.max(0, remaining));
       const onStop = () => attempt.abort();
@@ -205,7 +202,7 @@ export class LeaderElector {
       }
       if (stopSignal.aborted) return;
       if (renewed) {
-        lastRenew = attemptStarted;
+        lastRenew = this.clock.monotonic();
         continue;
       }
       if (this.clock.monotonic() - lastRenew >= this.renewDeadlineMs) return;
