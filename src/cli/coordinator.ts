@@ -6,6 +6,7 @@
 
 import { sponsorWallets } from '../chain/sponsor-wallets.js';
 import { errorMessage } from '../common/errors.js';
+import { monotonicNow } from '../common/time.js';
 import { ENV } from '../contract/pods.js';
 import { FileResponseCache } from '../node/cache.js';
 import { roleOf, runCycle } from '../node/cycle.js';
@@ -206,8 +207,8 @@ export const command: Subcommand = {
     // Off unless OTEL_EXPORTER_OTLP_ENDPOINT is set (spec.telemetry.otlpEndpoint in the operator's pods).
     const tracer = tracerFromEnvironment(process.env, 'coordinator');
     // The window's hard end, or SIGTERM: nothing new is signed or sent after it (src/node/deadline.ts).
-    const deadline = new WorkDeadline(
-      windowOptions.windowMs === undefined ? undefined : Date.now() + windowOptions.windowMs + HARD_END_MARGIN_MS,
+    const deadline = WorkDeadline.after(
+      windowOptions.windowMs === undefined ? undefined : windowOptions.windowMs + HARD_END_MARGIN_MS,
     );
     let terminated = false;
     const terminate = () => {
@@ -285,7 +286,7 @@ export const command: Subcommand = {
       windowOptions.windowMs !== undefined && windowOptions.pollIntervalMs !== undefined
         ? await runWindow(config, deps, {
             windowMs:
-              held && windowEndAt !== undefined ? Math.max(0, windowEndAt - Date.now()) : windowOptions.windowMs,
+              held && windowEndAt !== undefined ? Math.max(0, windowEndAt - monotonicNow()) : windowOptions.windowMs,
             pollIntervalMs: windowOptions.pollIntervalMs,
             deadline,
             // Run by hand, each poll's requests are in the local log as soon as it is done (`oracle-node request`).
