@@ -38,10 +38,10 @@ export function gasCallTimeoutMs(measuredLatencyMs: number | undefined, budgetLe
   return Math.max(1, Math.min(paced, Math.floor(budgetLeftMs)));
 }
 
-/** RPC options of the next gas price call, given the oracle's deadline (Date.now() based). */
+/** RPC options of the next gas price call, given the oracle's deadline (performance.now() based). */
 function gasRpc(client: RpcClient, deadline: number): RpcOptions {
   return {
-    timeoutMs: gasCallTimeoutMs(client.latencyMs, deadline - Date.now()),
+    timeoutMs: gasCallTimeoutMs(client.latencyMs, deadline - performance.now()),
     attempts: 2,
     backoffMs: { min: 200, max: 1_000 },
   };
@@ -118,7 +118,7 @@ async function providerGasPrice(client: RpcClient, deadline: number): Promise<bi
 export async function runStrategy(
   client: RpcClient,
   strategy: GasPriceStrategy,
-  deadline = Date.now() + ORACLE_BUDGET_MS,
+  deadline = performance.now() + ORACLE_BUDGET_MS,
 ): Promise<GasTarget> {
   switch (strategy.gasPriceStrategy) {
     case 'latestBlockPercentileGasPrice': {
@@ -192,7 +192,7 @@ export async function getGasTarget(
   report: GasOracleReport = {},
 ): Promise<GasTarget> {
   const constant = [...strategies].reverse().find((s) => s.gasPriceStrategy === 'constantGasPrice');
-  const deadline = Date.now() + ORACLE_BUDGET_MS;
+  const deadline = performance.now() + ORACLE_BUDGET_MS;
   const failed = (strategy: GasPriceStrategy, reason: string) => {
     const failure: StrategyFailure = { strategy: strategy.gasPriceStrategy, reason };
     report.logger?.warn(failure, 'gas price strategy failed; trying the next one');
@@ -202,7 +202,7 @@ export async function getGasTarget(
   for (const strategy of strategies) {
     if (strategy.gasPriceStrategy === 'constantGasPrice') continue;
     if (target) break;
-    const left = deadline - Date.now();
+    const left = deadline - performance.now();
     if (left <= 0) {
       failed(strategy, `not tried: the gas price oracle's ${ORACLE_BUDGET_MS} ms were used up`);
       continue;

@@ -4,6 +4,7 @@
 // validation and the three gateways' routes.
 import type { Server } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
+import { createBoundedServer } from '../common/http-server.js';
 import { nodeHttp } from '../common/node-http.js';
 import { type Config, DEFAULT_GATEWAY_SERVER_PORT } from '../config/index.js';
 import { type ObservabilityServer, startObservabilityServer } from '../observability/index.js';
@@ -120,13 +121,11 @@ export async function startGatewayServer(config: Config, options: StartGatewayOp
 
   const sockets = new Set<Socket>();
   const headersTimeout = options.headersTimeoutMs ?? DEFAULT_HEADERS_TIMEOUT_MS;
-  const server = nodeHttp.createServer(
+  const server = createBoundedServer(
     {
-      headersTimeout,
+      headersTimeoutMs: headersTimeout,
       // The whole request (headers and body); the app's own body deadline answers first, with a clear message.
-      requestTimeout: headersTimeout + (options.bodyTimeoutMs ?? DEFAULT_BODY_TIMEOUT_MS) + 1_000,
-      // How often Node checks those two timeouts (its default, 30 s, would let a stalled socket live that long).
-      connectionsCheckingInterval: Math.min(1_000, headersTimeout),
+      requestTimeoutMs: headersTimeout + (options.bodyTimeoutMs ?? DEFAULT_BODY_TIMEOUT_MS) + 1_000,
     },
     gateway.handle,
   );

@@ -5,6 +5,7 @@
 // index.ts re-exports all of it.
 
 export { RuntimeClient } from './client.js';
+export { type Clock, systemClock } from './clock.js';
 export { ApiError, apiStatusOf, isConflict, isGone, isInvalid, isNotFound } from './errors.js';
 export { BUILTIN_KINDS } from './kinds.js';
 export {

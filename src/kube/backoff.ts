@@ -44,11 +44,11 @@ export class TokenBucket {
     if (!(ratePerSecond > 0)) throw new Error(`token bucket rate must be > 0, got ${ratePerSecond}`);
     if (!(burst >= 1)) throw new Error(`token bucket burst must be >= 1, got ${burst}`);
     this.tokens = burst;
-    this.last = clock.now();
+    this.last = clock.monotonic();
   }
 
   private refill(): void {
-    const now = this.clock.now();
+    const now = this.clock.monotonic();
     const elapsed = Math.max(0, now - this.last);
     this.last = now;
     this.tokens = Math.min(this.burst, this.tokens + (elapsed / 1000) * this.ratePerSecond);

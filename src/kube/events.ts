@@ -29,8 +29,16 @@ export type EventRecorderOptions = {
   maxCachedEvents?: number;
 };
 
-type Pending = { object: KubernetesObject; type: EventType; reason: string; message: string; at: number };
-type Sent = { namespace: string; name: string; count: number; firstAt: number; lastAt: number };
+/** `at`: wall time, written into the Event; `seenAt`: monotonic, for the aggregation window. */
+type Pending = {
+  object: KubernetesObject;
+  type: EventType;
+  reason: string;
+  message: string;
+  at: number;
+  seenAt: number;
+};
+type Sent = { namespace: string; name: string; count: number; lastSeenAt: number };
 
 /** core/v1 Time has second precision. */
 const eventTime = (ms: number): string => wholeSecondsIso(ms)!;
@@ -70,7 +78,14 @@ export class KubeEventRecorder implements EventRecorder {
       this.options.metrics?.eventsDropped.inc({ reason: 'queue_full' });
       return;
     }
-    this.queue.push({ object, type, reason, message: message.slice(0, 1024), at: this.clock.now() });
+    this.queue.push({
+      object,
+      type,
+      reason,
+      message: message.slice(0, 1024),
+      at: this.clock.now(),
+      seenAt: this.clock.monotonic(),
+    });
     this.draining ??= this.drain().finally(() => {
       this.draining = undefined;
     });
@@ -98,13 +113,13 @@ export class KubeEventRecorder implements EventRecorder {
     }
   }
 
-  private async send({ object, type, reason, message, at }: Pending): Promise<void> {
+  private async send({ object, type, reason, message, at, seenAt }: Pending): Promise<void> {
     const meta = object.metadata ?? {};
     const namespace = meta.namespace || 'default';
     const key = `${meta.uid ?? ''}|${namespace}|${meta.name ?? ''}|${object.kind ?? ''}|${type}|${reason}|${message}`;
     const previous = this.sent.get(key);
     const windowMs = this.options.aggregationWindowMs ?? 600_000;
-    if (previous && at - previous.lastAt < windowMs) {
+    if (previous && seenAt - previous.lastSeenAt < windowMs) {
       try {
         await this.rest.request({
           method: 'PATCH',
@@ -114,7 +129,7 @@ export class KubeEventRecorder implements EventRecorder {
           retry: false,
         });
         previous.count++;
-        previous.lastAt = at;
+        previous.lastSeenAt = seenAt;
         this.remember(key, previous);
         return;
       } catch (error) {
@@ -150,7 +165,7 @@ export class KubeEventRecorder implements EventRecorder {
       },
       retry: false,
     });
-    this.remember(key, { namespace, name, count: 1, firstAt: at, lastAt: at });
+    this.remember(key, { namespace, name, count: 1, lastSeenAt: seenAt });
   }
 
   private remember(key: string, entry: Sent): void {

@@ -7,8 +7,6 @@
 
 export * from './api.js';
 export { InformerCache } from './cache.js';
-export type { Clock } from './clock.js';
-export { systemClock } from './clock.js';
 export { projectToFieldManager } from './fields.js';
 export {
   createManager,

@@ -75,7 +75,7 @@ export class Informer {
     this.clock = options.clock ?? systemClock;
     this.resource = resourceName(options.kind);
     this.logger = options.logger.child({ resource: this.resource, watchNamespace: this.namespace ?? '*' });
-    this.lastActivity = this.clock.now();
+    this.lastActivity = this.clock.monotonic();
     options.metrics?.onCollect(() =>
       options.metrics?.watchSilenceSeconds.set(
         { resource: this.resource, namespace: this.namespace ?? '' },
@@ -114,7 +114,7 @@ export class Informer {
   }
 
   silentForMs(): number {
-    return this.clock.now() - this.lastActivity;
+    return this.clock.monotonic() - this.lastActivity;
   }
 
   get(namespace: string, name: string): KubernetesObject | undefined {
@@ -148,7 +148,7 @@ export class Informer {
   }
 
   private touch(): void {
-    this.lastActivity = this.clock.now();
+    this.lastActivity = this.clock.monotonic();
   }
 
   private emit(type: InformerEventType, object: KubernetesObject, old?: KubernetesObject): void {
@@ -184,7 +184,7 @@ export class Informer {
           await this.relist(relistReason);
           backoff.reset();
         }
-        const started = this.clock.now();
+        const started = this.clock.monotonic();
         const { outcome, events } = await this.watchOnce();
         if (outcome === 'relist') {
           relistReason = 'periodic';
@@ -194,7 +194,7 @@ export class Informer {
         this.options.metrics?.watchRestarts.inc({ resource: this.resource, reason: 'timeout' });
         goneInARow = 0;
         // A watch closing at once with nothing delivered is a broken server or proxy: back off, never spin.
-        if (events === 0 && this.clock.now() - started < 1000) {
+        if (events === 0 && this.clock.monotonic() - started < 1000) {
           await this.clock.sleep(backoff.next(), signal);
         } else {
           backoff.reset();

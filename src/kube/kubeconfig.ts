@@ -16,6 +16,7 @@ import { homedir } from 'node:os';
 import { delimiter, dirname, isAbsolute, join } from 'node:path';
 import yaml from 'js-yaml';
 import { errorMessage } from '../common/errors.js';
+import { monotonicNow } from '../common/time.js';
 
 /**
  * What the REST client needs of a kubeconfig: the current cluster's server, and before each request the TLS
@@ -62,6 +63,7 @@ export type LoadOptions = {
   env?: NodeJS.ProcessEnv;
   /** Where the service account's token, ca.crt and namespace are mounted. */
   serviceAccountDir?: string;
+  /** The clock the token file's period is measured on (monotonic unless a test gives its own). */
   now?: () => number;
 };
 
@@ -386,7 +388,7 @@ export class LeanKubeConfig implements ClientConfig {
   private readonly now: () => number;
   private fileToken: { value: string; readAt: number } | undefined;
 
-  constructor(selected: SelectedContext, now: () => number = Date.now) {
+  constructor(selected: SelectedContext, now: () => number = monotonicNow) {
     const { cluster, user = {} } = selected;
     const clusterAt = `clusters["${cluster.name}"].cluster`;
     const userAt = `users[context "${selected.context}"].user`;

@@ -1,9 +1,12 @@
 // Leader election on a coordination.k8s.io/v1 Lease, following client-go's leaderelection package: a candidate
 // acquires the lease when it is free, released (empty holder) or expired (its renewTime has not changed for
 // leaseDuration by our own clock, never trusting the other replica's clock); the leader renews every retryPeriod
-// and gives up when it could not renew for renewDeadline. Writes use the lease's resourceVersion, so two
-// candidates racing for the same lease cannot both win (the loser gets 409). Times are written with six fractional
-// digits (microTimeIso) because the apiserver only accepts those for a MicroTime.
+// and gives up when it could not renew for renewDeadline. Every one of those durations is measured on the monotonic
+// clock (client-go's observedTime and its Since): the wall clock only fills the Lease's acquireTime and renewTime,
+// which no replica reads a duration from, so a stepped wall clock can neither keep a cut-off leader leading past its
+// renewDeadline nor let a candidate take a lease that is still being renewed. Writes use the lease's
+// resourceVersion, so two candidates racing for the same lease cannot both win (the loser gets 409). Times are
+// written with six fractional digits (microTimeIso) because the apiserver only accepts those for a MicroTime.
 import type { Logger } from 'pino';
 import { errorMessage } from '../common/errors.js';
 import { microTimeIso } from '../common/time.js';
@@ -97,6 +100,7 @@ export class LeaderElector {
   private readonly leaseDurationMs: number;
   private readonly renewDeadlineMs: number;
   private readonly retryPeriodMs: number;
+  /** The lease record as last seen, and when it last changed (monotonic). */
   private observed: { record: string; at: number; resourceVersion?: string } | undefined;
   private lastLease: Lease | undefined;
   private state: LeaderState = 'stopped';
@@ -104,7 +108,7 @@ export class LeaderElector {
   private leadership: AbortController | undefined;
   private loop: Promise<void> | undefined;
   private knownLeader = '';
-  /** When the current (other) holder's lease runs out by our clock, if it is held. */
+  /** When the current (other) holder's lease runs out by our monotonic clock, if it is held. */
   private expiresAt: number | undefined;
 
   constructor(
@@ -172,7 +176,7 @@ export class LeaderElector {
       if (await this.tryAcquireOrRenew(stopSignal)) return true;
       // Wake at the jittered retry period, or right when the holder's lease runs out by our clock if sooner.
       const untilExpiry =
-        this.expiresAt === undefined ? Number.POSITIVE_INFINITY : this.expiresAt - this.clock.now() + 1;
+        this.expiresAt === undefined ? Number.POSITIVE_INFINITY : this.expiresAt - this.clock.monotonic() + 1;
       await this.clock.sleep(Math.max(0, Math.min(jitter(this.retryPeriodMs, 1.2), untilExpiry)), stopSignal);
     }
     return false;
@@ -180,11 +184,11 @@ export class LeaderElector {
 
   /** Renews every retryPeriod; returns when renewDeadline passes without a successful renewal, or when stopped. */
   private async renew(stopSignal: AbortSignal): Promise<void> {
-    let lastRenew = this.clock.now();
+    let lastRenew = this.clock.monotonic();
     while (!stopSignal.aborted) {
       await this.clock.sleep(this.retryPeriodMs, stopSignal);
       if (stopSignal.aborted) return;
-      const remaining = this.renewDeadlineMs - (this.clock.now() - lastRenew);
+      const remaining = this.renewDeadlineMs - (this.clock.monotonic() - lastRenew);
       const attempt = new AbortController();
       const timer = this.clock.setTimeout(() => attempt.abort(), Math.max(0, remaining));
       const onStop = () => attempt.abort();
@@ -198,17 +202,19 @@ export class LeaderElector {
       }
       if (stopSignal.aborted) return;
       if (renewed) {
-        lastRenew = this.clock.now();
+        lastRenew = this.clock.monotonic();
         continue;
       }
-      if (this.clock.now() - lastRenew >= this.renewDeadlineMs) return;
+      if (this.clock.monotonic() - lastRenew >= this.renewDeadlineMs) return;
       if (this.knownLeader && this.knownLeader !== this.config.identity) return; // someone else holds it now
     }
   }
 
   /** One round of client-go's tryAcquireOrRenew. Errors count as "not acquired". */
   async tryAcquireOrRenew(signal?: AbortSignal): Promise<boolean> {
+    // Wall time for what is written (other replicas only compare it for a change), monotonic for the expiry.
     const now = this.clock.now();
+    const monotonicNow = this.clock.monotonic();
     const spec = (acquireTime: Date | string | null | undefined, transitions: number): LeaseSpec => ({
       holderIdentity: this.config.identity,
       leaseDurationSeconds: Math.round(this.leaseDurationMs / 1000),
@@ -230,7 +236,7 @@ export class LeaderElector {
       const holder = current.spec?.holderIdentity ?? '';
       const isMine = holder === this.config.identity;
       const durationMs = (current.spec?.leaseDurationSeconds ?? 0) * 1000;
-      const expired = !holder || this.observed!.at + durationMs <= now;
+      const expired = !holder || this.observed!.at + durationMs <= monotonicNow;
       this.expiresAt = isMine || expired ? undefined : this.observed!.at + durationMs;
       if (!isMine && !expired) return false;
       const transitions = current.spec?.leaseTransitions ?? 0;
@@ -252,7 +258,7 @@ export class LeaderElector {
     }
   }
 
-  /** Remembers when the lease record last changed, by our clock (client-go's observedTime). */
+  /** Remembers when the lease record last changed, by our monotonic clock (client-go's observedTime). */
   private observe(lease: Lease): void {
     const record = JSON.stringify([
       lease.spec?.holderIdentity ?? '',
@@ -260,7 +266,7 @@ export class LeaderElector {
       lease.spec?.leaseDurationSeconds,
     ]);
     if (!this.observed || this.observed.record !== record) {
-      this.observed = { record, at: this.clock.now(), resourceVersion: lease.metadata.resourceVersion };
+      this.observed = { record, at: this.clock.monotonic(), resourceVersion: lease.metadata.resourceVersion };
     }
     this.lastLease = lease;
     const holder = lease.spec?.holderIdentity ?? '';

@@ -51,7 +51,7 @@ export class WorkQueue<T> {
   }
 
   private enqueue(item: T): void {
-    this.addedAt.set(item, this.clock.now());
+    this.addedAt.set(item, this.clock.monotonic());
     const waiter = this.waiters.shift();
     if (waiter) {
       this.handOut(item);
@@ -63,7 +63,7 @@ export class WorkQueue<T> {
   }
 
   private handOut(item: T): void {
-    const now = this.clock.now();
+    const now = this.clock.monotonic();
     const added = this.addedAt.get(item);
     if (added !== undefined) this.metrics?.workqueueQueueDuration.observe({ name: this.name }, (now - added) / 1000);
     this.addedAt.delete(item);
@@ -92,7 +92,7 @@ export class WorkQueue<T> {
     const started = this.processing.get(item);
     if (started === undefined) return;
     this.processing.delete(item);
-    this.metrics?.workqueueWorkDuration.observe({ name: this.name }, (this.clock.now() - started) / 1000);
+    this.metrics?.workqueueWorkDuration.observe({ name: this.name }, (this.clock.monotonic() - started) / 1000);
     if (this.dirty.has(item) && !this.shuttingDown) this.enqueue(item);
   }
 
@@ -103,7 +103,7 @@ export class WorkQueue<T> {
       this.add(item);
       return;
     }
-    const due = this.clock.now() + ms;
+    const due = this.clock.monotonic() + ms;
     const pending = this.delayed.get(item);
     if (pending && pending.due <= due) return;
     pending?.cancel();
@@ -161,7 +161,7 @@ export class WorkQueue<T> {
 
   private collect(): void {
     if (!this.metrics) return;
-    const now = this.clock.now();
+    const now = this.clock.monotonic();
     let total = 0;
     let longest = 0;
     for (const started of this.processing.values()) {

@@ -156,9 +156,9 @@ export class RestClient {
   }
 
   private async throttle(verb: string, signal?: AbortSignal): Promise<void> {
-    const started = this.clock.now();
+    const started = this.clock.monotonic();
     await this.limiter.take(signal);
-    const waited = (this.clock.now() - started) / 1000;
+    const waited = (this.clock.monotonic() - started) / 1000;
     this.options.metrics?.restRateLimiterDuration.observe({ verb, host: this.host }, waited);
     if (signal?.aborted) throw signal.reason ?? new Error('aborted');
   }

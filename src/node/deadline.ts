@@ -2,6 +2,7 @@
 // (its end plus HARD_END_MARGIN_MS), or SIGTERM, whichever comes first. After it nothing new is signed or sent: a
 // request whose API answer or worker comes later stays open for the next window, never fail()ed for lateness.
 // The window's loop, the executors, the worker Jobs and the in-process API calls read the same deadline.
+import { monotonicNow } from '../common/time.js';
 
 /**
  * How long after the window's end the work already started may still run (the last poll's cycle: its API calls, a
@@ -15,21 +16,34 @@ export const HARD_END_MARGIN_MS = 5_000;
  */
 export const SETTLE_AFTER_STOP_MS = 1_000;
 
+/** The longest delay setTimeout honours (about 24.8 days); a hard end further away is a mistake of units. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
 export class WorkDeadline {
   private readonly controller = new AbortController();
   private readonly timer: ReturnType<typeof setTimeout> | undefined;
   private requirement: { holds: () => boolean; reason: string } | undefined;
 
-  /** `hardEndAt`: epoch ms after which nothing new starts or is sent; undefined: only `stop()` ends the work. */
+  /**
+   * `hardEndAt`: the reading of `now` (the monotonic clock, so a stepped wall clock neither ends the work early nor
+   * lets it run late) after which nothing new starts or is sent; undefined: only `stop()` ends the work.
+   */
   constructor(
     readonly hardEndAt: number | undefined,
-    private readonly now: () => number = Date.now,
+    private readonly now: () => number = monotonicNow,
   ) {
     if (hardEndAt !== undefined) {
-      this.timer = setTimeout(() => this.stop("the window's hard end"), Math.max(0, hardEndAt - now()));
+      const delay = Math.max(0, hardEndAt - now());
+      if (delay > MAX_TIMER_MS) throw new RangeError(`a hard end ${delay} ms away: not a reading of the work's clock`);
+      this.timer = setTimeout(() => this.stop("the window's hard end"), delay);
       // The deadline never keeps the process alive by itself.
       this.timer.unref?.();
     }
+  }
+
+  /** A deadline `ms` from now (undefined: only `stop()` ends the work). */
+  static after(ms: number | undefined, now: () => number = monotonicNow): WorkDeadline {
+    return new WorkDeadline(ms === undefined ? undefined : now() + ms, now);
   }
 
   /** Aborted once the deadline has passed (its reason says which). */

@@ -9,6 +9,7 @@
 import { processPendingSightings } from '../chain/pending.js';
 import { type SponsorWallets, sponsorWallets } from '../chain/sponsor-wallets.js';
 import { errorMessage } from '../common/errors.js';
+import { monotonicNow } from '../common/time.js';
 import type { Config } from '../config/index.js';
 import { createMetricsRegistry, type Registry } from '../observability/index.js';
 import { tracerFromEnvironment } from '../observability/tracing.js';
@@ -153,7 +154,7 @@ export async function runCoordinator(options: CoordinatorRunOptions): Promise<Co
   // Off unless OTEL_EXPORTER_OTLP_ENDPOINT is set (spec.telemetry.otlpEndpoint in the operator's pods).
   const tracer = tracerFromEnvironment(process.env, 'coordinator');
   // The window's hard end, or SIGTERM: nothing new is signed or sent after it (src/node/deadline.ts).
-  const deadline = new WorkDeadline(windowMs === undefined ? undefined : Date.now() + windowMs + HARD_END_MARGIN_MS);
+  const deadline = WorkDeadline.after(windowMs === undefined ? undefined : windowMs + HARD_END_MARGIN_MS);
   const onTerminate = () => {
     logger.warn('SIGTERM: nothing new is sent; the run reports what it did and exits');
     deadline.stop('SIGTERM');
@@ -224,7 +225,7 @@ export async function runCoordinator(options: CoordinatorRunOptions): Promise<Co
   const summary =
     windowMs !== undefined && pollIntervalMs !== undefined
       ? await runWindow(config, deps, {
-          windowMs: held && windowEndAt !== undefined ? Math.max(0, windowEndAt - Date.now()) : windowMs,
+          windowMs: held && windowEndAt !== undefined ? Math.max(0, windowEndAt - monotonicNow()) : windowMs,
           pollIntervalMs,
           deadline,
           // Run by hand, each poll's requests are in the local log as soon as it is done (`oracle-node request`).

@@ -4,6 +4,7 @@
 // window is over (410). It holds no key, no provider and no Kubernetes token: only its OIS's API credentials, the
 // coordinator's address and the window's credential.
 import { errorMessage } from '../common/errors.js';
+import { monotonicNow } from '../common/time.js';
 import type { Config } from '../config/index.js';
 import { MAX_SHARD_INPUT_BYTES, parseWindowTask, WINDOW_PATHS, type WindowTask } from '../contract/shard.js';
 import type { Tracer } from '../observability/tracing.js';
@@ -43,8 +44,8 @@ export async function serveWindowTasks(options: WindowWorkerOptions): Promise<nu
         signal: AbortSignal.timeout(LONG_POLL_MS + 10_000),
       });
     } catch {
-      unreachableSince ??= Date.now();
-      if (Date.now() - unreachableSince > COORDINATOR_GONE_MS) {
+      unreachableSince ??= monotonicNow();
+      if (monotonicNow() - unreachableSince > COORDINATOR_GONE_MS) {
         // Its window is over without telling (its pod went): nothing is left to do, and a failed pod would only be
         // replaced by another that finds no coordinator either.
         options.logger.warn('the coordinator is not reachable: the worker ends');

@@ -9,7 +9,8 @@ import { randomBytes, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { errorMessage } from '../common/errors.js';
-import { nodeHttp } from '../common/node-http.js';
+import { createBoundedServer } from '../common/http-server.js';
+import { monotonicNow } from '../common/time.js';
 import {
   type ApiShardInput,
   MAX_SHARD_OUTPUT_BYTES,
@@ -30,8 +31,17 @@ export const ALIVE_INTERVAL_MS = 1_000;
 export const TASK_LEASE_MS = 5_000;
 /** A worker asks again at once after each answer, so one not heard of for this long is gone. */
 export const WORKER_GONE_MS = 5_000;
-/** Every request's whole exchange (headers and body) is bounded. */
-const REQUEST_TIMEOUT_MS = 30_000;
+/**
+ * How long any caller of the window's port may take to send a whole request (headers and body), cut within a second
+ * after: a worker gives its own posts 10 s (window-worker.ts), so no worker's request takes longer.
+ */
+export const WINDOW_REQUEST_TIMEOUT_MS = 10_000;
+/**
+ * Connections open at once on the window's port; more are closed as they arrive. The window's workers (at most
+ * MAX_WINDOW_WORKERS pods, each with a long poll or a result post and a task's keep-alive) use a few each: the cap
+ * only bounds what anything else that reaches the port can hold in the coordinator's memory.
+ */
+export const MAX_WINDOW_CONNECTIONS = 64;
 const SWEEP_MS = 250;
 /** At most this many workers wait at once (a window has at most maxConcurrency pods); more asks are refused (503). */
 const MAX_WAITERS = 256;
@@ -73,7 +83,8 @@ export class WindowWorkers implements ApiWorkers {
   refusedResults = 0;
 
   constructor(private readonly options: WindowWorkersOptions) {
-    this.now = options.now ?? Date.now;
+    // Task leases and a worker's last sign of life are durations: the monotonic clock.
+    this.now = options.now ?? monotonicNow;
     this.queue = new WindowTaskQueue({
       leaseMs: options.leaseMs ?? TASK_LEASE_MS,
       workerGoneMs: options.workerGoneMs ?? WORKER_GONE_MS,
@@ -103,9 +114,14 @@ export class WindowWorkers implements ApiWorkers {
     registerSecret(credential);
     this.credential = Buffer.from(credential);
     this.deadline = window.deadline;
-    const server = nodeHttp.createServer((request, response) => this.handle(request, response));
-    server.requestTimeout = REQUEST_TIMEOUT_MS;
-    server.headersTimeout = 10_000;
+    const server = createBoundedServer(
+      {
+        headersTimeoutMs: WINDOW_REQUEST_TIMEOUT_MS,
+        requestTimeoutMs: WINDOW_REQUEST_TIMEOUT_MS,
+        maxConnections: MAX_WINDOW_CONNECTIONS,
+      },
+      (request, response) => this.handle(request, response),
+    );
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       server.listen(window.port, window.host, () => resolve());

@@ -17,6 +17,7 @@ import { backoffPolls, HEAD_GRACE_MS, HEAD_TIMEOUT_MS } from '../chain/provider-
 import { RpcClient, withTimeout } from '../chain/rpc.js';
 import { type ChainConfig, DEFAULT_MIN_CONFIRMATIONS } from '../chain/types.js';
 import { settleWithGrace } from '../common/concurrency.js';
+import { monotonicNow } from '../common/time.js';
 import type { Config } from '../config/index.js';
 import { runCycle } from './cycle.js';
 import type { CycleDeps, CycleWindow } from './cycle-context.js';
@@ -186,7 +187,8 @@ class ChainHeads {
 }
 
 export async function runWindow(config: Config, deps: CycleDeps, options: WindowOptions): Promise<WindowSummary> {
-  const now = options.now ?? Date.now;
+  // The cadence and the window's end are durations: on the monotonic clock, never moved by a wall-clock step.
+  const now = options.now ?? monotonicNow;
   const signal = options.signal ?? options.deadline?.signal;
   const sleep = options.sleep ?? ((ms: number) => abortableSleep(ms, signal));
   const start = now();

@@ -46,12 +46,12 @@ function addReservedParameters(initial: Parameters, modified: Parameters): Param
 class Budget {
   readonly deadline: number;
   constructor(totalTimeoutMs: number) {
-    this.deadline = Date.now() + totalTimeoutMs;
+    this.deadline = performance.now() + totalTimeoutMs;
   }
 
   /** The snippet's own timeout, or what is left of the phase budget when that is shorter. */
   slice(timeoutMs: number, ownMessage: string): { timeoutMs: number; timeoutMessage: string } {
-    const remaining = Math.max(0, this.deadline - Date.now());
+    const remaining = Math.max(0, this.deadline - performance.now());
     if (remaining < timeoutMs) return { timeoutMs: remaining, timeoutMessage: 'Full timeout exceeded' };
     return { timeoutMs, timeoutMessage: ownMessage };
   }

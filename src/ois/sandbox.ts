@@ -179,7 +179,7 @@ class Execution implements HostBindings {
   private aborted = false;
   private wake: (() => void) | undefined;
   /** Until start(): the preparation (our own code) has a budget too. */
-  deadline = Date.now() + 1_000;
+  deadline = performance.now() + 1_000;
   /** False once the instance ran out of memory or failed inside WebAssembly: it is then discarded. */
   healthy = true;
   private readonly timers = new Map<number, SnippetTimer>();
@@ -228,7 +228,7 @@ class Execution implements HostBindings {
   /** The call's limits; then run(). */
   start(options: SandboxOptions): this {
     this.options = options;
-    this.deadline = Date.now() + options.timeoutMs;
+    this.deadline = performance.now() + options.timeoutMs;
     if (options.stackLimitBytes !== undefined) {
       this.quickjs.ffi.QTS_RuntimeSetMaxStackSize(this.rt, options.stackLimitBytes);
     }
@@ -236,7 +236,7 @@ class Execution implements HostBindings {
   }
 
   shouldInterrupt(): boolean {
-    return this.aborted || Date.now() > this.deadline;
+    return this.aborted || performance.now() > this.deadline;
   }
 
   /** A call from QuickJS into a host function; never throws into WebAssembly. */
@@ -407,7 +407,7 @@ class Execution implements HostBindings {
   }
 
   private arm(id: number, ms: number): void {
-    if (Date.now() + ms > this.deadline) return;
+    if (performance.now() + ms > this.deadline) return;
     this.hostTimers.set(
       id,
       setTimeout(() => this.fireTimer(id), ms),
@@ -486,7 +486,7 @@ class Execution implements HostBindings {
 
   private settle(outcome: Outcome): void {
     if (this.outcome) return;
-    if (outcome.kind === 'error' && Date.now() > this.deadline && outcome.message !== this.memoryMessage()) {
+    if (outcome.kind === 'error' && performance.now() > this.deadline && outcome.message !== this.memoryMessage()) {
       this.outcome = { kind: 'error', message: this.timeoutMessage() };
     } else {
       this.outcome = outcome;
@@ -517,7 +517,7 @@ class Execution implements HostBindings {
       this.healthy = false;
       return this.memoryMessage();
     }
-    if (Date.now() > this.deadline || message === 'interrupted') return this.timeoutMessage();
+    if (performance.now() > this.deadline || message === 'interrupted') return this.timeoutMessage();
     if (/stack overflow/i.test(message)) return 'Processing exceeded the maximum stack size';
     if (!name || name === 'Error') return message;
     return `${name}: ${message}`;
@@ -583,7 +583,7 @@ class Execution implements HostBindings {
     this.drainJobs();
     if (!this.outcome) {
       await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, Math.max(0, this.deadline - Date.now()) + 1);
+        const timer = setTimeout(resolve, Math.max(0, this.deadline - performance.now()) + 1);
         this.wake = () => {
           clearTimeout(timer);
           resolve();

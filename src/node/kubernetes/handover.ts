@@ -4,19 +4,24 @@
 // cycle the moment the running window releases it (right after its last poll's cycle) or its holder's lease runs
 // out (a crashed pod). The holder renews it every HANDOVER_RENEW_PERIOD_MS; one that cannot renew for
 // HANDOVER_RENEW_DEADLINE_MS stops sending at once, before anyone else may take it (HANDOVER_LEASE_DURATION_MS by the
-// other's clock). The Lease rules themselves are the operator's client-go style elector (src/kube/leader.ts).
+// other's clock). Every one of these durations is on the monotonic clock: a wall clock stepped either way neither
+// keeps a cut-off holder sending nor lets the next run take a lease that is still held. The Lease rules themselves
+// are the operator's client-go style elector (src/kube/leader.ts).
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Logger } from 'pino';
 import type { PendingSightings } from '../../chain/pending.js';
 import { ORACLE_NODE_OWNER } from '../../contract/pods.js';
 import {
+  type ClientConfig,
+  type Clock,
   LeaderElector,
   type Lease,
   type LeaseStore,
   loadClientConfig,
   RestClient,
   RestLeaseStore,
+  systemClock,
 } from '../../kube/api.js';
 
 /** How long a holder's lease lasts without renewal: a crashed window is taken over this long after its last renewal. */
@@ -49,7 +54,7 @@ export type HandoverOptions = {
   namespace: string;
   name: string;
   logger: Logger;
-  /** Epoch ms: a run still waiting then gives up (its window is over). */
+  /** A reading of the clock's monotonic time: a run still waiting then gives up (its window is over). */
   waitUntil: number;
   /** Aborts the wait (SIGTERM). */
   signal: AbortSignal;
@@ -64,14 +69,19 @@ export type HandoverOptions = {
   store?: LeaseStore;
   /** This run's sightings of pending transactions: the last holder's are taken over with the Lease, ours handed on. */
   sightings?: PendingSightings;
+  /** For tests: a wall clock they step; the system's otherwise. */
+  clock?: Clock;
   /** For tests; the defaults above otherwise. */
   timing?: { leaseDurationMs: number; renewDeadlineMs: number; renewPeriodMs: number; waitPollMs: number };
 };
 
-/** The Lease API through the process's own credentials (in a pod its ServiceAccount, else the kubeconfig). */
-export async function restLeaseStore(): Promise<LeaseStore> {
+/**
+ * The Lease API through the process's own credentials (in a pod its ServiceAccount, else the kubeconfig), or through
+ * the connection given.
+ */
+export async function restLeaseStore(connection?: ClientConfig): Promise<LeaseStore> {
   // A Lease call unanswered for 2 s counts as failed: the holder's renewal deadline is 3 s.
-  const rest = new RestClient(await loadClientConfig(), {
+  const rest = new RestClient(connection ?? (await loadClientConfig()), {
     qps: 20,
     burst: 40,
     userAgent: 'oracle-node-coordinator',
@@ -91,11 +101,12 @@ export async function acquireHandoverLease(options: HandoverOptions): Promise<He
     renewPeriodMs: HANDOVER_RENEW_PERIOD_MS,
     waitPollMs: HANDOVER_WAIT_POLL_MS,
   };
+  const clock = options.clock ?? systemClock;
   const rest = options.store ?? (await restLeaseStore());
   const identity = options.identity ?? `${process.env.HOSTNAME || hostname()}_${randomUUID().slice(0, 8)}`;
   const owned = options.owner ? ownedBy(rest, options.owner) : rest;
   const carried = options.sightings ? carrying(owned, identity, options.sightings, options.logger) : owned;
-  const renewals = renewedBy(carried, identity);
+  const renewals = renewedBy(carried, identity, clock);
   const store = renewals.store;
   const lease = { lease: `${options.namespace}/${options.name}`, identity };
   let releasing = false;
@@ -124,6 +135,7 @@ export async function acquireHandoverLease(options: HandoverOptions): Promise<He
       },
     },
     options.logger,
+    clock,
   );
   const sleep = (ms: number, keepAlive = true) =>
     new Promise<void>((resolve) => {
@@ -136,7 +148,7 @@ export async function acquireHandoverLease(options: HandoverOptions): Promise<He
       }
       options.signal.addEventListener('abort', done, { once: true });
     });
-  const open = () => !options.signal.aborted && Date.now() < options.waitUntil;
+  const open = () => !options.signal.aborted && clock.monotonic() < options.waitUntil;
   let logged = false;
   let acquired = false;
   // The wait: one GET per ask; the PUT that takes the lease only once it is free or has run out by our clock.
@@ -145,7 +157,7 @@ export async function acquireHandoverLease(options: HandoverOptions): Promise<He
     if (acquired) break;
     if (!logged) options.logger.info(lease, 'waiting for the coordinator lease (another window holds it)');
     logged = true;
-    await sleep(Math.min(timing.waitPollMs, Math.max(0, options.waitUntil - Date.now())));
+    await sleep(Math.min(timing.waitPollMs, Math.max(0, options.waitUntil - clock.monotonic())));
   }
   if (!acquired) return undefined;
   // Taken: the elector renews it from here (its first round renews what we hold, one GET and one PUT).
@@ -167,7 +179,7 @@ export async function acquireHandoverLease(options: HandoverOptions): Promise<He
     },
     held: () => {
       if (releasing) return false;
-      if (performance.now() - renewals.lastRenewalAskedAt() < timing.renewDeadlineMs) return true;
+      if (clock.monotonic() - renewals.lastRenewalAskedAt() < timing.renewDeadlineMs) return true;
       if (!lapsed) options.logger.error(lease, 'the coordinator lease was not renewed in time: nothing new is sent');
       lapsed = true;
       return false;
@@ -176,13 +188,17 @@ export async function acquireHandoverLease(options: HandoverOptions): Promise<He
 }
 
 /**
- * The Lease calls, noting when the last write that left `identity` the holder was asked (performance.now()): the
+ * The Lease calls, noting when the last write that left `identity` the holder was asked (the monotonic clock): the
  * others see that renewal no earlier, so they take over no sooner than a lease duration after it, by their clocks.
  */
-function renewedBy(store: LeaseStore, identity: string): { store: LeaseStore; lastRenewalAskedAt: () => number } {
+function renewedBy(
+  store: LeaseStore,
+  identity: string,
+  clock: Clock,
+): { store: LeaseStore; lastRenewalAskedAt: () => number } {
   let lastRenewalAskedAt = Number.NEGATIVE_INFINITY;
   const noted = async (write: () => Promise<Lease>): Promise<Lease> => {
-    const askedAt = performance.now();
+    const askedAt = clock.monotonic();
     const written = await write();
     if (written.spec?.holderIdentity === identity) lastRenewalAskedAt = Math.max(lastRenewalAskedAt, askedAt);
     return written;

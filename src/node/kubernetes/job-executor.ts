@@ -6,6 +6,7 @@
 // it can be unit-tested without a cluster.
 import type { V1ConfigMap, V1Job, V1Pod } from '@kubernetes/client-node';
 import { errorMessage } from '../../common/errors.js';
+import { monotonicNow } from '../../common/time.js';
 import { JOB_NAME_LABEL, jobFinished } from '../../contract/pods.js';
 import {
   type ApiShardInput,
@@ -54,6 +55,7 @@ export type JobExecutorOptions = {
   pollIntervalMs?: number;
   /** Give up waiting for the Job this long after its deadline (the Job controller should have failed it). */
   graceMs?: number;
+  /** The clock the waits are measured on (monotonic unless a test gives its own). */
   now?: () => number;
   sleep?: (ms: number) => Promise<void>;
 };
@@ -116,7 +118,8 @@ export class KubernetesJobExecutor implements ApiWorkers {
       activeDeadlineSeconds: workerDeadlineSeconds(this.options.template, deadline),
     };
     const chainId = shards[0]!.chainId;
-    const cycleId = `${Math.floor((this.options.now ?? Date.now)() / 1000).toString(36)}${(this.sequence++).toString(36)}-${chainId.slice(-6)}`;
+    // Wall time: the name stays unique across runs (a monotonic reading starts over with each process).
+    const cycleId = `${Math.floor(Date.now() / 1000).toString(36)}${(this.sequence++).toString(36)}-${chainId.slice(-6)}`;
     const name = workerJobName(template.namePrefix, cycleId);
     const created = await api.createJob(
       buildWorkerJob(template, { name, shardCount: shards.length, concurrency: options.concurrency, chainId }),
@@ -144,7 +147,7 @@ export class KubernetesJobExecutor implements ApiWorkers {
     activeDeadlineSeconds: number,
     runDeadline: WorkDeadline | undefined,
   ): Promise<V1Job | undefined> {
-    const now = this.options.now ?? Date.now;
+    const now = this.options.now ?? monotonicNow;
     const sleep = this.options.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
     const until = now() + activeDeadlineSeconds * 1000 + (this.options.graceMs ?? 15_000);
     const stopped = whenStopped(runDeadline);

@@ -183,7 +183,7 @@ const celList = (values: readonly string[]) => `[${values.map((v) => `'${v}'`).j
 const NORMALISED_PATH_RULE = {
   rule: "self.mountPath.matches('^(/[^/]+)+$') && !self.mountPath.matches('/[.][.]?(/|$)')",
   message:
-    "mountPath is an absolute path without '//', '.' or '..' segments or a trailing '/' (e.g. /mnt/secrets-store)",
+    'mountPath is an absolute path without empty, dot or dot-dot segments or a trailing slash (e.g. /mnt/secrets-store)',
 };
 const RESERVED_PATH_RULE = {
   rule: `!${celList(RESERVED_MOUNT_PATHS)}.exists(p, self.mountPath == p || self.mountPath.startsWith(p + '/') || p.startsWith(self.mountPath + '/'))`,

@@ -116,7 +116,7 @@ describe("the coordinator run's hard end and SIGTERM (anvil, real AirnodeRrpV0)"
     const callsBefore = priceCalls();
     const cfg = config();
     // The window has no polls; its hard end comes while the API call is held.
-    const deadline = new WorkDeadline(Date.now() + 1_500);
+    const deadline = WorkDeadline.after(1_500);
     const summary = await runWindow(cfg, deps(cfg, deadline), {
       windowMs: 0,
       pollIntervalMs: POLL_MS,

@@ -124,7 +124,7 @@ describe('coordinator fence (ValidatingAdmissionPolicy)', function () {
         },
       },
     });
-    const deadline = new WorkDeadline(Date.now() + 40_000);
+    const deadline = WorkDeadline.after(40_000);
     try {
       await workers.start({ config, deadline, logger: silentLogger });
       expect(workers.job, 'created under the coordinator identity, admitted by the fence').to.be.a('string');

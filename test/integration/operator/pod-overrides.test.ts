@@ -418,7 +418,7 @@ describe('OracleNode pod overrides on a restricted namespace (integration)', fun
       (node) => {
         node.spec.worker = { volumeMounts: [{ name: 'extra', mountPath }] };
       },
-      /mountPath is an absolute path without '\/\/', '\.' or '\.\.' segments/,
+      /mountPath is an absolute path without empty, dot or dot-dot segments/,
     ]),
     ...['/etc', '/var/run/oracle-node', '/var/run', '/var'].map(
       (mountPath): [string, (node: OracleNode) => void, RegExp] => [

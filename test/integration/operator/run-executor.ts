@@ -45,7 +45,7 @@ const shards = Array.from(
       : [],
   }),
 );
-const deadline = hardEndSeconds ? new WorkDeadline(Date.now() + Number(hardEndSeconds) * 1000) : undefined;
+const deadline = hardEndSeconds ? WorkDeadline.after(Number(hardEndSeconds) * 1000) : undefined;
 const results = await deps.workers.run(shards, { concurrency: Number(concurrency), ...(deadline ? { deadline } : {}) });
 deadline?.stop('done');
 process.stdout.write(`${JSON.stringify({ jobs: deps.workers.jobs, results })}\n`);

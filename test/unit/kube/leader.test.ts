@@ -158,6 +158,42 @@ describe('operator runtime: leader election (client-go algorithm, fake clock)', 
     await a.elector.stop();
   });
 
+  it('a wall clock stepped back does not keep a cut-off leader leading past its renew deadline', async () => {
+    const clock = new FakeClock();
+    const leases = new MemoryLeases();
+    const a = candidate(leases, clock, 'a');
+    a.elector.start();
+    await clock.advance(0);
+    a.store.down = true;
+    clock.stepWall(-10_000); // an NTP step back, a VM resumed from an old snapshot
+    await clock.advance(10_000); // the renew deadline since the last renewal
+    expect(a.elector.isLeader()).to.equal(false);
+    expect(a.signal()?.aborted).to.equal(true);
+    expect(a.log).to.deep.equal(['started', 'stopped']);
+  });
+
+  it('a wall clock stepped forward neither ends a leader early nor expires its lease early for a candidate', async () => {
+    const clock = new FakeClock();
+    const leases = new MemoryLeases();
+    const a = candidate(leases, clock, 'a');
+    a.elector.start();
+    await clock.advance(0);
+    const b = candidate(leases, clock, 'b');
+    b.elector.start();
+    await clock.advance(3000);
+    a.store.down = true; // a renewed at 2 s: it leads until 12 s, its lease runs out for b 15 s after b saw that
+    clock.stepWall(10_000);
+    for (let elapsed = 0; elapsed < 8_000; elapsed += 500) {
+      await clock.advance(500);
+      expect(a.elector.isLeader(), `a leading ${elapsed + 500} ms after the step`).to.equal(true);
+      expect(b.elector.isLeader(), `b leading ${elapsed + 500} ms after the step`).to.equal(false);
+    }
+    await clock.advance(15_000);
+    expect(a.log).to.deep.equal(['started', 'stopped']);
+    expect(b.elector.isLeader()).to.equal(true);
+    await Promise.all([a.elector.stop(), b.elector.stop()]);
+  });
+
   it('loses a write race through resourceVersion conflicts rather than double-leading', async () => {
     const clock = new FakeClock();
     const leases = new MemoryLeases();

@@ -1,5 +1,7 @@
 import { expect } from 'chai';
 import { settleBy, WorkDeadline } from '../../../src/node/deadline.js';
+import { steppableProcessWallClock } from '../../support/fake-clock.js';
+import { waitFor } from '../../support/wait.js';
 
 describe('WorkDeadline and settleBy', () => {
   it('is stopped at its hard end (by the clock) or by stop(), with the reason, and has no time left then', () => {
@@ -16,6 +18,23 @@ describe('WorkDeadline and settleBy', () => {
     open.stop('SIGTERM');
     expect(open.signal.aborted).to.equal(true);
     expect(open.reason).to.equal('SIGTERM');
+  });
+
+  it('a wall clock stepped forward does not end the work early, nor one stepped back keep it going past its end', async () => {
+    const wall = steppableProcessWallClock();
+    try {
+      const deadline = WorkDeadline.after(60_000);
+      wall.step(120_000);
+      expect(deadline.stopped).to.equal(false);
+      expect(deadline.timeLeftMs()).to.be.above(59_000);
+      deadline.stop('test over');
+      wall.step(-180_000);
+      const soon = WorkDeadline.after(50);
+      await waitFor(() => soon.stopped, 5_000, 'the hard end');
+      expect(soon.reason).to.equal("the window's hard end");
+    } finally {
+      wall.restore();
+    }
   });
 
   it('settleBy: the work when it settles, the fallback when it does not settle after the stop', async () => {

@@ -5,6 +5,7 @@
 import { expect } from 'chai';
 import { pino } from 'pino';
 import { PendingSightings } from '../../../../src/chain/pending.js';
+import { monotonicNow } from '../../../../src/common/time.js';
 import type { LeaseStore } from '../../../../src/kube/leader.js';
 import {
   acquireHandoverLease,
@@ -31,7 +32,7 @@ describe('the coordinator hand-over lease (src/node/kubernetes/handover.ts)', ()
       namespace: 'ns',
       name: 'node-coordinator',
       logger,
-      waitUntil: Date.now() + 30_000,
+      waitUntil: monotonicNow() + 30_000,
       signal: controller.signal,
       onLost: () => lost.push(identity),
       identity,
@@ -82,7 +83,7 @@ describe('the coordinator hand-over lease (src/node/kubernetes/handover.ts)', ()
   it('a run whose window ends while another holds the lease gives up without writing', async () => {
     const leases = new MemoryLeases();
     const first = await run(leases, 'first').held;
-    const late = await run(leases, 'late', { waitUntil: Date.now() + 300 }).held;
+    const late = await run(leases, 'late', { waitUntil: monotonicNow() + 300 }).held;
     expect(late).to.equal(undefined);
     expect(leases.writes).not.to.include('late');
     expect(holder(leases)).to.equal('first');

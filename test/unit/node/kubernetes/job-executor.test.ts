@@ -265,7 +265,7 @@ describe('KubernetesJobExecutor', () => {
     const deadlineOf = async (hardEndInMs: number) => {
       const fake = fakeApi([undefined]);
       const now = () => 1_000_000;
-      const deadline = new WorkDeadline(now() + hardEndInMs, now);
+      const deadline = WorkDeadline.after(hardEndInMs, now);
       await new KubernetesJobExecutor({ api: fake.api, template, now, sleep: async () => {} }).run([shard(0)], {
         concurrency: 1,
         deadline,

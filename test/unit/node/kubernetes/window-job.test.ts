@@ -90,7 +90,7 @@ describe("the window's workers on Kubernetes", () => {
     const { api, jobs } = fakeApi();
     const perPoll = new PerPoll();
     const workers = new KubernetesWindowWorkers({ api, template, podIp: '127.0.0.1', port: 0, perPoll });
-    const deadline = new WorkDeadline(Date.now() + 30_000);
+    const deadline = WorkDeadline.after(30_000);
     // Before the window starts, and before any worker asks: the per-poll Jobs.
     expect(await workers.run([shard], { concurrency: 1 })).to.deep.equal([{ ok: false, error: 'per-poll' }]);
     await workers.start({ config: config([3]), deadline, logger: silentLogger });
@@ -138,7 +138,7 @@ describe("the window's workers on Kubernetes", () => {
     } as unknown as WorkerJobApi;
     const perPoll = new PerPoll();
     const workers = new KubernetesWindowWorkers({ api, template, podIp: '127.0.0.1', port: 0, perPoll });
-    const deadline = new WorkDeadline(Date.now() + 30_000);
+    const deadline = WorkDeadline.after(30_000);
     await workers.start({ config: config([2]), deadline, logger: silentLogger });
     expect(workers.job).to.equal(undefined);
     await workers.run([shard], { concurrency: 1 });
@@ -154,7 +154,7 @@ describe("the window's workers on Kubernetes", () => {
     const { api, jobs } = fakeApi();
     const perPoll = new PerPoll();
     const workers = new KubernetesWindowWorkers({ api, template, podIp: '127.0.0.1', port, perPoll });
-    const deadline = new WorkDeadline(Date.now() + 30_000);
+    const deadline = WorkDeadline.after(30_000);
     try {
       await workers.start({ config: config([2]), deadline, logger: silentLogger });
       expect(jobs).to.have.length(0);
