@@ -19,6 +19,16 @@ export function isMissingSecretIssue(issue: ConfigIssue): boolean {
   return MISSING_SECRET.test(issue.message);
 }
 
+/** An issue as the operator's users read it: a missing placeholder is a key missing from their Secret. */
+export function inSecretTerms(issue: ConfigIssue): ConfigIssue {
+  return isMissingSecretIssue(issue)
+    ? {
+        path: issue.path,
+        message: issue.message.replace('is not defined in secrets.env', 'is not a key of the Secret'),
+      }
+    : issue;
+}
+
 /**
  * Validates spec.config with the Secret's keys as the secrets. Keys that cannot be placeholders (e.g. `tls.crt`)
  * are not secrets of the config and are left out rather than reported.
@@ -28,14 +38,7 @@ export const validateNodeConfig: ConfigValidator = (rawConfig, secrets) => {
     Object.entries(secrets).filter(([name, value]) => SECRET_NAME_PATTERN.test(name) && value !== ''),
   );
   const result = validateConfig(rawConfig, usable);
-  const errors = result.errors.map((issue) =>
-    isMissingSecretIssue(issue)
-      ? {
-          path: issue.path,
-          message: issue.message.replace('is not defined in secrets.env', 'is not a key of the Secret'),
-        }
-      : issue,
-  );
+  const errors = result.errors.map(inSecretTerms);
   if (!result.ok || !result.config) return { ok: false, errors, warnings: result.warnings };
   return { ok: true, config: result.config, errors: [], warnings: result.warnings };
 };

@@ -20,7 +20,7 @@ import { redact, registerSecrets } from '../../observability/index.js';
 import { deriveNodeAddress } from '../../protocol/node-key.js';
 import type { Child } from '../builders/index.js';
 import { childCacheTransform } from '../child-cache.js';
-import { type ConfigIssue, formatIssues } from '../config.js';
+import { type ConfigIssue, formatIssues, inSecretTerms, isMissingSecretIssue } from '../config.js';
 import { canonicalJson, needsApply, withAppliedHash } from '../diff.js';
 import { foreignMessage, foreignObjects } from '../ownership.js';
 import { deploymentReady } from '../reconcile/status.js';
@@ -51,8 +51,6 @@ export type AirnodeFeedReconcilerOptions = {
 };
 
 /** The feed's validator says "secrets.env"; the operator's users have a Secret. */
-const MISSING_SECRET = /^Secret (\S+) is not defined in secrets\.env$/;
-
 export function feedsReferencingSecret(secret: KubernetesObject, cache: ObjectCache): ObjectKey[] {
   const { namespace, name } = secret.metadata ?? {};
   if (!namespace || !name) return [];
@@ -163,11 +161,8 @@ export class AirnodeFeedReconciler implements Reconciler {
 
     const validation = await this.options.validateConfig(rawConfig, values);
     if (!validation.ok) {
-      const errors = validation.errors.map((issue) => ({
-        path: issue.path,
-        message: issue.message.replace(MISSING_SECRET, 'Secret "$1" is not a key of the Secret'),
-      }));
-      const missing = validation.errors.some((issue) => MISSING_SECRET.test(issue.message));
+      const errors = validation.errors.map(inSecretTerms);
+      const missing = validation.errors.some(isMissingSecretIssue);
       // Scrubbed of the Secret's values, in case a rule quotes the value it refuses.
       const message = redact(formatIssues(errors));
       await this.reject(feed, missing ? 'SecretKeyMissing' : 'ValidationFailed', message, context, now);

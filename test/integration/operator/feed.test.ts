@@ -268,7 +268,7 @@ describe('AirnodeFeed operator (integration)', function () {
       'the missing key to be reported',
     );
     expect(condition(missing, 'ConfigValid')!.message).to.equal(
-      'signedApis[0].authToken: Secret "OTHER_TOKEN" is not a key of the Secret',
+      'signedApis[0].authToken: Secret "OTHER_TOKEN" is not a key of the Secret; it is used at: signedApis[0].authToken',
     );
   });
 
