@@ -19,6 +19,16 @@ export const TARGET_OPTIONS_HELP = `  -n, --namespace   namespace of the OracleN
       --kubeconfig  kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or in-cluster)
       --context     kubeconfig context`;
 
+/** `--node NAME [-n NS] [--kubeconfig] [--context]` or `-c config.json [-s secrets.env]`: the node a command reads. */
+export const NODE_SOURCE_OPTIONS = {
+  node: { type: 'string' },
+  namespace: { type: 'string', short: 'n' },
+  kubeconfig: { type: 'string' },
+  context: { type: 'string' },
+  config: { type: 'string', short: 'c' },
+  secrets: { type: 'string', short: 's' },
+} as const;
+
 /** The field manager of the objects the CLI creates (`oracle-node cycle`'s Job). */
 export const CLI_FIELD_MANAGER = 'oracle-node-cli';
 

@@ -18,7 +18,13 @@ import { deriveNodeAddress } from '../protocol/node-key.js';
 import { parseCommandArgs } from './args.js';
 import { loadCommandConfig } from './command-config.js';
 import { DEFAULT_CACHE_DIR } from './coordinator.js';
-import { configOfOracleNode, connect, readOracleNode, TARGET_OPTIONS_HELP } from './kube-target.js';
+import {
+  configOfOracleNode,
+  connect,
+  NODE_SOURCE_OPTIONS,
+  readOracleNode,
+  TARGET_OPTIONS_HELP,
+} from './kube-target.js';
 import { assembleTimeline, renderTimeline, type TimelineInput } from './request-timeline.js';
 import type { Subcommand } from './subcommand.js';
 
@@ -124,12 +130,7 @@ export const requestCommand: Subcommand = {
     const parsed = parseCommandArgs(
       argv,
       {
-        node: { type: 'string' },
-        namespace: { type: 'string', short: 'n' },
-        kubeconfig: { type: 'string' },
-        context: { type: 'string' },
-        config: { type: 'string', short: 'c' },
-        secrets: { type: 'string', short: 's' },
+        ...NODE_SOURCE_OPTIONS,
         'cache-dir': { type: 'string' },
         chain: { type: 'string' },
         blocks: { type: 'string' },

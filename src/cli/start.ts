@@ -4,6 +4,8 @@
 // an unreachable provider is only logged, and retried next cycle.
 
 import { sponsorWallets } from '../chain/sponsor-wallets.js';
+import { errorMessage } from '../common/errors.js';
+import { GatewayCallers } from '../gateway/callers.js';
 import { type GatewayServer, startGatewayServer } from '../gateway/server.js';
 import { roleOf } from '../node/cycle.js';
 import { createNodeLogger } from '../node/logger.js';
@@ -16,6 +18,7 @@ import {
   parseStandbyDelay,
   parseWindowOptions,
 } from './args.js';
+import { CALLER_OPTIONS, CALLER_OPTIONS_HELP, callerSettings } from './caller-options.js';
 import { loadCommandConfig } from './command-config.js';
 import { DEFAULT_CACHE_DIR } from './coordinator.js';
 import { cannotListen, onStopSignals } from './lifecycle.js';
@@ -25,6 +28,7 @@ export const DEFAULT_CYCLE_INTERVAL_MS = 60_000;
 
 const HELP = `Usage: oracle-node start -c config.json [-s secrets.env] [--interval-ms N] [--poll-interval SECONDS] [--cache-dir DIR] [--port N] [--metrics-port N] [--no-gateway]
                          [--max-gas-price CHAIN_ID=GWEI ...] [--standby-delay-blocks N]
+                         [--callers DIR [--caller-rate NAME=N/s ...] [--default-caller-rate N/s]]
 
 Runs the node locally: gateway server and a request-response cycle every minute (or every N ms).
 --poll-interval makes each cycle a window, as \`oracle-node coordinator --window\`: after the cycle, the new
@@ -34,6 +38,8 @@ blocks are polled every SECONDS until the next cycle.
 is not sent and its request waits.
 --standby-delay-blocks makes this node a standby of the same node deployed elsewhere: it serves a request only
 once it has been servable (confirmed) for N blocks and is still open; 0, the default, is the primary.
+The gateway's callers (keys and rates, as \`oracle-node gateway\`):
+${CALLER_OPTIONS_HELP}
 Stops gracefully on SIGTERM or SIGINT.
 `;
 
@@ -52,6 +58,7 @@ export const command: Subcommand = {
         'no-gateway': { type: 'boolean' },
         'max-gas-price': { type: 'string', multiple: true },
         'standby-delay-blocks': { type: 'string' },
+        ...CALLER_OPTIONS,
       },
       HELP,
     );
@@ -74,6 +81,15 @@ export const command: Subcommand = {
     if ('exitCode' in limits) return limits.exitCode;
     const standby = parseStandbyDelay(values['standby-delay-blocks']);
     if ('exitCode' in standby) return standby.exitCode;
+    const callerFlags = callerSettings(values);
+    if ('error' in callerFlags) {
+      process.stderr.write(`${callerFlags.error}\n\n${HELP}`);
+      return 2;
+    }
+    if (callerFlags.settings && values['no-gateway']) {
+      process.stderr.write(`--callers needs the gateway (not --no-gateway)\n\n${HELP}`);
+      return 2;
+    }
     const config = await loadCommandConfig(values.config, values.secrets);
     if (typeof config === 'number') return config;
     if (config.nodeSettings.cloudProvider.type !== 'local') {
@@ -85,10 +101,24 @@ export const command: Subcommand = {
     const logger = createNodeLogger(config.nodeSettings);
     const wallets = sponsorWallets(config.nodeSettings.nodeWalletMnemonic);
 
+    let callers: GatewayCallers | undefined;
+    if (callerFlags.settings) {
+      try {
+        callers = await GatewayCallers.load({ ...callerFlags.settings, logger });
+      } catch (error) {
+        process.stderr.write(`Cannot read the gateway callers: ${errorMessage(error)}\n`);
+        return 1;
+      }
+    }
     let gateway: GatewayServer | undefined;
     if (!values['no-gateway']) {
       try {
-        gateway = await startGatewayServer(config, { callEndpoint, keepProcessingWarm: true, ...ports });
+        gateway = await startGatewayServer(config, {
+          callEndpoint,
+          keepProcessingWarm: true,
+          ...ports,
+          ...(callers ? { callers } : {}),
+        });
       } catch (error) {
         process.stderr.write(cannotListen('gateway server', values.port, error));
         return 1;
@@ -125,6 +155,7 @@ export const command: Subcommand = {
       ...(gateway ? { registry: gateway.gateway.registry } : {}),
       stop: stopped.signal,
     });
+    callers?.close();
     await gateway?.close();
     stopListening();
     logger.info('node stopped');

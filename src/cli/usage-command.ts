@@ -10,7 +10,13 @@ import type { Config } from '../config/index.js';
 import { deriveNodeAddress } from '../protocol/node-key.js';
 import { parseCommandArgs } from './args.js';
 import { loadCommandConfig } from './command-config.js';
-import { configOfOracleNode, connect, readOracleNode, TARGET_OPTIONS_HELP } from './kube-target.js';
+import {
+  configOfOracleNode,
+  connect,
+  NODE_SOURCE_OPTIONS,
+  readOracleNode,
+  TARGET_OPTIONS_HELP,
+} from './kube-target.js';
 import type { Subcommand } from './subcommand.js';
 
 const HELP = `Usage: oracle-node usage -c config.json [-s secrets.env] [--chain ID] [--since 30d | --from-block N] [--to-block N] [-o table|json|csv]
@@ -129,12 +135,7 @@ export const usageCommand: Subcommand = {
     const parsed = parseCommandArgs(
       argv,
       {
-        node: { type: 'string' },
-        namespace: { type: 'string', short: 'n' },
-        kubeconfig: { type: 'string' },
-        context: { type: 'string' },
-        config: { type: 'string', short: 'c' },
-        secrets: { type: 'string', short: 's' },
+        ...NODE_SOURCE_OPTIONS,
         chain: { type: 'string' },
         since: { type: 'string' },
         'from-block': { type: 'string' },

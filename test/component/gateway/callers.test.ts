@@ -14,9 +14,19 @@ import {
   startGatewayServer,
 } from '../../../src/gateway/server.js';
 import { silentLogger } from '../../../src/observability/index.js';
+import { spawnOracleNode } from '../../support/binary.js';
 import { capturingLogger } from '../../support/logs.js';
 import { waitFor } from '../../support/wait.js';
-import { buildConfig, ENDPOINTS, type LoopbackApi, loadEngine, startLoopbackApi } from './fixtures.js';
+import {
+  API_KEY,
+  buildConfig,
+  configJson,
+  ENDPOINTS,
+  type LoopbackApi,
+  loadEngine,
+  MNEMONIC,
+  startLoopbackApi,
+} from './fixtures.js';
 
 const ALICE_KEY = 'alice-key-0123456789abcdef';
 const BOB_KEY = 'bob-key-0123456789abcdef-bob';
@@ -119,5 +129,55 @@ describe('gateway callers: keys and rates (component)', function () {
     const lines = JSON.stringify(log.lines);
     expect(lines).to.not.include(rotated);
     expect(lines).to.not.include(BOB_KEY);
+  });
+
+  it('oracle-node start --callers serves its gateway to the callers alone, at their rates', async () => {
+    await writeFile(join(dir, 'config.json'), JSON.stringify(configJson(api.url, { logLevel: 'INFO' })));
+    await writeFile(join(dir, 'secrets.env'), `NODE_WALLET_MNEMONIC=${MNEMONIC}\nAPI_KEY=${API_KEY}\n`);
+    const keys = await mkdtemp(join(tmpdir(), 'start-callers-'));
+    await writeFile(join(keys, 'alice'), ALICE_KEY);
+    const child = spawnOracleNode([
+      'start',
+      '-c',
+      join(dir, 'config.json'),
+      '-s',
+      join(dir, 'secrets.env'),
+      '--port',
+      '0',
+      '--callers',
+      keys,
+      '--caller-rate',
+      'alice=1/m',
+    ]);
+    let output = '';
+    child.stdout!.on('data', (chunk) => {
+      output += chunk;
+    });
+    child.stderr!.on('data', (chunk) => {
+      output += chunk;
+    });
+    try {
+      const port = await waitFor(
+        () => Number(/"port":(\d+)[^\n]*"msg":"gateway server running"/.exec(output)?.[1]) || undefined,
+        30_000,
+        {
+          description: 'the gateway of oracle-node start to listen',
+        },
+      );
+      const started = `http://127.0.0.1:${port}/http-data/${DEFAULT_PATH_KEY}/${ENDPOINTS.price}`;
+      const post = (headers: Record<string, string>) =>
+        fetch(started, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', ...headers },
+          body: JSON.stringify({ parameters: { coin: 'btc' } }),
+        });
+      expect((await post({})).status).to.equal(401);
+      expect((await post({ 'x-api-key': ALICE_KEY })).status).to.equal(200);
+      expect((await post({ 'x-api-key': ALICE_KEY })).status).to.equal(429);
+      expect(output).to.not.include(ALICE_KEY);
+    } finally {
+      child.kill('SIGTERM');
+      await rm(keys, { recursive: true, force: true });
+    }
   });
 });
