@@ -29,6 +29,7 @@ import { simulateFromWallet } from '../chain/simulation.js';
 import { planWithdrawal } from '../chain/withdrawals.js';
 import { mapLimit } from '../common/concurrency.js';
 import { errorMessage } from '../common/errors.js';
+import { isDeferredMessage } from '../ois/deferral.js';
 import type { Logger } from './logger.js';
 import { itemId, type Plan, type SendablePlan, type ShardAnswers, type ShardRun, type WorkItem } from './shard-run.js';
 import { confirmLostSends, dropSettled, skipPending } from './shard-settle.js';
@@ -188,6 +189,14 @@ async function planTransactions(run: ShardRun, client: RpcClient, gasTarget: Gas
   const simulated = await simulateFulfilments(run, client);
   const plans = await mapLimit(run.pending, 8, async (item): Promise<Plan> => {
     if (item.kind === 'api') {
+      const response = await item.response;
+      // A call the budget or a 429's pause did not let out was never made: no fail() for what a later poll can serve.
+      if (!response.success && isDeferredMessage(response.errorMessage))
+        return {
+          kind: 'skip',
+          requestId: item.call.id,
+          reason: `${response.errorMessage}; left open for a later poll`,
+        };
       return planApiCallTransaction(
         {
           client,
@@ -201,7 +210,7 @@ async function planTransactions(run: ShardRun, client: RpcClient, gasTarget: Gas
           ...(simulated ? { simulated } : {}),
         },
         item.call,
-        await item.response,
+        response,
       );
     }
     return planWithdrawal(client, {

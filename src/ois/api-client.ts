@@ -5,6 +5,7 @@
 // the answer must be JSON, its size is capped (also after decompression), and redirects are followed
 // only within the same origin so credentials never travel to another host. Error messages never
 // contain the URL, headers or body, so credentials cannot leak through them.
+
 import dns from 'node:dns';
 import type { Agent, ClientRequest } from 'node:http';
 import { createRequire } from 'node:module';
@@ -13,6 +14,7 @@ import zlib from 'node:zlib';
 import type { Dispatcher, Agent as UndiciAgentType } from 'undici';
 import { nodeHttp, nodeHttps } from '../common/node-http.js';
 import { type ApiDeferral, type BudgetAnswer, rateLimitWaitMs } from './budget.js';
+import { DEFERRED_PREFIX } from './deferral.js';
 import { destinationPolicy, isPrivateAddress } from './destinations.js';
 import { MAX_RESPONSE_DEPTH, nestedDeeperThan } from './limits.js';
 import type { HttpRequest } from './request.js';
@@ -492,8 +494,8 @@ async function runAttempt(attempt: Attempt): Promise<ApiCallResult> {
 export function deferralMessage(oisTitle: string, deferral: ApiDeferral): string {
   const seconds = Math.max(1, Math.ceil(deferral.retryAfterMs / 1000));
   return deferral.reason === 'paused'
-    ? `API call deferred: the API of ${oisTitle} answered 429 and is paused; retry after ${seconds} s`
-    : `API call deferred: over the rate budget of ${oisTitle}; retry after ${seconds} s`;
+    ? `${DEFERRED_PREFIX}the API of ${oisTitle} answered 429 and is paused; retry after ${seconds} s`
+    : `${DEFERRED_PREFIX}over the rate budget of ${oisTitle}; retry after ${seconds} s`;
 }
 
 /**

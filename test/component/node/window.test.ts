@@ -2,6 +2,7 @@
 // transaction per request inside a window and across windows, and the chain's maxConcurrency over the window.
 // The window's clock is the test's: each "sleep" between polls is a step the test plays on the chain, so nothing
 // depends on wall time. A transaction is kept pending by mining blocks too small to take it.
+
 import { expect } from 'chai';
 import { Registry } from 'prom-client';
 import { STUCK_AFTER_BLOCKS } from '../../../src/chain/pending.js';
@@ -15,6 +16,7 @@ import { callEndpoint } from '../../../src/node/ois-adapter.js';
 import type { ShardContext } from '../../../src/node/shard.js';
 import { runWindow, type WindowSummary } from '../../../src/node/window.js';
 import { createLogger, createMetricsRegistry } from '../../../src/observability/index.js';
+import { deferralMessage } from '../../../src/ois/api-client.js';
 import { OracleNodeMetrics } from '../../../src/operator/metrics.js';
 import { mineBlocks, rpc, setBalance, startTestChain, waitForMined, waitForPending } from '../../support/chain.js';
 import {
@@ -238,6 +240,30 @@ describe('the coordinator window on anvil (real AirnodeRrpV0)', () => {
     expect(first.transactions.fulfilled + second.transactions.fulfilled).to.equal(2);
     for (const id of ids) expect((await requestEvents(chain.deployment, id)).fulfilled).to.have.length(1);
     for (const wallet of wallets) expect(sendsFrom(wallet)).to.have.length(1);
+  });
+
+  it('a call the rate budget did not let out is never failed on chain: the request stays open and the next window serves it', async () => {
+    const { id } = await request('window-deferred');
+    let calls = 0;
+    // The first call is deferred as the OIS engine defers one over its budget (src/ois/api-client.ts); the next goes.
+    const deferOnce: ShardContext['callEndpoint'] = async (call) =>
+      ++calls === 1
+        ? { success: false, errorMessage: deferralMessage('Test API', { reason: 'over budget', retryAfterMs: 1_000 }) }
+        : callEndpoint(call);
+    const settle = async () => waitForMined(chain.anvil.url);
+    const first = await window(config(), [settle], { callEndpoint: deferOnce });
+    await waitForMined(chain.anvil.url);
+    expect(await requestEvents(chain.deployment, id), 'no fail() for a deferred call').to.deep.equal({
+      fulfilled: [],
+      failed: [],
+    });
+    expect(first.transactions.failed).to.equal(0);
+    // The next window's first cycle reads the history again and finds the request still open.
+    const second = await window(config(), [settle], { callEndpoint: deferOnce });
+    await waitForMined(chain.anvil.url);
+    expect((await requestEvents(chain.deployment, id)).fulfilled).to.have.length(1);
+    expect(second.transactions.fulfilled).to.equal(1);
+    expect(calls).to.equal(2);
   });
 
   it("holds the chain's maxConcurrency over the whole window: never more API calls at once", async () => {
