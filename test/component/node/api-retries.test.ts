@@ -9,7 +9,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { ApiRetries } from '../../../src/node/api-retries.js';
+import { cycleMetrics } from '../../../src/node/metrics.js';
 import { FileRequestLog } from '../../../src/node/request-log.js';
+import { createMetricsRegistry } from '../../../src/observability/index.js';
 import { setApiBudgets } from '../../../src/ois/index.js';
 import { spawnOracleNode } from '../../support/binary.js';
 import { rpc, setBalance, startTestChain, waitForMined } from '../../support/chain.js';
@@ -120,6 +122,10 @@ describe('transient API failures leave the request open (anvil, real AirnodeRrpV
     expect(callTimes.get('ETH')).to.deep.equal([0, 0, 5000]);
     expect(summary.transactions).to.include({ fulfilled: 1, failed: 0 });
     expect(summary.transactions.deferred).to.equal(1);
+    // The deferral is counted by OIS and status class (what `start` serves on /metrics).
+    const registry = createMetricsRegistry();
+    cycleMetrics(registry).observe(summary, 1);
+    expect(await registry.metrics()).to.match(/^node_api_deferrals_total\{ois="[^"]+",status_class="5xx"\} 1$/m);
   });
 
   it('a 429 naming Retry-After: no call of that API before it, not even for a new request; both fulfilled once', async () => {
@@ -203,13 +209,13 @@ describe('transient API failures leave the request open (anvil, real AirnodeRrpV
     });
     afterEach(() => clearInterval(miner));
 
-    const nodeFiles = (prefix: string) => {
+    const nodeFiles = (prefix: string, logLevel = 'WARN') => {
       const { config, secrets } = buildConfigJson({
         providers: { anvil: chain.anvil.url },
         deployment: chain.deployment,
         apiUrl: api.url,
       });
-      (config['nodeSettings'] as { logLevel: string }).logLevel = 'WARN';
+      (config['nodeSettings'] as { logLevel: string }).logLevel = logLevel;
       return writeNodeFiles(dir, { config, secrets }, prefix).args;
     };
     const transactionsOf = async (wallet: string) =>
@@ -264,14 +270,12 @@ describe('transient API failures leave the request open (anvil, real AirnodeRrpV
     it('`start --poll-interval`: a request whose API fails for good is failed once after its window; one in a 503 spell is fulfilled; the log says deferred', async () => {
       const spell = await createSponsor(chain.deployment, 'retry-start-spell');
       const broken = await createSponsor(chain.deployment, 'retry-start-broken');
-      const spellId = await requestPrice(chain.deployment, spell, 'ETH');
-      const brokenId = await requestPrice(chain.deployment, broken, 'BTC');
       let spellCalls = 0;
       refuse = (coin) => (coin === 'BTC' ? { status: 500 } : ++spellCalls <= 2 ? { status: 503 } : undefined);
       const cacheDir = join(dir, 'start-cache');
       const child = spawnOracleNode([
         'start',
-        ...nodeFiles('start-'),
+        ...nodeFiles('start-', 'INFO'),
         '--interval-ms',
         '600000',
         '--poll-interval',
@@ -282,6 +286,14 @@ describe('transient API failures leave the request open (anvil, real AirnodeRrpV
         '--api-retry-window',
         '8',
       ]);
+      let stderr = '';
+      child.stderr?.on('data', (chunk: Buffer) => {
+        stderr += chunk.toString();
+      });
+      // The window counts from the request's block: the requests are made once the node runs, however slow its start.
+      await waitFor(() => stderr.includes('cycle finished'), 60_000, 'the first cycle of start');
+      const spellId = await requestPrice(chain.deployment, spell, 'ETH');
+      const brokenId = await requestPrice(chain.deployment, broken, 'BTC');
       try {
         // While the API fails for now, the request log says so, and when it is tried again.
         const deferred = await waitFor(
