@@ -40,6 +40,8 @@ type Tracked = {
   lastError: string;
   /** The request's block timestamp (seconds), else when this process first saw it fail. */
   madeAtSeconds: number;
+  /** Monotonic time of its first failure here: the window is over by this clock too, whatever the wall clock does. */
+  firstFailedAt: number;
 };
 
 export type ApiRetriesClock = { monotonic: () => number; epochMs: () => number };
@@ -69,7 +71,7 @@ export class ApiRetries {
   /** Whether a request's API may be called now (its back-off or its OIS's pause), or its window is over. */
   gate(chainId: string, call: { id: string; oisTitle: string }): RetryGate {
     const tracked = this.#requests.get(keyOf(chainId, call.id));
-    if (tracked && this.#pastWindow(tracked.madeAtSeconds)) return { kind: 'fail', message: tracked.lastError };
+    if (tracked && this.#pastWindow(tracked)) return { kind: 'fail', message: tracked.lastError };
     const now = this.#clock.monotonic();
     let hold: { shown: string; retryAtEpochMs: number } | undefined =
       tracked && tracked.notBefore > now ? tracked : undefined;
@@ -108,7 +110,8 @@ export class ApiRetries {
     }
     const tracked = this.#requests.get(key);
     const madeAtSeconds = tracked?.madeAtSeconds ?? (await this.#madeAt(chainId, call.blockNumber, client));
-    if (this.#pastWindow(madeAtSeconds)) {
+    const firstFailedAt = tracked?.firstFailedAt ?? this.#clock.monotonic();
+    if (this.#pastWindow({ madeAtSeconds, firstFailedAt })) {
       this.#requests.delete(key);
       return { kind: 'fail', message: onChain };
     }
@@ -136,6 +139,7 @@ export class ApiRetries {
       shown,
       lastError: onChain,
       madeAtSeconds,
+      firstFailedAt,
     });
     const failsAt = iso(madeAtSeconds * 1000 + this.windowMs);
     return {
@@ -150,8 +154,15 @@ export class ApiRetries {
     this.#requests.delete(keyOf(chainId, requestId));
   }
 
-  #pastWindow(madeAtSeconds: number): boolean {
-    return this.#clock.epochMs() - madeAtSeconds * 1000 >= this.windowMs;
+  /**
+   * Older than the window by the wall clock from the request's block, or by the monotonic clock from its first failure
+   * here: a wall clock stepped back never keeps a request open (and its API called) past the window.
+   */
+  #pastWindow(request: { madeAtSeconds: number; firstFailedAt: number }): boolean {
+    return (
+      this.#clock.epochMs() - request.madeAtSeconds * 1000 >= this.windowMs ||
+      this.#clock.monotonic() - request.firstFailedAt >= this.windowMs
+    );
   }
 
   /** The request's block timestamp; when no provider gives it, now (the window then counts from the first failure). */
@@ -160,7 +171,8 @@ export class ApiRetries {
     const known = this.#blockTimes.get(key);
     if (known !== undefined) return known;
     try {
-      const timestamp = await fetchBlockTimestamp(client, block);
+      // No block is from the future: a provider's wrong timestamp never keeps a request open past its window.
+      const timestamp = Math.min(await fetchBlockTimestamp(client, block), Math.floor(this.#clock.epochMs() / 1000));
       remember(this.#blockTimes, key, timestamp);
       return timestamp;
     } catch {

@@ -123,6 +123,25 @@ describe('node/api-retries: transient API failures', () => {
     expect((await state.decide('1', call('0xa'), failed(503), blocks(false))).kind).to.equal('fail');
   });
 
+  it('a wall clock stepped back, or a block stamped in the future, never keeps a request open past its window', async () => {
+    let wallMs = BLOCK_TIME_S * 1000;
+    const stepped = new ApiRetries(60, { monotonic: () => now, epochMs: () => wallMs });
+    expect((await stepped.decide('1', call('0xa'), failed(503), blocks())).kind).to.equal('defer');
+    // A minute later by the monotonic clock, the wall clock an hour behind.
+    now = 60_000;
+    wallMs -= 3_600_000;
+    expect(stepped.gate('1', call('0xa'))).to.deep.equal({
+      kind: 'fail',
+      message: 'API call failed with status code 503',
+    });
+    // A provider stamping the request's block a day ahead: its age counts from now at the latest.
+    now = 0;
+    const early = new ApiRetries(60, { monotonic: () => now, epochMs: () => (BLOCK_TIME_S - 86_400) * 1000 + now });
+    expect((await early.decide('1', call('0xb'), failed(503), blocks())).kind).to.equal('defer');
+    now = 60_000;
+    expect(early.gate('1', call('0xb')).kind).to.equal('fail');
+  });
+
   it('forgets a request once it is answered', async () => {
     const state = retries(300);
     await state.decide('1', call('0xA'), failed(503), blocks());
