@@ -3,17 +3,18 @@
 // Retry-After, and it is fulfilled by one transaction; a request past its retry window is failed once, with the API's
 // own error; permanent failures, and a window of 0, fail at once as the reference does. First on the test's clock
 // (src/node/window.ts through test/support/window.ts), then through the binaries (`coordinator --window`, `start`).
-import type { ChildProcess } from 'node:child_process';
+import { type ChildProcess, execFile } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { expect } from 'chai';
 import { ApiRetries } from '../../../src/node/api-retries.js';
 import { cycleMetrics } from '../../../src/node/metrics.js';
 import { FileRequestLog } from '../../../src/node/request-log.js';
 import { createMetricsRegistry } from '../../../src/observability/index.js';
 import { setApiBudgets } from '../../../src/ois/index.js';
-import { spawnOracleNode } from '../../support/binary.js';
+import { ORACLE_NODE_ARGS, repoRoot, spawnOracleNode } from '../../support/binary.js';
 import { rpc, setBalance, startTestChain, waitForMined } from '../../support/chain.js';
 import {
   type ApiServer,
@@ -265,6 +266,29 @@ describe('transient API failures leave the request open (anvil, real AirnodeRrpV
       expect(times).to.have.length(4);
       expect(times[3]! - times[2]!).to.be.at.least(2000);
       expect(await transactionsOf(sponsor.sponsorWallet), 'one transaction for the request').to.equal(1);
+    });
+
+    it('the next `coordinator` run calls no API before the Retry-After the last run was given (the cache directory carries it)', async () => {
+      const sponsor = await createSponsor(chain.deployment, 'retry-next-run');
+      const id = await requestPrice(chain.deployment, sponsor);
+      refuse = () => ({ status: 429, headers: { 'Retry-After': '600' } });
+      const cacheDir = join(dir, 'next-run-cache');
+      const coordinator = () =>
+        promisify(execFile)(
+          process.execPath,
+          [...ORACLE_NODE_ARGS, 'coordinator', ...nodeFiles('next-run-'), '--cache-dir', cacheDir],
+          {
+            cwd: repoRoot,
+          },
+        );
+      await coordinator();
+      expect(callTimes.get('ETH'), 'the first run met the 429').to.have.length(1);
+      await coordinator();
+      expect(callTimes.get('ETH'), 'the second run did not call the API').to.have.length(1);
+      expect(await requestEvents(chain.deployment, id)).to.deep.equal({ fulfilled: [], failed: [] });
+      const record = (await new FileRequestLog(cacheDir).read()).find((entry) => entry.requestId === id);
+      expect(record?.state).to.equal('deferred');
+      expect(record?.reason).to.match(/^deferred: 429, retry at /);
     });
 
     it('`start --poll-interval`: a request whose API fails for good is failed once after its window; one in a 503 spell is fulfilled; the log says deferred', async () => {
