@@ -340,5 +340,94 @@ describe('transient API failures leave the request open (anvil, real AirnodeRrpV
       for (const wallet of [spell.sponsorWallet, broken.sponsorWallet])
         expect(await transactionsOf(wallet), 'one transaction per request').to.equal(1);
     });
+
+    /** An API with a quota: at most `calls` arrivals within any `windowMs`, else 429 naming a second. */
+    const quota = (calls: number, windowMs: number) => {
+      const arrivals: number[] = [];
+      const refused = { count: 0 };
+      refuse = () => {
+        const now = performance.now();
+        while (arrivals.length > 0 && arrivals[0]! <= now - windowMs) arrivals.shift();
+        if (arrivals.length >= calls) {
+          refused.count++;
+          return { status: 429, headers: { 'Retry-After': '1' } };
+        }
+        arrivals.push(now);
+        return undefined;
+      };
+      return refused;
+    };
+    const burst = async (name: string, count: number) => {
+      const made: { id: string; wallet: string }[] = [];
+      for (let i = 0; i < count; i++) {
+        const sponsor = await createSponsor(chain.deployment, `${name}-${i}`);
+        made.push({ id: await requestPrice(chain.deployment, sponsor), wallet: sponsor.sponsorWallet });
+      }
+      return made;
+    };
+    const allFulfilledOnce = async (made: { id: string; wallet: string }[]) => {
+      for (const { id, wallet } of made) {
+        const events = await settled(id);
+        expect(events.failed, id).to.deep.equal([]);
+        expect(events.fulfilled, id).to.have.length(1);
+        expect(await transactionsOf(wallet), `one transaction for ${id}`).to.equal(1);
+      }
+    };
+
+    for (const command of ['coordinator --window', 'start --poll-interval'] as const)
+      it(`\`${command} --api-rate-limit\`: a burst of requests within the API's quota: it never answers 429, and every request is fulfilled once`, async () => {
+        // The API allows 2 calls in any 0.9 s; the budget 2 in any second, so their clocks never disagree.
+        const refused = quota(2, 900);
+        const made = await burst(`budget-${command.split(' ')[0]}`, 8);
+        const args =
+          command === 'start --poll-interval'
+            ? [
+                'start',
+                ...nodeFiles('budget-start-'),
+                '--interval-ms',
+                '600000',
+                '--poll-interval',
+                '0.3',
+                '--no-gateway',
+              ]
+            : ['coordinator', ...nodeFiles('budget-coordinator-'), '--window', '60', '--poll-interval', '0.3'];
+        const child = spawnOracleNode([
+          ...args,
+          '--cache-dir',
+          join(dir, `budget-${command.split(' ')[0]}-cache`),
+          '--api-rate-limit',
+          'Test API=2/s',
+        ]);
+        try {
+          await allFulfilledOnce(made);
+        } finally {
+          child.kill('SIGTERM');
+        }
+        expect(await exited(child)).to.equal(0);
+        expect(refused.count, 'answers 429 of the API').to.equal(0);
+        expect(callTimes.get('ETH')).to.have.length(8);
+      });
+
+    it('without a budget the same burst meets the quota (429s), and part 1 still fulfils every request once, none failed', async () => {
+      const refused = quota(2, 900);
+      const made = await burst('no-budget', 6);
+      const child = spawnOracleNode([
+        'coordinator',
+        ...nodeFiles('no-budget-'),
+        '--window',
+        '60',
+        '--poll-interval',
+        '0.3',
+        '--cache-dir',
+        join(dir, 'no-budget-cache'),
+      ]);
+      try {
+        await allFulfilledOnce(made);
+      } finally {
+        child.kill('SIGTERM');
+      }
+      expect(await exited(child)).to.equal(0);
+      expect(refused.count, 'the quota was met').to.be.above(0);
+    });
   });
 });
