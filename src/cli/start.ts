@@ -11,6 +11,7 @@ import { roleOf } from '../node/cycle.js';
 import { createNodeLogger } from '../node/logger.js';
 import { callEndpoint } from '../node/ois-adapter.js';
 import { runLocalNode } from '../node/run.js';
+import { DEFAULT_TOP_SPONSORS, MAX_TOP_SPONSORS } from '../node/sponsor-labels.js';
 import {
   parseCommandArgs,
   parseGasPriceCeilings,
@@ -26,8 +27,20 @@ import type { Subcommand } from './subcommand.js';
 
 export const DEFAULT_CYCLE_INTERVAL_MS = 60_000;
 
+/** `--metrics-top-sponsors N`: how many sponsors get a label value of their own in the metrics. */
+function parseTopSponsors(value: string | undefined): { topSponsors: number } | { exitCode: number } {
+  if (value === undefined) return { topSponsors: DEFAULT_TOP_SPONSORS };
+  const count = Number(value);
+  if (value.trim() === '' || !Number.isInteger(count) || count < 0 || count > MAX_TOP_SPONSORS) {
+    process.stderr.write(`--metrics-top-sponsors takes a whole number from 0 to ${MAX_TOP_SPONSORS}, not "${value}"\n`);
+    return { exitCode: 2 };
+  }
+  return { topSponsors: count };
+}
+
 const HELP = `Usage: oracle-node start -c config.json [-s secrets.env] [--interval-ms N] [--poll-interval SECONDS] [--cache-dir DIR] [--port N] [--metrics-port N] [--no-gateway]
                          [--max-gas-price CHAIN_ID=GWEI ...] [--standby-delay-blocks N]
+                         [--metrics-top-sponsors N]
                          [--callers DIR [--caller-rate NAME=N/s ...] [--default-caller-rate N/s]]
 
 Runs the node locally: gateway server and a request-response cycle every minute (or every N ms).
@@ -38,6 +51,8 @@ blocks are polled every SECONDS until the next cycle.
 is not sent and its request waits.
 --standby-delay-blocks makes this node a standby of the same node deployed elsewhere: it serves a request only
 once it has been servable (confirmed) for N blocks and is still open; 0, the default, is the primary.
+--metrics-top-sponsors is how many sponsors get a label of their own in node_sponsor_fulfilments_total (default
+${DEFAULT_TOP_SPONSORS}, at most ${MAX_TOP_SPONSORS}): the biggest while labels are free, never taken back; the others are "other".
 The gateway's callers (keys and rates, as \`oracle-node gateway\`):
 ${CALLER_OPTIONS_HELP}
 Stops gracefully on SIGTERM or SIGINT.
@@ -58,6 +73,7 @@ export const command: Subcommand = {
         'no-gateway': { type: 'boolean' },
         'max-gas-price': { type: 'string', multiple: true },
         'standby-delay-blocks': { type: 'string' },
+        'metrics-top-sponsors': { type: 'string' },
         ...CALLER_OPTIONS,
       },
       HELP,
@@ -81,6 +97,8 @@ export const command: Subcommand = {
     if ('exitCode' in limits) return limits.exitCode;
     const standby = parseStandbyDelay(values['standby-delay-blocks']);
     if ('exitCode' in standby) return standby.exitCode;
+    const sponsors = parseTopSponsors(values['metrics-top-sponsors']);
+    if ('exitCode' in sponsors) return sponsors.exitCode;
     const callerFlags = callerSettings(values);
     if ('error' in callerFlags) {
       process.stderr.write(`${callerFlags.error}\n\n${HELP}`);
@@ -151,6 +169,7 @@ export const command: Subcommand = {
       ...(polling.pollIntervalMs ? { pollIntervalMs: polling.pollIntervalMs } : {}),
       ...(limits.ceilings ? { gasPriceCeilings: limits.ceilings } : {}),
       standbyDelayBlocks: standby.standbyDelayBlocks,
+      metricsTopSponsors: sponsors.topSponsors,
       // Cycle metrics join the gateway's /metrics.
       ...(gateway ? { registry: gateway.gateway.registry } : {}),
       stop: stopped.signal,

@@ -2,10 +2,30 @@
 import { REQUEST_LATENCY_BUCKETS_SECONDS } from '../contract/pods.js';
 import type { Registry } from '../observability/index.js';
 import { counter, gauge, histogram } from '../observability/index.js';
+import { isDeferredMessage } from '../ois/deferral.js';
 import type { CycleSummary } from './cycle.js';
+import type { ShardOutcome } from './shard-types.js';
+import { DEFAULT_TOP_SPONSORS, SponsorLabels, sponsorKey } from './sponsor-labels.js';
 import type { WindowSummary } from './window.js';
 
-export function cycleMetrics(registry: Registry) {
+export type CycleMetricsOptions = {
+  /** How many sponsors get a label value of their own (`--metrics-top-sponsors`); the others are `other`. */
+  topSponsors?: number;
+};
+
+/**
+ * The `outcome` label of a request's API call: its status class (`no response` as `no_response`), `deferred` for a
+ * call the rate budget or the API's pause kept back; undefined for a call not made (cached, not called).
+ */
+export function apiCallOutcome(outcome: ShardOutcome): string | undefined {
+  if (!outcome.api) return undefined;
+  if (outcome.outcome === 'skipped' && outcome.reason !== undefined && isDeferredMessage(outcome.reason))
+    return 'deferred';
+  if (outcome.api.outcome === 'cached' || outcome.api.outcome === 'not called') return undefined;
+  return outcome.api.outcome.replace(' ', '_');
+}
+
+export function cycleMetrics(registry: Registry, options: CycleMetricsOptions = {}) {
   const cycles = counter(registry, {
     name: 'node_cycles_total',
     help: 'Request-response cycles by outcome',
@@ -60,12 +80,52 @@ export function cycleMetrics(registry: Registry) {
     name: 'node_window_idle_polls_total',
     help: 'Polls of the windows that found no new block (one eth_blockNumber per provider, nothing more)',
   });
+  const apiCalls = counter(registry, {
+    name: 'node_api_calls_total',
+    help: 'API calls of the cycles by OIS title, endpoint name and outcome (2xx, 3xx, 4xx, 5xx, no_response, failed: processing or encoding, deferred: kept back by the rate budget)',
+    labelNames: ['ois', 'endpoint', 'outcome'] as const,
+  });
+  const sponsorFulfilments = counter(registry, {
+    name: 'node_sponsor_fulfilments_total',
+    help: 'Requests fulfilled or failed on chain per sponsor; sponsors beyond --metrics-top-sponsors are "other"',
+    labelNames: ['chain_id', 'sponsor', 'outcome'] as const,
+  });
+  const sponsors = new SponsorLabels(options.topSponsors ?? DEFAULT_TOP_SPONSORS);
+  const observeUsage = (summary: CycleSummary) => {
+    const answered = (outcome: ShardOutcome) =>
+      outcome.kind === 'api' &&
+      outcome.replacement !== true &&
+      (outcome.outcome === 'fulfilled' || outcome.outcome === 'failed');
+    const volumes = new Map<string, number>();
+    for (const result of summary.results) {
+      if (!result.ok || result.output.sponsor === undefined) continue;
+      const key = sponsorKey(result.output.chainId, result.output.sponsor);
+      volumes.set(key, (volumes.get(key) ?? 0) + result.output.outcomes.filter(answered).length);
+    }
+    sponsors.observe(volumes);
+    for (const result of summary.results) {
+      if (!result.ok) continue;
+      const { chainId, sponsor } = result.output;
+      for (const outcome of result.output.outcomes) {
+        const api = apiCallOutcome(outcome);
+        if (api !== undefined && outcome.oisTitle !== undefined && outcome.endpointName !== undefined)
+          apiCalls.inc({ ois: outcome.oisTitle, endpoint: outcome.endpointName, outcome: api });
+        if (sponsor !== undefined && answered(outcome))
+          sponsorFulfilments.inc({
+            chain_id: chainId,
+            sponsor: sponsors.labelOf(chainId, sponsor),
+            outcome: outcome.outcome,
+          });
+      }
+    }
+  };
   return {
     observe(summary: CycleSummary | WindowSummary | undefined, seconds: number) {
       duration.observe(seconds);
       cycles.inc({ outcome: summary ? 'completed' : 'error' });
       if (!summary) return;
       for (const [outcome, count] of Object.entries(summary.transactions)) transactions.inc({ outcome }, count);
+      observeUsage(summary);
       for (const provider of summary.providers) {
         const labels = { chain_id: provider.chainId, provider: provider.provider };
         providerUp.set(labels, provider.ok ? 1 : 0);

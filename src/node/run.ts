@@ -285,6 +285,8 @@ export type LocalNodeOptions = RunFlags & {
   pollIntervalMs?: number;
   /** Where the cycle metrics are registered (the gateway's /metrics); without one they are kept but not served. */
   registry?: Registry;
+  /** How many sponsors get a label value of their own in the metrics (`--metrics-top-sponsors`). */
+  metricsTopSponsors?: number;
   /** Stops the loop after the cycle in flight (a window ends early). */
   stop: AbortSignal;
 };
@@ -303,7 +305,9 @@ export async function runLocalNode(options: LocalNodeOptions): Promise<void> {
     ...(options.gasPriceCeilings ? { gasPriceCeilings: options.gasPriceCeilings } : {}),
     role: roleOf(options.standbyDelayBlocks),
   });
-  const metrics = cycleMetrics(options.registry ?? createMetricsRegistry());
+  const metrics = cycleMetrics(options.registry ?? createMetricsRegistry(), {
+    ...(options.metricsTopSponsors === undefined ? {} : { topSponsors: options.metricsTopSponsors }),
+  });
   while (!stop.aborted) {
     const started = Date.now();
     try {

@@ -1,0 +1,35 @@
+// The outcome label of a request's API call in the cycle's metrics (src/node/metrics.ts, apiCallOutcome).
+import { expect } from 'chai';
+import { apiCallOutcome } from '../../../src/node/metrics.js';
+import type { ShardOutcome } from '../../../src/node/shard-types.js';
+import { DEFERRED_PREFIX } from '../../../src/ois/deferral.js';
+
+const outcome = (overrides: Partial<ShardOutcome>): ShardOutcome => ({
+  id: '0x01',
+  kind: 'api',
+  outcome: 'fulfilled',
+  ...overrides,
+});
+
+describe('the API call outcome label', () => {
+  it('is the status class, with no response as no_response', () => {
+    expect(apiCallOutcome(outcome({ api: { outcome: '2xx', durationMs: 5 } }))).to.equal('2xx');
+    expect(apiCallOutcome(outcome({ outcome: 'failed', api: { outcome: '5xx', durationMs: 5 } }))).to.equal('5xx');
+    const silent = outcome({ outcome: 'failed', api: { outcome: 'no response', durationMs: 10_000 } });
+    expect(apiCallOutcome(silent)).to.equal('no_response');
+  });
+
+  it('is deferred for a call the rate budget kept back, and absent for a call not made', () => {
+    const deferred = outcome({
+      outcome: 'skipped',
+      reason: `${DEFERRED_PREFIX}over the rate budget of Test API; retry after 1 s; left open for a later poll`,
+      api: { outcome: 'failed', durationMs: 0 },
+    });
+    expect(apiCallOutcome(deferred)).to.equal('deferred');
+    expect(apiCallOutcome(outcome({ api: { outcome: 'cached', durationMs: 0 } }))).to.equal(undefined);
+    expect(apiCallOutcome(outcome({ outcome: 'failed', api: { outcome: 'not called', durationMs: 0 } }))).to.equal(
+      undefined,
+    );
+    expect(apiCallOutcome(outcome({ kind: 'withdrawal', outcome: 'withdrawn' }))).to.equal(undefined);
+  });
+});
