@@ -23,7 +23,7 @@ export { LEASE_LOST, REPORT_AFTER_SIGTERM_MS } from '../node/run.js';
 export const DEFAULT_CACHE_DIR = '/tmp/oracle-node-cache';
 const HELP = `Usage: oracle-node coordinator -c config.json [-s secrets.env] [--cache-dir DIR] [--details]
                                [--window SECONDS [--poll-interval SECONDS] [--handover-lease NAME]]
-                               [--max-gas-price CHAIN_ID=GWEI ...] [--standby-delay-blocks N]
+                               [--max-gas-price CHAIN_ID=GWEI ...] [--standby-delay-blocks N] [--heartbeat-usage]
 
 Runs one request-response cycle on every configured chain, sends the heartbeat when
 nodeSettings.heartbeat.enabled, and exits.
@@ -42,6 +42,8 @@ nodeSettings.heartbeat.enabled, and exits.
                        above it is not sent and its request waits
       --standby-delay-blocks  a standby of the same node deployed elsewhere: serves a request only once it has
                        been servable for N blocks and is still open (0, the default: the primary)
+      --heartbeat-usage  the heartbeat carries the counts of the run (\`last_cycle\`: requests fulfilled, failed,
+                       deferred, skipped; API calls by class), signed with the rest (docs/gateways.md)
 
 Nothing is sent after the window's hard end (its end + ${HARD_END_MARGIN_MS / 1000} s) or after SIGTERM: the requests
 left stay open for the next run. SIGTERM stops the run; the report is written and the process exits 0.
@@ -76,6 +78,7 @@ export const command: Subcommand = {
         'handover-lease': { type: 'string' },
         'max-gas-price': { type: 'string', multiple: true },
         'standby-delay-blocks': { type: 'string' },
+        'heartbeat-usage': { type: 'boolean' },
       },
       HELP,
     );
@@ -129,6 +132,7 @@ export const command: Subcommand = {
         : {}),
       ...(limits.ceilings ? { gasPriceCeilings: limits.ceilings } : {}),
       standbyDelayBlocks: standby.standbyDelayBlocks,
+      heartbeatUsage: values['heartbeat-usage'] === true,
       terminate: terminate.signal,
     });
     if ('exitCode' in run) {

@@ -40,7 +40,7 @@ function parseTopSponsors(value: string | undefined): { topSponsors: number } | 
 
 const HELP = `Usage: oracle-node start -c config.json [-s secrets.env] [--interval-ms N] [--poll-interval SECONDS] [--cache-dir DIR] [--port N] [--metrics-port N] [--no-gateway]
                          [--max-gas-price CHAIN_ID=GWEI ...] [--standby-delay-blocks N]
-                         [--metrics-top-sponsors N]
+                         [--metrics-top-sponsors N] [--heartbeat-usage]
                          [--callers DIR [--caller-rate NAME=N/s ...] [--default-caller-rate N/s]]
 
 Runs the node locally: gateway server and a request-response cycle every minute (or every N ms).
@@ -53,6 +53,7 @@ is not sent and its request waits.
 once it has been servable (confirmed) for N blocks and is still open; 0, the default, is the primary.
 --metrics-top-sponsors is how many sponsors get a label of their own in node_sponsor_fulfilments_total (default
 ${DEFAULT_TOP_SPONSORS}, at most ${MAX_TOP_SPONSORS}): the biggest while labels are free, never taken back; the others are "other".
+--heartbeat-usage adds the counts of each cycle to the signed heartbeat payload (\`last_cycle\`, docs/gateways.md).
 The gateway's callers (keys and rates, as \`oracle-node gateway\`):
 ${CALLER_OPTIONS_HELP}
 Stops gracefully on SIGTERM or SIGINT.
@@ -74,6 +75,7 @@ export const command: Subcommand = {
         'max-gas-price': { type: 'string', multiple: true },
         'standby-delay-blocks': { type: 'string' },
         'metrics-top-sponsors': { type: 'string' },
+        'heartbeat-usage': { type: 'boolean' },
         ...CALLER_OPTIONS,
       },
       HELP,
@@ -170,6 +172,7 @@ export const command: Subcommand = {
       ...(limits.ceilings ? { gasPriceCeilings: limits.ceilings } : {}),
       standbyDelayBlocks: standby.standbyDelayBlocks,
       metricsTopSponsors: sponsors.topSponsors,
+      heartbeatUsage: values['heartbeat-usage'] === true,
       // Cycle metrics join the gateway's /metrics.
       ...(gateway ? { registry: gateway.gateway.registry } : {}),
       stop: stopped.signal,

@@ -2,28 +2,15 @@
 import { REQUEST_LATENCY_BUCKETS_SECONDS } from '../contract/pods.js';
 import type { Registry } from '../observability/index.js';
 import { counter, gauge, histogram } from '../observability/index.js';
-import { isDeferredMessage } from '../ois/deferral.js';
 import type { CycleSummary } from './cycle.js';
-import type { ShardOutcome } from './shard-types.js';
 import { DEFAULT_TOP_SPONSORS, SponsorLabels, sponsorKey } from './sponsor-labels.js';
+import { answeredOnChain, apiCallOutcome } from './usage-counts.js';
 import type { WindowSummary } from './window.js';
 
 export type CycleMetricsOptions = {
   /** How many sponsors get a label value of their own (`--metrics-top-sponsors`); the others are `other`. */
   topSponsors?: number;
 };
-
-/**
- * The `outcome` label of a request's API call: its status class (`no response` as `no_response`), `deferred` for a
- * call the rate budget or the API's pause kept back; undefined for a call not made (cached, not called).
- */
-export function apiCallOutcome(outcome: ShardOutcome): string | undefined {
-  if (!outcome.api) return undefined;
-  if (outcome.outcome === 'skipped' && outcome.reason !== undefined && isDeferredMessage(outcome.reason))
-    return 'deferred';
-  if (outcome.api.outcome === 'cached' || outcome.api.outcome === 'not called') return undefined;
-  return outcome.api.outcome.replace(' ', '_');
-}
 
 export function cycleMetrics(registry: Registry, options: CycleMetricsOptions = {}) {
   const cycles = counter(registry, {
@@ -92,15 +79,11 @@ export function cycleMetrics(registry: Registry, options: CycleMetricsOptions = 
   });
   const sponsors = new SponsorLabels(options.topSponsors ?? DEFAULT_TOP_SPONSORS);
   const observeUsage = (summary: CycleSummary) => {
-    const answered = (outcome: ShardOutcome) =>
-      outcome.kind === 'api' &&
-      outcome.replacement !== true &&
-      (outcome.outcome === 'fulfilled' || outcome.outcome === 'failed');
     const volumes = new Map<string, number>();
     for (const result of summary.results) {
       if (!result.ok || result.output.sponsor === undefined) continue;
       const key = sponsorKey(result.output.chainId, result.output.sponsor);
-      volumes.set(key, (volumes.get(key) ?? 0) + result.output.outcomes.filter(answered).length);
+      volumes.set(key, (volumes.get(key) ?? 0) + result.output.outcomes.filter(answeredOnChain).length);
     }
     sponsors.observe(volumes);
     for (const result of summary.results) {
@@ -110,7 +93,7 @@ export function cycleMetrics(registry: Registry, options: CycleMetricsOptions = 
         const api = apiCallOutcome(outcome);
         if (api !== undefined && outcome.oisTitle !== undefined && outcome.endpointName !== undefined)
           apiCalls.inc({ ois: outcome.oisTitle, endpoint: outcome.endpointName, outcome: api });
-        if (sponsor !== undefined && answered(outcome))
+        if (sponsor !== undefined && answeredOnChain(outcome))
           sponsorFulfilments.inc({
             chain_id: chainId,
             sponsor: sponsors.labelOf(chainId, sponsor),

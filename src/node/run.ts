@@ -25,6 +25,7 @@ import type { Logger } from './logger.js';
 import { cycleMetrics } from './metrics.js';
 import { loadPendingSightings, PENDING_SIGHTINGS_FILE, savePendingSightings } from './pending-sightings.js';
 import { cycleRequestRecords, FileRequestLog } from './request-log.js';
+import { type LastCycleCounts, lastCycleCounts } from './usage-counts.js';
 import {
   fileTextStore,
   fileVerifiedProvidersStore,
@@ -49,6 +50,8 @@ export type RunFlags = {
   gasPriceCeilings?: ReadonlyMap<string, bigint>;
   /** A standby's delay (`--standby-delay-blocks`; 0: the primary). */
   standbyDelayBlocks: number;
+  /** `--heartbeat-usage`: the heartbeat carries the counts of the cycle just run (`last_cycle`). */
+  heartbeatUsage?: boolean;
 };
 
 export type CoordinatorRunOptions = RunFlags & {
@@ -265,7 +268,12 @@ export async function runCoordinator(options: CoordinatorRunOptions): Promise<Co
     // As the reference: after every cycle. In a pod, the gateways are reported at the URL callers use.
     const heartbeat = await sendHeartbeat(
       config,
-      kubernetes ? { kubernetes: { ...(kubernetes.gatewayUrl ? { gatewayUrl: kubernetes.gatewayUrl } : {}) } } : {},
+      {
+        ...(kubernetes
+          ? { kubernetes: { ...(kubernetes.gatewayUrl ? { gatewayUrl: kubernetes.gatewayUrl } : {}) } }
+          : {}),
+        ...(options.heartbeatUsage ? { usage: lastCycleCounts(summary, performance.now() - started) } : {}),
+      },
       { logger },
     );
     await report(heartbeatResult(heartbeat));
@@ -310,6 +318,8 @@ export async function runLocalNode(options: LocalNodeOptions): Promise<void> {
   });
   while (!stop.aborted) {
     const started = Date.now();
+    // The heartbeat's counts of this cycle (`--heartbeat-usage`); none after a cycle that failed.
+    let usage: LastCycleCounts | undefined;
     try {
       const deps = { executor, logger, wallets, tracer, standbyDelayBlocks: options.standbyDelayBlocks };
       // With polling, each cycle is a window that ends before the next one starts.
@@ -324,6 +334,7 @@ export async function runLocalNode(options: LocalNodeOptions): Promise<void> {
         : await runCycle(config, deps);
       await tracer.flush();
       metrics.observe(summary, (Date.now() - started) / 1000);
+      if (options.heartbeatUsage) usage = lastCycleCounts(summary, Date.now() - started);
       if (!pollIntervalMs) await recordRequestsLocally(requestLog, summary, new Date(started), logger);
     } catch (error) {
       // runCycle isolates chains and providers; anything reaching here is a bug, never fatal for the loop.
@@ -331,7 +342,7 @@ export async function runLocalNode(options: LocalNodeOptions): Promise<void> {
       metrics.observe(undefined, (Date.now() - started) / 1000);
     }
     // sendHeartbeat never throws: a failure is logged and counted.
-    await sendHeartbeat(config, {}, { logger });
+    await sendHeartbeat(config, usage ? { usage } : {}, { logger });
     const wait = Math.max(0, intervalMs - (Date.now() - started));
     if (stop.aborted) break;
     await new Promise<void>((resolve) => {

@@ -1,15 +1,27 @@
-// The usage metrics of a real cycle (anvil, the real AirnodeRrpV0, an API on loopback): API calls per OIS, endpoint
-// and outcome, and fulfilments per sponsor with the sponsors beyond the top N counted as `other`.
+// The usage of a real cycle (anvil, the real AirnodeRrpV0, an API on loopback): API calls per OIS, endpoint and
+// outcome, fulfilments per sponsor with the sponsors beyond the top N counted as `other`, and the counts the
+// heartbeat carries with `--heartbeat-usage`, signed by the node key.
+import { execFile } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { expect } from 'chai';
+import { verifyMessage } from 'ethers';
 import { runCycle } from '../../../src/node/cycle.js';
 import { InProcessExecutor } from '../../../src/node/executor.js';
 import { silentLogger } from '../../../src/node/logger.js';
 import { cycleMetrics } from '../../../src/node/metrics.js';
+import type { LastCycleCounts } from '../../../src/node/usage-counts.js';
 import { createMetricsRegistry } from '../../../src/observability/index.js';
+import { ORACLE_NODE_ARGS, repoRoot } from '../../support/binary.js';
 import { setBalance, startTestChain, waitForMined } from '../../support/chain.js';
 import {
   type ApiServer,
   buildConfig,
+  buildConfigJson,
   createSponsor,
   ENDPOINTS,
   encodeCoin,
@@ -19,7 +31,10 @@ import {
   requestPrice,
   startApiServer,
   wallets,
+  writeNodeFiles,
 } from '../../support/harness.js';
+
+const run = promisify(execFile);
 
 describe('usage metrics of a cycle (anvil)', () => {
   let chain: Awaited<ReturnType<typeof startTestChain>>;
@@ -84,5 +99,85 @@ describe('usage metrics of a cycle (anvil)', () => {
     expect(sponsor('other', 'failed')).to.equal(String(summary.transactions.failed));
     expect(summary.transactions.failed).to.be.at.least(1);
     expect(text).not.to.include(small.address.toLowerCase());
+  });
+
+  it('`coordinator --heartbeat-usage` signs the counts of its cycle into the heartbeat payload (`last_cycle`)', async () => {
+    const bodies: string[] = [];
+    const receiver: Server = createServer((req, res) => {
+      let body = '';
+      req.on('data', (chunk) => (body += chunk));
+      req.on('end', () => {
+        bodies.push(body);
+        res.writeHead(200).end();
+      });
+    });
+    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+    try {
+      const sponsor = await createSponsor(chain.deployment, 'usage-heartbeat');
+      const fulfilled = [await requestPrice(chain.deployment, sponsor), await requestPrice(chain.deployment, sponsor)];
+      await makeFullRequest(chain.deployment, {
+        endpointId: ENDPOINTS.broken,
+        sponsor: sponsor.address,
+        sponsorWallet: sponsor.sponsorWallet,
+        parameters: encodeCoin('ETH'),
+      });
+      const { config, secrets } = buildConfigJson({
+        providers: { anvil: chain.anvil.url },
+        deployment: chain.deployment,
+        apiUrl: api.url,
+      });
+      const url = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/heartbeat`;
+      const nodeSettings = config.nodeSettings as Record<string, unknown>;
+      nodeSettings.heartbeat = { enabled: true, url: `\${HEARTBEAT_URL}`, apiKey: `\${HEARTBEAT_KEY}` };
+      const dir = mkdtempSync(join(tmpdir(), 'usage-heartbeat-'));
+      const files = writeNodeFiles(dir, {
+        config,
+        secrets: { ...secrets, HEARTBEAT_URL: url, HEARTBEAT_KEY: 'heartbeat-api-key-0123456789-abcdefghij' },
+      });
+      await run(
+        process.execPath,
+        [...ORACLE_NODE_ARGS, 'coordinator', ...files.args, '--cache-dir', dir, '--heartbeat-usage'],
+        {
+          cwd: repoRoot,
+          env: { ...process.env, ORACLE_NODE_WORKER_TEMPLATE: '' },
+        },
+      );
+      await waitForMined(chain.anvil.url);
+      for (const id of fulfilled) expect((await requestEvents(chain.deployment, id)).fulfilled, id).to.have.length(1);
+
+      expect(bodies).to.have.length(1);
+      const { payload, signature } = JSON.parse(bodies[0]!) as { payload: string; signature: string };
+      expect(verifyMessage(payload, signature)).to.equal(NODE_ADDRESS);
+      const parsed = JSON.parse(payload) as Record<string, unknown>;
+      // The reference's keys first, in its order; the counts after them.
+      expect(Object.keys(parsed)).to.deep.equal([
+        'timestamp',
+        'stage',
+        'cloud_provider',
+        'deployment_id',
+        'http_gateway_url',
+        'http_signed_data_gateway_url',
+        'oev_gateway_url',
+        'last_cycle',
+      ]);
+      const lastCycle = parsed.last_cycle as LastCycleCounts;
+      expect(lastCycle.duration_ms).to.be.a('number');
+      expect(lastCycle.requests.fulfilled).to.equal(2);
+      // The 500 is failed on chain or left open for a later cycle: either way it is one request and one 5xx call.
+      expect(lastCycle.requests.failed + lastCycle.requests.deferred + lastCycle.requests.skipped).to.equal(1);
+      expect(lastCycle.requests.errors).to.equal(0);
+      expect(lastCycle.api_calls).to.deep.equal({
+        '2xx': 2,
+        '3xx': 0,
+        '4xx': 0,
+        '5xx': 1,
+        no_response: 0,
+        failed: 0,
+        deferred: 0,
+      });
+    } finally {
+      receiver.closeAllConnections();
+      await new Promise((resolve) => receiver.close(resolve));
+    }
   });
 });

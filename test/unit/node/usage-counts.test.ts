@@ -1,7 +1,7 @@
-// The outcome label of a request's API call in the cycle's metrics (src/node/metrics.ts, apiCallOutcome).
+// The outcome class of a request's API call, as the metrics and the heartbeat count it (src/node/usage-counts.ts).
 import { expect } from 'chai';
-import { apiCallOutcome } from '../../../src/node/metrics.js';
 import type { ShardOutcome } from '../../../src/node/shard-types.js';
+import { apiCallOutcome } from '../../../src/node/usage-counts.js';
 import { DEFERRED_PREFIX } from '../../../src/ois/deferral.js';
 
 const outcome = (overrides: Partial<ShardOutcome>): ShardOutcome => ({
