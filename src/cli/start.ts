@@ -11,7 +11,7 @@ import { roleOf } from '../node/cycle.js';
 import { createNodeLogger } from '../node/logger.js';
 import { callEndpoint } from '../node/ois-adapter.js';
 import { runLocalNode } from '../node/run.js';
-import { DEFAULT_TOP_SPONSORS, MAX_TOP_SPONSORS } from '../node/sponsor-labels.js';
+import { DEFAULT_TOP_SPONSORS, MAX_TOP_SPONSORS } from '../common/sponsor-labels.js';
 import {
   parseCommandArgs,
   parseGasPriceCeilings,

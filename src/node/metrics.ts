@@ -1,10 +1,11 @@
 // Prometheus metrics of the cycle, registered on the registry the gateway server exposes at /metrics.
+
+import { DEFAULT_TOP_SPONSORS, SponsorLabels } from '../common/sponsor-labels.js';
 import { REQUEST_LATENCY_BUCKETS_SECONDS } from '../contract/pods.js';
 import type { Registry } from '../observability/index.js';
 import { counter, gauge, histogram } from '../observability/index.js';
 import type { CycleSummary } from './cycle.js';
-import { DEFAULT_TOP_SPONSORS, SponsorLabels, sponsorKey } from './sponsor-labels.js';
-import { answeredOnChain, apiCallOutcome } from './usage-counts.js';
+import { apiCallCounts, sponsorAnswers, sponsorFulfilmentCounts, sponsorVolumes } from './usage-counts.js';
 import type { WindowSummary } from './window.js';
 
 export type CycleMetricsOptions = {
@@ -79,28 +80,14 @@ export function cycleMetrics(registry: Registry, options: CycleMetricsOptions = 
   });
   const sponsors = new SponsorLabels(options.topSponsors ?? DEFAULT_TOP_SPONSORS);
   const observeUsage = (summary: CycleSummary) => {
-    const volumes = new Map<string, number>();
-    for (const result of summary.results) {
-      if (!result.ok || result.output.sponsor === undefined) continue;
-      const key = sponsorKey(result.output.chainId, result.output.sponsor);
-      volumes.set(key, (volumes.get(key) ?? 0) + result.output.outcomes.filter(answeredOnChain).length);
-    }
-    sponsors.observe(volumes);
-    for (const result of summary.results) {
-      if (!result.ok) continue;
-      const { chainId, sponsor } = result.output;
-      for (const outcome of result.output.outcomes) {
-        const api = apiCallOutcome(outcome);
-        if (api !== undefined && outcome.oisTitle !== undefined && outcome.endpointName !== undefined)
-          apiCalls.inc({ ois: outcome.oisTitle, endpoint: outcome.endpointName, outcome: api });
-        if (sponsor !== undefined && answeredOnChain(outcome))
-          sponsorFulfilments.inc({
-            chain_id: chainId,
-            sponsor: sponsors.labelOf(chainId, sponsor),
-            outcome: outcome.outcome,
-          });
-      }
-    }
+    for (const { ois, endpoint, outcome, count } of apiCallCounts(summary))
+      apiCalls.inc({ ois, endpoint, outcome }, count);
+    const answers = sponsorAnswers(summary);
+    sponsors.observe(sponsorVolumes(answers));
+    for (const { chainId, sponsor, outcome, count } of sponsorFulfilmentCounts(answers, (chain, address) =>
+      sponsors.labelOf(chain, address),
+    ))
+      sponsorFulfilments.inc({ chain_id: chainId, sponsor, outcome }, count);
   };
   return {
     observe(summary: CycleSummary | WindowSummary | undefined, seconds: number) {

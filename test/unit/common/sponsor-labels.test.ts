@@ -1,8 +1,8 @@
-// The rule that bounds the sponsors' label values (src/node/sponsor-labels.ts): labels go to the biggest sponsors
+// The rule that bounds the sponsors' label values (src/common/sponsor-labels.ts): labels go to the biggest sponsors
 // while there are free ones, never taken back, at most N, the rest `other`.
 import { expect } from 'chai';
 import fc from 'fast-check';
-import { labelSponsors, OTHER_SPONSOR, SponsorLabels, sponsorKey } from '../../../src/node/sponsor-labels.js';
+import { labelSponsors, OTHER_SPONSOR, SponsorLabels, sponsorKey } from '../../../src/common/sponsor-labels.js';
 
 const volumes = (entries: Record<string, number>) => new Map(Object.entries(entries));
 
