@@ -14,7 +14,7 @@ import { createNodeLogger } from '../node/logger.js';
 import { runCoordinator } from '../node/run.js';
 import { registerSecret } from '../observability/index.js';
 import { parseCommandArgs, parseGasPriceCeilings, parseStandbyDelay, parseWindowOptions } from './args.js';
-import { engineEnvironment, loadCommandConfig } from './command-config.js';
+import { engineEnvironment, loadCommandConfig, parseTopSponsors, USAGE_OPTIONS_HELP } from './command-config.js';
 import { onStopSignals } from './lifecycle.js';
 import type { Subcommand } from './subcommand.js';
 
@@ -23,7 +23,8 @@ export { LEASE_LOST, REPORT_AFTER_SIGTERM_MS } from '../node/run.js';
 export const DEFAULT_CACHE_DIR = '/tmp/oracle-node-cache';
 const HELP = `Usage: oracle-node coordinator -c config.json [-s secrets.env] [--cache-dir DIR] [--details]
                                [--window SECONDS [--poll-interval SECONDS] [--handover-lease NAME]]
-                               [--max-gas-price CHAIN_ID=GWEI ...] [--standby-delay-blocks N] [--heartbeat-usage]
+                               [--max-gas-price CHAIN_ID=GWEI ...] [--standby-delay-blocks N]
+                               [--metrics-top-sponsors N] [--heartbeat-usage]
 
 Runs one request-response cycle on every configured chain, sends the heartbeat when
 nodeSettings.heartbeat.enabled, and exits.
@@ -42,8 +43,8 @@ nodeSettings.heartbeat.enabled, and exits.
                        above it is not sent and its request waits
       --standby-delay-blocks  a standby of the same node deployed elsewhere: serves a request only once it has
                        been servable for N blocks and is still open (0, the default: the primary)
-      --heartbeat-usage  the heartbeat carries the counts of the run (\`last_cycle\`: requests fulfilled, failed,
-                       deferred, skipped; API calls by class), signed with the rest (docs/gateways.md)
+${USAGE_OPTIONS_HELP.replace(/^/gm, '      ')}
+      (in a pod the operator made, the sponsors are reported to it, which keeps its own top N across runs)
 
 Nothing is sent after the window's hard end (its end + ${HARD_END_MARGIN_MS / 1000} s) or after SIGTERM: the requests
 left stay open for the next run. SIGTERM stops the run; the report is written and the process exits 0.
@@ -78,6 +79,7 @@ export const command: Subcommand = {
         'handover-lease': { type: 'string' },
         'max-gas-price': { type: 'string', multiple: true },
         'standby-delay-blocks': { type: 'string' },
+        'metrics-top-sponsors': { type: 'string' },
         'heartbeat-usage': { type: 'boolean' },
       },
       HELP,
@@ -96,6 +98,8 @@ export const command: Subcommand = {
     if ('exitCode' in limits) return limits.exitCode;
     const standby = parseStandbyDelay(values['standby-delay-blocks']);
     if ('exitCode' in standby) return standby.exitCode;
+    const sponsors = parseTopSponsors(values['metrics-top-sponsors']);
+    if ('exitCode' in sponsors) return sponsors.exitCode;
     const pod = engineEnvironment();
     const configPath = values.config ?? pod.configPath;
     if (!configPath) {
@@ -133,6 +137,7 @@ export const command: Subcommand = {
       ...(limits.ceilings ? { gasPriceCeilings: limits.ceilings } : {}),
       standbyDelayBlocks: standby.standbyDelayBlocks,
       heartbeatUsage: values['heartbeat-usage'] === true,
+      metricsTopSponsors: sponsors.topSponsors,
       terminate: terminate.signal,
     });
     if ('exitCode' in run) {

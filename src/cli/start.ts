@@ -11,7 +11,6 @@ import { roleOf } from '../node/cycle.js';
 import { createNodeLogger } from '../node/logger.js';
 import { callEndpoint } from '../node/ois-adapter.js';
 import { runLocalNode } from '../node/run.js';
-import { DEFAULT_TOP_SPONSORS, MAX_TOP_SPONSORS } from '../common/sponsor-labels.js';
 import {
   parseCommandArgs,
   parseGasPriceCeilings,
@@ -20,23 +19,12 @@ import {
   parseWindowOptions,
 } from './args.js';
 import { CALLER_OPTIONS, CALLER_OPTIONS_HELP, callerSettings } from './caller-options.js';
-import { loadCommandConfig } from './command-config.js';
+import { loadCommandConfig, parseTopSponsors, USAGE_OPTIONS_HELP } from './command-config.js';
 import { DEFAULT_CACHE_DIR } from './coordinator.js';
 import { cannotListen, onStopSignals } from './lifecycle.js';
 import type { Subcommand } from './subcommand.js';
 
 export const DEFAULT_CYCLE_INTERVAL_MS = 60_000;
-
-/** `--metrics-top-sponsors N`: how many sponsors get a label value of their own in the metrics. */
-function parseTopSponsors(value: string | undefined): { topSponsors: number } | { exitCode: number } {
-  if (value === undefined) return { topSponsors: DEFAULT_TOP_SPONSORS };
-  const count = Number(value);
-  if (value.trim() === '' || !Number.isInteger(count) || count < 0 || count > MAX_TOP_SPONSORS) {
-    process.stderr.write(`--metrics-top-sponsors takes a whole number from 0 to ${MAX_TOP_SPONSORS}, not "${value}"\n`);
-    return { exitCode: 2 };
-  }
-  return { topSponsors: count };
-}
 
 const HELP = `Usage: oracle-node start -c config.json [-s secrets.env] [--interval-ms N] [--poll-interval SECONDS] [--cache-dir DIR] [--port N] [--metrics-port N] [--no-gateway]
                          [--max-gas-price CHAIN_ID=GWEI ...] [--standby-delay-blocks N]
@@ -51,9 +39,7 @@ blocks are polled every SECONDS until the next cycle.
 is not sent and its request waits.
 --standby-delay-blocks makes this node a standby of the same node deployed elsewhere: it serves a request only
 once it has been servable (confirmed) for N blocks and is still open; 0, the default, is the primary.
---metrics-top-sponsors is how many sponsors get a label of their own in node_sponsor_fulfilments_total (default
-${DEFAULT_TOP_SPONSORS}, at most ${MAX_TOP_SPONSORS}): the biggest while labels are free, never taken back; the others are "other".
---heartbeat-usage adds the counts of each cycle to the signed heartbeat payload (\`last_cycle\`, docs/gateways.md).
+${USAGE_OPTIONS_HELP}
 The gateway's callers (keys and rates, as \`oracle-node gateway\`):
 ${CALLER_OPTIONS_HELP}
 Stops gracefully on SIGTERM or SIGINT.

@@ -52,6 +52,8 @@ export type RunFlags = {
   standbyDelayBlocks: number;
   /** `--heartbeat-usage`: the heartbeat carries the counts of the cycle just run (`last_cycle`). */
   heartbeatUsage?: boolean;
+  /** How many sponsors get a label value of their own in the metrics and the cycle report (`--metrics-top-sponsors`). */
+  metricsTopSponsors?: number;
 };
 
 export type CoordinatorRunOptions = RunFlags & {
@@ -251,6 +253,7 @@ export async function runCoordinator(options: CoordinatorRunOptions): Promise<Co
           startTime,
           durationMs: performance.now() - started,
           ...(heartbeat ? { heartbeat } : {}),
+          ...(options.metricsTopSponsors === undefined ? {} : { topSponsors: options.metricsTopSponsors }),
         });
       } catch (error) {
         logger.warn({ err: errorMessage(error) }, 'could not write the cycle report');
@@ -293,8 +296,6 @@ export type LocalNodeOptions = RunFlags & {
   pollIntervalMs?: number;
   /** Where the cycle metrics are registered (the gateway's /metrics); without one they are kept but not served. */
   registry?: Registry;
-  /** How many sponsors get a label value of their own in the metrics (`--metrics-top-sponsors`). */
-  metricsTopSponsors?: number;
   /** Stops the loop after the cycle in flight (a window ends early). */
   stop: AbortSignal;
 };

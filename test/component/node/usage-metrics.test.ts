@@ -10,8 +10,10 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { expect } from 'chai';
 import { verifyMessage } from 'ethers';
+import { CYCLE_REPORT_KEY, parseCycleReport } from '../../../src/contract/pods.js';
 import { runCycle } from '../../../src/node/cycle.js';
 import { InProcessExecutor } from '../../../src/node/executor.js';
+import { cycleReport } from '../../../src/node/kubernetes/cycle-report.js';
 import { silentLogger } from '../../../src/node/logger.js';
 import { cycleMetrics } from '../../../src/node/metrics.js';
 import type { LastCycleCounts } from '../../../src/node/usage-counts.js';
@@ -99,6 +101,19 @@ describe('usage metrics of a cycle (anvil)', () => {
     expect(sponsor('other', 'failed')).to.equal(String(summary.transactions.failed));
     expect(summary.transactions.failed).to.be.at.least(1);
     expect(text).not.to.include(small.address.toLowerCase());
+
+    // A coordinator pod reports the same to the operator, its run's top N sponsors by address, through the contract.
+    const report = parseCycleReport({ [CYCLE_REPORT_KEY]: JSON.stringify(cycleReport(summary, { topSponsors: 1 })) });
+    expect(report?.apiCalls).to.deep.include.members([
+      { ois: 'Test API', endpoint: 'price', outcome: '2xx', count: 7 },
+      { ois: 'Test API', endpoint: 'price', outcome: 'failed', count: 1 },
+      { ois: 'Test API', endpoint: 'broken', outcome: '5xx', count: 1 },
+    ]);
+    expect(report?.sponsorFulfilments).to.have.deep.members([
+      { chainId: '31337', sponsor: big.address.toLowerCase(), outcome: 'fulfilled', count: 4 },
+      { chainId: '31337', sponsor: 'other', outcome: 'fulfilled', count: 3 },
+      { chainId: '31337', sponsor: 'other', outcome: 'failed', count: summary.transactions.failed },
+    ]);
   });
 
   it('`coordinator --heartbeat-usage` signs the counts of its cycle into the heartbeat payload (`last_cycle`)', async () => {
