@@ -37,7 +37,8 @@ export function labelSponsors(
 export class SponsorLabels {
   #labelled = new Set<string>();
 
-  constructor(readonly limit: number) {}
+  /** At most this many labels; lowered, the labels already given stay (a counter cannot be taken back). */
+  constructor(public limit: number) {}
 
   /** Gives free labels to this observation's biggest newcomers (before any of its counts are added). */
   observe(volumes: ReadonlyMap<string, number>): void {
