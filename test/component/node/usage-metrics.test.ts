@@ -18,8 +18,8 @@ import { silentLogger } from '../../../src/node/logger.js';
 import { cycleMetrics } from '../../../src/node/metrics.js';
 import type { LastCycleCounts } from '../../../src/node/usage-counts.js';
 import { createMetricsRegistry } from '../../../src/observability/index.js';
-import { ORACLE_NODE_ARGS, repoRoot } from '../../support/binary.js';
-import { setBalance, startTestChain, waitForMined } from '../../support/chain.js';
+import { ORACLE_NODE_ARGS, repoRoot, spawnOracleNode } from '../../support/binary.js';
+import { freePort, setBalance, startTestChain, waitForMined } from '../../support/chain.js';
 import {
   type ApiServer,
   buildConfig,
@@ -35,6 +35,7 @@ import {
   wallets,
   writeNodeFiles,
 } from '../../support/harness.js';
+import { waitFor } from '../../support/wait.js';
 
 const run = promisify(execFile);
 
@@ -42,12 +43,13 @@ describe('usage metrics of a cycle (anvil)', () => {
   let chain: Awaited<ReturnType<typeof startTestChain>>;
   let api: ApiServer;
 
-  before(async () => {
+  // A chain per test: a request one test leaves open (a 5xx the engine retries) is not served by the next.
+  beforeEach(async () => {
     chain = await startTestChain();
     api = await startApiServer();
     await setBalance(chain.anvil.url, NODE_ADDRESS, 10n ** 20n);
   });
-  after(async () => {
+  afterEach(async () => {
     await api?.close();
     await chain?.anvil.stop();
   });
@@ -117,16 +119,7 @@ describe('usage metrics of a cycle (anvil)', () => {
   });
 
   it('`coordinator --heartbeat-usage` signs the counts of its cycle into the heartbeat payload (`last_cycle`)', async () => {
-    const bodies: string[] = [];
-    const receiver: Server = createServer((req, res) => {
-      let body = '';
-      req.on('data', (chunk) => (body += chunk));
-      req.on('end', () => {
-        bodies.push(body);
-        res.writeHead(200).end();
-      });
-    });
-    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+    const { bodies, url, close } = await startHeartbeatReceiver();
     try {
       const sponsor = await createSponsor(chain.deployment, 'usage-heartbeat');
       const fulfilled = [await requestPrice(chain.deployment, sponsor), await requestPrice(chain.deployment, sponsor)];
@@ -141,14 +134,8 @@ describe('usage metrics of a cycle (anvil)', () => {
         deployment: chain.deployment,
         apiUrl: api.url,
       });
-      const url = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/heartbeat`;
-      const nodeSettings = config.nodeSettings as Record<string, unknown>;
-      nodeSettings.heartbeat = { enabled: true, url: `\${HEARTBEAT_URL}`, apiKey: `\${HEARTBEAT_KEY}` };
       const dir = mkdtempSync(join(tmpdir(), 'usage-heartbeat-'));
-      const files = writeNodeFiles(dir, {
-        config,
-        secrets: { ...secrets, HEARTBEAT_URL: url, HEARTBEAT_KEY: 'heartbeat-api-key-0123456789-abcdefghij' },
-      });
+      const files = writeNodeFiles(dir, withHeartbeat(config, secrets, url));
       await run(
         process.execPath,
         [...ORACLE_NODE_ARGS, 'coordinator', ...files.args, '--cache-dir', dir, '--heartbeat-usage'],
@@ -191,8 +178,107 @@ describe('usage metrics of a cycle (anvil)', () => {
         deferred: 0,
       });
     } finally {
-      receiver.closeAllConnections();
-      await new Promise((resolve) => receiver.close(resolve));
+      await close();
+    }
+  });
+
+  it('`start --metrics-top-sponsors 0 --heartbeat-usage` counts every sponsor as other and signs the counts', async () => {
+    const { bodies, url, close } = await startHeartbeatReceiver();
+    const metricsPort = await freePort();
+    const dir = mkdtempSync(join(tmpdir(), 'usage-start-'));
+    const { config, secrets } = buildConfigJson({
+      providers: { anvil: chain.anvil.url },
+      deployment: chain.deployment,
+      apiUrl: api.url,
+    });
+    const files = writeNodeFiles(dir, withHeartbeat(config, secrets, url));
+    const child = spawnOracleNode([
+      'start',
+      ...files.args,
+      '--interval-ms',
+      '300',
+      '--port',
+      '0',
+      '--metrics-port',
+      String(metricsPort),
+      '--cache-dir',
+      dir,
+      '--metrics-top-sponsors',
+      '0',
+      '--heartbeat-usage',
+    ]);
+    const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+    try {
+      const sponsor = await createSponsor(chain.deployment, 'usage-start');
+      const id = await requestPrice(chain.deployment, sponsor);
+      await waitFor(
+        async () => (await requestEvents(chain.deployment, id)).fulfilled.length === 1,
+        60_000,
+        'fulfilment',
+      );
+      const metrics = await waitFor(
+        async () => {
+          const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+          return text.includes('node_sponsor_fulfilments_total{chain_id="31337",sponsor="other",outcome="fulfilled"} 1')
+            ? text
+            : undefined;
+        },
+        30_000,
+        'the fulfilment on /metrics',
+      );
+      expect(metrics).to.include('node_api_calls_total{ois="Test API",endpoint="price",outcome="2xx"} 1');
+      expect(metrics).not.to.include(sponsor.address.toLowerCase());
+      const counted = await waitFor(
+        () =>
+          bodies
+            .map((body) => JSON.parse(body) as { payload: string; signature: string })
+            .find(
+              (body) =>
+                (JSON.parse(body.payload) as { last_cycle?: LastCycleCounts }).last_cycle?.requests.fulfilled === 1,
+            ),
+        30_000,
+        'a heartbeat with the fulfilment counted',
+      );
+      expect(verifyMessage(counted.payload, counted.signature)).to.equal(NODE_ADDRESS);
+    } finally {
+      child.kill('SIGTERM');
+      await exited;
+      await close();
     }
   });
 });
+
+/** A heartbeat endpoint on loopback that keeps every body it is sent. */
+async function startHeartbeatReceiver(): Promise<{ bodies: string[]; url: string; close: () => Promise<void> }> {
+  const bodies: string[] = [];
+  const receiver: Server = createServer((req, res) => {
+    let body = '';
+    req.on('data', (chunk) => (body += chunk));
+    req.on('end', () => {
+      bodies.push(body);
+      res.writeHead(200).end();
+    });
+  });
+  await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+  return {
+    bodies,
+    url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/heartbeat`,
+    close: async () => {
+      receiver.closeAllConnections();
+      await new Promise((resolve) => receiver.close(resolve));
+    },
+  };
+}
+
+/** The node's files with the heartbeat on, to `url`, its URL and key from secrets.env as an operator would. */
+function withHeartbeat(config: Record<string, unknown>, secrets: Record<string, string>, url: string) {
+  (config.nodeSettings as Record<string, unknown>).heartbeat = {
+    enabled: true,
+    url: `\${HEARTBEAT_URL}`,
+    apiKey: `\${HEARTBEAT_KEY}`,
+  };
+  return {
+    config,
+    secrets: { ...secrets, HEARTBEAT_URL: url, HEARTBEAT_KEY: 'heartbeat-api-key-0123456789-abcdefghij' },
+  };
+}
