@@ -319,6 +319,7 @@ export async function runLocalNode(options: LocalNodeOptions): Promise<void> {
   });
   while (!stop.aborted) {
     const started = Date.now();
+    const startedMs = performance.now();
     // The heartbeat's counts of this cycle (`--heartbeat-usage`); none after a cycle that failed.
     let usage: LastCycleCounts | undefined;
     try {
@@ -335,7 +336,7 @@ export async function runLocalNode(options: LocalNodeOptions): Promise<void> {
         : await runCycle(config, deps);
       await tracer.flush();
       metrics.observe(summary, (Date.now() - started) / 1000);
-      if (options.heartbeatUsage) usage = lastCycleCounts(summary, Date.now() - started);
+      if (options.heartbeatUsage) usage = lastCycleCounts(summary, performance.now() - startedMs);
       if (!pollIntervalMs) await recordRequestsLocally(requestLog, summary, new Date(started), logger);
     } catch (error) {
       // runCycle isolates chains and providers; anything reaching here is a bug, never fatal for the loop.
