@@ -13,7 +13,14 @@ import { coordinatorKubernetes } from '../node/kubernetes/index.js';
 import { createNodeLogger } from '../node/logger.js';
 import { runCoordinator } from '../node/run.js';
 import { registerSecret } from '../observability/index.js';
-import { parseCommandArgs, parseGasPriceCeilings, parseStandbyDelay, parseWindowOptions } from './args.js';
+import { DEFAULT_API_RETRY_WINDOW_SECONDS } from '../ois/deferral.js';
+import {
+  parseApiRetryWindow,
+  parseCommandArgs,
+  parseGasPriceCeilings,
+  parseStandbyDelay,
+  parseWindowOptions,
+} from './args.js';
 import { engineEnvironment, loadCommandConfig, parseTopSponsors, USAGE_OPTIONS_HELP } from './command-config.js';
 import { onStopSignals } from './lifecycle.js';
 import type { Subcommand } from './subcommand.js';
@@ -24,6 +31,7 @@ export const DEFAULT_CACHE_DIR = '/tmp/oracle-node-cache';
 const HELP = `Usage: oracle-node coordinator -c config.json [-s secrets.env] [--cache-dir DIR] [--details]
                                [--window SECONDS [--poll-interval SECONDS] [--handover-lease NAME]]
                                [--max-gas-price CHAIN_ID=GWEI ...] [--standby-delay-blocks N]
+                               [--api-retry-window SECONDS]
                                [--metrics-top-sponsors N] [--heartbeat-usage]
 
 Runs one request-response cycle on every configured chain, sends the heartbeat when
@@ -43,6 +51,9 @@ nodeSettings.heartbeat.enabled, and exits.
                        above it is not sent and its request waits
       --standby-delay-blocks  a standby of the same node deployed elsewhere: serves a request only once it has
                        been servable for N blocks and is still open (0, the default: the primary)
+      --api-retry-window  a request whose API fails for now (429, 408, 5xx, no answer) stays open and is
+                       retried with back-off, never sooner than a Retry-After; it is failed on chain only
+                       once older than SECONDS (default ${DEFAULT_API_RETRY_WINDOW_SECONDS}; 0: at once, as the reference)
 ${USAGE_OPTIONS_HELP.replace(/^/gm, '      ')}
       (in a pod the operator made, the sponsors are reported to it, which keeps its own top N across runs)
 
@@ -81,6 +92,7 @@ export const command: Subcommand = {
         'standby-delay-blocks': { type: 'string' },
         'metrics-top-sponsors': { type: 'string' },
         'heartbeat-usage': { type: 'boolean' },
+        'api-retry-window': { type: 'string' },
       },
       HELP,
     );
@@ -100,6 +112,8 @@ export const command: Subcommand = {
     if ('exitCode' in standby) return standby.exitCode;
     const sponsors = parseTopSponsors(values['metrics-top-sponsors']);
     if ('exitCode' in sponsors) return sponsors.exitCode;
+    const retries = parseApiRetryWindow(values['api-retry-window']);
+    if ('exitCode' in retries) return retries.exitCode;
     const pod = engineEnvironment();
     const configPath = values.config ?? pod.configPath;
     if (!configPath) {
@@ -138,6 +152,7 @@ export const command: Subcommand = {
       standbyDelayBlocks: standby.standbyDelayBlocks,
       heartbeatUsage: values['heartbeat-usage'] === true,
       metricsTopSponsors: sponsors.topSponsors,
+      apiRetryWindowSeconds: retries.apiRetryWindowSeconds,
       terminate: terminate.signal,
     });
     if ('exitCode' in run) {

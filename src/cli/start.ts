@@ -11,7 +11,9 @@ import { roleOf } from '../node/cycle.js';
 import { createNodeLogger } from '../node/logger.js';
 import { callEndpoint } from '../node/ois-adapter.js';
 import { runLocalNode } from '../node/run.js';
+import { DEFAULT_API_RETRY_WINDOW_SECONDS } from '../ois/deferral.js';
 import {
+  parseApiRetryWindow,
   parseCommandArgs,
   parseGasPriceCeilings,
   parseServerPorts,
@@ -27,7 +29,7 @@ import type { Subcommand } from './subcommand.js';
 export const DEFAULT_CYCLE_INTERVAL_MS = 60_000;
 
 const HELP = `Usage: oracle-node start -c config.json [-s secrets.env] [--interval-ms N] [--poll-interval SECONDS] [--cache-dir DIR] [--port N] [--metrics-port N] [--no-gateway]
-                         [--max-gas-price CHAIN_ID=GWEI ...] [--standby-delay-blocks N]
+                         [--max-gas-price CHAIN_ID=GWEI ...] [--standby-delay-blocks N] [--api-retry-window SECONDS]
                          [--metrics-top-sponsors N] [--heartbeat-usage]
                          [--callers DIR [--caller-rate NAME=N/s ...] [--default-caller-rate N/s]]
 
@@ -39,6 +41,9 @@ blocks are polled every SECONDS until the next cycle.
 is not sent and its request waits.
 --standby-delay-blocks makes this node a standby of the same node deployed elsewhere: it serves a request only
 once it has been servable (confirmed) for N blocks and is still open; 0, the default, is the primary.
+--api-retry-window: a request whose API fails for now (429, 408, 5xx, no answer) stays open and is retried with
+back-off, never sooner than the API's Retry-After; it is failed on chain only once older than SECONDS (default
+${DEFAULT_API_RETRY_WINDOW_SECONDS}; 0: at once, as the reference does).
 ${USAGE_OPTIONS_HELP}
 The gateway's callers (keys and rates, as \`oracle-node gateway\`):
 ${CALLER_OPTIONS_HELP}
@@ -62,6 +67,7 @@ export const command: Subcommand = {
         'standby-delay-blocks': { type: 'string' },
         'metrics-top-sponsors': { type: 'string' },
         'heartbeat-usage': { type: 'boolean' },
+        'api-retry-window': { type: 'string' },
         ...CALLER_OPTIONS,
       },
       HELP,
@@ -87,6 +93,8 @@ export const command: Subcommand = {
     if ('exitCode' in standby) return standby.exitCode;
     const sponsors = parseTopSponsors(values['metrics-top-sponsors']);
     if ('exitCode' in sponsors) return sponsors.exitCode;
+    const retries = parseApiRetryWindow(values['api-retry-window']);
+    if ('exitCode' in retries) return retries.exitCode;
     const callerFlags = callerSettings(values);
     if ('error' in callerFlags) {
       process.stderr.write(`${callerFlags.error}\n\n${HELP}`);
@@ -159,6 +167,7 @@ export const command: Subcommand = {
       standbyDelayBlocks: standby.standbyDelayBlocks,
       metricsTopSponsors: sponsors.topSponsors,
       heartbeatUsage: values['heartbeat-usage'] === true,
+      apiRetryWindowSeconds: retries.apiRetryWindowSeconds,
       // Cycle metrics join the gateway's /metrics.
       ...(gateway ? { registry: gateway.gateway.registry } : {}),
       stop: stopped.signal,

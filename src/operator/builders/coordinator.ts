@@ -9,6 +9,7 @@ import {
   DEFAULT_SCHEDULE,
   MIN_COORDINATOR_POLL_INTERVAL_SECONDS,
 } from '../resource.js';
+import { apiRetryWindowArgs } from './api-limits.js';
 import { gasPriceCeilingArgs, standbyArgs } from './chain-limits.js';
 import {
   type BuildInput,
@@ -175,6 +176,7 @@ export function buildCoordinatorCronJob(
     ...run.windowArgs,
     ...gasPriceCeilingArgs(input.node),
     ...standbyArgs(input.node),
+    ...apiRetryWindowArgs(input.node),
     ...usageArgs(input.node),
   ];
   const container = engineContainer(input, 'coordinator', args, 'coordinator', [

@@ -13,7 +13,7 @@ function summary(parts: Pick<CycleSummary, 'results' | 'seen'>): CycleSummary {
     providers: [],
     requests: { discovered: 0, servable: 0, waitingForConfirmations: 0, overChainLimit: 0 },
     shards: { total: 0, failed: 0 },
-    transactions: { fulfilled: 0, failed: 0, withdrawn: 0, skipped: 0, errors: 0, replaced: 0 },
+    transactions: { fulfilled: 0, failed: 0, withdrawn: 0, skipped: 0, deferred: 0, errors: 0, replaced: 0 },
     apiCalls: 0,
     cacheHits: 0,
     rpcCalls: 0,
