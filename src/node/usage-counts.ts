@@ -4,7 +4,6 @@
 // operator's metrics) and the heartbeat all count from here.
 import { sponsorKey } from '../common/sponsor-labels.js';
 import { API_CALL_OUTCOMES, type ApiCallReport, type SponsorFulfilmentReport } from '../contract/pods.js';
-import { isDeferredMessage } from '../ois/deferral.js';
 import type { CycleSummary } from './cycle-summary.js';
 import type { ShardOutcome } from './shard-types.js';
 
@@ -22,9 +21,12 @@ export function apiCallOutcome(outcome: ShardOutcome): ApiCallOutcome | undefine
   return outcome.api.outcome === 'no response' ? 'no_response' : outcome.api.outcome;
 }
 
-/** A request left open because its API call was kept back (src/ois/deferral.ts): skipped, never failed. */
+/**
+ * A request left open because its API call was kept back by the rate budget or the API's pause (src/ois/deferral.ts):
+ * deferred without a call going out. A deferral after a call the API failed (429, 5xx, ...) counts that call's class.
+ */
 function isDeferred(outcome: ShardOutcome): boolean {
-  return outcome.outcome === 'skipped' && outcome.reason !== undefined && isDeferredMessage(outcome.reason);
+  return outcome.outcome === 'deferred' && outcome.api?.outcome === 'not called';
 }
 
 /** A request answered on chain in this cycle: fulfilled or failed, a replacement of a stuck transaction excluded. */
@@ -43,25 +45,23 @@ export type LastCycleCounts = {
   api_calls: Record<ApiCallOutcome, number>;
 };
 
-/** The counts of one cycle (a window's polls added up) for the heartbeat; `skipped` excludes the deferred. */
+/** The counts of one cycle (a window's polls added up) for the heartbeat. */
 export function lastCycleCounts(summary: CycleSummary, durationMs: number): LastCycleCounts {
   const apiCalls = Object.fromEntries(API_CALL_OUTCOMES.map((outcome) => [outcome, 0])) as Record<
     ApiCallOutcome,
     number
   >;
-  let deferred = 0;
   for (const result of summary.results) {
     if (!result.ok) continue;
     for (const outcome of result.output.outcomes) {
       const api = apiCallOutcome(outcome);
       if (api !== undefined) apiCalls[api]++;
-      if (outcome.kind === 'api' && isDeferred(outcome)) deferred++;
     }
   }
-  const { fulfilled, failed, skipped, errors } = summary.transactions;
+  const { fulfilled, failed, deferred, skipped, errors } = summary.transactions;
   return {
     duration_ms: Math.max(0, Math.round(durationMs)),
-    requests: { fulfilled, failed, deferred, skipped: Math.max(0, skipped - deferred), errors },
+    requests: { fulfilled, failed, deferred, skipped, errors },
     api_calls: apiCalls,
   };
 }

@@ -16,8 +16,9 @@ import { InProcessExecutor } from '../../../src/node/executor.js';
 import { cycleReport } from '../../../src/node/kubernetes/cycle-report.js';
 import { silentLogger } from '../../../src/node/logger.js';
 import { cycleMetrics } from '../../../src/node/metrics.js';
-import type { LastCycleCounts } from '../../../src/node/usage-counts.js';
+import { type LastCycleCounts, lastCycleCounts } from '../../../src/node/usage-counts.js';
 import { createMetricsRegistry } from '../../../src/observability/index.js';
+import { setApiBudgets } from '../../../src/ois/index.js';
 import { ORACLE_NODE_ARGS, repoRoot, spawnOracleNode } from '../../support/binary.js';
 import { freePort, setBalance, startTestChain, waitForMined } from '../../support/chain.js';
 import {
@@ -116,6 +117,39 @@ describe('usage metrics of a cycle (anvil)', () => {
       { chainId: '31337', sponsor: 'other', outcome: 'fulfilled', count: 3 },
       { chainId: '31337', sponsor: 'other', outcome: 'failed', count: summary.transactions.failed },
     ]);
+  });
+
+  it('counts a call the rate budget kept back as deferred, never as a call the API failed', async () => {
+    const sponsor = await createSponsor(chain.deployment, 'usage-budget');
+    await requestPrice(chain.deployment, sponsor);
+    await requestPrice(chain.deployment, sponsor);
+    // One call a minute: the second request's call never goes out in this cycle.
+    setApiBudgets([{ ois: 'Test API', rate: { calls: 1, windowMs: 60_000 } }]);
+    try {
+      const config = buildConfig({
+        providers: { anvil: chain.anvil.url },
+        deployment: chain.deployment,
+        apiUrl: api.url,
+      });
+      const executor = new InProcessExecutor({ config, wallets, logger: silentLogger });
+      const summary = await runCycle(config, { executor, logger: silentLogger, wallets });
+      await waitForMined(chain.anvil.url);
+      expect(summary.transactions).to.include({ fulfilled: 1, deferred: 1, failed: 0 });
+      expect(api.calls.filter((call) => call.path === '/price')).to.have.length(1);
+
+      const registry = createMetricsRegistry();
+      cycleMetrics(registry).observe(summary, 1);
+      const text = await registry.metrics();
+      expect(text).to.include('node_api_calls_total{ois="Test API",endpoint="price",outcome="2xx"} 1');
+      expect(text).to.include('node_api_calls_total{ois="Test API",endpoint="price",outcome="deferred"} 1');
+      expect(text).not.to.match(/node_api_calls_total\{[^}]*outcome="failed"/);
+      expect(lastCycleCounts(summary, 0)).to.deep.include({
+        requests: { fulfilled: 1, failed: 0, deferred: 1, skipped: 0, errors: 0 },
+      });
+      expect(lastCycleCounts(summary, 0).api_calls).to.include({ '2xx': 1, deferred: 1, failed: 0 });
+    } finally {
+      setApiBudgets([]);
+    }
   });
 
   it('`coordinator --heartbeat-usage` signs the counts of its cycle into the heartbeat payload (`last_cycle`)', async () => {

@@ -19,13 +19,15 @@ describe('the API call outcome label', () => {
     expect(apiCallOutcome(silent)).to.equal('no_response');
   });
 
-  it('is deferred for a call the rate budget kept back, and absent for a call not made', () => {
-    const deferred = outcome({
-      outcome: 'skipped',
+  it('is deferred for a call the rate budget or a pause kept back, the class of a call the API failed, absent for no call', () => {
+    const keptBack = outcome({
+      outcome: 'deferred',
       reason: `${DEFERRED_PREFIX}over the rate budget of Test API; retry after 1 s; left open for a later poll`,
-      api: { outcome: 'failed', durationMs: 0 },
+      api: { outcome: 'not called', durationMs: 0 },
     });
-    expect(apiCallOutcome(deferred)).to.equal('deferred');
+    expect(apiCallOutcome(keptBack)).to.equal('deferred');
+    const retried = outcome({ outcome: 'deferred', api: { outcome: '5xx', durationMs: 40 } });
+    expect(apiCallOutcome(retried)).to.equal('5xx');
     expect(apiCallOutcome(outcome({ api: { outcome: 'cached', durationMs: 0 } }))).to.equal(undefined);
     expect(apiCallOutcome(outcome({ outcome: 'failed', api: { outcome: 'not called', durationMs: 0 } }))).to.equal(
       undefined,
