@@ -8,8 +8,11 @@ export const OTHER_SPONSOR = 'other';
 
 /** The default number of sponsors with a label of their own (`--metrics-top-sponsors`). */
 export const DEFAULT_TOP_SPONSORS = 20;
-/** The most a flag may ask for: each labelled sponsor is a few series on every scrape. */
-export const MAX_TOP_SPONSORS = 1000;
+/**
+ * The most a flag may ask for: each labelled sponsor is a few series on every scrape, and a cycle report's entries per
+ * sponsor and outcome (2 N, plus `other` per chain) must stay within what the operator reads of a list (1,000).
+ */
+export const MAX_TOP_SPONSORS = 250;
 
 /**
  * The labelled sponsors after one observation: `labelled` (never changed) plus, while fewer than `limit`, the
