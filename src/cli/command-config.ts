@@ -2,6 +2,7 @@
 // loaded and validated, and what its pod says about itself. Apart from args.ts so that `validate` and `schema` do not
 // load the engine's config loader at start-up.
 import { errorMessage } from '../common/errors.js';
+import { DEFAULT_TOP_SPONSORS, MAX_TOP_SPONSORS } from '../common/sponsor-labels.js';
 import type { Config, Workload } from '../config/index.js';
 import { type EngineEnvironment, readEngineEnvironment } from '../contract/pods.js';
 import { ConfigLoadError, loadConfig } from '../node/config-loader.js';
@@ -34,4 +35,22 @@ export function secretScope(workload: Workload | undefined): Workload | undefine
 /** What the operator's pods say about themselves (the contract's environment); empty outside a pod. */
 export function engineEnvironment(): EngineEnvironment {
   return readEngineEnvironment(process.env);
+}
+
+/** The usage of `--metrics-top-sponsors` and `--heartbeat-usage`, as the commands that run cycles show it. */
+export const USAGE_OPTIONS_HELP = `--metrics-top-sponsors N  how many sponsors get a label of their own in the fulfilments per sponsor
+                       (default ${DEFAULT_TOP_SPONSORS}, at most ${MAX_TOP_SPONSORS}): the biggest while labels are free, never taken back;
+                       the others are "other" (docs/metrics.md, "Usage")
+--heartbeat-usage      the heartbeat carries the counts of each cycle (\`last_cycle\`: requests fulfilled, failed,
+                       deferred, skipped; API calls by class), signed with the rest (docs/gateways.md, "Heartbeat")`;
+
+/** `--metrics-top-sponsors N` (0 to MAX_TOP_SPONSORS), or exit code 2 after the usage error went to stderr. */
+export function parseTopSponsors(value: string | undefined): { topSponsors: number } | { exitCode: number } {
+  if (value === undefined) return { topSponsors: DEFAULT_TOP_SPONSORS };
+  const count = Number(value);
+  if (value.trim() === '' || !Number.isInteger(count) || count < 0 || count > MAX_TOP_SPONSORS) {
+    process.stderr.write(`--metrics-top-sponsors takes a whole number from 0 to ${MAX_TOP_SPONSORS}, not "${value}"\n`);
+    return { exitCode: 2 };
+  }
+  return { topSponsors: count };
 }

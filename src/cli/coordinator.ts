@@ -21,7 +21,7 @@ import {
   parseStandbyDelay,
   parseWindowOptions,
 } from './args.js';
-import { engineEnvironment, loadCommandConfig } from './command-config.js';
+import { engineEnvironment, loadCommandConfig, parseTopSponsors, USAGE_OPTIONS_HELP } from './command-config.js';
 import { onStopSignals } from './lifecycle.js';
 import type { Subcommand } from './subcommand.js';
 
@@ -32,6 +32,7 @@ const HELP = `Usage: oracle-node coordinator -c config.json [-s secrets.env] [--
                                [--window SECONDS [--poll-interval SECONDS] [--handover-lease NAME]]
                                [--max-gas-price CHAIN_ID=GWEI ...] [--standby-delay-blocks N]
                                [--api-retry-window SECONDS]
+                               [--metrics-top-sponsors N] [--heartbeat-usage]
 
 Runs one request-response cycle on every configured chain, sends the heartbeat when
 nodeSettings.heartbeat.enabled, and exits.
@@ -53,6 +54,8 @@ nodeSettings.heartbeat.enabled, and exits.
       --api-retry-window  a request whose API fails for now (429, 408, 5xx, no answer) stays open and is
                        retried with back-off, never sooner than a Retry-After; it is failed on chain only
                        once older than SECONDS (default ${DEFAULT_API_RETRY_WINDOW_SECONDS}; 0: at once, as the reference)
+${USAGE_OPTIONS_HELP.replace(/^/gm, '      ')}
+      (in a pod the operator made, the sponsors are reported to it, which keeps its own top N across runs)
 
 Nothing is sent after the window's hard end (its end + ${HARD_END_MARGIN_MS / 1000} s) or after SIGTERM: the requests
 left stay open for the next run. SIGTERM stops the run; the report is written and the process exits 0.
@@ -87,6 +90,8 @@ export const command: Subcommand = {
         'handover-lease': { type: 'string' },
         'max-gas-price': { type: 'string', multiple: true },
         'standby-delay-blocks': { type: 'string' },
+        'metrics-top-sponsors': { type: 'string' },
+        'heartbeat-usage': { type: 'boolean' },
         'api-retry-window': { type: 'string' },
       },
       HELP,
@@ -105,6 +110,8 @@ export const command: Subcommand = {
     if ('exitCode' in limits) return limits.exitCode;
     const standby = parseStandbyDelay(values['standby-delay-blocks']);
     if ('exitCode' in standby) return standby.exitCode;
+    const sponsors = parseTopSponsors(values['metrics-top-sponsors']);
+    if ('exitCode' in sponsors) return sponsors.exitCode;
     const retries = parseApiRetryWindow(values['api-retry-window']);
     if ('exitCode' in retries) return retries.exitCode;
     const pod = engineEnvironment();
@@ -143,6 +150,8 @@ export const command: Subcommand = {
         : {}),
       ...(limits.ceilings ? { gasPriceCeilings: limits.ceilings } : {}),
       standbyDelayBlocks: standby.standbyDelayBlocks,
+      heartbeatUsage: values['heartbeat-usage'] === true,
+      metricsTopSponsors: sponsors.topSponsors,
       apiRetryWindowSeconds: retries.apiRetryWindowSeconds,
       terminate: terminate.signal,
     });

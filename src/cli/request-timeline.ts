@@ -43,7 +43,8 @@ function cycleName(cycle: RequestRecord['lastSeen']): string {
 
 const API_DETAIL: Record<string, string> = {
   cached: 'answered from the response cache (no API call)',
-  'not called': 'not called (the request is answered with a fail transaction)',
+  'not called':
+    'not called (no call went out: an endpoint the config lacks, the window ended, or the rate budget or the API kept it back)',
   'no response': 'no response from the API',
   failed: 'the API answered, but processing or encoding its answer failed',
 };

@@ -21,7 +21,7 @@ import {
   parseWindowOptions,
 } from './args.js';
 import { CALLER_OPTIONS, CALLER_OPTIONS_HELP, callerSettings } from './caller-options.js';
-import { loadCommandConfig } from './command-config.js';
+import { loadCommandConfig, parseTopSponsors, USAGE_OPTIONS_HELP } from './command-config.js';
 import { DEFAULT_CACHE_DIR } from './coordinator.js';
 import { cannotListen, onStopSignals } from './lifecycle.js';
 import type { Subcommand } from './subcommand.js';
@@ -30,6 +30,7 @@ export const DEFAULT_CYCLE_INTERVAL_MS = 60_000;
 
 const HELP = `Usage: oracle-node start -c config.json [-s secrets.env] [--interval-ms N] [--poll-interval SECONDS] [--cache-dir DIR] [--port N] [--metrics-port N] [--no-gateway]
                          [--max-gas-price CHAIN_ID=GWEI ...] [--standby-delay-blocks N] [--api-retry-window SECONDS]
+                         [--metrics-top-sponsors N] [--heartbeat-usage]
                          [--callers DIR [--caller-rate NAME=N/s ...] [--default-caller-rate N/s]]
 
 Runs the node locally: gateway server and a request-response cycle every minute (or every N ms).
@@ -43,6 +44,7 @@ once it has been servable (confirmed) for N blocks and is still open; 0, the def
 --api-retry-window: a request whose API fails for now (429, 408, 5xx, no answer) stays open and is retried with
 back-off, never sooner than the API's Retry-After; it is failed on chain only once older than SECONDS (default
 ${DEFAULT_API_RETRY_WINDOW_SECONDS}; 0: at once, as the reference does).
+${USAGE_OPTIONS_HELP}
 The gateway's callers (keys and rates, as \`oracle-node gateway\`):
 ${CALLER_OPTIONS_HELP}
 Stops gracefully on SIGTERM or SIGINT.
@@ -63,6 +65,8 @@ export const command: Subcommand = {
         'no-gateway': { type: 'boolean' },
         'max-gas-price': { type: 'string', multiple: true },
         'standby-delay-blocks': { type: 'string' },
+        'metrics-top-sponsors': { type: 'string' },
+        'heartbeat-usage': { type: 'boolean' },
         'api-retry-window': { type: 'string' },
         ...CALLER_OPTIONS,
       },
@@ -87,6 +91,8 @@ export const command: Subcommand = {
     if ('exitCode' in limits) return limits.exitCode;
     const standby = parseStandbyDelay(values['standby-delay-blocks']);
     if ('exitCode' in standby) return standby.exitCode;
+    const sponsors = parseTopSponsors(values['metrics-top-sponsors']);
+    if ('exitCode' in sponsors) return sponsors.exitCode;
     const retries = parseApiRetryWindow(values['api-retry-window']);
     if ('exitCode' in retries) return retries.exitCode;
     const callerFlags = callerSettings(values);
@@ -159,6 +165,8 @@ export const command: Subcommand = {
       ...(polling.pollIntervalMs ? { pollIntervalMs: polling.pollIntervalMs } : {}),
       ...(limits.ceilings ? { gasPriceCeilings: limits.ceilings } : {}),
       standbyDelayBlocks: standby.standbyDelayBlocks,
+      metricsTopSponsors: sponsors.topSponsors,
+      heartbeatUsage: values['heartbeat-usage'] === true,
       apiRetryWindowSeconds: retries.apiRetryWindowSeconds,
       // Cycle metrics join the gateway's /metrics.
       ...(gateway ? { registry: gateway.gateway.registry } : {}),

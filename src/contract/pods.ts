@@ -5,6 +5,7 @@
 import type { V1Job } from '@kubernetes/client-node';
 import { z } from 'zod';
 import { isRecord, parseJsonText } from '../common/json.js';
+import { OTHER_SPONSOR } from '../common/sponsor-labels.js';
 import { WORKLOADS, type Workload } from '../common/workloads.js';
 import { NODE_ROLES } from './request-log.js';
 import { CYCLE_LABEL, parseWorkerTemplate, type WorkerTemplate } from './shard.js';
@@ -177,6 +178,25 @@ export const MAX_LATENCY_SECONDS = 86_400;
 /** Histogram buckets of request latency, here so the engine's and the operator's histograms agree: 1 s to 2 min. */
 export const REQUEST_LATENCY_BUCKETS_SECONDS = [1, 2, 3, 4, 5, 6, 8, 10, 15, 20, 30, 45, 60, 90, 120];
 const latencySecondsSchema = z.number().nonnegative().max(MAX_LATENCY_SECONDS);
+/**
+ * The outcome classes of an API call made (or kept back: `deferred`), as the engine's and the operator's metrics and
+ * the heartbeat name them (src/node/usage-counts.ts).
+ */
+export const API_CALL_OUTCOMES = ['2xx', '3xx', '4xx', '5xx', 'no_response', 'failed', 'deferred'] as const;
+/** API calls of a cycle by OIS title, endpoint name and outcome class (names from the config's triggers). */
+export const apiCallReportSchema = z.object({
+  ois: z.string().min(1).max(256).meta({ description: 'OIS title.' }),
+  endpoint: z.string().min(1).max(256).meta({ description: 'Endpoint name in the OIS.' }),
+  outcome: z.enum(API_CALL_OUTCOMES).meta({ description: 'Status class of the call, or deferred.' }),
+  count: z.int().positive().max(1_000_000_000),
+});
+/** Requests answered on chain in a cycle per sponsor: the top N sponsors of the run by address, the rest `other`. */
+export const sponsorFulfilmentReportSchema = z.object({
+  chainId: z.string().max(78).meta({ description: 'Chain id.' }),
+  sponsor: z.union([z.string().regex(/^0x[0-9a-f]{40}$/), z.literal(OTHER_SPONSOR)]),
+  outcome: z.enum(['fulfilled', 'failed']),
+  count: z.int().positive().max(1_000_000_000),
+});
 /** Counts of a cycle as flat integers (requests seen, fulfilled, failed, ...). */
 export const cycleCountsSchema = z.record(z.string(), z.int());
 const isoTime = z.iso.datetime({ offset: true });
@@ -186,6 +206,8 @@ export type SponsorWalletReport = z.infer<typeof sponsorWalletReportSchema>;
 export type HeartbeatReport = z.infer<typeof heartbeatResultSchema>;
 export type FailedRequestReport = z.infer<typeof failedRequestReportSchema>;
 export type GasPriceReport = z.infer<typeof gasPriceReportSchema>;
+export type ApiCallReport = z.infer<typeof apiCallReportSchema>;
+export type SponsorFulfilmentReport = z.infer<typeof sponsorFulfilmentReportSchema>;
 /**
  * The whole report, each field optional. parseCycleReport reads it field by field (a malformed field or entry is
  * dropped, not the report), so this schema gives the report its type and each field its rule.
@@ -211,6 +233,10 @@ const cycleReportSchema = z.object({
   latencySeconds: z
     .partialRecord(z.enum(LATENCY_STAGES), z.array(latencySecondsSchema).max(MAX_REPORTED_LATENCIES))
     .optional(),
+  /** The cycle's API calls by OIS, endpoint and outcome class; absent in reports of older engines. */
+  apiCalls: z.array(apiCallReportSchema).optional(),
+  /** The cycle's requests answered on chain per sponsor (its top N sponsors, the rest `other`). */
+  sponsorFulfilments: z.array(sponsorFulfilmentReportSchema).optional(),
 });
 export type CycleReport = z.infer<typeof cycleReportSchema>;
 const reportField = cycleReportSchema.shape;
@@ -262,6 +288,10 @@ export function parseCycleReport(data: Record<string, string> | undefined): Cycl
   if (failedRequests) report.failedRequests = failedRequests;
   const gasPrices = validEntries(gasPriceReportSchema, value['gasPrices']);
   if (gasPrices) report.gasPrices = gasPrices;
+  const apiCalls = validEntries(apiCallReportSchema, value['apiCalls']);
+  if (apiCalls) report.apiCalls = apiCalls;
+  const sponsorFulfilments = validEntries(sponsorFulfilmentReportSchema, value['sponsorFulfilments']);
+  if (sponsorFulfilments) report.sponsorFulfilments = sponsorFulfilments;
   if (isRecord(value['latencySeconds'])) {
     const latencies: NonNullable<CycleReport['latencySeconds']> = {};
     for (const stage of LATENCY_STAGES) {

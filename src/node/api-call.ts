@@ -7,6 +7,7 @@ import type { Config } from '../config/index.js';
 import type { ApiOutcome } from '../contract/request-log.js';
 import { type ApiShardInput, type ApiShardOutput, SHARD_FORMAT } from '../contract/shard.js';
 import { parseTraceparent, type SpanContext, Tracer } from '../observability/tracing.js';
+import { isDeferredMessage } from '../ois/deferral.js';
 import { type WorkDeadline, whenStopped } from './deadline.js';
 import { findEndpoint } from './endpoints.js';
 import {
@@ -54,9 +55,13 @@ const NO_TRACER = new Tracer();
 
 export const NOT_CALLED: ApiRecord = { outcome: 'not called', durationMs: 0 };
 
-/** The class of an API call's outcome from the engine's error message, which names the status code. */
+/**
+ * The class of an API call's outcome from the engine's error message, which names the status code; a call the rate
+ * budget or the API's pause kept back never went out: not called.
+ */
 export function apiOutcomeOf(result: CallEndpointResult): ApiOutcome {
   if (result.success) return '2xx';
+  if (isDeferredMessage(result.errorMessage)) return 'not called';
   const status = /^API call failed with status code ([1-5])\d\d$/.exec(result.errorMessage);
   if (status) return `${status[1]}xx` as ApiOutcome;
   return result.errorMessage === 'API call failed with no response' ? 'no response' : 'failed';

@@ -9,6 +9,7 @@ import type { HeartbeatReport } from '../contract/pods.js';
 import { counter, type Logger, registerSecret, silentLogger } from '../observability/index.js';
 import { deriveDeploymentId } from '../protocol/ids.js';
 import { nodeWallet } from '../protocol/wallet.js';
+import type { LastCycleCounts } from './usage-counts.js';
 
 export type HeartbeatSigner = Pick<BaseWallet, 'address' | 'signMessageSync'>;
 
@@ -28,6 +29,11 @@ export type HeartbeatState = {
    * address), and no URL at all when there is none.
    */
   kubernetes?: { gatewayUrl?: string };
+  /**
+   * The counts of the cycle just run (`--heartbeat-usage`): sent as `last_cycle`, after the reference's keys and
+   * signed with them. Absent, the payload is the reference's, byte for byte.
+   */
+  usage?: LastCycleCounts;
 };
 
 export type HeartbeatOptions = {
@@ -76,7 +82,10 @@ function gatewayUrlsOf(config: Config, state: HeartbeatState): GatewayUrls {
   return { http: env.HTTP_GATEWAY_URL, signed: env.HTTP_SIGNED_DATA_GATEWAY_URL, oev: env.OEV_GATEWAY_URL };
 }
 
-/** The payload string exactly as the reference builds it: keys in this order, optional ones omitted. */
+/**
+ * The payload string exactly as the reference builds it: keys in this order, optional ones omitted; `last_cycle`
+ * only when asked for (a receiver that checks the payload's keys may not know it).
+ */
 export function buildHeartbeatPayload(config: Config, state: HeartbeatState & { deploymentId: string }): string {
   const { cloudProvider, stage } = config.nodeSettings;
   const provider = cloudProvider as { type: string; region?: string };
@@ -91,6 +100,7 @@ export function buildHeartbeatPayload(config: Config, state: HeartbeatState & { 
     ...(urls.http ? { http_gateway_url: urls.http } : {}),
     ...(urls.signed ? { http_signed_data_gateway_url: urls.signed } : {}),
     ...(urls.oev ? { oev_gateway_url: urls.oev } : {}),
+    ...(state.usage ? { last_cycle: state.usage } : {}),
   });
 }
 

@@ -1,11 +1,19 @@
 // Prometheus metrics of the cycle, registered on the registry the gateway server exposes at /metrics.
+
+import { DEFAULT_TOP_SPONSORS, SponsorLabels } from '../common/sponsor-labels.js';
 import { REQUEST_LATENCY_BUCKETS_SECONDS } from '../contract/pods.js';
 import type { Registry } from '../observability/index.js';
 import { counter, gauge, histogram } from '../observability/index.js';
 import type { CycleSummary } from './cycle.js';
+import { apiCallCounts, sponsorAnswers, sponsorFulfilmentCounts, sponsorVolumes } from './usage-counts.js';
 import type { WindowSummary } from './window.js';
 
-export function cycleMetrics(registry: Registry) {
+export type CycleMetricsOptions = {
+  /** How many sponsors get a label value of their own (`--metrics-top-sponsors`); the others are `other`. */
+  topSponsors?: number;
+};
+
+export function cycleMetrics(registry: Registry, options: CycleMetricsOptions = {}) {
   const cycles = counter(registry, {
     name: 'node_cycles_total',
     help: 'Request-response cycles by outcome',
@@ -65,12 +73,34 @@ export function cycleMetrics(registry: Registry) {
     name: 'node_window_idle_polls_total',
     help: 'Polls of the windows that found no new block (one eth_blockNumber per provider, nothing more)',
   });
+  const apiCalls = counter(registry, {
+    name: 'node_api_calls_total',
+    help: 'API calls of the cycles by OIS title, endpoint name and outcome (2xx, 3xx, 4xx, 5xx, no_response, failed: processing or encoding, deferred: kept back by the rate budget)',
+    labelNames: ['ois', 'endpoint', 'outcome'] as const,
+  });
+  const sponsorFulfilments = counter(registry, {
+    name: 'node_sponsor_fulfilments_total',
+    help: 'Requests fulfilled or failed on chain per sponsor; sponsors beyond --metrics-top-sponsors are "other"',
+    labelNames: ['chain_id', 'sponsor', 'outcome'] as const,
+  });
+  const sponsors = new SponsorLabels(options.topSponsors ?? DEFAULT_TOP_SPONSORS);
+  const observeUsage = (summary: CycleSummary) => {
+    for (const { ois, endpoint, outcome, count } of apiCallCounts(summary))
+      apiCalls.inc({ ois, endpoint, outcome }, count);
+    const answers = sponsorAnswers(summary);
+    sponsors.observe(sponsorVolumes(answers));
+    for (const { chainId, sponsor, outcome, count } of sponsorFulfilmentCounts(answers, (chain, address) =>
+      sponsors.labelOf(chain, address),
+    ))
+      sponsorFulfilments.inc({ chain_id: chainId, sponsor, outcome }, count);
+  };
   return {
     observe(summary: CycleSummary | WindowSummary | undefined, seconds: number) {
       duration.observe(seconds);
       cycles.inc({ outcome: summary ? 'completed' : 'error' });
       if (!summary) return;
       for (const [outcome, count] of Object.entries(summary.transactions)) transactions.inc({ outcome }, count);
+      observeUsage(summary);
       for (const provider of summary.providers) {
         const labels = { chain_id: provider.chainId, provider: provider.provider };
         providerUp.set(labels, provider.ok ? 1 : 0);

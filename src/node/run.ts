@@ -33,6 +33,7 @@ import {
   saveHandedOver,
 } from './pending-sightings.js';
 import { cycleRequestRecords, FileRequestLog } from './request-log.js';
+import { type LastCycleCounts, lastCycleCounts } from './usage-counts.js';
 import {
   fileTextStore,
   fileVerifiedProvidersStore,
@@ -57,6 +58,10 @@ export type RunFlags = {
   gasPriceCeilings?: ReadonlyMap<string, bigint>;
   /** A standby's delay (`--standby-delay-blocks`; 0: the primary). */
   standbyDelayBlocks: number;
+  /** `--heartbeat-usage`: the heartbeat carries the counts of the cycle just run (`last_cycle`). */
+  heartbeatUsage?: boolean;
+  /** How many sponsors get a label value of their own in the metrics and the cycle report (`--metrics-top-sponsors`). */
+  metricsTopSponsors?: number;
   /**
    * How long a request whose API fails for now is retried before it is failed on chain (`--api-retry-window`,
    * seconds; 0: at once). Absent: the default, DEFAULT_API_RETRY_WINDOW_SECONDS.
@@ -285,6 +290,7 @@ export async function runCoordinator(options: CoordinatorRunOptions): Promise<Co
           startTime,
           durationMs: performance.now() - started,
           ...(heartbeat ? { heartbeat } : {}),
+          ...(options.metricsTopSponsors === undefined ? {} : { topSponsors: options.metricsTopSponsors }),
         });
       } catch (error) {
         logger.warn({ err: errorMessage(error) }, 'could not write the cycle report');
@@ -304,7 +310,12 @@ export async function runCoordinator(options: CoordinatorRunOptions): Promise<Co
     // As the reference: after every cycle. In a pod, the gateways are reported at the URL callers use.
     const heartbeat = await sendHeartbeat(
       config,
-      kubernetes ? { kubernetes: { ...(kubernetes.gatewayUrl ? { gatewayUrl: kubernetes.gatewayUrl } : {}) } } : {},
+      {
+        ...(kubernetes
+          ? { kubernetes: { ...(kubernetes.gatewayUrl ? { gatewayUrl: kubernetes.gatewayUrl } : {}) } }
+          : {}),
+        ...(options.heartbeatUsage ? { usage: lastCycleCounts(summary, performance.now() - started) } : {}),
+      },
       { logger },
     );
     await report(heartbeatResult(heartbeat));
@@ -345,9 +356,14 @@ export async function runLocalNode(options: LocalNodeOptions): Promise<void> {
     ...(options.gasPriceCeilings ? { gasPriceCeilings: options.gasPriceCeilings } : {}),
     role: roleOf(options.standbyDelayBlocks),
   });
-  const metrics = cycleMetrics(options.registry ?? createMetricsRegistry());
+  const metrics = cycleMetrics(options.registry ?? createMetricsRegistry(), {
+    ...(options.metricsTopSponsors === undefined ? {} : { topSponsors: options.metricsTopSponsors }),
+  });
   while (!stop.aborted) {
     const started = Date.now();
+    const startedMs = performance.now();
+    // The heartbeat's counts of this cycle (`--heartbeat-usage`); none after a cycle that failed.
+    let usage: LastCycleCounts | undefined;
     try {
       const deps = { executor, logger, wallets, tracer, standbyDelayBlocks: options.standbyDelayBlocks, apiRetries };
       // With polling, each cycle is a window that ends before the next one starts.
@@ -362,6 +378,7 @@ export async function runLocalNode(options: LocalNodeOptions): Promise<void> {
         : await runCycle(config, deps);
       await tracer.flush();
       metrics.observe(summary, (Date.now() - started) / 1000);
+      if (options.heartbeatUsage) usage = lastCycleCounts(summary, performance.now() - startedMs);
       if (!pollIntervalMs) await recordRequestsLocally(requestLog, summary, new Date(started), logger);
     } catch (error) {
       // runCycle isolates chains and providers; anything reaching here is a bug, never fatal for the loop.
@@ -369,7 +386,7 @@ export async function runLocalNode(options: LocalNodeOptions): Promise<void> {
       metrics.observe(undefined, (Date.now() - started) / 1000);
     }
     // sendHeartbeat never throws: a failure is logged and counted.
-    await sendHeartbeat(config, {}, { logger });
+    await sendHeartbeat(config, usage ? { usage } : {}, { logger });
     const wait = Math.max(0, intervalMs - (Date.now() - started));
     if (stop.aborted) break;
     await new Promise<void>((resolve) => {

@@ -52,13 +52,18 @@ export function settleUntaken(run: ShardRun): void {
 
 export function shardOutput(run: ShardRun, apis: ShardAnswers): ShardOutput {
   const { shard, outcomes, timings } = run;
+  const calls = new Map(shard.apiCalls.map((call) => [call.id, call]));
   for (const outcome of outcomes) {
-    const api = outcome.kind === 'api' ? apis.records.get(outcome.id) : undefined;
+    if (outcome.kind !== 'api') continue;
+    const api = apis.records.get(outcome.id);
     if (api) outcome.api = api;
+    const call = calls.get(outcome.id);
+    if (call) Object.assign(outcome, { oisTitle: call.oisTitle, endpointName: call.endpointName });
   }
   traceSubmissions(run.context.tracer ?? NO_TRACER, shard, outcomes, run.submissionStartMs);
   return {
     chainId: shard.chainId,
+    sponsor: shard.sponsor,
     sponsorWallet: shard.sponsorWallet,
     outcomes,
     apiCalls: shard.apiCalls.length - apis.cacheHits,

@@ -48,12 +48,17 @@ export type ShardOutcome = {
   replacement?: true;
   /** The request's API call: its status class (never the answer) and how long it took. */
   api?: { outcome: ApiOutcome; durationMs: number };
+  /** The request's OIS title and endpoint name (from the config's trigger, so bounded): the API metrics' labels. */
+  oisTitle?: string;
+  endpointName?: string;
   /** When the provider's answer said it took the transaction (ms since the epoch): the submission's latency ends here. */
   acceptedAtMs?: number;
 };
 
 export type ShardOutput = {
   chainId: string;
+  /** The sponsor whose wallet sent (every shard run sets it): the fulfilments per sponsor (src/node/metrics.ts). */
+  sponsor?: string;
   sponsorWallet: string;
   outcomes: ShardOutcome[];
   apiCalls: number;

@@ -19,7 +19,7 @@ import { redact } from '../observability/index.js';
 import { buildChildren, coordinatorHandoverLease, DEFAULT_SETTINGS, type OperatorSettings } from './builders/index.js';
 import { childCacheTransform } from './child-cache.js';
 import { type ConfigValidator, validateNodeConfig } from './config.js';
-import type { OracleNodeMetrics } from './metrics.js';
+import { type OracleNodeMetrics, usageBounds } from './metrics.js';
 import { foreignMessage, foreignObjects } from './ownership.js';
 import { applyChildren, pruneUnwanted } from './reconcile/apply.js';
 import { deployedNodeAddress, holdCoordinator, nodeAddressChange } from './reconcile/identity.js';
@@ -166,7 +166,7 @@ export class OracleNodeReconciler implements Reconciler {
     const observed = observeWorkloads(input, context.cache);
     const { status, added } = appliedStatus({ input, observed, warnings: inputs.warnings, rollout, nodeAddress, now });
     await writeStatus(node, status, context, this.metrics);
-    this.metrics?.observeCycleReport(key, observed.report);
+    this.metrics?.observeCycleReport(key, observed.report, usageBounds(node, input.config));
     if (added && observed.report) recordCycleEvents(node, added, observed.report, context.events);
     const waiting = rollout.phase !== 'Settled' || !observed.gateway.ready;
     return { requeueAfterMs: waiting ? this.waitPollMs : this.resyncMs };

@@ -5,6 +5,8 @@
 // carry, the report itself (observeCycleReport). Only the leader publishes them (setLeading): a replica that stands by
 // or lost the lease would otherwise serve frozen values beside the leader's.
 
+import { DEFAULT_TOP_SPONSORS, OTHER_SPONSOR, SponsorLabels, sponsorKey } from '../common/sponsor-labels.js';
+import type { Config } from '../config/index.js';
 import {
   type CycleReport,
   HEARTBEAT_RESULTS,
@@ -13,7 +15,7 @@ import {
 } from '../contract/pods.js';
 import type { ObjectKey } from '../kube/index.js';
 import { Counter, Gauge, Histogram, type Registry } from '../observability/index.js';
-import type { OracleNodeStatus } from './resource.js';
+import type { OracleNode, OracleNodeStatus } from './resource.js';
 
 const NODE_LABELS = ['namespace', 'name'] as const;
 const PROVIDER_LABELS = ['namespace', 'name', 'chain', 'provider'] as const;
@@ -34,7 +36,31 @@ type NodeSeries = {
   faults: Map<string, ProviderLabels & { fault: string }>;
   wallets: Map<string, WalletLabels>;
   chains: Map<string, ChainLabels>;
+  /** Label sets of oracle_node_api_calls_total and oracle_node_sponsor_fulfilments_total counted so far. */
+  usage: Map<string, Record<string, string>>;
+  /** The sponsors with a label of their own on this node (top N by volume, never taken back). */
+  sponsors?: SponsorLabels;
 };
+
+/** What the operator knows of a node beyond its report: the bounds of the report's usage labels. */
+export type UsageBounds = {
+  /** spec.coordinator.metricsTopSponsors (default DEFAULT_TOP_SPONSORS). */
+  topSponsors?: number;
+  /** The node's `OIS title\nendpoint name` pairs (its config's triggers): a reported call names one, or is dropped. */
+  endpoints: ReadonlySet<string>;
+};
+
+/** The key of an OIS title and endpoint name in UsageBounds.endpoints. */
+export const endpointKey = (ois: string, endpoint: string) => `${ois}\n${endpoint}`;
+
+/** A node's bounds of its usage labels: its spec's top N, and the endpoints its on-chain requests can reach. */
+export function usageBounds(node: OracleNode, config: Pick<Config, 'triggers'>): UsageBounds {
+  const topSponsors = node.spec.coordinator?.metricsTopSponsors;
+  return {
+    ...(topSponsors === undefined ? {} : { topSponsors }),
+    endpoints: new Set(config.triggers.rrp.map((trigger) => endpointKey(trigger.oisTitle, trigger.endpointName))),
+  };
+}
 
 /** Request outcomes counted from each new cycle report, keyed by the counts the coordinator writes. */
 const OUTCOMES = { seen: 'discovered', fulfilled: 'fulfilled', failed: 'failed', deferred: 'deferred' } as const;
@@ -58,6 +84,8 @@ export class OracleNodeMetrics {
   private readonly idlePolls: Counter<(typeof NODE_LABELS)[number]>;
   private readonly standbyServing: Gauge<(typeof NODE_LABELS)[number]>;
   private readonly standbyServed: Counter<(typeof NODE_LABELS)[number]>;
+  private readonly apiCalls: Counter<(typeof NODE_LABELS)[number] | 'ois' | 'endpoint' | 'outcome'>;
+  private readonly sponsorFulfilments: Counter<(typeof NODE_LABELS)[number] | 'chain' | 'sponsor' | 'outcome'>;
   private readonly seen = new Map<string, NodeSeries>();
   private publishing = true;
 
@@ -172,6 +200,18 @@ export class OracleNodeMetrics {
       labelNames: NODE_LABELS,
       registers,
     });
+    this.apiCalls = new Counter({
+      name: 'oracle_node_api_calls_total',
+      help: 'API calls of the coordinator cycles by OIS title, endpoint name and outcome (2xx, 3xx, 4xx, 5xx, no_response, failed, deferred)',
+      labelNames: [...NODE_LABELS, 'ois', 'endpoint', 'outcome'],
+      registers,
+    });
+    this.sponsorFulfilments = new Counter({
+      name: 'oracle_node_sponsor_fulfilments_total',
+      help: 'Requests fulfilled or failed on chain per sponsor; beyond spec.coordinator.metricsTopSponsors sponsors, "other"',
+      labelNames: [...NODE_LABELS, 'chain', 'sponsor', 'outcome'],
+      registers,
+    });
   }
 
   /**
@@ -200,6 +240,8 @@ export class OracleNodeMetrics {
       this.idlePolls,
       this.standbyServing,
       this.standbyServed,
+      this.apiCalls,
+      this.sponsorFulfilments,
     ])
       metric.reset();
     this.seen.clear();
@@ -279,7 +321,7 @@ export class OracleNodeMetrics {
    * into the histogram, the polls into their counters, a standby's served requests (role, standbyServed). The report is the coordinator's word, read through the
    * contract's parseCycleReport (bounded, well-formed entries only).
    */
-  observeCycleReport(key: ObjectKey, report: CycleReport | undefined): void {
+  observeCycleReport(key: ObjectKey, report: CycleReport | undefined, bounds?: UsageBounds): void {
     if (!this.publishing || !report) return;
     const reportId = report.job ?? report.startTime;
     if (!reportId) return;
@@ -298,6 +340,45 @@ export class OracleNodeMetrics {
     const served = report.role === 'standby' ? (report.counts?.['standbyServed'] ?? 0) : 0;
     this.standbyServing.set(labels, served > 0 ? 1 : 0);
     if (served > 0) this.standbyServed.inc(labels, served);
+    if (bounds) this.observeUsage(state, labels, report, bounds);
+  }
+
+  /**
+   * A report's API calls and fulfilments per sponsor. The coordinator is not trusted with the labels: a call counts
+   * only under an OIS and endpoint of the node's config, and a sponsor only under its own address while the node's
+   * top N (src/common/sponsor-labels.ts, the rule the engine's metrics follow) has room; the rest is `other`.
+   */
+  private observeUsage(
+    state: NodeSeries,
+    labels: Record<(typeof NODE_LABELS)[number], string>,
+    report: CycleReport,
+    bounds: UsageBounds,
+  ): void {
+    const count = (series: Record<string, string>, inc: () => void) => {
+      inc();
+      state.usage.set(JSON.stringify(series), series);
+    };
+    for (const call of report.apiCalls ?? []) {
+      if (!bounds.endpoints.has(endpointKey(call.ois, call.endpoint))) continue;
+      const series = { ...labels, ois: call.ois, endpoint: call.endpoint, outcome: call.outcome };
+      count(series, () => this.apiCalls.inc(series, call.count));
+    }
+    const entries = report.sponsorFulfilments ?? [];
+    state.sponsors ??= new SponsorLabels(bounds.topSponsors ?? DEFAULT_TOP_SPONSORS);
+    state.sponsors.limit = bounds.topSponsors ?? DEFAULT_TOP_SPONSORS;
+    const volumes = new Map<string, number>();
+    for (const entry of entries) {
+      if (entry.sponsor === OTHER_SPONSOR) continue;
+      const key = sponsorKey(entry.chainId, entry.sponsor);
+      volumes.set(key, (volumes.get(key) ?? 0) + entry.count);
+    }
+    state.sponsors.observe(volumes);
+    for (const entry of entries) {
+      const sponsor =
+        entry.sponsor === OTHER_SPONSOR ? OTHER_SPONSOR : state.sponsors.labelOf(entry.chainId, entry.sponsor);
+      const series = { ...labels, chain: entry.chainId, sponsor, outcome: entry.outcome };
+      count(series, () => this.sponsorFulfilments.inc(series, entry.count));
+    }
   }
 
   private stateOf(key: ObjectKey): NodeSeries {
@@ -307,6 +388,7 @@ export class OracleNodeMetrics {
       faults: new Map(),
       wallets: new Map(),
       chains: new Map(),
+      usage: new Map(),
     };
     this.seen.set(id, state);
     return state;
@@ -340,6 +422,10 @@ export class OracleNodeMetrics {
       this.openRequests.remove(walletLabels);
     }
     for (const chainLabels of state?.chains.values() ?? []) this.gasPrice.remove(chainLabels);
+    for (const series of state?.usage.values() ?? []) {
+      if ('ois' in series) this.apiCalls.remove(series);
+      else this.sponsorFulfilments.remove(series);
+    }
     for (const outcome of HEARTBEAT_RESULTS) this.heartbeats.remove({ ...labels, outcome });
     this.seen.delete(id);
   }

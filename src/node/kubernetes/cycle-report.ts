@@ -1,5 +1,7 @@
 // The coordinator's cycle report: what the operator turns into status.lastCycle and metrics. Written into the
 // `<name>-cycle` ConfigMap under the contract's key; the shape is the contract's CycleReport.
+
+import { DEFAULT_TOP_SPONSORS, SponsorLabels } from '../../common/sponsor-labels.js';
 import {
   CYCLE_REPORT_KEY,
   type CycleReport,
@@ -16,6 +18,7 @@ import {
 } from '../../contract/request-log.js';
 import { redact } from '../../observability/index.js';
 import type { CycleSummary } from '../cycle.js';
+import { apiCallCounts, sponsorAnswers, sponsorFulfilmentCounts, sponsorVolumes } from '../usage-counts.js';
 import type { WindowSummary } from '../window.js';
 import { type ConfigMapStore, updateConfigMapData } from './config-map-store.js';
 
@@ -84,13 +87,28 @@ export type CycleContext = {
   heartbeat?: HeartbeatReport;
   /** Writes of the response cache ConfigMap that failed in the cycle (counted only when some did). */
   responseCacheWriteFailures?: number;
+  /** How many sponsors of the run the report names (`--metrics-top-sponsors`), the biggest; the rest are `other`. */
+  topSponsors?: number;
 };
+
+/**
+ * The run's requests answered per sponsor for the report: its biggest `topSponsors` sponsors by address, the rest
+ * as `other` (the operator then keeps its own top N across runs, src/operator/metrics.ts).
+ */
+function reportedSponsorFulfilments(summary: CycleSummary, topSponsors: number) {
+  const answers = sponsorAnswers(summary);
+  const labels = new SponsorLabels(topSponsors);
+  labels.observe(sponsorVolumes(answers));
+  return sponsorFulfilmentCounts(answers, (chainId, sponsor) => labels.labelOf(chainId, sponsor));
+}
 
 /** The report of one cycle, naming the coordinator Job it ran in (so the operator pairs them). */
 export function cycleReport(summary: CycleSummary, context: CycleContext = {}): CycleReport {
   const { jobName, startTime, durationMs, heartbeat, responseCacheWriteFailures } = context;
   const failed = failedRequests(summary);
   const latencies = latencySeconds(summary);
+  const apiCalls = apiCallCounts(summary);
+  const sponsorFulfilments = reportedSponsorFulfilments(summary, context.topSponsors ?? DEFAULT_TOP_SPONSORS);
   return {
     ...(jobName ? { job: jobName } : {}),
     outcome: summary.shards.failed > 0 ? 'PartiallyFailed' : 'Completed',
@@ -113,6 +131,8 @@ export function cycleReport(summary: CycleSummary, context: CycleContext = {}): 
     sponsorWallets: summary.sponsorWallets,
     ...(summary.gasPrices.length > 0 ? { gasPrices: summary.gasPrices } : {}),
     ...(latencies ? { latencySeconds: latencies } : {}),
+    ...(apiCalls.length > 0 ? { apiCalls } : {}),
+    ...(sponsorFulfilments.length > 0 ? { sponsorFulfilments } : {}),
   };
 }
 

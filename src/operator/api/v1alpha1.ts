@@ -19,6 +19,7 @@ import type {
   V2MetricSpec,
 } from '@kubernetes/client-node';
 import { z } from 'zod';
+import { DEFAULT_TOP_SPONSORS, MAX_TOP_SPONSORS } from '../../common/sponsor-labels.js';
 import { DEFAULT_GATEWAY_SERVER_PORT } from '../../config/index.js';
 import {
   CALLERS_DIR,
@@ -568,6 +569,24 @@ export const oracleNodeSpecSchema = z
                 'so polls never stop and a request is served in seconds. ' +
                 `0 turns windows off: one cycle per tick, as the reference node. Default ${DEFAULT_COORDINATOR_POLL_INTERVAL_SECONDS}; ` +
                 `a value between 0 and ${MIN_COORDINATOR_POLL_INTERVAL_SECONDS} is taken as ${MIN_COORDINATOR_POLL_INTERVAL_SECONDS}.`,
+            ),
+          ),
+        metricsTopSponsors: int32(
+          'How many sponsors get a label value of their own in oracle_node_sponsor_fulfilments_total (the ' +
+            "coordinator reports its run's biggest, the operator keeps the first to fill its labels, never taken " +
+            `back); the others are "other". Default ${DEFAULT_TOP_SPONSORS}.`,
+        )
+          .min(0)
+          .max(MAX_TOP_SPONSORS)
+          .optional(),
+        heartbeatUsage: z
+          .boolean()
+          .optional()
+          .meta(
+            described(
+              'The heartbeat carries the counts of each coordinator run (last_cycle: requests fulfilled, failed, ' +
+                'deferred, skipped; API calls by class), signed with the rest. Default false: the payload is the ' +
+                "reference node's.",
             ),
           ),
         resources: resources(

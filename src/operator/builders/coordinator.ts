@@ -3,6 +3,7 @@
 // ends (docs/chain-cycle.md, "The hand-over"); or one cycle with windows off, never two at once.
 import type { V1CronJob, V1PodSpec } from '@kubernetes/client-node';
 import { CONFIG_FILE, ENV, JOB_NAME_LABEL } from '../../contract/pods.js';
+import type { OracleNode } from '../resource.js';
 import {
   DEFAULT_COORDINATOR_POLL_INTERVAL_SECONDS,
   DEFAULT_SCHEDULE,
@@ -149,6 +150,17 @@ function leaseOfArgs(args: string[]): string | undefined {
   return at >= 0 ? args[at + 1] : undefined;
 }
 
+/** `--metrics-top-sponsors N` and `--heartbeat-usage` when spec.coordinator sets them; none by default. */
+export function usageArgs(node: OracleNode): string[] {
+  const coordinator = node.spec.coordinator;
+  return [
+    ...(coordinator?.metricsTopSponsors === undefined
+      ? []
+      : ['--metrics-top-sponsors', String(coordinator.metricsTopSponsors)]),
+    ...(coordinator?.heartbeatUsage === true ? ['--heartbeat-usage'] : []),
+  ];
+}
+
 export function buildCoordinatorCronJob(
   input: BuildInput,
   options: CoordinatorOptions = {},
@@ -165,6 +177,7 @@ export function buildCoordinatorCronJob(
     ...gasPriceCeilingArgs(input.node),
     ...standbyArgs(input.node),
     ...apiRetryWindowArgs(input.node),
+    ...usageArgs(input.node),
   ];
   const container = engineContainer(input, 'coordinator', args, 'coordinator', [
     { name: ENV.workerTemplate, value: canonicalJson(buildWorkerTemplate(input)) },

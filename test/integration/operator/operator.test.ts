@@ -481,6 +481,11 @@ describe('OracleNode operator (integration)', function () {
       job: job.metadata!.name!,
       counts: { requests: 3, fulfilled: 2, failed: 1, polls: 44, idlePolls: 40 },
       latencySeconds: { submission: [0.9, 1.4], inclusion: [3, 6] },
+      apiCalls: [
+        { ois: 'Currency Converter API', endpoint: 'convertToUSD', outcome: '2xx', count: 2 },
+        { ois: 'Made Up', endpoint: 'convertToUSD', outcome: '2xx', count: 5 },
+      ],
+      sponsorFulfilments: [{ chainId: '31337', sponsor: `0x${'5'.repeat(40)}`, outcome: 'fulfilled', count: 2 }],
     });
     const node = await waitFor(
       async () => {
@@ -510,6 +515,29 @@ describe('OracleNode operator (integration)', function () {
     expect(await waitFor(inclusionCount, 30_000, { description: 'the latency histogram' })).to.equal(2);
     expect((await series('oracle_node_window_polls_total'))[0]?.value).to.equal(44);
     expect((await series('oracle_node_window_idle_polls_total'))[0]?.value).to.equal(40);
+    // The usage the run reported: calls only under the node's own OIS and endpoint, the sponsor by address.
+    expect((await series('oracle_node_api_calls_total')).map((v) => [v.labels, v.value])).to.deep.equal([
+      [
+        {
+          namespace: ns(),
+          name: 'minimal',
+          ois: 'Currency Converter API',
+          endpoint: 'convertToUSD',
+          outcome: '2xx',
+        },
+        2,
+      ],
+    ]);
+    expect((await series('oracle_node_sponsor_fulfilments_total'))[0]).to.deep.include({
+      labels: {
+        namespace: ns(),
+        name: 'minimal',
+        chain: '31337',
+        sponsor: `0x${'5'.repeat(40)}`,
+        outcome: 'fulfilled',
+      },
+      value: 2,
+    });
   });
 
   it('deleting an OracleNode garbage-collects its children', async () => {

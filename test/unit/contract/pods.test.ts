@@ -81,6 +81,34 @@ describe('the operator <-> pod contract', () => {
     expect(parseCycleReport({})).to.equal(undefined);
   });
 
+  it('the cycle report keeps well-formed API call and sponsor entries only: no label a coordinator could invent', () => {
+    const sponsor = `0x${'ab'.repeat(20)}`;
+    const report = parseCycleReport({
+      'cycle.json': JSON.stringify({
+        apiCalls: [
+          { ois: 'Prices', endpoint: 'spot', outcome: '2xx', count: 3 },
+          { ois: 'Prices', endpoint: 'spot', outcome: 'teapot', count: 1 },
+          { ois: 'Prices', endpoint: 'spot', outcome: '5xx', count: 0 },
+          { ois: 'x'.repeat(257), endpoint: 'spot', outcome: '2xx', count: 1 },
+        ],
+        sponsorFulfilments: [
+          { chainId: '1', sponsor, outcome: 'fulfilled', count: 2 },
+          { chainId: '1', sponsor: 'other', outcome: 'failed', count: 1 },
+          { chainId: '1', sponsor: sponsor.toUpperCase().replace('0X', '0x'), outcome: 'fulfilled', count: 1 },
+          { chainId: '1', sponsor: 'anyone', outcome: 'fulfilled', count: 1 },
+          { chainId: '1', sponsor, outcome: 'withdrawn', count: 1 },
+        ],
+      }),
+    });
+    expect(report).to.deep.equal({
+      apiCalls: [{ ois: 'Prices', endpoint: 'spot', outcome: '2xx', count: 3 }],
+      sponsorFulfilments: [
+        { chainId: '1', sponsor, outcome: 'fulfilled', count: 2 },
+        { chainId: '1', sponsor: 'other', outcome: 'failed', count: 1 },
+      ],
+    });
+  });
+
   it('the cycle report carries the heartbeat, timing, failed requests (bounded) and gas prices', () => {
     const requestId = `0x${'ab'.repeat(32)}`;
     const report = parseCycleReport({

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { Registry } from 'prom-client';
 import { parseCycleReport } from '../../../src/contract/pods.js';
-import { lastSuccessfulCycleSeconds, OracleNodeMetrics } from '../../../src/operator/metrics.js';
+import { endpointKey, lastSuccessfulCycleSeconds, OracleNodeMetrics } from '../../../src/operator/metrics.js';
 import { lastCycle, providerHealth } from '../../../src/operator/reconcile/status.js';
 import type { OracleNodeStatus } from '../../../src/operator/resource.js';
 
@@ -257,6 +257,72 @@ describe('oracle_node_* metrics from the OracleNode status', () => {
       metrics.forget(key);
       expect(await countOf(registry, 'inclusion')).to.equal(undefined);
       expect(await sample(registry, 'oracle_node_window_idle_polls_total', key)).to.equal(undefined);
+    });
+  });
+
+  describe('API calls and fulfilments per sponsor, from the cycle reports', () => {
+    const address = (n: number) => `0x${String(n).repeat(40)}`;
+    const usageReport = (job: string, sponsors: [string, number][], apiCalls: unknown[] = []) =>
+      parseCycleReport({
+        'cycle.json': JSON.stringify({
+          job,
+          apiCalls,
+          sponsorFulfilments: sponsors.map(([sponsor, count]) => ({
+            chainId: '1',
+            sponsor,
+            outcome: 'fulfilled',
+            count,
+          })),
+        }),
+      });
+    const bounds = (topSponsors?: number) => ({
+      ...(topSponsors === undefined ? {} : { topSponsors }),
+      endpoints: new Set([endpointKey('Prices', 'spot')]),
+    });
+    const sponsorCount = (registry: Registry, sponsor: string) =>
+      sample(registry, 'oracle_node_sponsor_fulfilments_total', { ...key, chain: '1', sponsor, outcome: 'fulfilled' });
+
+    it("counts each report once, the node's top N sponsors by address (first to fill the labels), the rest other", async () => {
+      const registry = new Registry();
+      const metrics = new OracleNodeMetrics(registry);
+      const first = usageReport('j1', [
+        [address(1), 5],
+        [address(2), 9],
+        [address(3), 1],
+        ['other', 4],
+      ]);
+      for (let i = 0; i < 2; i++) metrics.observeCycleReport(key, first, bounds(2));
+      expect(await sponsorCount(registry, address(2))).to.equal(9);
+      expect(await sponsorCount(registry, address(1))).to.equal(5);
+      // The coordinator's `other` and the sponsor beyond the node's N add up.
+      expect(await sponsorCount(registry, 'other')).to.equal(5);
+      // A bigger newcomer finds no free label; the labelled keep theirs though absent from this run.
+      metrics.observeCycleReport(key, usageReport('j2', [[address(4), 100]]), bounds(2));
+      expect(await sponsorCount(registry, 'other')).to.equal(105);
+      expect(await sponsorCount(registry, address(4))).to.equal(undefined);
+      expect(await sponsorCount(registry, address(2))).to.equal(9);
+    });
+
+    it("counts API calls only under the node's own OIS and endpoints; a deleted node takes the series along", async () => {
+      const registry = new Registry();
+      const metrics = new OracleNodeMetrics(registry);
+      const report = usageReport(
+        'j1',
+        [[address(1), 1]],
+        [
+          { ois: 'Prices', endpoint: 'spot', outcome: '2xx', count: 7 },
+          { ois: 'Prices', endpoint: 'spot', outcome: 'deferred', count: 2 },
+          { ois: 'Invented', endpoint: 'spot', outcome: '2xx', count: 1 },
+        ],
+      );
+      metrics.observeCycleReport(key, report, bounds());
+      const calls = (labels: Record<string, string>) => sample(registry, 'oracle_node_api_calls_total', labels);
+      expect(await calls({ ...key, ois: 'Prices', endpoint: 'spot', outcome: '2xx' })).to.equal(7);
+      expect(await calls({ ...key, ois: 'Prices', endpoint: 'spot', outcome: 'deferred' })).to.equal(2);
+      expect(await calls({ ois: 'Invented' })).to.equal(undefined);
+      metrics.forget(key);
+      expect(await calls(key)).to.equal(undefined);
+      expect(await sponsorCount(registry, address(1))).to.equal(undefined);
     });
   });
 

@@ -404,6 +404,22 @@ describe('operator builders', () => {
       expect(redundancy(undefined)).to.deep.equal(coordinatorOf().args);
     });
 
+    it('spec.coordinator.metricsTopSponsors and heartbeatUsage reach the coordinator; absent, its args are as before', () => {
+      const usage = (settings: { metricsTopSponsors?: number; heartbeatUsage?: boolean }) =>
+        coordinatorOf((node) => {
+          node.spec.coordinator = { ...node.spec.coordinator, ...settings } as typeof node.spec.coordinator;
+        }).args;
+      expect(usage({ metricsTopSponsors: 5, heartbeatUsage: true })).to.deep.equal([
+        ...coordinatorOf().args,
+        '--metrics-top-sponsors',
+        '5',
+        '--heartbeat-usage',
+      ]);
+      expect(usage({ metricsTopSponsors: 0 })).to.deep.equal([...coordinatorOf().args, '--metrics-top-sponsors', '0']);
+      expect(usage({ heartbeatUsage: false })).to.deep.equal(coordinatorOf().args);
+      expect(usage({})).to.deep.equal(coordinatorOf().args);
+    });
+
     it("spec.apiRetryWindowSeconds is the coordinator's --api-retry-window; absent, the engine's default (no argument)", () => {
       const retried = (apiRetryWindowSeconds?: number) =>
         coordinatorOf((node) => {
