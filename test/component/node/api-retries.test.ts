@@ -273,13 +273,11 @@ describe('transient API failures leave the request open (anvil, real AirnodeRrpV
       const id = await requestPrice(chain.deployment, sponsor);
       refuse = () => ({ status: 429, headers: { 'Retry-After': '600' } });
       const cacheDir = join(dir, 'next-run-cache');
-      const coordinator = () =>
+      const coordinator = (...more: string[]) =>
         promisify(execFile)(
           process.execPath,
-          [...ORACLE_NODE_ARGS, 'coordinator', ...nodeFiles('next-run-'), '--cache-dir', cacheDir],
-          {
-            cwd: repoRoot,
-          },
+          [...ORACLE_NODE_ARGS, 'coordinator', ...nodeFiles('next-run-'), '--cache-dir', cacheDir, ...more],
+          { cwd: repoRoot },
         );
       await coordinator();
       expect(callTimes.get('ETH'), 'the first run met the 429').to.have.length(1);
@@ -289,6 +287,9 @@ describe('transient API failures leave the request open (anvil, real AirnodeRrpV
       const record = (await new FileRequestLog(cacheDir).read()).find((entry) => entry.requestId === id);
       expect(record?.state).to.equal('deferred');
       expect(record?.reason).to.match(/^deferred: 429, retry at /);
+      // Ended here, so that no later test's node finds it open: a run without its retries and a window of 0 fails it.
+      await coordinator('--api-retry-window', '0', '--cache-dir', join(dir, 'next-run-fresh'));
+      expect((await requestEvents(chain.deployment, id)).failed).to.have.length(1);
     });
 
     it('`start --poll-interval`: a request whose API fails for good is failed once after its window; one in a 503 spell is fulfilled; the log says deferred', async () => {
