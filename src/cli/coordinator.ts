@@ -13,6 +13,7 @@ import { coordinatorKubernetes } from '../node/kubernetes/index.js';
 import { createNodeLogger } from '../node/logger.js';
 import { runCoordinator } from '../node/run.js';
 import { registerSecret } from '../observability/index.js';
+import { API_LIMIT_OPTIONS, API_LIMIT_OPTIONS_HELP, applyApiRateLimits } from './api-limit-options.js';
 import { parseCommandArgs, parseGasPriceCeilings, parseStandbyDelay, parseWindowOptions } from './args.js';
 import { engineEnvironment, loadCommandConfig } from './command-config.js';
 import { onStopSignals } from './lifecycle.js';
@@ -24,6 +25,7 @@ export const DEFAULT_CACHE_DIR = '/tmp/oracle-node-cache';
 const HELP = `Usage: oracle-node coordinator -c config.json [-s secrets.env] [--cache-dir DIR] [--details]
                                [--window SECONDS [--poll-interval SECONDS] [--handover-lease NAME]]
                                [--max-gas-price CHAIN_ID=GWEI ...] [--standby-delay-blocks N]
+                               [--api-rate-limit TITLE=N/s ...]
 
 Runs one request-response cycle on every configured chain, sends the heartbeat when
 nodeSettings.heartbeat.enabled, and exits.
@@ -42,6 +44,9 @@ nodeSettings.heartbeat.enabled, and exits.
                        above it is not sent and its request waits
       --standby-delay-blocks  a standby of the same node deployed elsewhere: serves a request only once it has
                        been servable for N blocks and is still open (0, the default: the primary)
+${API_LIMIT_OPTIONS_HELP}
+                         Run with worker Jobs (in a pod made by the operator), this process calls no API: its
+                         workers get their shares from spec.apiLimits.
 
 Nothing is sent after the window's hard end (its end + ${HARD_END_MARGIN_MS / 1000} s) or after SIGTERM: the requests
 left stay open for the next run. SIGTERM stops the run; the report is written and the process exits 0.
@@ -76,6 +81,7 @@ export const command: Subcommand = {
         'handover-lease': { type: 'string' },
         'max-gas-price': { type: 'string', multiple: true },
         'standby-delay-blocks': { type: 'string' },
+        ...API_LIMIT_OPTIONS,
       },
       HELP,
     );
@@ -101,6 +107,12 @@ export const command: Subcommand = {
     }
     const config = await loadCommandConfig(configPath, values.secrets, 'coordinator');
     if (typeof config === 'number') return config;
+    // No wait by default: the run gives each of its API calls the wait its window leaves (src/node/budget-wait.ts).
+    const budgets = applyApiRateLimits(values['api-rate-limit'], config.ois, { defaultMaxWaitMs: 0 });
+    if ('error' in budgets) {
+      process.stderr.write(`${budgets.error}\n\n${HELP}`);
+      return 2;
+    }
     // Never in a log line, nor in the cycle report the operator turns into Events and status.
     registerSecret(config.nodeSettings.nodeWalletMnemonic);
     for (const chain of config.chains)

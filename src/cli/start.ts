@@ -11,6 +11,7 @@ import { roleOf } from '../node/cycle.js';
 import { createNodeLogger } from '../node/logger.js';
 import { callEndpoint } from '../node/ois-adapter.js';
 import { runLocalNode } from '../node/run.js';
+import { API_LIMIT_OPTIONS, API_LIMIT_OPTIONS_HELP, applyApiRateLimits } from './api-limit-options.js';
 import {
   parseCommandArgs,
   parseGasPriceCeilings,
@@ -29,6 +30,7 @@ export const DEFAULT_CYCLE_INTERVAL_MS = 60_000;
 const HELP = `Usage: oracle-node start -c config.json [-s secrets.env] [--interval-ms N] [--poll-interval SECONDS] [--cache-dir DIR] [--port N] [--metrics-port N] [--no-gateway]
                          [--max-gas-price CHAIN_ID=GWEI ...] [--standby-delay-blocks N]
                          [--callers DIR [--caller-rate NAME=N/s ...] [--default-caller-rate N/s]]
+                         [--api-rate-limit TITLE=N/s ...]
 
 Runs the node locally: gateway server and a request-response cycle every minute (or every N ms).
 --poll-interval makes each cycle a window, as \`oracle-node coordinator --window\`: after the cycle, the new
@@ -40,6 +42,9 @@ is not sent and its request waits.
 once it has been servable (confirmed) for N blocks and is still open; 0, the default, is the primary.
 The gateway's callers (keys and rates, as \`oracle-node gateway\`):
 ${CALLER_OPTIONS_HELP}
+The APIs' rate budgets, one for the cycles and the gateway together (a cycle's call waits for its turn within its
+cycle, a gateway's is answered 429 at once):
+${API_LIMIT_OPTIONS_HELP}
 Stops gracefully on SIGTERM or SIGINT.
 `;
 
@@ -59,6 +64,7 @@ export const command: Subcommand = {
         'max-gas-price': { type: 'string', multiple: true },
         'standby-delay-blocks': { type: 'string' },
         ...CALLER_OPTIONS,
+        ...API_LIMIT_OPTIONS,
       },
       HELP,
     );
@@ -97,6 +103,12 @@ export const command: Subcommand = {
         `oracle-node start runs the local deployment; nodeSettings.cloudProvider.type is "${config.nodeSettings.cloudProvider.type}"\n`,
       );
       return 1;
+    }
+    // No wait by default, so the gateway answers 429 at once; each cycle gives its calls the wait its interval leaves.
+    const budgets = applyApiRateLimits(values['api-rate-limit'], config.ois, { defaultMaxWaitMs: 0 });
+    if ('error' in budgets) {
+      process.stderr.write(`${budgets.error}\n\n${HELP}`);
+      return 2;
     }
     const logger = createNodeLogger(config.nodeSettings);
     const wallets = sponsorWallets(config.nodeSettings.nodeWalletMnemonic);

@@ -13,6 +13,7 @@ import { monotonicNow } from '../common/time.js';
 import type { Config } from '../config/index.js';
 import { createMetricsRegistry, type Registry } from '../observability/index.js';
 import { tracerFromEnvironment } from '../observability/tracing.js';
+import { budgetWaitWithin, callEndpointWaiting } from './budget-wait.js';
 import { FileResponseCache } from './cache.js';
 import { type CycleSummary, roleOf, runCycle } from './cycle.js';
 import { emptySummary } from './cycle-summary.js';
@@ -182,7 +183,14 @@ export async function runCoordinator(options: CoordinatorRunOptions): Promise<Co
   await windowWorkers?.start({ config, deadline, logger });
   const executor = kubernetes
     ? new WorkerExecutor(chainContext, windowWorkers ?? kubernetes.workers)
-    : new InProcessExecutor(chainContext);
+    : new InProcessExecutor({
+        ...chainContext,
+        // A call over its API's budget waits for its turn until the window's end (the hard end's margin is for the
+        // call and its send), else it is deferred and its request left open for the next poll or run.
+        callEndpoint: callEndpointWaiting(
+          budgetWaitWithin(() => deadline.timeLeftMs() - HARD_END_MARGIN_MS, deadline.signal),
+        ),
+      });
   const startTime = new Date();
   const started = performance.now();
   // Each run is a new process: the chain ids verified by the previous run are carried over, not asked again.
@@ -294,6 +302,8 @@ export async function runLocalNode(options: LocalNodeOptions): Promise<void> {
   const { config, logger, wallets, intervalMs, pollIntervalMs, stop } = options;
   const requestLog = new FileRequestLog(options.cacheDir);
   const tracer = tracerFromEnvironment(process.env, 'coordinator');
+  /** When the cycle in flight must be done (the next one's start), on the monotonic clock. */
+  let cycleEndAt = monotonicNow();
   const executor = new InProcessExecutor({
     config,
     wallets,
@@ -302,10 +312,14 @@ export async function runLocalNode(options: LocalNodeOptions): Promise<void> {
     tracer,
     ...(options.gasPriceCeilings ? { gasPriceCeilings: options.gasPriceCeilings } : {}),
     role: roleOf(options.standbyDelayBlocks),
+    // A call over its API's budget waits for its turn within its cycle, leaving the call and its send the margin a
+    // coordinator's window leaves them, else it is deferred to the next cycle. The gateway's calls never wait.
+    callEndpoint: callEndpointWaiting(budgetWaitWithin(() => cycleEndAt - monotonicNow() - HARD_END_MARGIN_MS, stop)),
   });
   const metrics = cycleMetrics(options.registry ?? createMetricsRegistry());
   while (!stop.aborted) {
     const started = Date.now();
+    cycleEndAt = monotonicNow() + intervalMs;
     try {
       const deps = { executor, logger, wallets, tracer, standbyDelayBlocks: options.standbyDelayBlocks };
       // With polling, each cycle is a window that ends before the next one starts.
