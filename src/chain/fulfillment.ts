@@ -101,7 +101,12 @@ export function isNotAwaiting(reason: string): boolean {
 
 export type ApiResponse =
   | { success: true; encodedValue: string; signature: string; gasPrice?: string }
-  | { success: false; errorMessage: string };
+  | {
+      success: false;
+      errorMessage: string;
+      /** The wait the API named with a 429 or 503 (ms): its request is not retried sooner (src/node/api-retries.ts). */
+      retryAfterMs?: number;
+    };
 
 export type FulfillmentRequest = {
   id: string;

@@ -20,6 +20,18 @@ export async function fetchBlockNumber(client: RpcClient): Promise<number> {
   return Number(asQuantity(await client.request('eth_blockNumber', []), 'eth_blockNumber'));
 }
 
+/** A block's timestamp (seconds since the epoch, one eth_getBlockByNumber); throws when the provider lacks the block. */
+export async function fetchBlockTimestamp(client: RpcClient, block: number): Promise<number> {
+  const answer = await client.request<{ timestamp?: unknown } | null>('eth_getBlockByNumber', [
+    toQuantity(block),
+    false,
+  ]);
+  if (!answer) throw new Error(`block ${block} not found`);
+  const timestamp = Number(asQuantity(answer.timestamp, 'block.timestamp'));
+  if (!Number.isSafeInteger(timestamp)) throw new Error(`block ${block} has no usable timestamp`);
+  return timestamp;
+}
+
 /** The block window of a cycle: `blockHistoryLimit` back from the current block. */
 export function logWindow(currentBlock: number, blockHistoryLimit: number): { fromBlock: number; toBlock: number } {
   return { fromBlock: Math.max(0, currentBlock - blockHistoryLimit), toBlock: currentBlock };

@@ -4,15 +4,8 @@
 // recorded is needed: the events and receipts are the provider's bill and the sponsors' money, so a restart, a
 // second node or a lost ConfigMap change nothing. Read-only, through the RpcClient (bounded in time and size).
 import { topics } from './contracts.js';
-import { decodeLogs, fetchBlockNumber, fetchNodeLogs, type RawLog } from './logs.js';
-import {
-  asQuantity,
-  type BatchEntry,
-  MAX_CALLS_PER_BATCH,
-  RpcBatchRefused,
-  type RpcClient,
-  toQuantity,
-} from './rpc.js';
+import { decodeLogs, fetchBlockNumber, fetchBlockTimestamp, fetchNodeLogs, type RawLog } from './logs.js';
+import { asQuantity, type BatchEntry, MAX_CALLS_PER_BATCH, RpcBatchRefused, type RpcClient } from './rpc.js';
 import { type LocalTemplate, resolveTemplates } from './templates.js';
 import { type ApiCallRequest, type ChainConfig, rrpAddressOf } from './types.js';
 
@@ -159,14 +152,7 @@ async function gasOfTransactions(client: RpcClient, hashes: string[]): Promise<M
 
 /** The first block whose timestamp is at or after `unixSeconds` (binary search: about log2(head) reads). */
 export async function firstBlockAtOrAfter(client: RpcClient, unixSeconds: number, head: number): Promise<number> {
-  const timestampOf = async (block: number): Promise<number> => {
-    const answer = await client.request<{ timestamp?: unknown } | null>('eth_getBlockByNumber', [
-      toQuantity(block),
-      false,
-    ]);
-    if (!answer) throw new Error(`block ${block} not found`);
-    return Number(asQuantity(answer.timestamp, 'block.timestamp'));
-  };
+  const timestampOf = (block: number): Promise<number> => fetchBlockTimestamp(client, block);
   let low = 0;
   let high = head;
   if ((await timestampOf(head)) < unixSeconds) return head + 1;

@@ -4,6 +4,7 @@
 // start-up. What an engine subcommand adds (its config, its pod's environment) is in command-config.ts.
 import type { ParseArgsOptionsConfig } from 'node:util';
 import { errorMessage } from '../common/errors.js';
+import { DEFAULT_API_RETRY_WINDOW_SECONDS } from '../ois/deferral.js';
 
 // Node's own util module, already loaded at start-up: an `import` of node:util builds its ES module namespace,
 // which reads every export and so loads their lazy parts (~4 ms of each short-lived command, `validate` included).
@@ -144,6 +145,28 @@ export function parseStandbyDelay(value: string | undefined): { standbyDelayBloc
     return { exitCode: 2 };
   }
   return { standbyDelayBlocks: blocks };
+}
+
+/** The longest retry window: a request older than a day is past any API's outage worth waiting for. */
+const MAX_API_RETRY_WINDOW_SECONDS = 86_400;
+
+/**
+ * `--api-retry-window SECONDS` (docs/chain-cycle.md, "When the API fails for a while"): how long a request whose API
+ * fails for now (429, 408, 5xx, no answer) is left open and retried before it is failed on chain; 0 fails it at once,
+ * as the reference does. Exit code 2 after the usage error went to stderr.
+ */
+export function parseApiRetryWindow(
+  value: string | undefined,
+): { apiRetryWindowSeconds: number } | { exitCode: number } {
+  if (value === undefined) return { apiRetryWindowSeconds: DEFAULT_API_RETRY_WINDOW_SECONDS };
+  const seconds = Number(value);
+  if (value.trim() === '' || !Number.isInteger(seconds) || seconds < 0 || seconds > MAX_API_RETRY_WINDOW_SECONDS) {
+    process.stderr.write(
+      `--api-retry-window takes a whole number of seconds from 0 to ${MAX_API_RETRY_WINDOW_SECONDS}, not "${value}"\n`,
+    );
+    return { exitCode: 2 };
+  }
+  return { apiRetryWindowSeconds: seconds };
 }
 
 /** A port number from an option: undefined when absent, null when not a port. */

@@ -13,8 +13,15 @@ import { coordinatorKubernetes } from '../node/kubernetes/index.js';
 import { createNodeLogger } from '../node/logger.js';
 import { runCoordinator } from '../node/run.js';
 import { registerSecret } from '../observability/index.js';
+import { DEFAULT_API_RETRY_WINDOW_SECONDS } from '../ois/deferral.js';
 import { API_LIMIT_OPTIONS, API_LIMIT_OPTIONS_HELP, applyApiRateLimits } from './api-limit-options.js';
-import { parseCommandArgs, parseGasPriceCeilings, parseStandbyDelay, parseWindowOptions } from './args.js';
+import {
+  parseApiRetryWindow,
+  parseCommandArgs,
+  parseGasPriceCeilings,
+  parseStandbyDelay,
+  parseWindowOptions,
+} from './args.js';
 import { engineEnvironment, loadCommandConfig } from './command-config.js';
 import { onStopSignals } from './lifecycle.js';
 import type { Subcommand } from './subcommand.js';
@@ -25,6 +32,7 @@ export const DEFAULT_CACHE_DIR = '/tmp/oracle-node-cache';
 const HELP = `Usage: oracle-node coordinator -c config.json [-s secrets.env] [--cache-dir DIR] [--details]
                                [--window SECONDS [--poll-interval SECONDS] [--handover-lease NAME]]
                                [--max-gas-price CHAIN_ID=GWEI ...] [--standby-delay-blocks N]
+                               [--api-retry-window SECONDS]
                                [--api-rate-limit TITLE=N/s ...]
 
 Runs one request-response cycle on every configured chain, sends the heartbeat when
@@ -44,6 +52,9 @@ nodeSettings.heartbeat.enabled, and exits.
                        above it is not sent and its request waits
       --standby-delay-blocks  a standby of the same node deployed elsewhere: serves a request only once it has
                        been servable for N blocks and is still open (0, the default: the primary)
+      --api-retry-window  a request whose API fails for now (429, 408, 5xx, no answer) stays open and is
+                       retried with back-off, never sooner than a Retry-After; it is failed on chain only
+                       once older than SECONDS (default ${DEFAULT_API_RETRY_WINDOW_SECONDS}; 0: at once, as the reference)
 ${API_LIMIT_OPTIONS_HELP}
                          Run with worker Jobs (in a pod made by the operator), this process calls no API: its
                          workers get their shares from spec.apiLimits.
@@ -81,6 +92,7 @@ export const command: Subcommand = {
         'handover-lease': { type: 'string' },
         'max-gas-price': { type: 'string', multiple: true },
         'standby-delay-blocks': { type: 'string' },
+        'api-retry-window': { type: 'string' },
         ...API_LIMIT_OPTIONS,
       },
       HELP,
@@ -99,6 +111,8 @@ export const command: Subcommand = {
     if ('exitCode' in limits) return limits.exitCode;
     const standby = parseStandbyDelay(values['standby-delay-blocks']);
     if ('exitCode' in standby) return standby.exitCode;
+    const retries = parseApiRetryWindow(values['api-retry-window']);
+    if ('exitCode' in retries) return retries.exitCode;
     const pod = engineEnvironment();
     const configPath = values.config ?? pod.configPath;
     if (!configPath) {
@@ -141,6 +155,7 @@ export const command: Subcommand = {
         : {}),
       ...(limits.ceilings ? { gasPriceCeilings: limits.ceilings } : {}),
       standbyDelayBlocks: standby.standbyDelayBlocks,
+      apiRetryWindowSeconds: retries.apiRetryWindowSeconds,
       terminate: terminate.signal,
     });
     if ('exitCode' in run) {

@@ -111,6 +111,9 @@ function whyWaiting(input: TimelineInput, chain: RequestOnChain, record: Request
         return `the worker of its sponsor wallet failed: ${record.reason ?? 'no reason given'}; the next cycle retries${broke}`;
       case 'skipped':
         return `skipped in the last cycle: ${record.reason ?? 'no reason given'}${broke}`;
+      case 'deferred':
+        // "deferred: 429, retry at ...": the API's own failure, for now; the node calls it again then.
+        return `${record.reason ?? 'deferred: the API failed for now'}${broke}`;
       case 'fulfilled':
       case 'failed':
         return `a ${record.state === 'failed' ? 'fail' : 'fulfil'} transaction was sent (${record.transaction?.hash ?? 'hash unknown'}) but is not mined yet${broke}`;

@@ -11,8 +11,10 @@ import { roleOf } from '../node/cycle.js';
 import { createNodeLogger } from '../node/logger.js';
 import { callEndpoint } from '../node/ois-adapter.js';
 import { runLocalNode } from '../node/run.js';
+import { DEFAULT_API_RETRY_WINDOW_SECONDS } from '../ois/deferral.js';
 import { API_LIMIT_OPTIONS, API_LIMIT_OPTIONS_HELP, applyApiRateLimits } from './api-limit-options.js';
 import {
+  parseApiRetryWindow,
   parseCommandArgs,
   parseGasPriceCeilings,
   parseServerPorts,
@@ -28,7 +30,7 @@ import type { Subcommand } from './subcommand.js';
 export const DEFAULT_CYCLE_INTERVAL_MS = 60_000;
 
 const HELP = `Usage: oracle-node start -c config.json [-s secrets.env] [--interval-ms N] [--poll-interval SECONDS] [--cache-dir DIR] [--port N] [--metrics-port N] [--no-gateway]
-                         [--max-gas-price CHAIN_ID=GWEI ...] [--standby-delay-blocks N]
+                         [--max-gas-price CHAIN_ID=GWEI ...] [--standby-delay-blocks N] [--api-retry-window SECONDS]
                          [--callers DIR [--caller-rate NAME=N/s ...] [--default-caller-rate N/s]]
                          [--api-rate-limit TITLE=N/s ...]
 
@@ -40,6 +42,9 @@ blocks are polled every SECONDS until the next cycle.
 is not sent and its request waits.
 --standby-delay-blocks makes this node a standby of the same node deployed elsewhere: it serves a request only
 once it has been servable (confirmed) for N blocks and is still open; 0, the default, is the primary.
+--api-retry-window: a request whose API fails for now (429, 408, 5xx, no answer) stays open and is retried with
+back-off, never sooner than the API's Retry-After; it is failed on chain only once older than SECONDS (default
+${DEFAULT_API_RETRY_WINDOW_SECONDS}; 0: at once, as the reference does).
 The gateway's callers (keys and rates, as \`oracle-node gateway\`):
 ${CALLER_OPTIONS_HELP}
 The APIs' rate budgets, one for the cycles and the gateway together (a cycle's call waits for its turn within its
@@ -63,6 +68,7 @@ export const command: Subcommand = {
         'no-gateway': { type: 'boolean' },
         'max-gas-price': { type: 'string', multiple: true },
         'standby-delay-blocks': { type: 'string' },
+        'api-retry-window': { type: 'string' },
         ...CALLER_OPTIONS,
         ...API_LIMIT_OPTIONS,
       },
@@ -87,6 +93,8 @@ export const command: Subcommand = {
     if ('exitCode' in limits) return limits.exitCode;
     const standby = parseStandbyDelay(values['standby-delay-blocks']);
     if ('exitCode' in standby) return standby.exitCode;
+    const retries = parseApiRetryWindow(values['api-retry-window']);
+    if ('exitCode' in retries) return retries.exitCode;
     const callerFlags = callerSettings(values);
     if ('error' in callerFlags) {
       process.stderr.write(`${callerFlags.error}\n\n${HELP}`);
@@ -163,6 +171,7 @@ export const command: Subcommand = {
       ...(polling.pollIntervalMs ? { pollIntervalMs: polling.pollIntervalMs } : {}),
       ...(limits.ceilings ? { gasPriceCeilings: limits.ceilings } : {}),
       standbyDelayBlocks: standby.standbyDelayBlocks,
+      apiRetryWindowSeconds: retries.apiRetryWindowSeconds,
       // Cycle metrics join the gateway's /metrics.
       ...(gateway ? { registry: gateway.gateway.registry } : {}),
       stop: stopped.signal,

@@ -17,6 +17,8 @@ export const REQUEST_STATES = [
   'failed',
   'error',
   'skipped',
+  /** Its API failed for now (429, 5xx, no answer) or was over this node's budget: retried later (docs/chain-cycle.md). */
+  'deferred',
   'shardFailed',
   'waitingForConfirmations',
   'overChainLimit',

@@ -64,7 +64,12 @@ const shardApiResultSchema = z.object({
         .max(2 + 2 * MAX_ENCODED_VALUE_BYTES)
         .regex(/^0x([0-9a-fA-F]{2})*$/),
     }),
-    z.object({ success: z.literal(false), errorMessage: text }),
+    z.object({
+      success: z.literal(false),
+      errorMessage: text,
+      /** The wait the API named with a 429 or 503 (ms, capped at the 10 min of src/ois/budget.ts's pauses). */
+      retryAfterMs: z.number().int().nonnegative().max(600_000).optional(),
+    }),
   ]),
   /** The call's status class (never the answer) and how long it took. */
   api: z.object({ outcome: z.enum(API_OUTCOMES), durationMs: count }),

@@ -38,7 +38,14 @@ export type ApiRequest = {
 };
 
 /** The encoded answer, unsigned, or why there is none. */
-export type ApiResult = { success: true; encodedValue: string } | { success: false; errorMessage: string };
+export type ApiResult =
+  | { success: true; encodedValue: string }
+  | {
+      success: false;
+      errorMessage: string;
+      /** The wait a 429 or 503 named (ms): the request is not retried sooner (src/node/api-retries.ts). */
+      retryAfterMs?: number;
+    };
 /** The API call's status class (never the answer) and how long it took. */
 export type ApiRecord = { outcome: ApiOutcome; durationMs: number };
 export type ApiCallOutcome = { result: ApiResult; api: ApiRecord };
@@ -129,7 +136,11 @@ export async function callApi(
   return {
     result: result.success
       ? { success: true, encodedValue: result.encodedValue }
-      : { success: false, errorMessage: result.errorMessage },
+      : {
+          success: false,
+          errorMessage: result.errorMessage,
+          ...(result.retryAfterMs === undefined ? {} : { retryAfterMs: result.retryAfterMs }),
+        },
     api,
   };
 }

@@ -9,6 +9,7 @@ import type { ChainConfig } from '../chain/types.js';
 import type { Config } from '../config/index.js';
 import type { NodeRole } from '../contract/request-log.js';
 import type { Tracer } from '../observability/tracing.js';
+import type { ApiRetries } from './api-retries.js';
 import type { ShardExecutor } from './executor.js';
 import type { Logger } from './logger.js';
 
@@ -36,6 +37,8 @@ export type CycleDeps = {
   standbyDelayBlocks?: number;
   /** What this process has seen of the wallets' pending transactions: the shards' (default: the process's). */
   pendingSightings?: PendingSightings;
+  /** Requests whose API failed for now, and when to call it again (absent: a transient failure fails at once). */
+  apiRetries?: ApiRetries;
 };
 
 /** A node with a standby delay is a standby (docs/chain-cycle.md, "Standby"). */

@@ -101,6 +101,7 @@ export async function planChainShards(
       waiting: confirmed.waiting,
       leftToPrimary: confirmed.leftToPrimary,
       yielded: confirmed.yielded,
+      deferred: confirmed.deferred,
       standbyDelayBlocks: deps.standbyDelayBlocks ?? 0,
       limited: confirmed.aggregated,
       healthy: confirmed.open,
@@ -164,6 +165,8 @@ export type Confirmed = {
   leftToPrimary: DiscoveredApiCall[];
   /** A standby's requests past its delay whose wallet has transactions pending, not stuck (step 5b), and why. */
   yielded: { call: DiscoveredApiCall; reason: string }[];
+  /** Requests whose API failed for now, held back until their retry (src/node/api-retries.ts), and why. */
+  deferred: { call: DiscoveredApiCall; reason: string }[];
 };
 
 /**
@@ -177,8 +180,25 @@ export function confirm(context: PlanContext, healthy: DiscoveredProvider[]): Co
   const head = Math.min(...healthy.map((s) => s.head!));
   // In a window, a request whose fulfilment is in flight is neither planned again nor counted against the limit.
   const held = (call: DiscoveredApiCall) => deps.window?.holds(chain.id, call.id, head) === true;
+  // A request whose API failed for now waits for its retry (not counted against the limit either); one past its
+  // retry window is failed with the API's last error, without another call.
+  const deferred = new Map<string, { call: DiscoveredApiCall; reason: string }>();
+  const retried = (call: DiscoveredApiCall): DiscoveredApiCall | undefined => {
+    if (!deps.apiRetries || call.errorMessage) return call;
+    const gate = deps.apiRetries.gate(chain.id, call);
+    if (gate.kind === 'call') return call;
+    if (gate.kind === 'fail') return { ...call, errorMessage: gate.message };
+    deferred.set(call.id, { call, reason: gate.reason });
+    return undefined;
+  };
   const open = healthy.map((s) => ({
-    discovery: { ...s.discovery, apiCalls: s.discovery.apiCalls.filter((call) => !held(call)) },
+    discovery: {
+      ...s.discovery,
+      apiCalls: s.discovery.apiCalls.flatMap((call) => {
+        const kept = held(call) ? undefined : retried(call);
+        return kept ? [kept] : [];
+      }),
+    },
   }));
   const discovered = new Set(open.flatMap((s) => s.discovery.apiCalls.map((c) => c.id))).size;
   const limited = applyChainLimit(
@@ -214,6 +234,7 @@ export function confirm(context: PlanContext, healthy: DiscoveredProvider[]): Co
     waiting,
     leftToPrimary,
     yielded: [],
+    deferred: [...deferred.values()],
   };
 }
 

@@ -36,6 +36,8 @@ export type CycleSummary = {
     failed: number;
     withdrawn: number;
     skipped: number;
+    /** Left open after a transient API failure (or this node's rate budget), retried later (api-retries.ts). */
+    deferred: number;
     errors: number;
     replaced: number;
   };
@@ -59,7 +61,7 @@ export type CycleSummary = {
 export type SeenRequest = {
   chainId: string;
   id: string;
-  state: 'servable' | 'waitingForConfirmations' | 'overChainLimit' | 'dropped';
+  state: 'servable' | 'waitingForConfirmations' | 'overChainLimit' | 'dropped' | 'deferred';
   reason?: string;
   sponsorWallet?: string;
   endpointId?: string;
@@ -77,7 +79,7 @@ export function emptySummary(): CycleSummary {
     providers: [],
     requests: { discovered: 0, servable: 0, waitingForConfirmations: 0, overChainLimit: 0 },
     shards: { total: 0, failed: 0 },
-    transactions: { fulfilled: 0, failed: 0, withdrawn: 0, skipped: 0, errors: 0, replaced: 0 },
+    transactions: { fulfilled: 0, failed: 0, withdrawn: 0, skipped: 0, deferred: 0, errors: 0, replaced: 0 },
     apiCalls: 0,
     cacheHits: 0,
     rpcCalls: 0,
@@ -151,6 +153,7 @@ export function addChainRun(summary: CycleSummary, gasPrices: Map<string, bigint
       else if (outcome.outcome === 'failed') summary.transactions.failed++;
       else if (outcome.outcome === 'withdrawn') summary.transactions.withdrawn++;
       else if (outcome.outcome === 'skipped') summary.transactions.skipped++;
+      else if (outcome.outcome === 'deferred') summary.transactions.deferred++;
       else summary.transactions.errors++;
     }
   }
@@ -212,6 +215,7 @@ export function seenRequests(
     waiting: DiscoveredApiCall[];
     leftToPrimary: DiscoveredApiCall[];
     yielded: { call: DiscoveredApiCall; reason: string }[];
+    deferred?: { call: DiscoveredApiCall; reason: string }[];
     standbyDelayBlocks: number;
     limited: Map<string, DiscoveredApiCall>;
     healthy: { discovery: ProviderDiscovery }[];
@@ -232,6 +236,7 @@ export function seenRequests(
     });
   };
   for (const { call, reason } of planned.yielded) add(call, 'waitingForConfirmations', reason);
+  for (const { call, reason } of planned.deferred ?? []) add(call, 'deferred', reason);
   for (const call of planned.kept) add(call, 'servable');
   for (const call of planned.leftToPrimary)
     add(call, 'waitingForConfirmations', `standby: left to the primary for ${planned.standbyDelayBlocks} block(s)`);

@@ -7,7 +7,8 @@
 // block, only for blocks that hold a request the window answered or its answer: nothing on an idle poll.
 import { topics } from '../chain/contracts.js';
 import type { ChainLogStore } from '../chain/log-store.js';
-import { asQuantity, RpcClient, toQuantity, withTimeout } from '../chain/rpc.js';
+import { fetchBlockTimestamp } from '../chain/logs.js';
+import { asQuantity, RpcClient, withTimeout } from '../chain/rpc.js';
 import type { Config } from '../config/index.js';
 import { MAX_REPORTED_LATENCIES } from '../contract/pods.js';
 import type { CycleDeps, CycleSummary } from './cycle.js';
@@ -113,13 +114,10 @@ export class RequestLatency {
         const client = clients.get(chainId);
         if (!client) return;
         try {
-          const answer = await withTimeout(
-            client.request<{ timestamp?: unknown } | null>('eth_getBlockByNumber', [toQuantity(block), false]),
-            BLOCK_TIME_TIMEOUT_MS,
-            `block ${block}`,
+          this.blockTimes.set(
+            key,
+            await withTimeout(fetchBlockTimestamp(client, block), BLOCK_TIME_TIMEOUT_MS, `block ${block}`),
           );
-          const timestamp = Number(asQuantity(answer?.timestamp, 'block.timestamp'));
-          if (Number.isSafeInteger(timestamp)) this.blockTimes.set(key, timestamp);
         } catch {
           // No timestamp: this block's requests are not counted.
         }

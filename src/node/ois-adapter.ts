@@ -26,7 +26,13 @@ export type CallEndpointInput = {
 
 export type CallEndpointResult =
   | { success: true; rawValue: unknown; encodedValue: string; values: unknown[]; timestamp?: number }
-  | { success: false; errorMessage: string; rawValue?: unknown };
+  | {
+      success: false;
+      errorMessage: string;
+      rawValue?: unknown;
+      /** The API answered 429 or 503 naming a wait (ms): no call goes to it sooner. */
+      retryAfterMs?: number;
+    };
 
 export function decodeParameters(encoded: string): Record<string, unknown> {
   return decodeNodeAbi(encoded);

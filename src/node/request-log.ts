@@ -20,9 +20,10 @@ export type CycleIdentity = { job?: string | undefined; time: Date };
 /** Served requests first (their outcomes matter most), then the ones waiting, over the limit, dropped. */
 const ORDER: Record<SeenRequest['state'], number> = {
   servable: 0,
-  waitingForConfirmations: 1,
-  overChainLimit: 2,
-  dropped: 3,
+  deferred: 1,
+  waitingForConfirmations: 2,
+  overChainLimit: 3,
+  dropped: 4,
 };
 
 /** The records of one cycle. Reasons are redacted: a transport error may quote a provider URL. */

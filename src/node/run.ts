@@ -13,6 +13,7 @@ import { monotonicNow } from '../common/time.js';
 import type { Config } from '../config/index.js';
 import { createMetricsRegistry, type Registry } from '../observability/index.js';
 import { tracerFromEnvironment } from '../observability/tracing.js';
+import { ApiRetries, DEFAULT_API_RETRY_WINDOW_SECONDS } from './api-retries.js';
 import { budgetWaitWithin, callEndpointWaiting } from './budget-wait.js';
 import { FileResponseCache } from './cache.js';
 import { type CycleSummary, roleOf, runCycle } from './cycle.js';
@@ -50,7 +51,17 @@ export type RunFlags = {
   gasPriceCeilings?: ReadonlyMap<string, bigint>;
   /** A standby's delay (`--standby-delay-blocks`; 0: the primary). */
   standbyDelayBlocks: number;
+  /**
+   * How long a request whose API fails for now is retried before it is failed on chain (`--api-retry-window`,
+   * seconds; 0: at once). Absent: the default, DEFAULT_API_RETRY_WINDOW_SECONDS.
+   */
+  apiRetryWindowSeconds?: number;
 };
+
+/** The run's retries of transient API failures, shared by its cycles' plans and shards (src/node/api-retries.ts). */
+function apiRetriesOf(flags: RunFlags): ApiRetries {
+  return new ApiRetries(flags.apiRetryWindowSeconds ?? DEFAULT_API_RETRY_WINDOW_SECONDS);
+}
 
 export type CoordinatorRunOptions = RunFlags & {
   config: Config;
@@ -167,6 +178,7 @@ export async function runCoordinator(options: CoordinatorRunOptions): Promise<Co
       logger.warn("the window's hard end: nothing new is sent; open requests wait for the next run");
   });
   // In a pod, worker Jobs call the APIs and this process signs and sends; locally both halves run here.
+  const apiRetries = apiRetriesOf(options);
   const chainContext = {
     config,
     wallets,
@@ -174,6 +186,7 @@ export async function runCoordinator(options: CoordinatorRunOptions): Promise<Co
     cache,
     tracer,
     deadline,
+    apiRetries,
     ...(options.gasPriceCeilings ? { gasPriceCeilings: options.gasPriceCeilings } : {}),
     role: roleOf(options.standbyDelayBlocks),
   };
@@ -211,6 +224,7 @@ export async function runCoordinator(options: CoordinatorRunOptions): Promise<Co
     tracer,
     providerMemory: providers.memory,
     standbyDelayBlocks: options.standbyDelayBlocks,
+    apiRetries,
   };
   // With a hand-over the window's end stays where the start put it, whenever the lease comes free.
   const windowEndAt = deadline.hardEndAt === undefined ? undefined : deadline.hardEndAt - HARD_END_MARGIN_MS;
@@ -302,12 +316,15 @@ export async function runLocalNode(options: LocalNodeOptions): Promise<void> {
   const { config, logger, wallets, intervalMs, pollIntervalMs, stop } = options;
   const requestLog = new FileRequestLog(options.cacheDir);
   const tracer = tracerFromEnvironment(process.env, 'coordinator');
+  // One for the node's life: a request deferred in one cycle is retried in a later one.
+  const apiRetries = apiRetriesOf(options);
   /** When the cycle in flight must be done (the next one's start), on the monotonic clock. */
   let cycleEndAt = monotonicNow();
   const executor = new InProcessExecutor({
     config,
     wallets,
     logger,
+    apiRetries,
     cache: new FileResponseCache(options.cacheDir),
     tracer,
     ...(options.gasPriceCeilings ? { gasPriceCeilings: options.gasPriceCeilings } : {}),
@@ -321,7 +338,7 @@ export async function runLocalNode(options: LocalNodeOptions): Promise<void> {
     const started = Date.now();
     cycleEndAt = monotonicNow() + intervalMs;
     try {
-      const deps = { executor, logger, wallets, tracer, standbyDelayBlocks: options.standbyDelayBlocks };
+      const deps = { executor, logger, wallets, tracer, standbyDelayBlocks: options.standbyDelayBlocks, apiRetries };
       // With polling, each cycle is a window that ends before the next one starts.
       const summary = pollIntervalMs
         ? await runWindow(config, deps, {

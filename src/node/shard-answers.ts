@@ -100,7 +100,7 @@ export async function answerFromResult(
   { result, api }: ApiCallOutcome,
   trace: SpanContext | undefined,
 ): Promise<Answer> {
-  if (!result.success) return { response: { success: false, errorMessage: result.errorMessage }, cached: false, api };
+  if (!result.success) return { response: result, cached: false, api };
   const tracer = context.tracer ?? NO_TRACER;
   const signing = tracer.startSpan('sign response', {
     parent: trace,

@@ -12,6 +12,7 @@ import type { Config } from '../config/index.js';
 import type { NodeRole } from '../contract/request-log.js';
 import { Tracer } from '../observability/tracing.js';
 import type { ApiCallContext, ApiRecord } from './api-call.js';
+import type { ApiRetries, Deferral } from './api-retries.js';
 import type { ResponseCache } from './cache.js';
 import type { WorkDeadline } from './deadline.js';
 import type { Logger } from './logger.js';
@@ -35,6 +36,11 @@ export type ChainContext = {
   gasPriceCeilings?: ReadonlyMap<string, bigint>;
   /** The run's hard end or SIGTERM: after it nothing is sent; the requests stay open (src/node/deadline.ts). */
   deadline?: WorkDeadline;
+  /**
+   * Requests whose API failed for now: left open and retried until their window is over (absent: a transient failure
+   * fails its request at once, as the reference does).
+   */
+  apiRetries?: ApiRetries;
   /** The node's side of a redundant deployment, written into the response cache's entries (absent: primary). */
   role?: NodeRole;
 };
@@ -80,6 +86,8 @@ export type ShardRun = {
   submissionStartMs: number;
   /** A provider could not answer a fulfilment check (never a revert): what no provider took stays open. */
   checkFailed: boolean;
+  /** Requests left open after a failed API call this run, by id: outcome `deferred`, not `skipped`. */
+  deferrals: Map<string, Deferral>;
 };
 
 /**

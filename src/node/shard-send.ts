@@ -29,11 +29,14 @@ import { simulateFromWallet } from '../chain/simulation.js';
 import { planWithdrawal } from '../chain/withdrawals.js';
 import { mapLimit } from '../common/concurrency.js';
 import { errorMessage } from '../common/errors.js';
-import { isDeferredMessage } from '../ois/deferral.js';
+import { ApiRetries, type RetryDecision } from './api-retries.js';
 import type { Logger } from './logger.js';
 import { itemId, type Plan, type SendablePlan, type ShardAnswers, type ShardRun, type WorkItem } from './shard-run.js';
 import { confirmLostSends, dropSettled, skipPending } from './shard-settle.js';
-import type { ShardOutcome } from './shard-types.js';
+import type { ShardApiCall, ShardOutcome } from './shard-types.js';
+
+/** Without the run's retries: a transient failure fails at once (a window of 0), budget deferrals stay open. */
+const NO_RETRIES = new ApiRetries(0);
 
 /**
  * Settles `run.pending` through one provider: the phases below, in order. A transport failure keeps what was
@@ -181,6 +184,20 @@ async function simulateFulfilments(
   return new Map(fulfils.map((f, i) => [f.id, { data: f.data, check: staticCheckOf(results[i]!) }]));
 }
 
+/**
+ * A failed call's request: with retries on, the decision of src/node/api-retries.ts; without, failed at once as the
+ * reference does, except a call that was never made (this node's budget or an API's pause: nothing to fail for).
+ */
+async function retryDecision(
+  run: ShardRun,
+  client: RpcClient,
+  call: ShardApiCall,
+  response: { errorMessage: string; retryAfterMs?: number },
+): Promise<RetryDecision> {
+  const retries = run.context.apiRetries ?? NO_RETRIES;
+  return retries.decide(run.shard.chainId, call, response, client);
+}
+
 /** Each pending item's transaction (fulfil, fail, withdraw) or the reason to skip it; API answers awaited here. */
 async function planTransactions(run: ShardRun, client: RpcClient, gasTarget: GasTarget): Promise<Plan[]> {
   const { chain } = run;
@@ -189,14 +206,18 @@ async function planTransactions(run: ShardRun, client: RpcClient, gasTarget: Gas
   const simulated = await simulateFulfilments(run, client);
   const plans = await mapLimit(run.pending, 8, async (item): Promise<Plan> => {
     if (item.kind === 'api') {
-      const response = await item.response;
-      // A call the budget or a 429's pause did not let out was never made: no fail() for what a later poll can serve.
-      if (!response.success && isDeferredMessage(response.errorMessage))
-        return {
-          kind: 'skip',
-          requestId: item.call.id,
-          reason: `${response.errorMessage}; left open for a later poll`,
-        };
+      let response = await item.response;
+      if (response.success) run.context.apiRetries?.settled(run.shard.chainId, item.call.id);
+      else {
+        // A transient failure leaves the request open for a later poll until its retry window is over; a call the
+        // budget did not let out was never made and is never failed (src/node/api-retries.ts).
+        const decision = await retryDecision(run, client, item.call, response);
+        if (decision.kind === 'defer') {
+          run.deferrals.set(item.call.id, decision.deferral);
+          return { kind: 'skip', requestId: item.call.id, reason: decision.reason };
+        }
+        response = { success: false, errorMessage: decision.message };
+      }
       return planApiCallTransaction(
         {
           client,
@@ -267,8 +288,16 @@ async function sendPlanned(
   const stopped = run.context.deadline?.reason;
   if (stopped) return skipPending(run, `not sent: ${stopped}; left open for the next window`);
   const ceiling = run.context.gasPriceCeilings?.get(run.shard.chainId);
-  const skip = (item: WorkItem, reason: string) =>
-    run.outcomes.push({ id: itemId(item), kind: item.kind, outcome: 'skipped', reason });
+  const skip = (item: WorkItem, reason: string) => {
+    const deferral = run.deferrals.get(itemId(item));
+    run.outcomes.push({
+      id: itemId(item),
+      kind: item.kind,
+      outcome: deferral ? 'deferred' : 'skipped',
+      reason,
+      ...(deferral ? { deferral } : {}),
+    });
+  };
   const sendable: { item: WorkItem; plan: SendablePlan }[] = [];
   run.pending.forEach((item, index) => {
     const plan = plans[index]!;

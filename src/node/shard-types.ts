@@ -5,6 +5,7 @@ import type { GasTargetJson } from '../chain/gas-price.js';
 import type { DiscoveredApiCall } from '../chain/requests.js';
 import type { WithdrawalRequest } from '../chain/types.js';
 import type { ApiOutcome } from '../contract/request-log.js';
+import type { Deferral } from './api-retries.js';
 
 /** A request that survived discovery; `errorMessage` set: it is failed on chain without calling the API. */
 export type ShardApiCall = DiscoveredApiCall;
@@ -33,7 +34,9 @@ export type ShardInput = {
 export type ShardOutcome = {
   id: string;
   kind: 'api' | 'withdrawal';
-  outcome: 'fulfilled' | 'failed' | 'withdrawn' | 'skipped' | 'error';
+  outcome: 'fulfilled' | 'failed' | 'withdrawn' | 'skipped' | 'deferred' | 'error';
+  /** A deferred request: its OIS, the failure's class and when it is retried (src/node/api-retries.ts). */
+  deferral?: Deferral;
   txHash?: string;
   nonce?: number;
   provider?: string;

@@ -85,5 +85,6 @@ function startRun(shard: ShardInput, context: ChainContext): ShardRun {
     gasPriceStrategyFailures: [],
     submissionStartMs: Date.now(),
     checkFailed: false,
+    deferrals: new Map(),
   };
 }

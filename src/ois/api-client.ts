@@ -22,6 +22,8 @@ import type { HttpRequest } from './request.js';
 export const DEFAULT_API_TIMEOUTS_MS: readonly number[] = [10_000, 20_000];
 export const DEFAULT_MAX_RESPONSE_BYTES = 4 * 1024 * 1024;
 export const MAX_REDIRECTS = 5;
+/** Statuses whose Retry-After (or RateLimit reset) pauses the API: too many requests, and unavailable for now. */
+const WAIT_STATUSES = new Set([429, 503]);
 
 export type ApiCallOptions = {
   /** One entry per attempt: the whole attempt (connect, headers, body) must finish within it. */
@@ -32,8 +34,8 @@ export type ApiCallOptions = {
    * refusal ends the call without it, as a deferral.
    */
   admit?: (() => BudgetAnswer | Promise<BudgetAnswer>) | undefined;
-  /** Told of a 429 that names how long to wait (ms, capped): the budget pauses the API for it. */
-  onRateLimited?: ((waitMs: number) => void) | undefined;
+  /** Told of a 429 or 503 that names how long to wait (ms, capped) and which it was: the budget pauses the API. */
+  onRateLimited?: ((waitMs: number, status: number) => void) | undefined;
 };
 
 export type ApiCallResult =
@@ -43,7 +45,7 @@ export type ApiCallResult =
       errorMessage: string;
       /** The API answered, but with something the node refuses to process (an upstream fault). */
       unusableResponse?: boolean;
-      /** A 429 that named a wait: how long, in ms. */
+      /** A 429 or 503 that named a wait (Retry-After, RateLimit-Reset): how long, in ms. */
       retryAfterMs?: number;
       /** The call was not made (over budget, or the API paused): not the API's failure. */
       deferred?: ApiDeferral;
@@ -460,7 +462,8 @@ async function runAttempt(attempt: Attempt): Promise<ApiCallResult> {
         }
       }
       if (response.status < 200 || response.status >= 300) {
-        const retryAfterMs = response.status === 429 ? rateLimitWaitMs(response.headers) : undefined;
+        // Both ask a client to come back later, and may say when (RFC 9110 10.2.3, RFC 6585 4).
+        const retryAfterMs = WAIT_STATUSES.has(response.status) ? rateLimitWaitMs(response.headers) : undefined;
         return {
           success: false,
           errorMessage: `API call failed with status code ${response.status}`,
@@ -494,7 +497,7 @@ async function runAttempt(attempt: Attempt): Promise<ApiCallResult> {
 export function deferralMessage(oisTitle: string, deferral: ApiDeferral): string {
   const seconds = Math.max(1, Math.ceil(deferral.retryAfterMs / 1000));
   return deferral.reason === 'paused'
-    ? `${DEFERRED_PREFIX}the API of ${oisTitle} answered 429 and is paused; retry after ${seconds} s`
+    ? `${DEFERRED_PREFIX}the API of ${oisTitle} answered ${deferral.status ?? 429} and is paused; retry after ${seconds} s`
     : `${DEFERRED_PREFIX}over the rate budget of ${oisTitle}; retry after ${seconds} s`;
 }
 
@@ -516,13 +519,23 @@ export async function callApi(
       const admitted = options.admit();
       const answer = admitted instanceof Promise ? await admitted : admitted;
       if (!answer.ok) {
-        const deferred = { reason: answer.reason, retryAfterMs: answer.retryAfterMs };
+        const deferred: ApiDeferral = {
+          reason: answer.reason,
+          retryAfterMs: answer.retryAfterMs,
+          ...(answer.status === undefined ? {} : { status: answer.status }),
+        };
         return { success: false, errorMessage: deferralMessage(oisTitle, deferred), deferred };
       }
     }
     result = await runAttempt({ request, timeoutMs, maxResponseBytes });
     if (result.success) return result;
-    if (result.retryAfterMs !== undefined) options.onRateLimited?.(result.retryAfterMs);
+    if (result.retryAfterMs !== undefined) options.onRateLimited?.(result.retryAfterMs, statusOf(result));
   }
   return result;
+}
+
+/** The status code a failed attempt's message names (429 when it names none: only a 429 or 503 gets here). */
+function statusOf(result: ApiCallResult): number {
+  const code = result.success ? undefined : /status code (\d{3})$/.exec(result.errorMessage)?.[1];
+  return code === undefined ? 429 : Number(code);
 }

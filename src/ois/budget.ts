@@ -15,7 +15,12 @@ import { Counter, Gauge, type Registry } from '../observability/index.js';
 export type ApiLimit = { ois: string; endpoint?: string; rate: Rate };
 
 /** Why a call was not made, and when it may be: what a cycle keeps open and a gateway answers 429 with. */
-export type ApiDeferral = { reason: 'over budget' | 'paused'; retryAfterMs: number };
+export type ApiDeferral = {
+  reason: 'over budget' | 'paused';
+  retryAfterMs: number;
+  /** A pause's cause: the status the API answered with a wait (429 or 503). */
+  status?: number;
+};
 export type BudgetAnswer = { ok: true } | ({ ok: false } & ApiDeferral);
 /** How long a call may wait for its turn (0: not at all), and what ends the wait sooner (a run's deadline). */
 export type BudgetWait = { maxWaitMs?: number; signal?: AbortSignal };
@@ -127,8 +132,8 @@ export class ApiBudgets {
   readonly limits: readonly ApiLimit[];
   /** By OIS title: its own limiters, and those of each endpoint of it that has its own (no key built per call). */
   readonly #limiters = new Map<string, { own: Limiter[]; endpoints: Map<string, Limiter[]> }>();
-  /** Monotonic time until which each OIS is paused by its API's 429. */
-  readonly #pausedUntil = new Map<string, number>();
+  /** Monotonic time until which each OIS is paused by its API's 429 (or 503), and that status. */
+  readonly #pausedUntil = new Map<string, { until: number; status: number }>();
   readonly #counts = new Map<string, Counts>();
   readonly #now: () => number;
   readonly #sleep: (ms: number, signal?: AbortSignal) => Promise<void>;
@@ -164,9 +169,10 @@ export class ApiBudgets {
     // The common case, a process with no budget and no API pausing it, costs two size checks.
     if (this.#limiters.size === 0 && this.#pausedUntil.size === 0) return OK;
     const now = this.#now();
-    const pausedUntil = this.#pausedUntil.get(ois);
-    if (pausedUntil !== undefined) {
-      if (pausedUntil > now) return { ok: false, reason: 'paused', retryAfterMs: Math.ceil(pausedUntil - now) };
+    const paused = this.#pausedUntil.get(ois);
+    if (paused !== undefined) {
+      if (paused.until > now)
+        return { ok: false, reason: 'paused', retryAfterMs: Math.ceil(paused.until - now), status: paused.status };
       this.#pausedUntil.delete(ois);
     }
     if (this.#limiters.size === 0) return OK;
@@ -221,19 +227,21 @@ export class ApiBudgets {
     return answer;
   }
 
-  /** The API of `ois` answered 429 naming a wait: no call of it starts in this process until it has passed. */
-  pause(ois: string, waitMs: number): void {
+  /**
+   * The API of `ois` answered 429 (or 503) naming a wait: no call of it starts in this process until it has passed.
+   */
+  pause(ois: string, waitMs: number, status = 429): void {
     const wait = Math.min(this.#maxPauseMs, Math.max(0, waitMs));
     this.#count(ois).rateLimited++;
     if (wait <= 0) return;
     const until = this.#now() + wait;
     // A shorter pause named later never cuts a longer one short.
-    if ((this.#pausedUntil.get(ois) ?? 0) < until) this.#pausedUntil.set(ois, until);
+    if ((this.#pausedUntil.get(ois)?.until ?? 0) < until) this.#pausedUntil.set(ois, { until, status });
   }
 
   /** Milliseconds left of the OIS's pause (0 when it is not paused). */
   pausedForMs(ois: string): number {
-    const until = this.#pausedUntil.get(ois);
+    const until = this.#pausedUntil.get(ois)?.until;
     return until === undefined ? 0 : Math.max(0, Math.ceil(until - this.#now()));
   }
 

@@ -95,7 +95,7 @@ export type EndpointResult =
        * cycle keeps it open for a later poll, a gateway answers 429 with Retry-After.
        */
       deferred?: ApiDeferral;
-      /** The API answered 429 naming a wait (ms, capped): when it may be asked again. */
+      /** The API answered 429 or 503 naming a wait (ms, capped): when it may be asked again. */
       retryAfterMs?: number;
     };
 
@@ -198,7 +198,7 @@ export async function fetchEndpointResponse(
       timeoutsMs: call.options?.apiTimeoutsMs,
       maxResponseBytes: call.options?.maxResponseBytes,
       admit: () => budgets.acquire(title, call.endpointName, call.budget),
-      onRateLimited: (waitMs) => budgets.pause(title, waitMs),
+      onRateLimited: (waitMs, status) => budgets.pause(title, waitMs, status),
     },
     title,
   );

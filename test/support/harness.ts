@@ -42,6 +42,8 @@ export async function startApiServer(
     hold?: (coin: string) => Promise<void> | undefined;
     /** A fixed port (the local walk-through's); a free one when absent. */
     port?: number;
+    /** An answer other than the price for this call of /price (a 429 with its Retry-After, a 503...); none: the price. */
+    refuse?: (coin: string) => { status: number; headers?: Record<string, string> } | undefined;
   } = {},
 ): Promise<ApiServer> {
   const calls: { path: string }[] = [];
@@ -55,6 +57,12 @@ export async function startApiServer(
       const delay = options.delayMs?.(coin) ?? 0;
       if (delay > 0) await new Promise((resolve) => setTimeout(resolve, delay));
       await options.hold?.(coin);
+      const refusal = options.refuse?.(coin);
+      if (refusal) {
+        res.writeHead(refusal.status, refusal.headers ?? {});
+        res.end(JSON.stringify({ error: `refused with ${refusal.status}` }));
+        return;
+      }
       res.end(JSON.stringify({ price: coin === 'BTC' ? 65000.5 : 3000.25 }));
     } else if (url.pathname === '/counter') {
       counter++;

@@ -35,7 +35,8 @@ export type LoopbackApi = {
 };
 
 /** A provider's quota: above `rate` (a sliding window), 429 with these headers (e.g. Retry-After). */
-export type LoopbackQuota = { rate: Rate; headers: Record<string, string> };
+/** Calls over `rate` are refused with `status` (429 by default; 503 as an API in maintenance answers) and `headers`. */
+export type LoopbackQuota = { rate: Rate; headers: Record<string, string>; status?: number };
 
 /** A JSON API on 127.0.0.1 that checks its API key like a real one would, and its quota when it has one. */
 export async function startLoopbackApi(options: { quota?: LoopbackQuota } = {}): Promise<LoopbackApi> {
@@ -56,7 +57,7 @@ export async function startLoopbackApi(options: { quota?: LoopbackQuota } = {}):
     if (req.headers['x-api-key'] !== API_KEY) return json(401, { error: 'bad key' });
     if (quota && !quota.tryAcquire().ok) {
       state.rateLimited++;
-      return json(429, { error: 'over quota' }, options.quota?.headers);
+      return json(options.quota?.status ?? 429, { error: 'over quota' }, options.quota?.headers);
     }
     if (url.pathname === '/price') return json(200, { coin: url.searchParams.get('coin'), price: 1234.5678 });
     if (url.pathname.startsWith('/status/')) return json(Number(url.pathname.slice(8)) || 500, { error: 'status' });

@@ -30,8 +30,7 @@ import {
   wallets,
 } from '../../support/harness.js';
 import { type RecordingProxy, startRecordingProxy } from '../../support/rpc-proxy.js';
-
-const POLL_MS = 1000;
+import { POLL_MS, runTestWindow } from '../../support/window.js';
 
 describe('the coordinator window on anvil (real AirnodeRrpV0)', () => {
   let chain: Awaited<ReturnType<typeof startTestChain>>;
@@ -80,10 +79,6 @@ describe('the coordinator window on anvil (real AirnodeRrpV0)', () => {
     } = {},
   ) => buildConfig({ providers: { counted: proxy.url }, deployment: chain.deployment, apiUrl: api.url, ...options });
 
-  /**
-   * A window of `steps.length` polls; before poll i the test plays steps[i] (the window's own clock never runs, and
-   * the providers' memory keeps the same clock).
-   */
   async function window(
     cfg: ReturnType<typeof config>,
     steps: (() => Promise<void>)[],
@@ -91,27 +86,7 @@ describe('the coordinator window on anvil (real AirnodeRrpV0)', () => {
     logger: Logger = silentLogger,
     standby: { standbyDelayBlocks?: number } = {},
   ): Promise<WindowSummary> {
-    let now = 0;
-    let step = 0;
-    return runWindow(
-      cfg,
-      {
-        executor: new InProcessExecutor({ config: cfg, wallets, logger: silentLogger, ...context }),
-        logger,
-        wallets,
-        providerMemory: new ProviderMemory(() => now),
-        ...standby,
-      },
-      {
-        windowMs: steps.length * POLL_MS,
-        pollIntervalMs: POLL_MS,
-        now: () => now,
-        sleep: async (ms) => {
-          await steps[step++]?.();
-          now += ms;
-        },
-      },
-    );
+    return runTestWindow(cfg, steps, { context, logger, deps: standby });
   }
 
   it('serves a request made during the window at the next poll, and an idle poll costs one eth_blockNumber', async () => {

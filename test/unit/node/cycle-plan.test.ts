@@ -170,6 +170,7 @@ describe('the plan of a chain (cycle-plan.ts)', () => {
       waiting: [],
       leftToPrimary: [],
       yielded: [],
+      deferred: [],
     });
 
     it('makes one shard per sponsor wallet, its requests and withdrawals in log order, with the healthy providers and the head', () => {

@@ -60,6 +60,7 @@ describe('the summary of a cycle (cycle-summary.ts)', () => {
       fulfilled: 0,
       failed: 0,
       withdrawn: 0,
+      deferred: 0,
       skipped: 0,
       errors: 0,
       replaced: 0,
