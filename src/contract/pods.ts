@@ -107,6 +107,8 @@ export const VERIFIED_CHAIN_IDS_KEY = 'verified-chain-ids.json';
  * (one cycle a minute: src/node/pending-sightings.ts).
  */
 export const PENDING_SIGHTINGS_KEY = 'pending-sightings.json';
+/** A coordinator's retries of transient API failures, for its next run without the Lease (src/node/api-retries.ts). */
+export const API_RETRIES_KEY = 'api-retries.json';
 
 const MAX_REPORT_ENTRIES = 1000;
 // The report's schemas carry the descriptions the OracleNode status shows them with: the operator's API

@@ -53,12 +53,12 @@ export function gatewayRoutes({ config, callEndpoint, nodeSigner, metrics, logge
 
   /**
    * An endpoint call the API's budget did not let through (src/ois/budget.ts): 429 with Retry-After, as a caller over
-   * its own rate gets. The API never saw it.
+   * its own rate gets; 503 while the API is paused by its own 503 (unavailable, not a rate). The API never saw it.
    */
   function answerDeferred(gateway: GatewayName, res: ServerResponse, deferred: ApiDeferral, message: string): void {
     metrics.rejected.inc({ gateway, reason: deferred.reason === 'paused' ? 'api_paused' : 'api_budget' });
     res.setHeader('Retry-After', retryAfterSeconds(deferred.retryAfterMs));
-    sendError(res, 429, errorText(message));
+    sendError(res, deferred.status === 503 ? 503 : 429, errorText(message));
   }
 
   async function runEndpoint(

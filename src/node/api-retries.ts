@@ -9,7 +9,8 @@
 import { fetchBlockTimestamp } from '../chain/logs.js';
 import type { RpcClient } from '../chain/rpc.js';
 import { monotonicNow } from '../common/time.js';
-import { classifyFailure, failureMessageOnChain, type TransientClass } from '../ois/deferral.js';
+import { MAX_PAUSE_MS } from '../ois/budget.js';
+import { classifyFailure, failureMessageOnChain, isDeferredMessage, type TransientClass } from '../ois/deferral.js';
 
 export { DEFAULT_API_RETRY_WINDOW_SECONDS } from '../ois/deferral.js';
 /** The first back-off after a transient failure; it doubles with each failure of the same request, up to the max. */
@@ -17,6 +18,11 @@ export const FIRST_RETRY_DELAY_MS = 5_000;
 export const MAX_RETRY_DELAY_MS = 60_000;
 /** Requests (and block timestamps) remembered at most: the oldest are forgotten first. */
 const MAX_TRACKED = 10_000;
+/** Requests and pauses handed to the next run at most: a Lease annotation (or ConfigMap key) of about 64 KiB at most. */
+export const MAX_HANDED_OVER_RETRIES = 200;
+const HAND_OVER_VERSION = 1;
+const MAX_HAND_OVER_BYTES = 96 * 1024;
+const MAX_TEXT = 200;
 
 /** What a deferral is counted and shown as: a transient class, or this node's own rate budget. */
 export type DeferralClass = TransientClass | 'budget';
@@ -40,6 +46,8 @@ type Tracked = {
   lastError: string;
   /** The request's block timestamp (seconds), else when this process first saw it fail. */
   madeAtSeconds: number;
+  /** Monotonic time of its first failure here: the window is over by this clock too, whatever the wall clock does. */
+  firstFailedAt: number;
 };
 
 export type ApiRetriesClock = { monotonic: () => number; epochMs: () => number };
@@ -69,7 +77,7 @@ export class ApiRetries {
   /** Whether a request's API may be called now (its back-off or its OIS's pause), or its window is over. */
   gate(chainId: string, call: { id: string; oisTitle: string }): RetryGate {
     const tracked = this.#requests.get(keyOf(chainId, call.id));
-    if (tracked && this.#pastWindow(tracked.madeAtSeconds)) return { kind: 'fail', message: tracked.lastError };
+    if (tracked && this.#pastWindow(tracked)) return { kind: 'fail', message: tracked.lastError };
     const now = this.#clock.monotonic();
     let hold: { shown: string; retryAtEpochMs: number } | undefined =
       tracked && tracked.notBefore > now ? tracked : undefined;
@@ -108,7 +116,8 @@ export class ApiRetries {
     }
     const tracked = this.#requests.get(key);
     const madeAtSeconds = tracked?.madeAtSeconds ?? (await this.#madeAt(chainId, call.blockNumber, client));
-    if (this.#pastWindow(madeAtSeconds)) {
+    const firstFailedAt = tracked?.firstFailedAt ?? this.#clock.monotonic();
+    if (this.#pastWindow({ madeAtSeconds, firstFailedAt })) {
       this.#requests.delete(key);
       return { kind: 'fail', message: onChain };
     }
@@ -136,6 +145,7 @@ export class ApiRetries {
       shown,
       lastError: onChain,
       madeAtSeconds,
+      firstFailedAt,
     });
     const failsAt = iso(madeAtSeconds * 1000 + this.windowMs);
     return {
@@ -145,13 +155,83 @@ export class ApiRetries {
     };
   }
 
+  /**
+   * What the next run takes over (takeOver): the pauses still running and the requests still held back, by wall-clock
+   * time (the only clock two processes share), at most MAX_HANDED_OVER_RETRIES of each, the soonest due first.
+   * Undefined when there is nothing to hand over. So a new coordinator run calls no API sooner than it asked.
+   */
+  toHandOver(): string | undefined {
+    const now = this.#clock.monotonic();
+    const epoch = this.#clock.epochMs();
+    const pauses = [...this.#paused]
+      .filter(([, paused]) => paused.until > now)
+      .slice(0, MAX_HANDED_OVER_RETRIES)
+      .map(([ois, paused]) => [ois, epoch + Math.ceil(paused.until - now), paused.shown]);
+    const requests = [...this.#requests]
+      .filter(([, tracked]) => !this.#pastWindow(tracked))
+      .sort(([, a], [, b]) => a.notBefore - b.notBefore)
+      .slice(0, MAX_HANDED_OVER_RETRIES)
+      .map(([key, t]) => [
+        key,
+        t.oisTitle,
+        t.failures,
+        epoch + Math.max(0, Math.ceil(t.notBefore - now)),
+        t.madeAtSeconds,
+        t.shown,
+        t.lastError,
+      ]);
+    if (pauses.length === 0 && requests.length === 0) return undefined;
+    return JSON.stringify({ version: HAND_OVER_VERSION, pauses, requests });
+  }
+
+  /**
+   * Takes over what the run before handed over (toHandOver), read back as untrusted input: what is not an entry of
+   * the right shape is left out, never thrown, and what this process knows itself is kept. Answers how many were taken.
+   */
+  takeOver(handedOver: string | undefined): number {
+    const parsed = parseHandOver(handedOver);
+    if (!parsed) return 0;
+    const now = this.#clock.monotonic();
+    const epoch = this.#clock.epochMs();
+    // A wait handed over is never longer than the longest a pause may be (a clock far ahead in the last run).
+    const until = (epochMs: number) => now + Math.min(MAX_PAUSE_MS, Math.max(0, epochMs - epoch));
+    let taken = 0;
+    for (const [ois, untilEpochMs, shown] of parsed.pauses) {
+      if (this.#paused.has(ois) || untilEpochMs <= epoch) continue;
+      this.#paused.set(ois, { until: until(untilEpochMs), shown, retryAtEpochMs: untilEpochMs });
+      taken++;
+    }
+    for (const [key, oisTitle, failures, retryAtEpochMs, madeAtSeconds, shown, lastError] of parsed.requests) {
+      if (this.#requests.has(key)) continue;
+      remember(this.#requests, key, {
+        oisTitle,
+        failures,
+        notBefore: until(retryAtEpochMs),
+        retryAtEpochMs,
+        shown,
+        lastError,
+        madeAtSeconds,
+        firstFailedAt: now,
+      });
+      taken++;
+    }
+    return taken;
+  }
+
   /** The request was answered or failed on chain: nothing more to retry. */
   settled(chainId: string, requestId: string): void {
     this.#requests.delete(keyOf(chainId, requestId));
   }
 
-  #pastWindow(madeAtSeconds: number): boolean {
-    return this.#clock.epochMs() - madeAtSeconds * 1000 >= this.windowMs;
+  /**
+   * Older than the window by the wall clock from the request's block, or by the monotonic clock from its first failure
+   * here: a wall clock stepped back never keeps a request open (and its API called) past the window.
+   */
+  #pastWindow(request: { madeAtSeconds: number; firstFailedAt: number }): boolean {
+    return (
+      this.#clock.epochMs() - request.madeAtSeconds * 1000 >= this.windowMs ||
+      this.#clock.monotonic() - request.firstFailedAt >= this.windowMs
+    );
   }
 
   /** The request's block timestamp; when no provider gives it, now (the window then counts from the first failure). */
@@ -160,7 +240,8 @@ export class ApiRetries {
     const known = this.#blockTimes.get(key);
     if (known !== undefined) return known;
     try {
-      const timestamp = await fetchBlockTimestamp(client, block);
+      // No block is from the future: a provider's wrong timestamp never keeps a request open past its window.
+      const timestamp = Math.min(await fetchBlockTimestamp(client, block), Math.floor(this.#clock.epochMs() / 1000));
       remember(this.#blockTimes, key, timestamp);
       return timestamp;
     } catch {
@@ -170,3 +251,70 @@ export class ApiRetries {
 }
 
 const keyOf = (chainId: string, requestId: string) => `${chainId}:${requestId.toLowerCase()}`;
+
+type HandOver = {
+  pauses: [ois: string, untilEpochMs: number, shown: string][];
+  requests: [
+    key: string,
+    oisTitle: string,
+    failures: number,
+    retryAtEpochMs: number,
+    madeAtSeconds: number,
+    shown: string,
+    lastError: string,
+  ][];
+};
+
+const isText = (value: unknown): value is string => typeof value === 'string' && value.length <= MAX_TEXT;
+const isWhole = (value: unknown): value is number =>
+  typeof value === 'number' && Number.isSafeInteger(value) && value >= 0;
+/** A request's key as keyOf makes it: a chain id and a request id, nothing else. */
+const REQUEST_KEY = /^[0-9]{1,20}:0x[0-9a-f]{64}$/;
+/** What the request log shows of a failure: a status or a class, nothing an attacker could write into a reason. */
+const SHOWN = /^(?:[1-5][0-9]{2}|429|408|5xx|no response)$/;
+
+/** A message the node fails a request with after its window: the API's own failure, in the reference's words. */
+function isApiFailureOnChain(message: string): boolean {
+  const failure = classifyFailure(message);
+  return (
+    failure.kind === 'transient' && failureMessageOnChain(message, failure) === message && !isDeferredMessage(message)
+  );
+}
+
+/** The hand-over's entries of the right shape (ApiRetries.toHandOver); undefined when it is not one. */
+function parseHandOver(handedOver: string | undefined): HandOver | undefined {
+  if (handedOver === undefined || handedOver.length > MAX_HAND_OVER_BYTES) return undefined;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(handedOver);
+  } catch {
+    return undefined;
+  }
+  const { version, pauses, requests } = (parsed ?? {}) as Record<string, unknown>;
+  if (version !== HAND_OVER_VERSION || !Array.isArray(pauses) || !Array.isArray(requests)) return undefined;
+  const result: HandOver = { pauses: [], requests: [] };
+  for (const entry of pauses.slice(0, MAX_HANDED_OVER_RETRIES)) {
+    if (!Array.isArray(entry) || entry.length !== 3) continue;
+    const [ois, until, shown] = entry as unknown[];
+    if (isText(ois) && isWhole(until) && isText(shown) && SHOWN.test(shown)) result.pauses.push([ois, until, shown]);
+  }
+  for (const entry of requests.slice(0, MAX_HANDED_OVER_RETRIES)) {
+    if (!Array.isArray(entry) || entry.length !== 7) continue;
+    const [key, ois, failures, retryAt, madeAt, shown, lastError] = entry as unknown[];
+    if (
+      isText(key) &&
+      REQUEST_KEY.test(key) &&
+      isText(ois) &&
+      isWhole(failures) &&
+      failures <= 64 &&
+      isWhole(retryAt) &&
+      isWhole(madeAt) &&
+      isText(shown) &&
+      SHOWN.test(shown) &&
+      isText(lastError) &&
+      isApiFailureOnChain(lastError)
+    )
+      result.requests.push([key, ois, failures, retryAt, madeAt, shown, lastError]);
+  }
+  return result;
+}

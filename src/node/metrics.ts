@@ -56,6 +56,11 @@ export function cycleMetrics(registry: Registry) {
     name: 'node_window_polls_total',
     help: 'Polls of the windows after their first cycle (each asks every provider for its head)',
   });
+  const deferrals = counter(registry, {
+    name: 'node_api_deferrals_total',
+    help: "Requests left open after an API call that failed for now, by OIS and status class (429, 408, 5xx, no response; budget: over this node's own rate budget); each is retried later (--api-retry-window)",
+    labelNames: ['ois', 'status_class'] as const,
+  });
   const idlePolls = counter(registry, {
     name: 'node_window_idle_polls_total',
     help: 'Polls of the windows that found no new block (one eth_blockNumber per provider, nothing more)',
@@ -76,6 +81,11 @@ export function cycleMetrics(registry: Registry) {
       for (const failure of summary.gasPriceStrategyFailures) {
         strategyFailures.inc({ chain_id: failure.chainId, strategy: failure.strategy }, failure.count);
       }
+      for (const result of summary.results)
+        if (result.ok)
+          for (const outcome of result.output.outcomes)
+            if (outcome.deferral)
+              deferrals.inc({ ois: outcome.deferral.oisTitle, status_class: outcome.deferral.statusClass });
       for (const wallet of summary.sponsorWallets) {
         balance.set({ chain_id: wallet.chainId, sponsor_wallet: wallet.sponsorWallet }, Number(wallet.balanceWei));
       }

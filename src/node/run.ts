@@ -25,7 +25,14 @@ import type { HeldLease } from './kubernetes/handover.js';
 import type { CoordinatorKubernetes } from './kubernetes/index.js';
 import type { Logger } from './logger.js';
 import { cycleMetrics } from './metrics.js';
-import { loadPendingSightings, PENDING_SIGHTINGS_FILE, savePendingSightings } from './pending-sightings.js';
+import {
+  API_RETRIES_FILE,
+  API_RETRIES_WORDS,
+  loadHandedOver,
+  PENDING_SIGHTINGS_FILE,
+  SIGHTINGS_WORDS,
+  saveHandedOver,
+} from './pending-sightings.js';
 import { cycleRequestRecords, FileRequestLog } from './request-log.js';
 import {
   fileTextStore,
@@ -125,6 +132,7 @@ async function holdHandoverLease(options: {
   deadline: WorkDeadline;
   terminated: () => boolean;
   owner?: { name: string; uid: string };
+  apiRetries: ApiRetries;
 }): Promise<HeldLease | { exitCode: 0 | 2; error?: string }> {
   const { logger, deadline } = options;
   let held: HeldLease | undefined;
@@ -138,8 +146,10 @@ async function holdHandoverLease(options: {
       waitUntil: options.windowEndAt,
       signal: deadline.signal,
       onLost: () => deadline.stop(LEASE_LOST),
-      // Taken over from the last holder with the Lease, handed to the next one: the stuck rule counts across runs.
+      // Taken over from the last holder with the Lease, handed to the next one: the stuck rule counts across runs, and
+      // no API is called sooner than it asked.
       sightings: processPendingSightings(),
+      apiRetries: options.apiRetries,
       ...(options.owner ? { owner: options.owner } : {}),
     });
   } catch (error) {
@@ -209,14 +219,26 @@ export async function runCoordinator(options: CoordinatorRunOptions): Promise<Co
   // Each run is a new process: the chain ids verified by the previous run are carried over, not asked again.
   const verifiedProviders = kubernetes?.verifiedProviders ?? fileVerifiedProvidersStore(cacheDir);
   const providers = await loadProviderMemory(config, verifiedProviders, logger);
-  // The last run's sightings of pending transactions: with the hand-over Lease they come with it, else from here.
-  const sightingsStore =
+  // The last run's sightings of pending transactions and API retries: with the hand-over Lease they come with it, else
+  // from here.
+  const carried =
     options.handoverLease === undefined
-      ? (kubernetes?.pendingSightings ?? fileTextStore(cacheDir, PENDING_SIGHTINGS_FILE))
-      : undefined;
-  const sightingsLoaded = sightingsStore
-    ? await loadPendingSightings(sightingsStore, processPendingSightings(), logger)
-    : undefined;
+      ? [
+          {
+            store: kubernetes?.pendingSightings ?? fileTextStore(cacheDir, PENDING_SIGHTINGS_FILE),
+            state: processPendingSightings(),
+            words: SIGHTINGS_WORDS,
+          },
+          {
+            store: kubernetes?.apiRetries ?? fileTextStore(cacheDir, API_RETRIES_FILE),
+            state: apiRetries,
+            words: API_RETRIES_WORDS,
+          },
+        ]
+      : [];
+  const loaded = await Promise.all(
+    carried.map(({ store, state, words }) => loadHandedOver(store, state, logger, words)),
+  );
   const deps = {
     executor,
     logger,
@@ -236,6 +258,7 @@ export async function runCoordinator(options: CoordinatorRunOptions): Promise<Co
       windowEndAt,
       deadline,
       terminated: () => terminate.aborted,
+      apiRetries,
     });
     if ('exitCode' in lease) {
       deadline.finish();
@@ -282,7 +305,9 @@ export async function runCoordinator(options: CoordinatorRunOptions): Promise<Co
     await withinBudget(report(undefined), REPORT_AFTER_SIGTERM_MS);
   } else {
     await saveProviderMemory(config, verifiedProviders, providers, logger);
-    if (sightingsStore) await savePendingSightings(sightingsStore, processPendingSightings(), sightingsLoaded, logger);
+    await Promise.all(
+      carried.map(({ store, state, words }, i) => saveHandedOver(store, state, loaded[i], logger, words)),
+    );
     await tracer.flush();
     // As the reference: after every cycle. In a pod, the gateways are reported at the URL callers use.
     const heartbeat = await sendHeartbeat(

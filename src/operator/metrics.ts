@@ -37,7 +37,7 @@ type NodeSeries = {
 };
 
 /** Request outcomes counted from each new cycle report, keyed by the counts the coordinator writes. */
-const OUTCOMES = { seen: 'discovered', fulfilled: 'fulfilled', failed: 'failed' } as const;
+const OUTCOMES = { seen: 'discovered', fulfilled: 'fulfilled', failed: 'failed', deferred: 'deferred' } as const;
 
 export class OracleNodeMetrics {
   private readonly ready: Gauge<(typeof NODE_LABELS)[number]>;
@@ -83,7 +83,7 @@ export class OracleNodeMetrics {
     });
     this.requests = new Counter({
       name: 'oracle_node_requests_total',
-      help: 'On-chain requests by outcome (seen, fulfilled, failed), summed over coordinator cycles',
+      help: 'On-chain requests by outcome (seen, fulfilled, failed; deferred: left open after a transient API failure), summed over coordinator cycles',
       labelNames: [...NODE_LABELS, 'outcome'],
       registers,
     });

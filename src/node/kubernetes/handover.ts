@@ -23,6 +23,7 @@ import {
   RestLeaseStore,
   systemClock,
 } from '../../kube/api.js';
+import type { HandedOverState } from '../pending-sightings.js';
 
 /** How long a holder's lease lasts without renewal: a crashed window is taken over this long after its last renewal. */
 export const HANDOVER_LEASE_DURATION_MS = 5_000;
@@ -37,6 +38,14 @@ export const HANDOVER_WAIT_POLL_MS = 200;
  * written with every renewal and with the release, taken over with the Lease, so no call is added for it.
  */
 export const PENDING_SIGHTINGS_ANNOTATION = 'oracle-node.io/pending-sightings';
+/**
+ * The Lease annotation that carries the holder's retries of transient API failures (src/node/api-retries.ts): the
+ * next run calls no API sooner than its Retry-After, nor a request before its back-off, and fails none early.
+ */
+export const API_RETRIES_ANNOTATION = 'oracle-node.io/api-retries';
+
+/** One state in its annotation, and what its log line calls what was taken over. */
+export type CarriedState = { annotation: string; state: HandedOverState; taken: string };
 
 export type HeldLease = {
   /** Stops renewing and hands the lease back (empty holder), so the waiting run takes it at its next ask. */
@@ -69,6 +78,8 @@ export type HandoverOptions = {
   store?: LeaseStore;
   /** This run's sightings of pending transactions: the last holder's are taken over with the Lease, ours handed on. */
   sightings?: PendingSightings;
+  /** This run's retries of transient API failures: handed on with the Lease as the sightings are. */
+  apiRetries?: HandedOverState;
   /** For tests: a wall clock they step; the system's otherwise. */
   clock?: Clock;
   /** For tests; the defaults above otherwise. */
@@ -105,7 +116,27 @@ export async function acquireHandoverLease(options: HandoverOptions): Promise<He
   const rest = options.store ?? (await restLeaseStore());
   const identity = options.identity ?? `${process.env.HOSTNAME || hostname()}_${randomUUID().slice(0, 8)}`;
   const owned = options.owner ? ownedBy(rest, options.owner) : rest;
-  const carried = options.sightings ? carrying(owned, identity, options.sightings, options.logger) : owned;
+  const states: CarriedState[] = [
+    ...(options.sightings
+      ? [
+          {
+            annotation: PENDING_SIGHTINGS_ANNOTATION,
+            state: options.sightings,
+            taken: 'took over the pending transactions seen by the previous window',
+          },
+        ]
+      : []),
+    ...(options.apiRetries
+      ? [
+          {
+            annotation: API_RETRIES_ANNOTATION,
+            state: options.apiRetries,
+            taken: 'took over the API retries of the previous window',
+          },
+        ]
+      : []),
+  ];
+  const carried = states.length > 0 ? carrying(owned, identity, states, options.logger) : owned;
   const renewals = renewedBy(carried, identity, clock);
   const store = renewals.store;
   const lease = { lease: `${options.namespace}/${options.name}`, identity };
@@ -234,25 +265,35 @@ export function ownedBy(store: LeaseStore, owner: { name: string; uid: string })
 }
 
 /**
- * The Lease calls with the pending-transaction sightings in the Lease's annotation (PENDING_SIGHTINGS_ANNOTATION). The
+ * The Lease calls with each carried state in its annotation (the pending-transaction sightings, the API retries). The
  * write that makes `identity` the holder keeps what the last holder wrote there (the Lease it read, so exactly the
  * hand-over it takes) and, once it succeeded, takes it over (a write lost to another run takes nothing); every later
- * write of ours (renewals, the release) carries our sightings at the time.
+ * write of ours (renewals, the release) carries our states at the time.
  */
-export function carrying(store: LeaseStore, identity: string, sightings: PendingSightings, logger: Logger): LeaseStore {
+export function carrying(
+  store: LeaseStore,
+  identity: string,
+  carried: readonly CarriedState[],
+  logger: Logger,
+): LeaseStore {
   let takenOver = false;
   const write = async (lease: Lease, send: (lease: Lease) => Promise<Lease>): Promise<Lease> => {
     const annotations = (lease.metadata['annotations'] as Record<string, string> | undefined) ?? {};
     if (!takenOver && lease.spec?.holderIdentity === identity) {
       const written = await send(lease);
       takenOver = true;
-      const taken = sightings.takeOver(annotations[PENDING_SIGHTINGS_ANNOTATION]);
-      if (taken > 0) logger.info({ wallets: taken }, 'took over the pending transactions seen by the previous window');
+      for (const { annotation, state, taken } of carried) {
+        const count = state.takeOver(annotations[annotation]);
+        if (count > 0) logger.info({ count }, taken);
+      }
       return written;
     }
-    const { [PENDING_SIGHTINGS_ANNOTATION]: _previous, ...others } = annotations;
-    const handed = sightings.toHandOver();
-    const next = handed === undefined ? others : { ...others, [PENDING_SIGHTINGS_ANNOTATION]: handed };
+    const next = { ...annotations };
+    for (const { annotation, state } of carried) {
+      const handed = state.toHandOver();
+      if (handed === undefined) delete next[annotation];
+      else next[annotation] = handed;
+    }
     return send({ ...lease, metadata: { ...lease.metadata, annotations: next } });
   };
   return {

@@ -4,7 +4,7 @@
 // contract's (src/contract/pods.ts). The Kubernetes client (src/kube's, in-cluster credentials) is loaded only inside
 // such a pod, so local runs never pay for it.
 import { FEED_REPORT_KEY, type FeedReport } from '../../contract/feed-report.js';
-import { PENDING_SIGHTINGS_KEY, readCoordinatorEnvironment } from '../../contract/pods.js';
+import { API_RETRIES_KEY, PENDING_SIGHTINGS_KEY, readCoordinatorEnvironment } from '../../contract/pods.js';
 import type { ResponseCache } from '../cache.js';
 import type { CycleSummary } from '../cycle.js';
 import { cycleRequestRecords } from '../request-log.js';
@@ -32,6 +32,8 @@ export type CoordinatorKubernetes = {
   verifiedProviders: VerifiedProvidersStore;
   /** The sightings of pending transactions of a run without the hand-over Lease, in the cycle ConfigMap too. */
   pendingSightings: VerifiedProvidersStore;
+  /** The retries of transient API failures of a run without the hand-over Lease, in the cycle ConfigMap too. */
+  apiRetries: VerifiedProvidersStore;
 };
 
 type Env = Record<string, string | undefined>;
@@ -97,6 +99,7 @@ export async function coordinatorKubernetes(env: Env = process.env): Promise<Coo
     gatewayUrl: pod.gatewayUrl,
     verifiedProviders: verified.configMapVerifiedProvidersStore(cycleStore),
     pendingSightings: verified.configMapTextStore(cycleStore, PENDING_SIGHTINGS_KEY),
+    apiRetries: verified.configMapTextStore(cycleStore, API_RETRIES_KEY),
   };
 }
 

@@ -698,6 +698,20 @@ export const oracleNodeSpecSchema = z
         'A share below one call leaves those pods none: they call that API no more (docs/ois-engine.md, "Rate ' +
         'budgets"). An AirnodeFeed on the same API key needs its own part of the quota in its own spec.',
     ),
+    apiRetryWindowSeconds: z
+      .number()
+      .int()
+      .min(0)
+      .max(86_400)
+      .optional()
+      .meta(
+        described(
+          'How long a request whose API fails for now (429, 408, 5xx, no answer) stays open and is retried, with ' +
+            "back-off and never sooner than the API's Retry-After, before it is failed on chain with the API's last " +
+            'error (`--api-retry-window`). Absent: 300. 0: failed at once, as Airnode does (docs/chain-cycle.md, ' +
+            '"When the API fails for a while").',
+        ),
+      ),
     chainLimits: z
       .array(
         z.object({

@@ -133,3 +133,9 @@ export function apiLimitProblems(limits: readonly ApiLimitSpec[] | undefined, co
     return [];
   });
 }
+
+/** The coordinator's `--api-retry-window SECONDS` when spec.apiRetryWindowSeconds is set (absent: the engine's 300). */
+export function apiRetryWindowArgs(node: OracleNode): string[] {
+  const seconds = node.spec.apiRetryWindowSeconds;
+  return seconds === undefined ? [] : ['--api-retry-window', String(seconds)];
+}

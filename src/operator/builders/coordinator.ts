@@ -8,6 +8,7 @@ import {
   DEFAULT_SCHEDULE,
   MIN_COORDINATOR_POLL_INTERVAL_SECONDS,
 } from '../resource.js';
+import { apiRetryWindowArgs } from './api-limits.js';
 import { gasPriceCeilingArgs, standbyArgs } from './chain-limits.js';
 import {
   type BuildInput,
@@ -163,6 +164,7 @@ export function buildCoordinatorCronJob(
     ...run.windowArgs,
     ...gasPriceCeilingArgs(input.node),
     ...standbyArgs(input.node),
+    ...apiRetryWindowArgs(input.node),
   ];
   const container = engineContainer(input, 'coordinator', args, 'coordinator', [
     { name: ENV.workerTemplate, value: canonicalJson(buildWorkerTemplate(input)) },

@@ -106,14 +106,15 @@ describe('gateway: API rate budgets (component)', function () {
     );
   });
 
-  it("pauses the OIS for the Retry-After of the API's 503 as for a 429: the next call does not reach it", async () => {
+  it("pauses the OIS for the Retry-After of the API's 503 as for a 429: the next call gets 503 without reaching it", async () => {
     await start({ quota: { rate: parseRate('1/m')!, headers: { 'retry-after': '20' }, status: 503 } });
     expect((await price('a')).status).to.equal(200);
     // The 503 names 20 s: the engine's second attempt is not sent, nor is the next call.
     await price('b');
     expect(api.requests).to.equal(2);
     const later = await price('c');
-    expect(later.status).to.equal(429);
+    expect(later.status).to.equal(503);
+    expect(Number(later.headers.get('retry-after'))).to.be.within(1, 20);
     const message = ((await later.json()) as { message: string }).message;
     expect(message, message).to.match(/answered 503 and is paused; retry after/);
     expect(api.requests).to.equal(2);

@@ -3,15 +3,18 @@
 // Retry-After, and it is fulfilled by one transaction; a request past its retry window is failed once, with the API's
 // own error; permanent failures, and a window of 0, fail at once as the reference does. First on the test's clock
 // (src/node/window.ts through test/support/window.ts), then through the binaries (`coordinator --window`, `start`).
-import type { ChildProcess } from 'node:child_process';
+import { type ChildProcess, execFile } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { expect } from 'chai';
 import { ApiRetries } from '../../../src/node/api-retries.js';
+import { cycleMetrics } from '../../../src/node/metrics.js';
 import { FileRequestLog } from '../../../src/node/request-log.js';
+import { createMetricsRegistry } from '../../../src/observability/index.js';
 import { setApiBudgets } from '../../../src/ois/index.js';
-import { spawnOracleNode } from '../../support/binary.js';
+import { ORACLE_NODE_ARGS, repoRoot, spawnOracleNode } from '../../support/binary.js';
 import { rpc, setBalance, startTestChain, waitForMined } from '../../support/chain.js';
 import {
   type ApiServer,
@@ -120,6 +123,10 @@ describe('transient API failures leave the request open (anvil, real AirnodeRrpV
     expect(callTimes.get('ETH')).to.deep.equal([0, 0, 5000]);
     expect(summary.transactions).to.include({ fulfilled: 1, failed: 0 });
     expect(summary.transactions.deferred).to.equal(1);
+    // The deferral is counted by OIS and status class (what `start` serves on /metrics).
+    const registry = createMetricsRegistry();
+    cycleMetrics(registry).observe(summary, 1);
+    expect(await registry.metrics()).to.match(/^node_api_deferrals_total\{ois="[^"]+",status_class="5xx"\} 1$/m);
   });
 
   it('a 429 naming Retry-After: no call of that API before it, not even for a new request; both fulfilled once', async () => {
@@ -203,13 +210,13 @@ describe('transient API failures leave the request open (anvil, real AirnodeRrpV
     });
     afterEach(() => clearInterval(miner));
 
-    const nodeFiles = (prefix: string) => {
+    const nodeFiles = (prefix: string, logLevel = 'WARN') => {
       const { config, secrets } = buildConfigJson({
         providers: { anvil: chain.anvil.url },
         deployment: chain.deployment,
         apiUrl: api.url,
       });
-      (config['nodeSettings'] as { logLevel: string }).logLevel = 'WARN';
+      (config['nodeSettings'] as { logLevel: string }).logLevel = logLevel;
       return writeNodeFiles(dir, { config, secrets }, prefix).args;
     };
     const transactionsOf = async (wallet: string) =>
@@ -261,17 +268,38 @@ describe('transient API failures leave the request open (anvil, real AirnodeRrpV
       expect(await transactionsOf(sponsor.sponsorWallet), 'one transaction for the request').to.equal(1);
     });
 
+    it('the next `coordinator` run calls no API before the Retry-After the last run was given (the cache directory carries it)', async () => {
+      const sponsor = await createSponsor(chain.deployment, 'retry-next-run');
+      const id = await requestPrice(chain.deployment, sponsor);
+      refuse = () => ({ status: 429, headers: { 'Retry-After': '600' } });
+      const cacheDir = join(dir, 'next-run-cache');
+      const coordinator = () =>
+        promisify(execFile)(
+          process.execPath,
+          [...ORACLE_NODE_ARGS, 'coordinator', ...nodeFiles('next-run-'), '--cache-dir', cacheDir],
+          {
+            cwd: repoRoot,
+          },
+        );
+      await coordinator();
+      expect(callTimes.get('ETH'), 'the first run met the 429').to.have.length(1);
+      await coordinator();
+      expect(callTimes.get('ETH'), 'the second run did not call the API').to.have.length(1);
+      expect(await requestEvents(chain.deployment, id)).to.deep.equal({ fulfilled: [], failed: [] });
+      const record = (await new FileRequestLog(cacheDir).read()).find((entry) => entry.requestId === id);
+      expect(record?.state).to.equal('deferred');
+      expect(record?.reason).to.match(/^deferred: 429, retry at /);
+    });
+
     it('`start --poll-interval`: a request whose API fails for good is failed once after its window; one in a 503 spell is fulfilled; the log says deferred', async () => {
       const spell = await createSponsor(chain.deployment, 'retry-start-spell');
       const broken = await createSponsor(chain.deployment, 'retry-start-broken');
-      const spellId = await requestPrice(chain.deployment, spell, 'ETH');
-      const brokenId = await requestPrice(chain.deployment, broken, 'BTC');
       let spellCalls = 0;
       refuse = (coin) => (coin === 'BTC' ? { status: 500 } : ++spellCalls <= 2 ? { status: 503 } : undefined);
       const cacheDir = join(dir, 'start-cache');
       const child = spawnOracleNode([
         'start',
-        ...nodeFiles('start-'),
+        ...nodeFiles('start-', 'INFO'),
         '--interval-ms',
         '600000',
         '--poll-interval',
@@ -282,6 +310,14 @@ describe('transient API failures leave the request open (anvil, real AirnodeRrpV
         '--api-retry-window',
         '8',
       ]);
+      let stderr = '';
+      child.stderr?.on('data', (chunk: Buffer) => {
+        stderr += chunk.toString();
+      });
+      // The window counts from the request's block: the requests are made once the node runs, however slow its start.
+      await waitFor(() => stderr.includes('cycle finished'), 60_000, 'the first cycle of start');
+      const spellId = await requestPrice(chain.deployment, spell, 'ETH');
+      const brokenId = await requestPrice(chain.deployment, broken, 'BTC');
       try {
         // While the API fails for now, the request log says so, and when it is tried again.
         const deferred = await waitFor(
@@ -303,6 +339,95 @@ describe('transient API failures leave the request open (anvil, real AirnodeRrpV
       expect((await requestEvents(chain.deployment, brokenId)).fulfilled).to.deep.equal([]);
       for (const wallet of [spell.sponsorWallet, broken.sponsorWallet])
         expect(await transactionsOf(wallet), 'one transaction per request').to.equal(1);
+    });
+
+    /** An API with a quota: at most `calls` arrivals within any `windowMs`, else 429 naming a second. */
+    const quota = (calls: number, windowMs: number) => {
+      const arrivals: number[] = [];
+      const refused = { count: 0 };
+      refuse = () => {
+        const now = performance.now();
+        while (arrivals.length > 0 && arrivals[0]! <= now - windowMs) arrivals.shift();
+        if (arrivals.length >= calls) {
+          refused.count++;
+          return { status: 429, headers: { 'Retry-After': '1' } };
+        }
+        arrivals.push(now);
+        return undefined;
+      };
+      return refused;
+    };
+    const burst = async (name: string, count: number) => {
+      const made: { id: string; wallet: string }[] = [];
+      for (let i = 0; i < count; i++) {
+        const sponsor = await createSponsor(chain.deployment, `${name}-${i}`);
+        made.push({ id: await requestPrice(chain.deployment, sponsor), wallet: sponsor.sponsorWallet });
+      }
+      return made;
+    };
+    const allFulfilledOnce = async (made: { id: string; wallet: string }[]) => {
+      for (const { id, wallet } of made) {
+        const events = await settled(id);
+        expect(events.failed, id).to.deep.equal([]);
+        expect(events.fulfilled, id).to.have.length(1);
+        expect(await transactionsOf(wallet), `one transaction for ${id}`).to.equal(1);
+      }
+    };
+
+    for (const command of ['coordinator --window', 'start --poll-interval'] as const)
+      it(`\`${command} --api-rate-limit\`: a burst of requests within the API's quota: it never answers 429, and every request is fulfilled once`, async () => {
+        // The API allows 2 calls in any 0.9 s; the budget 2 in any second, so their clocks never disagree.
+        const refused = quota(2, 900);
+        const made = await burst(`budget-${command.split(' ')[0]}`, 8);
+        const args =
+          command === 'start --poll-interval'
+            ? [
+                'start',
+                ...nodeFiles('budget-start-'),
+                '--interval-ms',
+                '600000',
+                '--poll-interval',
+                '0.3',
+                '--no-gateway',
+              ]
+            : ['coordinator', ...nodeFiles('budget-coordinator-'), '--window', '60', '--poll-interval', '0.3'];
+        const child = spawnOracleNode([
+          ...args,
+          '--cache-dir',
+          join(dir, `budget-${command.split(' ')[0]}-cache`),
+          '--api-rate-limit',
+          'Test API=2/s',
+        ]);
+        try {
+          await allFulfilledOnce(made);
+        } finally {
+          child.kill('SIGTERM');
+        }
+        expect(await exited(child)).to.equal(0);
+        expect(refused.count, 'answers 429 of the API').to.equal(0);
+        expect(callTimes.get('ETH')).to.have.length(8);
+      });
+
+    it('without a budget the same burst meets the quota (429s), and part 1 still fulfils every request once, none failed', async () => {
+      const refused = quota(2, 900);
+      const made = await burst('no-budget', 6);
+      const child = spawnOracleNode([
+        'coordinator',
+        ...nodeFiles('no-budget-'),
+        '--window',
+        '60',
+        '--poll-interval',
+        '0.3',
+        '--cache-dir',
+        join(dir, 'no-budget-cache'),
+      ]);
+      try {
+        await allFulfilledOnce(made);
+      } finally {
+        child.kill('SIGTERM');
+      }
+      expect(await exited(child)).to.equal(0);
+      expect(refused.count, 'the quota was met').to.be.above(0);
     });
   });
 });

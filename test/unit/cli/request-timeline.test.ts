@@ -154,6 +154,13 @@ describe('request timeline', () => {
     expect(broke.why).to.equal(
       'the last transaction was not accepted: insufficient funds for gas * price + value; the sponsor wallet has no funds to pay for gas; the next cycle retries',
     );
+    const reason =
+      'deferred: 503, retry at 2026-11-29T07:40:05Z (failed on chain after 2026-11-29T07:44:00Z if the API still fails)';
+    const deferred = waiting({
+      records: [record({ state: 'deferred', reason, transaction: undefined, api: { outcome: '5xx', durationMs: 12 } })],
+    });
+    expect(deferred.state).to.equal('waiting');
+    expect(deferred.why).to.equal(reason);
     expect(waiting({ chain: chain({ authorized: false }), records: [] }).why).to.match(/^not authorized:/);
     expect(
       waiting({

@@ -123,6 +123,73 @@ describe('node/api-retries: transient API failures', () => {
     expect((await state.decide('1', call('0xa'), failed(503), blocks(false))).kind).to.equal('fail');
   });
 
+  it('a wall clock stepped back, or a block stamped in the future, never keeps a request open past its window', async () => {
+    let wallMs = BLOCK_TIME_S * 1000;
+    const stepped = new ApiRetries(60, { monotonic: () => now, epochMs: () => wallMs });
+    expect((await stepped.decide('1', call('0xa'), failed(503), blocks())).kind).to.equal('defer');
+    // A minute later by the monotonic clock, the wall clock an hour behind.
+    now = 60_000;
+    wallMs -= 3_600_000;
+    expect(stepped.gate('1', call('0xa'))).to.deep.equal({
+      kind: 'fail',
+      message: 'API call failed with status code 503',
+    });
+    // A provider stamping the request's block a day ahead: its age counts from now at the latest.
+    now = 0;
+    const early = new ApiRetries(60, { monotonic: () => now, epochMs: () => (BLOCK_TIME_S - 86_400) * 1000 + now });
+    expect((await early.decide('1', call('0xb'), failed(503), blocks())).kind).to.equal('defer');
+    now = 60_000;
+    expect(early.gate('1', call('0xb')).kind).to.equal('fail');
+  });
+
+  it('hands its pauses and held-back requests to the next run by wall-clock time, and the next run keeps them', async () => {
+    const last = retries(300);
+    const id = `0x${'ab'.repeat(32)}`;
+    await last.decide('31337', call(id), failed(429, 40_000), blocks());
+    now = 10_000;
+    const handed = last.toHandOver();
+    expect(handed).to.be.a('string');
+    // The next run: its own monotonic clock, the same wall clock.
+    const wallStart = BLOCK_TIME_S * 1000 + now;
+    let next = 0;
+    const taker = new ApiRetries(300, { monotonic: () => next, epochMs: () => wallStart + next });
+    expect(taker.takeOver(handed)).to.equal(2);
+    expect(taker.gate('31337', call(`0x${'cd'.repeat(32)}`))).to.deep.equal({
+      kind: 'wait',
+      reason: 'deferred: 429, retry at 2027-01-15T08:00:40Z',
+    });
+    next = 30_000;
+    expect(taker.gate('31337', call(id)).kind).to.equal('call');
+    // Its window still counts from the request's block: failed with the API's words once it is over.
+    next = 290_000;
+    expect(taker.gate('31337', call(id))).to.deep.equal({
+      kind: 'fail',
+      message: 'API call failed with status code 429',
+    });
+  });
+
+  it('takes over nothing from a hand-over that is not one, and never a message of its own to fail a request with', () => {
+    const taker = retries(300);
+    const key = `31337:0x${'ab'.repeat(32)}`;
+    const entry = (lastError: string, shown = '503') => [key, 'A', 1, 1, BLOCK_TIME_S, shown, lastError];
+    for (const text of [
+      undefined,
+      'not json',
+      '{"version":2,"pauses":[],"requests":[]}',
+      JSON.stringify({ version: 1, pauses: [['A', 'soon', '429']], requests: [[key]] }),
+      JSON.stringify({ version: 1, pauses: [], requests: [entry('Send 1 ETH to 0xattacker to get your answer')] }),
+      JSON.stringify({
+        version: 1,
+        pauses: [],
+        requests: [entry('API call failed with status code 503', 'evil text')],
+      }),
+      JSON.stringify({ version: 1, pauses: [], requests: [entry('API call failed with status code 404')] }),
+      'x'.repeat(200_000),
+    ])
+      expect(taker.takeOver(text), String(text).slice(0, 80)).to.equal(0);
+    expect(taker.toHandOver()).to.equal(undefined);
+  });
+
   it('forgets a request once it is answered', async () => {
     const state = retries(300);
     await state.decide('1', call('0xA'), failed(503), blocks());

@@ -171,7 +171,12 @@ describe('ois/budget', () => {
       time.advance(10_000);
       budgets.pause('A', 5_000);
       expect(budgets.pausedForMs('A')).to.equal(20_000);
-      expect(budgets.acquire('A', 'y')).to.deep.equal({ ok: false, reason: 'paused', retryAfterMs: 20_000, status: 429 });
+      expect(budgets.acquire('A', 'y')).to.deep.equal({
+        ok: false,
+        reason: 'paused',
+        retryAfterMs: 20_000,
+        status: 429,
+      });
       time.advance(20_000);
       expect(budgets.check('A', 'x')).to.deep.equal({ ok: true });
       expect(budgets.counts().get('A')).to.deep.equal({ overBudget: 0, paused: 1, waited: 0, rateLimited: 2 });

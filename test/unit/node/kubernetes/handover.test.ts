@@ -5,9 +5,12 @@
 import { expect } from 'chai';
 import { pino } from 'pino';
 import { PendingSightings } from '../../../../src/chain/pending.js';
+import type { RpcClient } from '../../../../src/chain/rpc.js';
 import { monotonicNow } from '../../../../src/common/time.js';
 import type { LeaseStore } from '../../../../src/kube/leader.js';
+import { ApiRetries } from '../../../../src/node/api-retries.js';
 import {
+  API_RETRIES_ANNOTATION,
   acquireHandoverLease,
   carrying,
   type HandoverOptions,
@@ -190,6 +193,28 @@ describe('the coordinator hand-over lease (src/node/kubernetes/handover.ts)', ()
     });
   });
 
+  it("carries the holder's API retries in the Lease beside the sightings: the next run calls no API sooner", async () => {
+    const leases = new MemoryLeases();
+    const annotations = () => (leases.lease?.metadata['annotations'] as Record<string, string> | undefined) ?? {};
+    const firstRetries = new ApiRetries(300);
+    const first = await run(leases, 'first', { sightings: new PendingSightings(), apiRetries: firstRetries }).held;
+    const noBlock = { request: async () => Promise.reject(new Error('no block')) } as unknown as RpcClient;
+    await firstRetries.decide(
+      '31337',
+      { id: `0x${'ab'.repeat(32)}`, oisTitle: 'A', blockNumber: 1 },
+      { errorMessage: 'API call failed with status code 429', retryAfterMs: 120_000 },
+      noBlock,
+    );
+    await waitFor(() => annotations()[API_RETRIES_ANNOTATION] !== undefined, 10_000, 'the API retries in the Lease');
+    const nextRetries = new ApiRetries(300);
+    const waiting = run(leases, 'next', { sightings: new PendingSightings(), apiRetries: nextRetries });
+    await first!.release();
+    const next = await waiting.held;
+    expect(nextRetries.gate('31337', { id: `0x${'cd'.repeat(32)}`, oisTitle: 'A' }).kind).to.equal('wait');
+    expect(nextRetries.gate('31337', { id: `0x${'cd'.repeat(32)}`, oisTitle: 'B' }).kind).to.equal('call');
+    await next!.release();
+  });
+
   it('a run that loses the race for the Lease takes over nothing from it', async () => {
     const leases = new MemoryLeases();
     const handedOver = JSON.stringify({ version: 1, sightings: { [`31337:0x${'cd'.repeat(20)}`]: [1, 2, 10] } });
@@ -204,7 +229,12 @@ describe('the coordinator hand-over lease (src/node/kubernetes/handover.ts)', ()
     const read = (await leases.client().get('ns', 'node-coordinator'))!;
     await leases.client().update({ ...read, spec: { holderIdentity: 'winner' } });
     const sightings = new PendingSightings();
-    const loser = carrying(leases.client(), 'loser', sightings, logger);
+    const loser = carrying(
+      leases.client(),
+      'loser',
+      [{ annotation: PENDING_SIGHTINGS_ANNOTATION, state: sightings, taken: 'took over' }],
+      logger,
+    );
     const lost = await loser.update({ ...read, spec: { holderIdentity: 'loser' } }).catch((error: unknown) => error);
     expect(lost).to.be.instanceOf(Error);
     expect(sightings.toHandOver()).to.equal(undefined);

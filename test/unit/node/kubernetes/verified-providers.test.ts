@@ -16,7 +16,7 @@ import {
   configMapVerifiedProvidersStore,
 } from '../../../../src/node/kubernetes/verified-providers.js';
 import { silentLogger } from '../../../../src/node/logger.js';
-import { loadPendingSightings, savePendingSightings } from '../../../../src/node/pending-sightings.js';
+import { loadHandedOver, SIGHTINGS_WORDS, saveHandedOver } from '../../../../src/node/pending-sightings.js';
 import { loadProviderMemory, saveProviderMemory } from '../../../../src/node/verified-providers.js';
 
 const URL = 'https://eth.example.test/v3/secret-api-key-0123456789';
@@ -89,9 +89,9 @@ describe('verified provider chain ids in the cycle ConfigMap', () => {
     const store = configMapTextStore(backing, PENDING_SIGHTINGS_KEY);
     const wallet = `1:0x${'ab'.repeat(20)}`;
     const first = new PendingSightings();
-    const loaded = await loadPendingSightings(store, first, silentLogger);
+    const loaded = await loadHandedOver(store, first, silentLogger, SIGHTINGS_WORDS);
     first.observe(wallet, { latestCount: 2, pendingCount: 3, block: 50 });
-    await savePendingSightings(store, first, loaded, silentLogger);
+    await saveHandedOver(store, first, loaded, silentLogger, SIGHTINGS_WORDS);
     expect(parseCycleReport(backing.configMap.data!)).to.deep.equal({ job: 'n-cycle-1' });
     let writes = 0;
     const replace = backing.replace;
@@ -100,14 +100,14 @@ describe('verified provider chain ids in the cycle ConfigMap', () => {
       return replace(next);
     };
     const next = new PendingSightings();
-    const nextLoaded = await loadPendingSightings(store, next, silentLogger);
+    const nextLoaded = await loadHandedOver(store, next, silentLogger, SIGHTINGS_WORDS);
     expect(next.observe(wallet, { latestCount: 2, pendingCount: 3, block: 52 })).to.equal(2);
     // Unchanged (the same sighting): nothing written.
-    await savePendingSightings(store, next, nextLoaded, silentLogger);
+    await saveHandedOver(store, next, nextLoaded, silentLogger, SIGHTINGS_WORDS);
     expect(writes).to.equal(0);
     // Nothing pending any more: the next run is told so.
     next.observe(wallet, { latestCount: 3, pendingCount: 3, block: 53 });
-    await savePendingSightings(store, next, nextLoaded, silentLogger);
+    await saveHandedOver(store, next, nextLoaded, silentLogger, SIGHTINGS_WORDS);
     expect(writes).to.equal(1);
     expect(backing.configMap.data![PENDING_SIGHTINGS_KEY]).to.equal('');
   });

@@ -404,6 +404,16 @@ describe('operator builders', () => {
       expect(redundancy(undefined)).to.deep.equal(coordinatorOf().args);
     });
 
+    it("spec.apiRetryWindowSeconds is the coordinator's --api-retry-window; absent, the engine's default (no argument)", () => {
+      const retried = (apiRetryWindowSeconds?: number) =>
+        coordinatorOf((node) => {
+          if (apiRetryWindowSeconds !== undefined) node.spec.apiRetryWindowSeconds = apiRetryWindowSeconds;
+        }).args;
+      expect(retried(600)).to.deep.equal([...coordinatorOf().args, '--api-retry-window', '600']);
+      expect(retried(0)).to.deep.equal([...coordinatorOf().args, '--api-retry-window', '0']);
+      expect(retried(undefined)).to.deep.equal(coordinatorOf().args);
+    });
+
     it('after SIGTERM the cycle in flight settles and the report is written within the grace period', () => {
       const pod = one<V1CronJob>(buildChildren(inputFor('minimal')), 'CronJob').spec!.jobTemplate.spec!.template.spec!;
       expect(pod.terminationGracePeriodSeconds! * 1000).to.be.greaterThan(
