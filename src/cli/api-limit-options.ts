@@ -4,15 +4,16 @@
 // target given a per-minute and a per-second rate: both apply (a budget with a burst). Titles and endpoints are checked
 // against the config at start: a flag that names neither is refused with its own text.
 import { parseRate, type Rate } from '../common/rate-limit.js';
-import { type ApiBudgetsOptions, type ApiLimit, setApiBudgets } from '../ois/budget.js';
+import { type ApiBudgetsOptions, type ApiLimit, MAX_BUDGET_WAIT_MS, setApiBudgets } from '../ois/budget.js';
 
 export const API_LIMIT_OPTIONS = { 'api-rate-limit': { type: 'string', multiple: true } } as const;
 
 export const API_LIMIT_OPTIONS_HELP = `      --api-rate-limit   TITLE=N/s, TITLE=N/m, TITLE/ENDPOINT=N/s or TITLE/ENDPOINT=N/m: at most N calls to the API
                          of that OIS title (or to that endpoint of it) start within any second or minute, counted
-                         in this process (its share of the node's budget); over it a call is never sent: a worker
-                         waits for its turn within the window, a gateway answers 429 with Retry-After, a feed
-                         skips to its next interval; repeatable`;
+                         in this process (its share of the node's budget); over it a call is never sent: a cycle's
+                         call (a worker's, or a coordinator's own) waits for its turn within its window, else its
+                         request stays open for the next; a gateway answers 429 with Retry-After, a feed skips to
+                         its next interval; repeatable`;
 
 /**
  * The most calls one flag's window may hold: a sliding window keeps the start time of each call in it (8 bytes), so
@@ -93,7 +94,8 @@ export function applyApiRateLimits(
 }
 
 /**
- * How long a worker's API call waits for its turn in the budget when its caller names no wait: a window's length. A
- * window's deadline ends the call sooner (its request stays open for the next window).
+ * How long a window's worker's API call waits for its turn in the budget when its caller names no wait: a window's
+ * length. A window's deadline ends the call sooner (its request stays open for the next window); a `--shard` worker
+ * waits no later than its Job's deadline allows (src/node/budget-wait.ts).
  */
-export const WORKER_BUDGET_WAIT_MS = 60_000;
+export const WORKER_BUDGET_WAIT_MS = MAX_BUDGET_WAIT_MS;

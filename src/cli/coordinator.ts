@@ -14,6 +14,7 @@ import { createNodeLogger } from '../node/logger.js';
 import { runCoordinator } from '../node/run.js';
 import { registerSecret } from '../observability/index.js';
 import { DEFAULT_API_RETRY_WINDOW_SECONDS } from '../ois/deferral.js';
+import { API_LIMIT_OPTIONS, API_LIMIT_OPTIONS_HELP, applyApiRateLimits } from './api-limit-options.js';
 import {
   parseApiRetryWindow,
   parseCommandArgs,
@@ -33,6 +34,7 @@ const HELP = `Usage: oracle-node coordinator -c config.json [-s secrets.env] [--
                                [--max-gas-price CHAIN_ID=GWEI ...] [--standby-delay-blocks N]
                                [--api-retry-window SECONDS]
                                [--metrics-top-sponsors N] [--heartbeat-usage]
+                               [--api-rate-limit TITLE=N/s ...]
 
 Runs one request-response cycle on every configured chain, sends the heartbeat when
 nodeSettings.heartbeat.enabled, and exits.
@@ -56,6 +58,9 @@ nodeSettings.heartbeat.enabled, and exits.
                        once older than SECONDS (default ${DEFAULT_API_RETRY_WINDOW_SECONDS}; 0: at once, as the reference)
 ${USAGE_OPTIONS_HELP.replace(/^/gm, '      ')}
       (in a pod the operator made, the sponsors are reported to it, which keeps its own top N across runs)
+${API_LIMIT_OPTIONS_HELP}
+                         Run with worker Jobs (in a pod made by the operator), this process calls no API: its
+                         workers get their shares from spec.apiLimits.
 
 Nothing is sent after the window's hard end (its end + ${HARD_END_MARGIN_MS / 1000} s) or after SIGTERM: the requests
 left stay open for the next run. SIGTERM stops the run; the report is written and the process exits 0.
@@ -93,6 +98,7 @@ export const command: Subcommand = {
         'metrics-top-sponsors': { type: 'string' },
         'heartbeat-usage': { type: 'boolean' },
         'api-retry-window': { type: 'string' },
+        ...API_LIMIT_OPTIONS,
       },
       HELP,
     );
@@ -122,6 +128,12 @@ export const command: Subcommand = {
     }
     const config = await loadCommandConfig(configPath, values.secrets, 'coordinator');
     if (typeof config === 'number') return config;
+    // No wait by default: the run gives each of its API calls the wait its window leaves (src/node/budget-wait.ts).
+    const budgets = applyApiRateLimits(values['api-rate-limit'], config.ois, { defaultMaxWaitMs: 0 });
+    if ('error' in budgets) {
+      process.stderr.write(`${budgets.error}\n\n${HELP}`);
+      return 2;
+    }
     // Never in a log line, nor in the cycle report the operator turns into Events and status.
     registerSecret(config.nodeSettings.nodeWalletMnemonic);
     for (const chain of config.chains)

@@ -12,6 +12,7 @@ import { createNodeLogger } from '../node/logger.js';
 import { callEndpoint } from '../node/ois-adapter.js';
 import { runLocalNode } from '../node/run.js';
 import { DEFAULT_API_RETRY_WINDOW_SECONDS } from '../ois/deferral.js';
+import { API_LIMIT_OPTIONS, API_LIMIT_OPTIONS_HELP, applyApiRateLimits } from './api-limit-options.js';
 import {
   parseApiRetryWindow,
   parseCommandArgs,
@@ -32,6 +33,7 @@ const HELP = `Usage: oracle-node start -c config.json [-s secrets.env] [--interv
                          [--max-gas-price CHAIN_ID=GWEI ...] [--standby-delay-blocks N] [--api-retry-window SECONDS]
                          [--metrics-top-sponsors N] [--heartbeat-usage]
                          [--callers DIR [--caller-rate NAME=N/s ...] [--default-caller-rate N/s]]
+                         [--api-rate-limit TITLE=N/s ...]
 
 Runs the node locally: gateway server and a request-response cycle every minute (or every N ms).
 --poll-interval makes each cycle a window, as \`oracle-node coordinator --window\`: after the cycle, the new
@@ -47,6 +49,9 @@ ${DEFAULT_API_RETRY_WINDOW_SECONDS}; 0: at once, as the reference does).
 ${USAGE_OPTIONS_HELP}
 The gateway's callers (keys and rates, as \`oracle-node gateway\`):
 ${CALLER_OPTIONS_HELP}
+The APIs' rate budgets, one for the cycles and the gateway together (a cycle's call waits for its turn within its
+cycle, a gateway's is answered 429 at once):
+${API_LIMIT_OPTIONS_HELP}
 Stops gracefully on SIGTERM or SIGINT.
 `;
 
@@ -69,6 +74,7 @@ export const command: Subcommand = {
         'heartbeat-usage': { type: 'boolean' },
         'api-retry-window': { type: 'string' },
         ...CALLER_OPTIONS,
+        ...API_LIMIT_OPTIONS,
       },
       HELP,
     );
@@ -111,6 +117,12 @@ export const command: Subcommand = {
         `oracle-node start runs the local deployment; nodeSettings.cloudProvider.type is "${config.nodeSettings.cloudProvider.type}"\n`,
       );
       return 1;
+    }
+    // No wait by default, so the gateway answers 429 at once; each cycle gives its calls the wait its interval leaves.
+    const budgets = applyApiRateLimits(values['api-rate-limit'], config.ois, { defaultMaxWaitMs: 0 });
+    if ('error' in budgets) {
+      process.stderr.write(`${budgets.error}\n\n${HELP}`);
+      return 2;
     }
     const logger = createNodeLogger(config.nodeSettings);
     const wallets = sponsorWallets(config.nodeSettings.nodeWalletMnemonic);

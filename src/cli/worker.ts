@@ -12,8 +12,10 @@ import {
   parseShardInput,
   WINDOW_COORDINATOR_URL_ENV,
   WINDOW_CREDENTIAL_ENV,
+  WORKER_DEADLINE_AT_ENV,
 } from '../contract/shard.js';
 import { callShardApis } from '../node/api-call.js';
+import { budgetWaitWithin, callEndpointWaiting, workerTimeLeft } from '../node/budget-wait.js';
 import { createNodeLogger } from '../node/logger.js';
 import { serveWindowTasks } from '../node/window-worker.js';
 import { registerSecret } from '../observability/index.js';
@@ -103,8 +105,15 @@ export const command: Subcommand = {
     if (!applyBudgets(values['api-rate-limit'], config)) return 2;
     // Off unless OTEL_EXPORTER_OTLP_ENDPOINT is set; the shard names each request's trace.
     const tracer = tracerFromEnvironment(process.env, 'worker');
+    // In a worker Job: a call over its API's budget waits for its turn only while its answer can still come back
+    // before the Job's deadline; later it is deferred (its request stays open), not killed with the pod.
+    const timeLeft = workerTimeLeft(process.env[WORKER_DEADLINE_AT_ENV]);
     try {
-      const output = await callShardApis(shard, { config, tracer });
+      const output = await callShardApis(shard, {
+        config,
+        tracer,
+        ...(timeLeft ? { callEndpoint: callEndpointWaiting(budgetWaitWithin(timeLeft)) } : {}),
+      });
       process.stdout.write(`${JSON.stringify(output)}\n`);
       return 0;
     } catch (error) {

@@ -164,6 +164,12 @@ export const SHARD_VOLUME = 'shards';
 export const WORKER_CONTAINER = 'worker';
 /** A worker's share of an API's budget in its template's arguments (repeatable), kept by a window's Job. */
 export const API_RATE_LIMIT_FLAG = '--api-rate-limit';
+/**
+ * Worker env of a per-poll worker Job (`worker --shard`): when the Job's activeDeadlineSeconds runs out, as epoch
+ * milliseconds on the coordinator's clock (read when the Job is made, so no later than the Job controller's count).
+ * A call over its API's budget waits for its turn no later than this allows (src/node/budget-wait.ts).
+ */
+export const WORKER_DEADLINE_AT_ENV = 'ORACLE_NODE_WORKER_DEADLINE_AT';
 /** The key of shard `index` in a worker Job's input ConfigMap (and its file name under SHARD_DIR). */
 export const shardKey = (index: number | string) => `shard-${index}.json`;
 
@@ -222,7 +228,14 @@ export function workerJobName(prefix: string, cycleId: string): string {
  */
 export function buildWorkerJob(
   template: WorkerTemplate,
-  options: { name: string; shardCount: number; concurrency: number; chainId: string },
+  options: {
+    name: string;
+    shardCount: number;
+    concurrency: number;
+    chainId: string;
+    /** Epoch ms at which the Job's deadline runs out, for the workers (WORKER_DEADLINE_AT_ENV). */
+    deadlineAtEpochMs?: number;
+  },
 ): V1Job {
   const completions = Math.max(1, options.shardCount);
   const parallelism = Math.max(1, Math.min(Math.floor(options.concurrency), completions));
@@ -234,6 +247,19 @@ export function buildWorkerJob(
   };
   const spec = podTemplate.spec!;
   spec.volumes = [...(spec.volumes ?? []), { name: SHARD_VOLUME, configMap: { name: options.name } }];
+  const deadlineAt = options.deadlineAtEpochMs;
+  if (deadlineAt !== undefined)
+    spec.containers = spec.containers.map((container) =>
+      container.name === WORKER_CONTAINER
+        ? {
+            ...container,
+            env: [
+              ...(container.env ?? []).filter((env) => env.name !== WORKER_DEADLINE_AT_ENV),
+              { name: WORKER_DEADLINE_AT_ENV, value: String(Math.floor(deadlineAt)) },
+            ],
+          }
+        : container,
+    );
   return {
     apiVersion: 'batch/v1',
     kind: 'Job',

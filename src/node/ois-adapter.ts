@@ -2,6 +2,7 @@
 // Kept as a seam so tests and benchmarks can inject a stand-in engine.
 import {
   type ApiCredential,
+  type BudgetWait,
   decodeParameters as decodeNodeAbi,
   type EndpointPhase,
   callEndpoint as engineCallEndpoint,
@@ -18,6 +19,8 @@ export type CallEndpointInput = {
   parameters: Record<string, unknown>;
   apiCredentials: readonly ApiCredential[];
   metadata?: RequestMetadata;
+  /** How long the call may wait for its turn in the API's rate budget (src/ois/budget.ts); else the process's. */
+  budget?: BudgetWait;
   onPhase?: (phase: EndpointPhase) => void;
 };
 

@@ -14,6 +14,7 @@ import type { Config } from '../config/index.js';
 import { createMetricsRegistry, type Registry } from '../observability/index.js';
 import { tracerFromEnvironment } from '../observability/tracing.js';
 import { ApiRetries, DEFAULT_API_RETRY_WINDOW_SECONDS } from './api-retries.js';
+import { budgetWaitWithin, callEndpointWaiting } from './budget-wait.js';
 import { FileResponseCache } from './cache.js';
 import { type CycleSummary, roleOf, runCycle } from './cycle.js';
 import { emptySummary } from './cycle-summary.js';
@@ -210,7 +211,14 @@ export async function runCoordinator(options: CoordinatorRunOptions): Promise<Co
   await windowWorkers?.start({ config, deadline, logger });
   const executor = kubernetes
     ? new WorkerExecutor(chainContext, windowWorkers ?? kubernetes.workers)
-    : new InProcessExecutor(chainContext);
+    : new InProcessExecutor({
+        ...chainContext,
+        // A call over its API's budget waits for its turn until the window's end (the hard end's margin is for the
+        // call and its send), else it is deferred and its request left open for the next poll or run.
+        callEndpoint: callEndpointWaiting(
+          budgetWaitWithin(() => deadline.timeLeftMs() - HARD_END_MARGIN_MS, deadline.signal),
+        ),
+      });
   const startTime = new Date();
   const started = performance.now();
   // Each run is a new process: the chain ids verified by the previous run are carried over, not asked again.
@@ -346,6 +354,8 @@ export async function runLocalNode(options: LocalNodeOptions): Promise<void> {
   const tracer = tracerFromEnvironment(process.env, 'coordinator');
   // One for the node's life: a request deferred in one cycle is retried in a later one.
   const apiRetries = apiRetriesOf(options);
+  /** When the cycle in flight must be done (the next one's start), on the monotonic clock. */
+  let cycleEndAt = monotonicNow();
   const executor = new InProcessExecutor({
     config,
     wallets,
@@ -355,6 +365,9 @@ export async function runLocalNode(options: LocalNodeOptions): Promise<void> {
     tracer,
     ...(options.gasPriceCeilings ? { gasPriceCeilings: options.gasPriceCeilings } : {}),
     role: roleOf(options.standbyDelayBlocks),
+    // A call over its API's budget waits for its turn within its cycle, leaving the call and its send the margin a
+    // coordinator's window leaves them, else it is deferred to the next cycle. The gateway's calls never wait.
+    callEndpoint: callEndpointWaiting(budgetWaitWithin(() => cycleEndAt - monotonicNow() - HARD_END_MARGIN_MS, stop)),
   });
   const metrics = cycleMetrics(options.registry ?? createMetricsRegistry(), {
     ...(options.metricsTopSponsors === undefined ? {} : { topSponsors: options.metricsTopSponsors }),
@@ -364,6 +377,7 @@ export async function runLocalNode(options: LocalNodeOptions): Promise<void> {
     const startedMs = performance.now();
     // The heartbeat's counts of this cycle (`--heartbeat-usage`); none after a cycle that failed.
     let usage: LastCycleCounts | undefined;
+    cycleEndAt = monotonicNow() + intervalMs;
     try {
       const deps = { executor, logger, wallets, tracer, standbyDelayBlocks: options.standbyDelayBlocks, apiRetries };
       // With polling, each cycle is a window that ends before the next one starts.

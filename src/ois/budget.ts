@@ -25,6 +25,11 @@ export type BudgetAnswer = { ok: true } | ({ ok: false } & ApiDeferral);
 /** How long a call may wait for its turn (0: not at all), and what ends the wait sooner (a run's deadline). */
 export type BudgetWait = { maxWaitMs?: number; signal?: AbortSignal };
 
+/**
+ * The longest a cycle's call waits for its turn when nothing ends its run sooner: a window's length (the operator's
+ * windows are about a minute); a run's deadline cuts it shorter (src/node/budget-wait.ts).
+ */
+export const MAX_BUDGET_WAIT_MS = 60_000;
 /** The longest pause a 429 can impose: an API that names an hour (or a date years away) is asked again after this. */
 export const MAX_PAUSE_MS = 10 * 60_000;
 /** OIS titles counted by name in the metrics; more are counted as `other` (titles come from config, but stay bounded). */

@@ -19,6 +19,7 @@ export type { ApiBudgetsOptions, ApiDeferral, ApiLimit, BudgetAnswer, BudgetWait
 export {
   ApiBudgets,
   apiBudgets,
+  MAX_BUDGET_WAIT_MS,
   MAX_PAUSE_MS,
   rateLimitWaitMs,
   registerApiBudgetMetrics,

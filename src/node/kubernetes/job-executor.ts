@@ -122,7 +122,15 @@ export class KubernetesJobExecutor implements ApiWorkers {
     const cycleId = `${Math.floor(Date.now() / 1000).toString(36)}${(this.sequence++).toString(36)}-${chainId.slice(-6)}`;
     const name = workerJobName(template.namePrefix, cycleId);
     const created = await api.createJob(
-      buildWorkerJob(template, { name, shardCount: shards.length, concurrency: options.concurrency, chainId }),
+      buildWorkerJob(template, {
+        name,
+        shardCount: shards.length,
+        concurrency: options.concurrency,
+        chainId,
+        // Read before the Job exists, so never after the Job controller's own count ends: a worker's call over its
+        // API's budget is deferred in time for its answer to come back, rather than the pod being killed.
+        deadlineAtEpochMs: Date.now() + template.activeDeadlineSeconds * 1000,
+      }),
     );
     this.jobs.push(name);
     try {

@@ -11,6 +11,8 @@
 // - the cycle's workers, when an rrp trigger names the API: per window, a worker Job per chain (parallelism at most
 //   the chain's maxConcurrency) and the window's Job (at most the largest maxConcurrency), twice over, because the
 //   pods of two windows overlap at the hand-over and within any minute.
+// The coordinator is not counted: its pod always carries the worker template (ORACLE_NODE_WORKER_TEMPLATE), so it
+// hands every API call to those workers and makes none itself; only a coordinator run by hand calls APIs in process.
 // A share below one leaves those pods none (`=0/s`, `=0/m`): they never call the API, a gateway answers 429 and a
 // worker defers, which the metrics show; raise the budget, lower the replicas or maxConcurrency, or write a per-second
 // budget per minute. A burst (calls within a second on top of a per-minute budget) is divided the same way; a share of

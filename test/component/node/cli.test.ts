@@ -1,5 +1,6 @@
 // The node's commands end to end on anvil: `coordinator` (one cycle), `worker` (one shard's API calls, from a file
-// and from stdin) and `start` (the local deployment: cycles on an interval, graceful shutdown, start-up errors).
+// and from stdin) and `start` (the local deployment: cycles on an interval, graceful shutdown, start-up errors), and
+// each one's rate budget (--api-rate-limit): a call waits for its turn only within its run, else it is deferred.
 import { type ChildProcess, execFile } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -7,9 +8,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { expect } from 'chai';
+import { WORKER_DEADLINE_AT_ENV } from '../../../src/contract/shard.js';
 import { planChainShards } from '../../../src/node/cycle.js';
 import { apiRequestOf, apiShardInput } from '../../../src/node/executor.js';
 import { silentLogger } from '../../../src/node/logger.js';
+import { DEFERRED_PREFIX } from '../../../src/ois/deferral.js';
 import { ORACLE_NODE_ARGS, repoRoot, spawnOracleNode } from '../../support/binary.js';
 import { freePort, startTestChain, waitForMined } from '../../support/chain.js';
 import {
@@ -17,8 +20,12 @@ import {
   buildConfig,
   buildConfigJson,
   createSponsor,
+  ENDPOINTS,
+  encodeCoin,
   int256,
+  makeFullRequest,
   type NodeFiles,
+  OIS_TITLE,
   requestEvents,
   requestPrice,
   startApiServer,
@@ -55,6 +62,21 @@ describe('oracle-node coordinator, worker and start (anvil, real AirnodeRrpV0)',
       'the fulfilment',
     );
   };
+  /**
+   * A request to the `dynamic` endpoint, which no other test calls: a budget on it (BUDGET) counts this test's calls
+   * alone, whatever other requests are open on the chain.
+   */
+  const requestBudgeted = (sponsor: Awaited<ReturnType<typeof createSponsor>>) =>
+    makeFullRequest(chain.deployment, {
+      endpointId: ENDPOINTS.dynamic,
+      sponsor: sponsor.address,
+      sponsorWallet: sponsor.sponsorWallet,
+      parameters: encodeCoin('ETH', [
+        { name: '_type', type: 'string', value: 'int256' },
+        { name: '_path', type: 'string', value: 'price' },
+      ]),
+    });
+  const BUDGET = `${OIS_TITLE}/dynamic`;
   const cli = (...args: string[]) => run(process.execPath, [...ORACLE_NODE_ARGS, ...args], { cwd: repoRoot });
   const spawnCli = (...args: string[]) => spawnOracleNode(args);
   const exited = (child: ChildProcess) =>
@@ -178,6 +200,105 @@ describe('oracle-node coordinator, worker and start (anvil, real AirnodeRrpV0)',
     const missingIo = output(missing);
     expect(await exited(missing)).to.equal(2);
     expect(missingIo.stderr).to.include('Cannot read config file');
+  });
+
+  it('`coordinator --api-rate-limit`: a call over the budget waits for its turn within the run, and both are served', async () => {
+    const sponsor = await createSponsor(chain.deployment, 'budget-wait');
+    const ids = [await requestBudgeted(sponsor), await requestBudgeted(sponsor)];
+    // One call a second: the shard's two calls start together, the second waits for its turn (a run by hand, one
+    // cycle: nothing ends it sooner than the longest wait).
+    const { stdout } = await cli(
+      'coordinator',
+      ...configArgs(),
+      '--cache-dir',
+      join(dir, 'cache'),
+      '--api-rate-limit',
+      `${BUDGET}=1/s`,
+    );
+    await waitForMined(chain.anvil.url);
+    expect(JSON.parse(stdout).transactions.fulfilled).to.equal(2);
+    for (const id of ids) expect((await requestEvents(chain.deployment, id)).fulfilled).to.have.length(1);
+    const refused = await cli('coordinator', ...configArgs(), '--api-rate-limit', `${OIS_TITLE}/nope=1/s`).catch(
+      (error: { code: number; stderr: string }) => error,
+    );
+    expect(refused).to.include({ code: 2 });
+    expect((refused as { stderr: string }).stderr).to.contain(
+      `--api-rate-limit '${OIS_TITLE}/nope=1/s': OIS '${OIS_TITLE}' has no endpoint named 'nope'`,
+    );
+  });
+
+  it('`coordinator --window --api-rate-limit`: a call whose turn comes after the window is deferred, its request left open', async () => {
+    const sponsor = await createSponsor(chain.deployment, 'budget-window');
+    const ids = [await requestBudgeted(sponsor), await requestBudgeted(sponsor)];
+    // One call a minute: the second call's turn is a minute away, past the window's end, so it is not waited for: each
+    // poll defers it (never fail()), and the run ends with its window.
+    const { stdout } = await cli(
+      'coordinator',
+      ...configArgs(),
+      '--cache-dir',
+      join(dir, 'cache'),
+      '--window',
+      '2',
+      '--poll-interval',
+      '0.2',
+      '--details',
+      '--api-rate-limit',
+      `${BUDGET}=1/m`,
+    );
+    await waitForMined(chain.anvil.url);
+    const summary = JSON.parse(stdout) as { transactions: { fulfilled: number; failed: number } };
+    expect(summary.transactions).to.include({ fulfilled: 1, failed: 0 });
+    expect(stdout).to.contain(`over the rate budget of ${OIS_TITLE}`);
+    const events = await Promise.all(ids.map((id) => requestEvents(chain.deployment, id)));
+    expect(events.flatMap((e) => e.failed)).to.deep.equal([]);
+    expect(events.map((e) => e.fulfilled.length).sort()).to.deep.equal([0, 1]);
+    // The next run (a new process: a new budget) finds it open and serves it.
+    await cli('coordinator', ...configArgs(), '--cache-dir', join(dir, 'cache'));
+    await waitForMined(chain.anvil.url);
+    for (const id of ids) expect((await requestEvents(chain.deployment, id)).fulfilled).to.have.length(1);
+  });
+
+  it("`worker --shard` in a Job: a call whose turn comes after the Job's deadline is deferred in time, not killed with the pod", async function () {
+    // Without the cap the second call would wait its minute for a turn: past this test's timeout, as past the Job's.
+    this.timeout(30_000);
+    const sponsor = await createSponsor(chain.deployment, 'budget-worker');
+    const ids = [await requestBudgeted(sponsor), await requestBudgeted(sponsor)];
+    const config = buildConfig({
+      providers: { anvil: chain.anvil.url },
+      deployment: chain.deployment,
+      apiUrl: api.url,
+    });
+    const shard = (
+      await planChainShards(config, config.chains[0]!, {
+        executor: { run: async () => [] },
+        logger: silentLogger,
+        wallets,
+      })
+    ).shards.find((s) => s.sponsorWallet === sponsor.sponsorWallet)!;
+    writeFileSync(
+      join(dir, 'budget-shard.json'),
+      JSON.stringify(apiShardInput(shard, shard.apiCalls.map(apiRequestOf))),
+    );
+    // The Job's deadline as the coordinator writes it (job-executor.ts): 20 s from now, so the wait may last 15.
+    const child = spawnOracleNode(
+      ['worker', '--shard', join(dir, 'budget-shard.json'), ...configArgs(), '--api-rate-limit', `${BUDGET}=1/m`],
+      { env: { ...process.env, [WORKER_DEADLINE_AT_ENV]: String(Date.now() + 20_000) } },
+    );
+    const io = output(child);
+    expect(await exited(child), io.stderr).to.equal(0);
+    const results = (
+      JSON.parse(io.stdout) as { results: { id: string; result: { success: boolean; errorMessage?: string } }[] }
+    ).results;
+    expect(results.map((r) => r.id).sort()).to.deep.equal([...ids].sort());
+    expect(results.filter((r) => r.result.success)).to.have.length(1);
+    const deferred = results.find((r) => !r.result.success)!;
+    expect(deferred.result.errorMessage).to.match(
+      new RegExp(`^${DEFERRED_PREFIX}over the rate budget of ${OIS_TITLE}`),
+    );
+    // The worker sends nothing; the coordinator's next run serves both (no budget given to it here).
+    await cli('coordinator', ...configArgs(), '--cache-dir', join(dir, 'cache'));
+    await waitForMined(chain.anvil.url);
+    for (const id of ids) expect((await requestEvents(chain.deployment, id)).fulfilled).to.have.length(1);
   });
 
   it("calls one shard's APIs with `worker`, from a file and from stdin; the shard is plain JSON without secrets", async () => {
@@ -339,6 +460,79 @@ describe('oracle-node coordinator, worker and start (anvil, real AirnodeRrpV0)',
       child.kill('SIGTERM');
     }
     expect(await exited(child)).to.equal(0);
+  });
+
+  it('`start --api-rate-limit`: a cycle defers a call over the budget to a later cycle, never fail(); a wrong flag is refused', async () => {
+    const { config, secrets } = buildConfigJson({
+      providers: { anvil: chain.anvil.url },
+      deployment: chain.deployment,
+      apiUrl: api.url,
+    });
+    (config['nodeSettings'] as { logLevel: string }).logLevel = 'INFO';
+    const budgetFiles = writeNodeFiles(dir, { config, secrets }, 'budget-');
+    const wrong = spawnCli('start', ...budgetFiles.args, '--no-gateway', '--api-rate-limit', 'Elsewhere=1/s');
+    const wrongIo = output(wrong);
+    expect(await exited(wrong)).to.equal(2);
+    expect(wrongIo.stderr).to.contain("--api-rate-limit 'Elsewhere=1/s': the config has no OIS titled 'Elsewhere'");
+
+    const sponsor = await createSponsor(chain.deployment, 'budget-start');
+    const ids = [await requestBudgeted(sponsor), await requestBudgeted(sponsor)];
+    const child = spawnCli(
+      'start',
+      ...budgetFiles.args,
+      '--interval-ms',
+      '300',
+      '--no-gateway',
+      '--cache-dir',
+      join(dir, 'cache'),
+      '--api-rate-limit',
+      `${BUDGET}=1/m`,
+    );
+    const io = output(child);
+    const cycles = () => io.stderr.split('cycle finished').length - 1;
+    try {
+      await until(
+        async () =>
+          (await Promise.all(ids.map((id) => requestEvents(chain.deployment, id)))).some((e) => e.fulfilled.length),
+        'one of the two served',
+      );
+      // Three cycles more, each deferring the other call (its turn is a minute away, past every 300 ms cycle).
+      const seen = cycles();
+      await until(async () => cycles() >= seen + 3, 'three more cycles');
+    } finally {
+      child.kill('SIGTERM');
+    }
+    expect(await exited(child)).to.equal(0);
+    await waitForMined(chain.anvil.url);
+    const events = await Promise.all(ids.map((id) => requestEvents(chain.deployment, id)));
+    expect(
+      events.flatMap((e) => e.failed),
+      'no fail() for a deferred call',
+    ).to.deep.equal([]);
+    expect(events.map((e) => e.fulfilled.length).sort()).to.deep.equal([0, 1]);
+    // A later start without the budget serves the one left open.
+    const after = spawnCli(
+      'start',
+      ...budgetFiles.args,
+      '--interval-ms',
+      '300',
+      '--no-gateway',
+      '--cache-dir',
+      join(dir, 'cache'),
+    );
+    output(after);
+    try {
+      await until(
+        async () =>
+          (await Promise.all(ids.map((id) => requestEvents(chain.deployment, id)))).every(
+            (e) => e.fulfilled.length === 1,
+          ),
+        'the one left open served',
+      );
+    } finally {
+      after.kill('SIGTERM');
+    }
+    expect(await exited(after)).to.equal(0);
   });
 
   it('`start` refuses a bad config and a gateway port in use with a clear message', async () => {

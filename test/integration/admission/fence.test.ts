@@ -85,7 +85,14 @@ describe('coordinator fence (ValidatingAdmissionPolicy)', function () {
 
   it('the coordinator still creates its worker Jobs and their shard inputs, and releases them', async () => {
     const jobs = kubeWorkerJobApi(kubeClient(coordinator), ns.name);
-    const job = buildWorkerJob(template, { name: jobName(), shardCount: 2, concurrency: 10, chainId: '31337' });
+    // As KubernetesJobExecutor makes it: with the instant its deadline ends, for the workers' budget waits.
+    const job = buildWorkerJob(template, {
+      name: jobName(),
+      shardCount: 2,
+      concurrency: 10,
+      chainId: '31337',
+      deadlineAtEpochMs: Date.now() + template.activeDeadlineSeconds * 1000,
+    });
     const created = await jobs.createJob(job);
     await jobs.createConfigMap(buildShardInputConfigMap(created, shards));
     await jobs.unsuspendJob(created.metadata!.name!);

@@ -1,22 +1,14 @@
 // spec.gateway.callers on the real apiserver: the CRD refuses a rate or caller name the engine would refuse, and the
 // operator mounts the callers' Secret read-only in the gateway pods alone (the pods kwok runs), with their flags.
-import { CoreV1Api, type V1CronJob, type V1Deployment } from '@kubernetes/client-node';
+import { CoreV1Api } from '@kubernetes/client-node';
 import { expect } from 'chai';
 import { CALLERS_DIR } from '../../../src/contract/pods.js';
-import { api, apply, expectStatus, useNamespace, waitFor } from '../support/cluster.js';
-import { installCrd, type RunningOperator, read, sampleDocs, startOperator } from './support.js';
+import { api, apply, expectStatus, waitFor } from '../support/cluster.js';
+import { sampleDocs, useOperator } from './support.js';
 
 describe('gateway callers on the real apiserver (integration)', function () {
   this.timeout(180_000);
-  const namespace = useNamespace('onode-callers');
-  let operator: RunningOperator;
-  before(async () => {
-    await installCrd();
-    operator = startOperator(namespace.name);
-  });
-  after(async () => {
-    await operator?.stop();
-  });
+  const suite = useOperator('onode-callers');
 
   it('refuses a rate or a caller name the engine would refuse, naming the field', async () => {
     for (const callers of [
@@ -24,7 +16,7 @@ describe('gateway callers on the real apiserver (integration)', function () {
       { secretRef: { name: 'c' }, rates: { 'not a name': '1/s' } },
       { defaultRate: '1/s' },
     ]) {
-      const { node } = sampleDocs('gateways-only', namespace.name);
+      const { node } = sampleDocs('gateways-only', suite.namespace);
       node.metadata!.name = 'refused';
       node.spec.gateway = { ...node.spec.gateway, callers } as never;
       const refusal = await expectStatus(apply(node), 422);
@@ -33,10 +25,10 @@ describe('gateway callers on the real apiserver (integration)', function () {
   });
 
   it('mounts the callers Secret read-only in the gateway pods only, and passes the rates', async () => {
-    const { node, secret } = sampleDocs('gateways-only', namespace.name);
+    const { node, secret } = sampleDocs('gateways-only', suite.namespace);
     await apply(secret);
     await api(CoreV1Api).createNamespacedSecret({
-      namespace: namespace.name,
+      namespace: suite.namespace,
       body: { metadata: { name: 'gateway-callers' }, stringData: { acme: 'acme-key-0123456789abcdef' } },
     });
     node.spec.gateway = {
@@ -46,18 +38,16 @@ describe('gateway callers on the real apiserver (integration)', function () {
     await apply(node);
     const name = node.metadata!.name!;
     const stage = (node.spec.config as { nodeSettings: { stage: string } }).nodeSettings.stage;
-    const deployment = await waitFor(
-      () => read<V1Deployment>('apps/v1', 'Deployment', namespace.name, `${name}-${stage}-gateway`),
-      60_000,
-      { description: 'the gateway Deployment' },
-    );
+    const deployment = await waitFor(() => suite.deployment(`${name}-${stage}-gateway`), 60_000, {
+      description: 'the gateway Deployment',
+    });
     const container = deployment.spec!.template.spec!.containers[0]!;
     expect(container.args).to.include.members(['--callers', CALLERS_DIR, 'acme=600/m', '5/s']);
     const pods = await waitFor(
       async () => {
         const found = (
           await api(CoreV1Api).listNamespacedPod({
-            namespace: namespace.name,
+            namespace: suite.namespace,
             labelSelector: `oracle-node.io/name=${name},app.kubernetes.io/component=gateway`,
           })
         ).items;
@@ -76,7 +66,7 @@ describe('gateway callers on the real apiserver (integration)', function () {
       });
     }
     // No other child of the node reads the callers' Secret.
-    const cronJobs = await read<V1CronJob>('batch/v1', 'CronJob', namespace.name, `${name}-${stage}-coordinator`);
+    const cronJobs = await suite.cronJob(`${name}-${stage}-coordinator`);
     expect(JSON.stringify(cronJobs ?? {})).to.not.include('gateway-callers');
   });
 });

@@ -15,7 +15,7 @@ import { repoRoot, spawnOracleNode } from '../../support/binary.js';
 import { buildFeedConfig, feedSecrets } from '../../support/feed.js';
 import { freePort } from '../../support/net.js';
 import { apply, kubeconfigPath, objects, useNamespace, waitFor } from '../support/cluster.js';
-import { condition, installCrd, type RunningOperator, readNode, sampleDocs, startOperator } from './support.js';
+import { installCrd, type RunningOperator, sampleDocs, useOperator } from './support.js';
 
 async function readyValue(operator: RunningOperator, namespace: string, name: string) {
   const metric = operator.manager.registry.getSingleMetric('oracle_node_ready');
@@ -25,29 +25,15 @@ async function readyValue(operator: RunningOperator, namespace: string, name: st
 
 describe('oracle_node_* metrics of the operator (integration)', function () {
   this.timeout(180_000);
-  const namespace = useNamespace('onode-metrics');
-  let operator: RunningOperator;
-
-  before(async () => {
-    await installCrd();
-    operator = startOperator(namespace.name);
-  });
-  after(async () => {
-    await operator?.stop();
-  });
+  const suite = useOperator('onode-metrics');
 
   it('publishes oracle_node_ready for a Ready node and removes it when the node is deleted', async () => {
-    const { node, secret } = sampleDocs('minimal', namespace.name);
-    await apply(secret);
-    await apply(node);
-    const name = node.metadata.name;
-    await waitFor(async () => condition(await readNode(namespace.name, name), 'Ready')?.status === 'True', 120_000, {
-      description: 'the minimal sample Ready',
-    });
-    expect(await waitFor(() => readyValue(operator, namespace.name, name), 30_000)).to.equal(1);
+    const name = (await suite.applySample('minimal')).metadata.name;
+    await suite.readyNode(name);
+    expect(await waitFor(() => readyValue(suite.operator, suite.namespace, name), 30_000)).to.equal(1);
 
-    await objects.delete({ apiVersion: API_VERSION, kind: KIND, metadata: { name, namespace: namespace.name } });
-    await waitFor(async () => (await readyValue(operator, namespace.name, name)) === undefined, 60_000, {
+    await objects.delete({ apiVersion: API_VERSION, kind: KIND, metadata: { name, namespace: suite.namespace } });
+    await waitFor(async () => (await readyValue(suite.operator, suite.namespace, name)) === undefined, 60_000, {
       description: 'oracle_node_ready removed after deletion',
     });
   });

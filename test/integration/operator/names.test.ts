@@ -2,12 +2,12 @@
 // over an object it did not create (the user's Secret named like the node key, another node's children named
 // alike), the node's gateway Service outlives a stage rollout and is switched only to a Ready gateway, and a
 // mnemonic rotated in place is held until a new stage rolls the new identity out.
-import type { KubernetesObject, V1CronJob, V1Deployment, V1Secret, V1Service } from '@kubernetes/client-node';
+import type { KubernetesObject, V1Secret, V1Service } from '@kubernetes/client-node';
 import { expect } from 'chai';
 import { API_VERSION, KIND, type OracleNode } from '../../../src/operator/resource.js';
 import { nodeWallet } from '../../../src/protocol/wallet.js';
-import { apply, objects, sleep, useNamespace, waitFor } from '../support/cluster.js';
-import { condition, installCrd, type RunningOperator, read, readNode, sampleDocs, startOperator } from './support.js';
+import { apply, objects, sleep, waitFor } from '../support/cluster.js';
+import { condition, read, readNode, sampleDocs, useOperator } from './support.js';
 
 const DEV_ADDRESS = '0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266';
 const ROTATED_MNEMONIC = 'legal winner thank year wave sausage worth useful legal winner thank yellow';
@@ -17,40 +17,11 @@ const settingsOf = (node: OracleNode) => node.spec.config.nodeSettings as Settin
 
 describe('OracleNode child names and ownership (integration)', function () {
   this.timeout(240_000);
-  const namespace = useNamespace('onode-names');
-  let operator: RunningOperator;
-
-  before(async () => {
-    await installCrd();
-    operator = startOperator(namespace.name);
-  });
-  after(async () => {
-    await operator?.stop();
-  });
-
-  const ns = () => namespace.name;
-  const cronJob = (name: string) => read<V1CronJob>('batch/v1', 'CronJob', ns(), name);
-  const deployment = (name: string) => read<V1Deployment>('apps/v1', 'Deployment', ns(), name);
+  const suite = useOperator('onode-names');
+  const ns = () => suite.namespace;
+  const { cronJob, deployment, editNode, nodeWhere, readyNode } = suite;
   const service = (name: string) => read<V1Service>('v1', 'Service', ns(), name);
   const secret = (name: string) => read<V1Secret>('v1', 'Secret', ns(), name);
-
-  async function editNode(name: string, edit: (node: OracleNode) => void) {
-    const live = (await readNode(ns(), name))!;
-    const desired = { apiVersion: API_VERSION, kind: KIND, metadata: { name, namespace: ns() }, spec: live.spec };
-    edit(desired as OracleNode);
-    await apply(desired as OracleNode);
-  }
-
-  const nodeWhere = (name: string, test: (node: OracleNode) => boolean, description: string) =>
-    waitFor(
-      async () => {
-        const node = await readNode(ns(), name);
-        return node && node.status?.observedGeneration === node.metadata.generation && test(node) ? node : undefined;
-      },
-      120_000,
-      { description: `OracleNode ${name}: ${description}`, intervalMs: 300 },
-    );
-  const readyNode = (name: string) => nodeWhere(name, (node) => condition(node, 'Ready')?.status === 'True', 'Ready');
 
   const warningEvent = (object: string, reason: string) =>
     waitFor(

@@ -10,7 +10,6 @@ import {
   setHeaderOptions,
   type V1ConfigMap,
   type V1CronJob,
-  type V1Deployment,
   type V1Job,
   type V1PodDisruptionBudget,
   type V1Service,
@@ -29,73 +28,19 @@ import {
   kubeconfigPath,
   objects,
   sleep,
-  useNamespace,
   waitFor,
 } from '../support/cluster.js';
-import {
-  condition,
-  installCrd,
-  type RunningOperator,
-  read,
-  readNode,
-  type SampleName,
-  sampleDocs,
-  startOperator,
-} from './support.js';
+import { condition, read, readNode, sampleDocs, useOperator } from './support.js';
 
 const run = promisify(execFile);
 const DEV_ADDRESS = '0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266';
 
 describe('OracleNode operator (integration)', function () {
   this.timeout(180_000);
-  const namespace = useNamespace('onode');
-  let operator: RunningOperator;
-
-  before(async () => {
-    await installCrd();
-    operator = startOperator(namespace.name);
-  });
-  after(async () => {
-    await operator?.stop();
-  });
-
-  const ns = () => namespace.name;
-  const cronJob = (name: string) => read<V1CronJob>('batch/v1', 'CronJob', ns(), name);
-  const deployment = (name: string) => read<V1Deployment>('apps/v1', 'Deployment', ns(), name);
+  const suite = useOperator('onode');
+  const ns = () => suite.namespace;
+  const { cronJob, deployment, applySample, editNode, readyNode } = suite;
   const configMap = (name: string) => read<V1ConfigMap>('v1', 'ConfigMap', ns(), name);
-
-  async function applySample(sample: SampleName, edit?: (node: OracleNode) => void) {
-    const { node, secret } = sampleDocs(sample, ns());
-    edit?.(node);
-    await apply(secret);
-    await apply(node);
-    return node;
-  }
-
-  async function editNode(name: string, edit: (node: OracleNode) => void) {
-    const live = (await readNode(ns(), name))!;
-    const desired = {
-      apiVersion: API_VERSION,
-      kind: KIND,
-      metadata: { name, namespace: ns() },
-      spec: live.spec,
-    } as OracleNode;
-    edit(desired);
-    await apply(desired);
-  }
-
-  const readyNode = (name: string) =>
-    waitFor(
-      async () => {
-        const node = await readNode(ns(), name);
-        return condition(node, 'Ready')?.status === 'True' &&
-          node?.status?.observedGeneration === node?.metadata.generation
-          ? node
-          : undefined;
-      },
-      120_000,
-      { description: `OracleNode ${name} to be Ready`, intervalMs: 500 },
-    );
 
   it('the apiserver rejects wrong types, enums and stage formats (the CRD schema comes from the config model)', async () => {
     const invalid: [string, (node: OracleNode) => void][] = [
@@ -221,13 +166,13 @@ describe('OracleNode operator (integration)', function () {
       // Let in-flight events (pod/Deployment status churn from kwok) settle, then resync every node by hand.
       await sleep(3000);
       const jobsBefore = await jobsVersion();
-      const writesBefore = await operator.writes();
-      const reconcilesBefore = await operator.reconciles();
-      for (const name of ['minimal', 'full', 'gateways']) operator.manager.enqueue({ namespace: ns(), name });
-      await waitFor(async () => (await operator.reconciles()) >= reconcilesBefore + 3, 30_000, {
+      const writesBefore = await suite.operator.writes();
+      const reconcilesBefore = await suite.operator.reconciles();
+      for (const name of ['minimal', 'full', 'gateways']) suite.operator.manager.enqueue({ namespace: ns(), name });
+      await waitFor(async () => (await suite.operator.reconciles()) >= reconcilesBefore + 3, 30_000, {
         description: 'three resync reconciles',
       });
-      writes = (await operator.writes()) - writesBefore;
+      writes = (await suite.operator.writes()) - writesBefore;
       if (writes !== 0 && (await jobsVersion()) === jobsBefore) break;
     }
     expect(writes).to.equal(0);
@@ -505,7 +450,7 @@ describe('OracleNode operator (integration)', function () {
       idlePolls: 40,
     });
     const series = async (name: string) =>
-      ((await operator.manager.registry.getSingleMetric(name)?.get())?.values ?? []).filter(
+      ((await suite.operator.manager.registry.getSingleMetric(name)?.get())?.values ?? []).filter(
         (v) => v.labels['namespace'] === ns() && v.labels['name'] === 'minimal',
       );
     const inclusionCount = async () =>

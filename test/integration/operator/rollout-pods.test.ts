@@ -8,57 +8,31 @@ import {
   CoreV1Api,
   PatchStrategy,
   setHeaderOptions,
-  type V1CronJob,
   type V1Job,
   type V1Pod,
 } from '@kubernetes/client-node';
 import { expect } from 'chai';
-import { API_VERSION, KIND, type OracleNode } from '../../../src/operator/resource.js';
-import { api, apply, useNamespace, waitFor } from '../support/cluster.js';
-import { condition, installCrd, type RunningOperator, read, readNode, sampleDocs, startOperator } from './support.js';
+import { api, apply, waitFor } from '../support/cluster.js';
+import { condition, read, readNode, useOperator } from './support.js';
 
 const HOLD = 'oracle-node-operator.test/hold';
 
 describe('stage rollout and an old coordinator pod past its deadline (integration)', function () {
   this.timeout(180_000);
-  const namespace = useNamespace('onode-rollout');
-  let operator: RunningOperator;
-  before(async () => {
-    await installCrd();
-    operator = startOperator(namespace.name);
-  });
-  after(async () => {
-    await operator?.stop();
-  });
-  const ns = () => namespace.name;
-  const cronJob = (name: string) => read<V1CronJob>('batch/v1', 'CronJob', ns(), name);
+  const suite = useOperator('onode-rollout');
+  const ns = () => suite.namespace;
+  const { cronJob } = suite;
   const podsOf = async (job: string): Promise<V1Pod[]> =>
     (await api(CoreV1Api).listNamespacedPod({ namespace: ns(), labelSelector: `job-name=${job}` })).items;
   /** Edits the live node's stage, as a user would, by applying its spec with the new stage. */
-  async function rollTo(stage: string): Promise<void> {
-    const live = (await readNode(ns(), 'minimal'))!;
-    const desired = {
-      apiVersion: API_VERSION,
-      kind: KIND,
-      metadata: { name: 'minimal', namespace: ns() },
-      spec: structuredClone(live.spec),
-    } as OracleNode;
-    (desired.spec.config.nodeSettings as { stage: string }).stage = stage;
-    await apply(desired);
-  }
+  const rollTo = (stage: string) =>
+    suite.editNode('minimal', (desired) => {
+      (desired.spec.config.nodeSettings as { stage: string }).stage = stage;
+    });
 
   it('does not release the new coordinator while a FailureTarget Job of the old stage still has its pod', async () => {
-    const { node, secret } = sampleDocs('minimal', ns());
-    await apply(secret);
-    await apply(node);
-    await waitFor(
-      async () => (condition(await readNode(ns(), 'minimal'), 'Ready')?.status === 'True' ? true : undefined),
-      120_000,
-      {
-        description: 'the node Ready',
-        intervalMs: 500,
-      },
-    );
+    await suite.applySample('minimal');
+    await suite.readyNode('minimal');
     // An old-stage coordinator Job whose deadline passes while its pod is still there.
     const name = 'minimal-dev-coordinator-late';
     await apply<V1Job>({

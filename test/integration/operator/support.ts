@@ -1,8 +1,15 @@
 // The operator's integration support: install the CRD, run the real runtime manager in-process with the OracleNode
-// reconciler (one per suite, scoped to its namespace), load the samples, read objects, count API writes.
+// reconciler (one per suite, scoped to its namespace), load the samples, read objects, count API writes; useOperator
+// sets all of it up for a suite.
 
 import { readFileSync, writeFileSync } from 'node:fs';
-import { type KubeConfig, type KubernetesObject, loadYaml } from '@kubernetes/client-node';
+import {
+  type KubeConfig,
+  type KubernetesObject,
+  loadYaml,
+  type V1CronJob,
+  type V1Deployment,
+} from '@kubernetes/client-node';
 import yaml from 'js-yaml';
 import { pino } from 'pino';
 import { Registry } from 'prom-client';
@@ -11,7 +18,7 @@ import { createManager, type RuntimeManager } from '../../../src/kube/manager.js
 import { createOracleNodeReconciler } from '../../../src/operator/controller.js';
 import { OracleNodeMetrics } from '../../../src/operator/metrics.js';
 import { API_VERSION, FIELD_MANAGER, KIND, type OracleNode } from '../../../src/operator/resource.js';
-import { apply, kc, objects, serviceAccountKubeConfig, statusOf, waitFor } from '../support/cluster.js';
+import { apply, kc, objects, serviceAccountKubeConfig, statusOf, useNamespace, waitFor } from '../support/cluster.js';
 
 export const CRD_PATH = new URL('../../../crds/oracle-node.io_oraclenodes.yaml', import.meta.url);
 
@@ -132,4 +139,80 @@ export function startOperator(
 export async function serviceAccountKubeConfigFile(namespace: string, name: string, file: string): Promise<string> {
   writeFileSync(file, (await serviceAccountKubeConfig(namespace, name)).exportConfig());
   return file;
+}
+
+/** What a suite of the operator's gets from useOperator: its namespace, its operator, and readers and edits there. */
+export type OperatorSuite = {
+  /** The suite's namespace (inside hooks and tests only). */
+  readonly namespace: string;
+  /** The operator watching it (inside tests only). */
+  readonly operator: RunningOperator;
+  cronJob(name: string): Promise<V1CronJob | undefined>;
+  deployment(name: string): Promise<V1Deployment | undefined>;
+  /** Applies a sample's Secret and OracleNode (the node edited first), in the suite's namespace. */
+  applySample(sample: SampleName, edit?: (node: OracleNode) => void): Promise<OracleNode>;
+  /** Applies the live node's spec after `edit`, as a user edits a node. */
+  editNode(name: string, edit: (node: OracleNode) => void): Promise<void>;
+  /** The node once its status is of its generation and `test` holds. */
+  nodeWhere(name: string, test: (node: OracleNode) => boolean, description: string): Promise<OracleNode>;
+  /** The node once its status is of its generation and Ready. */
+  readyNode(name: string): Promise<OracleNode>;
+};
+
+/**
+ * The set-up every operator suite shares, as mocha hooks (call it at the top of a describe): a namespace of its own
+ * (deleted after the suite), the CRD installed, and the operator running in this process, watching that namespace,
+ * until the suite is over.
+ */
+export function useOperator(prefix: string, options: Parameters<typeof startOperator>[1] = {}): OperatorSuite {
+  const namespace = useNamespace(prefix);
+  let running: RunningOperator | undefined;
+  before(async () => {
+    await installCrd();
+    running = startOperator(namespace.name, options);
+  });
+  after(async () => {
+    await running?.stop();
+  });
+  const ns = () => namespace.name;
+  const nodeWhere = (name: string, test: (node: OracleNode) => boolean, description: string) =>
+    waitFor(
+      async () => {
+        const node = await readNode(ns(), name);
+        return node && node.status?.observedGeneration === node.metadata.generation && test(node) ? node : undefined;
+      },
+      120_000,
+      { description: `OracleNode ${name}: ${description}`, intervalMs: 300 },
+    );
+  return {
+    get namespace() {
+      return ns();
+    },
+    get operator() {
+      if (!running) throw new Error('useOperator(): the operator runs only inside tests');
+      return running;
+    },
+    cronJob: (name) => read<V1CronJob>('batch/v1', 'CronJob', ns(), name),
+    deployment: (name) => read<V1Deployment>('apps/v1', 'Deployment', ns(), name),
+    async applySample(sample, edit) {
+      const { node, secret } = sampleDocs(sample, ns());
+      edit?.(node);
+      await apply(secret);
+      await apply(node);
+      return node;
+    },
+    async editNode(name, edit) {
+      const live = (await readNode(ns(), name))!;
+      const desired = {
+        apiVersion: API_VERSION,
+        kind: KIND,
+        metadata: { name, namespace: ns() },
+        spec: structuredClone(live.spec),
+      } as OracleNode;
+      edit(desired);
+      await apply(desired);
+    },
+    nodeWhere,
+    readyNode: (name) => nodeWhere(name, (node) => condition(node, 'Ready')?.status === 'True', 'Ready'),
+  };
 }

@@ -14,6 +14,30 @@ const transactions: Signable[] = Array.from({ length: 4 }, () => ({
 }));
 type Call = { id: number; method: string; params: string[] };
 
+/** The provider's acceptance of a sent transaction (its hash), or its rejection with `message`. */
+const accepted = (call: Call) => ({ jsonrpc: '2.0', id: call.id, result: Transaction.from(call.params[0]!).hash });
+const rejected = (call: Call, message: string) => ({ jsonrpc: '2.0', id: call.id, error: { code: -32000, message } });
+
+/** A provider that answers each call of an exchange, a batch or a single call, with `answer`. */
+function provider(name: string, answer: (call: Call) => unknown): RpcClient {
+  return new RpcClient(`http://127.0.0.1:4/${name}`, {}, async (_url, body) => {
+    const parsed = JSON.parse(body) as Call | Call[];
+    const answers = (Array.isArray(parsed) ? parsed : [parsed]).map(answer);
+    return Array.isArray(parsed) ? answers : answers[0];
+  });
+}
+
+/** sendInNonceOrder of the four transactions, from the test wallet on chain 31337, from nonce 0 unless told. */
+const send = (client: RpcClient, options: Partial<Parameters<typeof sendInNonceOrder>[1]> = {}) =>
+  sendInNonceOrder(transactions, {
+    client,
+    wallet,
+    chainId: '31337',
+    firstNonce: 0,
+    gasTarget: { type: 0, gasPrice: 10n },
+    ...options,
+  });
+
 describe('sendInNonceOrder', () => {
   it('sends one at a time, in nonce order, to a provider that refuses batches; a rejection stops there', async () => {
     const arrivals: (number | 'batch')[] = [];
@@ -25,17 +49,9 @@ describe('sendInNonceOrder', () => {
       }
       const tx = Transaction.from(parsed.params[0]!);
       arrivals.push(tx.nonce);
-      if (tx.nonce === 7)
-        return { jsonrpc: '2.0', id: parsed.id, error: { code: -32000, message: 'insufficient funds' } };
-      return { jsonrpc: '2.0', id: parsed.id, result: tx.hash };
+      return tx.nonce === 7 ? rejected(parsed, 'insufficient funds') : accepted(parsed);
     });
-    const report = await sendInNonceOrder(transactions, {
-      client,
-      wallet,
-      chainId: '31337',
-      firstNonce: 5,
-      gasTarget: { type: 0, gasPrice: 10n },
-    });
+    const report = await send(client, { firstNonce: 5 });
     expect(arrivals).to.deep.equal(['batch', 5, 6, 7]);
     expect(
       report.sent.map((s) => (s ? ('txHash' in s ? `sent ${s.nonce}` : `rejected ${s.nonce}`) : 'not sent')),
@@ -50,19 +66,10 @@ describe('sendInNonceOrder', () => {
     const client = new RpcClient('http://127.0.0.1:4/down', {}, async (_url, body) => {
       exchanges++;
       const parsed = JSON.parse(body) as Call[];
-      if (exchanges === 1) {
-        return parsed.map((c) => ({ jsonrpc: '2.0', id: c.id, result: Transaction.from(c.params[0]!).hash }));
-      }
+      if (exchanges === 1) return parsed.map(accepted);
       throw new RpcTransportError('provider unreachable: ECONNRESET');
     });
-    const report = await sendInNonceOrder(transactions, {
-      client,
-      wallet,
-      chainId: '31337',
-      firstNonce: 0,
-      gasTarget: { type: 0, gasPrice: 10n },
-      batchSize: 2,
-    });
+    const report = await send(client, { batchSize: 2 });
     expect(report.sent.map((s) => s?.nonce)).to.deep.equal([0, 1, undefined, undefined]);
     expect(report.transportError).to.be.instanceOf(RpcTransportError);
     // What the lost batch carried, with the hashes to confirm it by.
@@ -76,26 +83,14 @@ describe('sendInNonceOrder', () => {
 
   it('fills no nonce that another transaction holds: "replacement underpriced" for a hash the provider does not know', async () => {
     const methods: string[] = [];
-    const client = new RpcClient('http://127.0.0.1:4/taken', {}, async (_url, body) => {
-      const parsed = JSON.parse(body) as Call | Call[];
-      const calls = Array.isArray(parsed) ? parsed : [parsed];
-      methods.push(...calls.map((c) => c.method));
-      const answers = calls.map((c) => {
-        if (c.method === 'eth_getTransactionByHash') return { jsonrpc: '2.0', id: c.id, result: null };
-        const tx = Transaction.from(c.params[0]!);
-        return tx.nonce === 0
-          ? { jsonrpc: '2.0', id: c.id, error: { code: -32000, message: 'replacement transaction underpriced' } }
-          : { jsonrpc: '2.0', id: c.id, result: tx.hash };
-      });
-      return Array.isArray(parsed) ? answers : answers[0];
+    const client = provider('taken', (c) => {
+      methods.push(c.method);
+      if (c.method === 'eth_getTransactionByHash') return { jsonrpc: '2.0', id: c.id, result: null };
+      return Transaction.from(c.params[0]!).nonce === 0
+        ? rejected(c, 'replacement transaction underpriced')
+        : accepted(c);
     });
-    const report = await sendInNonceOrder(transactions, {
-      client,
-      wallet,
-      chainId: '31337',
-      firstNonce: 0,
-      gasTarget: { type: 0, gasPrice: 10n },
-    });
+    const report = await send(client);
     expect(report.sent[0]).to.deep.equal({
       nonce: 0,
       rejected: 'eth_sendRawTransaction: replacement transaction underpriced',
@@ -105,22 +100,15 @@ describe('sendInNonceOrder', () => {
   });
 
   it('fills no nonce below the pending nonce, where a transaction may still be mined', async () => {
-    const client = new RpcClient('http://127.0.0.1:4/pending', {}, async (_url, body) => {
-      const parsed = JSON.parse(body) as Call | Call[];
-      const answers = (Array.isArray(parsed) ? parsed : [parsed]).map((c) => {
-        const tx = Transaction.from(c.params[0]!);
-        return tx.nonce === 1 && tx.to !== wallet.address
-          ? { jsonrpc: '2.0', id: c.id, error: { code: -32000, message: 'insufficient funds for gas * price + value' } }
-          : { jsonrpc: '2.0', id: c.id, result: tx.hash };
-      });
-      return Array.isArray(parsed) ? answers : answers[0];
+    const client = provider('pending', (c) => {
+      const tx = Transaction.from(c.params[0]!);
+      return tx.nonce === 1 && tx.to !== wallet.address
+        ? rejected(c, 'insufficient funds for gas * price + value')
+        : accepted(c);
     });
-    const options = { client, wallet, chainId: '31337', firstNonce: 0, gasTarget: { type: 0, gasPrice: 10n } } as const;
-    expect((await sendInNonceOrder(transactions, { ...options, pendingNonce: 2 })).fillers).to.deep.equal([]);
+    expect((await send(client, { pendingNonce: 2 })).fillers).to.deep.equal([]);
     // The same rejection above the pending nonce is a hole, and gets its filler.
-    expect(
-      (await sendInNonceOrder(transactions, { ...options, pendingNonce: 0 })).fillers.map((f) => f.nonce),
-    ).to.deep.equal([1]);
+    expect((await send(client, { pendingNonce: 0 })).fillers.map((f) => f.nonce)).to.deep.equal([1]);
   });
 
   describe('a stop (the run deadline, SIGTERM, a lost Lease), asked before every send', () => {
@@ -135,57 +123,38 @@ describe('sendInNonceOrder', () => {
           arrivals.push('batch');
           return parsed.map((c) => ({ jsonrpc: '2.0', id: c.id, error: refused }));
         }
-        const tx = Transaction.from(parsed.params[0]!);
-        arrivals.push(tx.nonce);
+        arrivals.push(Transaction.from(parsed.params[0]!).nonce);
         stop = 'lease lost';
-        return { jsonrpc: '2.0', id: parsed.id, result: tx.hash };
+        return accepted(parsed);
       });
-      const options = {
-        client,
-        wallet,
-        chainId: '31337',
-        firstNonce: 5,
-        gasTarget: { type: 0, gasPrice: 10n },
-        stopReason: () => stop,
-      } as const;
-      const report = await sendInNonceOrder(transactions, options);
+      const report = await send(client, { firstNonce: 5, stopReason: () => stop });
       expect(arrivals).to.deep.equal(['batch', 5]);
       expect(report.sent.map((s) => s?.nonce)).to.deep.equal([5, undefined, undefined, undefined]);
       expect(report.stopped).to.equal('lease lost');
       // The refusal of batches is remembered for the provider: the next run sends no batch first.
       stop = undefined;
       arrivals.length = 0;
-      await sendInNonceOrder(transactions.slice(0, 2), { ...options, firstNonce: 6, stopReason: () => undefined });
+      await sendInNonceOrder(transactions.slice(0, 2), {
+        client,
+        wallet,
+        chainId: '31337',
+        firstNonce: 6,
+        gasTarget: { type: 0, gasPrice: 10n },
+      });
       expect(arrivals).to.deep.equal([6, 7]);
     });
 
     it('a stop before a filler leaves the hole unfilled and says so', async () => {
       let stop: string | undefined;
       const sent: number[] = [];
-      const client = new RpcClient('http://127.0.0.1:4/stop-filler', {}, async (_url, body) => {
-        const parsed = JSON.parse(body) as Call | Call[];
-        const answers = (Array.isArray(parsed) ? parsed : [parsed]).map((c) => {
-          const tx = Transaction.from(c.params[0]!);
-          sent.push(tx.nonce);
-          return tx.nonce === 1
-            ? {
-                jsonrpc: '2.0',
-                id: c.id,
-                error: { code: -32000, message: 'insufficient funds for gas * price + value' },
-              }
-            : { jsonrpc: '2.0', id: c.id, result: tx.hash };
-        });
+      const client = provider('stop-filler', (c) => {
+        const { nonce } = Transaction.from(c.params[0]!);
+        sent.push(nonce);
+        // The stop comes while this exchange is with the provider: asked before the next send, the filler's.
         stop = 'SIGTERM';
-        return Array.isArray(parsed) ? answers : answers[0];
+        return nonce === 1 ? rejected(c, 'insufficient funds for gas * price + value') : accepted(c);
       });
-      const report = await sendInNonceOrder(transactions, {
-        client,
-        wallet,
-        chainId: '31337',
-        firstNonce: 0,
-        gasTarget: { type: 0, gasPrice: 10n },
-        stopReason: () => stop,
-      });
+      const report = await send(client, { stopReason: () => stop });
       expect(sent).to.deep.equal([0, 1, 2, 3]);
       expect(report.fillers).to.deep.equal([{ nonce: 1, rejected: 'not sent: SIGTERM' }]);
       expect(report.stopped).to.equal('SIGTERM');
@@ -197,14 +166,7 @@ describe('sendInNonceOrder', () => {
         exchanges++;
         return [];
       });
-      const report = await sendInNonceOrder(transactions, {
-        client,
-        wallet,
-        chainId: '31337',
-        firstNonce: 0,
-        gasTarget: { type: 0, gasPrice: 10n },
-        stopReason: () => "the window's hard end",
-      });
+      const report = await send(client, { stopReason: () => "the window's hard end" });
       expect(exchanges).to.equal(0);
       expect(report).to.deep.include({ stopped: "the window's hard end", fillers: [] });
       expect(report.sent).to.deep.equal([undefined, undefined, undefined, undefined]);

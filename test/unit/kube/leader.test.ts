@@ -69,13 +69,29 @@ function candidate(leases: MemoryLeases, clock: FakeClock, identity: string) {
   return { elector, store, log, signal: () => signal };
 }
 
+/** A fake clock, the in-memory Lease API, and candidates that join the election started. */
+function election() {
+  const clock = new FakeClock();
+  const leases = new MemoryLeases();
+  const join = (identity: string) => {
+    const joined = candidate(leases, clock, identity);
+    joined.elector.start();
+    return joined;
+  };
+  return { clock, leases, join };
+}
+
+/** An election that `a` leads: joined first, its first try done. */
+async function ledByA() {
+  const arranged = election();
+  const a = arranged.join('a');
+  await arranged.clock.advance(0);
+  return { ...arranged, a };
+}
+
 describe('operator runtime: leader election (client-go algorithm, fake clock)', () => {
   it('creates the Lease and leads, renewing every retry period with 6-digit MicroTime', async () => {
-    const clock = new FakeClock();
-    const leases = new MemoryLeases();
-    const a = candidate(leases, clock, 'a');
-    a.elector.start();
-    await clock.advance(0);
+    const { clock, leases, a } = await ledByA();
     expect(a.elector.isLeader()).to.equal(true);
     expect(leases.lease?.spec?.holderIdentity).to.equal('a');
     expect(leases.lease?.spec?.leaseDurationSeconds).to.equal(15);
@@ -88,12 +104,9 @@ describe('operator runtime: leader election (client-go algorithm, fake clock)', 
   });
 
   it('lets exactly one of two candidates lead', async () => {
-    const clock = new FakeClock();
-    const leases = new MemoryLeases();
-    const a = candidate(leases, clock, 'a');
-    const b = candidate(leases, clock, 'b');
-    a.elector.start();
-    b.elector.start();
+    const { clock, join } = election();
+    const a = join('a');
+    const b = join('b');
     for (let i = 0; i < 20; i++) {
       await clock.advance(1000);
       expect([a.elector.isLeader(), b.elector.isLeader()].filter(Boolean)).to.have.length(1);
@@ -102,13 +115,8 @@ describe('operator runtime: leader election (client-go algorithm, fake clock)', 
   });
 
   it('a crashed leader (no renewals, no release) is replaced after the lease duration, not before', async () => {
-    const clock = new FakeClock();
-    const leases = new MemoryLeases();
-    const a = candidate(leases, clock, 'a');
-    a.elector.start();
-    await clock.advance(0);
-    const b = candidate(leases, clock, 'b');
-    b.elector.start();
+    const { clock, leases, a, join } = await ledByA();
+    const b = join('b');
     await clock.advance(3000);
     expect(b.elector.isLeader()).to.equal(false);
     a.store.down = true; // a is cut off: it can neither renew nor release
@@ -126,13 +134,8 @@ describe('operator runtime: leader election (client-go algorithm, fake clock)', 
   });
 
   it('a graceful stop releases the Lease (empty holder, 1 s) so the other takes over at its next try', async () => {
-    const clock = new FakeClock();
-    const leases = new MemoryLeases();
-    const a = candidate(leases, clock, 'a');
-    a.elector.start();
-    await clock.advance(0);
-    const b = candidate(leases, clock, 'b');
-    b.elector.start();
+    const { clock, leases, a, join } = await ledByA();
+    const b = join('b');
     await clock.advance(2000);
     await a.elector.stop();
     expect(leases.lease?.spec?.holderIdentity).to.equal('');
@@ -144,11 +147,7 @@ describe('operator runtime: leader election (client-go algorithm, fake clock)', 
   });
 
   it('keeps leading through an API outage shorter than the renew deadline', async () => {
-    const clock = new FakeClock();
-    const leases = new MemoryLeases();
-    const a = candidate(leases, clock, 'a');
-    a.elector.start();
-    await clock.advance(0);
+    const { clock, a } = await ledByA();
     a.store.down = true;
     await clock.advance(6000);
     a.store.down = false;
@@ -159,11 +158,7 @@ describe('operator runtime: leader election (client-go algorithm, fake clock)', 
   });
 
   it('a wall clock stepped back does not keep a cut-off leader leading past its renew deadline', async () => {
-    const clock = new FakeClock();
-    const leases = new MemoryLeases();
-    const a = candidate(leases, clock, 'a');
-    a.elector.start();
-    await clock.advance(0);
+    const { clock, a } = await ledByA();
     a.store.down = true;
     clock.stepWall(-10_000); // an NTP step back, a VM resumed from an old snapshot
     await clock.advance(10_000); // the renew deadline since the last renewal
@@ -173,13 +168,8 @@ describe('operator runtime: leader election (client-go algorithm, fake clock)', 
   });
 
   it('a wall clock stepped forward neither ends a leader early nor expires its lease early for a candidate', async () => {
-    const clock = new FakeClock();
-    const leases = new MemoryLeases();
-    const a = candidate(leases, clock, 'a');
-    a.elector.start();
-    await clock.advance(0);
-    const b = candidate(leases, clock, 'b');
-    b.elector.start();
+    const { clock, a, join } = await ledByA();
+    const b = join('b');
     await clock.advance(3000);
     a.store.down = true; // a renewed at 2 s: it leads until 12 s, its lease runs out for b 15 s after b saw that
     clock.stepWall(10_000);
@@ -195,8 +185,7 @@ describe('operator runtime: leader election (client-go algorithm, fake clock)', 
   });
 
   it('loses a write race through resourceVersion conflicts rather than double-leading', async () => {
-    const clock = new FakeClock();
-    const leases = new MemoryLeases();
+    const { clock, leases } = election();
     const a = candidate(leases, clock, 'a');
     const b = candidate(leases, clock, 'b');
     // Both see an expired lease held by a third replica, then race to take it.

@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import { apiOutcomeOf } from '../../../src/node/api-call.js';
 import type { CycleSummary } from '../../../src/node/cycle.js';
+import { emptySummary } from '../../../src/node/cycle-summary.js';
 import { cycleRequestRecords } from '../../../src/node/request-log.js';
 import { clearSecrets, registerSecret } from '../../../src/observability/index.js';
 
@@ -9,20 +10,7 @@ const wallet = (n: number) => `0x${n.toString(16).padStart(40, '0')}`;
 const hash = `0x${'cd'.repeat(32)}`;
 
 function summary(parts: Pick<CycleSummary, 'results' | 'seen'>): CycleSummary {
-  return {
-    providers: [],
-    requests: { discovered: 0, servable: 0, waitingForConfirmations: 0, overChainLimit: 0 },
-    shards: { total: 0, failed: 0 },
-    transactions: { fulfilled: 0, failed: 0, withdrawn: 0, skipped: 0, deferred: 0, errors: 0, replaced: 0 },
-    apiCalls: 0,
-    cacheHits: 0,
-    rpcCalls: 0,
-    timings: { discoveryMs: 0, shardsMs: 0 },
-    sponsorWallets: [],
-    gasPrices: [],
-    gasPriceStrategyFailures: [],
-    ...parts,
-  };
+  return { ...emptySummary(), ...parts };
 }
 
 const output = (

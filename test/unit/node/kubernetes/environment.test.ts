@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import { parseCycleReport } from '../../../../src/contract/pods.js';
 import type { CycleSummary } from '../../../../src/node/cycle.js';
+import { emptySummary } from '../../../../src/node/cycle-summary.js';
 import { cycleCounts, cycleReport } from '../../../../src/node/kubernetes/cycle-report.js';
 import { coordinatorKubernetes } from '../../../../src/node/kubernetes/index.js';
 import type { WindowSummary } from '../../../../src/node/window.js';
@@ -8,25 +9,24 @@ import { clearSecrets, registerSecret } from '../../../../src/observability/inde
 
 describe('coordinator in operator pods', () => {
   it('reports flat integer counts of a cycle', () => {
+    const empty = emptySummary();
     const summary: CycleSummary = {
+      ...empty,
       providers: [
         { chainId: '1', provider: 'a', ok: true, rpcCalls: 3 },
         { chainId: '1', provider: 'b', ok: false, rpcCalls: 2 },
       ],
-      requests: { discovered: 5, servable: 4, waitingForConfirmations: 1, overChainLimit: 0 },
+      requests: { ...empty.requests, discovered: 5, servable: 4, waitingForConfirmations: 1 },
       shards: { total: 2, failed: 0 },
-      transactions: { fulfilled: 3, failed: 1, withdrawn: 0, skipped: 0, deferred: 0, errors: 0, replaced: 0 },
+      transactions: { ...empty.transactions, fulfilled: 3, failed: 1 },
       apiCalls: 3,
       cacheHits: 1,
       rpcCalls: 9,
       timings: { discoveryMs: 1, shardsMs: 2 },
-      sponsorWallets: [],
-      gasPrices: [],
       gasPriceStrategyFailures: [
         { chainId: '1', strategy: 'providerRecommendedGasPrice', count: 2 },
         { chainId: '1', strategy: 'latestBlockPercentileGasPrice', count: 1 },
       ],
-      results: [],
     };
     const counts = cycleCounts(summary);
     expect(counts).to.include({
@@ -42,20 +42,16 @@ describe('coordinator in operator pods', () => {
   });
 
   it("a standby's report says so and counts what it served; a primary's has no standby count", () => {
+    const empty = emptySummary();
     const cycle: CycleSummary = {
+      ...empty,
       role: 'standby',
-      providers: [],
-      requests: { discovered: 3, servable: 3, waitingForConfirmations: 0, overChainLimit: 0 },
+      requests: { ...empty.requests, discovered: 3, servable: 3 },
       shards: { total: 1, failed: 0 },
-      transactions: { fulfilled: 2, failed: 1, withdrawn: 1, skipped: 0, deferred: 0, errors: 0, replaced: 0 },
+      transactions: { ...empty.transactions, fulfilled: 2, failed: 1, withdrawn: 1 },
       apiCalls: 2,
-      cacheHits: 0,
       rpcCalls: 9,
       timings: { discoveryMs: 1, shardsMs: 2 },
-      sponsorWallets: [],
-      gasPrices: [],
-      gasPriceStrategyFailures: [],
-      results: [],
     };
     const report = parseCycleReport({ 'cycle.json': JSON.stringify(cycleReport(cycle)) });
     expect(report?.role).to.equal('standby');
@@ -66,19 +62,15 @@ describe('coordinator in operator pods', () => {
   });
 
   it("a window's report carries its polls in the counts and its latencies by stage; a one-shot cycle's none", () => {
+    const empty = emptySummary();
     const cycle: CycleSummary = {
-      providers: [],
-      requests: { discovered: 2, servable: 2, waitingForConfirmations: 0, overChainLimit: 0 },
+      ...empty,
+      requests: { ...empty.requests, discovered: 2, servable: 2 },
       shards: { total: 1, failed: 0 },
-      transactions: { fulfilled: 2, failed: 0, withdrawn: 0, skipped: 0, deferred: 0, errors: 0, replaced: 0 },
+      transactions: { ...empty.transactions, fulfilled: 2 },
       apiCalls: 2,
-      cacheHits: 0,
       rpcCalls: 9,
       timings: { discoveryMs: 1, shardsMs: 2 },
-      sponsorWallets: [],
-      gasPrices: [],
-      gasPriceStrategyFailures: [],
-      results: [],
     };
     const window: WindowSummary = {
       ...cycle,
@@ -101,18 +93,16 @@ describe('coordinator in operator pods', () => {
       outcome: n === 0 ? ('fulfilled' as const) : ('failed' as const),
       reason: n === 1 ? 'x'.repeat(500) : 'reverted',
     }));
-    const summary = {
-      providers: [],
-      requests: { discovered: 25, servable: 25, waitingForConfirmations: 0, overChainLimit: 0 },
+    const empty = emptySummary();
+    const summary: CycleSummary = {
+      ...empty,
+      requests: { ...empty.requests, discovered: 25, servable: 25 },
       shards: { total: 1, failed: 0 },
-      transactions: { fulfilled: 1, failed: 24, withdrawn: 0, skipped: 0, deferred: 0, errors: 0, replaced: 0 },
+      transactions: { ...empty.transactions, fulfilled: 1, failed: 24 },
       apiCalls: 25,
-      cacheHits: 0,
       rpcCalls: 9,
       timings: { discoveryMs: 1, shardsMs: 2 },
-      sponsorWallets: [],
       gasPrices: [{ chainId: '1', gasPriceWei: '1100000000' }],
-      gasPriceStrategyFailures: [],
       results: [
         {
           ok: true as const,
@@ -127,7 +117,7 @@ describe('coordinator in operator pods', () => {
           },
         },
       ],
-    } satisfies CycleSummary;
+    };
     const report = cycleReport(summary, {
       jobName: 'n-dev-coordinator-1',
       startTime: new Date('2026-11-24T00:00:00Z'),
@@ -153,18 +143,14 @@ describe('coordinator in operator pods', () => {
   it('redacts registered secrets in the reasons it reports (the operator makes Events of them)', () => {
     registerSecret('https://rpc.example/v3/secret-project-key');
     try {
-      const summary = {
-        providers: [],
-        requests: { discovered: 1, servable: 1, waitingForConfirmations: 0, overChainLimit: 0 },
+      const empty = emptySummary();
+      const summary: CycleSummary = {
+        ...empty,
+        requests: { ...empty.requests, discovered: 1, servable: 1 },
         shards: { total: 1, failed: 0 },
-        transactions: { fulfilled: 0, failed: 0, withdrawn: 0, skipped: 0, deferred: 0, errors: 1, replaced: 0 },
-        apiCalls: 0,
-        cacheHits: 0,
+        transactions: { ...empty.transactions, errors: 1 },
         rpcCalls: 1,
         timings: { discoveryMs: 1, shardsMs: 2 },
-        sponsorWallets: [],
-        gasPrices: [],
-        gasPriceStrategyFailures: [],
         results: [
           {
             ok: true as const,
@@ -186,7 +172,7 @@ describe('coordinator in operator pods', () => {
             },
           },
         ],
-      } satisfies CycleSummary;
+      };
       const [failed] = cycleReport(summary).failedRequests!;
       expect(failed!.reason).not.to.include('secret-project-key');
       expect(failed!.reason).to.include('[REDACTED]');

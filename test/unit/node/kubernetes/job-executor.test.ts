@@ -8,6 +8,7 @@ import {
   MAX_WORKER_INPUT_BYTES,
   parseShardOutput,
   SHARD_FORMAT,
+  WORKER_DEADLINE_AT_ENV,
   type WorkerTemplate,
 } from '../../../../src/contract/shard.js';
 import { RestClient, RuntimeClient } from '../../../../src/kube/api.js';
@@ -261,17 +262,24 @@ describe('KubernetesJobExecutor', () => {
     }
   });
 
-  it("gives the worker Job the whole seconds left to the run's hard end, never more than the template's deadline", async () => {
+  it("gives the worker Job the whole seconds left to the run's hard end, never more than the template's deadline, and tells its workers when that ends", async () => {
     const deadlineOf = async (hardEndInMs: number) => {
       const fake = fakeApi([undefined]);
       const now = () => 1_000_000;
       const deadline = WorkDeadline.after(hardEndInMs, now);
+      const before = Date.now();
       await new KubernetesJobExecutor({ api: fake.api, template, now, sleep: async () => {} }).run([shard(0)], {
         concurrency: 1,
         deadline,
       });
+      const after = Date.now();
       deadline.stop('test over');
-      return fake.job()!.spec!.activeDeadlineSeconds;
+      const seconds = fake.job()!.spec!.activeDeadlineSeconds!;
+      // The instant the Job's deadline runs out, read before the Job was made: a worker's budget waits end before it.
+      const env = fake.job()!.spec!.template.spec!.containers[0]!.env ?? [];
+      const at = Number(env.find((e) => e.name === WORKER_DEADLINE_AT_ENV)?.value);
+      expect(at).to.be.within(before + seconds * 1000, after + seconds * 1000);
+      return seconds;
     };
     expect(await deadlineOf(12_700)).to.equal(12);
     expect(await deadlineOf(400)).to.equal(1);

@@ -2,7 +2,8 @@
 // whose sum never exceeds the budget, carried as --api-rate-limit by the gateway Deployment and the worker pods.
 import { expect } from 'chai';
 import fc from 'fast-check';
-import { buildWindowWorkerJob } from '../../../../src/contract/shard.js';
+import { ENV } from '../../../../src/contract/pods.js';
+import { buildWindowWorkerJob, parseWorkerTemplate } from '../../../../src/contract/shard.js';
 import {
   apiLimitArgs,
   apiLimitProblems,
@@ -10,6 +11,7 @@ import {
   divideApiLimits,
   nodeApiLimitShares,
 } from '../../../../src/operator/builders/api-limits.js';
+import { buildCoordinatorCronJob } from '../../../../src/operator/builders/coordinator.js';
 import { buildGatewayDeployment } from '../../../../src/operator/builders/gateway.js';
 import { buildWorkerTemplate } from '../../../../src/operator/builders/worker.js';
 import type { OracleNode } from '../../../../src/operator/resource.js';
@@ -54,6 +56,17 @@ describe('spec.apiLimits: the division of a budget among the pods', () => {
     const windowArgs = window.spec!.template.spec!.containers[0]!.args!;
     expect(windowArgs.slice(0, 2)).to.deep.equal(['worker', '--coordinator']);
     expect(argsOf({ args: windowArgs })).to.deep.equal(argsOf(worker));
+  });
+
+  it('gives the coordinator no share: its pod always hands its API calls to worker Jobs (it carries their template)', () => {
+    const input = inputFor('full-multi-chain', (node) => {
+      node.spec.apiLimits = [{ ois: TITLE, callsPerSecond: 100 }];
+    });
+    const container = buildCoordinatorCronJob(input).spec!.jobTemplate.spec!.template.spec!.containers[0]!;
+    expect(argsOf(container)).to.deep.equal([]);
+    // The variable without which the engine would run the calls in process (readCoordinatorEnvironment).
+    const template = container.env?.find((env) => env.name === ENV.workerTemplate)?.value;
+    expect(parseWorkerTemplate(template ?? '')).to.have.property('template');
   });
 
   it('redivides when the replicas or the HPA maximum change; a workload that never calls the API gets no share', () => {
