@@ -309,7 +309,8 @@ describe('transient API failures leave the request open (anvil, real AirnodeRrpV
         '--cache-dir',
         cacheDir,
         '--api-retry-window',
-        '8',
+        // Long enough for the spell's retry (5 s after its first call) under load; the broken one fails after it.
+        '15',
       ]);
       let stderr = '';
       child.stderr?.on('data', (chunk: Buffer) => {
