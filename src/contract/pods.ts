@@ -190,6 +190,17 @@ export const apiCallReportSchema = z.object({
   outcome: z.enum(API_CALL_OUTCOMES).meta({ description: 'Status class of the call, or deferred.' }),
   count: z.int().positive().max(1_000_000_000),
 });
+/**
+ * The classes of a deferral: the API's failure for now (429, 408, 5xx, no answer) or this node's own rate budget
+ * (src/node/api-retries.ts); each deferred request is retried later, failed on chain only past its retry window.
+ */
+export const DEFERRAL_CLASSES = ['429', '408', '5xx', 'no response', 'budget'] as const;
+/** Requests of a cycle left open after their API failed for now, by OIS title and class. */
+export const apiDeferralReportSchema = z.object({
+  ois: z.string().min(1).max(256).meta({ description: 'OIS title.' }),
+  statusClass: z.enum(DEFERRAL_CLASSES).meta({ description: '429, 408, 5xx, no response, or budget.' }),
+  count: z.int().positive().max(1_000_000_000),
+});
 /** Requests answered on chain in a cycle per sponsor: the top N sponsors of the run by address, the rest `other`. */
 export const sponsorFulfilmentReportSchema = z.object({
   chainId: z.string().max(78).meta({ description: 'Chain id.' }),
@@ -207,6 +218,7 @@ export type HeartbeatReport = z.infer<typeof heartbeatResultSchema>;
 export type FailedRequestReport = z.infer<typeof failedRequestReportSchema>;
 export type GasPriceReport = z.infer<typeof gasPriceReportSchema>;
 export type ApiCallReport = z.infer<typeof apiCallReportSchema>;
+export type ApiDeferralReport = z.infer<typeof apiDeferralReportSchema>;
 export type SponsorFulfilmentReport = z.infer<typeof sponsorFulfilmentReportSchema>;
 /**
  * The whole report, each field optional. parseCycleReport reads it field by field (a malformed field or entry is
@@ -237,6 +249,8 @@ const cycleReportSchema = z.object({
   apiCalls: z.array(apiCallReportSchema).optional(),
   /** The cycle's requests answered on chain per sponsor (its top N sponsors, the rest `other`). */
   sponsorFulfilments: z.array(sponsorFulfilmentReportSchema).optional(),
+  /** The cycle's requests left open after their API failed for now, by OIS and class; absent: none. */
+  apiDeferrals: z.array(apiDeferralReportSchema).optional(),
 });
 export type CycleReport = z.infer<typeof cycleReportSchema>;
 const reportField = cycleReportSchema.shape;
@@ -292,6 +306,8 @@ export function parseCycleReport(data: Record<string, string> | undefined): Cycl
   if (apiCalls) report.apiCalls = apiCalls;
   const sponsorFulfilments = validEntries(sponsorFulfilmentReportSchema, value['sponsorFulfilments']);
   if (sponsorFulfilments) report.sponsorFulfilments = sponsorFulfilments;
+  const apiDeferrals = validEntries(apiDeferralReportSchema, value['apiDeferrals']);
+  if (apiDeferrals) report.apiDeferrals = apiDeferrals;
   if (isRecord(value['latencySeconds'])) {
     const latencies: NonNullable<CycleReport['latencySeconds']> = {};
     for (const stage of LATENCY_STAGES) {

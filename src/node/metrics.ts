@@ -5,7 +5,13 @@ import { REQUEST_LATENCY_BUCKETS_SECONDS } from '../contract/pods.js';
 import type { Registry } from '../observability/index.js';
 import { counter, gauge, histogram } from '../observability/index.js';
 import type { CycleSummary } from './cycle.js';
-import { apiCallCounts, sponsorAnswers, sponsorFulfilmentCounts, sponsorVolumes } from './usage-counts.js';
+import {
+  apiCallCounts,
+  apiDeferralCounts,
+  sponsorAnswers,
+  sponsorFulfilmentCounts,
+  sponsorVolumes,
+} from './usage-counts.js';
 import type { WindowSummary } from './window.js';
 
 export type CycleMetricsOptions = {
@@ -111,11 +117,8 @@ export function cycleMetrics(registry: Registry, options: CycleMetricsOptions = 
       for (const failure of summary.gasPriceStrategyFailures) {
         strategyFailures.inc({ chain_id: failure.chainId, strategy: failure.strategy }, failure.count);
       }
-      for (const result of summary.results)
-        if (result.ok)
-          for (const outcome of result.output.outcomes)
-            if (outcome.deferral)
-              deferrals.inc({ ois: outcome.deferral.oisTitle, status_class: outcome.deferral.statusClass });
+      for (const deferral of apiDeferralCounts(summary))
+        deferrals.inc({ ois: deferral.ois, status_class: deferral.statusClass }, deferral.count);
       for (const wallet of summary.sponsorWallets) {
         balance.set({ chain_id: wallet.chainId, sponsor_wallet: wallet.sponsorWallet }, Number(wallet.balanceWei));
       }

@@ -3,7 +3,12 @@
 // carry (`--heartbeat-usage`, docs/gateways.md "Heartbeat"). The engine's metrics, the cycle report (and so the
 // operator's metrics) and the heartbeat all count from here.
 import { sponsorKey } from '../common/sponsor-labels.js';
-import { API_CALL_OUTCOMES, type ApiCallReport, type SponsorFulfilmentReport } from '../contract/pods.js';
+import {
+  API_CALL_OUTCOMES,
+  type ApiCallReport,
+  type ApiDeferralReport,
+  type SponsorFulfilmentReport,
+} from '../contract/pods.js';
 import type { CycleSummary } from './cycle-summary.js';
 import type { ShardOutcome } from './shard-types.js';
 
@@ -78,6 +83,22 @@ export function apiCallCounts(summary: CycleSummary): ApiCallReport[] {
       const counted = counts.get(key);
       if (counted) counted.count++;
       else counts.set(key, { ois: outcome.oisTitle, endpoint: outcome.endpointName, outcome: api, count: 1 });
+    }
+  }
+  return [...counts.values()];
+}
+
+/** The cycle's deferred requests by OIS title and class (the metrics' and the cycle report's). */
+export function apiDeferralCounts(summary: CycleSummary): ApiDeferralReport[] {
+  const counts = new Map<string, ApiDeferralReport>();
+  for (const result of summary.results) {
+    if (!result.ok) continue;
+    for (const { deferral } of result.output.outcomes) {
+      if (!deferral) continue;
+      const key = JSON.stringify([deferral.oisTitle, deferral.statusClass]);
+      const counted = counts.get(key);
+      if (counted) counted.count++;
+      else counts.set(key, { ois: deferral.oisTitle, statusClass: deferral.statusClass, count: 1 });
     }
   }
   return [...counts.values()];

@@ -85,6 +85,7 @@ export class OracleNodeMetrics {
   private readonly standbyServing: Gauge<(typeof NODE_LABELS)[number]>;
   private readonly standbyServed: Counter<(typeof NODE_LABELS)[number]>;
   private readonly apiCalls: Counter<(typeof NODE_LABELS)[number] | 'ois' | 'endpoint' | 'outcome'>;
+  private readonly apiDeferrals: Counter<(typeof NODE_LABELS)[number] | 'ois' | 'status_class'>;
   private readonly sponsorFulfilments: Counter<(typeof NODE_LABELS)[number] | 'chain' | 'sponsor' | 'outcome'>;
   private readonly seen = new Map<string, NodeSeries>();
   private publishing = true;
@@ -206,6 +207,12 @@ export class OracleNodeMetrics {
       labelNames: [...NODE_LABELS, 'ois', 'endpoint', 'outcome'],
       registers,
     });
+    this.apiDeferrals = new Counter({
+      name: 'oracle_node_api_deferrals_total',
+      help: "Requests of the coordinator cycles left open after their API failed for now, by OIS title and status class (429, 408, 5xx, no response; budget: over the node's rate budget); each is retried, and failed on chain only past spec.apiRetryWindowSeconds",
+      labelNames: [...NODE_LABELS, 'ois', 'status_class'],
+      registers,
+    });
     this.sponsorFulfilments = new Counter({
       name: 'oracle_node_sponsor_fulfilments_total',
       help: 'Requests fulfilled or failed on chain per sponsor; beyond spec.coordinator.metricsTopSponsors sponsors, "other"',
@@ -241,6 +248,7 @@ export class OracleNodeMetrics {
       this.standbyServing,
       this.standbyServed,
       this.apiCalls,
+      this.apiDeferrals,
       this.sponsorFulfilments,
     ])
       metric.reset();
@@ -363,6 +371,13 @@ export class OracleNodeMetrics {
       const series = { ...labels, ois: call.ois, endpoint: call.endpoint, outcome: call.outcome };
       count(series, () => this.apiCalls.inc(series, call.count));
     }
+    // Only the node's own OIS titles: the report is the coordinator's word, its labels bounded by the config.
+    const titles = new Set([...bounds.endpoints].map((key) => key.slice(0, key.indexOf('\n'))));
+    for (const deferral of report.apiDeferrals ?? []) {
+      if (!titles.has(deferral.ois)) continue;
+      const series = { ...labels, ois: deferral.ois, status_class: deferral.statusClass };
+      count(series, () => this.apiDeferrals.inc(series, deferral.count));
+    }
     const entries = report.sponsorFulfilments ?? [];
     state.sponsors ??= new SponsorLabels(bounds.topSponsors ?? DEFAULT_TOP_SPONSORS);
     state.sponsors.limit = bounds.topSponsors ?? DEFAULT_TOP_SPONSORS;
@@ -423,7 +438,8 @@ export class OracleNodeMetrics {
     }
     for (const chainLabels of state?.chains.values() ?? []) this.gasPrice.remove(chainLabels);
     for (const series of state?.usage.values() ?? []) {
-      if ('ois' in series) this.apiCalls.remove(series);
+      if ('status_class' in series) this.apiDeferrals.remove(series);
+      else if ('ois' in series) this.apiCalls.remove(series);
       else this.sponsorFulfilments.remove(series);
     }
     for (const outcome of HEARTBEAT_RESULTS) this.heartbeats.remove({ ...labels, outcome });

@@ -18,7 +18,13 @@ import {
 } from '../../contract/request-log.js';
 import { redact } from '../../observability/index.js';
 import type { CycleSummary } from '../cycle.js';
-import { apiCallCounts, sponsorAnswers, sponsorFulfilmentCounts, sponsorVolumes } from '../usage-counts.js';
+import {
+  apiCallCounts,
+  apiDeferralCounts,
+  sponsorAnswers,
+  sponsorFulfilmentCounts,
+  sponsorVolumes,
+} from '../usage-counts.js';
 import type { WindowSummary } from '../window.js';
 import { type ConfigMapStore, updateConfigMapData } from './config-map-store.js';
 
@@ -108,6 +114,7 @@ export function cycleReport(summary: CycleSummary, context: CycleContext = {}): 
   const failed = failedRequests(summary);
   const latencies = latencySeconds(summary);
   const apiCalls = apiCallCounts(summary);
+  const apiDeferrals = apiDeferralCounts(summary);
   const sponsorFulfilments = reportedSponsorFulfilments(summary, context.topSponsors ?? DEFAULT_TOP_SPONSORS);
   return {
     ...(jobName ? { job: jobName } : {}),
@@ -133,6 +140,7 @@ export function cycleReport(summary: CycleSummary, context: CycleContext = {}): 
     ...(latencies ? { latencySeconds: latencies } : {}),
     ...(apiCalls.length > 0 ? { apiCalls } : {}),
     ...(sponsorFulfilments.length > 0 ? { sponsorFulfilments } : {}),
+    ...(apiDeferrals.length > 0 ? { apiDeferrals } : {}),
   };
 }
 

@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { expect } from 'chai';
 import { ApiRetries } from '../../../src/node/api-retries.js';
+import { cycleReport } from '../../../src/node/kubernetes/cycle-report.js';
 import { cycleMetrics } from '../../../src/node/metrics.js';
 import { FileRequestLog } from '../../../src/node/request-log.js';
 import { createMetricsRegistry } from '../../../src/observability/index.js';
@@ -127,6 +128,8 @@ describe('transient API failures leave the request open (anvil, real AirnodeRrpV
     const registry = createMetricsRegistry();
     cycleMetrics(registry).observe(summary, 1);
     expect(await registry.metrics()).to.match(/^node_api_deferrals_total\{ois="[^"]+",status_class="5xx"\} 1$/m);
+    // And in the cycle report the operator turns into oracle_node_api_deferrals_total.
+    expect(cycleReport(summary).apiDeferrals).to.deep.equal([{ ois: 'Test API', statusClass: '5xx', count: 1 }]);
   });
 
   it('a 429 naming Retry-After: no call of that API before it, not even for a new request; both fulfilled once', async () => {

@@ -324,6 +324,29 @@ describe('oracle_node_* metrics from the OracleNode status', () => {
       expect(await calls(key)).to.equal(undefined);
       expect(await sponsorCount(registry, address(1))).to.equal(undefined);
     });
+
+    it("counts deferred requests by the node's own OIS and class from each report once; a deleted node takes them along", async () => {
+      const registry = new Registry();
+      const metrics = new OracleNodeMetrics(registry);
+      const report = parseCycleReport({
+        'cycle.json': JSON.stringify({
+          job: 'j1',
+          apiDeferrals: [
+            { ois: 'Prices', statusClass: '429', count: 3 },
+            { ois: 'Prices', statusClass: 'no response', count: 1 },
+            { ois: 'Invented', statusClass: '5xx', count: 9 },
+            { ois: 'Prices', statusClass: 'whatever', count: 4 },
+          ],
+        }),
+      });
+      for (let i = 0; i < 2; i++) metrics.observeCycleReport(key, report, bounds());
+      const deferrals = (labels: Record<string, string>) => sample(registry, 'oracle_node_api_deferrals_total', labels);
+      expect(await deferrals({ ...key, ois: 'Prices', status_class: '429' })).to.equal(3);
+      expect(await deferrals({ ...key, ois: 'Prices', status_class: 'no response' })).to.equal(1);
+      expect(await deferrals({ ois: 'Invented' })).to.equal(undefined);
+      metrics.forget(key);
+      expect(await deferrals(key)).to.equal(undefined);
+    });
   });
 
   it('removes every series of a deleted OracleNode', async () => {
