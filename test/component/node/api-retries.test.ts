@@ -381,8 +381,8 @@ describe('transient API failures leave the request open (anvil, real AirnodeRrpV
 
     for (const command of ['coordinator --window', 'start --poll-interval'] as const)
       it(`\`${command} --api-rate-limit\`: a burst of requests within the API's quota: it never answers 429, and every request is fulfilled once`, async () => {
-        // The API allows 2 calls in any 0.9 s; the budget 2 in any second, so their clocks never disagree.
-        const refused = quota(2, 900);
+        // The API allows 2 calls in any 0.5 s, the budget 2 in any second: half a second for a call's way there under load.
+        const refused = quota(2, 500);
         const made = await burst(`budget-${command.split(' ')[0]}`, 8);
         const args =
           command === 'start --poll-interval'
@@ -414,7 +414,7 @@ describe('transient API failures leave the request open (anvil, real AirnodeRrpV
       });
 
     it('without a budget the same burst meets the quota (429s), and part 1 still fulfils every request once, none failed', async () => {
-      const refused = quota(2, 900);
+      const refused = quota(2, 500);
       const made = await burst('no-budget', 6);
       const child = spawnOracleNode([
         'coordinator',
