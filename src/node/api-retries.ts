@@ -67,6 +67,8 @@ export class ApiRetries {
   /** By OIS title: monotonic time until which its API asked not to be called, and the status that asked. */
   readonly #paused = new Map<string, { until: number; shown: string; retryAtEpochMs: number }>();
   readonly #blockTimes = new Map<string, number>();
+  /** By chain id: when a due retry last made a window's poll run a cycle without a new block (monotonic). */
+  readonly #dueCycleAt = new Map<string, number>();
 
   /** `windowSeconds` 0: a transient failure fails its request at once, as the reference does. */
   constructor(windowSeconds: number, clock: ApiRetriesClock = { monotonic: monotonicNow, epochMs: Date.now }) {
@@ -86,6 +88,38 @@ export class ApiRetries {
     else if (paused && (!hold || paused.retryAtEpochMs > hold.retryAtEpochMs)) hold = paused;
     if (!hold) return { kind: 'call' };
     return { kind: 'wait', reason: `deferred: ${hold.shown}, retry at ${iso(hold.retryAtEpochMs)}` };
+  }
+
+  /**
+   * Whether a request of the chain waits for a retry that is now due (its back-off and its OIS's pause are over, or
+   * its window is, so it is to be failed): a window's poll then runs a cycle even without a new block, so a chain
+   * whose blocks come seldom does not hold the retry until its next one.
+   */
+  dueOn(chainId: string): boolean {
+    const prefix = `${chainId}:`;
+    const now = this.#clock.monotonic();
+    // At most one such cycle per first back-off and chain: a due request whose send waits (a pending transaction of
+    // its wallet) does not make every poll a cycle.
+    if (now - (this.#dueCycleAt.get(chainId) ?? Number.NEGATIVE_INFINITY) < FIRST_RETRY_DELAY_MS) return false;
+    for (const [key, tracked] of this.#requests) {
+      if (!key.startsWith(prefix)) continue;
+      const pausedUntil = this.#paused.get(tracked.oisTitle)?.until ?? 0;
+      if (this.#pastWindow(tracked) || (tracked.notBefore <= now && pausedUntil <= now)) {
+        this.#dueCycleAt.set(chainId, now);
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /**
+   * Forgets the chain's requests that are no longer open (`open`: the ids a cycle discovered open): answered by
+   * another run or node, or out of the history window. Nothing is then retried, nor due, for them.
+   */
+  keepOpen(chainId: string, open: ReadonlySet<string>): void {
+    const prefix = `${chainId}:`;
+    for (const key of [...this.#requests.keys()])
+      if (key.startsWith(prefix) && !open.has(key.slice(prefix.length))) this.#requests.delete(key);
   }
 
   /**

@@ -191,6 +191,10 @@ export function confirm(context: PlanContext, healthy: DiscoveredProvider[]): Co
     deferred.set(call.id, { call, reason: gate.reason });
     return undefined;
   };
+  deps.apiRetries?.keepOpen(
+    chain.id,
+    new Set(healthy.flatMap((s) => s.discovery.apiCalls.map((call) => call.id.toLowerCase()))),
+  );
   const open = healthy.map((s) => ({
     discovery: {
       ...s.discovery,

@@ -219,7 +219,8 @@ export async function runWindow(config: Config, deps: CycleDeps, options: Window
       const polled = ticks.get(tick) ?? { moved: false };
       ticks.set(tick, polled);
       const chainHeads = await heads.read();
-      if (!state.moved(chain.id, chainHeads)) continue;
+      // A new block, or a request whose API failed for now due for its retry (src/node/api-retries.ts).
+      if (!state.moved(chain.id, chainHeads) && deps.apiRetries?.dueOn(chain.id) !== true) continue;
       polled.moved = true;
       const cycle = await settleBy(
         runCycle(config, { ...deps, window: state.cycleWindow({ chainId: chain.id, heads: chainHeads }) }, [chain]),

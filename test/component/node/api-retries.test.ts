@@ -132,6 +132,22 @@ describe('transient API failures leave the request open (anvil, real AirnodeRrpV
     expect(cycleReport(summary).apiDeferrals).to.deep.equal([{ ois: 'Test API', statusClass: '5xx', count: 1 }]);
   });
 
+  it('on a chain without new blocks, the retry runs when it is due all the same, and then polls are idle again', async () => {
+    const sponsor = await createSponsor(chain.deployment, 'retry-no-blocks');
+    const id = await requestPrice(chain.deployment, sponsor);
+    let failures = 2;
+    refuse = () => (failures-- > 0 ? { status: 503 } : undefined);
+    const retries = await retriesFrom(300);
+    // No poll mines a block: only the fulfilment's own block moves the head.
+    const quiet = Array.from({ length: 10 }, () => async () => waitForMined(chain.anvil.url));
+    const summary = await window(retries, quiet);
+    expect(callTimes.get('ETH')).to.deep.equal([0, 0, 5000]);
+    expect((await requestEvents(chain.deployment, id)).fulfilled).to.have.length(1);
+    expect(sendsFrom(sponsor.sponsorWallet)).to.have.length(1);
+    // The cycle at 5 s, and the one after the fulfilment's block; the others only asked for the head.
+    expect(summary.window.idlePolls).to.be.at.least(7);
+  });
+
   it('a 429 naming Retry-After: no call of that API before it, not even for a new request; both fulfilled once', async () => {
     const first = await createSponsor(chain.deployment, 'retry-429-a');
     const second = await createSponsor(chain.deployment, 'retry-429-b');

@@ -190,6 +190,26 @@ describe('node/api-retries: transient API failures', () => {
     expect(taker.toHandOver()).to.equal(undefined);
   });
 
+  it('says when a chain has a retry due (at most once per first back-off), and forgets requests no longer open', async () => {
+    const state = retries(300);
+    const id = `0x${'ab'.repeat(32)}`;
+    await state.decide('1', call(id), failed(503), blocks());
+    expect(state.dueOn('1')).to.equal(false);
+    now = 5_000;
+    expect(state.dueOn('2'), 'another chain').to.equal(false);
+    expect(state.dueOn('1')).to.equal(true);
+    // Still due (say its wallet's send waits), but not another cycle of its own within 5 s.
+    now = 9_999;
+    expect(state.dueOn('1')).to.equal(false);
+    now = 10_000;
+    expect(state.dueOn('1')).to.equal(true);
+    // Answered elsewhere: no longer open, so nothing is due or held back for it.
+    state.keepOpen('1', new Set([`0x${'cd'.repeat(32)}`]));
+    now = 20_000;
+    expect(state.dueOn('1')).to.equal(false);
+    expect(state.toHandOver()).to.equal(undefined);
+  });
+
   it('forgets a request once it is answered', async () => {
     const state = retries(300);
     await state.decide('1', call('0xA'), failed(503), blocks());
