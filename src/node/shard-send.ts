@@ -29,13 +29,16 @@ import { simulateFromWallet } from '../chain/simulation.js';
 import { planWithdrawal } from '../chain/withdrawals.js';
 import { mapLimit } from '../common/concurrency.js';
 import { errorMessage } from '../common/errors.js';
-import { ApiRetries, type RetryDecision } from './api-retries.js';
+import { ApiRetries } from './api-retries.js';
 import type { Logger } from './logger.js';
 import { itemId, type Plan, type SendablePlan, type ShardAnswers, type ShardRun, type WorkItem } from './shard-run.js';
 import { confirmLostSends, dropSettled, skipPending } from './shard-settle.js';
-import type { ShardApiCall, ShardOutcome } from './shard-types.js';
+import type { ShardOutcome } from './shard-types.js';
 
-/** Without the run's retries: a transient failure fails at once (a window of 0), budget deferrals stay open. */
+/**
+ * Without the run's retries: a transient failure fails at once as the reference does (a window of 0), except a call
+ * this node's own rate budget kept back (never made: nothing to fail for).
+ */
 const NO_RETRIES = new ApiRetries(0);
 
 /**
@@ -184,20 +187,6 @@ async function simulateFulfilments(
   return new Map(fulfils.map((f, i) => [f.id, { data: f.data, check: staticCheckOf(results[i]!) }]));
 }
 
-/**
- * A failed call's request: with retries on, the decision of src/node/api-retries.ts; without, failed at once as the
- * reference does, except a call that was never made (this node's budget or an API's pause: nothing to fail for).
- */
-async function retryDecision(
-  run: ShardRun,
-  client: RpcClient,
-  call: ShardApiCall,
-  response: { errorMessage: string; retryAfterMs?: number },
-): Promise<RetryDecision> {
-  const retries = run.context.apiRetries ?? NO_RETRIES;
-  return retries.decide(run.shard.chainId, call, response, client);
-}
-
 /** Each pending item's transaction (fulfil, fail, withdraw) or the reason to skip it; API answers awaited here. */
 async function planTransactions(run: ShardRun, client: RpcClient, gasTarget: GasTarget): Promise<Plan[]> {
   const { chain } = run;
@@ -211,7 +200,8 @@ async function planTransactions(run: ShardRun, client: RpcClient, gasTarget: Gas
       else {
         // A transient failure leaves the request open for a later poll until its retry window is over; a call the
         // budget did not let out was never made and is never failed (src/node/api-retries.ts).
-        const decision = await retryDecision(run, client, item.call, response);
+        const retries = run.context.apiRetries ?? NO_RETRIES;
+        const decision = await retries.decide(run.shard.chainId, item.call, response, client);
         if (decision.kind === 'defer') {
           run.deferrals.set(item.call.id, decision.deferral);
           return { kind: 'skip', requestId: item.call.id, reason: decision.reason };
