@@ -4,6 +4,7 @@
 // that was killed after sending. Replacing them is only right when they are stuck; replacing a transaction that
 // is about to be mined costs 20 % more gas and makes two coordinators report the same fulfilments. Pure: the
 // counts are read from the chain by the caller (src/node/shard.ts), the decision and the sightings are kept here.
+import { isCount, isRecord, parseJsonText } from '../common/json.js';
 
 /**
  * A wallet's pending transactions are stuck once this process has seen them pending for this many blocks while none
@@ -137,20 +138,14 @@ export const MAX_HANDED_OVER_SIGHTINGS = 256;
 const HAND_OVER_VERSION = 1;
 /** A sighting's key (a chain id and a wallet address) as the shards make it: bounded, and nothing else. */
 const SIGHTING_KEY = /^[0-9]{1,20}:0x[0-9a-f]{40}$/;
-const isCount = (value: unknown): value is number =>
-  typeof value === 'number' && Number.isSafeInteger(value) && value >= 0;
 
 /** The sightings in a hand-over (PendingSightings.toHandOver); anything else is left out, never thrown. */
 function parseHandOver(handedOver: string | undefined): Map<string, Sighting> {
   const sightings = new Map<string, Sighting>();
   if (handedOver === undefined || handedOver.length > 64 * 1024) return sightings;
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(handedOver);
-  } catch {
-    return sightings;
-  }
-  const { version, sightings: entries } = (parsed ?? {}) as { version?: unknown; sightings?: unknown };
+  const parsed = parseJsonText(handedOver);
+  if (!isRecord(parsed)) return sightings;
+  const { version, sightings: entries } = parsed;
   if (version !== HAND_OVER_VERSION || typeof entries !== 'object' || entries === null) return sightings;
   for (const [key, value] of Object.entries(entries)) {
     if (sightings.size >= MAX_HANDED_OVER_SIGHTINGS) break;

@@ -8,6 +8,7 @@
 // coordinator run starts it afresh (its cadence is then the back-off), and the chain's answer decides the rest.
 import { fetchBlockTimestamp } from '../chain/logs.js';
 import type { RpcClient } from '../chain/rpc.js';
+import { isCount, isRecord, parseJsonText } from '../common/json.js';
 import { monotonicNow } from '../common/time.js';
 import { MAX_PAUSE_MS } from '../ois/budget.js';
 import { classifyFailure, failureMessageOnChain, isDeferredMessage, type TransientClass } from '../ois/deferral.js';
@@ -300,8 +301,6 @@ type HandOver = {
 };
 
 const isText = (value: unknown): value is string => typeof value === 'string' && value.length <= MAX_TEXT;
-const isWhole = (value: unknown): value is number =>
-  typeof value === 'number' && Number.isSafeInteger(value) && value >= 0;
 /** A request's key as keyOf makes it: a chain id and a request id, nothing else. */
 const REQUEST_KEY = /^[0-9]{1,20}:0x[0-9a-f]{64}$/;
 /** What the request log shows of a failure: a status or a class, nothing an attacker could write into a reason. */
@@ -318,19 +317,15 @@ function isApiFailureOnChain(message: string): boolean {
 /** The hand-over's entries of the right shape (ApiRetries.toHandOver); undefined when it is not one. */
 function parseHandOver(handedOver: string | undefined): HandOver | undefined {
   if (handedOver === undefined || handedOver.length > MAX_HAND_OVER_BYTES) return undefined;
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(handedOver);
-  } catch {
-    return undefined;
-  }
-  const { version, pauses, requests } = (parsed ?? {}) as Record<string, unknown>;
+  const parsed = parseJsonText(handedOver);
+  if (!isRecord(parsed)) return undefined;
+  const { version, pauses, requests } = parsed;
   if (version !== HAND_OVER_VERSION || !Array.isArray(pauses) || !Array.isArray(requests)) return undefined;
   const result: HandOver = { pauses: [], requests: [] };
   for (const entry of pauses.slice(0, MAX_HANDED_OVER_RETRIES)) {
     if (!Array.isArray(entry) || entry.length !== 3) continue;
     const [ois, until, shown] = entry as unknown[];
-    if (isText(ois) && isWhole(until) && isText(shown) && SHOWN.test(shown)) result.pauses.push([ois, until, shown]);
+    if (isText(ois) && isCount(until) && isText(shown) && SHOWN.test(shown)) result.pauses.push([ois, until, shown]);
   }
   for (const entry of requests.slice(0, MAX_HANDED_OVER_RETRIES)) {
     if (!Array.isArray(entry) || entry.length !== 7) continue;
@@ -339,10 +334,10 @@ function parseHandOver(handedOver: string | undefined): HandOver | undefined {
       isText(key) &&
       REQUEST_KEY.test(key) &&
       isText(ois) &&
-      isWhole(failures) &&
+      isCount(failures) &&
       failures <= 64 &&
-      isWhole(retryAt) &&
-      isWhole(madeAt) &&
+      isCount(retryAt) &&
+      isCount(madeAt) &&
       isText(shown) &&
       SHOWN.test(shown) &&
       isText(lastError) &&
