@@ -1,7 +1,9 @@
 // The gateway callers' flags that `gateway` and `start` share: --callers DIR (one file per caller, named for it,
 // holding its key: a mounted Secret), --caller-rate NAME=N/s|N/m (repeatable) and --default-caller-rate N/s|N/m.
+import { errorMessage } from '../common/errors.js';
 import { parseRate, type Rate } from '../common/rate-limit.js';
-import { CALLER_NAME, type CallersOptions } from '../gateway/callers.js';
+import { CALLER_NAME, type CallersOptions, GatewayCallers } from '../gateway/callers.js';
+import type { Logger } from '../observability/index.js';
 
 export const CALLER_OPTIONS = {
   callers: { type: 'string' },
@@ -42,4 +44,21 @@ export function callerSettings(
     if (!defaultRate) return { error: `--default-caller-rate ${values['default-caller-rate']}: expected N/s or N/m` };
   }
   return { settings: { dir: values.callers, rates, ...(defaultRate ? { defaultRate } : {}) } };
+}
+
+/**
+ * The callers of the flags' settings, read from their directory (none without --callers); a directory that cannot be
+ * read is said on stderr, and the command exits 1.
+ */
+export async function loadCallers(
+  settings: Omit<CallersOptions, 'logger'> | undefined,
+  logger: Logger,
+): Promise<{ callers?: GatewayCallers } | { exitCode: 1 }> {
+  if (!settings) return {};
+  try {
+    return { callers: await GatewayCallers.load({ ...settings, logger }) };
+  } catch (error) {
+    process.stderr.write(`Cannot read the gateway callers: ${errorMessage(error)}\n`);
+    return { exitCode: 1 };
+  }
 }

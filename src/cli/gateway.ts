@@ -15,7 +15,6 @@ import {
   WITHHELD_MNEMONIC,
 } from '../config/index.js';
 import { ENV } from '../contract/pods.js';
-import { GatewayCallers } from '../gateway/callers.js';
 import { startGatewayServer } from '../gateway/server.js';
 import { secretsEnvironment } from '../node/config-loader.js';
 import { createLogger, registerSecret, registerSecrets } from '../observability/index.js';
@@ -23,7 +22,7 @@ import { tracerFromEnvironment } from '../observability/tracing.js';
 import { deriveNodeAddress, walletFromPrivateKey } from '../protocol/wallet.js';
 import { API_LIMIT_OPTIONS, API_LIMIT_OPTIONS_HELP, applyApiRateLimits } from './api-limit-options.js';
 import { parseCommandArgs, parseServerPorts } from './args.js';
-import { CALLER_OPTIONS, CALLER_OPTIONS_HELP, callerSettings } from './caller-options.js';
+import { CALLER_OPTIONS, CALLER_OPTIONS_HELP, callerSettings, loadCallers } from './caller-options.js';
 import { secretScope } from './command-config.js';
 import { cannotListen, onStopSignals } from './lifecycle.js';
 import type { Subcommand } from './subcommand.js';
@@ -132,15 +131,9 @@ export async function runGateway(argv: string[]): Promise<number> {
     level: config.nodeSettings.logLevel,
     bindings: { component: 'gateway' },
   });
-  let callers: GatewayCallers | undefined;
-  if (callerFlags.settings) {
-    try {
-      callers = await GatewayCallers.load({ ...callerFlags.settings, logger });
-    } catch (error) {
-      process.stderr.write(`Cannot read the gateway callers: ${errorMessage(error)}\n`);
-      return 1;
-    }
-  }
+  const loaded = await loadCallers(callerFlags.settings, logger);
+  if ('exitCode' in loaded) return loaded.exitCode;
+  const { callers } = loaded;
   // Off unless OTEL_EXPORTER_OTLP_ENDPOINT is set: then a trace per gateway request, exported every 5 s.
   const tracer = tracerFromEnvironment(process.env, 'gateway');
   const stopTracing = tracer.flushEvery(5000);

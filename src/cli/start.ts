@@ -4,8 +4,6 @@
 // an unreachable provider is only logged, and retried next cycle.
 
 import { sponsorWallets } from '../chain/sponsor-wallets.js';
-import { errorMessage } from '../common/errors.js';
-import { GatewayCallers } from '../gateway/callers.js';
 import { type GatewayServer, startGatewayServer } from '../gateway/server.js';
 import { roleOf } from '../node/cycle.js';
 import { createNodeLogger } from '../node/logger.js';
@@ -21,7 +19,7 @@ import {
   parseStandbyDelay,
   parseWindowOptions,
 } from './args.js';
-import { CALLER_OPTIONS, CALLER_OPTIONS_HELP, callerSettings } from './caller-options.js';
+import { CALLER_OPTIONS, CALLER_OPTIONS_HELP, callerSettings, loadCallers } from './caller-options.js';
 import { loadCommandConfig, parseTopSponsors, USAGE_OPTIONS_HELP } from './command-config.js';
 import { DEFAULT_CACHE_DIR } from './coordinator.js';
 import { cannotListen, onStopSignals } from './lifecycle.js';
@@ -127,15 +125,9 @@ export const command: Subcommand = {
     const logger = createNodeLogger(config.nodeSettings);
     const wallets = sponsorWallets(config.nodeSettings.nodeWalletMnemonic);
 
-    let callers: GatewayCallers | undefined;
-    if (callerFlags.settings) {
-      try {
-        callers = await GatewayCallers.load({ ...callerFlags.settings, logger });
-      } catch (error) {
-        process.stderr.write(`Cannot read the gateway callers: ${errorMessage(error)}\n`);
-        return 1;
-      }
-    }
+    const loaded = await loadCallers(callerFlags.settings, logger);
+    if ('exitCode' in loaded) return loaded.exitCode;
+    const { callers } = loaded;
     let gateway: GatewayServer | undefined;
     if (!values['no-gateway']) {
       try {
