@@ -160,7 +160,8 @@ export class ApiRetries {
     const backoff = Math.min(MAX_RETRY_DELAY_MS, FIRST_RETRY_DELAY_MS * 2 ** (failures - 1));
     const waitMs = Math.max(backoff, failure.retryAfterMs ?? 0);
     const now = this.#clock.monotonic();
-    const retryAtEpochMs = this.#clock.epochMs() + waitMs;
+    const epoch = this.#clock.epochMs();
+    const retryAtEpochMs = epoch + waitMs;
     const shown = String(failure.status ?? failure.statusClass);
     if (failure.retryAfterMs !== undefined) {
       // The API named when to come back: no request of this OIS reaches it sooner from this process.
@@ -169,7 +170,7 @@ export class ApiRetries {
         this.#paused.set(call.oisTitle, {
           until,
           shown,
-          retryAtEpochMs: this.#clock.epochMs() + failure.retryAfterMs,
+          retryAtEpochMs: epoch + failure.retryAfterMs,
         });
     }
     remember(this.#requests, key, {

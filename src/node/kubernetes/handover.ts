@@ -116,26 +116,19 @@ export async function acquireHandoverLease(options: HandoverOptions): Promise<He
   const rest = options.store ?? (await restLeaseStore());
   const identity = options.identity ?? `${process.env.HOSTNAME || hostname()}_${randomUUID().slice(0, 8)}`;
   const owned = options.owner ? ownedBy(rest, options.owner) : rest;
-  const states: CarriedState[] = [
-    ...(options.sightings
-      ? [
-          {
-            annotation: PENDING_SIGHTINGS_ANNOTATION,
-            state: options.sightings,
-            taken: 'took over the pending transactions seen by the previous window',
-          },
-        ]
-      : []),
-    ...(options.apiRetries
-      ? [
-          {
-            annotation: API_RETRIES_ANNOTATION,
-            state: options.apiRetries,
-            taken: 'took over the API retries of the previous window',
-          },
-        ]
-      : []),
-  ];
+  const states: CarriedState[] = [];
+  if (options.sightings)
+    states.push({
+      annotation: PENDING_SIGHTINGS_ANNOTATION,
+      state: options.sightings,
+      taken: 'took over the pending transactions seen by the previous window',
+    });
+  if (options.apiRetries)
+    states.push({
+      annotation: API_RETRIES_ANNOTATION,
+      state: options.apiRetries,
+      taken: 'took over the API retries of the previous window',
+    });
   const carried = states.length > 0 ? carrying(owned, identity, states, options.logger) : owned;
   const renewals = renewedBy(carried, identity, clock);
   const store = renewals.store;
