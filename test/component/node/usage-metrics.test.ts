@@ -54,6 +54,18 @@ describe('usage metrics of a cycle (anvil)', () => {
     await api?.close();
     await chain?.anvil.stop();
   });
+  /** One cycle of the node on the test chain, both halves in this process; its transactions mined. */
+  const oneCycle = async () => {
+    const config = buildConfig({
+      providers: { anvil: chain.anvil.url },
+      deployment: chain.deployment,
+      apiUrl: api.url,
+    });
+    const executor = new InProcessExecutor({ config, wallets, logger: silentLogger });
+    const summary = await runCycle(config, { executor, logger: silentLogger, wallets });
+    await waitForMined(chain.anvil.url);
+    return summary;
+  };
 
   it('counts API calls by OIS, endpoint and outcome, and fulfilments of the top sponsors, the rest as other', async () => {
     const big = await createSponsor(chain.deployment, 'usage-big');
@@ -75,14 +87,7 @@ describe('usage metrics of a cycle (anvil)', () => {
       parameters: encodeCoin('ETH'),
     });
 
-    const config = buildConfig({
-      providers: { anvil: chain.anvil.url },
-      deployment: chain.deployment,
-      apiUrl: api.url,
-    });
-    const executor = new InProcessExecutor({ config, wallets, logger: silentLogger });
-    const summary = await runCycle(config, { executor, logger: silentLogger, wallets });
-    await waitForMined(chain.anvil.url);
+    const summary = await oneCycle();
     for (const id of fulfilled) expect((await requestEvents(chain.deployment, id)).fulfilled, id).to.have.length(1);
     expect((await requestEvents(chain.deployment, unencodable)).failed).to.have.length(1);
 
@@ -126,14 +131,7 @@ describe('usage metrics of a cycle (anvil)', () => {
     // One call a minute: the second request's call never goes out in this cycle.
     setApiBudgets([{ ois: 'Test API', rate: { calls: 1, windowMs: 60_000 } }]);
     try {
-      const config = buildConfig({
-        providers: { anvil: chain.anvil.url },
-        deployment: chain.deployment,
-        apiUrl: api.url,
-      });
-      const executor = new InProcessExecutor({ config, wallets, logger: silentLogger });
-      const summary = await runCycle(config, { executor, logger: silentLogger, wallets });
-      await waitForMined(chain.anvil.url);
+      const summary = await oneCycle();
       expect(summary.transactions).to.include({ fulfilled: 1, deferred: 1, failed: 0 });
       expect(api.calls.filter((call) => call.path === '/price')).to.have.length(1);
 
