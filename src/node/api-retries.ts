@@ -9,7 +9,7 @@
 import { fetchBlockTimestamp } from '../chain/logs.js';
 import type { RpcClient } from '../chain/rpc.js';
 import { isCount, isRecord, parseJsonText } from '../common/json.js';
-import { monotonicNow } from '../common/time.js';
+import { monotonicNow, wholeSecondsIso } from '../common/time.js';
 import { MAX_PAUSE_MS } from '../ois/budget.js';
 import { classifyFailure, failureMessageOnChain, isDeferredMessage, type TransientClass } from '../ois/deferral.js';
 
@@ -53,8 +53,6 @@ type Tracked = {
 
 export type ApiRetriesClock = { monotonic: () => number; epochMs: () => number };
 
-const iso = (epochMs: number) => new Date(epochMs).toISOString().replace(/\.\d{3}Z$/, 'Z');
-
 function remember<K, V>(map: Map<K, V>, key: K, value: V): void {
   map.delete(key);
   map.set(key, value);
@@ -88,7 +86,7 @@ export class ApiRetries {
     if (paused && paused.until <= now) this.#paused.delete(call.oisTitle);
     else if (paused && (!hold || paused.retryAtEpochMs > hold.retryAtEpochMs)) hold = paused;
     if (!hold) return { kind: 'call' };
-    return { kind: 'wait', reason: `deferred: ${hold.shown}, retry at ${iso(hold.retryAtEpochMs)}` };
+    return { kind: 'wait', reason: `deferred: ${hold.shown}, retry at ${wholeSecondsIso(hold.retryAtEpochMs)}` };
   }
 
   /**
@@ -183,10 +181,10 @@ export class ApiRetries {
       madeAtSeconds,
       firstFailedAt,
     });
-    const failsAt = iso(madeAtSeconds * 1000 + this.windowMs);
+    const failsAt = wholeSecondsIso(madeAtSeconds * 1000 + this.windowMs);
     return {
       kind: 'defer',
-      reason: `deferred: ${shown}, retry at ${iso(retryAtEpochMs)} (failed on chain after ${failsAt} if the API still fails)`,
+      reason: `deferred: ${shown}, retry at ${wholeSecondsIso(retryAtEpochMs)} (failed on chain after ${failsAt} if the API still fails)`,
       deferral: { oisTitle: call.oisTitle, statusClass: failure.statusClass, retryAtEpochMs },
     };
   }
