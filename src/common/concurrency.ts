@@ -1,4 +1,5 @@
-// Bounded concurrency without a library: the engine's fan-outs (shards, API calls, transaction plans) use it.
+// Bounded concurrency without a library: the engine's fan-outs (shards, API calls, transaction plans) use it; and the
+// one sleep that a stop (an AbortSignal) cuts short.
 
 /** `fn` over `items` with at most `limit` running at a time; results in the items' order. */
 export async function mapLimit<T, R>(
@@ -49,5 +50,19 @@ export function settleWithGrace<T>(
         },
       );
     });
+  });
+}
+
+/** Resolves after `ms`, or as soon as `signal` aborts (at once when it already has); never rejects. */
+export function sleepUnlessAborted(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal?.aborted) return resolve();
+    const done = () => {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal?.addEventListener('abort', done, { once: true });
   });
 }

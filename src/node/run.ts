@@ -8,6 +8,7 @@
 
 import { processPendingSightings } from '../chain/pending.js';
 import { type SponsorWallets, sponsorWallets } from '../chain/sponsor-wallets.js';
+import { sleepUnlessAborted } from '../common/concurrency.js';
 import { errorMessage } from '../common/errors.js';
 import { monotonicNow } from '../common/time.js';
 import type { Config } from '../config/index.js';
@@ -403,14 +404,6 @@ export async function runLocalNode(options: LocalNodeOptions): Promise<void> {
     await sendHeartbeat(config, usage ? { usage } : {}, { logger });
     const wait = Math.max(0, intervalMs - (Date.now() - started));
     if (stop.aborted) break;
-    await new Promise<void>((resolve) => {
-      const timer = setTimeout(done, wait);
-      function done() {
-        clearTimeout(timer);
-        stop.removeEventListener('abort', done);
-        resolve();
-      }
-      stop.addEventListener('abort', done);
-    });
+    await sleepUnlessAborted(wait, stop);
   }
 }

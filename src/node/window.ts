@@ -16,7 +16,7 @@ import { STUCK_AFTER_BLOCKS } from '../chain/pending.js';
 import { backoffPolls, HEAD_GRACE_MS, HEAD_TIMEOUT_MS } from '../chain/provider-health.js';
 import { RpcClient, withTimeout } from '../chain/rpc.js';
 import { type ChainConfig, DEFAULT_MIN_CONFIRMATIONS } from '../chain/types.js';
-import { settleWithGrace } from '../common/concurrency.js';
+import { settleWithGrace, sleepUnlessAborted } from '../common/concurrency.js';
 import { monotonicNow } from '../common/time.js';
 import type { Config } from '../config/index.js';
 import { runCycle } from './cycle.js';
@@ -190,7 +190,7 @@ export async function runWindow(config: Config, deps: CycleDeps, options: Window
   // The cadence and the window's end are durations: on the monotonic clock, never moved by a wall-clock step.
   const now = options.now ?? monotonicNow;
   const signal = options.signal ?? options.deadline?.signal;
-  const sleep = options.sleep ?? ((ms: number) => abortableSleep(ms, signal));
+  const sleep = options.sleep ?? ((ms: number) => sleepUnlessAborted(ms, signal));
   const start = now();
   const end = start + options.windowMs;
   const state = new WindowState(config);
@@ -240,16 +240,4 @@ export async function runWindow(config: Config, deps: CycleDeps, options: Window
   const window = { polls: ticks.size, idlePolls: [...ticks.values()].filter((t) => !t.moved).length };
   deps.logger.info({ ...window, transactions: summary.transactions }, 'window finished');
   return { ...summary, window, latency: latency.samples };
-}
-
-function abortableSleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(done, ms);
-    function done() {
-      clearTimeout(timer);
-      signal?.removeEventListener('abort', done);
-      resolve();
-    }
-    signal?.addEventListener('abort', done, { once: true });
-  });
 }

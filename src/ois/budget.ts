@@ -5,6 +5,7 @@
 // budget waits for its turn up to the wait its caller allows (a cycle: the window's time left; a gateway: none), else
 // it is not made and the caller gets a deferral ("over budget, retry after T"), never an API failure. A 429 from the
 // API that names a time (Retry-After, RateLimit, RateLimit-Reset) pauses every call of that OIS in the process for it.
+import { sleepUnlessAborted } from '../common/concurrency.js';
 import { type Rate, SlidingWindowLimiter } from '../common/rate-limit.js';
 import { Counter, Gauge, type Registry } from '../observability/index.js';
 
@@ -110,19 +111,6 @@ export type ApiBudgetsOptions = {
 
 const OK: BudgetAnswer = { ok: true };
 
-function sleepFor(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal?.aborted) return resolve();
-    const done = () => {
-      clearTimeout(timer);
-      signal?.removeEventListener('abort', done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal?.addEventListener('abort', done, { once: true });
-  });
-}
-
 type Limiter = Pick<SlidingWindowLimiter, 'waitMs' | 'take'>;
 
 /** A share of nothing: every call is over it, asked to come back after a window (the share may grow by then). */
@@ -143,7 +131,7 @@ export class ApiBudgets {
   constructor(limits: readonly ApiLimit[] = [], options: ApiBudgetsOptions = {}) {
     this.limits = limits;
     this.#now = options.now ?? (() => performance.now());
-    this.#sleep = options.sleep ?? sleepFor;
+    this.#sleep = options.sleep ?? sleepUnlessAborted;
     this.#defaultMaxWaitMs = options.defaultMaxWaitMs ?? 0;
     this.#maxPauseMs = options.maxPauseMs ?? MAX_PAUSE_MS;
     for (const limit of limits) {

@@ -6,6 +6,7 @@
 import type { KubernetesObject } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
+import { sleepUnlessAborted } from '../../common/concurrency.js';
 import { errorMessage } from '../../common/errors.js';
 import type { InformerCache, ResourceKind, RuntimeClient } from '../../kube/index.js';
 import {
@@ -149,7 +150,7 @@ export class AdmissionComponent {
     this.stopSignal.abort();
     await this.server?.close();
     const bound = new AbortController();
-    await Promise.race([this.loop, sleep(5000, bound.signal)]);
+    await Promise.race([this.loop, sleepUnlessAborted(5000, bound.signal)]);
     bound.abort();
   }
 
@@ -170,7 +171,7 @@ export class AdmissionComponent {
         waitMs = Math.min(interval, 500 * 2 ** Math.min(failures, 8));
         logger.warn({ err: errorMessage(error), retryInMs: waitMs }, 'webhook setup failed');
       }
-      await sleep(waitMs, this.stopSignal.signal);
+      await sleepUnlessAborted(waitMs, this.stopSignal.signal);
     }
   }
 
@@ -261,7 +262,7 @@ export class AdmissionComponent {
         );
         logged = true;
       }
-      await sleep(pollMs, this.stopSignal.signal);
+      await sleepUnlessAborted(pollMs, this.stopSignal.signal);
     }
   }
 
@@ -361,7 +362,7 @@ export class CoordinatorFenceComponent {
   async stop(): Promise<void> {
     this.stopSignal.abort();
     const bound = new AbortController();
-    await Promise.race([this.loop, sleep(5000, bound.signal)]);
+    await Promise.race([this.loop, sleepUnlessAborted(5000, bound.signal)]);
     bound.abort();
   }
 
@@ -384,7 +385,7 @@ export class CoordinatorFenceComponent {
         waitMs = Math.min(interval, 500 * 2 ** Math.min(failures, 8));
         this.options.logger.warn({ err: errorMessage(error), retryInMs: waitMs }, 'coordinator fence setup failed');
       }
-      await sleep(waitMs, this.stopSignal.signal);
+      await sleepUnlessAborted(waitMs, this.stopSignal.signal);
     }
   }
 }
@@ -425,17 +426,4 @@ export function covers(live: unknown, desired: unknown): boolean {
     return Object.entries(desired).every(([key, value]) => covers((live as Record<string, unknown>)[key], value));
   }
   return canonicalJson(live) === canonicalJson(desired);
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) return resolve();
-    const timer = setTimeout(done, ms);
-    function done() {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', done);
-      resolve();
-    }
-    signal.addEventListener('abort', done, { once: true });
-  });
 }
