@@ -34,4 +34,22 @@ describe('Grafana dashboard', () => {
     expect(used.length).to.be.greaterThan(4);
     for (const name of used) expect(exported.has(name), name).to.equal(true);
   });
+
+  it("has an API provider row: calls by outcome, deferrals, fulfilments per sponsor and the gateway's callers", () => {
+    const row = dashboard.panels.findIndex((p) => p.type === 'row' && p.title === 'API provider');
+    expect(row).to.be.greaterThan(-1);
+    const below = dashboard.panels.slice(row + 1);
+    const next = below.findIndex((p) => p.type === 'row');
+    const exprs = (next === -1 ? below : below.slice(0, next)).flatMap((p) => (p.targets ?? []).map((t) => t.expr));
+    for (const name of [
+      'oracle_node_api_calls_total',
+      'oracle_node_api_deferrals_total',
+      'oracle_node_sponsor_fulfilments_total',
+      'gateway_caller_requests_total',
+    ])
+      expect(
+        exprs.some((expr) => expr.includes(`${name}{`)),
+        name,
+      ).to.equal(true);
+  });
 });
