@@ -135,7 +135,10 @@ describe('OracleNode child names and ownership (integration)', function () {
     let watching = true;
     const watcher = (async () => {
       while (watching) {
-        const [live, next] = await Promise.all([service('gw-gateway'), deployment('gw-next-gateway')]);
+        // The Service first, then the Deployment: the switch comes after the gateway is available, so a Deployment
+        // read after the Service shows what the operator saw; read together, a correct switch could look early.
+        const live = await service('gw-gateway');
+        const next = await deployment('gw-next-gateway');
         const selected = live?.spec?.selector?.['oracle-node.io/stage'];
         if (!live) violations.push('the Service was gone');
         else if (live.metadata!.uid !== first.metadata!.uid) violations.push('the Service was re-created');

@@ -328,11 +328,13 @@ describe('OracleNode operator (integration)', function () {
     let watching = true;
     const watcher = (async () => {
       while (watching) {
-        const [a, b] = await Promise.all([cronJob('full-prod-a-coordinator'), cronJob('full-prod-b-coordinator')]);
-        const [gatewayA, gatewayB] = await Promise.all([
-          deployment('full-prod-a-gateway'),
-          deployment('full-prod-b-gateway'),
-        ]);
+        // One read after the other, the later step of the operator's first: the new CronJob is released after the old
+        // is suspended and its Jobs end, the old gateway goes after the new one is available. Read together, the
+        // second step could be seen without the first and a correct rollout counted as an overlap.
+        const b = await cronJob('full-prod-b-coordinator');
+        const a = await cronJob('full-prod-a-coordinator');
+        const gatewayA = await deployment('full-prod-a-gateway');
+        const gatewayB = await deployment('full-prod-b-gateway');
         if (a && b && a.spec!.suspend !== true && b.spec!.suspend !== true) overlaps.push('both CronJobs unsuspended');
         if (a && b && (a.status?.active?.length ?? 0) > 0 && b.spec!.suspend !== true)
           overlaps.push('new coordinator released while the old had an active Job');
