@@ -79,6 +79,19 @@ start() { # <component> <args...>
   # 9>&-: the daemons must not inherit (and so keep holding) the lock of this script.
   setsid "$BIN_DIR/$name" "$@" >"$LOGS/$name.log" 2>&1 </dev/null 9>&- &
   echo $! >"$PIDS/$name"
+  exec_done "$!" "$BIN_DIR/$name"
+}
+
+# exec_done <pid> <binary>: returns once the started process runs the binary (or is gone; at most 10 s). From fork to
+# exec /proc/<pid>/exe names bash or setsid, and `alive` would call a healthy start dead: on a loaded machine that
+# lasted long enough for the first check of wait_until ("the process exited" with an empty log, the process running).
+exec_done() {
+  local i
+  for ((i = 0; i < 200; i++)); do
+    [[ "$(readlink "/proc/$1/exe" 2>/dev/null)" == "$2" ]] && return 0
+    kill -0 "$1" 2>/dev/null || return 0
+    sleep 0.05
+  done
 }
 
 # stop_group <component>...: SIGTERM to all of them at once, SIGKILL for whatever still runs after 5 s.

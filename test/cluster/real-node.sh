@@ -145,6 +145,14 @@ start() { # <name> <binary> <args...>
   # 8>&-: the daemon must not inherit (and so hold) this script's lock.
   setsid "$bin" "$@" >"$LOGS/$name.log" 2>&1 </dev/null 8>&- &
   echo $! >"$PIDS/$name"
+  # Until the exec, /proc/<pid>/exe names bash or setsid and `alive` would call a healthy start dead (cluster.sh's
+  # exec_done): wait for it, at most 10 s.
+  local pid=$! i
+  for ((i = 0; i < 200; i++)); do
+    [[ "$(readlink "/proc/$pid/exe" 2>/dev/null)" == "$bin" ]] && return 0
+    kill -0 "$pid" 2>/dev/null || return 0
+    sleep 0.05
+  done
 }
 stop_one() { # <name> <binary> [seconds before SIGKILL]
   local name="$1" bin="$2" wait="${3:-10}" pid i
