@@ -31,7 +31,7 @@ import {
   sleep,
   waitFor,
 } from '../support/cluster.js';
-import { condition, read, readNode, sampleDocs, useOperator } from './support.js';
+import { condition, freshCompletedCoordinatorJob, read, readNode, sampleDocs, useOperator } from './support.js';
 
 const run = promisify(execFile);
 const DEV_ADDRESS = '0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266';
@@ -423,23 +423,7 @@ describe('OracleNode operator (integration)', function () {
 
   it("status.lastCycle shows the last coordinator Job (run by the CronJob, completed by kwok) and its reported counts; the leader publishes the window's latencies and polls", async function () {
     this.timeout(300_000);
-    const job = await waitFor(
-      async () => {
-        const jobs = (await objects.list(
-          'batch/v1',
-          'Job',
-          ns(),
-          undefined,
-          undefined,
-          undefined,
-          undefined,
-          'oracle-node.io/name=minimal,app.kubernetes.io/component=coordinator',
-        )) as { items: V1Job[] };
-        return jobs.items.find((j) => j.status?.conditions?.some((c) => c.type === 'Complete' && c.status === 'True'));
-      },
-      150_000,
-      { description: 'a completed coordinator Job (the CronJob fires every minute)', intervalMs: 1000 },
-    );
+    const job = await freshCompletedCoordinatorJob(ns(), 'minimal');
     // What the coordinator writes at the end of its cycle.
     await writeCycleReport(kubeConfigMapStore(kubeClient(), ns(), 'minimal-cycle'), {
       job: job.metadata!.name!,

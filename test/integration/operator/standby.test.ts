@@ -8,8 +8,16 @@ import { expect } from 'chai';
 import { kubeConfigMapStore } from '../../../src/node/kubernetes/config-map-store.js';
 import { writeCycleReport } from '../../../src/node/kubernetes/cycle-report.js';
 import { API_VERSION, KIND, type OracleNode } from '../../../src/operator/resource.js';
-import { apply, kubeClient, objects, useNamespace, waitFor } from '../support/cluster.js';
-import { installCrd, type RunningOperator, read, readNode, sampleDocs, startOperator } from './support.js';
+import { apply, kubeClient, useNamespace, waitFor } from '../support/cluster.js';
+import {
+  freshCompletedCoordinatorJob,
+  installCrd,
+  type RunningOperator,
+  read,
+  readNode,
+  sampleDocs,
+  startOperator,
+} from './support.js';
 
 const DELAY = 6;
 const ONE_SHOT_AND_WINDOW = [
@@ -60,24 +68,6 @@ describe('a primary and a standby OracleNode in two namespaces (integration)', f
       spec: { ...live.spec, redundancy: { standbyDelayBlocks } },
     } as OracleNode);
   };
-  const completedJob = (namespace: string) =>
-    waitFor(
-      async () => {
-        const jobs = (await objects.list(
-          'batch/v1',
-          'Job',
-          namespace,
-          undefined,
-          undefined,
-          undefined,
-          undefined,
-          'oracle-node.io/name=minimal,app.kubernetes.io/component=coordinator',
-        )) as { items: V1Job[] };
-        return jobs.items.find((j) => j.status?.conditions?.some((c) => c.type === 'Complete' && c.status === 'True'));
-      },
-      150_000,
-      { description: `a completed coordinator Job in ${namespace} (the CronJob fires every minute)`, intervalMs: 1000 },
-    );
   const gauge = async (operator: RunningOperator, name: string, namespace: string) =>
     ((await operator.manager.registry.getSingleMetric(name)?.get())?.values ?? []).find(
       (v) => v.labels['namespace'] === namespace && v.labels['name'] === 'minimal',
@@ -112,7 +102,10 @@ describe('a primary and a standby OracleNode in two namespaces (integration)', f
 
   it('a standby that served shows in status.lastCycle (role, standbyServed) and in oracle_node_standby_serving; the primary does not', async () => {
     const { primary, standby } = sides();
-    const [primaryJob, standbyJob] = await Promise.all([completedJob(primary), completedJob(standby)]);
+    const [primaryJob, standbyJob] = await Promise.all([
+      freshCompletedCoordinatorJob(primary, 'minimal'),
+      freshCompletedCoordinatorJob(standby, 'minimal'),
+    ]);
     // What each side's coordinator writes at the end of its window: the primary is down, the standby served two.
     await writeCycleReport(kubeConfigMapStore(kubeClient(), primary, 'minimal-cycle'), {
       job: primaryJob.metadata!.name!,

@@ -9,6 +9,7 @@ import {
   loadYaml,
   type V1CronJob,
   type V1Deployment,
+  type V1Job,
 } from '@kubernetes/client-node';
 import yaml from 'js-yaml';
 import { pino } from 'pino';
@@ -133,6 +134,43 @@ export function startOperator(
       await running;
     },
   };
+}
+
+/** The latest second of a minute at which a coordinator Job is still taken as the one a test reports for. */
+const LATEST_SECOND_TO_REPORT = 40;
+
+/**
+ * A completed coordinator Job of the node that stays its newest finished one for at least 20 s: created in the
+ * current minute, now at most 40 s into it. The CronJob fires on whole minutes, and status.lastCycle follows the
+ * newest finished Job: a report written for an older Job, or just before the next minute's Job completes, would
+ * never show there. So a test writes its cycle report for this Job at once, and the operator has 20 s to show it.
+ */
+export function freshCompletedCoordinatorJob(namespace: string, node: string): Promise<V1Job> {
+  const minuteOf = (time: Date) => Math.floor(time.getTime() / 60_000);
+  return waitFor(
+    async () => {
+      const jobs = (
+        (await objects.list(
+          'batch/v1',
+          'Job',
+          namespace,
+          undefined,
+          undefined,
+          undefined,
+          undefined,
+          `${LABELS.name}=${node},app.kubernetes.io/component=coordinator`,
+        )) as { items: V1Job[] }
+      ).items;
+      const created = (job: V1Job) => new Date(job.metadata?.creationTimestamp ?? 0);
+      const newest = jobs.sort((a, b) => created(b).getTime() - created(a).getTime())[0];
+      const now = new Date();
+      if (!newest || minuteOf(created(newest)) !== minuteOf(now) || now.getUTCSeconds() > LATEST_SECOND_TO_REPORT)
+        return undefined;
+      return newest.status?.conditions?.some((c) => c.type === 'Complete' && c.status === 'True') ? newest : undefined;
+    },
+    150_000,
+    { description: `a coordinator Job of ${node} completed early in the current minute`, intervalMs: 500 },
+  );
 }
 
 /** A kubeconfig file with a token of the ServiceAccount: the processes call the apiserver as the pod would. */
