@@ -10,7 +10,7 @@ import { AbiCoder, Contract, parseEther, Wallet } from 'ethers';
 import { sponsorWallets } from '../src/chain/sponsor-wallets.js';
 import { loadConfig } from '../src/node/config-loader.js';
 import { deriveEndpointId } from '../src/protocol/ids.js';
-import { type Deployment, LOCAL_CHAIN_FILE, testProvider } from '../test/support/chain.js';
+import { type Deployment, LOCAL_CHAIN_FILE, minedReceipt, testProvider } from '../test/support/chain.js';
 import { encodeCoin, makeFullRequest, requestEventsOf } from '../test/support/harness.js';
 
 /** anvil's second default account (public, well-known test key): the sponsor. */
@@ -54,8 +54,8 @@ const sponsorWallet = wallets.addressOf(sponsor.address);
 const airnodeRrp = new Contract(rrp, ['function setSponsorshipStatus(address requester, bool status)'], sponsor);
 // Explicit nonces: the provider's view of the account can lag one transaction behind on a busy machine.
 const nonce = await sponsor.getNonce('pending');
-await (await airnodeRrp.getFunction('setSponsorshipStatus')(local.Requester, true, { nonce })).wait();
-await (await sponsor.sendTransaction({ to: sponsorWallet, value: parseEther('1'), nonce: nonce + 1 })).wait();
+await minedReceipt(await airnodeRrp.getFunction('setSponsorshipStatus')(local.Requester, true, { nonce }));
+await minedReceipt(await sponsor.sendTransaction({ to: sponsorWallet, value: parseEther('1'), nonce: nonce + 1 }));
 process.stdout.write(
   `node ${wallets.nodeAddress}, endpoint ${trigger.endpointName} (${trigger.endpointId})\n` +
     `sponsor ${sponsor.address} sponsors requester ${local.Requester}; sponsor wallet ${sponsorWallet} funded with 1 ETH\n`,

@@ -6,7 +6,16 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { ContractFactory, type InterfaceAbi, JsonRpcProvider, NonceManager, Wallet } from 'ethers';
+import {
+  type BaseContract,
+  ContractFactory,
+  type InterfaceAbi,
+  JsonRpcProvider,
+  NonceManager,
+  type TransactionReceipt,
+  type TransactionResponse,
+  Wallet,
+} from 'ethers';
 
 const require = createRequire(import.meta.url);
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -177,6 +186,36 @@ export function testProvider(url: string, chainId: number = CHAIN_ID): JsonRpcPr
   return new JsonRpcProvider(url, chainId, { staticNetwork: true, batchMaxCount: 1, pollingInterval: 50 });
 }
 
+/**
+ * The receipt of a sent transaction, asked for until it is there (at most `timeoutMs`), in place of ethers' `wait()`
+ * and `waitForDeployment()`. Those check once, then wait for a block event; the provider answers that check from a
+ * 250 ms cache and its block poller takes the head it first reads as already seen, so on an instant-mining anvil a
+ * transaction mined in between has no block after it and the wait never ends. Seen under load: a 600 s hook timeout,
+ * and the mocha process then kept alive by ethers' polling.
+ */
+export async function minedReceipt(
+  tx: TransactionResponse | null | undefined,
+  timeoutMs = 60_000,
+): Promise<TransactionReceipt> {
+  if (!tx) throw new Error('minedReceipt: no transaction (a contract not deployed by this signer?)');
+  const deadline = performance.now() + timeoutMs;
+  for (;;) {
+    const receipt = await tx.provider.getTransactionReceipt(tx.hash);
+    if (receipt) {
+      if (receipt.status === 0) throw new Error(`transaction ${tx.hash} reverted`);
+      return receipt;
+    }
+    if (performance.now() >= deadline) throw new Error(`transaction ${tx.hash} not mined within ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}
+
+/** A contract just deployed, once its deployment transaction is mined (see minedReceipt). */
+export async function deployed<T extends BaseContract>(contract: T): Promise<T> {
+  await minedReceipt(contract.deploymentTransaction());
+  return contract;
+}
+
 export function deployer(url: string, chainId: number = CHAIN_ID): NonceManager {
   return new NonceManager(new Wallet(DEPLOYER_PRIVATE_KEY, testProvider(url, chainId)));
 }
@@ -185,8 +224,7 @@ export function deployer(url: string, chainId: number = CHAIN_ID): NonceManager 
 function deployerOf(url: string, chainId: number) {
   const signer = deployer(url, chainId);
   return async (artifact: Artifact, ...args: unknown[]): Promise<string> => {
-    const contract = await new ContractFactory(artifact.abi, artifact.bytecode, signer).deploy(...args);
-    await contract.waitForDeployment();
+    const contract = await deployed(await new ContractFactory(artifact.abi, artifact.bytecode, signer).deploy(...args));
     return contract.getAddress();
   };
 }

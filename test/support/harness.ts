@@ -4,7 +4,16 @@ import { writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { AbiCoder, Contract, keccak256, id as keccakId, toUtf8Bytes, Wallet, zeroPadValue } from 'ethers';
+import {
+  AbiCoder,
+  Contract,
+  keccak256,
+  id as keccakId,
+  type TransactionResponse,
+  toUtf8Bytes,
+  Wallet,
+  zeroPadValue,
+} from 'ethers';
 import { sponsorWallets } from '../../src/chain/sponsor-wallets.js';
 import { type Config, validateConfig } from '../../src/config/index.js';
 import { encodeParameters } from '../../src/ois/abi.js';
@@ -13,6 +22,7 @@ import {
   compileRequester,
   type Deployment,
   deployer,
+  minedReceipt,
   protocolArtifacts,
   rpc,
   setBalance,
@@ -285,7 +295,7 @@ export async function createSponsor(
   let nonce = await wallet.getNonce();
   for (const requester of requesters) {
     const tx = await rrp.getFunction('setSponsorshipStatus')(requester, true, { nonce: nonce++ });
-    await tx.wait();
+    await minedReceipt(tx);
   }
   return { wallet, address: wallet.address, sponsorWallet };
 }
@@ -317,7 +327,7 @@ export async function makeFullRequest(
     input.sponsorWallet,
     input.parameters,
   );
-  return requestIdFrom(await tx.wait());
+  return requestIdFrom(await minedReceipt(tx));
 }
 
 /** A full request of the test API's price endpoint for `coin` (with any extra parameters), from the sponsor's wallet. */
@@ -346,7 +356,7 @@ export async function makeTemplateRequest(
     input.sponsorWallet,
     input.parameters,
   );
-  return requestIdFrom(await tx.wait());
+  return requestIdFrom(await minedReceipt(tx));
 }
 
 export async function createOnChainTemplate(
@@ -356,7 +366,7 @@ export async function createOnChainTemplate(
 ): Promise<string> {
   const rrp = new Contract(deployment.AirnodeRrpV0, rrpAbi(), deployer(deployment.url));
   const tx = await rrp.getFunction('createTemplate')(NODE_ADDRESS, endpointId, parameters);
-  await tx.wait();
+  await minedReceipt(tx);
   return deriveTemplateIdV0(NODE_ADDRESS, endpointId, parameters);
 }
 
@@ -368,8 +378,7 @@ export async function requesterCall<T>(
 ): Promise<T> {
   const contract = new Contract(requester ?? deployment.Requester, requesterAbi(), deployer(deployment.url));
   const result = await contract.getFunction(fn)(...args);
-  if (result && typeof result === 'object' && 'wait' in result)
-    await (result as { wait: () => Promise<unknown> }).wait();
+  if (result && typeof result === 'object' && 'wait' in result) await minedReceipt(result as TransactionResponse);
   return result as T;
 }
 

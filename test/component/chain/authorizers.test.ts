@@ -15,6 +15,7 @@ import {
   deployer,
   deployRequester,
   type Erc721Deployment,
+  minedReceipt,
   protocolArtifacts,
   protocolV1Artifacts,
   rpc,
@@ -109,7 +110,7 @@ describe('ERC721 and cross-chain authorizers on anvil (real contracts)', () => {
       tokenId,
       data,
     );
-    await tx.wait();
+    await minedReceipt(tx);
     // The deposit is what the contract answers for; the node must reach the same answer.
     const authorizer = new Contract(
       contracts.RequesterAuthorizerWithErc721,
@@ -241,7 +242,7 @@ describe('ERC721 and cross-chain authorizers on anvil (real contracts)', () => {
           requester,
           true,
         );
-        await tx.wait();
+        await minedReceipt(tx);
       };
       await whitelist(other.deployment, OTHER_CHAIN_ID, whitelisted!);
       // Whitelisted on the request chain's own authorizer (same address, as both chains were deployed alike),

@@ -5,7 +5,7 @@ import { Contract, ContractFactory, id as keccakId } from 'ethers';
 import { fulfillData, signFulfillment, staticCheckOf } from '../../../src/chain/fulfillment.js';
 import { RpcClient } from '../../../src/chain/rpc.js';
 import { SIMULATOR_RUNTIME_CODE, simulateFromWallet, simulatorInterface } from '../../../src/chain/simulation.js';
-import { deployer, rpc, startTestChain, testProvider } from '../../support/chain.js';
+import { deployed, deployer, minedReceipt, rpc, startTestChain, testProvider } from '../../support/chain.js';
 import {
   createSponsor,
   ENDPOINTS,
@@ -90,9 +90,7 @@ describe('fulfilment simulator (anvil, real AirnodeRrpV0)', () => {
   it('runs the calls from the sponsor wallet: a callback that reads tx.origin sees the wallet, as on chain', async () => {
     const artifact = compileOriginRequester();
     const factory = new ContractFactory(artifact.abi, artifact.bytecode, deployer(chain.anvil.url));
-    const deployed = await factory.deploy(chain.deployment.AirnodeRrpV0);
-    await deployed.waitForDeployment();
-    const requester = await deployed.getAddress();
+    const requester = await (await deployed(await factory.deploy(chain.deployment.AirnodeRrpV0))).getAddress();
     const sponsor = await createSponsor(chain.deployment, 'simulation-origin', [requester]);
     const ids: string[] = [];
     for (const coin of ['ETH', 'BTC']) {
@@ -129,7 +127,7 @@ describe('fulfilment simulator (anvil, real AirnodeRrpV0)', () => {
     // On chain, from the sponsor wallet: the same outcome, with the wallet as the origin.
     const signer = wallets.walletOf(sponsor.address).connect(testProvider(chain.anvil.url));
     for (const [nonce, call] of calls.entries()) {
-      await (await signer.sendTransaction({ to: chain.deployment.AirnodeRrpV0, nonce, ...call })).wait();
+      await minedReceipt(await signer.sendTransaction({ to: chain.deployment.AirnodeRrpV0, nonce, ...call }));
     }
     const origins = new Contract(requester, artifact.abi, testProvider(chain.anvil.url));
     for (const id of ids) {

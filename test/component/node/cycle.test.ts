@@ -16,6 +16,7 @@ import {
   deployRequester,
   freePort,
   mineBlocks,
+  minedReceipt,
   protocolArtifacts,
   rpc,
   setBalance,
@@ -262,9 +263,9 @@ describe('request-response cycle on anvil (real AirnodeRrpV0)', () => {
       const allowed = await deployRequester(chain.anvil.url, chain.deployment.AirnodeRrpV0);
       const denied = await deployRequester(chain.anvil.url, chain.deployment.AirnodeRrpV0);
       const offChain = await deployRequester(chain.anvil.url, chain.deployment.AirnodeRrpV0);
-      await (
-        await authorizer.getFunction('setIndefiniteWhitelistStatus')(NODE_ADDRESS, ENDPOINTS.price, allowed, true)
-      ).wait();
+      await minedReceipt(
+        await authorizer.getFunction('setIndefiniteWhitelistStatus')(NODE_ADDRESS, ENDPOINTS.price, allowed, true),
+      );
       const sponsor = await newSponsor([allowed, denied, offChain]);
       const a = await fullRequest(sponsor, encodeCoin('ETH'), ENDPOINTS.price, allowed);
       const d = await fullRequest(sponsor, encodeCoin('ETH'), ENDPOINTS.price, denied);
@@ -743,7 +744,7 @@ describe('request-response cycle on anvil (real AirnodeRrpV0)', () => {
       const sponsor = await newSponsor();
       const blocked = await fullRequest(sponsor);
       const rrp = new Contract(chain.deployment.AirnodeRrpV0, protocolArtifacts.AirnodeRrpV0().abi, sponsor.wallet);
-      await (await rrp.getFunction('requestWithdrawal')(NODE_ADDRESS, sponsor.sponsorWallet)).wait();
+      await minedReceipt(await rrp.getFunction('requestWithdrawal')(NODE_ADDRESS, sponsor.sponsorWallet));
       const before = BigInt(await rpc<string>(chain.anvil.url, 'eth_getBalance', [sponsor.address, 'latest']));
       const summary = await cycle({ withdrawalRemainder: { value: 1, unit: 'gwei' } });
       expect(summary.transactions.withdrawn).to.equal(1);

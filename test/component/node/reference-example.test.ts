@@ -25,6 +25,7 @@ import {
   type Anvil,
   compileRequester,
   type Deployment,
+  deployed,
   deployer,
   protocolArtifacts,
   rpc,
@@ -60,8 +61,9 @@ describe("the reference's config.example.json end to end (anvil, real AirnodeRrp
     // AirnodeRrpV0 first from the deployer account: at the address the example names (its nonce 0).
     const signer = deployer(anvil.url);
     const deploy = async (artifact: ReturnType<typeof compileRequester>, ...args: unknown[]) => {
-      const contract = await new ContractFactory(artifact.abi, artifact.bytecode, signer).deploy(...args);
-      await contract.waitForDeployment();
+      const contract = await deployed(
+        await new ContractFactory(artifact.abi, artifact.bytecode, signer).deploy(...args),
+      );
       return contract.getAddress();
     };
     const rrp = await deploy(protocolArtifacts.AirnodeRrpV0());
