@@ -16,6 +16,7 @@ import {
   type TransactionResponse,
   Wallet,
 } from 'ethers';
+import { waitFor } from './wait.js';
 
 const require = createRequire(import.meta.url);
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -198,16 +199,12 @@ export async function minedReceipt(
   timeoutMs = 60_000,
 ): Promise<TransactionReceipt> {
   if (!tx) throw new Error('minedReceipt: no transaction (a contract not deployed by this signer?)');
-  const deadline = performance.now() + timeoutMs;
-  for (;;) {
-    const receipt = await tx.provider.getTransactionReceipt(tx.hash);
-    if (receipt) {
-      if (receipt.status === 0) throw new Error(`transaction ${tx.hash} reverted`);
-      return receipt;
-    }
-    if (performance.now() >= deadline) throw new Error(`transaction ${tx.hash} not mined within ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
+  const receipt = await waitFor(() => tx.provider.getTransactionReceipt(tx.hash), timeoutMs, {
+    intervalMs: 25,
+    description: `transaction ${tx.hash} mined`,
+  });
+  if (receipt.status === 0) throw new Error(`transaction ${tx.hash} reverted`);
+  return receipt;
 }
 
 /** A contract just deployed, once its deployment transaction is mined (see minedReceipt). */
