@@ -152,7 +152,7 @@ export async function startSignedApi(airnode: string, authToken: string): Promis
     url,
   );
   await waitFor(async () => (await fetch(`${url}/`)).ok, 30_000, {
-    description: `the Signed API on ${url}: ${api.output.join('')}`,
+    description: () => `the Signed API on ${url}: ${api.output.join('')}`,
   });
   return api;
 }

@@ -17,8 +17,8 @@ export function describeError(err: unknown): string {
 export interface WaitOptions {
   /** Poll interval in ms (default 250). */
   intervalMs?: number;
-  /** Included in the timeout error. */
-  description?: string;
+  /** Included in the timeout error; a function is asked at the timeout (a process's output as it is then). */
+  description?: string | (() => string);
 }
 
 /**
@@ -46,7 +46,8 @@ export async function waitFor<T>(
     }
     if (Date.now() >= deadline) {
       const detail = lastError ? `last error: ${describeError(lastError)}` : `last value: ${String(last)}`;
-      throw new Error(`timed out after ${timeoutMs} ms waiting for ${description} (${detail})`);
+      const described = typeof description === 'function' ? description() : description;
+      throw new Error(`timed out after ${timeoutMs} ms waiting for ${described} (${detail})`);
     }
     await sleep(intervalMs);
   }

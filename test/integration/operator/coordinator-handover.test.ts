@@ -6,7 +6,7 @@
 // worker either). Each process reaches the chain through its own recording proxy: its calls and their times say when
 // it polled and what it sent.
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CoordinationV1Api, CoreV1Api, CustomObjectsApi, type V1CronJob } from '@kubernetes/client-node';
@@ -27,7 +27,8 @@ import {
   writeNodeFiles,
 } from '../../support/harness.js';
 import { type RecordingProxy, startRecordingProxy } from '../../support/rpc-proxy.js';
-import { api, apply, sleep, useNamespace, waitFor } from '../support/cluster.js';
+import { FaultProxy } from '../kube/harness.js';
+import { api, apply, serviceAccountKubeConfig, sleep, useNamespace, waitFor } from '../support/cluster.js';
 import {
   installCrd,
   type RunningOperator,
@@ -153,7 +154,7 @@ describe('the coordinator window hand-over through the node Lease (integration, 
   }
   const logged = (coordinator: Coordinator, message: string) =>
     waitFor(() => coordinator.stderr().includes(message), 60_000, {
-      description: `${coordinator.name}: "${message}"\n${coordinator.stderr()}`,
+      description: () => `${coordinator.name}: "${message}"\n${coordinator.stderr()}`,
       intervalMs: 50,
     });
   /** Up: waiting for the lease, or (were the lease not respected) already holding it. */
@@ -164,7 +165,7 @@ describe('the coordinator window hand-over through the node Lease (integration, 
           coordinator.stderr().includes(m),
         ),
       60_000,
-      { description: `${coordinator.name} up\n${coordinator.stderr()}`, intervalMs: 50 },
+      { description: () => `${coordinator.name} up\n${coordinator.stderr()}`, intervalMs: 50 },
     );
   const polls = (coordinator: Coordinator) =>
     coordinator.calls.filter((call) => call.method === 'eth_blockNumber').map((call) => call.at);
@@ -302,32 +303,37 @@ describe('the coordinator window hand-over through the node Lease (integration, 
 
   it('a window that cannot renew its lease stops sending at once; the next run takes over once it has run out', async () => {
     const sponsor = await createSponsor(chain.deployment, 'lost');
-    const holder = await startCoordinator('cut-off', 60);
-    await logged(holder, 'holds the coordinator lease');
-    await waitFor(() => polls(holder).length >= 3, 60_000, 'the holder polls');
-    // Its token dies with its ServiceAccount (the operator makes a new one, with a new uid): renewals get 401.
-    await api(CoreV1Api).deleteNamespacedServiceAccount({ namespace: namespace.name, name: 'minimal-dev-coordinator' });
-    await logged(holder, 'lost the coordinator lease: nothing new is sent');
-    const stoppedAt = Date.now();
-    expect(await holder.exited, holder.stderr()).to.equal(0);
-    const id = await requestPrice(chain.deployment, sponsor);
-    expect(holder.calls.filter((call) => call.at > stoppedAt && call.method === 'eth_blockNumber')).to.deep.equal([]);
-    expect(sent(holder)).to.deep.equal([]);
-    const fresh = await waitFor(
-      () =>
-        serviceAccountKubeConfigFile(namespace.name, 'minimal-dev-coordinator', join(dir, 'fresh.kubeconfig')).catch(
-          () => undefined,
-        ),
-      60_000,
-      'a token of the recreated ServiceAccount',
-    );
-    const next = await startCoordinator('after-loss', 60, fresh);
-    await logged(next, 'holds the coordinator lease');
-    await waitFor(async () => (await requestEvents(chain.deployment, id)).fulfilled.length === 1, 60_000, 'fulfilled');
-    expect(await requestEvents(chain.deployment, id)).to.deep.include({ failed: [] });
-    expect(sent(next)).to.have.length(1);
-    next.child.kill('SIGTERM');
-    expect(await next.exited, next.stderr()).to.equal(0);
+    // The holder reaches the apiserver through a proxy that forwards with the ServiceAccount's token until the test
+    // has it refuse that token (401, what the apiserver answers once the ServiceAccount is gone). The proxy makes the
+    // moment the test's: a deleted ServiceAccount's token is refused only once the apiserver's 10 s token cache lets
+    // go of it, and not at all while its informer still lists the old ServiceAccount.
+    const proxy = new FaultProxy(await serviceAccountKubeConfig(namespace.name, 'minimal-dev-coordinator'));
+    await proxy.start();
+    try {
+      const proxied = join(dir, 'proxied.kubeconfig');
+      writeFileSync(proxied, proxy.clientConfig().exportConfig());
+      const holder = await startCoordinator('cut-off', 60, proxied);
+      await logged(holder, 'holds the coordinator lease');
+      await waitFor(() => polls(holder).length >= 3, 60_000, 'the holder polls');
+      proxy.mode = { status: 401 };
+      await logged(holder, 'lost the coordinator lease: nothing new is sent');
+      const stoppedAt = Date.now();
+      expect(await holder.exited, holder.stderr()).to.equal(0);
+      // It stopped because its renewals were refused (its Lease calls got the 401), not for a reason of its own.
+      expect(proxy.log.filter((call) => call.status === 401 && call.path.includes('/leases/'))).not.to.deep.equal([]);
+      const id = await requestPrice(chain.deployment, sponsor);
+      expect(holder.calls.filter((call) => call.at > stoppedAt && call.method === 'eth_blockNumber')).to.deep.equal([]);
+      expect(sent(holder)).to.deep.equal([]);
+      const next = await startCoordinator('after-loss', 60);
+      await logged(next, 'holds the coordinator lease');
+      await waitFor(async () => (await requestEvents(chain.deployment, id)).fulfilled.length === 1, 60_000, 'fulfilled');
+      expect(await requestEvents(chain.deployment, id)).to.deep.include({ failed: [] });
+      expect(sent(next)).to.have.length(1);
+      next.child.kill('SIGTERM');
+      expect(await next.exited, next.stderr()).to.equal(0);
+    } finally {
+      await proxy.stop();
+    }
   });
 
   it('the Lease the coordinators created is owned by the OracleNode and deleted with it', async () => {

@@ -105,7 +105,7 @@ describe('oracle-node operator processes: only the leader publishes oracle_node_
           return undefined;
         },
         90_000,
-        { description: `a leader (output: ${replicas.map((r) => r.output().slice(-300)).join(' | ')})` },
+        { description: () => `a leader (output: ${replicas.map((r) => r.output().slice(-300)).join(' | ')})` },
       );
       const follower = replicas.find((replica) => replica !== leader)!;
       const ready = `oracle_node_ready{namespace="${ns.name}",name="${node.metadata.name}"}`;
