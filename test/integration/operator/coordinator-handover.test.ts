@@ -326,7 +326,11 @@ describe('the coordinator window hand-over through the node Lease (integration, 
       expect(sent(holder)).to.deep.equal([]);
       const next = await startCoordinator('after-loss', 60);
       await logged(next, 'holds the coordinator lease');
-      await waitFor(async () => (await requestEvents(chain.deployment, id)).fulfilled.length === 1, 60_000, 'fulfilled');
+      await waitFor(
+        async () => (await requestEvents(chain.deployment, id)).fulfilled.length === 1,
+        60_000,
+        'fulfilled',
+      );
       expect(await requestEvents(chain.deployment, id)).to.deep.include({ failed: [] });
       expect(sent(next)).to.have.length(1);
       next.child.kill('SIGTERM');
