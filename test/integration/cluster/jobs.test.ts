@@ -1,13 +1,11 @@
 import { BatchV1Api, type V1Job, type V1Pod, type V1PodTemplateSpec, Watch } from '@kubernetes/client-node';
 import { expect } from 'chai';
-import { api, describeError, kc, useNamespace, waitFor } from '../support/cluster.js';
+import { api, describeError, jobComplete, kc, useNamespace, waitFor } from '../support/cluster.js';
 
 const podTemplate = (app: string): V1PodTemplateSpec => ({
   metadata: { labels: { app } },
   spec: { restartPolicy: 'Never', containers: [{ name: 'work', image: 'registry.invalid/work:1' }] },
 });
-
-const jobComplete = (job: V1Job) => job.status?.conditions?.some((c) => c.type === 'Complete' && c.status === 'True');
 
 // kwok marks pods owned by a Job as Succeeded once they run, so the job and cronjob controllers of the
 // real kube-controller-manager drive Jobs to completion.

@@ -24,6 +24,7 @@ import {
   api,
   apply,
   expectStatus,
+  jobComplete,
   kc,
   kubeClient,
   kubeconfigPath,
@@ -415,7 +416,7 @@ describe('OracleNode operator (integration)', function () {
     expect(results).to.have.length(12);
     const job: V1Job = await api(BatchV1Api).readNamespacedJob({ name: jobs[0]!, namespace: ns() });
     expect(job.spec).to.include({ completionMode: 'Indexed', completions: 12, parallelism: 10 });
-    expect(job.status!.conditions!.some((c) => c.type === 'Complete' && c.status === 'True')).to.equal(true);
+    expect(jobComplete(job)).to.equal(true);
     expect(job.metadata!.ownerReferences![0]).to.include({ kind: 'OracleNode', name: 'minimal' });
     const input = (await configMap(jobs[0]!))!;
     expect(Object.keys(input.data!)).to.have.length(12);

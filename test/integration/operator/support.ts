@@ -19,7 +19,16 @@ import { createManager, type RuntimeManager } from '../../../src/kube/manager.js
 import { createOracleNodeReconciler } from '../../../src/operator/controller.js';
 import { OracleNodeMetrics } from '../../../src/operator/metrics.js';
 import { API_VERSION, FIELD_MANAGER, KIND, type OracleNode } from '../../../src/operator/resource.js';
-import { apply, kc, objects, serviceAccountKubeConfig, statusOf, useNamespace, waitFor } from '../support/cluster.js';
+import {
+  apply,
+  jobComplete,
+  kc,
+  objects,
+  serviceAccountKubeConfig,
+  statusOf,
+  useNamespace,
+  waitFor,
+} from '../support/cluster.js';
 
 export const CRD_PATH = new URL('../../../crds/oracle-node.io_oraclenodes.yaml', import.meta.url);
 
@@ -166,7 +175,7 @@ export function freshCompletedCoordinatorJob(namespace: string, node: string): P
       const now = new Date();
       if (!newest || minuteOf(created(newest)) !== minuteOf(now) || now.getUTCSeconds() > LATEST_SECOND_TO_REPORT)
         return undefined;
-      return newest.status?.conditions?.some((c) => c.type === 'Complete' && c.status === 'True') ? newest : undefined;
+      return jobComplete(newest) ? newest : undefined;
     },
     150_000,
     { description: `a coordinator Job of ${node} completed early in the current minute`, intervalMs: 500 },

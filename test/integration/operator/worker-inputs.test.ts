@@ -32,7 +32,7 @@ import {
 } from '../../support/harness.js';
 import { capturingLogger } from '../../support/logs.js';
 import { WorkerProcesses } from '../../support/worker-processes.js';
-import { api, apply, kubeClient, kubeconfigPath, useNamespace, waitFor } from '../support/cluster.js';
+import { api, apply, jobComplete, kubeClient, kubeconfigPath, useNamespace, waitFor } from '../support/cluster.js';
 import { installCrd, type RunningOperator, read, sampleDocs, startOperator } from './support.js';
 
 const run = promisify(execFile);
@@ -96,7 +96,7 @@ describe('worker inputs and the response cache on the control plane', function (
       expect(job.spec!.suspend).to.equal(false);
       // The chain's maxConcurrency (10) shared by the two Jobs.
       expect(job.spec!.parallelism).to.equal(Math.min(5, job.spec!.completions!));
-      expect(job.status!.conditions!.some((c) => c.type === 'Complete' && c.status === 'True')).to.equal(true);
+      expect(jobComplete(job)).to.equal(true);
     }
   });
 

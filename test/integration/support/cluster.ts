@@ -19,6 +19,7 @@ import {
   type KubernetesObject,
   KubernetesObjectApi,
   PatchStrategy,
+  type V1Job,
 } from '@kubernetes/client-node';
 import { RestClient, RuntimeClient } from '../../../src/kube/api.js';
 
@@ -111,6 +112,11 @@ export function restrictedKubeConfig(): KubeConfig {
 /** The HTTP status of a client-node API error, or undefined for anything else. */
 export function statusOf(err: unknown): number | undefined {
   return err instanceof ApiException ? err.code : undefined;
+}
+
+/** Whether the Job has finished with every completion done (its Complete condition is True). */
+export function jobComplete(job: V1Job): boolean {
+  return job.status?.conditions?.some((c) => c.type === 'Complete' && c.status === 'True') ?? false;
 }
 
 /** Awaits `promise`, expecting it to fail with HTTP `code`; returns the error (fails the test otherwise). */
