@@ -53,8 +53,9 @@ export type HeldLease = {
   /**
    * Whether the lease is still this run's to send under, asked before each send: it was renewed less than the renew
    * deadline ago by this process's monotonic clock (a renewal counts from when it was asked), and was not lost or
-   * released. Unlike `onLost`, which a timer calls, this holds whatever the process did meanwhile: a run paused past
-   * its renew deadline (SIGSTOP, a VM freeze) answers false at its first send after resuming, before any timer runs.
+   * released. Unlike the elector's renewals, which timers drive, this holds whatever the process did meanwhile: a run
+   * paused past its renew deadline (SIGSTOP, a VM freeze) answers false at its first send after resuming, before any
+   * timer runs. A false answer is the loss: logged and `onLost` called, once, whichever noticed it first.
    */
   held(): boolean;
 };
@@ -67,7 +68,10 @@ export type HandoverOptions = {
   waitUntil: number;
   /** Aborts the wait (SIGTERM). */
   signal: AbortSignal;
-  /** Called once when the lease is lost while held (renewal failed past its deadline, or another holder). */
+  /**
+   * Called once when the lease is lost while held: renewals failed past their deadline, another holder, or `held()`
+   * found the last renewal older than the deadline.
+   */
   onLost: () => void;
   identity?: string;
   /**
@@ -134,6 +138,16 @@ export async function acquireHandoverLease(options: HandoverOptions): Promise<He
   const store = renewals.store;
   const lease = { lease: `${options.namespace}/${options.name}`, identity };
   let releasing = false;
+  let lost = false;
+  // The one loss, whichever notices it first: the elector's renewals past their deadline (a timer), or `held()` before
+  // a send finding the last renewal too old (a process paused past it, whose timers have not run yet). One log line
+  // and one onLost either way, so what an operator alerts on does not depend on which came first.
+  const lose = (cause: string) => {
+    if (lost) return;
+    lost = true;
+    options.logger.error({ ...lease, cause }, 'lost the coordinator lease: nothing new is sent');
+    options.onLost();
+  };
   let started: (() => void) | undefined;
   const leading = new Promise<void>((resolve) => (started = resolve));
   const elector = new LeaderElector(
@@ -153,8 +167,7 @@ export async function acquireHandoverLease(options: HandoverOptions): Promise<He
         if (releasing) return;
         // Lost while held: stop sending now, and never claim it again (the next run holds it).
         releasing = true;
-        options.logger.error(lease, 'lost the coordinator lease: nothing new is sent');
-        options.onLost();
+        lose('not renewed within the renew deadline, or another run holds it');
         void elector.stop();
       },
     },
@@ -194,7 +207,6 @@ export async function acquireHandoverLease(options: HandoverOptions): Promise<He
     return undefined;
   }
   options.logger.info(lease, 'holds the coordinator lease');
-  let lapsed = false;
   return {
     async release() {
       if (releasing) return;
@@ -202,10 +214,9 @@ export async function acquireHandoverLease(options: HandoverOptions): Promise<He
       await elector.stop();
     },
     held: () => {
-      if (releasing) return false;
+      if (releasing || lost) return false;
       if (clock.monotonic() - renewals.lastRenewalAskedAt() < timing.renewDeadlineMs) return true;
-      if (!lapsed) options.logger.error(lease, 'the coordinator lease was not renewed in time: nothing new is sent');
-      lapsed = true;
+      lose('its last renewal is older than the renew deadline');
       return false;
     },
   };

@@ -162,9 +162,57 @@ describe('the coordinator hand-over lease (src/node/kubernetes/handover.ts)', ()
     const frozenUntil = performance.now() + timing.renewDeadlineMs + 50;
     while (performance.now() < frozenUntil);
     expect(held!.held()).to.equal(false);
-    expect(first.lost).to.deep.equal([]);
+    expect(first.lost).to.deep.equal(['paused']);
     await held!.release();
     expect(held!.held()).to.equal(false);
+  });
+
+  describe('a loss is logged and told once, whichever notices it first', () => {
+    const recording = () => {
+      const lines: { level: number; msg: string; cause?: string }[] = [];
+      const recorded = pino({ level: 'info' }, { write: (line: string) => lines.push(JSON.parse(line)) });
+      const losses = () => lines.filter((line) => line.msg === 'lost the coordinator lease: nothing new is sent');
+      return { lines, recorded, losses };
+    };
+
+    it('the renewals first (the apiserver unreachable), then a send asks', async () => {
+      const { lines, recorded, losses } = recording();
+      const leases = new MemoryLeases();
+      const store = leases.client();
+      const first = run(leases, 'cut', { store, logger: recorded });
+      const held = await first.held;
+      store.down = true;
+      await waitFor(() => first.lost.length > 0, 10_000, 'the elector gives up');
+      expect(held!.held()).to.equal(false);
+      expect(first.lost).to.deep.equal(['cut']);
+      expect(losses()).to.have.length(1);
+      expect(losses()[0]!.cause).to.match(/^not renewed within the renew deadline/);
+      await held!.release();
+      expect(losses()).to.have.length(1);
+      expect(lines.filter((line) => line.level >= 50)).to.have.length(1);
+    });
+
+    it('a send first (the process paused past the deadline), then the renewals fail', async () => {
+      const { lines, recorded, losses } = recording();
+      const leases = new MemoryLeases();
+      const store = leases.client();
+      const first = run(leases, 'frozen', { store, logger: recorded });
+      const held = await first.held;
+      const frozenUntil = performance.now() + timing.renewDeadlineMs + 50;
+      while (performance.now() < frozenUntil);
+      expect(held!.held()).to.equal(false);
+      expect(losses()).to.have.length(1);
+      expect(losses()[0]!.cause).to.equal('its last renewal is older than the renew deadline');
+      // The elector then gives up too (its renewals fail past the deadline) and tries to hand the lease back.
+      store.down = true;
+      await waitFor(
+        () => lines.some((line) => line.msg === 'could not release the lease'),
+        10_000,
+        'the elector stops',
+      );
+      expect(first.lost).to.deep.equal(['frozen']);
+      expect(losses()).to.have.length(1);
+    });
   });
 
   it("carries the holder's pending-transaction sightings in the Lease to the next run, with no call of its own", async () => {
