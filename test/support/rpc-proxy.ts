@@ -75,6 +75,21 @@ export async function startRecordingProxy(target: string, options: { host?: stri
   let refusal: BatchRefusal | undefined;
   let refusedBatches = 0;
   let exchanges = 0;
+  // The answers a delay fault holds back: close() lets them go, so a long delay (a provider that hangs) keeps no
+  // timer running after the test that set it.
+  const held = new Set<{ timer: NodeJS.Timeout; release: () => void }>();
+  const holdBack = (ms: number) =>
+    new Promise<void>((resolve) => {
+      const entry = {
+        timer: setTimeout(() => entry.release(), ms),
+        release: () => {
+          clearTimeout(entry.timer);
+          held.delete(entry);
+          resolve();
+        },
+      };
+      held.add(entry);
+    });
   const server: Server = createServer((req, res) => {
     exchanges++;
     const chunks: Buffer[] = [];
@@ -134,7 +149,7 @@ export async function startRecordingProxy(target: string, options: { host?: stri
             return;
           }
           const delayMs = Math.max(0, ...all.map((f) => ('delayMs' in f ? f.delayMs : 0)));
-          if (delayMs > 0) await new Promise((resolve) => setTimeout(resolve, delayMs));
+          if (delayMs > 0) await holdBack(delayMs);
           text = withFaults(text, faults);
         }
         res.setHeader('content-type', 'application/json');
@@ -181,6 +196,7 @@ export async function startRecordingProxy(target: string, options: { host?: stri
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();
+        for (const entry of [...held]) entry.release();
         server.close(() => resolve());
       }),
   };
