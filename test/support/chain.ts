@@ -310,23 +310,29 @@ export async function setBalance(url: string, address: string, wei: bigint): Pro
 }
 
 /** Waits until anvil's pool holds at least `count` pending transactions (one sent without waiting has arrived). */
-export async function waitForPending(url: string, count: number, timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const status = await rpc<{ pending: string; queued: string }>(url, 'txpool_status');
-    if (Number(status.pending) >= count) return;
-    if (Date.now() > deadline) throw new Error(`fewer than ${count} transactions pending: ${JSON.stringify(status)}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
+export function waitForPending(url: string, count: number, timeoutMs = 30_000): Promise<void> {
+  return waitForPool(url, (pending) => pending >= count, `at least ${count} transactions pending`, timeoutMs);
 }
 
 /** Waits until anvil's pool is empty: automine mines each transaction, but not before answering. */
-export async function waitForMined(url: string, timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const status = await rpc<{ pending: string; queued: string }>(url, 'txpool_status');
-    if (Number(status.pending) === 0) return;
-    if (Date.now() > deadline) throw new Error(`transactions still pending: ${JSON.stringify(status)}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
+export function waitForMined(url: string, timeoutMs = 30_000): Promise<void> {
+  return waitForPool(url, (pending) => pending === 0, 'no transaction pending', timeoutMs);
+}
+
+/** Polls anvil's pool (`txpool_status`) through waitFor until its pending count passes `test`. */
+async function waitForPool(
+  url: string,
+  test: (pending: number) => boolean,
+  description: string,
+  timeoutMs: number,
+): Promise<void> {
+  let last: { pending: string; queued: string } | undefined;
+  await waitFor(
+    async () => {
+      last = await rpc<{ pending: string; queued: string }>(url, 'txpool_status');
+      return test(Number(last.pending));
+    },
+    timeoutMs,
+    { intervalMs: 20, description: () => `${description} (pool: ${JSON.stringify(last)})` },
+  );
 }
