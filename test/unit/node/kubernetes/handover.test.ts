@@ -168,19 +168,19 @@ describe('the coordinator hand-over lease (src/node/kubernetes/handover.ts)', ()
   });
 
   describe('a loss is logged and told once, whichever notices it first', () => {
-    const recording = () => {
+    /** A holder whose Lease API the test can cut off, with its log lines recorded. */
+    const recordedHolder = async (identity: string) => {
       const lines: { level: number; msg: string; cause?: string }[] = [];
-      const recorded = pino({ level: 'info' }, { write: (line: string) => lines.push(JSON.parse(line)) });
+      const logger = pino({ level: 'info' }, { write: (line: string) => lines.push(JSON.parse(line)) });
       const losses = () => lines.filter((line) => line.msg === 'lost the coordinator lease: nothing new is sent');
-      return { lines, recorded, losses };
+      const leases = new MemoryLeases();
+      const store = leases.client();
+      const first = run(leases, identity, { store, logger });
+      return { lines, losses, store, first, held: await first.held };
     };
 
     it('the renewals first (the apiserver unreachable), then a send asks', async () => {
-      const { lines, recorded, losses } = recording();
-      const leases = new MemoryLeases();
-      const store = leases.client();
-      const first = run(leases, 'cut', { store, logger: recorded });
-      const held = await first.held;
+      const { lines, losses, store, first, held } = await recordedHolder('cut');
       store.down = true;
       await waitFor(() => first.lost.length > 0, 10_000, 'the elector gives up');
       expect(held!.held()).to.equal(false);
@@ -193,11 +193,7 @@ describe('the coordinator hand-over lease (src/node/kubernetes/handover.ts)', ()
     });
 
     it('a send first (the process paused past the deadline), then the renewals fail', async () => {
-      const { lines, recorded, losses } = recording();
-      const leases = new MemoryLeases();
-      const store = leases.client();
-      const first = run(leases, 'frozen', { store, logger: recorded });
-      const held = await first.held;
+      const { lines, losses, store, first, held } = await recordedHolder('frozen');
       const frozenUntil = performance.now() + timing.renewDeadlineMs + 50;
       while (performance.now() < frozenUntil);
       expect(held!.held()).to.equal(false);
