@@ -55,9 +55,12 @@ describe('OracleNode spec.apiLimits: divided among the pods (integration)', func
     node.spec.apiLimits = [{ ois: TITLE, callsPerMinute: 600 }];
     await apply(secret);
     await apply(node);
-    await waitFor(async () => ((await gatewayArgs()).length ? true : undefined), 120_000, {
-      description: 'the gateway Deployment with its budget',
-    });
+    // The operator applies its children one after another: the CronJob's worker template may come after the gateway.
+    await waitFor(
+      async () => ((await gatewayArgs()).length && (await workerArgs())?.length ? true : undefined),
+      120_000,
+      'the gateway Deployment and the worker template with their budgets',
+    );
     expect(await gatewayArgs()).to.deep.equal([`${TITLE}=12/m`]);
     expect(await workerArgs()).to.deep.equal([`${TITLE}=12/m`]);
 
@@ -65,9 +68,13 @@ describe('OracleNode spec.apiLimits: divided among the pods (integration)', func
     await withSpec((edited) => {
       edited.spec.gateway = { ...edited.spec.gateway, replicas: 4 };
     });
-    await waitFor(async () => ((await gatewayArgs())[0] === `${TITLE}=11/m` ? true : undefined), 60_000, {
-      description: 'the gateway args redivided for 4 replicas',
-    });
+    const redivided = async (args: Promise<string[] | undefined>) => (await args)?.[0] === `${TITLE}=11/m`;
+    await waitFor(
+      async () => ((await redivided(gatewayArgs())) && (await redivided(workerArgs())) ? true : undefined),
+      60_000,
+      'the gateway args and the worker template redivided for 4 replicas',
+    );
+    expect(await gatewayArgs()).to.deep.equal([`${TITLE}=11/m`]);
     expect(await workerArgs()).to.deep.equal([`${TITLE}=11/m`]);
   });
 
